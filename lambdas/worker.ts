@@ -1,0 +1,25 @@
+/** Background work on Lambda: SQS messages → the shared worker, with partial batch failures. */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { servicesFromEnv } from '../src/adapters/aws';
+import type { WorkMessage } from '../src/adapters/WorkQueue';
+import { handleWorkMessage } from '../src/core/worker';
+import { logger } from '../src/lambda/observability';
+
+const svc = servicesFromEnv('dynamodb');
+
+async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
+  const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];
+  for (const record of event.Records) {
+    try {
+      await handleWorkMessage(svc, JSON.parse(record.body) as WorkMessage);
+    } catch (error) {
+      logger.error('work message failed', { messageId: record.messageId, error });
+      batchItemFailures.push({ itemIdentifier: record.messageId });
+    }
+  }
+  return { batchItemFailures };
+}
+
+export const handler = middy(handle).use(injectLambdaContext(logger));

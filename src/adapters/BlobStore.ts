@@ -1,0 +1,105 @@
+import {
+  CreateBucketCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Readable } from 'node:stream';
+
+export interface BlobHead {
+  size: number;
+  contentType?: string;
+  lastModified?: Date;
+}
+
+/**
+ * Datasets, checkpoints and archives. The same S3 SDK code runs against S3 on AWS and against
+ * s3rver in local mode; uploads and downloads go straight to storage through presigned URLs, so
+ * large files never pass through the API.
+ */
+export class BlobStore {
+  constructor(readonly s3: S3Client, readonly bucket: string) {}
+
+  async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
+    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
+  }
+
+  async head(key: string): Promise<BlobHead | undefined> {
+    try {
+      const res = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return {
+        size: res.ContentLength ?? 0,
+        ...(res.ContentType ? { contentType: res.ContentType } : {}),
+        ...(res.LastModified ? { lastModified: res.LastModified } : {}),
+      };
+    } catch (err) {
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async stream(key: string): Promise<Readable> {
+    const res = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return res.Body as Readable;
+  }
+
+  async getText(key: string): Promise<string> {
+    const res = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    return (await res.Body?.transformToString('utf-8')) ?? '';
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const res = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      for (const o of res.Contents ?? []) if (o.Key) keys.push(o.Key);
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
+  }
+
+  async deletePrefix(prefix: string): Promise<number> {
+    const keys = await this.list(prefix);
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })) } }));
+    }
+    return keys.length;
+  }
+
+  /** A URL that lets its holder PUT exactly this key until it expires; no API key needed. */
+  presignPut(key: string, expiresInSeconds: number, contentType?: string): Promise<string> {
+    return getSignedUrl(
+      this.s3,
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, ...(contentType ? { ContentType: contentType } : {}) }),
+      { expiresIn: expiresInSeconds },
+    );
+  }
+
+  presignGet(key: string, expiresInSeconds: number, downloadName?: string): Promise<string> {
+    return getSignedUrl(
+      this.s3,
+      new GetObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ...(downloadName ? { ResponseContentDisposition: `attachment; filename="${downloadName}"` } : {}),
+      }),
+      { expiresIn: expiresInSeconds },
+    );
+  }
+
+  async ensureBucket(): Promise<void> {
+    try {
+      await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch {
+      await this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }));
+    }
+  }
+}

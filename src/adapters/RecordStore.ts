@@ -1,0 +1,242 @@
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+
+/** Key attributes of the single table; everything else on an item is the record itself. */
+export interface ItemKeys {
+  pk: string;
+  sk: string;
+  gsi1pk?: string;
+  gsi1sk?: string;
+  /** Epoch seconds; DynamoDB TTL deletes the item some time after. */
+  expiresAt?: number;
+}
+
+const KEY_ATTRIBUTES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'expiresAt']);
+
+/** Thrown when a conditional write's condition does not hold (e.g. the name is taken). */
+export class ConditionFailed extends Error {
+  constructor() {
+    super('conditional write rejected');
+    this.name = 'ConditionFailed';
+  }
+}
+
+export interface Condition {
+  expression: string;
+  names?: Record<string, string>;
+  values?: Record<string, unknown>;
+}
+
+export interface QueryOptions {
+  index?: 'gsi1';
+  beginsWith?: string;
+  newestFirst?: boolean;
+  limit?: number;
+  startKey?: Record<string, unknown>;
+  filter?: Condition;
+}
+
+export interface QueryPage<T> {
+  items: T[];
+  nextKey?: Record<string, unknown>;
+}
+
+/**
+ * Records live in one DynamoDB table (pk/sk + gsi1). Local mode points the same client at dynalite,
+ * so this class is the only records adapter. No transactions: dynalite has none, and every
+ * invariant we need holds with single-item conditional writes.
+ */
+export class RecordStore {
+  readonly doc: DynamoDBDocumentClient;
+
+  constructor(readonly client: DynamoDBClient, readonly table: string) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+    });
+  }
+
+  static strip<T>(item: Record<string, unknown> | undefined): T | undefined {
+    if (!item) return undefined;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(item)) if (!KEY_ATTRIBUTES.has(k)) out[k] = v;
+    return out as T;
+  }
+
+  async get<T>(pk: string, sk: string, consistent = true): Promise<T | undefined> {
+    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent }));
+    return RecordStore.strip<T>(res.Item);
+  }
+
+  /** Put a whole item. `ifAbsent` makes it a create that fails with ConditionFailed on a duplicate. */
+  async put(keys: ItemKeys, record: object, opts: { ifAbsent?: boolean; condition?: Condition } = {}): Promise<void> {
+    const condition = opts.ifAbsent ? { expression: 'attribute_not_exists(pk)' } : opts.condition;
+    await this.guard(
+      this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { ...record, ...keys },
+          ...conditionParams(condition),
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Set and/or atomically add attributes on an existing item (or create it, for counters).
+   * Returns the item as it is after the update.
+   */
+  async update<T>(
+    pk: string,
+    sk: string,
+    change: { set?: Record<string, unknown>; add?: Record<string, number>; remove?: string[]; condition?: Condition },
+  ): Promise<T> {
+    const names: Record<string, string> = { ...(change.condition?.names ?? {}) };
+    const values: Record<string, unknown> = { ...(change.condition?.values ?? {}) };
+    const clauses: string[] = [];
+    let i = 0;
+    const setParts = Object.entries(change.set ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => {
+        i += 1;
+        names[`#u${i}`] = k;
+        values[`:u${i}`] = v;
+        return `#u${i} = :u${i}`;
+      });
+    if (setParts.length) clauses.push(`SET ${setParts.join(', ')}`);
+    const addParts = Object.entries(change.add ?? {}).map(([k, v]) => {
+      i += 1;
+      names[`#u${i}`] = k;
+      values[`:u${i}`] = v;
+      return `#u${i} :u${i}`;
+    });
+    if (addParts.length) clauses.push(`ADD ${addParts.join(', ')}`);
+    const removeParts = (change.remove ?? []).map((k) => {
+      i += 1;
+      names[`#u${i}`] = k;
+      return `#u${i}`;
+    });
+    if (removeParts.length) clauses.push(`REMOVE ${removeParts.join(', ')}`);
+    const res = await this.guard(
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk },
+          UpdateExpression: clauses.join(' '),
+          ExpressionAttributeNames: names,
+          ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
+          ...(change.condition ? { ConditionExpression: change.condition.expression } : {}),
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return RecordStore.strip<T>(res.Attributes) as T;
+  }
+
+  async delete(pk: string, sk: string, condition?: Condition): Promise<void> {
+    await this.guard(this.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk, sk }, ...conditionParams(condition) })));
+  }
+
+  async query<T>(partition: string, opts: QueryOptions = {}): Promise<QueryPage<T>> {
+    const pkName = opts.index ? 'gsi1pk' : 'pk';
+    const skName = opts.index ? 'gsi1sk' : 'sk';
+    const names: Record<string, string> = { '#pk': pkName, ...(opts.filter?.names ?? {}) };
+    const values: Record<string, unknown> = { ':pk': partition, ...(opts.filter?.values ?? {}) };
+    let keyCondition = '#pk = :pk';
+    if (opts.beginsWith !== undefined) {
+      names['#sk'] = skName;
+      values[':sk'] = opts.beginsWith;
+      keyCondition += ' AND begins_with(#sk, :sk)';
+    }
+    const input: QueryCommandInput = {
+      TableName: this.table,
+      KeyConditionExpression: keyCondition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ScanIndexForward: !opts.newestFirst,
+      ...(opts.index ? { IndexName: opts.index } : { ConsistentRead: true }),
+      ...(opts.limit ? { Limit: opts.limit } : {}),
+      ...(opts.startKey ? { ExclusiveStartKey: opts.startKey } : {}),
+      ...(opts.filter ? { FilterExpression: opts.filter.expression } : {}),
+    };
+    const res = await this.doc.send(new QueryCommand(input));
+    return {
+      items: (res.Items ?? []).map((item) => RecordStore.strip<T>(item) as T),
+      ...(res.LastEvaluatedKey ? { nextKey: res.LastEvaluatedKey } : {}),
+    };
+  }
+
+  /** Every item of a partition (bounded by `max`), following DynamoDB pagination. */
+  async queryAll<T>(partition: string, opts: Omit<QueryOptions, 'limit' | 'startKey'> & { max?: number } = {}): Promise<T[]> {
+    const out: T[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    const max = opts.max ?? 10_000;
+    do {
+      const page: QueryPage<T> = await this.query<T>(partition, { ...opts, ...(startKey ? { startKey } : {}) });
+      out.push(...page.items);
+      startKey = page.nextKey;
+    } while (startKey && out.length < max);
+    return out.slice(0, max);
+  }
+
+  /** Creates the table when it does not exist (local mode and tests; CDK owns it on AWS). */
+  async ensureTable(): Promise<void> {
+    try {
+      await this.client.send(new DescribeTableCommand({ TableName: this.table }));
+      return;
+    } catch (err) {
+      if (!(err instanceof ResourceNotFoundException)) throw err;
+    }
+    await this.client.send(
+      new CreateTableCommand({
+        TableName: this.table,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+          { AttributeName: 'gsi1pk', AttributeType: 'S' },
+          { AttributeName: 'gsi1sk', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'gsi1',
+            KeySchema: [
+              { AttributeName: 'gsi1pk', KeyType: 'HASH' },
+              { AttributeName: 'gsi1sk', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+  }
+
+  private async guard<R>(op: Promise<R>): Promise<R> {
+    try {
+      return await op;
+    } catch (err) {
+      if ((err as { name?: string }).name === 'ConditionalCheckFailedException') throw new ConditionFailed();
+      throw err;
+    }
+  }
+}
+
+function conditionParams(condition: Condition | undefined) {
+  if (!condition) return {};
+  return {
+    ConditionExpression: condition.expression,
+    ...(condition.names ? { ExpressionAttributeNames: condition.names } : {}),
+    ...(condition.values ? { ExpressionAttributeValues: condition.values } : {}),
+  };
+}

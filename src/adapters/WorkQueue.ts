@@ -1,0 +1,60 @@
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+
+/** Background work: validate an uploaded dataset version, and (later) training/evaluation steps. */
+export type WorkMessage = { type: 'dataset.process'; team_id: string; dataset_name: string; version: number };
+
+export type WorkHandler = (message: WorkMessage) => Promise<void>;
+
+/** The queue port: SQS on AWS, an in-process queue in local mode. */
+export interface WorkQueue {
+  send(message: WorkMessage): Promise<void>;
+}
+
+export class SqsWorkQueue implements WorkQueue {
+  constructor(private readonly sqs: SQSClient, private readonly queueUrl: string) {}
+
+  async send(message: WorkMessage): Promise<void> {
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message) }));
+  }
+}
+
+/**
+ * Runs messages in this process with bounded concurrency. Durability comes from the records: on
+ * start, local mode re-enqueues every dataset version still marked `processing` (see recovery.ts).
+ */
+export class InProcessWorkQueue implements WorkQueue {
+  private readonly pending: WorkMessage[] = [];
+  private running = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly handler: WorkHandler,
+    private readonly concurrency = 2,
+    private readonly onError: (err: unknown, message: WorkMessage) => void = () => {},
+  ) {}
+
+  async send(message: WorkMessage): Promise<void> {
+    this.pending.push(message);
+    queueMicrotask(() => this.pump());
+  }
+
+  /** Resolves once nothing is queued or running (used at shutdown and by tests). */
+  idle(): Promise<void> {
+    if (this.running === 0 && this.pending.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private pump(): void {
+    while (this.running < this.concurrency && this.pending.length > 0) {
+      const message = this.pending.shift() as WorkMessage;
+      this.running += 1;
+      this.handler(message)
+        .catch((err) => this.onError(err, message))
+        .finally(() => {
+          this.running -= 1;
+          this.pump();
+          if (this.running === 0 && this.pending.length === 0) this.idleWaiters.splice(0).forEach((w) => w());
+        });
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { DynamoRateLimiter, MemoryRateLimiter } from '../core/rateLimits';
+import { BlobStore } from './BlobStore';
+import { RecordStore } from './RecordStore';
+import { SqsWorkQueue, type WorkQueue } from './WorkQueue';
+
+export interface AwsWiring {
+  table: string;
+  bucket: string;
+  region?: string;
+  /** Emulator endpoints (local mode, tests); unset on AWS. */
+  dynamoEndpoint?: string;
+  s3Endpoint?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** The queue to hand background work to; SQS by URL when a string. */
+  queue: WorkQueue | { sqsQueueUrl: string };
+  /** `memory` for one long-lived process (local, ECS); `dynamodb` when many Lambdas share limits. */
+  rateLimiter: 'memory' | 'dynamodb';
+  config?: Partial<SiftConfig>;
+}
+
+/** Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. */
+export function createServices(w: AwsWiring): Services {
+  const region = w.region ?? process.env['AWS_REGION'] ?? 'us-east-1';
+  const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
+  const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
+  // WHEN_REQUIRED: otherwise presigned PUTs carry the CRC32 of an empty body and S3 rejects real uploads.
+  const s3 = new S3Client({
+    ...common,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    ...(w.s3Endpoint ? { endpoint: w.s3Endpoint, forcePathStyle: true } : {}),
+  });
+  const records = new RecordStore(dynamo, w.table);
+  const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
+  return {
+    config: { ...defaultConfig, ...(w.config ?? {}) },
+    records,
+    blobs: new BlobStore(s3, w.bucket),
+    queue,
+    rateLimiter: w.rateLimiter === 'memory' ? new MemoryRateLimiter() : new DynamoRateLimiter(records),
+    now: () => new Date(),
+  };
+}
+
+/** Wiring for Lambda and ECS, from the environment the CDK stack sets. */
+export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): Services {
+  const need = (name: string) => {
+    const v = process.env[name];
+    if (!v) throw new Error(`environment variable ${name} is not set`);
+    return v;
+  };
+  return createServices({
+    table: need('SIFT_TABLE'),
+    bucket: need('SIFT_BUCKET'),
+    queue: { sqsQueueUrl: need('SIFT_QUEUE_URL') },
+    rateLimiter,
+    config: { stage: process.env['SIFT_STAGE'] ?? 'prod' },
+  });
+}

@@ -1,0 +1,75 @@
+import type { Services } from './context';
+
+export type ModelType = 'encoder' | 'decoder';
+export type EncoderTask = 'ner' | 'classification' | 'structures' | 'relations';
+export type ModelTask = EncoderTask | 'generate';
+
+export interface BaseModel {
+  id: string;
+  type: ModelType;
+  description: string;
+  languages: string[];
+  parameters: string;
+  tasks: ModelTask[];
+  supports_training: boolean;
+  training_types: ('lora' | 'full')[];
+  training_algorithms: ('sft' | 'dpo' | 'grpo')[];
+  default_hyperparameters: { nr_epochs: number; learning_rate: number };
+  max_input_tokens: number;
+}
+
+const ENCODER_TASKS: ModelTask[] = ['ner', 'classification', 'structures', 'relations'];
+
+const encoder = (id: string, description: string, languages: string[], parameters: string, lr: number): BaseModel => ({
+  id,
+  type: 'encoder',
+  description,
+  languages,
+  parameters,
+  tasks: ENCODER_TASKS,
+  supports_training: true,
+  training_types: ['lora', 'full'],
+  training_algorithms: ['sft'],
+  default_hyperparameters: { nr_epochs: 10, learning_rate: lr },
+  max_input_tokens: 2048,
+});
+
+/** SPEC "Encoder base models" plus the offline mini model and the local decoder. */
+export const CATALOG: readonly BaseModel[] = [
+  encoder('fastino/gliner2-base-v1', 'English, general purpose (default starting point)', ['en'], '205M', 5e-5),
+  encoder('fastino/gliner2-large-v1', 'English, higher accuracy', ['en'], '340M', 3e-5),
+  encoder('fastino/gliner2-multi-v1', 'Multilingual', ['multi'], '280M', 5e-5),
+  encoder('fastino/gliner2-multi-large-v1', 'Multilingual, higher accuracy', ['multi'], '560M', 3e-5),
+  encoder('sift/gliner2-mini-v1', 'English, small and fast; built offline on a MiniLM backbone', ['en'], '23M', 1e-4),
+  {
+    id: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+    type: 'decoder',
+    description: 'Small instruction-tuned decoder (runs on CPU)',
+    languages: ['en'],
+    parameters: '135M',
+    tasks: ['generate'],
+    supports_training: true,
+    training_types: ['lora'],
+    training_algorithms: ['sft', 'dpo', 'grpo'],
+    default_hyperparameters: { nr_epochs: 3, learning_rate: 2e-4 },
+    max_input_tokens: 8192,
+  },
+];
+
+export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find((m) => m.id === id);
+
+/** A model's weights are present when its manifest is in the model store (blob prefix `models/<id>/`). */
+export const modelManifestKey = (id: string) => `models/${id}/manifest.json`;
+
+export async function listBaseModels(
+  svc: Services,
+  filter: { task_type?: string | undefined; supports_training?: boolean | undefined },
+) {
+  const models = CATALOG.filter((m) => {
+    if (filter.task_type && m.type !== filter.task_type && !m.tasks.includes(filter.task_type as ModelTask)) return false;
+    if (filter.supports_training !== undefined && m.supports_training !== filter.supports_training) return false;
+    return true;
+  });
+  const available = await Promise.all(models.map(async (m) => (await svc.blobs.head(modelManifestKey(m.id))) !== undefined));
+  return models.map((m, i) => ({ ...m, task_type: m.type, available: available[i] ?? false }));
+}

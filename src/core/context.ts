@@ -1,0 +1,49 @@
+import type { BlobStore } from '../adapters/BlobStore';
+import type { RecordStore } from '../adapters/RecordStore';
+import type { WorkQueue } from '../adapters/WorkQueue';
+import type { RateLimiter } from './rateLimits';
+
+export interface SiftConfig {
+  stage: string;
+  /** Largest JSON request body accepted, in bytes (413 above it). */
+  maxBodyBytes: number;
+  /** Largest dataset file accepted by processing, in bytes. */
+  maxDatasetBytes: number;
+  /** Largest single dataset row (one JSONL line / CSV record), in bytes. */
+  maxRowBytes: number;
+  /** Presigned upload URL lifetime, seconds. */
+  uploadUrlTtlSeconds: number;
+  /** How long stored inferences are kept (DynamoDB TTL), days. */
+  inferenceRetentionDays: number;
+  /** Session tokens' lifetime, seconds. */
+  sessionTtlSeconds: number;
+}
+
+export const defaultConfig: SiftConfig = {
+  stage: 'local',
+  maxBodyBytes: 10 * 1024 * 1024,
+  maxDatasetBytes: 512 * 1024 * 1024,
+  maxRowBytes: 1024 * 1024,
+  uploadUrlTtlSeconds: 3600,
+  inferenceRetentionDays: 90,
+  sessionTtlSeconds: 12 * 3600,
+};
+
+/** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
+export interface Services {
+  config: SiftConfig;
+  records: RecordStore;
+  blobs: BlobStore;
+  queue: WorkQueue;
+  rateLimiter: RateLimiter;
+  now: () => Date;
+}
+
+/** Who is calling: resolved from the API key or session token on every authenticated request. */
+export interface Principal {
+  team_id: string;
+  key_id: string;
+  /** operator: the installation's bootstrap key (manages teams); admin: manages its team's keys. */
+  role: 'operator' | 'admin' | 'member';
+  via: 'api_key' | 'session';
+}

@@ -1,0 +1,63 @@
+import { ConditionFailed } from '../adapters/RecordStore';
+import type { Services } from './context';
+import { ConflictError, NotFoundError } from './errors';
+import { isUuid, newUuid } from './ids';
+
+export interface Project {
+  id: string;
+  name: string;
+  description: string | null;
+  /** The training job currently served under this project's name (set by deployments). */
+  active_training_job_id: string | null;
+  created_at: string;
+}
+
+const projectItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECT#${id}` });
+/** A second item claims the name, so two projects of a team can never share one. */
+const nameItem = (teamId: string, name: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECTNAME#${name}` });
+
+export async function createProject(svc: Services, teamId: string, input: { name: string; description?: string | undefined }): Promise<Project> {
+  const project: Project = {
+    id: newUuid(),
+    name: input.name,
+    description: input.description ?? null,
+    active_training_job_id: null,
+    created_at: svc.now().toISOString(),
+  };
+  try {
+    await svc.records.put(nameItem(teamId, project.name), { project_id: project.id }, { ifAbsent: true });
+  } catch (err) {
+    if (err instanceof ConditionFailed) throw new ConflictError(`A project named '${project.name}' already exists`);
+    throw err;
+  }
+  try {
+    await svc.records.put(projectItem(teamId, project.id), project, { ifAbsent: true });
+  } catch (err) {
+    await svc.records.delete(nameItem(teamId, project.name).pk, nameItem(teamId, project.name).sk);
+    throw err;
+  }
+  return project;
+}
+
+export async function listProjects(svc: Services, teamId: string): Promise<Project[]> {
+  const items = await svc.records.queryAll<Project>(`TEAM#${teamId}`, { beginsWith: 'PROJECT#' });
+  return items.sort((a, b) => b.created_at.localeCompare(a.created_at));
+}
+
+/** Accepts a project id or a project name (both identify a project on every route). */
+export async function getProject(svc: Services, teamId: string, idOrName: string): Promise<Project> {
+  let id = isUuid(idOrName) ? idOrName : undefined;
+  if (!id) {
+    const claim = await svc.records.get<{ project_id: string }>(nameItem(teamId, idOrName).pk, nameItem(teamId, idOrName).sk);
+    id = claim?.project_id;
+  }
+  const project = id ? await svc.records.get<Project>(projectItem(teamId, id).pk, projectItem(teamId, id).sk) : undefined;
+  if (!project) throw new NotFoundError(`Project '${idOrName}' not found`);
+  return project;
+}
+
+export async function deleteProject(svc: Services, teamId: string, idOrName: string): Promise<void> {
+  const project = await getProject(svc, teamId, idOrName);
+  await svc.records.delete(projectItem(teamId, project.id).pk, projectItem(teamId, project.id).sk);
+  await svc.records.delete(nameItem(teamId, project.name).pk, nameItem(teamId, project.name).sk);
+}

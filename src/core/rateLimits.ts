@@ -1,0 +1,138 @@
+import type { RecordStore } from '../adapters/RecordStore';
+import { RateLimitError } from './errors';
+
+export interface LimitRule {
+  limit: number;
+  windowSeconds: number;
+}
+
+/** SPEC "Limits": the endpoint classes and their windows. */
+export const LIMIT_CLASSES = {
+  default: [
+    { limit: 20_000, windowSeconds: 60 },
+    { limit: 1_000_000, windowSeconds: 3600 },
+  ],
+  inference: [{ limit: 5_000, windowSeconds: 60 }],
+  compat: [{ limit: 5_000, windowSeconds: 60 }],
+  gliner: [{ limit: 15_000, windowSeconds: 60 }],
+  generate: [{ limit: 120, windowSeconds: 60 }],
+  training_create: [{ limit: 20, windowSeconds: 60 }],
+} satisfies Record<string, LimitRule[]>;
+
+export type LimitClass = keyof typeof LIMIT_CLASSES;
+
+/** Applied to every request by client IP, before authentication. */
+export const EDGE_LIMIT: LimitRule = { limit: 100_000, windowSeconds: 60 };
+
+export interface WindowState {
+  count: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+}
+
+/** Fixed-window counters. In-memory for one process (local, ECS task); DynamoDB across Lambdas. */
+export interface RateLimiter {
+  hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState>;
+}
+
+function windowOf(rule: LimitRule, now: Date) {
+  const nowSeconds = now.getTime() / 1000;
+  const start = Math.floor(nowSeconds / rule.windowSeconds) * rule.windowSeconds;
+  return { start, resetSeconds: Math.max(1, Math.ceil(start + rule.windowSeconds - nowSeconds)) };
+}
+
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number }>();
+  private sweptAt = 0;
+
+  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
+    const { start, resetSeconds } = windowOf(rule, now);
+    const key = `${bucket}|${rule.windowSeconds}`;
+    const current = this.windows.get(key);
+    const state = current && current.start === start ? current : { start, count: 0 };
+    state.count += 1;
+    this.windows.set(key, state);
+    this.sweep(now.getTime() / 1000);
+    return { count: state.count, resetSeconds };
+  }
+
+  /** Drops finished windows now and then, so the map stays as small as the set of active callers. */
+  private sweep(nowSeconds: number): void {
+    if (nowSeconds - this.sweptAt < 60) return;
+    this.sweptAt = nowSeconds;
+    for (const [key, w] of this.windows) {
+      const windowSeconds = Number(key.slice(key.lastIndexOf('|') + 1));
+      if (w.start + windowSeconds <= nowSeconds) this.windows.delete(key);
+    }
+  }
+}
+
+export class DynamoRateLimiter implements RateLimiter {
+  constructor(private readonly records: RecordStore) {}
+
+  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
+    const { start, resetSeconds } = windowOf(rule, now);
+    const item = await this.records.update<{ count: number }>(`RATE#${bucket}#${rule.windowSeconds}`, String(start), {
+      add: { count: 1 },
+      set: { expiresAt: start + rule.windowSeconds * 2 },
+    });
+    return { count: item.count, resetSeconds };
+  }
+}
+
+export interface RateLimitHeaders {
+  'x-ratelimit-limit': string;
+  'x-ratelimit-remaining': string;
+  'x-ratelimit-reset': string;
+}
+
+/**
+ * Counts one request against every rule of its class. Throws a 429 carrying Retry-After when any
+ * window is exhausted; otherwise returns the headers for the tightest window.
+ */
+export async function enforceLimits(
+  limiter: RateLimiter,
+  scope: string,
+  cls: LimitClass,
+  now: Date,
+): Promise<RateLimitHeaders> {
+  let tightest: { rule: LimitRule; state: WindowState } | undefined;
+  for (const rule of LIMIT_CLASSES[cls]) {
+    const state = await limiter.hit(`${cls}:${scope}`, rule, now);
+    if (state.count > rule.limit) {
+      throw withHeaders(
+        new RateLimitError(
+          `Rate limit exceeded: ${rule.limit} requests per ${rule.windowSeconds} s for this endpoint; retry after ${state.resetSeconds} s`,
+          state.resetSeconds,
+        ),
+        headersFor(rule, state),
+      );
+    }
+    if (!tightest || rule.limit - state.count < tightest.rule.limit - tightest.state.count) tightest = { rule, state };
+  }
+  const chosen = tightest as { rule: LimitRule; state: WindowState };
+  return headersFor(chosen.rule, chosen.state);
+}
+
+export async function enforceEdgeLimit(limiter: RateLimiter, ip: string, now: Date): Promise<void> {
+  const state = await limiter.hit(`edge:${ip}`, EDGE_LIMIT, now);
+  if (state.count > EDGE_LIMIT.limit) {
+    throw withHeaders(
+      new RateLimitError(`Too many requests from this address; retry after ${state.resetSeconds} s`, state.resetSeconds),
+      headersFor(EDGE_LIMIT, state),
+    );
+  }
+}
+
+function headersFor(rule: LimitRule, state: WindowState): RateLimitHeaders {
+  return {
+    'x-ratelimit-limit': String(rule.limit),
+    'x-ratelimit-remaining': String(Math.max(0, rule.limit - state.count)),
+    'x-ratelimit-reset': String(state.resetSeconds),
+  };
+}
+
+function withHeaders(err: RateLimitError, headers: RateLimitHeaders): RateLimitError {
+  Object.assign(err.headers, headers);
+  return err;
+}

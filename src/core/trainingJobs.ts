@@ -1,0 +1,230 @@
+import { ConditionFailed } from '../adapters/RecordStore';
+import { findBaseModel, type BaseModel } from './catalog';
+import type { Services } from './context';
+import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
+import { getVersion, latestReadyVersion } from './datasets/service';
+import { ConflictError, NotFoundError, ValidationError, type FieldError } from './errors';
+import { isUuid, newUuid } from './ids';
+
+export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
+export const TERMINAL: JobStatus[] = ['complete', 'failed', 'stopped'];
+
+/** SPEC "States and transitions": which status may follow which. */
+const TRANSITIONS: Record<JobStatus, JobStatus[]> = {
+  requested: ['running', 'stopped', 'failed'],
+  running: ['complete', 'failed', 'stopped'],
+  complete: [],
+  failed: [],
+  stopped: [],
+};
+
+export interface RlConfig {
+  beta?: number;
+  num_generations?: number;
+  reward?: 'exact_match' | 'contains';
+  max_completion_length?: number;
+}
+
+export interface TrainingJob {
+  id: string;
+  model_name: string;
+  base_model: string;
+  /** The catalog model at the root of the chain (itself, or the base of the checkpoint continued from). */
+  root_model: string;
+  model_type: BaseModel['type'];
+  datasets: { name: string; version: number }[];
+  task_types: string[];
+  training_type: 'lora' | 'full';
+  training_algorithm: 'sft' | 'dpo' | 'grpo';
+  rl_config: RlConfig | null;
+  nr_epochs: number;
+  learning_rate: number;
+  status: JobStatus;
+  progress: { epoch: number; step: number; total_steps: number } | null;
+  metrics: { f1: number; precision: number; recall: number } | null;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface CreateJobInput {
+  model_name: string;
+  base_model: string;
+  datasets: { name: string; version?: number | undefined }[];
+  training_type?: 'lora' | 'full' | undefined;
+  training_algorithm?: 'sft' | 'dpo' | 'grpo' | undefined;
+  rl_config?: RlConfig | undefined;
+  nr_epochs?: number | undefined;
+  learning_rate?: number | undefined;
+}
+
+const jobItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `JOB#${id}` });
+const jobsIndex = (teamId: string) => `TEAM#${teamId}#JOBS`;
+/** Checkpoint ids resolve to their job through this item (written by the training runner). */
+export const checkpointItem = (teamId: string, checkpointId: string) => ({ pk: `TEAM#${teamId}`, sk: `CKPT#${checkpointId}` });
+
+export interface CheckpointRef {
+  id: string;
+  job_id: string;
+  root_model: string;
+}
+
+/** The RL keys each algorithm needs (DESIGN: `rl_config` is ours to define). */
+const RL_REQUIRED: Record<'dpo' | 'grpo', (keyof RlConfig)[]> = { dpo: ['beta'], grpo: ['num_generations', 'reward'] };
+const TASKS_FOR_ALGORITHM: Record<'sft' | 'dpo' | 'grpo', TaskType[]> = {
+  sft: [...ENCODER_TASK_TYPES, 'sft'],
+  dpo: ['dpo'],
+  grpo: ['grpo'],
+};
+
+async function resolveBaseModel(svc: Services, teamId: string, baseModel: string): Promise<{ root: BaseModel }> {
+  const catalog = findBaseModel(baseModel);
+  if (catalog) return { root: catalog };
+  if (isUuid(baseModel)) {
+    const ckpt = await svc.records.get<CheckpointRef>(checkpointItem(teamId, baseModel).pk, checkpointItem(teamId, baseModel).sk);
+    const root = ckpt ? findBaseModel(ckpt.root_model) : undefined;
+    if (root) return { root };
+    throw ValidationError.field(['body', 'base_model'], `'${baseModel}' is not a checkpoint of any of your training jobs`, 'unknown_checkpoint');
+  }
+  throw ValidationError.field(
+    ['body', 'base_model'],
+    `'${baseModel}' is neither a catalog model id (GET /base-models) nor a checkpoint UUID`,
+    'unknown_model',
+  );
+}
+
+export async function createTrainingJob(svc: Services, teamId: string, input: CreateJobInput): Promise<TrainingJob> {
+  const { root } = await resolveBaseModel(svc, teamId, input.base_model);
+  const problems: FieldError[] = [];
+  const trainingType = input.training_type ?? 'lora';
+  const algorithm = input.training_algorithm ?? 'sft';
+  if (!root.supports_training) problems.push({ loc: ['body', 'base_model'], msg: `${root.id} does not support training`, type: 'value_error' });
+  if (!root.training_types.includes(trainingType)) {
+    problems.push({ loc: ['body', 'training_type'], msg: `${root.type} models train with ${root.training_types.join(' or ')} only`, type: 'value_error' });
+  }
+  if (!root.training_algorithms.includes(algorithm)) {
+    problems.push({ loc: ['body', 'training_algorithm'], msg: `${root.id} supports ${root.training_algorithms.join(', ')}`, type: 'value_error' });
+  }
+  if (algorithm === 'dpo' || algorithm === 'grpo') {
+    if (!input.rl_config) problems.push({ loc: ['body', 'rl_config'], msg: `required when training_algorithm is ${algorithm}`, type: 'missing' });
+    else {
+      for (const key of RL_REQUIRED[algorithm]) {
+        if (input.rl_config[key] === undefined) problems.push({ loc: ['body', 'rl_config', key], msg: `required for ${algorithm}`, type: 'missing' });
+      }
+    }
+  } else if (input.rl_config) {
+    problems.push({ loc: ['body', 'rl_config'], msg: 'only used with training_algorithm dpo or grpo', type: 'extra_forbidden' });
+  }
+  if (problems.length) throw new ValidationError(problems);
+
+  const datasets: { name: string; version: number }[] = [];
+  const tasks = new Set<string>();
+  for (const [i, ref] of input.datasets.entries()) {
+    const version = ref.version !== undefined ? await getVersion(svc, teamId, ref.name, ref.version) : await latestReadyVersion(svc, teamId, ref.name);
+    if (!version) {
+      await getVersion(svc, teamId, ref.name); // 404 when the dataset does not exist at all
+      throw new ConflictError(`Dataset '${ref.name}' (datasets[${i}]) has no ready version yet; wait for processing to finish`);
+    }
+    if (version.status !== 'ready') {
+      throw new ConflictError(`Dataset '${ref.name}' version ${version.version} (datasets[${i}]) is ${version.status}, not ready`);
+    }
+    const fits = version.task_types.filter((t) => TASKS_FOR_ALGORITHM[algorithm].includes(t as TaskType) && fitsModel(root, t as TaskType));
+    if (fits.length === 0) {
+      throw ValidationError.field(
+        ['body', 'datasets', i, 'name'],
+        `dataset '${ref.name}' has columns for ${version.task_types.join(', ') || 'nothing'}, which fit no head of ${root.id} with ${algorithm}`,
+        'incompatible_dataset',
+      );
+    }
+    fits.forEach((t) => tasks.add(t));
+    datasets.push({ name: ref.name, version: version.version });
+  }
+
+  const job: TrainingJob = {
+    id: newUuid(),
+    model_name: input.model_name,
+    base_model: input.base_model,
+    root_model: root.id,
+    model_type: root.type,
+    datasets,
+    task_types: [...tasks].sort(),
+    training_type: trainingType,
+    training_algorithm: algorithm,
+    rl_config: input.rl_config ?? null,
+    nr_epochs: input.nr_epochs ?? root.default_hyperparameters.nr_epochs,
+    learning_rate: input.learning_rate ?? root.default_hyperparameters.learning_rate,
+    status: 'requested',
+    progress: null,
+    metrics: null,
+    error: null,
+    created_at: svc.now().toISOString(),
+    started_at: null,
+    finished_at: null,
+  };
+  await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: `${job.created_at}#${job.id}` }, job, { ifAbsent: true });
+  return job;
+}
+
+const fitsModel = (model: BaseModel, task: TaskType) =>
+  model.type === 'encoder' ? ENCODER_TASK_TYPES.includes(task) : DECODER_TASK_TYPES.includes(task);
+
+export async function getTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
+  const job = isUuid(id) ? await svc.records.get<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk) : undefined;
+  if (!job) throw new NotFoundError(`Training job '${id}' not found`);
+  return job;
+}
+
+export async function listTrainingJobs(svc: Services, teamId: string, filter: { status?: JobStatus | undefined } = {}): Promise<TrainingJob[]> {
+  const jobs = await svc.records.queryAll<TrainingJob>(jobsIndex(teamId), { index: 'gsi1', newestFirst: true });
+  return filter.status ? jobs.filter((j) => j.status === filter.status) : jobs;
+}
+
+/**
+ * Moves a job along its state machine with a conditional write, so two writers (a stop request and
+ * the runner) can never both win: the loser gets a 409 naming the state it lost to.
+ */
+export async function transitionJob(
+  svc: Services,
+  teamId: string,
+  id: string,
+  to: JobStatus,
+  extra: Partial<TrainingJob> = {},
+): Promise<TrainingJob> {
+  const job = await getTrainingJob(svc, teamId, id);
+  if (!TRANSITIONS[job.status].includes(to)) {
+    throw new ConflictError(`Training job '${id}' is ${job.status}; it cannot become ${to}`);
+  }
+  const now = svc.now().toISOString();
+  const times: Partial<TrainingJob> = to === 'running' ? { started_at: now } : TERMINAL.includes(to) ? { finished_at: now } : {};
+  try {
+    return await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
+      set: { ...extra, ...times, status: to },
+      condition: { expression: '#s = :from', names: { '#s': 'status' }, values: { ':from': job.status } },
+    });
+  } catch (err) {
+    if (err instanceof ConditionFailed) {
+      const current = await getTrainingJob(svc, teamId, id);
+      throw new ConflictError(`Training job '${id}' changed to ${current.status} meanwhile; it cannot become ${to}`);
+    }
+    throw err;
+  }
+}
+
+export async function stopTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
+  return transitionJob(svc, teamId, id, 'stopped');
+}
+
+/** A running job must be stopped first, so no compute is left working for a deleted record. */
+export async function deleteTrainingJob(svc: Services, teamId: string, id: string): Promise<void> {
+  const job = await getTrainingJob(svc, teamId, id);
+  if (job.status === 'running' || job.status === 'requested') {
+    throw new ConflictError(`Training job '${id}' is ${job.status}; stop it before deleting it`);
+  }
+  await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
+  await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
+    expression: '#s = :s',
+    names: { '#s': 'status' },
+    values: { ':s': job.status },
+  });
+}

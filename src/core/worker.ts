@@ -1,0 +1,20 @@
+import type { WorkMessage } from '../adapters/WorkQueue';
+import type { Services } from './context';
+import { failVersion, processVersion } from './datasets/service';
+
+/**
+ * Runs one background message. Shared by the SQS Lambda and the in-process queue. A message that
+ * throws marks its record failed with the reason, so nothing stays `processing` forever.
+ */
+export async function handleWorkMessage(svc: Services, message: WorkMessage): Promise<void> {
+  switch (message.type) {
+    case 'dataset.process':
+      try {
+        await processVersion(svc, message.team_id, message.dataset_name, message.version);
+      } catch (err) {
+        await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch(() => {});
+        throw err;
+      }
+      return;
+  }
+}

@@ -1,0 +1,146 @@
+import FindMyWay from 'find-my-way';
+import { authenticate } from '../core/apiKeys';
+import type { Principal, Services } from '../core/context';
+import {
+  ApiError,
+  ForbiddenError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../core/errors';
+import { newUuid } from '../core/ids';
+import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/rateLimits';
+import { recordUsage } from '../core/usage';
+import type { Logger } from './logger';
+import type { ApiRequest, ApiResponse, HttpMethod, RouteSpec } from './types';
+import { parseWith } from './validation';
+
+const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const REQUEST_ID_RE = /^[A-Za-z0-9._-]{8,128}$/;
+
+/**
+ * The one request pipeline shared by every runtime: edge limit → route → auth → endpoint limit →
+ * parse/validate → handler → usage counters. Adapters only translate requests and responses.
+ */
+export class SiftApp {
+  private readonly router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
+
+  constructor(
+    private readonly svc: Services,
+    readonly routes: RouteSpec[],
+    private readonly logger: Logger,
+  ) {
+    for (const spec of routes) this.router.on(spec.method, spec.path, () => undefined, { spec });
+  }
+
+  async handle(req: ApiRequest): Promise<ApiResponse> {
+    const incoming = req.headers['x-request-id'];
+    const requestId = incoming && REQUEST_ID_RE.test(incoming) ? incoming : newUuid();
+    const started = performance.now();
+    let rateHeaders: RateLimitHeaders | undefined;
+    let response: ApiResponse;
+    let spec: RouteSpec | undefined;
+    try {
+      const now = this.svc.now();
+      await enforceEdgeLimit(this.svc.rateLimiter, req.sourceIp, now);
+      const matched = this.match(req);
+      spec = matched.spec;
+      const principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
+      if (spec.auth === 'operator' && principal?.role !== 'operator') throw new ForbiddenError("This operation needs the installation's operator key");
+      rateHeaders = await enforceLimits(this.svc.rateLimiter, principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`, spec.limit ?? 'default', now);
+      const body = spec.body ? parseWith(spec.body, this.readJson(req), 'body') : this.rejectBody(req);
+      const query = spec.query ? parseWith(spec.query, req.query, 'query') : undefined;
+      const params = spec.params ? parseWith(spec.params, matched.params, 'path') : matched.params;
+      response = await spec.handler({
+        svc: this.svc,
+        req,
+        requestId,
+        principal: principal as Principal,
+        body,
+        query,
+        params,
+      });
+      if (principal) await recordUsage(this.svc, principal.team_id, spec.limit ?? 'default', { requests: 1 });
+    } catch (err) {
+      response = this.errorResponse(err, requestId, req);
+    }
+    const headers: Record<string, string> = { ...(response.headers ?? {}), ...(rateHeaders ?? {}), 'x-request-id': requestId };
+    if (response.body !== undefined && !response.stream && response.raw === undefined) {
+      headers['content-type'] ??= 'application/json';
+    }
+    this.logger.info('request', {
+      request_id: requestId,
+      method: req.method,
+      path: spec?.path ?? req.path,
+      status: response.status,
+      latency_ms: Math.round((performance.now() - started) * 100) / 100,
+    });
+    return { ...response, headers };
+  }
+
+  private match(req: ApiRequest): { spec: RouteSpec; params: Record<string, string> } {
+    const found = this.router.find(req.method as HttpMethod, req.path);
+    if (found) {
+      const store = found.store as { spec: RouteSpec };
+      return { spec: store.spec, params: found.params as Record<string, string> };
+    }
+    const allowed = METHODS.filter((m) => m !== req.method && this.router.find(m, req.path));
+    if (allowed.length > 0) {
+      const err = new MethodNotAllowedError(`Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`);
+      err.headers['allow'] = allowed.join(', ');
+      throw err;
+    }
+    const hint = this.router.find('POST', `/v1${req.path}`) ? ' (the compatible API lives under /v1)' : '';
+    throw new NotFoundError(`No route for ${req.method} ${req.path}${hint}`);
+  }
+
+  /** Public routes still count usage for a caller who sent a valid key; a bad key is ignored there. */
+  private async optionalPrincipal(req: ApiRequest): Promise<Principal | undefined> {
+    if (!req.headers['x-api-key'] && !req.headers['authorization']) return undefined;
+    try {
+      return await authenticate(this.svc, req);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private readJson(req: ApiRequest): unknown {
+    const raw = req.body;
+    if (raw && raw.length > this.svc.config.maxBodyBytes) {
+      throw new PayloadTooLargeError(`Request body is larger than the ${this.svc.config.maxBodyBytes} byte limit`);
+    }
+    if (!raw || raw.length === 0) throw ValidationError.field(['body'], 'A JSON request body is required', 'missing');
+    const type = req.headers['content-type'];
+    if (type && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
+      throw new UnsupportedMediaTypeError(`Content-Type must be application/json, got '${type}'`);
+    }
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    } catch {
+      throw ValidationError.field(['body'], 'Request body is not valid UTF-8', 'json_invalid');
+    }
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw ValidationError.field(['body'], `Malformed JSON: ${(err as Error).message}`, 'json_invalid');
+    }
+  }
+
+  /** Routes without a body schema take none, so nothing a client sends is silently dropped. */
+  private rejectBody(req: ApiRequest): undefined {
+    if (req.body && req.body.length > 0 && req.method !== 'GET') {
+      const text = req.body.toString('utf8').trim();
+      if (text !== '' && text !== '{}') throw ValidationError.field(['body'], 'This endpoint takes no request body', 'extra_forbidden');
+    }
+    return undefined;
+  }
+
+  private errorResponse(err: unknown, requestId: string, req: ApiRequest): ApiResponse {
+    if (err instanceof ApiError) return { status: err.status, headers: { ...err.headers }, body: err.toBody() };
+    this.logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });
+    return { status: 500, body: { detail: `Internal server error (request id ${requestId})` } };
+  }
+}

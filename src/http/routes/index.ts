@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { buildOpenApi } from '../openapi';
+import { json, route, type RouteSpec } from '../types';
+import { apiKeyRoutes } from './apiKeys';
+import { datasetRoutes } from './datasets';
+import { metaRoutes } from './meta';
+import { baseModelRoutes, billingRoutes, evaluationRoutes, inferenceHistoryRoutes, projectRoutes } from './resources';
+import { trainingJobRoutes } from './trainingJobs';
+
+export const API_VERSION = '0.1.0';
+
+/** Every route of the service, in the order the API reference lists them. */
+export function allRoutes(): RouteSpec[] {
+  const routes: RouteSpec[] = [
+    ...metaRoutes,
+    ...apiKeyRoutes,
+    ...baseModelRoutes,
+    ...projectRoutes,
+    ...datasetRoutes,
+    ...trainingJobRoutes,
+    ...evaluationRoutes,
+    ...inferenceHistoryRoutes,
+    ...billingRoutes,
+  ];
+  let document: Record<string, unknown> | undefined;
+  routes.push(
+    route({
+      method: 'GET',
+      path: '/openapi.json',
+      tag: 'meta',
+      summary: 'This API as an OpenAPI 3.1 document',
+      auth: 'public',
+      responses: { 200: { description: 'OpenAPI document', schema: z.record(z.string(), z.unknown()) } },
+      handler: async () => json(200, (document ??= buildOpenApi(routes, API_VERSION))),
+    }),
+  );
+  return routes;
+}

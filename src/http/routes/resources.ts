@@ -1,0 +1,198 @@
+import { z } from 'zod';
+import { listBaseModels } from '../../core/catalog';
+import { createEvaluation, deleteEvaluation, getEvaluation, listEvaluations } from '../../core/evaluations';
+import { getInference, listInferences, submitFeedback } from '../../core/inferences';
+import { createProject, deleteProject, getProject, listProjects } from '../../core/projects';
+import { getUsage } from '../../core/usage';
+import { json, route } from '../types';
+import { queryBool, queryInt, resourceName, uuid } from '../validation';
+import { BaseModelSchema, Deleted, EvaluationSchema, InferenceRecordSchema, ProjectSchema, list } from './schemas';
+
+export const baseModelRoutes = [
+  route({
+    method: 'GET',
+    path: '/base-models',
+    tag: 'base-models',
+    summary: 'The catalog of base models; `available` says whether the weights are in the model store',
+    auth: 'key',
+    query: z.strictObject({
+      task_type: z.enum(['encoder', 'decoder', 'ner', 'classification', 'structures', 'relations', 'generate']).optional(),
+      supports_training: queryBool,
+    }),
+    responses: { 200: { description: 'Catalog', schema: list(BaseModelSchema) } },
+    handler: async ({ svc, query }) => json(200, { data: await listBaseModels(svc, query) }),
+  }),
+];
+
+export const projectRoutes = [
+  route({
+    method: 'POST',
+    path: '/projects',
+    tag: 'projects',
+    summary: 'Create a project (its name is usable as a model id once something is deployed to it)',
+    auth: 'key',
+    body: z.strictObject({ name: resourceName, description: z.string().max(2000).optional() }),
+    responses: { 201: { description: 'Created', schema: ProjectSchema }, 409: { description: 'Name taken' } },
+    handler: async ({ svc, principal, body }) => json(201, await createProject(svc, principal.team_id, body)),
+  }),
+  route({
+    method: 'GET',
+    path: '/projects',
+    tag: 'projects',
+    summary: 'List projects, newest first',
+    auth: 'key',
+    responses: { 200: { description: 'Projects', schema: list(ProjectSchema) } },
+    handler: async ({ svc, principal }) => json(200, { data: await listProjects(svc, principal.team_id) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/projects/:id',
+    tag: 'projects',
+    summary: 'Read a project by id or name',
+    auth: 'key',
+    params: z.object({ id: z.string().min(1).max(128) }),
+    responses: { 200: { description: 'Project', schema: ProjectSchema }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => json(200, await getProject(svc, principal.team_id, params.id)),
+  }),
+  route({
+    method: 'DELETE',
+    path: '/projects/:id',
+    tag: 'projects',
+    summary: 'Delete a project by id or name',
+    auth: 'key',
+    params: z.object({ id: z.string().min(1).max(128) }),
+    responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => {
+      await deleteProject(svc, principal.team_id, params.id);
+      return json(200, { id: params.id, deleted: true });
+    },
+  }),
+];
+
+export const evaluationRoutes = [
+  route({
+    method: 'POST',
+    path: '/core/evaluations',
+    tag: 'evaluations',
+    summary: 'Evaluate a training job or a base model (baseline) on a labelled dataset',
+    auth: 'key',
+    body: z.strictObject({
+      base_model: z.string().min(1),
+      dataset_name: resourceName,
+      dataset_version: z.number().int().positive().optional(),
+      project_id: uuid.optional(),
+    }),
+    responses: {
+      202: { description: 'Started', schema: z.object({ id: z.string(), status: z.literal('running') }) },
+      404: { description: 'Dataset not found' },
+      409: { description: 'Dataset not ready, or job not complete' },
+    },
+    handler: async ({ svc, principal, body }) => {
+      const evaluation = await createEvaluation(svc, principal.team_id, body);
+      return json(202, { id: evaluation.id, status: evaluation.status });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/core/evaluations',
+    tag: 'evaluations',
+    summary: 'List evaluations, newest first',
+    auth: 'key',
+    query: z.strictObject({ project_id: uuid.optional() }),
+    responses: { 200: { description: 'Evaluations', schema: list(EvaluationSchema) } },
+    handler: async ({ svc, principal, query }) => json(200, { data: await listEvaluations(svc, principal.team_id, query) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/core/evaluations/:id',
+    tag: 'evaluations',
+    summary: 'Read an evaluation and its metrics',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: { 200: { description: 'Evaluation', schema: EvaluationSchema }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => json(200, await getEvaluation(svc, principal.team_id, params.id)),
+  }),
+  route({
+    method: 'DELETE',
+    path: '/core/evaluations/:id',
+    tag: 'evaluations',
+    summary: 'Delete an evaluation',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => {
+      await deleteEvaluation(svc, principal.team_id, params.id);
+      return json(200, { id: params.id, deleted: true });
+    },
+  }),
+];
+
+export const inferenceHistoryRoutes = [
+  route({
+    method: 'GET',
+    path: '/inferences',
+    tag: 'inferences',
+    summary: 'Past inferences, newest first (limit 1–200, default 50; offset 0–10,000)',
+    auth: 'key',
+    query: z.strictObject({
+      limit: queryInt(1, 200, 50),
+      offset: queryInt(0, 10_000, 0),
+      model_id: z.string().min(1).optional(),
+      task: z.enum(['ner', 'classification', 'structures', 'relations', 'generate']).optional(),
+      project_id: z.string().min(1).optional(),
+      training_job_id: uuid.optional(),
+    }),
+    responses: {
+      200: {
+        description: 'A page of inferences',
+        schema: z.object({ data: z.array(InferenceRecordSchema), limit: z.number(), offset: z.number(), has_more: z.boolean() }),
+      },
+    },
+    handler: async ({ svc, principal, query }) => {
+      const page = await listInferences(svc, principal.team_id, query);
+      return json(200, { data: page.items, limit: page.limit, offset: page.offset, has_more: page.has_more });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/inferences/:id',
+    tag: 'inferences',
+    summary: 'One stored inference, with its feedback',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: { 200: { description: 'Inference', schema: InferenceRecordSchema }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => json(200, await getInference(svc, principal.team_id, params.id)),
+  }),
+  route({
+    method: 'POST',
+    path: '/inferences/:id/feedback',
+    tag: 'inferences',
+    summary: 'Mark an inference correct, or incorrect with the corrected output',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    body: z.strictObject({ verdict: z.enum(['correct', 'incorrect']), corrected_output: z.record(z.string(), z.unknown()).optional() }),
+    responses: {
+      200: {
+        description: 'Acknowledged',
+        schema: z.object({ inference_id: z.string(), feedback: InferenceRecordSchema.shape.feedback }),
+      },
+      404: { description: 'Not found' },
+    },
+    handler: async ({ svc, principal, params, body }) => {
+      const updated = await submitFeedback(svc, principal.team_id, params.id, body);
+      return json(200, { inference_id: updated.inference_id, feedback: updated.feedback });
+    },
+  }),
+];
+
+export const billingRoutes = [
+  route({
+    method: 'GET',
+    path: '/billing/usage/requests',
+    tag: 'billing',
+    summary: "Today's and this month's requests, tokens and spend, with the remaining daily allowance",
+    auth: 'key',
+    responses: { 200: { description: 'Usage', schema: z.record(z.string(), z.unknown()) } },
+    handler: async ({ svc, principal }) => json(200, await getUsage(svc, principal.team_id)),
+  }),
+];

@@ -1,0 +1,114 @@
+/** Response shapes, for the OpenAPI document and for contract tests that check real responses. */
+import { z } from 'zod';
+
+export const ApiKeySchema = z
+  .object({ id: z.string(), name: z.string(), role: z.enum(['operator', 'admin', 'member']), prefix: z.string(), created_at: z.string(), last_used_at: z.string().nullable() })
+  .meta({ id: 'ApiKey' });
+
+export const RowErrorSchema = z.object({ row: z.number().nullable(), field: z.string().nullable(), message: z.string() }).meta({ id: 'RowError' });
+
+export const DatasetVersionSchema = z
+  .object({
+    name: z.string(),
+    version: z.number().int(),
+    status: z.enum(['pending_upload', 'processing', 'ready', 'failed']),
+    file_name: z.string(),
+    size_bytes: z.number().nullable(),
+    sha256: z.string().nullable(),
+    row_count: z.number().nullable(),
+    task_types: z.array(z.string()),
+    label_vocabulary: z.array(z.string()),
+    entity_types: z.array(z.string()),
+    relation_types: z.array(z.string()),
+    structures: z.record(z.string(), z.record(z.string(), z.object({ dtype: z.enum(['str', 'list']) }))),
+    errors: z.array(RowErrorSchema),
+    error_count: z.number().int(),
+    created_at: z.string(),
+    processed_at: z.string().nullable(),
+  })
+  .meta({ id: 'DatasetVersion' });
+
+export const TrainingJobSchema = z
+  .object({
+    id: z.string(),
+    model_name: z.string(),
+    base_model: z.string(),
+    root_model: z.string(),
+    model_type: z.enum(['encoder', 'decoder']),
+    datasets: z.array(z.object({ name: z.string(), version: z.number() })),
+    task_types: z.array(z.string()),
+    training_type: z.enum(['lora', 'full']),
+    training_algorithm: z.enum(['sft', 'dpo', 'grpo']),
+    rl_config: z.record(z.string(), z.unknown()).nullable(),
+    nr_epochs: z.number(),
+    learning_rate: z.number(),
+    status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']),
+    progress: z.object({ epoch: z.number(), step: z.number(), total_steps: z.number() }).nullable(),
+    metrics: z.object({ f1: z.number(), precision: z.number(), recall: z.number() }).nullable(),
+    error: z.string().nullable(),
+    created_at: z.string(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'TrainingJob' });
+
+export const EvaluationSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(['running', 'complete', 'failed']),
+    base_model: z.string(),
+    training_job_id: z.string().nullable(),
+    project_id: z.string().nullable(),
+    dataset_name: z.string(),
+    dataset_version: z.number(),
+    metrics: z.record(z.string(), z.unknown()).nullable(),
+    error: z.string().nullable(),
+    created_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'Evaluation' });
+
+export const ProjectSchema = z
+  .object({ id: z.string(), name: z.string(), description: z.string().nullable(), active_training_job_id: z.string().nullable(), created_at: z.string() })
+  .meta({ id: 'Project' });
+
+export const InferenceRecordSchema = z
+  .object({
+    inference_id: z.string(),
+    model_id: z.string(),
+    type: z.enum(['encoder', 'decoder']),
+    tasks: z.array(z.string()),
+    project_id: z.string().nullable(),
+    training_job_id: z.string().nullable(),
+    endpoint: z.string(),
+    input: z.record(z.string(), z.unknown()),
+    output: z.unknown(),
+    usage: z.record(z.string(), z.number()),
+    latency_ms: z.number(),
+    created_at: z.string(),
+    feedback: z
+      .object({ verdict: z.enum(['correct', 'incorrect']), corrected_output: z.record(z.string(), z.unknown()).nullable(), created_at: z.string() })
+      .nullable(),
+  })
+  .meta({ id: 'InferenceRecord' });
+
+export const BaseModelSchema = z
+  .object({
+    id: z.string(),
+    type: z.enum(['encoder', 'decoder']),
+    task_type: z.enum(['encoder', 'decoder']),
+    description: z.string(),
+    languages: z.array(z.string()),
+    parameters: z.string(),
+    tasks: z.array(z.string()),
+    supports_training: z.boolean(),
+    training_types: z.array(z.string()),
+    training_algorithms: z.array(z.string()),
+    default_hyperparameters: z.object({ nr_epochs: z.number(), learning_rate: z.number() }),
+    max_input_tokens: z.number(),
+    available: z.boolean(),
+  })
+  .meta({ id: 'BaseModel' });
+
+export const list = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item) });
+export const Deleted = z.object({ id: z.string(), deleted: z.literal(true) });

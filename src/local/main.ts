@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import { createServices } from '../adapters/aws';
+import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
+import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
+import type { Services, SiftConfig } from '../core/context';
+import { handleWorkMessage } from '../core/worker';
+import { SiftApp } from '../http/app';
+import { createLogger, type Logger } from '../http/logger';
+import { allRoutes } from '../http/routes';
+import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
+import { nodeHandler } from './httpAdapter';
+
+export interface LocalOptions {
+  port: number;
+  host?: string;
+  dataDir: string;
+  adminKey?: string;
+  s3Port?: number;
+  logger?: Logger;
+  config?: Partial<SiftConfig>;
+}
+
+export interface LocalService {
+  url: string;
+  svc: Services;
+  app: SiftApp;
+  /** Set on the very first start when no SIFT_ADMIN_KEY was given: print it once. */
+  createdAdminKey?: string;
+  /** Resolves when background work (dataset processing) has drained; for tests and shutdown. */
+  idle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const TABLE = 'sift-records';
+const BUCKET = 'sift-data';
+
+/** Local mode: the same app, stores and worker as on AWS, on in-process emulators. */
+export async function startLocal(opts: LocalOptions): Promise<LocalService> {
+  const logger = opts.logger ?? createLogger();
+  const dataDir = resolve(opts.dataDir);
+  const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
+  let svc: Services | undefined;
+  const queue = new InProcessWorkQueue(
+    (message: WorkMessage) => handleWorkMessage(svc as Services, message),
+    2,
+    (err, message) => logger.error('background work failed', { message, error: err }),
+  );
+  svc = createServices({
+    table: TABLE,
+    bucket: BUCKET,
+    dynamoEndpoint: emulators.dynamoEndpoint,
+    s3Endpoint: emulators.s3Endpoint,
+    credentials: EMULATOR_CREDENTIALS,
+    queue,
+    rateLimiter: 'memory',
+    config: { stage: 'local', ...(opts.config ?? {}) },
+  });
+  await svc.records.ensureTable();
+  await svc.blobs.ensureBucket();
+  const install = await ensureInstallation(svc, opts.adminKey);
+  const requeued = await recoverInterruptedWork(svc);
+  if (requeued) logger.info('resumed interrupted work', { requeued });
+
+  const app = new SiftApp(svc, allRoutes(), logger);
+  const server: Server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());
+  });
+  const address = server.address() as AddressInfo;
+  const services = svc;
+  return {
+    url: `http://${address.address}:${address.port}`,
+    svc: services,
+    app,
+    ...(install.createdKey ? { createdAdminKey: install.createdKey } : {}),
+    idle: () => queue.idle(),
+    async close() {
+      await new Promise<void>((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      });
+      await queue.idle();
+      await emulators.close();
+    },
+  };
+}
