@@ -114,7 +114,7 @@ export async function enforceLimits(
   return headersFor(chosen.rule, chosen.state);
 }
 
-export async function enforceEdgeLimit(limiter: RateLimiter, ip: string, now: Date): Promise<void> {
+export async function enforceEdgeLimit(limiter: RateLimiter, ip: string, now: Date): Promise<RateLimitHeaders> {
   const state = await limiter.hit(`edge:${ip}`, EDGE_LIMIT, now);
   if (state.count > EDGE_LIMIT.limit) {
     throw withHeaders(
@@ -122,6 +122,7 @@ export async function enforceEdgeLimit(limiter: RateLimiter, ip: string, now: Da
       headersFor(EDGE_LIMIT, state),
     );
   }
+  return headersFor(EDGE_LIMIT, state);
 }
 
 function headersFor(rule: LimitRule, state: WindowState): RateLimitHeaders {

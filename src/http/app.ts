@@ -42,12 +42,14 @@ export class SiftApp {
     let rateHeaders: RateLimitHeaders | undefined;
     let response: ApiResponse;
     let spec: RouteSpec | undefined;
+    let principal: Principal | undefined;
     try {
       const now = this.svc.now();
-      await enforceEdgeLimit(this.svc.rateLimiter, req.sourceIp, now);
+      // Until the endpoint's own limit is known, the edge window is the one reported.
+      rateHeaders = await enforceEdgeLimit(this.svc.rateLimiter, req.sourceIp, now);
       const matched = this.match(req);
       spec = matched.spec;
-      const principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
+      principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
       if (spec.auth === 'operator' && principal?.role !== 'operator') throw new ForbiddenError("This operation needs the installation's operator key");
       rateHeaders = await enforceLimits(this.svc.rateLimiter, principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`, spec.limit ?? 'default', now);
       const body = spec.body ? parseWith(spec.body, this.readJson(req), 'body') : this.rejectBody(req);
@@ -62,11 +64,16 @@ export class SiftApp {
         query,
         params,
       });
-      if (principal) await recordUsage(this.svc, principal.team_id, spec.limit ?? 'default', { requests: 1 });
     } catch (err) {
       response = this.errorResponse(err, requestId, req);
     }
-    const headers: Record<string, string> = { ...(response.headers ?? {}), ...(rateHeaders ?? {}), 'x-request-id': requestId };
+    // Every request of a known caller counts, failed ones included (they count against limits too).
+    if (principal && spec) {
+      await recordUsage(this.svc, principal.team_id, spec.limit ?? 'default', { requests: 1 }).catch((error) =>
+        this.logger.error('usage counter update failed', { request_id: requestId, error }),
+      );
+    }
+    const headers: Record<string, string> = { ...(rateHeaders ?? {}), ...(response.headers ?? {}), 'x-request-id': requestId };
     if (response.body !== undefined && !response.stream && response.raw === undefined) {
       headers['content-type'] ??= 'application/json';
     }

@@ -1,0 +1,71 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rowsKey } from '../../src/core/datasets/service';
+import { silentLogger } from '../../src/http/logger';
+import { startLocal } from '../../src/local/main';
+import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sift-local-'));
+});
+afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+describe('local mode', () => {
+  it('creates and returns one operator key on first start when none is given, and not again', async () => {
+    const first = await startLocal({ port: 0, dataDir: dir, logger: silentLogger });
+    expect(first.createdAdminKey).toMatch(/^svc_sk_/);
+    const key = first.createdAdminKey as string;
+    await first.close();
+    const second = await startLocal({ port: 0, dataDir: dir, logger: silentLogger });
+    expect(second.createdAdminKey).toBeUndefined();
+    const res = await fetch(`${second.url}/teams`, { headers: { 'x-api-key': key } });
+    expect(res.status).toBe(200);
+    await second.close();
+  });
+
+  it('keeps state across restarts: keys, datasets with their files, projects', async () => {
+    const a = await TestStack.start({ dataDir: dir });
+    const ready = await a.uploadDataset('persisted', jsonl([{ text: 'a b', label: 'x' }]));
+    expect(ready.status).toBe('ready');
+    const member = (await a.call('POST', '/api-keys', { body: { name: 'm' } })).body.key;
+    await a.call('POST', '/projects', { body: { name: 'kept' } });
+    await a.stop();
+
+    const b = await TestStack.start({ dataDir: dir });
+    expect((await b.call('GET', '/core/datasets/persisted/1')).body).toMatchObject({ status: 'ready', row_count: 1 });
+    expect((await b.call('GET', '/projects/kept', { key: member })).status).toBe(200);
+    const team = (await b.call('GET', '/billing/usage/requests')).body.team_id;
+    expect(await b.svc.blobs.getText(rowsKey(team, 'persisted', 1))).toContain('"label":"x"');
+    await b.stop();
+  });
+
+  it('adds a new SIFT_ADMIN_KEY to an existing installation', async () => {
+    const a = await TestStack.start({ dataDir: dir });
+    await a.stop();
+    const rotated = 'svc_sk_rotated-operator-key-abcdefghijklmnopqrstuv';
+    const b = await TestStack.start({ dataDir: dir, adminKey: rotated });
+    expect((await b.call('GET', '/teams', { key: rotated })).status).toBe(200);
+    expect((await b.call('GET', '/teams', { key: OPERATOR_KEY })).status).toBe(200);
+    await b.stop();
+  });
+
+  it('rejects a SIFT_ADMIN_KEY that is not an API key', async () => {
+    await expect(startLocal({ port: 0, dataDir: dir, adminKey: 'hunter2', logger: silentLogger })).rejects.toThrow(/svc_sk_/);
+  });
+
+  it('resumes a dataset version left processing by a crash', async () => {
+    const a = await TestStack.start({ dataDir: dir });
+    const url = (await a.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'crashy', file_name: 'r.jsonl' } })).body;
+    await fetch(url.upload_url, { method: 'PUT', body: jsonl([{ text: 'hello', label: 'greeting' }]) });
+    const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
+    // Simulate a crash between "processing" being recorded and the worker running.
+    await a.svc.records.update(`TEAM#${team}`, 'DSV#crashy#000001', { set: { status: 'processing' } });
+    await a.stop();
+    const b = await TestStack.start({ dataDir: dir });
+    await b.service.idle();
+    expect((await b.call('GET', '/core/datasets/crashy/1')).body.status).toBe('ready');
+    await b.stop();
+  });
+});
