@@ -3,6 +3,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { defaultConfig, type Services, type SiftConfig } from '../core/context';
 import { DynamoRateLimiter, MemoryRateLimiter } from '../core/rateLimits';
+import { BufferedUsageSink, DirectUsageSink } from '../core/usage';
 import { BlobStore } from './BlobStore';
 import { RecordStore } from './RecordStore';
 import { SqsWorkQueue, type WorkQueue } from './WorkQueue';
@@ -19,6 +20,8 @@ export interface AwsWiring {
   queue: WorkQueue | { sqsQueueUrl: string };
   /** `memory` for one long-lived process (local, ECS); `dynamodb` when many Lambdas share limits. */
   rateLimiter: 'memory' | 'dynamodb';
+  /** `buffered` sums usage in memory and writes it each second (long-lived processes only). */
+  usage?: 'direct' | 'buffered';
   config?: Partial<SiftConfig>;
 }
 
@@ -35,13 +38,15 @@ export function createServices(w: AwsWiring): Services {
   });
   const records = new RecordStore(dynamo, w.table);
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
+  const now = () => new Date();
   return {
     config: { ...defaultConfig, ...(w.config ?? {}) },
     records,
     blobs: new BlobStore(s3, w.bucket),
     queue,
     rateLimiter: w.rateLimiter === 'memory' ? new MemoryRateLimiter() : new DynamoRateLimiter(records),
-    now: () => new Date(),
+    usage: w.usage === 'buffered' ? new BufferedUsageSink(records, now) : new DirectUsageSink(records, now),
+    now,
   };
 }
 

@@ -2,6 +2,7 @@ import type { BlobStore } from '../adapters/BlobStore';
 import type { RecordStore } from '../adapters/RecordStore';
 import type { WorkQueue } from '../adapters/WorkQueue';
 import type { RateLimiter } from './rateLimits';
+import type { UsageSink } from './usage';
 
 export interface SiftConfig {
   stage: string;
@@ -36,6 +37,7 @@ export interface Services {
   blobs: BlobStore;
   queue: WorkQueue;
   rateLimiter: RateLimiter;
+  usage: UsageSink;
   now: () => Date;
 }
 

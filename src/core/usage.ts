@@ -1,3 +1,4 @@
+import type { RecordStore } from '../adapters/RecordStore';
 import type { Services } from './context';
 import { PaymentRequiredError, RateLimitError } from './errors';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
@@ -29,20 +30,88 @@ const COUNTER_NAMES = Object.keys(ZERO) as (keyof UsageCounters)[];
 const dayOf = (d: Date) => d.toISOString().slice(0, 10);
 const monthOf = (d: Date) => d.toISOString().slice(0, 7);
 
-/** Adds to today's and this month's counters; `endpoint` also gets its own request counter. */
-export async function recordUsage(svc: Services, teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
-  const now = svc.now();
+function countersOf(endpoint: LimitClass, delta: UsageDelta): Record<string, number> {
   const add: Record<string, number> = {};
   for (const name of COUNTER_NAMES) {
     const v = delta[name];
     if (v) add[name] = v;
   }
   if (delta.requests) add[`requests_${endpoint}`] = delta.requests;
+  return add;
+}
+
+async function writeCounters(records: RecordStore, teamId: string, at: Date, add: Record<string, number>): Promise<void> {
   if (Object.keys(add).length === 0) return;
   await Promise.all([
-    svc.records.update(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(now)}`, { add }),
-    svc.records.update(`TEAM#${teamId}`, `USAGE#MONTH#${monthOf(now)}`, { add }),
+    records.update(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(at)}`, { add }),
+    records.update(`TEAM#${teamId}`, `USAGE#MONTH#${monthOf(at)}`, { add }),
   ]);
+}
+
+/** Where usage goes. Counters are atomic ADDs on one item per team per day and per month. */
+export interface UsageSink {
+  add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void>;
+  /** Writes whatever is pending; reads of the counters call it first, so they never lag. */
+  flush(): Promise<void>;
+}
+
+/** Writes each request's usage at once: for Lambda, where the process may freeze after a response. */
+export class DirectUsageSink implements UsageSink {
+  constructor(private readonly records: RecordStore, private readonly now: () => Date) {}
+
+  add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
+    return writeCounters(this.records, teamId, this.now(), countersOf(endpoint, delta));
+  }
+
+  async flush(): Promise<void> {}
+}
+
+/**
+ * Sums usage in memory and writes it every `intervalMs` (long-lived processes: local, ECS), so a
+ * request costs no counter writes of its own. Summing by UTC day keeps day boundaries exact.
+ */
+export class BufferedUsageSink implements UsageSink {
+  private pending = new Map<string, { teamId: string; at: Date; add: Record<string, number> }>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly records: RecordStore,
+    private readonly now: () => Date,
+    intervalMs = 1000,
+    private readonly onError: (err: unknown) => void = () => {},
+  ) {
+    this.timer = setInterval(() => void this.flush().catch(this.onError), intervalMs);
+    this.timer.unref();
+  }
+
+  async add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
+    const at = this.now();
+    const key = `${teamId}|${dayOf(at)}`;
+    const entry = this.pending.get(key) ?? { teamId, at, add: {} };
+    for (const [k, v] of Object.entries(countersOf(endpoint, delta))) entry.add[k] = (entry.add[k] ?? 0) + v;
+    this.pending.set(key, entry);
+  }
+
+  flush(): Promise<void> {
+    const batch = [...this.pending.values()];
+    this.pending = new Map();
+    // Serialized, so a read that flushes also waits for a flush already under way.
+    this.flushing = this.flushing.then(async () => {
+      for (const e of batch) await writeCounters(this.records, e.teamId, e.at, e.add);
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
+
+/** Adds to today's and this month's counters; `endpoint` also gets its own request counter. */
+export function recordUsage(svc: Services, teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
+  return svc.usage.add(teamId, endpoint, delta);
 }
 
 type StoredCounters = Partial<UsageCounters> & Record<string, number | undefined>;
@@ -63,6 +132,7 @@ function normalize(stored: StoredCounters | undefined) {
 }
 
 export async function getUsage(svc: Services, teamId: string) {
+  await svc.usage.flush();
   const now = svc.now();
   const team = await getTeam(svc, teamId);
   const [day, month] = await Promise.all([
@@ -99,6 +169,7 @@ export async function checkSpendAllowance(svc: Services, teamId: string): Promis
     throw new PaymentRequiredError('Account out of credits: add credits or change plan');
   }
   if (team.daily_spend_cap_usd !== null) {
+    await svc.usage.flush();
     const now = svc.now();
     const day = await svc.records.get<StoredCounters>(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(now)}`);
     const spent = (day?.cost_usd_micros ?? 0) / 1e6;

@@ -5,6 +5,7 @@ import { createServices } from '../adapters/aws';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import type { Services, SiftConfig } from '../core/context';
+import { BufferedUsageSink } from '../core/usage';
 import { handleWorkMessage } from '../core/worker';
 import { SiftApp } from '../http/app';
 import { createLogger, type Logger } from '../http/logger';
@@ -55,6 +56,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     credentials: EMULATOR_CREDENTIALS,
     queue,
     rateLimiter: 'memory',
+    usage: 'buffered',
     config: { stage: 'local', ...(opts.config ?? {}) },
   });
   await svc.records.ensureTable();
@@ -84,6 +86,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
         server.closeAllConnections();
       });
       await queue.idle();
+      await services.usage.flush();
+      if (services.usage instanceof BufferedUsageSink) await services.usage.close();
       await emulators.close();
     },
   };

@@ -41,29 +41,31 @@ async function* readJsonl(source: AsyncIterable<Buffer>, maxRowBytes: number): A
   let line = 0;
   const finishLine = function* (): Generator<ParsedRow> {
     line += 1;
-    if (oversized) {
-      yield { row: line, error: `row is larger than the ${maxRowBytes} byte row limit` };
-    } else {
-      const bytes = Buffer.concat(parts, length);
-      let text: string;
-      try {
-        text = decoder().decode(bytes);
-      } catch {
-        yield { row: line, error: 'row is not valid UTF-8 text' };
-        return;
-      }
-      if (line === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      if (text.trim() !== '') {
-        try {
-          yield { row: line, value: JSON.parse(text) };
-        } catch (e) {
-          yield { row: line, error: `not valid JSON: ${(e as Error).message}` };
-        }
-      }
-    }
+    const wasOversized = oversized;
+    const bytes = wasOversized ? undefined : Buffer.concat(parts, length);
+    // Reset before yielding anything: a bad line must not leak its bytes into the next one.
     parts = [];
     length = 0;
     oversized = false;
+    if (!bytes) {
+      yield { row: line, error: `row is larger than the ${maxRowBytes} byte row limit` };
+      return;
+    }
+    let text: string;
+    try {
+      text = decoder().decode(bytes);
+    } catch {
+      yield { row: line, error: 'row is not valid UTF-8 text' };
+      return;
+    }
+    if (line === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    if (text.trim() !== '') {
+      try {
+        yield { row: line, value: JSON.parse(text) };
+      } catch (e) {
+        yield { row: line, error: `not valid JSON: ${(e as Error).message}` };
+      }
+    }
   };
   for await (const chunk of source) {
     let offset = 0;
@@ -117,14 +119,28 @@ async function* readJsonArray(source: AsyncIterable<Buffer>, maxBytes: number): 
 async function* readCsv(source: AsyncIterable<Buffer>, maxRowBytes: number): AsyncGenerator<ParsedRow> {
   const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, max_record_size: maxRowBytes, trim: false });
   const utf8 = decoder();
+  // Resolves on 'drain', or on 'close' once the parser has failed: a destroyed parser never drains.
+  const writable = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        parser.off('drain', done);
+        parser.off('close', done);
+        resolve();
+      };
+      parser.on('drain', done);
+      parser.on('close', done);
+    });
   const feed = (async () => {
     try {
       for await (const chunk of source) {
-        if (!parser.write(utf8.decode(chunk, { stream: true }))) await new Promise((r) => parser.once('drain', r));
+        // After a parse error the rest is still read (not parsed), so the size and sha256 checks see the whole upload.
+        if (parser.destroyed) continue;
+        if (!parser.write(utf8.decode(chunk, { stream: true })) && !parser.destroyed) await writable();
       }
-      parser.end(utf8.decode());
+      if (!parser.destroyed) parser.end(utf8.decode());
     } catch (e) {
-      parser.destroy(e instanceof TypeError ? new Error('file is not valid UTF-8 text') : (e as Error));
+      // TextDecoder throws a TypeError (ERR_ENCODING_INVALID_ENCODED_DATA); compare by name, it may come from another realm.
+      parser.destroy((e as Error).name === 'TypeError' ? new Error('file is not valid UTF-8 text') : (e as Error));
     }
   })();
   let row = 0;
@@ -134,7 +150,9 @@ async function* readCsv(source: AsyncIterable<Buffer>, maxRowBytes: number): Asy
       yield { row, value: record };
     }
   } catch (e) {
-    yield { row: row + 1, error: `CSV: ${(e as Error).message}` };
+    // csv-parse errors count the records parsed before the bad one; records still buffered when it failed are not yielded.
+    const before = (e as { records?: unknown }).records;
+    yield { row: (typeof before === 'number' ? before : row) + 1, error: `CSV: ${(e as Error).message}` };
   }
   await feed;
 }

@@ -150,10 +150,12 @@ export async function latestReadyVersion(svc: Services, teamId: string, name: st
   return versions.reverse().find((v) => v.status === 'ready');
 }
 
+/** Each dataset's newest version, from one query over the team's version items. */
 export async function listDatasets(svc: Services, teamId: string) {
-  const heads = await svc.records.queryAll<DatasetHead>(`TEAM#${teamId}`, { beginsWith: 'DATASET#' });
-  const latest = await Promise.all(heads.map((h) => getVersion(svc, teamId, h.name, h.latest_version)));
-  return latest.sort((a, b) => a.name.localeCompare(b.name));
+  const versions = await svc.records.queryAll<DatasetVersion>(`TEAM#${teamId}`, { beginsWith: 'DSV#' });
+  const latest = new Map<string, DatasetVersion>();
+  for (const v of versions) if ((latest.get(v.name)?.version ?? 0) < v.version) latest.set(v.name, v);
+  return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
 /** Deletes every version's records and files. Files first: a record never points at nothing. */
