@@ -4,7 +4,7 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
-  ListObjectsV2Command,
+  ListObjectsCommand,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -54,14 +54,19 @@ export class BlobStore {
     return (await res.Body?.transformToString('utf-8')) ?? '';
   }
 
+  /**
+   * Every key under `prefix`. Pages with ListObjects (v1) and the last key as Marker: s3rver's v2
+   * continuation tokens use DES, which Node's OpenSSL 3 refuses, so v2 fails past 1,000 keys locally.
+   */
   async list(prefix: string): Promise<string[]> {
     const keys: string[] = [];
-    let token: string | undefined;
+    let marker: string | undefined;
     do {
-      const res = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
-      for (const o of res.Contents ?? []) if (o.Key) keys.push(o.Key);
-      token = res.IsTruncated ? res.NextContinuationToken : undefined;
-    } while (token);
+      const res = await this.s3.send(new ListObjectsCommand({ Bucket: this.bucket, Prefix: prefix, ...(marker ? { Marker: marker } : {}) }));
+      const page = (res.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : []));
+      keys.push(...page);
+      marker = res.IsTruncated ? (res.NextMarker ?? page[page.length - 1]) : undefined;
+    } while (marker);
     return keys;
   }
 

@@ -48,7 +48,15 @@ export class InProcessWorkQueue implements WorkQueue {
     while (this.running < this.concurrency && this.pending.length > 0) {
       const message = this.pending.shift() as WorkMessage;
       this.running += 1;
-      this.handler(message)
+      let run: Promise<void>;
+      try {
+        run = this.handler(message);
+      } catch (err) {
+        // A handler that throws before returning its promise is a failure like any other, not an
+        // uncaught exception in this microtask (which would kill the process and wedge `running`).
+        run = Promise.reject(err);
+      }
+      run
         .catch((err) => this.onError(err, message))
         .finally(() => {
           this.running -= 1;

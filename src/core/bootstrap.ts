@@ -3,6 +3,7 @@ import type { Services } from './context';
 import { findProcessingVersions } from './datasets/service';
 import { API_KEY_PREFIX } from './ids';
 import { createTeam, listTeams } from './teams';
+import { listTrainingJobs, transitionJob } from './trainingJobs';
 
 interface Installation {
   operator_team_id: string;
@@ -33,14 +34,29 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
   return { teamId: install.operator_team_id };
 }
 
-/** Work interrupted by a crash or restart is picked up again (the records are the source of truth). */
-export async function recoverInterruptedWork(svc: Services): Promise<number> {
-  let requeued = 0;
+/**
+ * After a crash or restart (local mode): datasets left `processing` are validated again, jobs still
+ * `requested` are queued again, and jobs that were `running` are marked `failed` with the reason —
+ * their process died with the service, so they are never left looking alive.
+ */
+export async function recoverInterruptedWork(svc: Services): Promise<{ datasets: number; jobs: number }> {
+  const recovered = { datasets: 0, jobs: 0 };
   for (const team of await listTeams(svc)) {
     for (const v of await findProcessingVersions(svc, team.id)) {
       await svc.queue.send({ type: 'dataset.process', team_id: team.id, dataset_name: v.name, version: v.version });
-      requeued += 1;
+      recovered.datasets += 1;
+    }
+    for (const job of await listTrainingJobs(svc, team.id)) {
+      if (job.status === 'running') {
+        await transitionJob(svc, team.id, job.id, 'failed', {
+          error: 'Sift stopped while this job was running, and its training process ended with it. Checkpoints saved before that are kept; continue from one with base_model.',
+        }).catch(() => {});
+        recovered.jobs += 1;
+      } else if (job.status === 'requested') {
+        await svc.training?.submit(team.id, job.id);
+        recovered.jobs += 1;
+      }
     }
   }
-  return requeued;
+  return recovered;
 }

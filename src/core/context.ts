@@ -2,6 +2,7 @@ import type { BlobStore } from '../adapters/BlobStore';
 import type { RecordStore } from '../adapters/RecordStore';
 import type { WorkQueue } from '../adapters/WorkQueue';
 import type { RateLimiter } from './rateLimits';
+import type { TrainingLauncher } from './training/launcher';
 import type { UsageSink } from './usage';
 
 export interface SiftConfig {
@@ -38,6 +39,8 @@ export interface Services {
   queue: WorkQueue;
   rateLimiter: RateLimiter;
   usage: UsageSink;
+  /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
+  training?: TrainingLauncher;
   now: () => Date;
 }
 

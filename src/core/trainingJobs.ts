@@ -5,6 +5,7 @@ import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './dataset
 import { getVersion, latestReadyVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from './errors';
 import { isUuid, newUuid } from './ids';
+import { deleteCheckpointRecords } from './training/artifacts';
 
 export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
 export const TERMINAL: JobStatus[] = ['complete', 'failed', 'stopped'];
@@ -43,6 +44,8 @@ export interface TrainingJob {
   progress: { epoch: number; step: number; total_steps: number } | null;
   metrics: { f1: number; precision: number; recall: number } | null;
   error: string | null;
+  /** The checkpoint holding the finished model (a valid `base_model` to continue from). */
+  final_checkpoint_id?: string | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -69,6 +72,7 @@ export interface CheckpointRef {
   job_id: string;
   root_model: string;
 }
+
 
 /** The RL keys each algorithm needs (DESIGN: `rl_config` is ours to define). */
 const RL_REQUIRED: Record<'dpo' | 'grpo', (keyof RlConfig)[]> = { dpo: ['beta'], grpo: ['num_generations', 'reward'] };
@@ -163,6 +167,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     finished_at: null,
   };
   await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: `${job.created_at}#${job.id}` }, job, { ifAbsent: true });
+  await svc.training?.submit(teamId, job.id);
   return job;
 }
 
@@ -211,8 +216,11 @@ export async function transitionJob(
   }
 }
 
+/** The record says `stopped` at once; a running trainer then saves a checkpoint and exits. */
 export async function stopTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
-  return transitionJob(svc, teamId, id, 'stopped');
+  const job = await transitionJob(svc, teamId, id, 'stopped');
+  await svc.training?.stop(teamId, id);
+  return job;
 }
 
 /** A running job must be stopped first, so no compute is left working for a deleted record. */
@@ -222,6 +230,7 @@ export async function deleteTrainingJob(svc: Services, teamId: string, id: strin
     throw new ConflictError(`Training job '${id}' is ${job.status}; stop it before deleting it`);
   }
   await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
+  await deleteCheckpointRecords(svc, teamId, id);
   await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
     expression: '#s = :s',
     names: { '#s': 'status' },

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createServices } from '../adapters/aws';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
@@ -12,6 +13,11 @@ import { createLogger, type Logger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
 import { nodeHandler } from './httpAdapter';
+import { publishBuiltModels } from './modelStore';
+import { LocalTrainingRunner } from './trainingRunner';
+
+/** The repository root (this file is src/local/main.ts). */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface LocalOptions {
   port: number;
@@ -21,6 +27,12 @@ export interface LocalOptions {
   s3Port?: number;
   logger?: Logger;
   config?: Partial<SiftConfig>;
+  /** Built or provided model weights to publish into the model store (default `<repo>/.sift-models`). */
+  modelsDir?: string;
+  /** Training: Python with the trainer's requirements (default `<repo>/.venv/bin/python`). */
+  python?: string;
+  /** Training jobs run at once; the rest wait in order (default 1: this machine has 2 cores). */
+  maxTrainingJobs?: number;
 }
 
 export interface LocalService {
@@ -29,8 +41,9 @@ export interface LocalService {
   app: SiftApp;
   /** Set on the very first start when no SIFT_ADMIN_KEY was given: print it once. */
   createdAdminKey?: string;
-  /** Resolves when background work (dataset processing) has drained; for tests and shutdown. */
+  /** Resolves when background work (dataset processing, training) has drained; for tests and shutdown. */
   idle(): Promise<void>;
+  runner: LocalTrainingRunner;
   close(): Promise<void>;
 }
 
@@ -59,11 +72,22 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     usage: 'buffered',
     config: { stage: 'local', ...(opts.config ?? {}) },
   });
+  const runner = new LocalTrainingRunner(() => svc as Services, {
+    workDir: join(dataDir, 'work'),
+    python: opts.python ?? process.env['SIFT_PYTHON'] ?? join(REPO_ROOT, '.venv', 'bin', 'python'),
+    trainerDir: join(REPO_ROOT, 'containers', 'training'),
+    maxConcurrent: opts.maxTrainingJobs ?? Number(process.env['SIFT_MAX_TRAINING_JOBS'] ?? 1),
+    stopGraceMs: 120_000,
+    logger,
+  });
+  svc.training = runner;
   await svc.records.ensureTable();
   await svc.blobs.ensureBucket();
   const install = await ensureInstallation(svc, opts.adminKey);
-  const requeued = await recoverInterruptedWork(svc);
-  if (requeued) logger.info('resumed interrupted work', { requeued });
+  const published = await publishBuiltModels(svc, opts.modelsDir ?? process.env['SIFT_MODELS_DIR'] ?? join(REPO_ROOT, '.sift-models'));
+  if (published.length) logger.info('published models to the model store', { models: published });
+  const recovered = await recoverInterruptedWork(svc);
+  if (recovered.datasets + recovered.jobs) logger.info('recovered interrupted work', recovered);
 
   const app = new SiftApp(svc, allRoutes(), logger);
   const server: Server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
@@ -79,12 +103,17 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     svc: services,
     app,
     ...(install.createdKey ? { createdAdminKey: install.createdKey } : {}),
-    idle: () => queue.idle(),
+    runner,
+    idle: async () => {
+      await queue.idle();
+      await runner.idle();
+    },
     async close() {
       await new Promise<void>((ok) => {
         server.close(() => ok());
         server.closeAllConnections();
       });
+      await runner.shutdown();
       await queue.idle();
       await services.usage.flush();
       if (services.usage instanceof BufferedUsageSink) await services.usage.close();

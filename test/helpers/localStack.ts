@@ -22,13 +22,15 @@ export class TestStack {
     private readonly ownsDir: boolean,
   ) {}
 
-  static async start(opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig> } = {}): Promise<TestStack> {
+  /** `maxTrainingJobs` defaults to 0 (jobs stay `requested`); training tests pass 1. */
+  static async start(opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number } = {}): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
     const service = await startLocal({
       port: 0,
       dataDir,
       adminKey: opts.adminKey ?? OPERATOR_KEY,
       logger: silentLogger,
+      maxTrainingJobs: opts.maxTrainingJobs ?? 0,
       ...(opts.config ? { config: opts.config } : {}),
     });
     return new TestStack(service, dataDir, !opts.dataDir);

@@ -96,6 +96,8 @@ async function* readJsonArray(source: AsyncIterable<Buffer>, maxBytes: number): 
   for await (const chunk of source) {
     length += chunk.length;
     if (length > maxBytes) {
+      // Read the rest without keeping it, so the size and sha256 checks see the whole upload.
+      for await (const rest of source) length += rest.length;
       yield { row: 0, error: `a .json dataset is parsed whole and may be at most ${maxBytes} bytes; use JSONL for larger files` };
       return;
     }

@@ -392,10 +392,13 @@ export class DatasetSummary {
     return errors;
   }
 
-  /** Problems only visible once every row is read. */
-  finish(): RowError[] {
+  /**
+   * Problems only visible once every row is read. `rowsRead` counts every row the reader produced,
+   * invalid ones included: a file whose rows all failed has rows, and already says why.
+   */
+  finish(rowsRead = this.rowCount): RowError[] {
     const errors: RowError[] = [];
-    if (this.rowCount === 0) errors.push({ row: null, field: null, message: 'the dataset has no rows' });
+    if (rowsRead === 0) errors.push({ row: null, field: null, message: 'the dataset has no rows' });
     const encoder = ENCODER_TASK_TYPES.some((t) => this.tasks.has(t));
     const decoder = DECODER_TASK_TYPES.filter((t) => this.tasks.has(t));
     if (encoder && decoder.length) errors.push({ row: null, field: null, message: 'the dataset mixes encoder rows (text + labels) and decoder rows' });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ConditionFailed } from '../../adapters/RecordStore';
 import type { Services } from '../context';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
+import { newUuid } from '../ids';
 import { ByteTally, formatOf, readRows } from './reader';
 import { DatasetSummary, validateRow, type RowError } from './rows';
 
@@ -15,6 +16,7 @@ export interface DatasetVersion {
   version: number;
   status: DatasetStatus;
   file_name: string;
+  upload_id: string;
   declared_size_bytes: number | null;
   declared_sha256: string | null;
   size_bytes: number | null;
@@ -48,8 +50,9 @@ const versionItem = (teamId: string, name: string, version: number) => ({
 });
 const prefixOf = (teamId: string, name: string) => `datasets/${teamId}/${name}/`;
 const versionPrefix = (teamId: string, name: string, version: number) => `${prefixOf(teamId, name)}v${version}/`;
-export const sourceKey = (teamId: string, v: Pick<DatasetVersion, 'name' | 'version' | 'file_name'>) =>
-  `${versionPrefix(teamId, v.name, v.version)}source/${v.file_name}`;
+/** The upload id makes every reservation's key unique: an old URL can never write into a new version. */
+export const sourceKey = (teamId: string, v: Pick<DatasetVersion, 'name' | 'version' | 'file_name' | 'upload_id'>) =>
+  `${versionPrefix(teamId, v.name, v.version)}source/${v.upload_id}/${v.file_name}`;
 /** Normalized rows of a ready version, one JSON object per line: what trainers and evaluators read. */
 export const rowsKey = (teamId: string, name: string, version: number) => `${versionPrefix(teamId, name, version)}rows.jsonl`;
 const reportKey = (teamId: string, name: string, version: number) => `${versionPrefix(teamId, name, version)}report.json`;
@@ -92,6 +95,7 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     version,
     status: 'pending_upload',
     file_name: input.file_name,
+    upload_id: newUuid(),
     declared_size_bytes: input.size_bytes ?? null,
     declared_sha256: input.sha256?.toLowerCase() ?? null,
     size_bytes: null,
@@ -202,7 +206,19 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
     if (err instanceof ConditionFailed) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
     throw err;
   }
-  await svc.queue.send({ type: 'dataset.process', team_id: teamId, dataset_name: name, version: record.version });
+  try {
+    await svc.queue.send({ type: 'dataset.process', team_id: teamId, dataset_name: name, version: record.version });
+  } catch (err) {
+    // Nothing will process it: put the version back so the caller can retry (on AWS nothing
+    // re-queues `processing` versions, and one stuck there can be neither processed nor deleted).
+    await svc.records
+      .update(item.pk, item.sk, {
+        set: { status: 'pending_upload' },
+        condition: { expression: '#s = :p', names: { '#s': 'status' }, values: { ':p': 'processing' } },
+      })
+      .catch(() => {});
+    throw err;
+  }
   return { dataset_name: name, version: record.version, status: 'processing' as const };
 }
 
@@ -224,6 +240,7 @@ export async function processVersion(svc: Services, teamId: string, name: string
     errorCount += 1;
     if (errors.length < MAX_ERRORS_IN_REPORT) errors.push(e);
   };
+  let rowsRead = 0;
   const tally = new ByteTally();
   const dir = await mkdtemp(join(tmpdir(), 'sift-ds-'));
   const rowsFile = join(dir, 'rows.jsonl');
@@ -234,6 +251,7 @@ export async function processVersion(svc: Services, teamId: string, name: string
       maxRowBytes: svc.config.maxRowBytes,
       maxJsonBytes: 64 * 1024 * 1024,
     })) {
+      rowsRead += 1;
       if ('error' in parsed) {
         note({ row: parsed.row || null, field: null, message: parsed.error });
         continue;
@@ -245,7 +263,7 @@ export async function processVersion(svc: Services, teamId: string, name: string
       if (errorCount === 0 && !out.write(JSON.stringify(result.row) + '\n')) await new Promise((r) => out.once('drain', () => r(undefined)));
     }
     await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
-    summary.finish().forEach(note);
+    summary.finish(rowsRead).forEach(note);
     const sha256 = tally.hash.digest('hex');
     if (record.declared_sha256 && record.declared_sha256 !== sha256) {
       note({ row: null, field: null, message: `the file's sha256 is ${sha256}, not the declared ${record.declared_sha256}: the upload is truncated or altered` });
@@ -287,6 +305,10 @@ export async function failVersion(svc: Services, teamId: string, name: string, v
 export async function getReport(svc: Services, teamId: string, name: string, version: number) {
   const record = await getVersion(svc, teamId, name, version);
   if (record.status !== 'failed') return { dataset_name: name, version, status: record.status, error_count: record.error_count, errors: record.errors };
+  // A version failed by a crash (failVersion) has no report file: its one reason is on the record.
+  if (!(await svc.blobs.head(reportKey(teamId, name, version)))) {
+    return { dataset_name: name, version, status: record.status, error_count: record.error_count, errors: record.errors };
+  }
   const report = JSON.parse(await svc.blobs.getText(reportKey(teamId, name, version))) as { error_count: number; errors: RowError[] };
   return { dataset_name: name, version, status: record.status, ...report };
 }

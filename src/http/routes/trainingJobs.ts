@@ -1,7 +1,10 @@
 import { z } from 'zod';
-import { createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob } from '../../core/trainingJobs';
+import { ConflictError } from '../../core/errors';
+import { archiveKey, listCheckpoints, readLogs, type LogLine } from '../../core/training/artifacts';
+import { TERMINAL, createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob } from '../../core/trainingJobs';
+import type { Services } from '../../core/context';
 import { json, route } from '../types';
-import { resourceName } from '../validation';
+import { queryInt, resourceName } from '../validation';
 import { Deleted, TrainingJobSchema, list } from './schemas';
 
 const RlConfig = z.strictObject({
@@ -62,6 +65,101 @@ export const trainingJobRoutes = [
     handler: async ({ svc, principal, params }) => json(200, await getTrainingJob(svc, principal.team_id, params.id)),
   }),
   route({
+    method: 'GET',
+    path: '/core/training-jobs/:id/logs',
+    tag: 'training-jobs',
+    summary: 'Training logs: a JSON page, or a live SSE stream with `Accept: text/event-stream`',
+    description:
+      'JSON: `{lines:[{offset, ts, stream, line}], next_offset, status, complete}`; page with `offset`/`limit`. SSE: `event: log` per line, then `event: end` with the final status once the job has ended and every line was sent.',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    query: z.strictObject({ offset: queryInt(0, 100_000_000, 0), limit: queryInt(1, 5000, 1000) }),
+    responses: {
+      200: {
+        description: 'Log lines',
+        schema: z.object({
+          lines: z.array(z.object({ offset: z.number(), ts: z.string(), stream: z.enum(['stdout', 'stderr', 'system']), line: z.string() })),
+          next_offset: z.number(),
+          status: z.string(),
+          complete: z.boolean(),
+        }),
+      },
+      404: { description: 'Not found' },
+    },
+    handler: async ({ svc, principal, params, query, req }) => {
+      const job = await getTrainingJob(svc, principal.team_id, params.id);
+      if ((req.headers['accept'] ?? '').includes('text/event-stream')) {
+        return {
+          status: 200,
+          headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
+          stream: tailLogs(svc, principal.team_id, job.id, query.offset, req.signal),
+        };
+      }
+      const lines = await readLogs(svc, principal.team_id, job.id, query.offset, query.limit);
+      const last = lines[lines.length - 1];
+      const complete = TERMINAL.includes(job.status) && lines.length < query.limit;
+      return json(200, { lines, next_offset: last ? last.offset + 1 : query.offset, status: job.status, complete });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/core/training-jobs/:id/checkpoints',
+    tag: 'training-jobs',
+    summary: 'Checkpoints saved by a job; each id is a valid base_model to continue training from',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: {
+      200: {
+        description: 'Checkpoints, oldest first',
+        schema: z.object({
+          checkpoints: z.array(
+            z.object({
+              id: z.string(),
+              step: z.number(),
+              epoch: z.number(),
+              metrics: z.record(z.string(), z.number()).nullable(),
+              is_best: z.boolean(),
+              is_final: z.boolean(),
+              created_at: z.string(),
+            }),
+          ),
+        }),
+      },
+      404: { description: 'Not found' },
+    },
+    handler: async ({ svc, principal, params }) => {
+      const checkpoints = await listCheckpoints(svc, principal.team_id, params.id);
+      return json(200, {
+        checkpoints: checkpoints.map(({ id, step, epoch, metrics, is_best, is_final, created_at }) => ({ id, step, epoch, metrics, is_best, is_final, created_at })),
+      });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/core/training-jobs/:id/download',
+    tag: 'training-jobs',
+    summary: 'The trained model as a .tar.gz (weights, ONNX export, tokenizer, config, metrics)',
+    description: 'Redirects (302) to a short-lived presigned URL; with `Accept: application/json` returns `{url, expires_in}` instead.',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: {
+      302: { description: 'Redirect to the archive' },
+      200: { description: 'With Accept: application/json', schema: z.object({ url: z.string(), expires_in: z.number(), size_bytes: z.number() }) },
+      404: { description: 'Not found' },
+      409: { description: 'Job not complete' },
+    },
+    handler: async ({ svc, principal, params, req }) => {
+      const job = await getTrainingJob(svc, principal.team_id, params.id);
+      const key = archiveKey(principal.team_id, job.id);
+      const head = job.status === 'complete' ? await svc.blobs.head(key) : undefined;
+      if (!head) throw new ConflictError(`Training job '${job.id}' is ${job.status}; its archive exists once it is complete`);
+      const expiresIn = 900;
+      const url = await svc.blobs.presignGet(key, expiresIn, `${job.model_name}.tar.gz`);
+      if ((req.headers['accept'] ?? '').includes('application/json')) return json(200, { url, expires_in: expiresIn, size_bytes: head.size });
+      return { status: 302, headers: { location: url } };
+    },
+  }),
+  route({
     method: 'POST',
     path: '/core/training-jobs/:id/stop',
     tag: 'training-jobs',
@@ -85,3 +183,30 @@ export const trainingJobRoutes = [
     },
   }),
 ];
+
+/** Polls the log chunks and sends new lines until the job has ended and everything was sent. */
+async function* tailLogs(svc: Services, teamId: string, jobId: string, from: number, signal?: AbortSignal): AsyncGenerator<string> {
+  let offset = from;
+  let lastBeat = Date.now();
+  yield ': connected\n\n';
+  while (!signal?.aborted) {
+    const lines: LogLine[] = await readLogs(svc, teamId, jobId, offset, 1000);
+    for (const line of lines) yield `event: log\nid: ${line.offset}\ndata: ${JSON.stringify(line)}\n\n`;
+    if (lines.length) offset = (lines[lines.length - 1] as LogLine).offset + 1;
+    if (lines.length === 0) {
+      const job = await getTrainingJob(svc, teamId, jobId).catch(() => undefined);
+      if (!job || TERMINAL.includes(job.status)) {
+        // One more read: the runner flushes its last lines just before the status flips.
+        const tail = await readLogs(svc, teamId, jobId, offset, 1000);
+        for (const line of tail) yield `event: log\nid: ${line.offset}\ndata: ${JSON.stringify(line)}\n\n`;
+        yield `event: end\ndata: ${JSON.stringify({ status: job?.status ?? 'deleted', error: job?.error ?? null, metrics: job?.metrics ?? null })}\n\n`;
+        return;
+      }
+      if (Date.now() - lastBeat > 15_000) {
+        lastBeat = Date.now();
+        yield ': ping\n\n';
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}

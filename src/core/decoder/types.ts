@@ -1,0 +1,112 @@
+/**
+ * The decoder port: what every generation route needs from a backend (local llama.cpp, or an
+ * OpenAI-compatible upstream such as vLLM). Routes never talk to a backend directly; they go through
+ * `runGeneration` (service.ts), which resolves the model, applies the prompt-cache rules, bills and
+ * stores.
+ */
+
+/** A cache marker, already validated: where the cached prefix ends and how long it lives idle. */
+export interface CacheMarker {
+  ttlSeconds: number;
+}
+
+/** One piece of text in a message. A marker on a part means "the prefix ends after this part". */
+export interface PromptPart {
+  text: string;
+  cache?: CacheMarker;
+}
+
+export type DecoderRole = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface DecoderMessage {
+  role: DecoderRole;
+  parts: PromptPart[];
+}
+
+/**
+ * Chat prompts are rendered with the model's chat template by the backend; a final assistant
+ * message is a prefill (the answer continues it). Text prompts (`/v1/completions`) go in verbatim.
+ */
+export type DecoderPrompt =
+  | { kind: 'chat'; messages: DecoderMessage[] }
+  | { kind: 'text'; text: string };
+
+export interface SamplingParams {
+  maxTokens: number;
+  temperature?: number | undefined;
+  topP?: number | undefined;
+  topK?: number | undefined;
+  seed?: number | undefined;
+  /** Up to 4 strings; the output never contains a matched stop string. */
+  stop: string[];
+}
+
+/** Token positions (prefix lengths) of the applied markers, for the cache planner. */
+export interface TokenizedPrompt {
+  tokens: number[];
+  /** One entry per applied marker, in prompt order: the number of tokens up to and including it. */
+  breakpoints: { length: number; ttlSeconds: number }[];
+}
+
+/** What the cache planner decided for one request (see promptCache.ts). */
+export interface CachePlan {
+  /** Tokens served from an existing cache entry (0 = miss). */
+  readTokens: number;
+  /** The key of the entry that was hit, when readTokens > 0. */
+  hitKey?: string;
+  /** New entries to create, as prefix lengths with their keys (ascending). */
+  writes: { length: number; key: string; ttlSeconds: number }[];
+  writeTokens: number;
+  write5mTokens: number;
+  write1hTokens: number;
+}
+
+export interface CacheHooks {
+  /** Called by a backend that tokenizes locally; returns what to read and write. */
+  plan(prompt: TokenizedPrompt): CachePlan;
+}
+
+export type FinishReason = 'stop' | 'length' | 'stop_sequence' | 'cancelled';
+
+export interface GenerationUsage {
+  promptTokens: number;
+  completionTokens: number;
+  /** Tokens read from cache as reported to the caller (planner or upstream). */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite5mTokens: number;
+  cacheWrite1hTokens: number;
+  /** Tokens whose KV state the engine really reused (diagnostics; not billed). */
+  engineReusedTokens: number;
+}
+
+export type GenerationEvent =
+  | { type: 'start'; usage: Pick<GenerationUsage, 'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens'> }
+  | { type: 'text'; text: string }
+  | { type: 'done'; finishReason: FinishReason; stopSequence: string | null; usage: GenerationUsage };
+
+export interface GenerateRequest {
+  /** The backend's own model key (catalog id, or a served adapter name upstream). */
+  model: string;
+  prompt: DecoderPrompt;
+  params: SamplingParams;
+  cache: CacheHooks;
+}
+
+export interface DecoderBackend {
+  readonly name: string;
+  /** True when the backend caches prefixes by itself (vLLM APC): markers are ignored, reads reported. */
+  readonly cachesAutomatically: boolean;
+  /** Whether this backend can serve the model now (weights present, upstream knows it). */
+  hasModel(model: string): Promise<boolean>;
+  /** Largest prompt + completion the model accepts. */
+  contextSize(model: string): Promise<number>;
+  /**
+   * Streams one generation. The first event is `start` (after prefill, before the first token);
+   * the last is `done`, also when `signal` aborts (finishReason `cancelled`, usage so far).
+   */
+  generate(req: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent>;
+  /** Token count of a prompt (for `/v1/messages/count_tokens`-style checks and limits). */
+  countTokens?(model: string, prompt: DecoderPrompt): Promise<number>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,101 @@
+import { NotFoundError } from '../errors';
+import type { Services } from '../context';
+import { checkpointItem, getTrainingJob, type CheckpointRef } from '../trainingJobs';
+
+/** Where a job's files live in the blob store (S3 on AWS, s3rver locally). */
+export const jobPrefix = (teamId: string, jobId: string) => `jobs/${teamId}/${jobId}/`;
+export const checkpointPrefix = (teamId: string, jobId: string, checkpointId: string) => `${jobPrefix(teamId, jobId)}checkpoints/${checkpointId}/`;
+export const modelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model/`;
+export const archiveKey = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model.tar.gz`;
+/** A log chunk is named by the offset of its first line, so readers can skip whole chunks. */
+export const logChunkKey = (teamId: string, jobId: string, firstOffset: number) => `${jobPrefix(teamId, jobId)}logs/${String(firstOffset).padStart(10, '0')}.jsonl`;
+
+export interface Checkpoint extends CheckpointRef {
+  /** Blob prefix holding the checkpoint's files (a gliner2 or PEFT checkpoint directory). */
+  blob_prefix: string;
+  step: number;
+  epoch: number;
+  metrics: Record<string, number> | null;
+  is_best: boolean;
+  is_final: boolean;
+  created_at: string;
+}
+
+/** Job → its checkpoints: items `JOBCKPT#<job>#<created>` beside the id lookup `CKPT#<id>`. */
+const jobCheckpointItem = (teamId: string, jobId: string, createdAt: string, id: string) => ({
+  pk: `TEAM#${teamId}`,
+  sk: `JOBCKPT#${jobId}#${createdAt}#${id}`,
+});
+
+/** Registers a checkpoint whose files are already in the blob store (files first, then records). */
+export async function registerCheckpoint(svc: Services, teamId: string, checkpoint: Checkpoint): Promise<void> {
+  await svc.records.put(jobCheckpointItem(teamId, checkpoint.job_id, checkpoint.created_at, checkpoint.id), checkpoint);
+  await svc.records.put(checkpointItem(teamId, checkpoint.id), checkpoint);
+}
+
+export async function listCheckpoints(svc: Services, teamId: string, jobId: string): Promise<Checkpoint[]> {
+  await getTrainingJob(svc, teamId, jobId);
+  return svc.records.queryAll<Checkpoint>(`TEAM#${teamId}`, { beginsWith: `JOBCKPT#${jobId}#` });
+}
+
+export async function getCheckpoint(svc: Services, teamId: string, checkpointId: string): Promise<Checkpoint> {
+  const found = await svc.records.get<Checkpoint>(checkpointItem(teamId, checkpointId).pk, checkpointItem(teamId, checkpointId).sk);
+  if (!found) throw new NotFoundError(`Checkpoint '${checkpointId}' not found`);
+  return found;
+}
+
+/** Marks which checkpoint scored best (by validation f1) once the job ends. */
+export async function markBestCheckpoint(svc: Services, teamId: string, jobId: string): Promise<void> {
+  const all = await listCheckpoints(svc, teamId, jobId);
+  const scored = all.filter((c) => typeof c.metrics?.['f1'] === 'number');
+  const best = scored.sort((a, b) => (b.metrics?.['f1'] ?? 0) - (a.metrics?.['f1'] ?? 0))[0];
+  if (!best) return;
+  for (const c of all) {
+    const isBest = c.id === best.id;
+    if (c.is_best === isBest) continue;
+    await svc.records.update(jobCheckpointItem(teamId, jobId, c.created_at, c.id).pk, jobCheckpointItem(teamId, jobId, c.created_at, c.id).sk, { set: { is_best: isBest } });
+    await svc.records.update(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk, { set: { is_best: isBest } });
+  }
+}
+
+/** Removes a job's checkpoint records (its files go with the job prefix). */
+export async function deleteCheckpointRecords(svc: Services, teamId: string, jobId: string): Promise<void> {
+  const all = await svc.records.queryAll<Checkpoint>(`TEAM#${teamId}`, { beginsWith: `JOBCKPT#${jobId}#` });
+  for (const c of all) {
+    await svc.records.delete(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk);
+    const item = jobCheckpointItem(teamId, jobId, c.created_at, c.id);
+    await svc.records.delete(item.pk, item.sk);
+  }
+}
+
+export interface LogLine {
+  /** 0-based position in the job's log. */
+  offset: number;
+  ts: string;
+  stream: 'stdout' | 'stderr' | 'system';
+  line: string;
+}
+
+/**
+ * Training logs as numbered chunk objects in the blob store: appends never rewrite an object, and
+ * readers (the JSON page, the SSE tail) list the chunks. Works the same on S3 and s3rver.
+ */
+export async function readLogs(svc: Services, teamId: string, jobId: string, from: number, limit: number): Promise<LogLine[]> {
+  const keys = (await svc.blobs.list(`${jobPrefix(teamId, jobId)}logs/`)).sort();
+  const firstOffset = (key: string) => Number(key.slice(key.lastIndexOf('/') + 1, -'.jsonl'.length));
+  // Start at the last chunk that begins at or before `from`.
+  let start = 0;
+  keys.forEach((k, i) => {
+    if (firstOffset(k) <= from) start = i;
+  });
+  const out: LogLine[] = [];
+  for (const key of keys.slice(start)) {
+    const lines = (await svc.blobs.getText(key)).split('\n').filter(Boolean);
+    for (const l of lines) {
+      const parsed = JSON.parse(l) as LogLine;
+      if (parsed.offset >= from) out.push(parsed);
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,364 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
+import { create as createTar } from 'tar';
+import { findBaseModel, modelManifestKey } from '../core/catalog';
+import type { Services } from '../core/context';
+import { rowsKey } from '../core/datasets/service';
+import { ConflictError } from '../core/errors';
+import { newUuid } from '../core/ids';
+import {
+  archiveKey,
+  checkpointPrefix,
+  getCheckpoint,
+  logChunkKey,
+  markBestCheckpoint,
+  modelPrefix,
+  registerCheckpoint,
+  type LogLine,
+} from '../core/training/artifacts';
+import type { TrainingLauncher } from '../core/training/launcher';
+import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import type { Logger } from '../http/logger';
+
+export interface RunnerOptions {
+  /** Job directories and the base-model cache live here. */
+  workDir: string;
+  /** Python with the training container's requirements (the project venv). */
+  python: string;
+  /** `containers/training`: the entrypoint is `python -m sift_trainer.train` run from here. */
+  trainerDir: string;
+  maxConcurrent: number;
+  /** How long a stopped job may take to save its checkpoint before it is killed. */
+  stopGraceMs: number;
+  logger: Logger;
+}
+
+type TrainerEvent = { event: string; [k: string]: unknown };
+
+/**
+ * Runs training jobs as subprocesses with the SageMaker directory contract, at most
+ * `maxConcurrent` at a time (the rest wait in submission order). Everything a job produces
+ * (logs, checkpoints, the model, its archive) goes to the blob store, and its state to the record.
+ */
+export class LocalTrainingRunner implements TrainingLauncher {
+  private readonly waiting: { teamId: string; jobId: string }[] = [];
+  private readonly running = new Map<string, ChildProcess>();
+  private active = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly svc: () => Services,
+    private readonly opts: RunnerOptions,
+  ) {}
+
+  async submit(teamId: string, jobId: string): Promise<void> {
+    this.waiting.push({ teamId, jobId });
+    queueMicrotask(() => this.pump());
+  }
+
+  async stop(_teamId: string, jobId: string): Promise<void> {
+    const i = this.waiting.findIndex((w) => w.jobId === jobId);
+    if (i >= 0) this.waiting.splice(i, 1);
+    const child = this.running.get(jobId);
+    if (!child) return;
+    child.kill('SIGTERM');
+    const kill = setTimeout(() => child.kill('SIGKILL'), this.opts.stopGraceMs);
+    kill.unref();
+    child.once('exit', () => clearTimeout(kill));
+  }
+
+  /** Resolves once nothing runs and nothing can start (with maxConcurrent 0, jobs only wait). */
+  idle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private isIdle(): boolean {
+    return this.active === 0 && (this.waiting.length === 0 || this.opts.maxConcurrent === 0);
+  }
+
+  /** Stops every running job (service shutdown); they end `stopped` with their checkpoint. */
+  async shutdown(): Promise<void> {
+    this.waiting.splice(0);
+    for (const [jobId] of this.running) await this.stop('', jobId);
+    await this.idle();
+  }
+
+  private pump(): void {
+    while (this.active < this.opts.maxConcurrent && this.waiting.length > 0) {
+      const next = this.waiting.shift() as { teamId: string; jobId: string };
+      this.active += 1;
+      this.run(next.teamId, next.jobId)
+        .catch((error) => this.opts.logger.error('training runner failed', { job_id: next.jobId, error }))
+        .finally(() => {
+          this.active -= 1;
+          this.pump();
+          if (this.isIdle()) this.idleWaiters.splice(0).forEach((w) => w());
+        });
+    }
+  }
+
+  private async run(teamId: string, jobId: string): Promise<void> {
+    const svc = this.svc();
+    let job: TrainingJob;
+    try {
+      job = await transitionJob(svc, teamId, jobId, 'running');
+    } catch (err) {
+      if (err instanceof ConflictError) return; // stopped or deleted while it waited
+      throw err;
+    }
+    const dir = join(this.opts.workDir, 'jobs', jobId);
+    const log = new LogWriter(svc, teamId, jobId);
+    try {
+      await rm(dir, { recursive: true, force: true });
+      await this.prepare(svc, teamId, job, dir, log);
+      const exit = await this.execute(svc, teamId, job, dir, log);
+      await log.flush();
+      await this.finish(svc, teamId, job, dir, exit, log);
+    } catch (err) {
+      log.system(`runner error: ${(err as Error).message}`);
+      await log.flush().catch(() => {});
+      await this.fail(svc, teamId, jobId, (err as Error).message);
+    } finally {
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+    }
+  }
+
+  /** Lays out the SageMaker directories: hyperparameters, the train channel, the base model. */
+  private async prepare(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<void> {
+    await mkdir(join(dir, 'input', 'config'), { recursive: true });
+    await mkdir(join(dir, 'input', 'data', 'train'), { recursive: true });
+    for (const d of job.datasets) {
+      const text = await svc.blobs.getText(rowsKey(teamId, d.name, d.version));
+      await writeFile(join(dir, 'input', 'data', 'train', `${d.name}-v${d.version}.jsonl`), text);
+    }
+    const baseModelPath = await this.baseModelDir(svc, teamId, job.base_model);
+    const hyperparameters = {
+      base_model_path: baseModelPath,
+      model_name: job.model_name,
+      training_type: job.training_type,
+      training_algorithm: job.training_algorithm,
+      nr_epochs: job.nr_epochs,
+      learning_rate: job.learning_rate,
+      rl_config: job.rl_config ?? {},
+      seed: 42,
+      validation_split: 0.1,
+      early_stopping_patience: 3,
+    };
+    await writeFile(join(dir, 'input', 'config', 'hyperparameters.json'), JSON.stringify(hyperparameters, null, 2));
+    log.system(`prepared ${job.datasets.length} dataset(s); base model ${job.base_model}`);
+  }
+
+  /** A catalog model or a checkpoint, copied once from the blob store into a local cache. */
+  private async baseModelDir(svc: Services, teamId: string, baseModel: string): Promise<string> {
+    let prefix: string;
+    let cacheName: string;
+    if (findBaseModel(baseModel)) {
+      if (!(await svc.blobs.head(modelManifestKey(baseModel)))) {
+        throw new Error(`the weights of ${baseModel} are not in the model store (GET /base-models shows available: false)`);
+      }
+      prefix = `models/${baseModel}/`;
+      cacheName = `models/${baseModel}`;
+    } else {
+      const ckpt = await getCheckpoint(svc, teamId, baseModel);
+      prefix = ckpt.blob_prefix;
+      cacheName = `checkpoints/${ckpt.id}`;
+    }
+    const target = join(this.opts.workDir, 'cache', cacheName);
+    const done = join(target, '.complete');
+    if (await exists(done)) return target;
+    await rm(target, { recursive: true, force: true });
+    for (const key of await svc.blobs.list(prefix)) {
+      const file = join(target, key.slice(prefix.length));
+      await mkdir(dirname(file), { recursive: true });
+      await pipeline(await svc.blobs.stream(key), createWriteStream(file));
+    }
+    await writeFile(done, new Date().toISOString());
+    return target;
+  }
+
+  private execute(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<{ code: number | null; signal: string | null; completed?: TrainerEvent }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.opts.python, ['-m', 'sift_trainer.train'], {
+        cwd: this.opts.trainerDir,
+        env: {
+          ...process.env,
+          SIFT_JOB_DIR: dir,
+          PYTHONUNBUFFERED: '1',
+          HF_HUB_OFFLINE: '1',
+          TRANSFORMERS_OFFLINE: '1',
+          TOKENIZERS_PARALLELISM: 'false',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      this.running.set(job.id, child);
+      let completed: TrainerEvent | undefined;
+      let lastProgressWrite = 0;
+      const pending: Promise<unknown>[] = [];
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        log.add('stdout', line);
+        const event = parseEvent(line);
+        if (!event) return;
+        if (event.event === 'progress' && Date.now() - lastProgressWrite > 1000) {
+          lastProgressWrite = Date.now();
+          pending.push(this.saveProgress(svc, teamId, job.id, event));
+        } else if (event.event === 'checkpoint') {
+          pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
+        } else if (event.event === 'completed') {
+          completed = event;
+        }
+      });
+      createInterface({ input: child.stderr }).on('line', (line) => log.add('stderr', line));
+      child.once('error', reject);
+      child.once('exit', (code, signal) => {
+        this.running.delete(job.id);
+        void Promise.allSettled(pending).then(() => resolve({ code, signal, ...(completed ? { completed } : {}) }));
+      });
+    });
+  }
+
+  private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
+    const progress = { epoch: Number(e['epoch'] ?? 0), step: Number(e['step'] ?? 0), total_steps: Number(e['total_steps'] ?? 0) };
+    await svc.records
+      .update(`TEAM#${teamId}`, `JOB#${jobId}`, {
+        set: { progress, ...(typeof e['loss'] === 'number' ? { last_loss: e['loss'] } : {}) },
+        condition: { expression: '#s = :r', names: { '#s': 'status' }, values: { ':r': 'running' } },
+      })
+      .catch(() => {});
+  }
+
+  /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */
+  private async saveCheckpoint(svc: Services, teamId: string, job: TrainingJob, e: TrainerEvent, log: LogWriter): Promise<void> {
+    const id = typeof e['id'] === 'string' ? e['id'] : newUuid();
+    const path = String(e['path'] ?? '');
+    const prefix = checkpointPrefix(teamId, job.id, id);
+    await uploadDir(svc, path, prefix);
+    await registerCheckpoint(svc, teamId, {
+      id,
+      job_id: job.id,
+      root_model: job.root_model,
+      blob_prefix: prefix,
+      step: Number(e['step'] ?? 0),
+      epoch: Number(e['epoch'] ?? 0),
+      metrics: (e['metrics'] as Record<string, number> | undefined) ?? null,
+      is_best: false,
+      is_final: false,
+      created_at: new Date().toISOString(),
+    });
+    log.system(`checkpoint ${id} saved (step ${String(e['step'] ?? '?')})`);
+  }
+
+  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: { code: number | null; signal: string | null; completed?: TrainerEvent }, log: LogWriter): Promise<void> {
+    const current = await getTrainingJob(svc, teamId, job.id);
+    if (current.status === 'stopped') {
+      await markBestCheckpoint(svc, teamId, job.id);
+      return;
+    }
+    if (exit.code !== 0 || !exit.completed) {
+      const failure = await readFile(join(dir, 'output', 'failure'), 'utf8').catch(() => '');
+      const reason = failure.trim() || `the trainer exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`} and wrote no failure file`;
+      await this.fail(svc, teamId, job.id, reason);
+      return;
+    }
+    const modelDir = join(dir, 'model');
+    await uploadDir(svc, modelDir, modelPrefix(teamId, job.id));
+    const archive = join(dir, 'model.tar.gz');
+    await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
+    await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
+    const finalId = newUuid();
+    const metrics = (exit.completed['metrics'] as Record<string, number> | undefined) ?? null;
+    await registerCheckpoint(svc, teamId, {
+      id: finalId,
+      job_id: job.id,
+      root_model: job.root_model,
+      blob_prefix: modelPrefix(teamId, job.id),
+      step: Number(exit.completed['steps'] ?? 0),
+      epoch: job.nr_epochs,
+      metrics,
+      is_best: false,
+      is_final: true,
+      created_at: new Date().toISOString(),
+    });
+    await markBestCheckpoint(svc, teamId, job.id);
+    log.system('training complete; model, archive and final checkpoint saved');
+    await log.flush();
+    const headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
+    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'], final_checkpoint_id: finalId } as Partial<TrainingJob>);
+  }
+
+  private async fail(svc: Services, teamId: string, jobId: string, reason: string): Promise<void> {
+    await transitionJob(svc, teamId, jobId, 'failed', { error: reason.slice(0, 4000) }).catch((err) => {
+      if (!(err instanceof ConflictError)) throw err;
+    });
+  }
+}
+
+function parseEvent(line: string): TrainerEvent | undefined {
+  if (!line.startsWith('{')) return undefined;
+  try {
+    const v = JSON.parse(line) as TrainerEvent;
+    return typeof v.event === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function uploadDir(svc: Services, dir: string, prefix: string): Promise<void> {
+  const walk = async (d: string): Promise<string[]> => {
+    const entries = await readdir(d, { withFileTypes: true });
+    const files = await Promise.all(entries.map((e) => (e.isDirectory() ? walk(join(d, e.name)) : Promise.resolve([join(d, e.name)]))));
+    return files.flat();
+  };
+  for (const file of await walk(dir)) {
+    await svc.blobs.put(prefix + relative(dir, file).split('\\').join('/'), createReadStream(file));
+  }
+}
+
+/** Buffers log lines and writes them as chunk objects every second or 500 lines. */
+class LogWriter {
+  private offset = 0;
+  private buffer: LogLine[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly svc: Services,
+    private readonly teamId: string,
+    private readonly jobId: string,
+  ) {}
+
+  add(stream: LogLine['stream'], line: string): void {
+    this.buffer.push({ offset: this.offset, ts: new Date().toISOString(), stream, line });
+    this.offset += 1;
+    if (this.buffer.length >= 500) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), 1000);
+  }
+
+  system(line: string): void {
+    this.add('system', line);
+  }
+
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.buffer;
+    this.buffer = [];
+    if (batch.length === 0) return this.writing;
+    const first = batch[0] as LogLine;
+    this.writing = this.writing.then(() =>
+      this.svc.blobs.put(logChunkKey(this.teamId, this.jobId, first.offset), batch.map((l) => JSON.stringify(l)).join('\n') + '\n', 'application/x-ndjson'),
+    );
+    return this.writing;
+  }
+}
