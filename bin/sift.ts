@@ -1,6 +1,7 @@
 #!/usr/bin/env -S npx tsx
 /** The `sift` command: run the local service, print the OpenAPI document. */
 import { Command } from 'commander';
+import { followJob, startTraining } from '../src/cli/train';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
@@ -42,5 +43,48 @@ program
   .action(() => {
     process.stdout.write(JSON.stringify(buildOpenApi(allRoutes(), API_VERSION), null, 2) + '\n');
   });
+
+const apiOptions = () => {
+  const apiKey = process.env['SIFT_API_KEY'];
+  if (!apiKey) throw new Error('set SIFT_API_KEY (and SIFT_URL if the service is not on http://127.0.0.1:8080)');
+  return { url: process.env['SIFT_URL'] ?? 'http://127.0.0.1:8080', apiKey };
+};
+
+const finish = (job: { status: string; metrics: unknown; error: string | null }) => {
+  process.stdout.write(JSON.stringify({ status: job.status, metrics: job.metrics, error: job.error }, null, 2) + '\n');
+  process.exitCode = job.status === 'complete' ? 0 : 1;
+};
+
+program
+  .command('train')
+  .description('Start a training job on a running Sift (SIFT_URL, SIFT_API_KEY) and show its progress until it ends')
+  .requiredOption('--model-name <name>', 'name for the trained model')
+  .requiredOption('--base-model <id>', 'catalog model id or checkpoint UUID')
+  .requiredOption('--dataset <name...>', 'dataset name(s)')
+  .option('--training-type <type>', 'lora or full')
+  .option('--algorithm <algorithm>', 'sft, dpo or grpo')
+  .option('--epochs <n>', 'number of epochs', Number)
+  .option('--learning-rate <lr>', 'learning rate', Number)
+  .option('--rl-config <json>', 'rl_config as JSON (dpo, grpo)', (v: string) => JSON.parse(v) as Record<string, unknown>)
+  .action(async (o: { modelName: string; baseModel: string; dataset: string[]; trainingType?: string; algorithm?: string; epochs?: number; learningRate?: number; rlConfig?: Record<string, unknown> }) => {
+    finish(
+      await startTraining({
+        ...apiOptions(),
+        modelName: o.modelName,
+        baseModel: o.baseModel,
+        datasets: o.dataset,
+        ...(o.trainingType ? { trainingType: o.trainingType } : {}),
+        ...(o.algorithm ? { algorithm: o.algorithm } : {}),
+        ...(o.epochs !== undefined ? { epochs: o.epochs } : {}),
+        ...(o.learningRate !== undefined ? { learningRate: o.learningRate } : {}),
+        ...(o.rlConfig ? { rlConfig: o.rlConfig } : {}),
+      }),
+    );
+  });
+
+program
+  .command('watch <job-id>')
+  .description('Follow a training job with a live progress bar until it ends')
+  .action(async (jobId: string) => finish(await followJob(apiOptions(), jobId)));
 
 await program.parseAsync(process.argv);

@@ -1,9 +1,13 @@
 #!/usr/bin/env node
-// Installs whatever a fresh clone is missing before `npm start` / `npm test`, and nothing twice.
+// Installs whatever a fresh clone is missing before `npm start` / `npm test`, and nothing twice:
+//   1. npm dependencies (skipped while package-lock.json is unchanged);
+//   2. the training venv (PyTorch, gliner2, TRL, PEFT) and the offline base models, built once into
+//      the per-user cache (src/local/paths.ts reads the same locations).
 // Node built-ins only: this runs before node_modules exists.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,6 +18,10 @@ const digest = (...files) => {
   for (const f of files) h.update(existsSync(f) ? readFileSync(f) : '');
   return h.digest('hex');
 };
+
+const cacheDir = process.env.SIFT_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sift');
+const venv = process.env.SIFT_VENV ?? join(cacheDir, 'venv');
+const modelsDir = process.env.SIFT_MODELS_DIR ?? join(cacheDir, 'models');
 
 function ensureNodeModules() {
   const stamp = join(root, 'node_modules', '.sift-setup');
@@ -31,4 +39,24 @@ function ensureNodeModules() {
   writeFileSync(stamp, want);
 }
 
+function ensureTrainingAndModels() {
+  if (process.env.SIFT_SKIP_MODELS === '1') {
+    log('SIFT_SKIP_MODELS=1: not installing the training venv or building models');
+    return;
+  }
+  log(`training venv: ${venv}; models: ${modelsDir} (first run: a few GB of wheels and a model build)`);
+  execFileSync(
+    'bash',
+    [
+      join(root, 'containers', 'training', 'setup.sh'),
+      '--mini-out',
+      join(modelsDir, 'sift--gliner2-mini-v1'),
+      '--decoder-out',
+      join(modelsDir, 'HuggingFaceTB--SmolLM2-135M-Instruct'),
+    ],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_VENV: venv } },
+  );
+}
+
 ensureNodeModules();
+ensureTrainingAndModels();

@@ -14,10 +14,15 @@ export abstract class ApiError extends Error {
   /** A short machine-readable kind, used by the vendor-compatible envelopes. */
   abstract readonly kind: string;
   readonly headers: Record<string, string> = {};
+  /** Optional hints for the vendor-compatible envelopes (OpenAI `param` / `code`). */
+  param?: string;
+  code?: string;
 
-  constructor(message: string) {
+  constructor(message: string, hints?: { param?: string; code?: string }) {
     super(message);
     this.name = new.target.name;
+    if (hints?.param) this.param = hints.param;
+    if (hints?.code) this.code = hints.code;
   }
 
   toBody(): Record<string, unknown> {

@@ -14,7 +14,8 @@ import { newUuid } from '../core/ids';
 import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/rateLimits';
 import { recordUsage } from '../core/usage';
 import type { Logger } from './logger';
-import type { ApiRequest, ApiResponse, HttpMethod, RouteSpec } from './types';
+import { renderError } from './errorFormats';
+import type { ApiRequest, ApiResponse, ErrorFormat, HttpMethod, RouteSpec } from './types';
 import { parseWith } from './validation';
 
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -65,7 +66,7 @@ export class SiftApp {
         params,
       });
     } catch (err) {
-      response = this.errorResponse(err, requestId, req);
+      response = this.errorResponse(err, requestId, req, spec);
     }
     // Every request of a known caller counts, failed ones included (they count against limits too).
     if (principal && spec) {
@@ -74,6 +75,8 @@ export class SiftApp {
       );
     }
     const headers: Record<string, string> = { ...(rateHeaders ?? {}), ...(response.headers ?? {}), 'x-request-id': requestId };
+    // The Anthropic SDK reads `request-id`, the OpenAI SDK `x-request-id`: compat paths send both.
+    if (req.path.startsWith('/v1/')) headers['request-id'] = requestId;
     if (response.body !== undefined && !response.stream && response.raw === undefined) {
       headers['content-type'] ??= 'application/json';
     }
@@ -145,9 +148,11 @@ export class SiftApp {
     return undefined;
   }
 
-  private errorResponse(err: unknown, requestId: string, req: ApiRequest): ApiResponse {
-    if (err instanceof ApiError) return { status: err.status, headers: { ...err.headers }, body: err.toBody() };
+  private errorResponse(err: unknown, requestId: string, req: ApiRequest, spec?: RouteSpec): ApiResponse {
+    const format: ErrorFormat =
+      spec?.errorFormat ?? (req.path.startsWith('/v1/messages') ? 'anthropic' : req.path.startsWith('/v1/') ? 'openai' : 'native');
+    if (err instanceof ApiError) return renderError(format, err, requestId);
     this.logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });
-    return { status: 500, body: { detail: `Internal server error (request id ${requestId})` } };
+    return renderError(format, undefined, requestId);
   }
 }

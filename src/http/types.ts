@@ -24,6 +24,8 @@ export interface ApiResponse {
   stream?: AsyncIterable<string | Uint8Array>;
 }
 
+export type ErrorFormat = 'native' | 'openai' | 'anthropic';
+
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface HandlerContext<B, Q, P> {
@@ -58,6 +60,11 @@ export interface RouteSpec<
   /** `public` routes run without credentials; `operator` needs the installation's bootstrap key. */
   auth: 'public' | 'key' | 'operator';
   limit?: LimitClass;
+  /**
+   * Error body shape: `native` = `{detail}`; `openai` / `anthropic` = the vendor envelope plus `detail`
+   * (compat routes). Unset: chosen by path (`/v1/messages*` → anthropic, other `/v1/*` → openai).
+   */
+  errorFormat?: ErrorFormat;
   body?: B;
   query?: Q;
   params?: P;

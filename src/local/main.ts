@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createServices } from '../adapters/aws';
+import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import type { Services, SiftConfig } from '../core/context';
@@ -14,10 +14,8 @@ import { allRoutes } from '../http/routes';
 import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
 import { nodeHandler } from './httpAdapter';
 import { publishBuiltModels } from './modelStore';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
 import { LocalTrainingRunner } from './trainingRunner';
-
-/** The repository root (this file is src/local/main.ts). */
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface LocalOptions {
   port: number;
@@ -27,9 +25,9 @@ export interface LocalOptions {
   s3Port?: number;
   logger?: Logger;
   config?: Partial<SiftConfig>;
-  /** Built or provided model weights to publish into the model store (default `<repo>/.sift-models`). */
+  /** Built or provided model weights to publish into the model store (default: the user cache). */
   modelsDir?: string;
-  /** Training: Python with the trainer's requirements (default `<repo>/.venv/bin/python`). */
+  /** Training: Python with the trainer's requirements (default: the venv in the user cache). */
   python?: string;
   /** Training jobs run at once; the rest wait in order (default 1: this machine has 2 cores). */
   maxTrainingJobs?: number;
@@ -74,21 +72,28 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   });
   const runner = new LocalTrainingRunner(() => svc as Services, {
     workDir: join(dataDir, 'work'),
-    python: opts.python ?? process.env['SIFT_PYTHON'] ?? join(REPO_ROOT, '.venv', 'bin', 'python'),
+    python: opts.python ?? DEFAULT_PYTHON,
     trainerDir: join(REPO_ROOT, 'containers', 'training'),
     maxConcurrent: opts.maxTrainingJobs ?? Number(process.env['SIFT_MAX_TRAINING_JOBS'] ?? 1),
     stopGraceMs: 120_000,
     logger,
   });
   svc.training = runner;
-  await svc.records.ensureTable();
-  await svc.blobs.ensureBucket();
-  const install = await ensureInstallation(svc, opts.adminKey);
-  const published = await publishBuiltModels(svc, opts.modelsDir ?? process.env['SIFT_MODELS_DIR'] ?? join(REPO_ROOT, '.sift-models'));
-  if (published.length) logger.info('published models to the model store', { models: published });
-  const recovered = await recoverInterruptedWork(svc);
-  if (recovered.datasets + recovered.jobs) logger.info('recovered interrupted work', recovered);
-
+  let install: Awaited<ReturnType<typeof ensureInstallation>>;
+  try {
+    await svc.records.ensureTable();
+    await svc.blobs.ensureBucket();
+    install = await ensureInstallation(svc, opts.adminKey);
+    const published = await publishBuiltModels(svc, opts.modelsDir ?? DEFAULT_MODELS_DIR);
+    if (published.length) logger.info('published models to the model store', { models: published });
+    const recovered = await recoverInterruptedWork(svc);
+    if (recovered.datasets + recovered.jobs) logger.info('recovered interrupted work', recovered);
+  } catch (err) {
+    // A failed start must not leave the emulators listening (or their files locked).
+    await (svc.usage as BufferedUsageSink).close().catch(() => {});
+    await emulators.close();
+    throw err;
+  }
   const app = new SiftApp(svc, allRoutes(), logger);
   const server: Server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
   server.keepAliveTimeout = 65_000;
@@ -115,6 +120,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       });
       await runner.shutdown();
       await queue.idle();
+      await closeDecoder(services);
       await services.usage.flush();
       if (services.usage instanceof BufferedUsageSink) await services.usage.close();
       await emulators.close();

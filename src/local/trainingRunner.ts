@@ -14,6 +14,7 @@ import {
   archiveKey,
   checkpointPrefix,
   getCheckpoint,
+  listCheckpoints,
   logChunkKey,
   markBestCheckpoint,
   modelPrefix,
@@ -38,6 +39,7 @@ export interface RunnerOptions {
 }
 
 type TrainerEvent = { event: string; [k: string]: unknown };
+type TrainerExit = { code: number | null; signal: string | null; sawFinal: boolean; completed?: TrainerEvent };
 
 /**
  * Runs training jobs as subprocesses with the SageMaker directory contract, at most
@@ -181,7 +183,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     return target;
   }
 
-  private execute(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<{ code: number | null; signal: string | null; completed?: TrainerEvent }> {
+  private execute(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<TrainerExit> {
     return new Promise((resolve, reject) => {
       const child = spawn(this.opts.python, ['-m', 'sift_trainer.train'], {
         cwd: this.opts.trainerDir,
@@ -197,16 +199,23 @@ export class LocalTrainingRunner implements TrainingLauncher {
       });
       this.running.set(job.id, child);
       let completed: TrainerEvent | undefined;
+      let lastProgress: TrainerEvent | undefined;
+      let sawFinal = false;
       let lastProgressWrite = 0;
       const pending: Promise<unknown>[] = [];
       createInterface({ input: child.stdout }).on('line', (line) => {
         log.add('stdout', line);
         const event = parseEvent(line);
         if (!event) return;
-        if (event.event === 'progress' && Date.now() - lastProgressWrite > 1000) {
-          lastProgressWrite = Date.now();
-          pending.push(this.saveProgress(svc, teamId, job.id, event));
+        if (event.event === 'progress') {
+          lastProgress = event;
+          // At most one record write a second; the last one is written when the process ends.
+          if (Date.now() - lastProgressWrite > 1000) {
+            lastProgressWrite = Date.now();
+            pending.push(this.saveProgress(svc, teamId, job.id, event));
+          }
         } else if (event.event === 'checkpoint') {
+          sawFinal ||= event['is_final'] === true;
           pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
         } else if (event.event === 'completed') {
           completed = event;
@@ -216,7 +225,8 @@ export class LocalTrainingRunner implements TrainingLauncher {
       child.once('error', reject);
       child.once('exit', (code, signal) => {
         this.running.delete(job.id);
-        void Promise.allSettled(pending).then(() => resolve({ code, signal, ...(completed ? { completed } : {}) }));
+        if (lastProgress) pending.push(this.saveProgress(svc, teamId, job.id, lastProgress));
+        void Promise.allSettled(pending).then(() => resolve({ code, signal, sawFinal, ...(completed ? { completed } : {}) }));
       });
     });
   }
@@ -226,7 +236,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     await svc.records
       .update(`TEAM#${teamId}`, `JOB#${jobId}`, {
         set: { progress, ...(typeof e['loss'] === 'number' ? { last_loss: e['loss'] } : {}) },
-        condition: { expression: '#s = :r', names: { '#s': 'status' }, values: { ':r': 'running' } },
+        condition: { expression: 'attribute_exists(pk)' },
       })
       .catch(() => {});
   }
@@ -246,13 +256,13 @@ export class LocalTrainingRunner implements TrainingLauncher {
       epoch: Number(e['epoch'] ?? 0),
       metrics: (e['metrics'] as Record<string, number> | undefined) ?? null,
       is_best: false,
-      is_final: false,
+      is_final: e['is_final'] === true,
       created_at: new Date().toISOString(),
     });
     log.system(`checkpoint ${id} saved (step ${String(e['step'] ?? '?')})`);
   }
 
-  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: { code: number | null; signal: string | null; completed?: TrainerEvent }, log: LogWriter): Promise<void> {
+  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: TrainerExit, log: LogWriter): Promise<void> {
     const current = await getTrainingJob(svc, teamId, job.id);
     if (current.status === 'stopped') {
       await markBestCheckpoint(svc, teamId, job.id);
@@ -269,21 +279,24 @@ export class LocalTrainingRunner implements TrainingLauncher {
     const archive = join(dir, 'model.tar.gz');
     await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
     await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
-    const finalId = newUuid();
     const metrics = (exit.completed['metrics'] as Record<string, number> | undefined) ?? null;
-    await registerCheckpoint(svc, teamId, {
-      id: finalId,
-      job_id: job.id,
-      root_model: job.root_model,
-      blob_prefix: modelPrefix(teamId, job.id),
-      step: Number(exit.completed['steps'] ?? 0),
-      epoch: job.nr_epochs,
-      metrics,
-      is_best: false,
-      is_final: true,
-      created_at: new Date().toISOString(),
-    });
+    // The trainer normally reports its final checkpoint; if it did not, the model itself is one.
+    if (!exit.sawFinal) {
+      await registerCheckpoint(svc, teamId, {
+        id: newUuid(),
+        job_id: job.id,
+        root_model: job.root_model,
+        blob_prefix: modelPrefix(teamId, job.id),
+        step: Number(exit.completed['steps'] ?? 0),
+        epoch: job.nr_epochs,
+        metrics,
+        is_best: false,
+        is_final: true,
+        created_at: new Date().toISOString(),
+      });
+    }
     await markBestCheckpoint(svc, teamId, job.id);
+    const finalId = (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
     log.system('training complete; model, archive and final checkpoint saved');
     await log.flush();
     const headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;

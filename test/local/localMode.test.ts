@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rowsKey } from '../../src/core/datasets/service';
+import { transitionJob } from '../../src/core/trainingJobs';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/local/main';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
@@ -66,6 +67,23 @@ describe('local mode', () => {
     const b = await TestStack.start({ dataDir: dir });
     await b.service.idle();
     expect((await b.call('GET', '/core/datasets/crashy/1')).body.status).toBe('ready');
+    await b.stop();
+  });
+
+  it('never leaves a job looking alive after a crash: running → failed with the reason, requested stays queued', async () => {
+    const a = await TestStack.start({ dataDir: dir });
+    await a.uploadDataset('jobs-data', jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]));
+    const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
+    const body = { model_name: 'm', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'jobs-data' }] };
+    const wasRunning = (await a.call('POST', '/core/training-jobs', { body })).body.id;
+    const wasQueued = (await a.call('POST', '/core/training-jobs', { body })).body.id;
+    await transitionJob(a.svc, team, wasRunning, 'running');
+    await a.stop();
+    const b = await TestStack.start({ dataDir: dir });
+    const crashed = (await b.call('GET', `/core/training-jobs/${wasRunning}`)).body;
+    expect(crashed.status).toBe('failed');
+    expect(crashed.error).toMatch(/stopped while this job was running/);
+    expect((await b.call('GET', `/core/training-jobs/${wasQueued}`)).body.status).toBe('requested');
     await b.stop();
   });
 });

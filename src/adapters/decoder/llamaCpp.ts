@@ -3,7 +3,7 @@ import { unlink } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
-import { BadRequestError, NotFoundError } from '../../core/errors';
+import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../../core/errors';
 import { StopMatcher } from '../../core/decoder/stopText';
 import type {
   DecoderBackend,
@@ -25,6 +25,8 @@ export interface LlamaCppOptions {
   contextSize?: number;
   /** Where prefix KV snapshots of cache entries are written. */
   stateDir?: string;
+  /** Requests allowed to wait for a slot; beyond it a 503 with Retry-After (before any stream). */
+  maxQueue?: number;
 }
 
 interface Slot {
@@ -136,7 +138,7 @@ export class LlamaCppDecoder implements DecoderBackend {
     if (l.defaultSystem && messages[0]?.role !== 'system') messages.unshift({ role: 'system', parts: [{ text: l.defaultSystem }] });
     const last = messages.length - 1;
     messages.forEach((m, i) => {
-      const prefill = i === last && m.role === 'assistant';
+      const prefill = i === last && m.role === 'assistant' && prompt.continueFinal === true;
       special(`<|im_start|>${m.role}\n`);
       m.parts.forEach((p, j) => {
         if (j > 0) plain('\n');
@@ -145,7 +147,7 @@ export class LlamaCppDecoder implements DecoderBackend {
       });
       if (!prefill) special('<|im_end|>\n');
     });
-    if (messages[last]?.role !== 'assistant') special('<|im_start|>assistant\n');
+    if (!(messages[last]?.role === 'assistant' && prompt.continueFinal)) special('<|im_start|>assistant\n');
     return { tokens, breakpoints };
   }
 
@@ -169,6 +171,11 @@ export class LlamaCppDecoder implements DecoderBackend {
         }
         best.busy = true;
         return best;
+      }
+      if (l.waiters.length >= (this.opts.maxQueue ?? 64)) {
+        const err = new ServiceUnavailableError('The decoder is at capacity; retry shortly');
+        err.headers['retry-after'] = '1';
+        throw err;
       }
       await new Promise<void>((ok) => l.waiters.push(ok));
     }
@@ -208,7 +215,8 @@ export class LlamaCppDecoder implements DecoderBackend {
     const slot = await this.acquire(l, tokens, signal);
     const seq = slot.seq;
     const gen: Token[] = [];
-    let finish: FinishReason = 'length';
+    // node-llama-cpp ends the iteration itself at an end-of-generation token.
+    let finish: FinishReason = 'stop';
     const stop = new StopMatcher(req.params.stop);
     let reused = 0;
     try {
@@ -243,6 +251,7 @@ export class LlamaCppDecoder implements DecoderBackend {
           cacheWriteTokens: plan.writeTokens,
           cacheWrite5mTokens: plan.write5mTokens,
           cacheWrite1hTokens: plan.write1hTokens,
+          engineReusedTokens: reused,
         },
       };
       let emitted = 0;
@@ -259,10 +268,7 @@ export class LlamaCppDecoder implements DecoderBackend {
             finish = 'cancelled';
             break;
           }
-          if (l.model.isEogToken(tok)) {
-            finish = 'stop';
-            break;
-          }
+          if (l.model.isEogToken(tok)) break;
           gen.push(tok);
           const text = l.model.detokenize(gen);
           // A multi-byte character split across tokens waits for its remaining bytes.

@@ -96,7 +96,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       ...(p.topK !== undefined ? { top_k: p.topK } : {}),
       ...(p.seed !== undefined ? { seed: p.seed } : {}),
       ...(p.stop.length ? { stop: p.stop } : {}),
-      ...(req.prompt.kind === 'chat' && req.prompt.messages.at(-1)?.role === 'assistant'
+      ...(req.prompt.kind === 'chat' && req.prompt.continueFinal && req.prompt.messages.at(-1)?.role === 'assistant'
         ? { add_generation_prompt: false, continue_final_message: true }
         : {}),
       stream: true,
@@ -154,7 +154,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     } catch {
       /* reported at the end instead */
     }
-    yield { type: 'start', usage: { promptTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 } };
+    yield { type: 'start', usage: { promptTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, engineReusedTokens: 0 } };
     const usage: GenerationUsage = {
       promptTokens,
       completionTokens: 0,
@@ -165,7 +165,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       engineReusedTokens: 0,
     };
     let finish: FinishReason = 'stop';
-    let stopSequence: string | null = null;
+    const stopSequence: string | null = null;
     let chunks = 0;
     try {
       const events = res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
@@ -196,8 +196,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       finish = 'cancelled';
       usage.completionTokens ||= chunks;
     }
-    // vLLM does not say which stop string matched; report it when exactly one was asked for.
-    if (finish === 'stop' && req.params.stop.length === 1 && usage.completionTokens < req.params.maxTokens) stopSequence = null;
+    // vLLM does not say which stop string matched, so `stop_sequence` stays null upstream.
     yield { type: 'done', finishReason: finish, stopSequence, usage };
   }
 

@@ -28,7 +28,12 @@ export interface DecoderMessage {
  * message is a prefill (the answer continues it). Text prompts (`/v1/completions`) go in verbatim.
  */
 export type DecoderPrompt =
-  | { kind: 'chat'; messages: DecoderMessage[] }
+  | {
+      kind: 'chat';
+      messages: DecoderMessage[];
+      /** Anthropic prefill: a final assistant message is continued instead of answered. */
+      continueFinal?: boolean;
+    }
   | { kind: 'text'; text: string };
 
 export interface SamplingParams {
@@ -81,7 +86,10 @@ export interface GenerationUsage {
 }
 
 export type GenerationEvent =
-  | { type: 'start'; usage: Pick<GenerationUsage, 'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens'> }
+  | {
+      type: 'start';
+      usage: Pick<GenerationUsage, 'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens' | 'engineReusedTokens'>;
+    }
   | { type: 'text'; text: string }
   | { type: 'done'; finishReason: FinishReason; stopSequence: string | null; usage: GenerationUsage };
 

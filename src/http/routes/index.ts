@@ -2,7 +2,11 @@ import { z } from 'zod';
 import { buildOpenApi } from '../openapi';
 import { json, route, type RouteSpec } from '../types';
 import { apiKeyRoutes } from './apiKeys';
+import { anthropicRoutes } from './compat/anthropic';
+import { openAiRoutes } from './compat/openai';
+import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
+import { inferenceRoutes } from './generateInference';
 import { metaRoutes } from './meta';
 import { baseModelRoutes, billingRoutes, evaluationRoutes, inferenceHistoryRoutes, projectRoutes } from './resources';
 import { trainingJobRoutes } from './trainingJobs';
@@ -21,6 +25,10 @@ export function allRoutes(): RouteSpec[] {
     ...evaluationRoutes,
     ...inferenceHistoryRoutes,
     ...billingRoutes,
+    ...inferenceRoutes,
+    ...openAiRoutes,
+    ...responsesRoutes,
+    ...anthropicRoutes,
   ];
   let document: Record<string, unknown> | undefined;
   routes.push(

@@ -4,8 +4,25 @@ import { NotFoundError } from '../../core/errors';
 import { json, route } from '../types';
 
 const CREATED = Math.floor(Date.parse('2026-01-01T00:00:00Z') / 1000);
-const openAiModel = (id: string) => ({ id, object: 'model' as const, created: CREATED, owned_by: id.split('/')[0] ?? 'sift' });
-const OpenAiModel = z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() });
+/** One body both SDKs accept (compat.md §6): OpenAI's Model plus Anthropic's ModelInfo keys. */
+const openAiModel = (id: string) => ({
+  id,
+  object: 'model' as const,
+  created: CREATED,
+  owned_by: id.split('/')[0] ?? 'sift',
+  type: 'model' as const,
+  display_name: id.split('/').at(-1) ?? id,
+  created_at: new Date(CREATED * 1000).toISOString().replace('.000Z', 'Z'),
+});
+const OpenAiModel = z.object({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.number(),
+  owned_by: z.string(),
+  type: z.literal('model'),
+  display_name: z.string(),
+  created_at: z.string(),
+});
 
 /** Routes that need no credentials. `/openapi.json` is added by openapi.ts, which needs every route. */
 export const metaRoutes = [
@@ -25,8 +42,16 @@ export const metaRoutes = [
     summary: 'List models (OpenAI/Anthropic-compatible; public, 200 without credentials)',
     auth: 'public',
     limit: 'default',
-    responses: { 200: { description: 'Model list', schema: z.object({ object: z.literal('list'), data: z.array(OpenAiModel) }) } },
-    handler: async () => json(200, { object: 'list', data: CATALOG.map((m) => openAiModel(m.id)) }),
+    responses: {
+      200: {
+        description: 'Model list (OpenAI list shape merged with Anthropic paging keys)',
+        schema: z.object({ object: z.literal('list'), data: z.array(OpenAiModel), has_more: z.boolean(), first_id: z.string().nullable(), last_id: z.string().nullable() }),
+      },
+    },
+    handler: async () => {
+      const data = CATALOG.map((m) => openAiModel(m.id));
+      return json(200, { object: 'list', data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    },
   }),
   route({
     method: 'GET',
@@ -37,8 +62,15 @@ export const metaRoutes = [
     params: z.object({ '*': z.string() }),
     responses: { 200: { description: 'Model', schema: OpenAiModel }, 404: { description: 'Unknown model' } },
     handler: async ({ params }) => {
-      const model = CATALOG.find((m) => m.id === params['*']);
-      if (!model) throw new NotFoundError(`Model '${params['*']}' not found`);
+      // The OpenAI SDK percent-encodes the id (`HuggingFaceTB%2FSmolLM2-135M-Instruct`).
+      let id = params['*'];
+      try {
+        id = decodeURIComponent(id);
+      } catch {
+        /* keep as sent */
+      }
+      const model = CATALOG.find((m) => m.id === id);
+      if (!model) throw new NotFoundError(`Model '${id}' not found`);
       return json(200, openAiModel(model.id));
     },
   }),

@@ -1,0 +1,178 @@
+/**
+ * Real training through the HTTP API: the Python trainer (gliner2, PEFT, TRL) on the offline base
+ * models that `npm test`'s set-up builds. Nothing here is simulated.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { list as listTar } from 'tar';
+import { TestStack, jsonl } from '../helpers/localStack';
+
+jest.setTimeout(15 * 60_000);
+
+let stack: TestStack;
+const TERMINAL = ['complete', 'failed', 'stopped'];
+
+const people = ['Tim Cook', 'Satya Nadella', 'Sundar Pichai', 'Jensen Huang', 'Lisa Su', 'Andy Jassy', 'Mary Barra', 'Arvind Krishna'];
+const companies = ['Apple', 'Microsoft', 'Google', 'Nvidia', 'AMD', 'Amazon', 'General Motors', 'IBM'];
+const cities = ['Paris', 'Berlin', 'Tokyo', 'Austin', 'Toronto', 'Madrid'];
+const nerRows = Array.from({ length: 40 }, (_, i) => {
+  const p = people[i % people.length] as string;
+  const c = companies[(i * 3) % companies.length] as string;
+  const city = cities[i % cities.length] as string;
+  return { text: `${p} visited the ${c} office in ${city} last week.`, entities: [[p, 'person'], [c, 'company'], [city, 'city']] };
+});
+const clsRows = Array.from({ length: 30 }, (_, i) =>
+  i % 2 === 0 ? { text: `I love this product, it works great (${i}).`, label: 'positive' } : { text: `Terrible, it broke after a day (${i}).`, label: 'negative' },
+);
+const chatRows = Array.from({ length: 12 }, (_, i) => ({
+  messages: [
+    { role: 'user', content: `What is ${i} plus ${i}?` },
+    { role: 'assistant', content: `${i} plus ${i} is ${i + i}.` },
+  ],
+}));
+
+async function waitForJob(id: string, until: (job: any) => boolean = (j) => TERMINAL.includes(j.status)): Promise<any> {
+  for (;;) {
+    const job = (await stack.call('GET', `/core/training-jobs/${id}`)).body;
+    if (until(job)) return job;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+beforeAll(async () => {
+  stack = await TestStack.start({ maxTrainingJobs: 1 });
+  const models = (await stack.call('GET', '/base-models')).body.data;
+  const mini = models.find((m: any) => m.id === 'sift/gliner2-mini-v1');
+  if (!mini.available) throw new Error('sift/gliner2-mini-v1 is not in the model store: run `node scripts/setup.mjs` (npm test does) first');
+  expect((await stack.uploadDataset('people', jsonl(nerRows))).status).toBe('ready');
+  expect((await stack.uploadDataset('sentiment', jsonl(clsRows))).status).toBe('ready');
+  expect((await stack.uploadDataset('chat', jsonl(chatRows))).status).toBe('ready');
+});
+afterAll(async () => stack.stop());
+
+describe('encoder training', () => {
+  let fullJobId: string;
+
+  it('trains a full fine-tune to complete with metrics, checkpoints, logs and an archive', async () => {
+    const created = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'people-full', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], training_type: 'full', nr_epochs: 2 },
+    });
+    expect(created.status).toBe(201);
+    fullJobId = created.body.id;
+    const job = await waitForJob(fullJobId);
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('complete');
+    for (const k of ['f1', 'precision', 'recall']) {
+      expect(job.metrics[k]).toBeGreaterThanOrEqual(0);
+      expect(job.metrics[k]).toBeLessThanOrEqual(1);
+    }
+    expect(job.progress.total_steps).toBeGreaterThan(0);
+    expect(job.started_at <= job.finished_at).toBe(true);
+
+    const ckpts = (await stack.call('GET', `/core/training-jobs/${fullJobId}/checkpoints`)).body.checkpoints;
+    expect(ckpts.length).toBeGreaterThanOrEqual(1);
+    expect(ckpts.filter((c: any) => c.is_final)).toHaveLength(1);
+    expect(ckpts.every((c: any) => /^[0-9a-f-]{36}$/.test(c.id))).toBe(true);
+
+    const logs = (await stack.call('GET', `/core/training-jobs/${fullJobId}/logs?limit=5000`)).body;
+    expect(logs.complete).toBe(true);
+    expect(logs.lines.some((l: any) => l.line.includes('"event": "completed"') || l.line.includes('"event":"completed"'))).toBe(true);
+
+    const link = await stack.call('GET', `/core/training-jobs/${fullJobId}/download`, { headers: { accept: 'application/json' } });
+    expect(link.status).toBe(200);
+    const archive = Buffer.from(await (await fetch(link.body.url)).arrayBuffer());
+    expect(archive.length).toBe(link.body.size_bytes);
+    const dir = await mkdtemp(join(tmpdir(), 'sift-archive-'));
+    await writeFile(join(dir, 'm.tar.gz'), archive);
+    const entries: string[] = [];
+    await listTar({ file: join(dir, 'm.tar.gz'), onReadEntry: (e) => entries.push(e.path) });
+    await rm(dir, { recursive: true, force: true });
+    for (const f of ['model.safetensors', 'tokenizer.json', 'manifest.json', 'onnx/encoder.onnx', 'metrics.json']) {
+      expect(entries.some((e) => e.replace(/^\.\//, '') === f)).toBe(true);
+    }
+    const redirect = await fetch(`${stack.url}/core/training-jobs/${fullJobId}/download`, { headers: { 'x-api-key': (await import('../helpers/localStack')).OPERATOR_KEY }, redirect: 'manual' });
+    expect(redirect.status).toBe(302);
+  });
+
+  it('trains LoRA, continuing from the full job’s final checkpoint', async () => {
+    const ckpts = (await stack.call('GET', `/core/training-jobs/${fullJobId}/checkpoints`)).body.checkpoints;
+    const final = ckpts.find((c: any) => c.is_final);
+    const created = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'sentiment-lora', base_model: final.id, datasets: [{ name: 'sentiment' }], training_type: 'lora', nr_epochs: 1 },
+    });
+    expect(created.status).toBe(201);
+    const job = await waitForJob(created.body.id);
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('complete');
+    expect(job.root_model).toBe('sift/gliner2-mini-v1');
+    expect(job.task_types).toEqual(['classification']);
+  });
+
+  it('streams logs over SSE until the job ends', async () => {
+    const created = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'sse', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'sentiment' }], nr_epochs: 1 },
+    });
+    const res = await fetch(`${stack.url}/core/training-jobs/${created.body.id}/logs`, {
+      headers: { 'x-api-key': (await import('../helpers/localStack')).OPERATOR_KEY, accept: 'text/event-stream' },
+    });
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const text = await res.text(); // the stream ends by itself after `event: end`
+    const events = text.split('\n\n').filter((b) => b.startsWith('event:'));
+    expect(events.some((e) => e.startsWith('event: log'))).toBe(true);
+    const end = events[events.length - 1] as string;
+    expect(end.startsWith('event: end')).toBe(true);
+    expect(JSON.parse(end.split('data: ')[1] as string).status).toBe('complete');
+    const offsets = events.filter((e) => e.startsWith('event: log')).map((e) => JSON.parse(e.split('data: ')[1] as string).offset);
+    expect(offsets).toEqual(offsets.map((_: number, i: number) => i));
+  });
+
+  it('stops a running job: it ends stopped, and the trainer saves a checkpoint first', async () => {
+    const created = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'to-stop', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], training_type: 'full', nr_epochs: 50 },
+    });
+    await waitForJob(created.body.id, (j) => j.status === 'running' && (j.progress?.step ?? 0) >= 1);
+    const stopped = await stack.call('POST', `/core/training-jobs/${created.body.id}/stop`);
+    expect(stopped.status).toBe(200);
+    expect(stopped.body.status).toBe('stopped');
+    await stack.service.idle();
+    const job = (await stack.call('GET', `/core/training-jobs/${created.body.id}`)).body;
+    expect(job.status).toBe('stopped');
+    const ckpts = (await stack.call('GET', `/core/training-jobs/${created.body.id}/checkpoints`)).body.checkpoints;
+    expect(ckpts.length).toBeGreaterThanOrEqual(1);
+    expect((await stack.call('GET', `/core/training-jobs/${created.body.id}/download`)).status).toBe(409);
+  });
+
+  it('fails a job whose trainer raises, with the failure file’s reason and the logs kept', async () => {
+    // Break the runner's cached copy of the base model: the real trainer then fails to load it.
+    const cached = join(stack.dataDir, 'work', 'cache', 'models', 'sift', 'gliner2-mini-v1', 'config.json');
+    const original = await readFile(cached, 'utf8');
+    await writeFile(cached, '{ this is not json');
+    try {
+      const created = await stack.call('POST', '/core/training-jobs', {
+        body: { model_name: 'doomed', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], nr_epochs: 1 },
+      });
+      const job = await waitForJob(created.body.id);
+      expect(job.status).toBe('failed');
+      expect(job.error).toMatch(/config|json|JSON|Expecting/);
+      const logs = (await stack.call('GET', `/core/training-jobs/${created.body.id}/logs?limit=5000`)).body;
+      expect(logs.lines.length).toBeGreaterThan(0);
+    } finally {
+      await writeFile(cached, original);
+    }
+  });
+});
+
+describe('decoder training', () => {
+  it('trains a LoRA SFT job on SmolLM2-135M-Instruct on CPU', async () => {
+    const created = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'chat-lora', base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', datasets: [{ name: 'chat' }], nr_epochs: 1 },
+    });
+    expect(created.status).toBe(201);
+    const job = await waitForJob(created.body.id);
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('complete');
+    const ckpts = (await stack.call('GET', `/core/training-jobs/${created.body.id}/checkpoints`)).body.checkpoints;
+    expect(ckpts.some((c: any) => c.is_final)).toBe(true);
+  });
+});
