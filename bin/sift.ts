@@ -38,6 +38,39 @@ program
   });
 
 program
+  .command('serve-aws')
+  .description('Serve the API from AWS resources (the ECS gateway): SIFT_TABLE, SIFT_BUCKET, SIFT_QUEUE_URL, PORT')
+  .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
+  .action(async (opts: { port: string }) => {
+    const { servicesFromEnv } = await import('../src/adapters/aws');
+    const { SiftApp } = await import('../src/http/app');
+    const { createLogger } = await import('../src/http/logger');
+    const { nodeHandler } = await import('../src/local/httpAdapter');
+    const { createServer } = await import('node:http');
+    // One long-lived process per task: limits and usage are kept in memory and flushed each second.
+    const svc = servicesFromEnv('memory');
+    const app = new SiftApp(svc, allRoutes(), createLogger());
+    const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
+    server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
+    server.listen(Number(opts.port), '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${opts.port}\n`));
+    process.once('SIGTERM', () => server.close(() => process.exit(0)));
+  });
+
+program
+  .command('bootstrap-aws')
+  .description("Create the operator team and key in the deployed table (SIFT_TABLE, AWS credentials); prints the key once")
+  .action(async () => {
+    const { servicesFromEnv } = await import('../src/adapters/aws');
+    const { ensureInstallation } = await import('../src/core/bootstrap');
+    const result = await ensureInstallation(servicesFromEnv('dynamodb'), process.env['SIFT_ADMIN_KEY']);
+    process.stdout.write(
+      result.createdKey
+        ? `Operator key for team ${result.teamId} (shown only this once):\n  ${result.createdKey}\n`
+        : `Installation already bootstrapped (operator team ${result.teamId}); no new key was created.\n`,
+    );
+  });
+
+program
   .command('openapi')
   .description('Print the OpenAPI 3.1 document')
   .action(() => {

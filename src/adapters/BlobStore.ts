@@ -1,4 +1,5 @@
 import {
+  CopyObjectCommand,
   CreateBucketCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -27,6 +28,15 @@ export class BlobStore {
 
   async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
     await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
+  }
+
+  async copy(fromKey: string, toKey: string): Promise<void> {
+    await this.s3.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: `${this.bucket}/${encodeURI(fromKey)}` }));
+  }
+
+  /** `s3://bucket/key`, the form SageMaker channels and outputs take. */
+  uri(key: string): string {
+    return `s3://${this.bucket}/${key}`;
   }
 
   async head(key: string): Promise<BlobHead | undefined> {

@@ -50,18 +50,32 @@ export function createServices(w: AwsWiring): Services {
   };
 }
 
-/** Wiring for Lambda and ECS, from the environment the CDK stack sets. */
+/**
+ * Wiring for Lambda and ECS, from the environment the CDK stack sets. Only the table is required:
+ * the authorizer and the SageMaker-event function get no bucket or queue, and must not need one.
+ */
 export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): Services {
-  const need = (name: string) => {
-    const v = process.env[name];
-    if (!v) throw new Error(`environment variable ${name} is not set`);
-    return v;
-  };
-  return createServices({
-    table: need('SIFT_TABLE'),
-    bucket: need('SIFT_BUCKET'),
-    queue: { sqsQueueUrl: need('SIFT_QUEUE_URL') },
+  const table = process.env['SIFT_TABLE'];
+  if (!table) throw new Error('environment variable SIFT_TABLE is not set');
+  const bucket = process.env['SIFT_BUCKET'];
+  const queueUrl = process.env['SIFT_QUEUE_URL'];
+  const svc = createServices({
+    table,
+    bucket: bucket ?? 'unset',
+    queue: queueUrl ? { sqsQueueUrl: queueUrl } : unavailable<WorkQueue>('SIFT_QUEUE_URL'),
     rateLimiter,
     config: { stage: process.env['SIFT_STAGE'] ?? 'prod' },
+  });
+  if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET');
+  return svc;
+}
+
+/** Stands in for a dependency this function was deployed without; any use says which is missing. */
+function unavailable<T extends object>(variable: string): T {
+  return new Proxy({} as T, {
+    get(_target, prop) {
+      if (prop === 'then') return undefined; // not a thenable
+      throw new Error(`${variable} is not set for this function, so ${String(prop)} is unavailable`);
+    },
   });
 }

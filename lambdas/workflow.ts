@@ -1,0 +1,38 @@
+/**
+ * The task function of the Step Functions workflows: `{task, input}` → the task's result.
+ * Errors named `Sift.TransientError` are retried by the state machine; anything else goes to the
+ * workflow's failure branch, which records the reason on the job.
+ */
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy from '@middy/core';
+import { servicesFromEnv } from '../src/adapters/aws';
+import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
+import { logger } from '../src/lambda/observability';
+
+const svc = servicesFromEnv('dynamodb');
+const env: TrainingEnv = {
+  jobNamePrefix: process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`,
+  instanceType: process.env['SIFT_TRAINING_INSTANCE_TYPE'] ?? 'ml.g5.xlarge',
+  maxRuntimeSeconds: Number(process.env['SIFT_TRAINING_MAX_RUNTIME_SECONDS'] ?? 86_400),
+};
+
+type Input = { jobId: string; teamId: string; [k: string]: unknown };
+
+async function handle(event: { task: string; input: Input }): Promise<unknown> {
+  switch (event.task) {
+    case 'training.prepare':
+      return prepareTraining(svc, env, event.input);
+    case 'training.complete':
+      return completeTraining(svc, event.input as Parameters<typeof completeTraining>[1]);
+    case 'training.failed':
+      return recordTrainingFailure(svc, event.input as Parameters<typeof recordTrainingFailure>[1]);
+    default: {
+      // Generation, evaluation and adaptive-loop tasks arrive with their features (see ARCHITECTURE.md).
+      const err = new Error(`workflow task '${event.task}' is not available in this release`);
+      err.name = 'Sift.UnsupportedTask';
+      throw err;
+    }
+  }
+}
+
+export const handler = middy(handle).use(injectLambdaContext(logger));

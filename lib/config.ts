@@ -1,0 +1,224 @@
+/**
+ * Stage configuration for the Sift CDK app.
+ *
+ * Every value has a per-stage default below and can be overridden with CDK
+ * context (`cdk synth -c stage=prod -c alarmEmail=ops@example.com`). Nothing
+ * here performs a lookup, so synth stays account- and region-agnostic.
+ */
+import type { Node } from 'constructs';
+
+export type StageName = 'dev' | 'staging' | 'prod';
+
+/** GPU instance types offered for the inference capacity (CloudFormation parameter AllowedValues). */
+export const GPU_INSTANCE_TYPES = [
+  'g5.xlarge',
+  'g5.2xlarge',
+  'g5.4xlarge',
+  'g5.8xlarge',
+  'g5.12xlarge',
+  'g6.xlarge',
+  'g6.2xlarge',
+  'g6.4xlarge',
+  'g6.8xlarge',
+  'g6.12xlarge',
+  'g6e.xlarge',
+  'g6e.2xlarge',
+  'g6e.4xlarge',
+] as const;
+export type GpuInstanceType = (typeof GPU_INSTANCE_TYPES)[number];
+
+/** SageMaker instance types offered for training jobs. */
+export const TRAINING_INSTANCE_TYPES = [
+  'ml.g5.xlarge',
+  'ml.g5.2xlarge',
+  'ml.g6.xlarge',
+  'ml.g6.2xlarge',
+  'ml.m5.xlarge',
+] as const;
+
+/** Capacity of one GPU service (encoder or decoder). */
+export interface GpuServiceConfig {
+  /** Default for the `<Name>InstanceType` CloudFormation parameter. */
+  readonly instanceType: GpuInstanceType;
+  /** Minimum running tasks; 0 lets the service (and its instances) scale to zero. */
+  readonly minTasks: number;
+  readonly maxTasks: number;
+  /** Target ALB requests per task per minute for target-tracking scaling. */
+  readonly requestsPerTarget: number;
+  /** Memory reserved for the container, sized from host RAM (not VRAM). */
+  readonly memoryReservationMiB: number;
+}
+
+export interface StageConfig {
+  readonly stage: StageName;
+  /** Resource removal: `retain` keeps data on stack deletion. */
+  readonly retainData: boolean;
+  /** Origins allowed by API CORS and S3 CORS (presigned PUT from the console). */
+  readonly consoleOrigins: string[];
+  /** Log retention for Lambda, API access logs, ECS, state machines. */
+  readonly logRetentionDays: number;
+  /** NAT gateways for the inference VPC (1 keeps idle cost low, 2 for AZ-independent egress). */
+  readonly natGateways: number;
+  readonly encoder: GpuServiceConfig;
+  readonly decoder: GpuServiceConfig;
+  /** Default SageMaker training instance type. */
+  readonly trainingInstanceType: string;
+  /** Hard cap on training runtime; MaxWaitTimeInSeconds (spot) is twice this. */
+  readonly trainingMaxRuntimeSeconds: number;
+  /** Adaptive loop schedule (EventBridge rate/cron expression) or `off`. */
+  readonly adaptiveSchedule: string;
+  /** Monthly AWS Budget in USD; 0 disables the budget. */
+  readonly monthlyBudgetUsd: number;
+  /** E-mail subscribed to alarms and budget notifications (optional). */
+  readonly alarmEmail?: string;
+  /**
+   * Multiplier applied to the SPEC per-user limits to obtain the stage-wide
+   * per-method throttles (API Gateway throttles per stage, not per user).
+   */
+  readonly throttleScale: number;
+  /** Unit prices used by the finance dashboard (USD). */
+  readonly prices: {
+    readonly inputPerMillionTokens: number;
+    readonly outputPerMillionTokens: number;
+    readonly cacheReadPerMillionTokens: number;
+    readonly cacheWritePerMillionTokens: number;
+    readonly gpuPerHour: number;
+  };
+}
+
+const BASE: Omit<StageConfig, 'stage'> = {
+  retainData: false,
+  consoleOrigins: ['http://localhost:5173'],
+  logRetentionDays: 30,
+  natGateways: 1,
+  encoder: {
+    instanceType: 'g6.xlarge',
+    minTasks: 0,
+    maxTasks: 2,
+    requestsPerTarget: 3000,
+    memoryReservationMiB: 12288,
+  },
+  decoder: {
+    instanceType: 'g6.xlarge',
+    minTasks: 0,
+    maxTasks: 2,
+    requestsPerTarget: 600,
+    memoryReservationMiB: 12288,
+  },
+  trainingInstanceType: 'ml.g5.xlarge',
+  trainingMaxRuntimeSeconds: 6 * 3600,
+  adaptiveSchedule: 'off',
+  monthlyBudgetUsd: 300,
+  throttleScale: 1,
+  prices: {
+    inputPerMillionTokens: 0.1,
+    outputPerMillionTokens: 0.4,
+    cacheReadPerMillionTokens: 0.01,
+    cacheWritePerMillionTokens: 0.125,
+    gpuPerHour: 0.8048,
+  },
+};
+
+const STAGES: Record<StageName, StageConfig> = {
+  dev: { ...BASE, stage: 'dev' },
+  staging: {
+    ...BASE,
+    stage: 'staging',
+    logRetentionDays: 90,
+    adaptiveSchedule: 'rate(1 day)',
+    monthlyBudgetUsd: 1500,
+  },
+  prod: {
+    ...BASE,
+    stage: 'prod',
+    retainData: true,
+    consoleOrigins: [],
+    logRetentionDays: 365,
+    natGateways: 2,
+    encoder: { ...BASE.encoder, minTasks: 1, maxTasks: 8 },
+    decoder: { ...BASE.decoder, instanceType: 'g6.2xlarge', minTasks: 1, maxTasks: 8, memoryReservationMiB: 24576 },
+    adaptiveSchedule: 'rate(1 day)',
+    monthlyBudgetUsd: 10000,
+    throttleScale: 10,
+  },
+};
+
+function isStage(value: unknown): value is StageName {
+  return value === 'dev' || value === 'staging' || value === 'prod';
+}
+
+function num(node: Node, key: string, fallback: number): number {
+  const raw: unknown = node.tryGetContext(key);
+  if (raw === undefined) return fallback;
+  const n = typeof raw === 'number' ? raw : Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`context ${key} must be a non-negative number, got ${String(raw)}`);
+  return n;
+}
+
+function str(node: Node, key: string): string | undefined {
+  const raw: unknown = node.tryGetContext(key);
+  return raw === undefined || raw === '' ? undefined : String(raw);
+}
+
+function gpuType(node: Node, key: string, fallback: GpuInstanceType): GpuInstanceType {
+  const raw = str(node, key);
+  if (raw === undefined) return fallback;
+  if (!(GPU_INSTANCE_TYPES as readonly string[]).includes(raw)) {
+    throw new Error(`context ${key} must be one of ${GPU_INSTANCE_TYPES.join(', ')}, got ${raw}`);
+  }
+  return raw as GpuInstanceType;
+}
+
+/** Stage config from context: `stage` (default dev) plus the documented overrides. */
+export function loadStageConfig(node: Node): StageConfig {
+  const stageRaw: unknown = node.tryGetContext('stage') ?? 'dev';
+  if (!isStage(stageRaw)) throw new Error(`context stage must be dev, staging or prod, got ${String(stageRaw)}`);
+  const base = STAGES[stageRaw];
+  const origins = str(node, 'consoleOrigins');
+  const alarmEmail = str(node, 'alarmEmail') ?? base.alarmEmail;
+  return {
+    ...base,
+    consoleOrigins: origins !== undefined ? origins.split(',').map((o) => o.trim()).filter(Boolean) : base.consoleOrigins,
+    natGateways: num(node, 'natGateways', base.natGateways),
+    monthlyBudgetUsd: num(node, 'monthlyBudgetUsd', base.monthlyBudgetUsd),
+    throttleScale: num(node, 'throttleScale', base.throttleScale),
+    adaptiveSchedule: str(node, 'adaptiveSchedule') ?? base.adaptiveSchedule,
+    encoder: {
+      ...base.encoder,
+      instanceType: gpuType(node, 'encoderInstanceType', base.encoder.instanceType),
+      minTasks: num(node, 'encoderMinTasks', base.encoder.minTasks),
+      maxTasks: num(node, 'encoderMaxTasks', base.encoder.maxTasks),
+    },
+    decoder: {
+      ...base.decoder,
+      instanceType: gpuType(node, 'decoderInstanceType', base.decoder.instanceType),
+      minTasks: num(node, 'decoderMinTasks', base.decoder.minTasks),
+      maxTasks: num(node, 'decoderMaxTasks', base.decoder.maxTasks),
+    },
+    ...(alarmEmail !== undefined ? { alarmEmail } : {}),
+  };
+}
+
+/**
+ * SPEC "Limits": per-endpoint limits (per minute). API Gateway applies stage
+ * method throttles to the whole stage, so these are scaled by `throttleScale`
+ * in the API stack; the per-user enforcement is the application's own counter.
+ */
+export const SPEC_METHOD_LIMITS_PER_MINUTE: ReadonlyArray<{ path: string; method: string; perMinute: number }> = [
+  { path: '/inference', method: 'POST', perMinute: 5000 },
+  { path: '/v1/chat/completions', method: 'POST', perMinute: 5000 },
+  { path: '/v1/completions', method: 'POST', perMinute: 5000 },
+  { path: '/v1/responses', method: 'POST', perMinute: 5000 },
+  { path: '/v1/messages', method: 'POST', perMinute: 5000 },
+  { path: '/gliner-2/{proxy+}', method: 'POST', perMinute: 15000 },
+  { path: '/generate', method: 'POST', perMinute: 120 },
+  { path: '/generate/{proxy+}', method: 'POST', perMinute: 120 },
+  { path: '/core/training-jobs', method: 'POST', perMinute: 20 },
+];
+
+/** SPEC default for endpoints without a specific limit: 20,000 per minute. */
+export const SPEC_DEFAULT_PER_MINUTE = 20000;
+
+/** SPEC edge limit per IP: 100,000 requests per 60 seconds (WAF rate-based rule). */
+export const SPEC_EDGE_LIMIT_PER_IP = 100000;
+export const SPEC_EDGE_WINDOW_SECONDS = 60;

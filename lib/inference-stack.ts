@@ -1,0 +1,382 @@
+/**
+ * Inference data plane: VPC, ECS cluster on GPU EC2 capacity, the encoder
+ * service (Sift gateway + GLiNER2 on ONNX Runtime CUDA) and the decoder
+ * service (vLLM with LoRA) behind one internal ALB, and the VPC link V2 the
+ * REST API uses to reach it (streaming, 15-minute timeout).
+ *
+ *   API Gateway ──VPC link──► ALB :80   ──► encoder/gateway tasks :8080
+ *                             ALB :8000 ──► decoder (vLLM) tasks :8000  (gateway only)
+ */
+import { Duration, RemovalPolicy, Size, Stack, type StackProps } from 'aws-cdk-lib';
+import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import type { Construct } from 'constructs';
+import { join } from 'node:path';
+import type { InferenceEndpoint } from './api-stack';
+import type { GpuServiceConfig, StageConfig } from './config';
+import { AlbAccessLogs } from './constructs/alb-access-logs';
+import { GpuCapacity } from './constructs/gpu-capacity';
+import { retentionDays } from './constructs/sift-function';
+import { acknowledgeDataGrants, importDataRefs } from './data-refs';
+import { BUCKET_PREFIXES } from './data-stack';
+import { acknowledge } from './nag';
+import { CONTAINERS_DIR, REPO_ROOT } from './paths';
+
+export interface InferenceStackProps extends StackProps {
+  readonly config: StageConfig;
+}
+
+export const GATEWAY_PORT = 8080;
+export const DECODER_PORT = 8000;
+
+/** Paths the encoder image build must not see (keeps the asset hash stable and small). */
+export const ENCODER_ASSET_EXCLUDE = [
+  '.git',
+  'node_modules',
+  '**/node_modules',
+  'cdk.out',
+  'coverage',
+  '.sift',
+  '.venv',
+  'containers/training',
+  'containers/decoder',
+  'test',
+  'bench',
+  'docs',
+  '**/*.test.ts',
+  '**/__pycache__',
+];
+
+export class InferenceStack extends Stack {
+  readonly vpc: ec2.Vpc;
+  readonly cluster: ecs.Cluster;
+  readonly alb: elbv2.ApplicationLoadBalancer;
+  readonly albSecurityGroup: ec2.SecurityGroup;
+  readonly vpcLink: apigwv2.VpcLink;
+  readonly encoder: InferenceService;
+  readonly decoder: InferenceService;
+  readonly endpoint: InferenceEndpoint;
+  /** Security group for in-VPC clients (workflow Lambdas) allowed to call the gateway. */
+  readonly clientSecurityGroup: ec2.SecurityGroup;
+
+  constructor(scope: Construct, id: string, props: InferenceStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const data = importDataRefs(this, config.stage);
+    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+
+    // ---- Network ---------------------------------------------------------------
+    const flowLogs = new logs.LogGroup(this, 'VpcFlowLogs', {
+      retention: retentionDays(config.logRetentionDays),
+      removalPolicy,
+    });
+    this.vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: config.natGateways,
+      restrictDefaultSecurityGroup: true,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
+        { name: 'private', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 20 },
+      ],
+      // S3 (models, adapters) and DynamoDB (inference records) stay off the NAT.
+      gatewayEndpoints: {
+        S3: { service: ec2.GatewayVpcEndpointAwsService.S3 },
+        DynamoDB: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
+      },
+      flowLogs: {
+        all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.REJECT },
+      },
+    });
+
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+
+    // ---- Load balancer ---------------------------------------------------------
+    const albLogs = new s3.Bucket(this, 'AlbLogs', {
+      encryption: s3.BucketEncryption.S3_MANAGED, // ALB access logs support SSE-S3 only
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      // TLS-only is enforced by the bucket policy written in AlbAccessLogs.
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy,
+      lifecycleRules: [
+        { id: 'expire-logs', expiration: Duration.days(config.retainData ? 365 : 90) },
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+    acknowledge(albLogs, {
+      id: 'AwsSolutions-S1',
+      reason: 'This bucket only receives ALB access logs; logging access to the log bucket itself would add a second log bucket with no reader.',
+    });
+
+    const vpcLinkSg = new ec2.SecurityGroup(this, 'VpcLinkSg', {
+      vpc: this.vpc,
+      description: 'Sift API Gateway VPC link ENIs',
+      allowAllOutbound: false,
+    });
+    this.clientSecurityGroup = new ec2.SecurityGroup(this, 'GatewayClientSg', {
+      vpc: this.vpc,
+      description: 'In-VPC clients of the Sift inference gateway (workflow Lambdas)',
+      allowAllOutbound: true,
+    });
+    this.albSecurityGroup = new ec2.SecurityGroup(this, 'AlbSg', {
+      vpc: this.vpc,
+      description: 'Sift internal inference ALB',
+      allowAllOutbound: false,
+    });
+    this.albSecurityGroup.addIngressRule(vpcLinkSg, ec2.Port.tcp(80), 'API Gateway VPC link to the gateway listener');
+    this.albSecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(80), 'Workflow Lambdas to the gateway listener');
+    vpcLinkSg.addEgressRule(this.albSecurityGroup, ec2.Port.tcp(80), 'VPC link to the ALB gateway listener');
+
+    this.alb = new elbv2.ApplicationLoadBalancer(this, 'Alb', {
+      vpc: this.vpc,
+      internetFacing: false,
+      vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      securityGroup: this.albSecurityGroup,
+      // Streaming responses (SSE) may run up to the API Gateway 15-minute cap.
+      idleTimeout: Duration.minutes(15),
+      dropInvalidHeaderFields: true,
+      deletionProtection: config.stage === 'prod',
+      http2Enabled: true,
+    });
+    new AlbAccessLogs(this, 'AlbAccessLogs', { loadBalancer: this.alb, bucket: albLogs, prefix: 'alb' });
+
+    this.vpcLink = new apigwv2.VpcLink(this, 'VpcLink', {
+      vpc: this.vpc,
+      subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      securityGroups: [vpcLinkSg],
+      vpcLinkName: `sift-${config.stage}-inference`,
+    });
+
+    // ---- Services ----------------------------------------------------------------
+    const decoderUrl = `http://${this.alb.loadBalancerDnsName}:${DECODER_PORT}`;
+    this.encoder = new InferenceService(this, 'Encoder', {
+      stage: config.stage,
+      cluster: this.cluster,
+      vpc: this.vpc,
+      config: config.encoder,
+      logRetentionDays: config.logRetentionDays,
+      removalPolicy,
+      image: ecs.ContainerImage.fromAsset(REPO_ROOT, {
+        file: join('containers', 'encoder', 'Dockerfile'),
+        exclude: ENCODER_ASSET_EXCLUDE,
+        // g5/g6 hosts are x86_64, whatever machine runs `cdk deploy`.
+        platform: ecrAssets.Platform.LINUX_AMD64,
+      }),
+      containerName: 'gateway',
+      port: GATEWAY_PORT,
+      sharedMemoryMiB: 1024,
+      healthStartPeriod: Duration.minutes(2),
+      healthCheckGracePeriod: Duration.minutes(5),
+      environment: {
+        SIFT_STAGE: config.stage,
+        SIFT_TABLE: data.tableName,
+        SIFT_BUCKET: data.bucket.bucketName,
+        SIFT_QUEUE_URL: data.queue.queueUrl,
+        SIFT_DECODER_URL: decoderUrl,
+        SIFT_MODEL_DIR: '/models',
+        PORT: String(GATEWAY_PORT),
+        POWERTOOLS_SERVICE_NAME: 'inference',
+        POWERTOOLS_METRICS_NAMESPACE: 'Sift',
+      },
+    });
+    data.table.grantReadWriteData(this.encoder.taskDefinition.taskRole);
+    data.bucket.grantReadWrite(this.encoder.taskDefinition.taskRole);
+    data.queue.grantSendMessages(this.encoder.taskDefinition.taskRole);
+    acknowledgeDataGrants(this.encoder.taskDefinition.taskRole, config.stage, { table: true, bucket: 'readwrite', kms: true });
+
+    this.decoder = new InferenceService(this, 'Decoder', {
+      stage: config.stage,
+      cluster: this.cluster,
+      vpc: this.vpc,
+      config: config.decoder,
+      logRetentionDays: config.logRetentionDays,
+      removalPolicy,
+      image: ecs.ContainerImage.fromAsset(join(CONTAINERS_DIR, 'decoder'), { platform: ecrAssets.Platform.LINUX_AMD64 }),
+      containerName: 'vllm',
+      port: DECODER_PORT,
+      // vLLM workers share tensors through /dev/shm.
+      sharedMemoryMiB: 8192,
+      healthStartPeriod: Duration.minutes(10),
+      healthCheckGracePeriod: Duration.minutes(15),
+      environment: {
+        SIFT_STAGE: config.stage,
+        SIFT_BUCKET: data.bucket.bucketName,
+        SIFT_ADAPTER_PREFIX: BUCKET_PREFIXES.artifacts,
+        SIFT_MODEL_PREFIX: BUCKET_PREFIXES.models,
+      },
+    });
+    // The decoder only reads base weights and the LoRA adapters written by training jobs.
+    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.models}*`);
+    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.artifacts}*`);
+    acknowledgeDataGrants(this.decoder.taskDefinition.taskRole, config.stage, {
+      bucket: 'read',
+      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.artifacts],
+    });
+
+    // Gateway listener (API Gateway and workflow Lambdas) and decoder listener (gateway only).
+    const gatewayListener = this.alb.addListener('Gateway', { port: 80, protocol: elbv2.ApplicationProtocol.HTTP, open: false });
+    this.encoder.attach(gatewayListener, { interval: Duration.seconds(15), deregistrationDelay: Duration.seconds(60) });
+    const decoderListener = this.alb.addListener('DecoderListener', {
+      port: DECODER_PORT,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      open: false,
+    });
+    this.decoder.attach(decoderListener, { interval: Duration.seconds(30), deregistrationDelay: Duration.seconds(120) });
+
+    this.albSecurityGroup.addIngressRule(this.encoder.serviceSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'Gateway to the decoder listener');
+    this.albSecurityGroup.addEgressRule(this.encoder.serviceSecurityGroup, ec2.Port.tcp(GATEWAY_PORT), 'ALB to gateway tasks');
+    this.albSecurityGroup.addEgressRule(this.decoder.serviceSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'ALB to decoder tasks');
+    this.encoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(GATEWAY_PORT), 'ALB to gateway tasks');
+    this.decoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'ALB to decoder tasks');
+
+    this.endpoint = {
+      vpcLinkId: this.vpcLink.vpcLinkId,
+      loadBalancerArn: this.alb.loadBalancerArn,
+      loadBalancerDnsName: this.alb.loadBalancerDnsName,
+    };
+  }
+}
+
+interface InferenceServiceProps {
+  readonly stage: string;
+  readonly cluster: ecs.Cluster;
+  readonly vpc: ec2.IVpc;
+  readonly config: GpuServiceConfig;
+  readonly image: ecs.ContainerImage;
+  readonly containerName: string;
+  readonly port: number;
+  readonly sharedMemoryMiB: number;
+  readonly healthStartPeriod: Duration;
+  readonly healthCheckGracePeriod: Duration;
+  readonly environment: Record<string, string>;
+  readonly logRetentionDays: number;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/** One GPU service: its capacity provider, task definition, service and scaling. */
+class InferenceService extends GpuCapacity {
+  readonly taskDefinition: ecs.Ec2TaskDefinition;
+  readonly service: ecs.Ec2Service;
+  readonly logGroup: logs.LogGroup;
+  readonly serviceSecurityGroup: ec2.SecurityGroup;
+  private readonly serviceProps: InferenceServiceProps;
+  targetGroup?: elbv2.ApplicationTargetGroup;
+
+  constructor(scope: Construct, id: string, props: InferenceServiceProps) {
+    super(scope, id, { name: id, cluster: props.cluster, vpc: props.vpc, config: props.config });
+    this.serviceProps = props;
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: retentionDays(props.logRetentionDays),
+      removalPolicy: props.removalPolicy,
+    });
+    this.taskDefinition = new ecs.Ec2TaskDefinition(this, 'Task', {
+      networkMode: ecs.NetworkMode.AWS_VPC,
+    });
+    this.taskDefinition.addContainer(props.containerName, {
+      image: props.image,
+      gpuCount: 1,
+      // Sized from host RAM (not VRAM); the hard limit is left to the host.
+      memoryReservationMiB: props.config.memoryReservationMiB,
+      portMappings: [{ containerPort: props.port, protocol: ecs.Protocol.TCP }],
+      environment: props.environment,
+      linuxParameters: new ecs.LinuxParameters(this, 'Linux', {
+        initProcessEnabled: true,
+        sharedMemorySize: props.sharedMemoryMiB,
+      }),
+      healthCheck: {
+        command: ['CMD-SHELL', `curl -fsS http://localhost:${props.port}/health || exit 1`],
+        interval: Duration.seconds(30),
+        timeout: Duration.seconds(5),
+        retries: 3,
+        startPeriod: props.healthStartPeriod,
+      },
+      logging: ecs.LogDrivers.awsLogs({
+        logGroup: this.logGroup,
+        streamPrefix: props.containerName,
+        mode: ecs.AwsLogDriverMode.NON_BLOCKING,
+        maxBufferSize: Size.mebibytes(25),
+      }),
+      stopTimeout: Duration.seconds(120),
+      essential: true,
+    });
+
+    this.serviceSecurityGroup = new ec2.SecurityGroup(this, 'TaskSg', {
+      vpc: props.vpc,
+      description: `Sift ${id} tasks`,
+      allowAllOutbound: true,
+    });
+
+    this.service = new ecs.Ec2Service(this, 'Service', {
+      cluster: props.cluster,
+      taskDefinition: this.taskDefinition,
+      desiredCount: props.config.minTasks,
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      capacityProviderStrategies: [{ capacityProvider: this.capacityProvider.capacityProviderName, weight: 1 }],
+      circuitBreaker: { enable: true, rollback: true },
+      healthCheckGracePeriod: props.healthCheckGracePeriod,
+      securityGroups: [this.serviceSecurityGroup],
+      vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      placementStrategies: [ecs.PlacementStrategy.spreadAcross(ecs.BuiltInAttributes.AVAILABILITY_ZONE)],
+      propagateTags: ecs.PropagatedTagSource.SERVICE,
+      enableECSManagedTags: true,
+    });
+
+    acknowledge(this.taskDefinition, {
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'Task execution role: ecr:GetAuthorizationToken has no resource-level permissions (image pulls themselves are scoped to the asset repository).',
+    }, {
+      id: 'AwsSolutions-ECS2',
+      reason: 'Environment variables carry only resource names, URLs and the stage; no secrets (the tasks use their IAM role).',
+    });
+  }
+
+  /** Registers the service behind a listener and enables request-count autoscaling. */
+  attach(listener: elbv2.ApplicationListener, opts: { interval: Duration; deregistrationDelay: Duration }): void {
+    const p = this.serviceProps;
+    this.targetGroup = listener.addTargets(`${p.containerName}Targets`, {
+      port: p.port,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      targets: [this.service.loadBalancerTarget({ containerName: p.containerName, containerPort: p.port })],
+      deregistrationDelay: opts.deregistrationDelay,
+      healthCheck: {
+        path: '/health',
+        interval: opts.interval,
+        timeout: Duration.seconds(5),
+        healthyThresholdCount: 2,
+        unhealthyThresholdCount: 3,
+        healthyHttpCodes: '200',
+      },
+    });
+    const scaling = this.service.autoScaleTaskCount({ minCapacity: p.config.minTasks, maxCapacity: p.config.maxTasks });
+    scaling.scaleOnRequestCount('RequestsPerTask', {
+      requestsPerTarget: p.config.requestsPerTarget,
+      targetGroup: this.targetGroup,
+      scaleInCooldown: Duration.minutes(10),
+      scaleOutCooldown: Duration.minutes(1),
+    });
+    if (p.config.minTasks === 0) {
+      // Target tracking cannot leave zero (no targets to divide by): any request
+      // reaching the load balancer while the service is at zero starts one task.
+      scaling.scaleOnMetric('ScaleFromZero', {
+        metric: this.targetGroup.metrics.requestCount({ period: Duration.minutes(1) }),
+        scalingSteps: [
+          { upper: 0, change: 0 },
+          { lower: 1, change: 1 },
+        ],
+        adjustmentType: appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+        evaluationPeriods: 1,
+        cooldown: Duration.minutes(5),
+      });
+    }
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * Training and workflows: the SageMaker training role and image, the Step
+ * Functions state machines (ASL from `lib/workflows/definitions.ts`, the same
+ * objects local mode runs), the workflow-task Lambda they call, and the
+ * EventBridge rule that keeps job records in step with SageMaker.
+ */
+import { ArnFormat, type CfnElement, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type { Construct, IConstruct } from 'constructs';
+import { join } from 'node:path';
+import type { WorkflowHandles } from './api-stack';
+import type { StageConfig } from './config';
+import { SiftFunction, retentionDays } from './constructs/sift-function';
+import { acknowledgeDataGrants, importDataRefs } from './data-refs';
+import { BUCKET_PREFIXES } from './data-stack';
+import { acknowledge } from './nag';
+import { CONTAINERS_DIR } from './paths';
+import { PLACEHOLDERS, WORKFLOWS, type Placeholder, type WorkflowName } from './workflows/definitions';
+
+export interface WorkflowStackProps extends StackProps {
+  readonly config: StageConfig;
+  /** In-VPC access to the inference gateway (generation and evaluation shards). */
+  readonly inference: {
+    readonly vpc: ec2.IVpc;
+    readonly clientSecurityGroup: ec2.ISecurityGroup;
+    readonly gatewayUrl: string;
+  };
+}
+
+export function trainingJobPrefix(stage: string): string {
+  return `sift-${stage}-`;
+}
+
+export class WorkflowStack extends Stack {
+  readonly taskFunction: SiftFunction;
+  readonly trainingEventsFunction: SiftFunction;
+  readonly trainingRole: iam.Role;
+  readonly trainingImage: ecrAssets.DockerImageAsset;
+  readonly stateMachines: Record<WorkflowName, sfn.StateMachine>;
+  readonly handles: WorkflowHandles;
+  readonly trainingStateRule: events.Rule;
+  readonly trainingEventsDlq: sqs.Queue;
+
+  constructor(scope: Construct, id: string, props: WorkflowStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const data = importDataRefs(this, config.stage);
+    const prefix = trainingJobPrefix(config.stage);
+    const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    const common = { stage: config.stage, logRetentionDays: config.logRetentionDays, retainLogs: config.retainData };
+
+    // ---- SageMaker training role and image --------------------------------------
+    this.trainingImage = new ecrAssets.DockerImageAsset(this, 'TrainingImage', {
+      directory: join(CONTAINERS_DIR, 'training'),
+      platform: ecrAssets.Platform.LINUX_AMD64,
+      exclude: ['tests', '**/__pycache__', '.pytest_cache', '.venv'],
+    });
+    this.trainingRole = new iam.Role(this, 'TrainingRole', {
+      assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
+      description: `Sift ${config.stage} SageMaker training jobs`,
+    });
+    data.bucket.grantRead(this.trainingRole, `${BUCKET_PREFIXES.datasets}*`);
+    data.bucket.grantRead(this.trainingRole, `${BUCKET_PREFIXES.models}*`);
+    data.bucket.grantReadWrite(this.trainingRole, `${BUCKET_PREFIXES.artifacts}*`);
+    data.bucket.grantReadWrite(this.trainingRole, `${BUCKET_PREFIXES.checkpoints}*`);
+    this.trainingImage.repository.grantPull(this.trainingRole);
+    this.trainingRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'VolumeAndOutputEncryption',
+        actions: ['kms:CreateGrant'],
+        resources: [data.key.keyArn],
+        conditions: { Bool: { 'kms:GrantIsForAWSResource': 'true' } },
+      }),
+    );
+    this.trainingRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'TrainingLogs',
+        actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
+        resources: [
+          this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/sagemaker/TrainingJobs', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+          this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/sagemaker/TrainingJobs:log-stream:*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+        ],
+      }),
+    );
+    this.trainingRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'TrainingMetrics',
+        actions: ['cloudwatch:PutMetricData'],
+        resources: ['*'],
+        conditions: { StringLike: { 'cloudwatch:namespace': '/aws/sagemaker/*' } },
+      }),
+    );
+    this.trainingRole.addToPolicy(
+      new iam.PolicyStatement({ sid: 'EcrLogin', actions: ['ecr:GetAuthorizationToken'], resources: ['*'] }),
+    );
+    acknowledgeDataGrants(this.trainingRole, config.stage, {
+      bucket: 'readwrite',
+      bucketPrefixes: [BUCKET_PREFIXES.datasets, BUCKET_PREFIXES.models, BUCKET_PREFIXES.artifacts, BUCKET_PREFIXES.checkpoints],
+      kms: true,
+    });
+    acknowledge(this.trainingRole, {
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken has no resource scope; cloudwatch:PutMetricData is limited by a namespace condition to /aws/sagemaker/*.',
+    }, {
+      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:*]',
+      reason: 'SageMaker writes one log stream per training host, named at runtime, in its fixed /aws/sagemaker/TrainingJobs group.',
+    });
+
+    // ---- Lambda functions ---------------------------------------------------------
+    this.taskFunction = new SiftFunction(this, 'Tasks', {
+      ...common,
+      entry: 'workflow.ts',
+      service: 'workflow',
+      description: 'Sift Step Functions tasks (training, generation, evaluation, adaptive loop)',
+      memorySize: 1024,
+      timeout: Duration.minutes(15),
+      vpc: props.inference.vpc,
+      vpcSubnets: { subnetGroupName: 'private' },
+      securityGroups: [props.inference.clientSecurityGroup],
+      environment: {
+        SIFT_TABLE: data.tableName,
+        SIFT_BUCKET: data.bucket.bucketName,
+        SIFT_QUEUE_URL: data.queue.queueUrl,
+        SIFT_INFERENCE_URL: props.inference.gatewayUrl,
+        SIFT_TRAINING_JOB_PREFIX: prefix,
+        SIFT_TRAINING_INSTANCE_TYPE: config.trainingInstanceType,
+        SIFT_TRAINING_MAX_RUNTIME_SECONDS: String(config.trainingMaxRuntimeSeconds),
+      },
+    });
+    data.table.grantReadWriteData(this.taskFunction.fn);
+    data.bucket.grantReadWrite(this.taskFunction.fn);
+    data.queue.grantSendMessages(this.taskFunction.fn);
+    acknowledgeDataGrants(this.taskFunction.role, config.stage, { table: true, bucket: 'readwrite', kms: true });
+
+    this.trainingEventsFunction = new SiftFunction(this, 'TrainingEvents', {
+      ...common,
+      entry: 'training-events.ts',
+      service: 'training-events',
+      description: 'Sift: updates job records on SageMaker training job state changes',
+      memorySize: 256,
+      timeout: Duration.seconds(30),
+      environment: { SIFT_TABLE: data.tableName, SIFT_TRAINING_JOB_PREFIX: prefix },
+    });
+    data.table.grant(this.trainingEventsFunction.fn, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    data.key.grantEncryptDecrypt(this.trainingEventsFunction.fn);
+    acknowledgeDataGrants(this.trainingEventsFunction.role, config.stage, { table: true, kms: true });
+
+    const eventsDlq = (this.trainingEventsDlq = new sqs.Queue(this, 'TrainingEventsDlq', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      removalPolicy,
+    }));
+    acknowledge(eventsDlq, {
+      id: 'AwsSolutions-SQS3',
+      reason: 'This queue is the dead-letter target of the training-state EventBridge rule; it has no consumer and is alarmed on depth.',
+    });
+    this.trainingStateRule = new events.Rule(this, 'TrainingStateChange', {
+      description: `Sift ${config.stage}: SageMaker training job state changes -> job records`,
+      eventPattern: {
+        source: ['aws.sagemaker'],
+        detailType: ['SageMaker Training Job State Change'],
+        detail: { TrainingJobName: events.Match.prefix(prefix) },
+      },
+      targets: [
+        new targets.LambdaFunction(this.trainingEventsFunction.fn, {
+          deadLetterQueue: eventsDlq,
+          retryAttempts: 8,
+          maxEventAge: Duration.hours(6),
+        }),
+      ],
+    });
+
+    // ---- State machines -----------------------------------------------------------
+    const substitutions: Partial<Record<Placeholder, string>> = {
+      [PLACEHOLDERS.taskFunction]: this.taskFunction.fn.functionArn,
+      [PLACEHOLDERS.trainingImage]: this.trainingImage.imageUri,
+      [PLACEHOLDERS.trainingRole]: this.trainingRole.roleArn,
+      [PLACEHOLDERS.dataKey]: data.key.keyArn,
+      [PLACEHOLDERS.stage]: config.stage,
+    };
+    const make = (name: WorkflowName, extra: Partial<Record<Placeholder, string>> = {}): sfn.StateMachine => {
+      const id = name.charAt(0).toUpperCase() + name.slice(1);
+      const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+        // Vended-logs group names must start with /aws/vendedlogs/ to avoid resource-policy size limits.
+        logGroupName: `/aws/vendedlogs/states/sift-${config.stage}-${name}`,
+        retention: retentionDays(config.logRetentionDays),
+        removalPolicy,
+      });
+      const sm = new sfn.StateMachine(this, id, {
+        stateMachineName: `sift-${config.stage}-${name}`,
+        definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(WORKFLOWS[name]())),
+        definitionSubstitutions: { ...substitutions, ...extra } as Record<string, string>,
+        stateMachineType: sfn.StateMachineType.STANDARD,
+        tracingEnabled: true,
+        logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      });
+      this.taskFunction.fn.grantInvoke(sm);
+      return sm;
+    };
+    const training = make('training');
+    const evaluation = make('evaluation');
+    const generation = make('generation');
+    const adaptive = make('adaptive', {
+      [PLACEHOLDERS.trainingStateMachine]: training.stateMachineArn,
+      [PLACEHOLDERS.evaluationStateMachine]: evaluation.stateMachineArn,
+    });
+    this.stateMachines = { training, evaluation, generation, adaptive };
+
+    // Training: the IAM that tasks.SageMakerCreateTrainingJob would add (CustomState-style ASL grants nothing).
+    const trainingJobs = this.formatArn({ service: 'sagemaker', resource: 'training-job', resourceName: `${prefix}*` });
+    training.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'RunTrainingJobs',
+        actions: ['sagemaker:CreateTrainingJob', 'sagemaker:DescribeTrainingJob', 'sagemaker:StopTrainingJob', 'sagemaker:AddTags', 'sagemaker:ListTags'],
+        resources: [trainingJobs],
+      }),
+    );
+    training.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'PassTrainingRole',
+        actions: ['iam:PassRole'],
+        resources: [this.trainingRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'sagemaker.amazonaws.com' } },
+      }),
+    );
+    training.addToRolePolicy(syncRuleStatement(this, 'StepFunctionsGetEventsForSageMakerTrainingJobsRule'));
+
+    // Adaptive loop: child executions of training and evaluation (.sync:2).
+    adaptive.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'StartChildWorkflows',
+        actions: ['states:StartExecution'],
+        resources: [training.stateMachineArn, evaluation.stateMachineArn],
+      }),
+    );
+    adaptive.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'TrackChildWorkflows',
+        actions: ['states:DescribeExecution', 'states:StopExecution'],
+        resources: [training, evaluation].map((sm) =>
+          this.formatArn({
+            service: 'states',
+            resource: 'execution',
+            resourceName: `${sm.stateMachineName}:*`,
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        ),
+      }),
+    );
+    adaptive.addToRolePolicy(syncRuleStatement(this, 'StepFunctionsGetEventsForStepFunctionsExecutionRule'));
+
+    acknowledge(training, {
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/${prefix}*]`,
+      reason: `Training job names are generated per job at runtime; the role is limited to jobs named ${prefix}*.`,
+    });
+    acknowledge(adaptive, {
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${logicalId(training)}.Name>:*]`,
+      reason: 'Child executions of the training workflow get runtime names; scoped to that one state machine.',
+    }, {
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${logicalId(evaluation)}.Name>:*]`,
+      reason: 'Child executions of the evaluation workflow get runtime names; scoped to that one state machine.',
+    });
+    for (const sm of Object.values(this.stateMachines)) {
+      acknowledge(sm, {
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason: 'X-Ray tracing and CloudWatch Logs delivery (logs:*LogDelivery, DescribeResourcePolicies) for state machines do not support resource-level permissions.',
+      }, {
+        id: `AwsSolutions-IAM5[Resource::<${logicalId(this.taskFunction.fn)}.Arn>:*]`,
+        reason: 'CDK grantInvoke adds the function ARN and its versions/aliases (:*) of the one workflow-task function.',
+      });
+    }
+
+    if (config.adaptiveSchedule !== 'off') {
+      new events.Rule(this, 'AdaptiveSchedule', {
+        description: `Sift ${config.stage}: adaptive loop`,
+        schedule: events.Schedule.expression(config.adaptiveSchedule),
+        targets: [new targets.SfnStateMachine(adaptive, { input: events.RuleTargetInput.fromObject({ trigger: 'schedule' }) })],
+      });
+    }
+
+    this.handles = { training, generation, evaluation, adaptive, trainingJobPrefix: prefix };
+  }
+}
+
+/** Logical id of a construct's CloudFormation resource (as cdk-nag prints it). */
+function logicalId(construct: IConstruct): string {
+  const stack = Stack.of(construct);
+  return stack.resolve(stack.getLogicalId(construct.node.defaultChild as CfnElement)) as string;
+}
+
+function syncRuleStatement(stack: Stack, ruleName: string): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    sid: 'SyncIntegrationRule',
+    actions: ['events:PutTargets', 'events:PutRule', 'events:DescribeRule'],
+    resources: [stack.formatArn({ service: 'events', resource: 'rule', resourceName: ruleName })],
+  });
+}

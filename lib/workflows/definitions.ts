@@ -1,0 +1,421 @@
+/**
+ * Step Functions definitions (Amazon States Language, JSONPath) for Sift's
+ * workflows. This module is the single source of the ASL:
+ *
+ * - the CDK workflow stack deploys these objects, filling the `${...}`
+ *   placeholders through `DefinitionSubstitutions`;
+ * - local mode and the tests run the very same objects with
+ *   aws-local-stepfunctions, overriding every Task by state name with a local
+ *   handler (`TASK_STATES` lists them).
+ *
+ * It imports nothing from aws-cdk-lib on purpose: local mode can load it cheaply.
+ *
+ * Local runs must pass a context object with `Execution.Id` (the adaptive loop
+ * hands it to child executions), e.g. `run(input, { context: { Execution: { Id } } })`.
+ *
+ * Lambda tasks call the workflow-task function directly (Resource = function
+ * ARN) with the payload `{ task: <TaskName>, input: <state input> }`; the
+ * function's return value is the task result.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type AslState = { [key: string]: Json };
+export interface AslDefinition {
+  Comment: string;
+  StartAt: string;
+  TimeoutSeconds?: number;
+  States: Record<string, AslState>;
+}
+
+/** Placeholders filled at deploy time (CloudFormation DefinitionSubstitutions). */
+export const PLACEHOLDERS = {
+  taskFunction: 'TaskFunctionArn',
+  trainingImage: 'TrainingImage',
+  trainingRole: 'TrainingRoleArn',
+  dataKey: 'DataKeyArn',
+  stage: 'Stage',
+  trainingStateMachine: 'TrainingStateMachineArn',
+  evaluationStateMachine: 'EvaluationStateMachineArn',
+} as const;
+export type Placeholder = (typeof PLACEHOLDERS)[keyof typeof PLACEHOLDERS];
+const ph = (name: Placeholder): string => `\${${name}}`;
+
+/** Error names a task handler may throw to ask for a retry (Lambda error type = Error.name). */
+export const TRANSIENT_ERROR = 'Sift.TransientError';
+
+const LAMBDA_RETRY: Json = {
+  ErrorEquals: [
+    'Lambda.ServiceException',
+    'Lambda.AWSLambdaException',
+    'Lambda.SdkClientException',
+    'Lambda.TooManyRequestsException',
+    'Lambda.ClientExecutionTimeoutException',
+    TRANSIENT_ERROR,
+  ],
+  IntervalSeconds: 2,
+  MaxAttempts: 4,
+  BackoffRate: 2,
+  JitterStrategy: 'FULL',
+};
+
+/** A Lambda task of the workflow-task function. */
+function lambdaTask(
+  task: string,
+  opts: { next?: string; resultPath?: string | null; catchTo?: string; timeoutSeconds?: number; parameters?: Json },
+): AslState {
+  const state: AslState = {
+    Type: 'Task',
+    Comment: `workflow task ${task}`,
+    Resource: ph(PLACEHOLDERS.taskFunction),
+    Parameters: opts.parameters ?? { task, 'input.$': '$' },
+    TimeoutSeconds: opts.timeoutSeconds ?? 300,
+    Retry: [LAMBDA_RETRY],
+  };
+  // Without ResultPath the task result replaces the state's input (ASL default).
+  if (opts.resultPath !== undefined) state.ResultPath = opts.resultPath;
+  if (opts.catchTo) state.Catch = [catchAll(opts.catchTo)];
+  if (opts.next) state.Next = opts.next;
+  else state.End = true;
+  return state;
+}
+
+function catchAll(next: string): Json {
+  return { ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: next };
+}
+
+/** Failure branch: record the failure (best effort, retried) then fail the execution. */
+function failureBranch(recordName: string, task: string, failName: string, error: string): Record<string, AslState> {
+  return {
+    [recordName]: {
+      ...lambdaTask(task, { next: failName, resultPath: '$.failure' }),
+      // Recording the failure must not loop back into itself.
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.recordError', Next: failName }],
+    },
+    [failName]: { Type: 'Fail', Error: error, Cause: `see the ${recordName} step and the job record` },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Training: PrepareTraining -> Train (createTrainingJob.sync, spot + checkpoints) -> RecordTrainingResult
+
+/**
+ * `PrepareTraining` returns (at `$.training`): trainingJobName (prefixed
+ * `sift-<stage>-`), hyperParameters (string map; `base_model_path` =
+ * `/opt/ml/input/data/model`), channels (SageMaker `Channel` objects: `train`,
+ * optional `validation`, `model`), outputS3Uri, checkpointS3Uri, instanceType,
+ * maxRuntimeSeconds, maxWaitSeconds (>= maxRuntimeSeconds: spot capacity may
+ * be waited for).
+ */
+export function trainJobParameters(): Json {
+  return {
+    'TrainingJobName.$': '$.training.trainingJobName',
+    AlgorithmSpecification: {
+      TrainingImage: ph(PLACEHOLDERS.trainingImage),
+      TrainingInputMode: 'File',
+      EnableSageMakerMetricsTimeSeries: true,
+      MetricDefinitions: [
+        // The trainer logs JSON lines ({"event":"progress",...,"loss":1.23}).
+        { Name: 'train:loss', Regex: '"loss":\\s*([0-9.eE+-]+)' },
+        { Name: 'eval:f1', Regex: '"f1":\\s*([0-9.eE+-]+)' },
+        { Name: 'eval:precision', Regex: '"precision":\\s*([0-9.eE+-]+)' },
+        { Name: 'eval:recall', Regex: '"recall":\\s*([0-9.eE+-]+)' },
+      ],
+    },
+    RoleArn: ph(PLACEHOLDERS.trainingRole),
+    'HyperParameters.$': '$.training.hyperParameters',
+    // Channels come from PrepareTraining: `train`, optional `validation`, and `model`
+    // (the base checkpoint; with network isolation the job cannot download it).
+    'InputDataConfig.$': '$.training.channels',
+    OutputDataConfig: { 'S3OutputPath.$': '$.training.outputS3Uri', KmsKeyId: ph(PLACEHOLDERS.dataKey) },
+    ResourceConfig: {
+      InstanceCount: 1,
+      'InstanceType.$': '$.training.instanceType',
+      VolumeSizeInGB: 100,
+      VolumeKmsKeyId: ph(PLACEHOLDERS.dataKey),
+    },
+    // Managed spot training: MaxWaitTimeInSeconds (>= MaxRuntimeInSeconds) bounds
+    // waiting for spot capacity; checkpoints in S3 let interrupted jobs resume.
+    EnableManagedSpotTraining: true,
+    StoppingCondition: {
+      'MaxRuntimeInSeconds.$': '$.training.maxRuntimeSeconds',
+      'MaxWaitTimeInSeconds.$': '$.training.maxWaitSeconds',
+    },
+    CheckpointConfig: { 'S3Uri.$': '$.training.checkpointS3Uri', LocalPath: '/opt/ml/checkpoints' },
+    EnableNetworkIsolation: true,
+    EnableInterContainerTrafficEncryption: true,
+    Tags: [
+      { Key: 'sift:stage', Value: ph(PLACEHOLDERS.stage) },
+      { Key: 'sift:job', 'Value.$': '$.jobId' },
+    ],
+  };
+}
+
+export function trainingDefinition(): AslDefinition {
+  return {
+    Comment: 'Sift training job: prepare, run a SageMaker training job (spot, checkpointed), record the result',
+    StartAt: 'PrepareTraining',
+    TimeoutSeconds: 7 * 24 * 3600,
+    States: {
+      PrepareTraining: lambdaTask('training.prepare', { next: 'Train', resultPath: '$.training', catchTo: 'RecordTrainingFailure' }),
+      Train: {
+        Type: 'Task',
+        Comment: 'SageMaker CreateTrainingJob, waits for completion (.sync)',
+        Resource: 'arn:aws:states:::sagemaker:createTrainingJob.sync',
+        Parameters: trainJobParameters(),
+        ResultSelector: {
+          'status.$': '$.TrainingJobStatus',
+          'modelArtifacts.$': '$.ModelArtifacts.S3ModelArtifacts',
+          'billableSeconds.$': '$.BillableTimeInSeconds',
+          'trainingSeconds.$': '$.TrainingTimeInSeconds',
+        },
+        ResultPath: '$.trainingResult',
+        Retry: [
+          {
+            ErrorEquals: ['SageMaker.ResourceLimitExceededException', 'SageMaker.ThrottlingException'],
+            IntervalSeconds: 120,
+            MaxAttempts: 5,
+            BackoffRate: 2,
+            JitterStrategy: 'FULL',
+          },
+          { ErrorEquals: ['SageMaker.AmazonSageMakerException'], IntervalSeconds: 30, MaxAttempts: 2, BackoffRate: 2 },
+        ],
+        Catch: [catchAll('RecordTrainingFailure')],
+        Next: 'RecordTrainingResult',
+      },
+      RecordTrainingResult: lambdaTask('training.complete', { next: 'TrainingSucceeded', resultPath: '$.record', catchTo: 'RecordTrainingFailure' }),
+      TrainingSucceeded: { Type: 'Succeed' },
+      ...failureBranch('RecordTrainingFailure', 'training.failed', 'TrainingFailed', 'Sift.TrainingFailed'),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Generation: PlanGeneration -> GenerateShards (Map) -> AssembleDataset
+
+export const MAP_CONCURRENCY = 4;
+
+export function generationDefinition(): AslDefinition {
+  return {
+    Comment: 'Sift synthetic data generation: plan shards, generate each with the decoder, assemble the dataset',
+    StartAt: 'PlanGeneration',
+    TimeoutSeconds: 24 * 3600,
+    States: {
+      PlanGeneration: lambdaTask('generation.plan', { next: 'GenerateShards', resultPath: '$.plan', catchTo: 'MarkGenerationFailed' }),
+      GenerateShards: {
+        Type: 'Map',
+        ItemsPath: '$.plan.shards',
+        MaxConcurrency: MAP_CONCURRENCY,
+        ItemSelector: { 'jobId.$': '$.jobId', 'teamId.$': '$.teamId', 'shard.$': '$$.Map.Item.Value' },
+        ItemProcessor: {
+          ProcessorConfig: { Mode: 'INLINE' },
+          StartAt: 'GenerateShard',
+          States: {
+            GenerateShard: lambdaTask('generation.shard', { timeoutSeconds: 900 }),
+          },
+        },
+        ResultPath: '$.shards',
+        Catch: [catchAll('MarkGenerationFailed')],
+        Next: 'AssembleDataset',
+      },
+      AssembleDataset: lambdaTask('generation.assemble', { next: 'GenerationSucceeded', resultPath: '$.dataset', catchTo: 'MarkGenerationFailed', timeoutSeconds: 900 }),
+      GenerationSucceeded: { Type: 'Succeed' },
+      ...failureBranch('MarkGenerationFailed', 'generation.failed', 'GenerationFailed', 'Sift.GenerationFailed'),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Evaluation: PrepareEvaluation -> EvaluateShards (Map) -> AggregateEvaluation
+
+export function evaluationDefinition(): AslDefinition {
+  return {
+    Comment: 'Sift evaluation: split the dataset, score each shard against the model, aggregate F1/precision/recall',
+    StartAt: 'PrepareEvaluation',
+    TimeoutSeconds: 12 * 3600,
+    States: {
+      PrepareEvaluation: lambdaTask('evaluation.prepare', { next: 'EvaluateShards', resultPath: '$.plan', catchTo: 'MarkEvaluationFailed' }),
+      EvaluateShards: {
+        Type: 'Map',
+        ItemsPath: '$.plan.shards',
+        MaxConcurrency: MAP_CONCURRENCY,
+        ItemSelector: { 'evaluationId.$': '$.evaluationId', 'teamId.$': '$.teamId', 'shard.$': '$$.Map.Item.Value' },
+        ItemProcessor: {
+          ProcessorConfig: { Mode: 'INLINE' },
+          StartAt: 'EvaluateShard',
+          States: {
+            EvaluateShard: lambdaTask('evaluation.shard', { timeoutSeconds: 900 }),
+          },
+        },
+        ResultPath: '$.shardResults',
+        Catch: [catchAll('MarkEvaluationFailed')],
+        Next: 'AggregateEvaluation',
+      },
+      AggregateEvaluation: lambdaTask('evaluation.aggregate', { next: 'EvaluationSucceeded', resultPath: '$.result', catchTo: 'MarkEvaluationFailed' }),
+      EvaluationSucceeded: { Type: 'Succeed' },
+      ...failureBranch('MarkEvaluationFailed', 'evaluation.failed', 'EvaluationFailed', 'Sift.EvaluationFailed'),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Adaptive loop: per eligible project, select traces -> dataset -> train -> evaluate vs baseline -> offer
+
+const CHILD_RETRY: Json = {
+  ErrorEquals: ['StepFunctions.ExecutionLimitExceeded', 'StepFunctions.SdkClientException', 'StepFunctions.AWSStepFunctionsException'],
+  IntervalSeconds: 30,
+  MaxAttempts: 3,
+  BackoffRate: 2,
+};
+
+function childExecution(stateMachine: Placeholder, input: Json, next: string, catchTo: string): AslState {
+  return {
+    Type: 'Task',
+    Resource: 'arn:aws:states:::states:startExecution.sync:2',
+    Parameters: {
+      StateMachineArn: ph(stateMachine),
+      Input: { ...(input as Record<string, Json>), 'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id' },
+    },
+    ResultSelector: { 'output.$': '$.Output' },
+    ResultPath: '$.child',
+    Retry: [CHILD_RETRY],
+    Catch: [catchAll(catchTo)],
+    Next: next,
+  };
+}
+
+export function adaptiveDefinition(): AslDefinition {
+  return {
+    Comment: 'Sift adaptive loop: for each eligible project, build a dataset from informative traces and feedback, train a candidate, evaluate it against the deployed baseline, offer it for promotion',
+    StartAt: 'SelectProjects',
+    TimeoutSeconds: 7 * 24 * 3600,
+    States: {
+      SelectProjects: lambdaTask('adaptive.projects', { next: 'ForEachProject', resultPath: '$.selection', catchTo: 'LoopFailed' }),
+      ForEachProject: {
+        Type: 'Map',
+        ItemsPath: '$.selection.projects',
+        MaxConcurrency: 2,
+        ItemSelector: { 'project.$': '$$.Map.Item.Value' },
+        ItemProcessor: {
+          ProcessorConfig: { Mode: 'INLINE' },
+          StartAt: 'SelectTraces',
+          States: {
+            SelectTraces: lambdaTask('adaptive.traces', { next: 'EnoughData', resultPath: '$.traces', catchTo: 'RecordProjectFailure' }),
+            EnoughData: {
+              Type: 'Choice',
+              Choices: [{ Variable: '$.traces.enough', BooleanEquals: true, Next: 'BuildDataset' }],
+              Default: 'NotEnoughData',
+            },
+            NotEnoughData: { Type: 'Succeed' },
+            BuildDataset: lambdaTask('adaptive.dataset', { next: 'TrainCandidate', resultPath: '$.candidate', catchTo: 'RecordProjectFailure' }),
+            TrainCandidate: {
+              ...childExecution(
+                PLACEHOLDERS.trainingStateMachine,
+                { 'jobId.$': '$.candidate.jobId', 'teamId.$': '$.project.teamId' },
+                'EvaluateCandidateAndBaseline',
+                'RecordProjectFailure',
+              ),
+              ResultPath: '$.training',
+            },
+            EvaluateCandidateAndBaseline: {
+              Type: 'Parallel',
+              Branches: [
+                {
+                  StartAt: 'EvaluateCandidate',
+                  States: {
+                    EvaluateCandidate: {
+                      ...childExecution(
+                        PLACEHOLDERS.evaluationStateMachine,
+                        { 'evaluationId.$': '$.candidate.candidateEvaluationId', 'teamId.$': '$.project.teamId' },
+                        'CandidateDone',
+                        'CandidateFailed',
+                      ),
+                    },
+                    CandidateDone: { Type: 'Pass', OutputPath: '$.child', End: true },
+                    CandidateFailed: { Type: 'Fail', Error: 'Sift.EvaluationFailed', Cause: 'candidate evaluation failed' },
+                  },
+                },
+                {
+                  StartAt: 'EvaluateBaseline',
+                  States: {
+                    EvaluateBaseline: {
+                      ...childExecution(
+                        PLACEHOLDERS.evaluationStateMachine,
+                        { 'evaluationId.$': '$.candidate.baselineEvaluationId', 'teamId.$': '$.project.teamId' },
+                        'BaselineDone',
+                        'BaselineFailed',
+                      ),
+                    },
+                    BaselineDone: { Type: 'Pass', OutputPath: '$.child', End: true },
+                    BaselineFailed: { Type: 'Fail', Error: 'Sift.EvaluationFailed', Cause: 'baseline evaluation failed' },
+                  },
+                },
+              ],
+              ResultPath: '$.evaluations',
+              Catch: [catchAll('RecordProjectFailure')],
+              Next: 'OfferPromotion',
+            },
+            OfferPromotion: lambdaTask('adaptive.offer', { resultPath: '$.offer', catchTo: 'RecordProjectFailure' }),
+            RecordProjectFailure: {
+              ...lambdaTask('adaptive.failed', { next: 'ProjectSkipped', resultPath: '$.failure' }),
+              Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.recordError', Next: 'ProjectSkipped' }],
+            },
+            // One project's failure is recorded and does not stop the others.
+            ProjectSkipped: { Type: 'Succeed' },
+          },
+        },
+        ResultPath: '$.results',
+        Catch: [catchAll('LoopFailed')],
+        Next: 'LoopDone',
+      },
+      LoopDone: { Type: 'Succeed' },
+      LoopFailed: { Type: 'Fail', Error: 'Sift.AdaptiveLoopFailed', Cause: 'project selection or the project map failed' },
+    },
+  };
+}
+
+export const WORKFLOWS = {
+  training: trainingDefinition,
+  generation: generationDefinition,
+  evaluation: evaluationDefinition,
+  adaptive: adaptiveDefinition,
+} as const;
+export type WorkflowName = keyof typeof WORKFLOWS;
+
+/** Every Task state (at any depth) of a definition, by name: what local mode must handle. */
+export function taskStates(def: { States: Record<string, AslState> }): string[] {
+  const out: string[] = [];
+  const walk = (states: Record<string, AslState>): void => {
+    for (const [name, state] of Object.entries(states)) {
+      if (state.Type === 'Task') out.push(name);
+      const proc = (state.ItemProcessor ?? state.Iterator) as { States: Record<string, AslState> } | undefined;
+      if (proc) walk(proc.States);
+      for (const b of (state.Branches as Array<{ States: Record<string, AslState> }> | undefined) ?? []) walk(b.States);
+    }
+  };
+  walk(def.States);
+  return out;
+}
+
+/** The `task` name each Lambda Task state sends to the workflow-task function. */
+export function lambdaTaskNames(def: { States: Record<string, AslState> }): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (states: Record<string, AslState>): void => {
+    for (const [name, state] of Object.entries(states)) {
+      const params = state.Parameters as Record<string, Json> | undefined;
+      if (state.Type === 'Task' && state.Resource === ph(PLACEHOLDERS.taskFunction) && typeof params?.task === 'string') {
+        out[name] = params.task;
+      }
+      const proc = (state.ItemProcessor ?? state.Iterator) as { States: Record<string, AslState> } | undefined;
+      if (proc) walk(proc.States);
+      for (const b of (state.Branches as Array<{ States: Record<string, AslState> }> | undefined) ?? []) walk(b.States);
+    }
+  };
+  walk(def.States);
+  return out;
+}
+
+/** Replace `${Name}` placeholders (what CloudFormation does with DefinitionSubstitutions). */
+export function substitute(def: AslDefinition, values: Partial<Record<Placeholder, string>>): AslDefinition {
+  const text = JSON.stringify(def).replace(/\$\{([A-Za-z0-9]+)\}/g, (m, name: string) => values[name as Placeholder] ?? m);
+  return JSON.parse(text) as AslDefinition;
+}

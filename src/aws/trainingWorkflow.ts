@@ -1,0 +1,198 @@
+/**
+ * Training on AWS: the Step Functions training workflow (lib/workflows/definitions.ts) calls these
+ * tasks around SageMaker's `createTrainingJob.sync`, and SageMaker state-change events update the
+ * record in between. The job record and its files follow the same layout as local mode.
+ */
+import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemaker';
+import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { Parser } from 'tar';
+import { findBaseModel } from '../core/catalog';
+import type { Services } from '../core/context';
+import { rowsKey } from '../core/datasets/service';
+import { ConflictError } from '../core/errors';
+import { newUuid } from '../core/ids';
+import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
+import type { TrainingLauncher } from '../core/training/launcher';
+import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
+
+export interface TrainingEnv {
+  jobNamePrefix: string;
+  instanceType: string;
+  maxRuntimeSeconds: number;
+}
+
+/** Finds a job's team from its id alone (SageMaker events carry only the job name). */
+export const jobRefItem = (jobId: string) => ({ pk: `JOBREF#${jobId}`, sk: 'REF' });
+
+export const sageMakerJobName = (env: Pick<TrainingEnv, 'jobNamePrefix'>, jobId: string) => `${env.jobNamePrefix}${jobId}`.slice(0, 63);
+
+/** Starts the training workflow; stopping goes straight to SageMaker, whose event then lands here. */
+export class StepFunctionsTrainingLauncher implements TrainingLauncher {
+  constructor(
+    private readonly svc: () => Services,
+    private readonly stateMachineArn: string,
+    private readonly env: Pick<TrainingEnv, 'jobNamePrefix'>,
+    private readonly sfn = new SFNClient({}),
+    private readonly sagemaker = new SageMakerClient({}),
+  ) {}
+
+  async submit(teamId: string, jobId: string): Promise<void> {
+    await this.svc().records.put(jobRefItem(jobId), { team_id: teamId, job_id: jobId });
+    await this.sfn.send(new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: jobId, input: JSON.stringify({ jobId, teamId }) }));
+  }
+
+  async stop(_teamId: string, jobId: string): Promise<void> {
+    await this.sagemaker.send(new StopTrainingJobCommand({ TrainingJobName: sageMakerJobName(this.env, jobId) })).catch((err: { name?: string }) => {
+      // Not started yet (still preparing) or already over: the record's `stopped` is what counts.
+      if (err.name !== 'ValidationException' && err.name !== 'ResourceNotFound') throw err;
+    });
+  }
+}
+
+/** `training.prepare`: copies the pinned datasets into the train channel and points at the base model. */
+export async function prepareTraining(svc: Services, env: TrainingEnv, input: { jobId: string; teamId: string }) {
+  const job = await getTrainingJob(svc, input.teamId, input.jobId);
+  if (job.status !== 'requested') throw new ConflictError(`Training job ${job.id} is ${job.status}; not starting it`);
+  const base = jobPrefix(input.teamId, job.id);
+  for (const d of job.datasets) {
+    await svc.blobs.copy(rowsKey(input.teamId, d.name, d.version), `${base}input/train/${d.name}-v${d.version}.jsonl`);
+  }
+  const modelChannel = findBaseModel(job.base_model) ? `models/${job.base_model}/` : (await getCheckpoint(svc, input.teamId, job.base_model)).blob_prefix;
+  // SageMaker passes hyperparameters as strings; the trainer JSON-decodes them.
+  const hyperParameters: Record<string, string> = Object.fromEntries(
+    Object.entries({
+      base_model_path: '/opt/ml/input/data/model',
+      model_name: job.model_name,
+      training_type: job.training_type,
+      training_algorithm: job.training_algorithm,
+      nr_epochs: job.nr_epochs,
+      learning_rate: job.learning_rate,
+      rl_config: job.rl_config ?? {},
+      seed: 42,
+      validation_split: 0.1,
+      early_stopping_patience: 3,
+    }).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+  );
+  const channel = (name: string, prefix: string) => ({
+    ChannelName: name,
+    DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: svc.blobs.uri(prefix), S3DataDistributionType: 'FullyReplicated' } },
+    InputMode: 'File',
+  });
+  return {
+    trainingJobName: sageMakerJobName(env, job.id),
+    hyperParameters,
+    channels: [channel('train', `${base}input/train/`), channel('model', modelChannel)],
+    outputS3Uri: svc.blobs.uri(`${base}sagemaker/output/`),
+    checkpointS3Uri: svc.blobs.uri(`${base}sagemaker/checkpoints/`),
+    instanceType: env.instanceType,
+    maxRuntimeSeconds: env.maxRuntimeSeconds,
+    maxWaitSeconds: env.maxRuntimeSeconds * 2,
+  };
+}
+
+/**
+ * `training.complete`: unpacks SageMaker's model.tar.gz into the job's model prefix (so it is a
+ * checkpoint like any other), keeps the archive as the download, registers the checkpoints the
+ * trainer left in S3, and completes the record with the trainer's metrics.
+ */
+export async function completeTraining(svc: Services, input: { jobId: string; teamId: string; trainingResult?: { modelArtifacts?: string } }) {
+  const job = await getTrainingJob(svc, input.teamId, input.jobId);
+  const artifact = input.trainingResult?.modelArtifacts;
+  if (!artifact?.startsWith(`s3://${svc.blobs.bucket}/`)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
+  const artifactKey = artifact.slice(`s3://${svc.blobs.bucket}/`.length);
+  const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
+  await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
+  await registerSageMakerCheckpoints(svc, input.teamId, job);
+  await registerCheckpoint(svc, input.teamId, {
+    id: newUuid(),
+    job_id: job.id,
+    root_model: job.root_model,
+    blob_prefix: modelPrefix(input.teamId, job.id),
+    step: 0,
+    epoch: job.nr_epochs,
+    metrics,
+    is_best: false,
+    is_final: true,
+    created_at: svc.now().toISOString(),
+  });
+  await markBestCheckpoint(svc, input.teamId, job.id);
+  const headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
+  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'] });
+  return { status: done.status };
+}
+
+/** `training.failed`: the workflow's error (or SageMaker's reason) becomes the job's `error`. */
+export async function recordTrainingFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }) {
+  const reason = [input.error?.Error, input.error?.Cause].filter(Boolean).join(': ') || 'the training workflow failed';
+  const job = await getTrainingJob(svc, input.teamId, input.jobId);
+  if (job.status === 'stopped' || job.status === 'failed') return { status: job.status };
+  const failed = await transitionJob(svc, input.teamId, input.jobId, 'failed', { error: reason.slice(0, 4000) });
+  return { status: failed.status };
+}
+
+/** EventBridge "SageMaker Training Job State Change" → the job record. */
+export async function applySageMakerEvent(svc: Services, env: Pick<TrainingEnv, 'jobNamePrefix'>, detail: { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }) {
+  if (!detail.TrainingJobName.startsWith(env.jobNamePrefix)) return;
+  const jobId = detail.TrainingJobName.slice(env.jobNamePrefix.length);
+  const ref = await svc.records.get<{ team_id: string }>(jobRefItem(jobId).pk, jobRefItem(jobId).sk);
+  if (!ref) return;
+  const to = { InProgress: 'running', Stopped: 'stopped', Failed: 'failed' }[detail.TrainingJobStatus] as 'running' | 'stopped' | 'failed' | undefined;
+  if (!to) return; // Completed is recorded by the workflow once the artifacts are in place.
+  await transitionJob(svc, ref.team_id, jobId, to, to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {}).catch((err) => {
+    if (!(err instanceof ConflictError)) throw err; // a repeated or late event
+  });
+}
+
+async function unpackArchive(svc: Services, key: string, prefix: string): Promise<Record<string, number> | null> {
+  let metrics: Record<string, number> | null = null;
+  const uploads: Promise<void>[] = [];
+  const parser = new Parser({
+    onReadEntry: (entry) => {
+      if (entry.type !== 'File') {
+        entry.resume();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      entry.on('data', (c: Buffer) => chunks.push(c));
+      entry.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const path = entry.path.replace(/^\.\//, '');
+        if (path === 'metrics.json') {
+          const parsed = JSON.parse(body.toString('utf8')) as { metrics?: Record<string, number> } & Record<string, unknown>;
+          metrics = (parsed.metrics ?? parsed) as Record<string, number>;
+        }
+        uploads.push(svc.blobs.put(prefix + path, body));
+      });
+    },
+  });
+  const source = await svc.blobs.stream(key);
+  await new Promise<void>((resolve, reject) => {
+    source.on('error', reject);
+    parser.on('end', () => resolve());
+    parser.on('error', reject);
+    source.pipe(parser as unknown as NodeJS.WritableStream);
+  });
+  await Promise.all(uploads);
+  return metrics;
+}
+
+/** Checkpoint directories the trainer wrote to /opt/ml/checkpoints, synced by SageMaker to S3. */
+async function registerSageMakerCheckpoints(svc: Services, teamId: string, job: TrainingJob): Promise<void> {
+  const prefix = `${jobPrefix(teamId, job.id)}sagemaker/checkpoints/`;
+  for (const key of await svc.blobs.list(prefix)) {
+    if (!key.endsWith('/sift_checkpoint.json')) continue;
+    const meta = JSON.parse(await svc.blobs.getText(key)) as { id?: string; step?: number; epoch?: number; metrics?: Record<string, number> };
+    await registerCheckpoint(svc, teamId, {
+      id: meta.id ?? newUuid(),
+      job_id: job.id,
+      root_model: job.root_model,
+      blob_prefix: key.slice(0, -'sift_checkpoint.json'.length),
+      step: meta.step ?? 0,
+      epoch: meta.epoch ?? 0,
+      metrics: meta.metrics ?? null,
+      is_best: false,
+      is_final: false,
+      created_at: svc.now().toISOString(),
+    });
+  }
+}

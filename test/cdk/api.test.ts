@@ -1,0 +1,215 @@
+/**
+ * API stack: authorizers on every non-public route, per-method throttles from
+ * SPEC "Limits", the streaming VPC-link integrations, WAF, logging, and the
+ * least-privilege roles of the Lambda functions.
+ */
+import { Match } from 'aws-cdk-lib/assertions';
+import { COMPAT_ROUTES, INFERENCE_ROUTES, PUBLIC_ROUTES, throttleFor } from '../../lib/api-stack';
+import { SPEC_DEFAULT_PER_MINUTE, SPEC_METHOD_LIMITS_PER_MINUTE } from '../../lib/config';
+import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
+
+const built = buildApp();
+const t = built.template(built.stacks.api);
+
+type Res = { Type: string; Properties?: Record<string, unknown> };
+const resources = resourcesOfType(t, 'AWS::ApiGateway::Resource');
+const methods = resourcesOfType(t, 'AWS::ApiGateway::Method');
+const authorizers = resourcesOfType(t, 'AWS::ApiGateway::Authorizer');
+
+/** Full path of an API Gateway resource (from its ParentId chain). */
+function pathOf(resourceRef: unknown): string {
+  const ref = resourceRef as { Ref?: string; 'Fn::GetAtt'?: [string, string] };
+  if (ref['Fn::GetAtt']) return ''; // RootResourceId
+  const r = resources[ref.Ref ?? ''] as Res | undefined;
+  if (!r) return '';
+  return `${pathOf(r.Properties?.ParentId)}/${String(r.Properties?.PathPart)}`;
+}
+const routes = Object.entries(methods).map(([id, m]) => ({
+  id,
+  path: pathOf(m.Properties?.ResourceId) || '/',
+  method: String(m.Properties?.HttpMethod),
+  props: m.Properties ?? {},
+}));
+const authorizerIdOf = (name: string): string =>
+  Object.entries(authorizers).find(([, a]) => a.Properties?.Name === name)![0];
+
+describe('routes and authorization', () => {
+  it('has a REGIONAL REST API', () => {
+    t.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
+  });
+
+  it('leaves only the SPEC public routes (and CORS preflights) without an authorizer', () => {
+    const open = routes.filter((r) => r.props.AuthorizationType !== 'CUSTOM');
+    for (const r of open) {
+      const isPublic = PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method);
+      expect({ route: `${r.method} ${r.path}`, ok: isPublic || r.method === 'OPTIONS' }).toEqual({ route: `${r.method} ${r.path}`, ok: true });
+    }
+    for (const p of PUBLIC_ROUTES) {
+      expect(routes.some((r) => r.path === p.path && r.method === p.method && r.props.AuthorizationType === 'NONE')).toBe(true);
+    }
+  });
+
+  it('puts an authorizer on every other method', () => {
+    const guarded = routes.filter((r) => r.method !== 'OPTIONS' && !PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method));
+    expect(guarded.length).toBeGreaterThan(15);
+    for (const r of guarded) {
+      expect({ route: `${r.method} ${r.path}`, type: r.props.AuthorizationType, hasAuthorizer: r.props.AuthorizerId !== undefined }).toEqual({
+        route: `${r.method} ${r.path}`,
+        type: 'CUSTOM',
+        hasAuthorizer: true,
+      });
+    }
+  });
+
+  it('uses a cached TOKEN authorizer on X-API-Key and a REQUEST authorizer on the compatible routes', () => {
+    t.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Name: 'api-key',
+      Type: 'TOKEN',
+      IdentitySource: 'method.request.header.X-API-Key',
+      AuthorizerResultTtlInSeconds: 60,
+    });
+    t.hasResourceProperties('AWS::ApiGateway::Authorizer', { Name: 'api-key-or-bearer', Type: 'REQUEST', AuthorizerResultTtlInSeconds: 0 });
+    const compat = authorizerIdOf('api-key-or-bearer');
+    for (const path of COMPAT_ROUTES) {
+      const r = routes.find((x) => x.path === path && x.method === 'POST')!;
+      expect(r.props.AuthorizerId).toEqual({ Ref: compat });
+    }
+    const key = authorizerIdOf('api-key');
+    expect(routes.find((x) => x.path === '/inference' && x.method === 'POST')!.props.AuthorizerId).toEqual({ Ref: key });
+    expect(routes.find((x) => x.path === '/{proxy+}' && x.method === 'ANY')!.props.AuthorizerId).toEqual({ Ref: key });
+  });
+
+  it('routes the data plane through the VPC link with response streaming and a 15-minute timeout', () => {
+    for (const path of INFERENCE_ROUTES) {
+      const r = routes.find((x) => x.path === path && x.method === 'POST')!;
+      expect(r.props.Integration).toMatchObject({
+        Type: 'HTTP_PROXY',
+        ConnectionType: 'VPC_LINK',
+        ConnectionId: expect.anything(),
+        IntegrationTarget: expect.anything(),
+        ResponseTransferMode: 'STREAM',
+        TimeoutInMillis: 900000,
+        RequestParameters: expect.objectContaining({
+          'integration.request.header.x-sift-principal': 'context.authorizer.principalId',
+        }),
+      });
+    }
+  });
+
+  it('sends everything else to the control-plane Lambda (buffered proxy)', () => {
+    const r = routes.find((x) => x.path === '/{proxy+}' && x.method === 'ANY')!;
+    expect(r.props.Integration).toMatchObject({ Type: 'AWS_PROXY' });
+  });
+
+  it('answers authorizer failures and throttling with the SPEC error shape', () => {
+    t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'UNAUTHORIZED',
+      StatusCode: '401',
+      ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"detail"') },
+    });
+    t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'ACCESS_DENIED', StatusCode: '401' });
+    t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'THROTTLED',
+      StatusCode: '429',
+      ResponseParameters: Match.objectLike({ 'gatewayresponse.header.Retry-After': Match.anyValue() }),
+    });
+  });
+});
+
+describe('stage', () => {
+  const stage = Object.values(resourcesOfType(t, 'AWS::ApiGateway::Stage'))[0]!.Properties!;
+  const settings = stage.MethodSettings as Array<Record<string, unknown>>;
+  const scale = built.config.throttleScale;
+
+  it('throttles each SPEC-limited method', () => {
+    for (const limit of SPEC_METHOD_LIMITS_PER_MINUTE) {
+      const resourcePath = `/${limit.path.replace(/\//g, '~1')}`;
+      const s = settings.find((x) => x.ResourcePath === resourcePath && x.HttpMethod === limit.method);
+      const expected = throttleFor(limit.perMinute, scale);
+      expect({ path: limit.path, rate: s?.ThrottlingRateLimit, burst: s?.ThrottlingBurstLimit }).toEqual({
+        path: limit.path,
+        rate: expected.rateLimit,
+        burst: expected.burstLimit,
+      });
+    }
+  });
+
+  it('applies the SPEC default limit to every other method', () => {
+    const d = settings.find((x) => x.ResourcePath === '/*' && x.HttpMethod === '*');
+    expect(d).toMatchObject({ ThrottlingRateLimit: throttleFor(SPEC_DEFAULT_PER_MINUTE, scale).rateLimit, LoggingLevel: 'INFO', MetricsEnabled: true });
+  });
+
+  it('converts per-minute limits to per-second rates', () => {
+    expect(throttleFor(5000, 1)).toEqual({ rateLimit: 83.33, burstLimit: 834 });
+    expect(throttleFor(20, 1)).toEqual({ rateLimit: 0.33, burstLimit: 4 });
+  });
+
+  it('writes JSON access logs and traces requests', () => {
+    expect(stage.TracingEnabled).toBe(true);
+    expect(stage.AccessLogSetting).toMatchObject({ DestinationArn: expect.anything(), Format: expect.stringContaining('$context.requestId') });
+  });
+});
+
+describe('WAF', () => {
+  it('blocks more than 100,000 requests per IP per 60 seconds with a 429', () => {
+    t.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Scope: 'REGIONAL',
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Statement: { RateBasedStatement: { Limit: 100000, EvaluationWindowSec: 60, AggregateKeyType: 'IP' } },
+          Action: { Block: { CustomResponse: Match.objectLike({ ResponseCode: 429 }) } },
+        }),
+      ]),
+    });
+    t.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
+  });
+
+  it('redacts credentials from WAF logs', () => {
+    t.hasResourceProperties('AWS::WAFv2::LoggingConfiguration', {
+      RedactedFields: [{ SingleHeader: { Name: 'x-api-key' } }, { SingleHeader: { Name: 'authorization' } }],
+    });
+  });
+});
+
+describe('Lambda functions', () => {
+  const fns = resourcesOfType(t, 'AWS::Lambda::Function');
+
+  it('run nodejs22.x on arm64 with tracing and JSON logs', () => {
+    expect(Object.keys(fns)).toHaveLength(3);
+    for (const f of Object.values(fns)) {
+      expect(f.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: expect.objectContaining({ LogFormat: 'JSON' }),
+        Environment: { Variables: expect.objectContaining({ POWERTOOLS_METRICS_NAMESPACE: 'Sift', SIFT_STAGE: 'dev' }) },
+      });
+    }
+  });
+
+  it('consumes the work queue with partial batch failures', () => {
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
+  });
+
+  it('grants no wildcard actions on a wildcard resource, and no service-wide actions', () => {
+    for (const s of policyStatements(t)) {
+      const actions = asArray(s.Action as string | string[]);
+      for (const a of actions) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
+      if (asArray(s.Resource as unknown).includes('*')) {
+        expect({ actions, ok: actions.every((a) => /^(xray|ec2|logs|ecr|cloudwatch):/.test(a)) }).toEqual({ actions, ok: true });
+      }
+    }
+  });
+
+  it('lets the authorizer only read and stamp key items', () => {
+    const role = Object.entries(resourcesOfType(t, 'AWS::IAM::Role')).find(([id]) => id.startsWith('AuthorizerRole'))![0];
+    const policy = Object.values(resourcesOfType(t, 'AWS::IAM::Policy')).find((p) =>
+      JSON.stringify(p.Properties?.Roles).includes(role),
+    )!;
+    const statements = (policy.Properties!.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement;
+    const dynamo = statements.flatMap((s) => asArray(s.Action)).filter((a) => a.startsWith('dynamodb:'));
+    expect(dynamo.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(JSON.stringify(statements)).not.toContain('s3:');
+    expect(JSON.stringify(statements)).not.toContain('sqs:');
+  });
+});

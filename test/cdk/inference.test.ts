@@ -1,0 +1,143 @@
+/** Inference stack: GPU capacity, services, health checks, autoscaling, private networking. */
+import { Match } from 'aws-cdk-lib/assertions';
+import { GPU_INSTANCE_TYPES } from '../../lib/config';
+import { DECODER_PORT, GATEWAY_PORT } from '../../lib/inference-stack';
+import { buildApp, resourcesOfType } from './helpers';
+
+const built = buildApp();
+const t = built.template(built.stacks.inference);
+
+describe('GPU capacity', () => {
+  it('takes the GPU instance types as CloudFormation parameters (g5/g6 families)', () => {
+    const params = t.findParameters('*');
+    for (const name of ['EncoderInstanceType', 'DecoderInstanceType']) {
+      expect(params[name]).toMatchObject({ Type: 'String', AllowedValues: [...GPU_INSTANCE_TYPES] });
+      for (const v of (params[name] as { AllowedValues: string[] }).AllowedValues) expect(v).toMatch(/^g(5|6|6e)\./);
+    }
+  });
+
+  it('boots the ECS GPU-optimized Amazon Linux 2023 AMI, resolved at deploy time', () => {
+    const params = t.findParameters('*');
+    const ami = Object.values(params).find((p) => String((p as { Default?: string }).Default).includes('amazon-linux-2023/gpu'));
+    expect(ami).toMatchObject({ Type: 'AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>' });
+  });
+
+  it('uses launch templates with IMDSv2 and encrypted gp3 root volumes', () => {
+    const lts = Object.values(resourcesOfType(t, 'AWS::EC2::LaunchTemplate'));
+    expect(lts).toHaveLength(2);
+    for (const lt of lts) {
+      expect(lt.Properties?.LaunchTemplateData).toMatchObject({
+        MetadataOptions: { HttpTokens: 'required' },
+        BlockDeviceMappings: [{ DeviceName: '/dev/xvda', Ebs: { Encrypted: true, VolumeType: 'gp3' } }],
+        Monitoring: { Enabled: true },
+      });
+    }
+  });
+
+  it('registers managed-scaling capacity providers that can scale to zero', () => {
+    t.resourceCountIs('AWS::ECS::CapacityProvider', 2);
+    t.hasResourceProperties('AWS::ECS::CapacityProvider', {
+      AutoScalingGroupProvider: Match.objectLike({
+        ManagedScaling: Match.objectLike({ Status: 'ENABLED', TargetCapacity: 100 }),
+        ManagedTerminationProtection: 'ENABLED',
+      }),
+    });
+    t.hasResourceProperties('AWS::AutoScaling::AutoScalingGroup', { MinSize: '0' });
+  });
+
+  it('enables Container Insights on the cluster', () => {
+    t.hasResourceProperties('AWS::ECS::Cluster', {
+      ClusterSettings: [{ Name: 'containerInsights', Value: 'enabled' }],
+    });
+  });
+});
+
+describe('services', () => {
+  const taskDefs = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
+  const containers = taskDefs.map((td) => (td.Properties?.ContainerDefinitions as Array<Record<string, unknown>>)[0]!);
+
+  it('runs one GPU per task with health checks, shared memory and awslogs', () => {
+    expect(containers.map((c) => c.Name).sort()).toEqual(['gateway', 'vllm']);
+    for (const c of containers) {
+      expect(c).toMatchObject({
+        ResourceRequirements: [{ Type: 'GPU', Value: '1' }],
+        HealthCheck: { Command: ['CMD-SHELL', expect.stringContaining('/health')] },
+        LinuxParameters: expect.objectContaining({ InitProcessEnabled: true, SharedMemorySize: expect.any(Number) }),
+        LogConfiguration: expect.objectContaining({ LogDriver: 'awslogs' }),
+      });
+    }
+  });
+
+  it('gives the decoder the longest model-load grace period', () => {
+    const vllm = containers.find((c) => c.Name === 'vllm')!;
+    expect((vllm.HealthCheck as { StartPeriod: number }).StartPeriod).toBeGreaterThanOrEqual(300);
+  });
+
+  it('uses awsvpc tasks on the capacity providers with circuit-breaker rollback', () => {
+    for (const td of taskDefs) expect(td.Properties?.NetworkMode).toBe('awsvpc');
+    const services = Object.values(resourcesOfType(t, 'AWS::ECS::Service'));
+    expect(services).toHaveLength(2);
+    for (const s of services) {
+      expect(s.Properties).toMatchObject({
+        CapacityProviderStrategy: [expect.objectContaining({ Weight: 1 })],
+        DeploymentConfiguration: expect.objectContaining({ DeploymentCircuitBreaker: { Enable: true, Rollback: true } }),
+        NetworkConfiguration: { AwsvpcConfiguration: expect.objectContaining({ AssignPublicIp: 'DISABLED' }) },
+      });
+    }
+  });
+
+  it('scales tasks on ALB request count, and from zero on the first request', () => {
+    t.hasResourceProperties('AWS::ApplicationAutoScaling::ScalingPolicy', {
+      PolicyType: 'TargetTrackingScaling',
+      TargetTrackingScalingPolicyConfiguration: Match.objectLike({
+        PredefinedMetricSpecification: Match.objectLike({ PredefinedMetricType: 'ALBRequestCountPerTarget' }),
+      }),
+    });
+    t.hasResourceProperties('AWS::ApplicationAutoScaling::ScalingPolicy', { PolicyType: 'StepScaling' });
+  });
+
+  it('takes container images from the containers/ directories as image assets', () => {
+    const images = containers.map((c) => JSON.stringify(c.Image));
+    for (const i of images) expect(i).toContain('container-assets');
+  });
+});
+
+describe('network', () => {
+  it('keeps the load balancer internal with long idle timeout and access logs', () => {
+    t.hasResourceProperties('AWS::ElasticLoadBalancingV2::LoadBalancer', {
+      Scheme: 'internal',
+      LoadBalancerAttributes: Match.arrayWith([
+        { Key: 'idle_timeout.timeout_seconds', Value: '900' },
+        { Key: 'routing.http.drop_invalid_header_fields.enabled', Value: 'true' },
+        { Key: 'access_logs.s3.enabled', Value: 'true' },
+      ]),
+    });
+  });
+
+  it('health-checks both target groups on /health', () => {
+    const tgs = Object.values(resourcesOfType(t, 'AWS::ElasticLoadBalancingV2::TargetGroup'));
+    expect(tgs.map((g) => g.Properties?.Port).sort()).toEqual([DECODER_PORT, GATEWAY_PORT]);
+    for (const g of tgs) expect(g.Properties).toMatchObject({ HealthCheckPath: '/health', TargetType: 'ip' });
+  });
+
+  it('opens no security group to the internet', () => {
+    for (const sg of Object.values(resourcesOfType(t, 'AWS::EC2::SecurityGroup'))) {
+      for (const rule of (sg.Properties?.SecurityGroupIngress as Array<Record<string, unknown>> | undefined) ?? []) {
+        expect(rule.CidrIp).not.toBe('0.0.0.0/0');
+        expect(rule.CidrIpv6).not.toBe('::/0');
+      }
+    }
+    for (const rule of Object.values(resourcesOfType(t, 'AWS::EC2::SecurityGroupIngress'))) {
+      expect(rule.Properties?.CidrIp).toBeUndefined();
+    }
+  });
+
+  it('creates the VPC link (V2) the REST API integrates through', () => {
+    t.resourceCountIs('AWS::ApiGatewayV2::VpcLink', 1);
+  });
+
+  it('logs rejected VPC traffic and keeps S3/DynamoDB on gateway endpoints', () => {
+    t.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
+    t.resourceCountIs('AWS::EC2::VPCEndpoint', 2);
+  });
+});

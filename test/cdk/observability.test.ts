@@ -1,0 +1,90 @@
+/** Observability stack: finance dashboard without per-customer dimensions, alarms, budget. */
+import { Match } from 'aws-cdk-lib/assertions';
+import { USAGE_METRICS } from '../../lib/observability-stack';
+import { buildApp, resourcesOfType } from './helpers';
+
+const built = buildApp({ alarmEmail: 'ops@example.com' });
+const t = built.template(built.stacks.observability);
+
+/** Dashboard body with CloudFormation tokens flattened to placeholders. */
+function dashboardBody(prefix: string): string {
+  const d = Object.entries(resourcesOfType(t, 'AWS::CloudWatch::Dashboard')).find(([id]) => id.startsWith(prefix))![1];
+  const body = d.Properties!.DashboardBody as { 'Fn::Join': [string, unknown[]] };
+  return body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : '<token>')).join('');
+}
+
+describe('finance dashboard', () => {
+  const body = dashboardBody('FinanceDashboard');
+
+  it('shows every usage metric', () => {
+    for (const m of USAGE_METRICS) expect(body).toContain(m);
+  });
+
+  it('reads usage only by model and endpoint, never per customer', () => {
+    const schemas = [...body.matchAll(/SCHEMA\(\\?"Sift\\?", ([^)]*)\)/g)].map((m) => m[1]);
+    const searches = [...body.matchAll(/\{Sift,([^}]*)\}/g)].map((m) => m[1]);
+    expect(schemas.length + searches.length).toBeGreaterThan(10);
+    for (const dims of [...schemas, ...searches]) expect(dims!.replace(/\s/g, '')).toBe('endpoint,model');
+    for (const group of body.matchAll(/GROUP BY (\w+)/g)) expect(['model', 'endpoint']).toContain(group[1]);
+    const widgets = (JSON.parse(body) as { widgets: Array<{ properties: { metrics?: unknown[][] } }> }).widgets;
+    const expressions = widgets
+      .flatMap((w) => w.properties.metrics ?? [])
+      .flatMap((row) => row)
+      .flatMap((m) => (typeof m === 'object' && m !== null && 'expression' in m ? [String((m as { expression: string }).expression)] : []));
+    expect(expressions.length).toBeGreaterThan(10);
+    for (const e of expressions) expect(e).not.toMatch(/team|account|customer|tenant|user/i);
+  });
+
+  it('estimates cost from unit prices', () => {
+    expect(body).toContain(`/ 60 * ${built.config.prices.gpuPerHour}`);
+    expect(body).toContain('Token value (USD/day)');
+  });
+});
+
+describe('alarms', () => {
+  const alarms = Object.values(resourcesOfType(t, 'AWS::CloudWatch::Alarm'));
+  const names = alarms.map((a) => JSON.stringify(a.Properties));
+
+  it('covers API 5xx, throttles, DLQ depth and workflow failures', () => {
+    expect(names.some((n) => n.includes('5XXError'))).toBe(true);
+    expect(names.filter((n) => n.includes('"Throttles"')).length).toBe(5);
+    expect(names.some((n) => n.includes('BlockedRequests'))).toBe(true);
+    expect(names.filter((n) => n.includes('ApproximateNumberOfMessagesVisible')).length).toBe(2);
+    for (const wf of ['training', 'generation', 'evaluation', 'adaptive']) {
+      expect(names.some((n) => n.includes(`${wf} failures`))).toBe(true);
+    }
+  });
+
+  it('notifies the encrypted alarm topic', () => {
+    for (const a of alarms) expect(a.Properties?.AlarmActions).toHaveLength(1);
+    t.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    t.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+  });
+
+  it('reports GPU instances that fail to launch', () => {
+    t.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: Match.objectLike({ source: ['aws.autoscaling'], 'detail-type': ['EC2 Instance Launch Unsuccessful'] }),
+    });
+  });
+});
+
+describe('budget', () => {
+  it('sets a monthly cost budget from the stage config with actual and forecast notifications', () => {
+    t.hasResourceProperties('AWS::Budgets::Budget', {
+      Budget: Match.objectLike({
+        BudgetType: 'COST',
+        TimeUnit: 'MONTHLY',
+        BudgetLimit: { Amount: built.config.monthlyBudgetUsd, Unit: 'USD' },
+      }),
+      NotificationsWithSubscribers: [
+        Match.objectLike({ Notification: Match.objectLike({ NotificationType: 'ACTUAL' }) }),
+        Match.objectLike({ Notification: Match.objectLike({ NotificationType: 'FORECASTED' }) }),
+      ],
+    });
+  });
+
+  it('takes the amount from context and can be turned off', () => {
+    const none = buildApp({ monthlyBudgetUsd: 0 });
+    none.template(none.stacks.observability).resourceCountIs('AWS::Budgets::Budget', 0);
+  });
+});

@@ -1,0 +1,302 @@
+/**
+ * The deployed ASL definitions, run locally with aws-local-stepfunctions and
+ * local task handlers (as local mode does): happy paths, retries and every
+ * error branch.
+ */
+import { ExecutionError, StateMachine } from 'aws-local-stepfunctions';
+import {
+  TRANSIENT_ERROR,
+  WORKFLOWS,
+  lambdaTaskNames,
+  substitute,
+  taskStates,
+  type AslDefinition,
+  type WorkflowName,
+} from '../../lib/workflows/definitions';
+
+// aws-local-stepfunctions 3 uses Promise.withResolvers (Node >= 22); tests also run on Node 20.
+const P = Promise as unknown as { withResolvers?: unknown };
+if (typeof P.withResolvers !== 'function') {
+  P.withResolvers = <T>() => {
+    let resolve!: (v: T) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<T>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    return { promise, resolve, reject };
+  };
+}
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+type Handler = (input: Json) => Json | Promise<Json>;
+
+const ARNS = {
+  TaskFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:sift-test-tasks',
+  TrainingImage: '123456789012.dkr.ecr.us-east-1.amazonaws.com/sift-training:test',
+  TrainingRoleArn: 'arn:aws:iam::123456789012:role/sift-test-training',
+  DataKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000',
+  Stage: 'test',
+  TrainingStateMachineArn: 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-training',
+  EvaluationStateMachineArn: 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-evaluation',
+};
+
+function definition(name: WorkflowName): AslDefinition {
+  return substitute(WORKFLOWS[name](), ARNS);
+}
+
+class NamedError extends Error {
+  constructor(name: string, message = name) {
+    super(message);
+    this.name = name;
+  }
+}
+
+interface Run {
+  output?: Json;
+  error?: unknown;
+  calls: Array<{ state: string; input: Json }>;
+}
+
+async function run(name: WorkflowName, input: Json, handlers: Record<string, Handler>): Promise<Run> {
+  const def = definition(name);
+  const calls: Run['calls'] = [];
+  const wrapped: Record<string, Handler> = {};
+  for (const state of taskStates(def)) {
+    const h = handlers[state] ?? ((): Json => ({}));
+    wrapped[state] = async (i: Json) => {
+      calls.push({ state, input: i });
+      return h(i);
+    };
+  }
+  const retryIntervalOverrides = Object.fromEntries(taskStates(def).map((s) => [s, 0]));
+  const sm = new StateMachine(def as never, { validationOptions: { checkArn: true, checkPaths: true } });
+  const exec = sm.run(input as never, {
+    overrides: { taskResourceLocalHandlers: wrapped as never, retryIntervalOverrides },
+    // The adaptive loop passes its execution id to child executions.
+    context: { Execution: { Id: `arn:aws:states:us-east-1:123456789012:execution:sift-test-${name}:local-1` } } as never,
+  });
+  try {
+    return { output: (await exec.result) as Json, calls };
+  } catch (error) {
+    return { error, calls };
+  }
+}
+
+const states = (r: Run): string[] => r.calls.map((c) => c.state);
+/** The ASL error name of a failed execution (the Fail state's Error). */
+const errorName = (r: Run): string | undefined => (r.error as { cause?: { name?: string } } | undefined)?.cause?.name;
+
+describe('definitions', () => {
+  it.each(Object.keys(WORKFLOWS) as WorkflowName[])('%s has only placeholders CDK substitutes, and every Lambda task names its task', (name) => {
+    const raw = JSON.stringify(WORKFLOWS[name]());
+    const placeholders = [...raw.matchAll(/\$\{([A-Za-z0-9]+)\}/g)].map((m) => m[1]!);
+    for (const p of placeholders) expect(Object.keys(ARNS)).toContain(p);
+    const tasks = lambdaTaskNames(WORKFLOWS[name]());
+    expect(Object.keys(tasks).length).toBeGreaterThan(0);
+    for (const t of Object.values(tasks)) expect(t).toMatch(new RegExp(`^(${name}|adaptive)\\.[a-z]+$`));
+  });
+});
+
+describe('training workflow', () => {
+  const prepared: Json = {
+    trainingJobName: 'sift-test-job1',
+    hyperParameters: { epochs: '3' },
+    channels: [
+      { ChannelName: 'train', DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/datasets/t/ds/1/' } } },
+      { ChannelName: 'model', DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/artifacts/base/' } } },
+    ],
+    outputS3Uri: 's3://b/artifacts/t/job1/',
+    checkpointS3Uri: 's3://b/checkpoints/t/job1/',
+    instanceType: 'ml.g5.xlarge',
+    maxRuntimeSeconds: 3600,
+    maxWaitSeconds: 7200,
+  };
+  const sagemakerResult: Json = {
+    TrainingJobStatus: 'Completed',
+    ModelArtifacts: { S3ModelArtifacts: 's3://b/artifacts/t/job1/model.tar.gz' },
+    BillableTimeInSeconds: 600,
+    TrainingTimeInSeconds: 900,
+  };
+
+  it('prepares, trains and records the result', async () => {
+    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
+      PrepareTraining: () => prepared,
+      Train: () => sagemakerResult,
+      RecordTrainingResult: (i) => ({ recorded: (i as { task: string }).task }),
+    });
+    expect(r.error).toBeUndefined();
+    expect(states(r)).toEqual(['PrepareTraining', 'Train', 'RecordTrainingResult']);
+    expect(r.calls[0]!.input).toEqual({ task: 'training.prepare', input: { jobId: 'job1', teamId: 't' } });
+    expect(r.output).toMatchObject({
+      trainingResult: { status: 'Completed', billableSeconds: 600, modelArtifacts: 's3://b/artifacts/t/job1/model.tar.gz' },
+      record: { recorded: 'training.complete' },
+    });
+  });
+
+  it('sends SageMaker spot training with checkpoints and a max wait', async () => {
+    let request: Json = null;
+    await run('training', { jobId: 'job1', teamId: 't' }, {
+      PrepareTraining: () => prepared,
+      Train: (i) => {
+        request = i;
+        return sagemakerResult;
+      },
+    });
+    expect(request).toMatchObject({
+      TrainingJobName: 'sift-test-job1',
+      RoleArn: ARNS.TrainingRoleArn,
+      AlgorithmSpecification: { TrainingImage: ARNS.TrainingImage },
+      EnableManagedSpotTraining: true,
+      InputDataConfig: [expect.objectContaining({ ChannelName: 'train' }), expect.objectContaining({ ChannelName: 'model' })],
+      StoppingCondition: { MaxRuntimeInSeconds: 3600, MaxWaitTimeInSeconds: 7200 },
+      CheckpointConfig: { S3Uri: 's3://b/checkpoints/t/job1/', LocalPath: '/opt/ml/checkpoints' },
+      OutputDataConfig: { KmsKeyId: ARNS.DataKeyArn },
+      Tags: [{ Key: 'sift:stage', Value: 'test' }, { Key: 'sift:job', Value: 'job1' }],
+    });
+  });
+
+  it('retries a transient task error', async () => {
+    let attempts = 0;
+    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
+      PrepareTraining: () => {
+        attempts += 1;
+        if (attempts < 3) throw new NamedError(TRANSIENT_ERROR);
+        return prepared;
+      },
+      Train: () => sagemakerResult,
+    });
+    expect(r.error).toBeUndefined();
+    expect(attempts).toBe(3);
+  });
+
+  it('records a failed (or stopped) training job and fails the execution', async () => {
+    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
+      PrepareTraining: () => prepared,
+      Train: () => {
+        throw new NamedError('States.TaskFailed', 'TrainingJobStatus: Stopped');
+      },
+      RecordTrainingFailure: () => ({ status: 'stopped' }),
+    });
+    expect(states(r)).toEqual(['PrepareTraining', 'Train', 'RecordTrainingFailure']);
+    expect(r.calls[2]!.input).toMatchObject({ task: 'training.failed', input: { error: { Error: 'States.TaskFailed' } } });
+    expect(r.error).toBeInstanceOf(ExecutionError);
+    expect(errorName(r)).toBe('Sift.TrainingFailed');
+  });
+
+  it('still fails cleanly when recording the failure fails too', async () => {
+    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
+      PrepareTraining: () => {
+        throw new NamedError('Sift.ValidationError', 'dataset not ready');
+      },
+      RecordTrainingFailure: () => {
+        throw new NamedError('Sift.StoreError');
+      },
+    });
+    expect(states(r)).toEqual(['PrepareTraining', 'RecordTrainingFailure']);
+    expect(errorName(r)).toBe('Sift.TrainingFailed');
+  });
+});
+
+describe('generation workflow', () => {
+  const plan = { shards: [{ index: 0, count: 50 }, { index: 1, count: 50 }, { index: 2, count: 20 }] };
+
+  it('generates every shard and assembles the dataset', async () => {
+    const r = await run('generation', { jobId: 'g1', teamId: 't' }, {
+      PlanGeneration: () => plan,
+      GenerateShard: (i) => ({ key: `generated/g1/${(i as { input: { shard: { index: number } } }).input.shard.index}.jsonl` }),
+      AssembleDataset: () => ({ datasetName: 'ds', rows: 120 }),
+    });
+    expect(r.error).toBeUndefined();
+    expect(states(r).filter((s) => s === 'GenerateShard')).toHaveLength(3);
+    expect(r.output).toMatchObject({ shards: [{ key: 'generated/g1/0.jsonl' }, { key: 'generated/g1/1.jsonl' }, { key: 'generated/g1/2.jsonl' }], dataset: { rows: 120 } });
+    const shardInput = r.calls.find((c) => c.state === 'GenerateShard')!.input;
+    expect(shardInput).toMatchObject({ task: 'generation.shard', input: { jobId: 'g1', teamId: 't', shard: { count: expect.any(Number) } } });
+  });
+
+  it('marks the job failed when a shard keeps failing', async () => {
+    const r = await run('generation', { jobId: 'g1', teamId: 't' }, {
+      PlanGeneration: () => plan,
+      GenerateShard: () => {
+        throw new NamedError('Sift.DecoderUnavailable');
+      },
+    });
+    expect(states(r)).toContain('MarkGenerationFailed');
+    expect(states(r)).not.toContain('AssembleDataset');
+    expect(errorName(r)).toBe('Sift.GenerationFailed');
+  });
+});
+
+describe('evaluation workflow', () => {
+  it('scores shards and aggregates', async () => {
+    const r = await run('evaluation', { evaluationId: 'e1', teamId: 't' }, {
+      PrepareEvaluation: () => ({ shards: [{ index: 0 }, { index: 1 }] }),
+      EvaluateShard: () => ({ tp: 8, fp: 1, fn: 2 }),
+      AggregateEvaluation: (i) => {
+        const results = (i as { input: { shardResults: Array<{ tp: number }> } }).input.shardResults;
+        return { tp: results.reduce((a, x) => a + x.tp, 0) };
+      },
+    });
+    expect(r.error).toBeUndefined();
+    expect(r.output).toMatchObject({ result: { tp: 16 } });
+  });
+
+  it('marks the evaluation failed when aggregation fails', async () => {
+    const r = await run('evaluation', { evaluationId: 'e1', teamId: 't' }, {
+      PrepareEvaluation: () => ({ shards: [{ index: 0 }] }),
+      AggregateEvaluation: () => {
+        throw new NamedError('Sift.ValidationError');
+      },
+    });
+    expect(states(r)).toEqual(['PrepareEvaluation', 'EvaluateShard', 'AggregateEvaluation', 'MarkEvaluationFailed']);
+    expect(errorName(r)).toBe('Sift.EvaluationFailed');
+  });
+});
+
+describe('adaptive loop', () => {
+  const projects = {
+    projects: [
+      { teamId: 't1', projectId: 'quiet' },
+      { teamId: 't2', projectId: 'broken' },
+      { teamId: 't3', projectId: 'ready' },
+    ],
+  };
+  const project = (i: Json): string => (i as { input: { project: { projectId: string } } }).input.project.projectId;
+
+  it('skips projects without enough data, records failures, and offers good candidates', async () => {
+    const r = await run('adaptive', { trigger: 'schedule' }, {
+      SelectProjects: () => projects,
+      SelectTraces: (i) => ({ enough: project(i) !== 'quiet', count: 500 }),
+      BuildDataset: (i) => ({ jobId: `job-${project(i)}`, candidateEvaluationId: 'ec', baselineEvaluationId: 'eb' }),
+      TrainCandidate: (i) => {
+        const input = i as { Input: { jobId: string } };
+        if (input.Input.jobId === 'job-broken') throw new NamedError('States.TaskFailed', 'child training failed');
+        return { Output: { status: 'complete' } };
+      },
+      EvaluateCandidate: () => ({ Output: { f1: 0.91 } }),
+      EvaluateBaseline: () => ({ Output: { f1: 0.87 } }),
+      OfferPromotion: (i) => ({ offered: project(i) }),
+    });
+    expect(r.error).toBeUndefined();
+    const s = states(r);
+    expect(s.filter((x) => x === 'SelectTraces')).toHaveLength(3);
+    expect(s.filter((x) => x === 'TrainCandidate')).toHaveLength(2);
+    expect(s).toContain('RecordProjectFailure');
+    const offer = r.calls.find((c) => c.state === 'OfferPromotion')!;
+    expect(offer.input).toMatchObject({
+      task: 'adaptive.offer',
+      input: { project: { projectId: 'ready' }, evaluations: [{ output: { f1: 0.91 } }, { output: { f1: 0.87 } }] },
+    });
+    const train = r.calls.find((c) => c.state === 'TrainCandidate')!;
+    expect(train.input).toMatchObject({ StateMachineArn: ARNS.TrainingStateMachineArn, Input: { teamId: expect.any(String) } });
+  });
+
+  it('fails the loop when project selection fails', async () => {
+    const r = await run('adaptive', {}, {
+      SelectProjects: () => {
+        throw new NamedError('Sift.StoreError');
+      },
+    });
+    expect(errorName(r)).toBe('Sift.AdaptiveLoopFailed');
+  });
+});
