@@ -12,6 +12,7 @@ import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
 import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
+import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
 import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
 
@@ -58,21 +59,7 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
     await svc.blobs.copy(rowsKey(input.teamId, d.name, d.version), `${base}input/train/${d.name}-v${d.version}.jsonl`);
   }
   const modelChannel = findBaseModel(job.base_model) ? `models/${job.base_model}/` : (await getCheckpoint(svc, input.teamId, job.base_model)).blob_prefix;
-  // SageMaker passes hyperparameters as strings; the trainer JSON-decodes them.
-  const hyperParameters: Record<string, string> = Object.fromEntries(
-    Object.entries({
-      base_model_path: '/opt/ml/input/data/model',
-      model_name: job.model_name,
-      training_type: job.training_type,
-      training_algorithm: job.training_algorithm,
-      nr_epochs: job.nr_epochs,
-      learning_rate: job.learning_rate,
-      rl_config: job.rl_config ?? {},
-      seed: 42,
-      validation_split: 0.1,
-      early_stopping_patience: 3,
-    }).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
-  );
+  const hyperParameters = trainerHyperparameters(job, '/opt/ml/input/data/model');
   const channel = (name: string, prefix: string) => ({
     ChannelName: name,
     DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: svc.blobs.uri(prefix), S3DataDistributionType: 'FullyReplicated' } },

@@ -21,6 +21,7 @@ import {
   registerCheckpoint,
   type LogLine,
 } from '../core/training/artifacts';
+import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
 import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
@@ -139,18 +140,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
       await writeFile(join(dir, 'input', 'data', 'train', `${d.name}-v${d.version}.jsonl`), text);
     }
     const baseModelPath = await this.baseModelDir(svc, teamId, job.base_model);
-    const hyperparameters = {
-      base_model_path: baseModelPath,
-      model_name: job.model_name,
-      training_type: job.training_type,
-      training_algorithm: job.training_algorithm,
-      nr_epochs: job.nr_epochs,
-      learning_rate: job.learning_rate,
-      rl_config: job.rl_config ?? {},
-      seed: 42,
-      validation_split: 0.1,
-      early_stopping_patience: 3,
-    };
+    const hyperparameters = trainerHyperparameters(job, baseModelPath);
     await writeFile(join(dir, 'input', 'config', 'hyperparameters.json'), JSON.stringify(hyperparameters, null, 2));
     log.system(`prepared ${job.datasets.length} dataset(s); base model ${job.base_model}`);
   }

@@ -1,0 +1,22 @@
+import type { TrainingJob } from '../trainingJobs';
+
+/**
+ * What the trainer (containers/training) is told about a job, the same locally and on SageMaker.
+ * Values are JSON-encoded strings because SageMaker passes hyperparameters as strings; the trainer
+ * decodes them.
+ */
+export function trainerHyperparameters(job: TrainingJob, baseModelPath: string): Record<string, string> {
+  const values: Record<string, unknown> = {
+    base_model_path: baseModelPath,
+    model_name: job.model_name,
+    training_type: job.training_type,
+    training_algorithm: job.training_algorithm,
+    nr_epochs: job.nr_epochs,
+    learning_rate: job.learning_rate,
+    rl_config: job.rl_config ?? {},
+    seed: 42,
+    validation_split: 0.1,
+    early_stopping_patience: 3,
+  };
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
+}
