@@ -34,7 +34,7 @@ function ensureNodeModules() {
   execFileSync('npm', ['install', '--no-audit', '--no-fund'], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+    env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' },
   });
   writeFileSync(stamp, want);
 }
@@ -56,6 +56,8 @@ function ensureTrainingAndModels() {
     ],
     { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_VENV: venv } },
   );
+  // The decoder serves the GGUF itself (llama.cpp); training uses the HF checkpoint built above.
+  execFileSync(process.execPath, [join(root, 'scripts', 'fetch-decoder.mjs')], { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_MODELS_DIR: modelsDir } });
 }
 
 ensureNodeModules();

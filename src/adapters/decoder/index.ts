@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Services } from '../../core/context';
+import { DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
 import { decoderProfile } from '../../core/decoder/models';
 import { PromptCache } from '../../core/decoder/promptCache';
 import type { DecoderRuntime } from '../../core/decoder/service';
@@ -21,12 +22,16 @@ export interface DecoderSetup {
 const runtimes = new WeakMap<Services, DecoderRuntime>();
 const setups = new WeakMap<Services, DecoderSetup>();
 
-/** Where local GGUF weights are looked for: SIFT_MODELS_DIR, $SIFT_DATA_DIR/models, ./.sift/models. */
+/**
+ * Where local GGUF weights are looked for, in order: $SIFT_DATA_DIR/models, ./.sift/models (where
+ * `npm run fetch:decoder` puts them), then the per-user model cache (SIFT_MODELS_DIR or
+ * ~/.cache/sift/models). Inside each, `<vendor>/<name>/` or `<vendor>--<name>/`.
+ */
 export function modelDirs(): string[] {
   const dirs = [
-    process.env['SIFT_MODELS_DIR'],
-    process.env['SIFT_DATA_DIR'] ? join(process.env['SIFT_DATA_DIR'], 'models') : undefined,
-    resolve('.sift/models'),
+    process.env['SIFT_DATA_DIR'] ? join(resolve(REPO_ROOT, process.env['SIFT_DATA_DIR']), 'models') : undefined,
+    join(REPO_ROOT, '.sift', 'models'),
+    DEFAULT_MODELS_DIR,
   ].filter((d): d is string => !!d);
   return [...new Set(dirs)].filter((d) => existsSync(d));
 }

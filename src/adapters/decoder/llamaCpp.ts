@@ -60,6 +60,7 @@ export class LlamaCppDecoder implements DecoderBackend {
   private readonly models = new Map<string, Promise<Loaded>>();
   private readonly stateDir: string;
   private readonly stateFiles = new Map<string, string>();
+  private readonly paths = new Map<string, string>();
   private closed = false;
 
   constructor(private readonly opts: LlamaCppOptions) {
@@ -68,11 +69,15 @@ export class LlamaCppDecoder implements DecoderBackend {
 
   /** The GGUF of a catalog model, if present in one of the model dirs. */
   ggufPath(model: string): string | undefined {
-    for (const dir of this.opts.modelDirs) {
-      const d = join(dir, model);
+    const known = this.paths.get(model);
+    if (known && existsSync(known)) return known;
+    for (const d of this.opts.modelDirs.flatMap((dir) => [join(dir, model), join(dir, model.replace('/', '--'))])) {
       if (!existsSync(d)) continue;
       const f = readdirSync(d).filter((n) => n.endsWith('.gguf')).sort()[0];
-      if (f) return join(d, f);
+      if (f) {
+        this.paths.set(model, join(d, f));
+        return join(d, f);
+      }
     }
     return undefined;
   }

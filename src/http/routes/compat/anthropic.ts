@@ -3,7 +3,7 @@ import { startGeneration, type Generation, type GenerationResult } from '../../.
 import type { CacheMarker, DecoderMessage, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
-import { applyMarkerRules, getEncoderExtraction, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
+import { applyMarkerRules, getEncoderExtraction, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
 import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
@@ -237,7 +237,7 @@ export const anthropicRoutes = [
         signal: req.signal,
       });
       if (!body.stream) return json(200, messageBody(gen, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: messageStream(gen) };
+      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: guardStream(messageStream(gen), anthropicStreamError) };
     },
   }),
 ];

@@ -161,3 +161,17 @@ export const AnthropicErrorBody = z.object({
   request_id: z.string(),
   detail: z.string(),
 });
+
+/**
+ * After a 200 and the first SSE bytes, a failure can only be reported in-stream: the vendor's error
+ * event (which makes both SDKs throw an APIError) and then the end of the stream.
+ */
+export async function* guardStream(events: AsyncGenerator<string>, onError: (message: string) => string): AsyncGenerator<string> {
+  try {
+    yield* events;
+  } catch (err) {
+    yield onError(err instanceof Error ? err.message : 'generation failed');
+  }
+}
+export const openAiStreamError = (message: string) => sseData({ error: { message, type: 'server_error', param: null, code: null } });
+export const anthropicStreamError = (message: string) => sseEvent('error', { type: 'error', error: { type: 'api_error', message } });

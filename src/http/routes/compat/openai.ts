@@ -12,6 +12,8 @@ import {
   requireTextOnly,
   resolveForRoute,
   genHeaders,
+  guardStream,
+  openAiStreamError,
   sseData,
   SSE_HEADERS,
   withHints,
@@ -229,7 +231,7 @@ export const openAiRoutes = [
         signal: req.signal,
       });
       if (!body.stream) return json(200, chatResponse(gen, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: streamHeaders(gen), stream: chatStream(gen, body.stream_options?.include_usage === true) };
+      return { status: 200, headers: streamHeaders(gen), stream: guardStream(chatStream(gen, body.stream_options?.include_usage === true), openAiStreamError) };
     },
   }),
   route({
@@ -294,7 +296,7 @@ export const openAiRoutes = [
         }
         yield 'data: [DONE]\n\n';
       }
-      return { status: 200, headers: streamHeaders(gen), stream: events() };
+      return { status: 200, headers: streamHeaders(gen), stream: guardStream(events(), openAiStreamError) };
     },
   }),
 ];

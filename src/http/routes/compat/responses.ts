@@ -3,7 +3,7 @@ import { startGeneration, type Generation, type GenerationResult } from '../../.
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route } from '../../types';
-import { applyMarkerRules, defaultMaxTokens, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
+import { applyMarkerRules, defaultMaxTokens, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
 import { checkTools } from './openai';
 
 const Item = z.looseObject({ type: z.string().optional(), role: z.string().optional(), content: z.unknown().optional() });
@@ -108,7 +108,8 @@ function responseObject(gen: Generation, body: Body, r: GenerationResult | undef
     previous_response_id: null,
     reasoning: null,
     store: body.store ?? true,
-    temperature: body.temperature ?? 1,
+    // Sampling is greedy unless a temperature is sent (small models answer better that way).
+    temperature: body.temperature ?? 0,
     text: { format: { type: 'text' } },
     tool_choice: 'auto',
     tools: [],
@@ -192,7 +193,7 @@ export const responsesRoutes = [
         signal: req.signal,
       });
       if (!body.stream) return json(200, responseObject(gen, body, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: responseStream(gen, body) };
+      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: guardStream(responseStream(gen, body), (message) => sseEvent('error', { type: 'error', code: 'server_error', message, param: null, sequence_number: 0 })) };
     },
   }),
 ];
