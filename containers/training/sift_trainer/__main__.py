@@ -1,0 +1,4 @@
+from .train import main
+import sys
+
+sys.exit(main())

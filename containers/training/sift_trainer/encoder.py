@@ -1,0 +1,244 @@
+"""Encoder (GLiNER2 span model) training with the gliner2 trainer: full and LoRA."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import common
+from .common import Hyperparameters, JobPaths, emit, write_json
+from .data import TaskInfo, convert, infer_tasks, split
+from .stop import StopRequested, stop_requested
+
+log = logging.getLogger("sift_trainer.encoder")
+
+DEFAULT_EPOCHS = 3
+DEFAULT_LR_FULL = 3e-5  # encoder lr; heads use task_lr
+DEFAULT_TASK_LR_FULL = 5e-4
+DEFAULT_LR_LORA = 5e-4
+EVAL_ROWS_PER_EPOCH = 400
+
+
+def is_encoder_checkpoint(path: Path) -> bool:
+    path = Path(path)
+    if (path / "adapter_config.json").exists() and not (path / "config.json").exists():
+        meta_file = path / "sift_checkpoint.json"
+        if not meta_file.exists():
+            return False
+        try:
+            meta = json.loads(meta_file.read_text())
+        except Exception:
+            return False
+        return meta.get("family", "encoder") == "encoder" and bool(meta.get("base_model_path")) \
+            and Path(meta["base_model_path"]) != path and is_encoder_checkpoint(Path(meta["base_model_path"]))
+    cfg = path / "config.json"
+    if not cfg.exists():
+        return False
+    try:
+        with open(cfg) as f:
+            c = json.load(f)
+    except Exception:
+        return False
+    return c.get("model_type") == "extractor" or "counting_layer" in c
+
+
+def load_model(path: Path):
+    """Load a span GLiNER2 checkpoint; an adapter-only dir is applied to its recorded base and merged."""
+    from gliner2 import GLiNER2
+
+    path = Path(path)
+    if (path / "config.json").exists():
+        return GLiNER2.from_pretrained(str(path), map_location="cpu")
+    if (path / "adapter_config.json").exists():
+        meta = {}
+        if (path / "sift_checkpoint.json").exists():
+            with open(path / "sift_checkpoint.json") as f:
+                meta = json.load(f)
+        base = meta.get("base_model_path")
+        if not base:
+            with open(path / "adapter_config.json") as f:
+                base = json.load(f).get("base_model_name_or_path")
+        if not base or not Path(base).exists():
+            raise FileNotFoundError(f"adapter checkpoint {path} does not name an available base model (got {base!r})")
+        from peft import PeftModel
+
+        model = GLiNER2.from_pretrained(str(base), map_location="cpu")
+        peft_model = PeftModel.from_pretrained(model, str(path))
+        return peft_model.merge_and_unload()
+    raise FileNotFoundError(f"{path} is not a GLiNER2 checkpoint (no config.json or adapter_config.json)")
+
+
+def _make_trainer_class():
+    from gliner2.training.trainer import ExtractorTrainer
+
+    class SiftExtractorTrainer(ExtractorTrainer):
+        """gliner2 trainer + structured progress/checkpoint events + graceful stop."""
+
+        sift_base_model_path: str = ""
+        sift_best: Optional[float] = None
+        sift_last_eval: Dict[str, Any] = {}
+        sift_checkpoints: List[Dict[str, Any]] = []
+        sift_stopped_checkpoint: Optional[Dict[str, Any]] = None
+
+        def _log_metrics(self, metrics, prefix: str = ""):
+            super()._log_metrics(metrics, prefix)
+            if hasattr(metrics, "to_dict"):
+                metrics = metrics.to_dict()
+            if prefix == "train":
+                emit("progress", epoch=int(self.epoch) + 1, epoch_float=round(float(metrics.get("epoch", self.epoch)), 4),
+                     step=int(self.global_step), total_steps=int(getattr(self, "_planned_max_steps", 0) or 0),
+                     loss=float(metrics.get("loss", 0.0)),
+                     classification_loss=metrics.get("classification_loss"), structure_loss=metrics.get("structure_loss"),
+                     count_loss=metrics.get("count_loss"), learning_rate=metrics.get("learning_rate"))
+                if stop_requested():
+                    name = f"checkpoint-stopped-{self.global_step}"
+                    self._save_checkpoint(name)
+                    raise StopRequested(self.sift_checkpoints[-1] if self.sift_checkpoints else None)
+            elif prefix == "eval":
+                self.sift_last_eval = {k: v for k, v in metrics.items() if k not in ("step", "epoch")}
+                emit("metrics", scope="validation", step=int(self.global_step), epoch=int(self.epoch) + 1,
+                     metrics=self.sift_last_eval)
+
+        def _save_checkpoint(self, name: str):
+            if name == "best":
+                return  # is_best is tracked on the epoch checkpoints instead of a duplicate directory
+            super()._save_checkpoint(name)
+            ckpt_dir = self.output_dir / name
+            metrics = dict(self.sift_last_eval)
+            is_best = False
+            f1 = metrics.get("f1")
+            if f1 is not None and (self.sift_best is None or f1 > self.sift_best):
+                is_best = True
+            cid = str(uuid.uuid4())
+            meta = {
+                "id": cid, "name": name, "family": "encoder", "step": int(self.global_step), "epoch": int(self.epoch) + 1,
+                "metrics": {k: metrics[k] for k in ("f1", "precision", "recall", "eval_loss") if k in metrics},
+                "is_best": is_best, "is_final": name == "final",
+                "kind": "adapter" if (self.config.use_lora and self.config.save_adapter_only) else "full",
+                "base_model_path": self.sift_base_model_path,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "path": str(ckpt_dir),
+            }
+            if is_best:
+                self.sift_best = f1
+                for c in self.sift_checkpoints:
+                    c["is_best"] = False
+            write_json(ckpt_dir / "sift_checkpoint.json", meta)
+            self.sift_checkpoints.append(meta)
+            emit("checkpoint", **meta)
+
+    return SiftExtractorTrainer
+
+
+def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: bool):
+    from gliner2.training.trainer import TrainingConfig
+
+    lora = hp.training_type == "lora"
+    epochs = hp.nr_epochs or DEFAULT_EPOCHS
+    bs = hp.batch_size or 8
+    if lora:
+        encoder_lr = DEFAULT_LR_FULL
+        task_lr = hp.learning_rate or DEFAULT_LR_LORA
+    else:
+        encoder_lr = hp.learning_rate or DEFAULT_LR_FULL
+        task_lr = float(hp.extra.get("task_lr") or DEFAULT_TASK_LR_FULL)
+    kwargs = dict(
+        output_dir=str(out_dir), experiment_name="sift", num_epochs=epochs, max_steps=hp.max_steps,
+        batch_size=bs, eval_batch_size=8, encoder_lr=encoder_lr, task_lr=task_lr,
+        warmup_ratio=float(hp.extra.get("warmup_ratio", 0.1)), scheduler_type=str(hp.extra.get("scheduler", "linear")),
+        fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
+        eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
+        eval_steps=max(1, hp.checkpoint_every_steps or 500),
+        save_total_limit=0, save_best=False,
+        metric_for_best="f1" if has_val else "eval_loss", greater_is_better=has_val,
+        early_stopping=bool(has_val and hp.early_stopping_patience > 0),
+        early_stopping_patience=max(1, hp.early_stopping_patience),
+        max_len=int(hp.extra.get("max_words", 256)),
+        use_lora=lora, lora_r=hp.lora_r, lora_alpha=hp.lora_alpha,
+        lora_target_modules=list(hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])),
+        save_adapter_only=True,
+    )
+    return TrainingConfig(**kwargs)
+
+
+def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
+                  val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
+    import torch
+
+    common.set_threads()
+    torch.manual_seed(hp.seed)
+    info = infer_tasks(train_rows + (val_rows or []))
+    if val_rows is None:
+        train_rows, val_rows = split(train_rows, hp.validation_split, hp.seed)
+    train_records = convert(train_rows, info)
+    convert(val_rows, info)  # validates the validation rows with the same rules
+    emit("dataset", train_rows=len(train_rows), validation_rows=len(val_rows), tasks=info.to_dict())
+
+    base = Path(hp.base_model_path)
+    model = load_model(base)
+    emit("model_loaded", base_model_path=str(base), hidden_size=int(model.hidden_size),
+         parameters=int(sum(p.numel() for p in model.parameters())))
+
+    from .metrics import evaluate
+
+    eval_subset = val_rows[:EVAL_ROWS_PER_EPOCH]
+
+    def compute_metrics(m, _eval_dataset):
+        return evaluate(m, eval_subset, info) if eval_subset else {}
+
+    ckpt_root = paths.checkpoints_dir
+    ckpt_root.mkdir(parents=True, exist_ok=True)
+    cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows))
+    model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"))
+    Trainer = _make_trainer_class()
+    trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
+    trainer.sift_base_model_path = str(base.resolve())
+    trainer.sift_checkpoints = []
+    eval_records = convert(val_rows, info) if val_rows else None
+    t0 = time.time()
+    summary = trainer.train(train_data=train_records, eval_data=eval_records)
+    train_seconds = time.time() - t0
+
+    # merge LoRA for the exported model (the adapter is also kept)
+    trained = trainer.model
+    adapter_dir = None
+    if hp.training_type == "lora":
+        adapter_dir = paths.model_dir / "adapter"
+        if adapter_dir.exists():
+            shutil.rmtree(adapter_dir)
+        trained.save_pretrained(str(adapter_dir))
+        trained = trained.merge_and_unload()
+    trained.eval()
+
+    if val_rows:
+        final_metrics = evaluate(trained, val_rows, info)
+        final_metrics["evaluated_on"] = "validation"
+    else:  # too few rows to hold any out (or validation_split = 0): report training-set fit, labelled as such
+        final_metrics = evaluate(trained, train_rows[:EVAL_ROWS_PER_EPOCH], info)
+        final_metrics["evaluated_on"] = "train"
+    if final_metrics:
+        emit("metrics", scope="final", step=int(trainer.global_step), metrics=final_metrics)
+    return {
+        "model": trained, "info": info, "metrics": final_metrics, "train_seconds": train_seconds,
+        "steps": int(trainer.global_step), "epochs": int(summary.get("total_epochs", 0)),
+        "checkpoints": trainer.sift_checkpoints, "adapter_dir": adapter_dir,
+        "train_rows": len(train_rows), "validation_rows": len(val_rows),
+    }
+
+
+def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> Dict[str, Any]:
+    """Write a gliner2 checkpoint + onnx/ fragments + tokenizer.json to ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out_dir))
+    onnx_cfg = None
+    if export_onnx:
+        from .export_onnx import export_fragments
+
+        onnx_cfg = export_fragments(model, out_dir)
+    return {"onnx": onnx_cfg}

