@@ -36,7 +36,8 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
     const responses: Record<string, unknown> = {};
     for (const [status, doc] of Object.entries(spec.responses)) {
       const isError = Number(status) >= 400;
-      const schema = doc.schema ? toSchema(doc.schema, 'output') : isError ? { $ref: '#/components/schemas/Error' } : undefined;
+      const errorRef = status === '422' ? 'ValidationError' : 'Error';
+      const schema = doc.schema ? toSchema(doc.schema, 'output') : isError ? { $ref: `#/components/schemas/${errorRef}` } : undefined;
       responses[status] = { description: doc.description, ...(schema ? { content: { [doc.contentType ?? 'application/json']: { schema } } } : {}) };
     }
     for (const [status, description] of Object.entries(standardErrors(spec))) {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { SiftConfig } from '../../src/core/context';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal, type LocalService } from '../../src/local/main';
+import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
 
 export const OPERATOR_KEY = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';
 
@@ -22,8 +23,14 @@ export class TestStack {
     private readonly ownsDir: boolean,
   ) {}
 
-  /** `maxTrainingJobs` defaults to 0 (jobs stay `requested`); training tests pass 1. */
-  static async start(opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number } = {}): Promise<TestStack> {
+  /**
+   * `maxTrainingJobs` defaults to 0 (jobs stay `requested`); training tests pass 1. `withModels`
+   * publishes the weights that set-up built (~/.cache/sift/models) into this stack's model store;
+   * without it the store starts empty, which keeps start-up fast and `available` false.
+   */
+  static async start(
+    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean } = {},
+  ): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
     const service = await startLocal({
       port: 0,
@@ -31,6 +38,7 @@ export class TestStack {
       adminKey: opts.adminKey ?? OPERATOR_KEY,
       logger: silentLogger,
       maxTrainingJobs: opts.maxTrainingJobs ?? 0,
+      modelsDir: opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models'),
       ...(opts.config ? { config: opts.config } : {}),
     });
     return new TestStack(service, dataDir, !opts.dataDir);

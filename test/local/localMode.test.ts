@@ -15,11 +15,11 @@ afterEach(async () => rm(dir, { recursive: true, force: true }));
 
 describe('local mode', () => {
   it('creates and returns one operator key on first start when none is given, and not again', async () => {
-    const first = await startLocal({ port: 0, dataDir: dir, logger: silentLogger });
+    const first = await startLocal({ port: 0, dataDir: dir, logger: silentLogger, modelsDir: join(dir, 'no-models') });
     expect(first.createdAdminKey).toMatch(/^svc_sk_/);
     const key = first.createdAdminKey as string;
     await first.close();
-    const second = await startLocal({ port: 0, dataDir: dir, logger: silentLogger });
+    const second = await startLocal({ port: 0, dataDir: dir, logger: silentLogger, modelsDir: join(dir, 'no-models') });
     expect(second.createdAdminKey).toBeUndefined();
     const res = await fetch(`${second.url}/teams`, { headers: { 'x-api-key': key } });
     expect(res.status).toBe(200);

@@ -42,7 +42,7 @@ async function waitForJob(id: string, until: (job: any) => boolean = (j) => TERM
 }
 
 beforeAll(async () => {
-  stack = await TestStack.start({ maxTrainingJobs: 1 });
+  stack = await TestStack.start({ maxTrainingJobs: 1, withModels: true });
   const models = (await stack.call('GET', '/base-models')).body.data;
   const mini = models.find((m: any) => m.id === 'sift/gliner2-mini-v1');
   if (!mini.available) throw new Error('sift/gliner2-mini-v1 is not in the model store: run `node scripts/setup.mjs` (npm test does) first');
