@@ -12,7 +12,7 @@
 import { readFileSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-const FORBIDDEN = [/onnxruntime/i, /node-llama-cpp/i, /\.node$/];
+const FORBIDDEN = [/onnxruntime/i, /node-llama-cpp/i, /(^|\/)tokenizers(\/|$)/, /\.node$/];
 const outputDir = process.argv[2];
 if (!outputDir) {
   console.error('check-bundle: missing output directory');

@@ -67,7 +67,7 @@ export const BUNDLING: nodejs.BundlingOptions = {
   // The Node 22 runtime ships AWS SDK v3; everything else is bundled, except the
   // local/ECS inference engines, which must only be reached by lazy imports
   // (the afterBundling guard rejects static imports of them).
-  externalModules: ['@aws-sdk/*', 'onnxruntime-node', 'node-llama-cpp'],
+  externalModules: ['@aws-sdk/*', 'onnxruntime-node', 'node-llama-cpp', 'tokenizers'],
   // ESM bundles still meet CommonJS dependencies that call require().
   banner: "import { createRequire as __siftCreateRequire } from 'node:module'; const require = __siftCreateRequire(import.meta.url);",
   forceDockerBundling: false,

@@ -5,6 +5,7 @@ import { createServices } from '../adapters/aws';
 import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
+import { closeEncoderRuntime } from '../core/encoder/runtime';
 import type { Services, SiftConfig } from '../core/context';
 import { BufferedUsageSink } from '../core/usage';
 import { handleWorkMessage } from '../core/worker';
@@ -121,6 +122,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await runner.shutdown();
       await queue.idle();
       await closeDecoder(services);
+      await closeEncoderRuntime(services);
       await services.usage.flush();
       if (services.usage instanceof BufferedUsageSink) await services.usage.close();
       await emulators.close();

@@ -3,7 +3,7 @@
 ``onnx/encoder.int8.onnx``. The small head graphs stay fp32. The TS engine serves the int8 encoder
 when ``SIFT_ENCODER_PRECISION=int8`` and the file exists.
 
-usage: python -m sift_trainer.quantize_onnx MODEL_DIR [--per-channel]
+usage: python -m sift_trainer.quantize_onnx MODEL_DIR [--per-tensor]
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 
-def quantize(model_dir: Path, per_channel: bool = False) -> Path:
+def quantize(model_dir: Path, per_channel: bool = True) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     onnx_dir = Path(model_dir) / "onnx"
@@ -36,9 +36,9 @@ def quantize(model_dir: Path, per_channel: bool = False) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
-    ap.add_argument("--per-channel", action="store_true")
+    ap.add_argument("--per-tensor", action="store_true", help="one scale per tensor (default: per channel, closer to fp32)")
     a = ap.parse_args()
-    out = quantize(Path(a.model_dir), a.per_channel)
+    out = quantize(Path(a.model_dir), per_channel=not a.per_tensor)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
 
 

@@ -7,6 +7,7 @@ import { openAiRoutes } from './compat/openai';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { inferenceRoutes } from './generateInference';
+import { glinerRoutes, registerEncoderRoutes } from './inference';
 import { metaRoutes } from './meta';
 import { baseModelRoutes, billingRoutes, evaluationRoutes, inferenceHistoryRoutes, projectRoutes } from './resources';
 import { trainingJobRoutes } from './trainingJobs';
@@ -15,6 +16,7 @@ export const API_VERSION = '0.1.0';
 
 /** Every route of the service, in the order the API reference lists them. */
 export function allRoutes(): RouteSpec[] {
+  registerEncoderRoutes();
   const routes: RouteSpec[] = [
     ...metaRoutes,
     ...apiKeyRoutes,
@@ -26,6 +28,7 @@ export function allRoutes(): RouteSpec[] {
     ...inferenceHistoryRoutes,
     ...billingRoutes,
     ...inferenceRoutes,
+    ...glinerRoutes,
     ...openAiRoutes,
     ...responsesRoutes,
     ...anthropicRoutes,

@@ -1,0 +1,109 @@
+/**
+ * The five ONNX fragments behind one small interface: in-process onnxruntime-node sessions, or the
+ * same sessions in a worker thread (`SIFT_ORT_WORKER=1`, and automatically under Jest, whose VM
+ * realm's typed arrays onnxruntime-common's `instanceof` checks reject).
+ */
+import { Worker } from 'node:worker_threads';
+// Type-only: onnxruntime-node (native, ~290 MB) loads on first use; Lambda bundles never carry it.
+import type * as Ort from 'onnxruntime-node';
+
+export type SessionName = 'encoder' | 'spanRep' | 'spanFactors' | 'queryFold' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
+export interface Feed {
+  type: 'int64' | 'float32';
+  data: BigInt64Array | Float32Array;
+  dims: number[];
+}
+export interface Output {
+  data: Float32Array;
+  dims: readonly number[];
+}
+export interface SessionSet {
+  run(name: SessionName, feeds: Record<string, Feed>): Promise<Record<string, Output>>;
+  release(): Promise<void>;
+}
+
+export interface SessionOptions {
+  threads?: number | undefined;
+}
+
+function ortOptions(o: SessionOptions): Ort.InferenceSession.SessionOptions {
+  const threads = o.threads ?? Number(process.env['SIFT_ENCODER_THREADS'] ?? 0);
+  return {
+    executionProviders: ['cpu'],
+    graphOptimizationLevel: 'all',
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    // spinning worker threads starve everything else on a shared, busy CPU
+    extra: { session: { intra_op: { allow_spinning: process.env['SIFT_ENCODER_SPIN'] === '1' ? '1' : '0' }, inter_op: { allow_spinning: '0' } } },
+  };
+}
+
+class InProcess implements SessionSet {
+  constructor(
+    private readonly ort: typeof Ort,
+    private readonly s: Record<SessionName, Ort.InferenceSession>,
+  ) {}
+  async run(name: SessionName, feeds: Record<string, Feed>): Promise<Record<string, Output>> {
+    const f: Record<string, Ort.Tensor> = {};
+    for (const [k, v] of Object.entries(feeds)) f[k] = new this.ort.Tensor(v.type, v.data, v.dims);
+    const out = await this.s[name].run(f);
+    const res: Record<string, Output> = {};
+    for (const [k, t] of Object.entries(out)) res[k] = { data: t.data as Float32Array, dims: t.dims };
+    return res;
+  }
+  async release(): Promise<void> {
+    await Promise.all(Object.values(this.s).map((x) => x.release()));
+  }
+}
+
+class InWorker implements SessionSet {
+  private next = 0;
+  private readonly pending = new Map<number, { ok: (v: Record<string, Output>) => void; fail: (e: Error) => void }>();
+  private constructor(private readonly w: Worker) {
+    w.on('message', (m: { id: number; res?: Record<string, Output>; error?: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (m.error) p.fail(new Error(m.error));
+      else p.ok(m.res!);
+    });
+    w.on('error', (e) => {
+      for (const p of this.pending.values()) p.fail(e);
+      this.pending.clear();
+    });
+  }
+  static async create(files: Partial<Record<SessionName, string>>, o: SessionOptions): Promise<InWorker> {
+    const w = new Worker(new URL('./ortWorker.mjs', import.meta.url), { workerData: { files, options: ortOptions(o) } });
+    await new Promise<void>((ok, fail) => {
+      w.once('message', (m: { ready: boolean; error?: string }) => (m.ready ? ok() : fail(new Error(m.error))));
+      w.once('error', fail);
+    });
+    w.unref();
+    return new InWorker(w);
+  }
+  run(name: SessionName, feeds: Record<string, Feed>): Promise<Record<string, Output>> {
+    const id = this.next++;
+    return new Promise((ok, fail) => {
+      this.pending.set(id, { ok, fail });
+      this.w.postMessage({ id, name, feeds });
+    });
+  }
+  async release(): Promise<void> {
+    const id = this.next++;
+    await new Promise((ok, fail) => {
+      this.pending.set(id, { ok: ok as () => void, fail });
+      this.w.postMessage({ id, release: true });
+    }).catch(() => undefined);
+    await this.w.terminate();
+  }
+}
+
+const useWorker = () => process.env['SIFT_ORT_WORKER'] === '1' || process.env['JEST_WORKER_ID'] !== undefined;
+
+export async function createSessions(files: Partial<Record<SessionName, string>>, o: SessionOptions = {}): Promise<SessionSet> {
+  if (useWorker()) return InWorker.create(files, o);
+  const ort = await import('onnxruntime-node');
+  const names = Object.keys(files) as SessionName[];
+  const loaded = await Promise.all(names.map((n) => ort.InferenceSession.create(files[n]!, ortOptions(o))));
+  return new InProcess(ort, Object.fromEntries(names.map((n, i) => [n, loaded[i]!])) as Record<SessionName, Ort.InferenceSession>);
+}
