@@ -10,7 +10,16 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createReadStream } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))));
+  return nested.flat();
+}
 
 export interface BlobHead {
   size: number;
@@ -37,6 +46,14 @@ export class BlobStore {
   /** `s3://bucket/key`, the form SageMaker channels and outputs take. */
   uri(key: string): string {
     return `s3://${this.bucket}/${key}`;
+  }
+
+  /** Uploads every file under `dir` to `prefix` + its relative path (`/`-separated); `skip` filters. */
+  async putDirectory(dir: string, prefix: string, skip: (file: string) => boolean = () => false): Promise<void> {
+    for (const file of await filesUnder(dir)) {
+      if (skip(file)) continue;
+      await this.put(prefix + relative(dir, file).split(sep).join('/'), createReadStream(file));
+    }
   }
 
   async head(key: string): Promise<BlobHead | undefined> {

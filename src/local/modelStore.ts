@@ -1,17 +1,10 @@
-import { createReadStream } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { CATALOG, modelManifestKey } from '../core/catalog';
 import type { Services } from '../core/context';
 
 /** `sift/gliner2-mini-v1` → `sift--gliner2-mini-v1`: one directory per model in a models dir. */
 export const modelDirName = (id: string) => id.replace('/', '--');
-
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))));
-  return nested.flat();
-}
 
 /**
  * Publishes locally built or operator-provided weights (`<modelsDir>/<vendor>--<name>/` holding a
@@ -28,10 +21,7 @@ export async function publishBuiltModels(svc: Services, modelsDir: string): Prom
     if (manifest === undefined) continue;
     const current = (await svc.blobs.head(modelManifestKey(model.id))) ? await svc.blobs.getText(modelManifestKey(model.id)) : undefined;
     if (current === manifest) continue;
-    for (const file of await filesUnder(dir)) {
-      if (file === manifestPath || (await stat(file)).size === 0 && file.endsWith('.lock')) continue;
-      await svc.blobs.put(`models/${model.id}/${relative(dir, file).split('\\').join('/')}`, createReadStream(file));
-    }
+    await svc.blobs.putDirectory(dir, `models/${model.id}/`, (file) => file === manifestPath || file.endsWith('.lock'));
     await svc.blobs.put(modelManifestKey(model.id), manifest, 'application/json');
     published.push(model.id);
   }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { create as createTar } from 'tar';
@@ -236,7 +236,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     const id = typeof e['id'] === 'string' ? e['id'] : newUuid();
     const path = String(e['path'] ?? '');
     const prefix = checkpointPrefix(teamId, job.id, id);
-    await uploadDir(svc, path, prefix);
+    await svc.blobs.putDirectory(path, prefix);
     await registerCheckpoint(svc, teamId, {
       id,
       job_id: job.id,
@@ -265,7 +265,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
       return;
     }
     const modelDir = join(dir, 'model');
-    await uploadDir(svc, modelDir, modelPrefix(teamId, job.id));
+    await svc.blobs.putDirectory(modelDir, modelPrefix(teamId, job.id));
     const archive = join(dir, 'model.tar.gz');
     await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
     await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
@@ -315,17 +315,6 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-async function uploadDir(svc: Services, dir: string, prefix: string): Promise<void> {
-  const walk = async (d: string): Promise<string[]> => {
-    const entries = await readdir(d, { withFileTypes: true });
-    const files = await Promise.all(entries.map((e) => (e.isDirectory() ? walk(join(d, e.name)) : Promise.resolve([join(d, e.name)]))));
-    return files.flat();
-  };
-  for (const file of await walk(dir)) {
-    await svc.blobs.put(prefix + relative(dir, file).split('\\').join('/'), createReadStream(file));
-  }
 }
 
 /** Buffers log lines and writes them as chunk objects every second or 500 lines. */
