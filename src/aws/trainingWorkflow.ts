@@ -90,8 +90,9 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
   await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
   await registerSageMakerCheckpoints(svc, input.teamId, job);
+  const finalId = newUuid();
   await registerCheckpoint(svc, input.teamId, {
-    id: newUuid(),
+    id: finalId,
     job_id: job.id,
     root_model: job.root_model,
     blob_prefix: modelPrefix(input.teamId, job.id),
@@ -104,7 +105,7 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   });
   await markBestCheckpoint(svc, input.teamId, job.id);
   const headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
-  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'] });
+  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'], final_checkpoint_id: finalId });
   return { status: done.status };
 }
 

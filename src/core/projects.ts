@@ -9,10 +9,13 @@ export interface Project {
   description: string | null;
   /** The training job currently served under this project's name (set by deployments). */
   active_training_job_id: string | null;
+  /** The project-history entry that set the current target (see deployments.ts). */
+  active_deployment_id?: string | null;
   created_at: string;
+  updated_at?: string;
 }
 
-const projectItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECT#${id}` });
+export const projectItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECT#${id}` });
 /** A second item claims the name, so two projects of a team can never share one. */
 const nameItem = (teamId: string, name: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECTNAME#${name}` });
 

@@ -1,5 +1,6 @@
 import { ConditionFailed } from '../adapters/RecordStore';
 import { findBaseModel, type BaseModel } from './catalog';
+import type { JobDeployment } from './deployments';
 import type { Services } from './context';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
@@ -46,6 +47,8 @@ export interface TrainingJob {
   error: string | null;
   /** The checkpoint holding the finished model (a valid `base_model` to continue from). */
   final_checkpoint_id?: string | null;
+  /** Present while the job has an active inference deployment (deployments.ts). */
+  deployment?: JobDeployment | null;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -62,7 +65,7 @@ export interface CreateJobInput {
   learning_rate?: number | undefined;
 }
 
-const jobItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `JOB#${id}` });
+export const jobItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `JOB#${id}` });
 const jobsIndex = (teamId: string) => `TEAM#${teamId}#JOBS`;
 /** Checkpoint ids resolve to their job through this item (written by the training runner). */
 export const checkpointItem = (teamId: string, checkpointId: string) => ({ pk: `TEAM#${teamId}`, sk: `CKPT#${checkpointId}` });
@@ -229,6 +232,7 @@ export async function deleteTrainingJob(svc: Services, teamId: string, id: strin
   if (job.status === 'running' || job.status === 'requested') {
     throw new ConflictError(`Training job '${id}' is ${job.status}; stop it before deleting it`);
   }
+  if (job.deployment) throw new ConflictError(`Training job '${id}' has an active inference deployment; undeploy it (DELETE /core/training-jobs/${id}/deploy) before deleting it`);
   await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
   await deleteCheckpointRecords(svc, teamId, id);
   await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {

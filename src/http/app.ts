@@ -53,7 +53,9 @@ export class SiftApp {
       principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
       if (spec.auth === 'operator' && principal?.role !== 'operator') throw new ForbiddenError("This operation needs the installation's operator key");
       rateHeaders = await enforceLimits(this.svc.rateLimiter, principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`, spec.limit ?? 'default', now);
-      const body = spec.body ? parseWith(spec.body, this.readJson(req), 'body') : this.rejectBody(req);
+      // an optional body schema lets clients send nothing at all (e.g. POST …/deploy)
+      const empty = !req.body || req.body.length === 0;
+      const body = spec.body ? (empty && spec.body.safeParse(undefined).success ? undefined : parseWith(spec.body, this.readJson(req), 'body')) : this.rejectBody(req);
       const query = spec.query ? parseWith(spec.query, req.query, 'query') : undefined;
       const params = spec.params ? parseWith(spec.params, matched.params, 'path') : matched.params;
       response = await spec.handler({

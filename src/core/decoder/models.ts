@@ -1,10 +1,7 @@
 import type { Services } from '../context';
-import { findBaseModel } from '../catalog';
-import { ConflictError, NotFoundError, ServiceUnavailableError } from '../errors';
-import { isUuid } from '../ids';
-import { getProject } from '../projects';
-import { getTrainingJob } from '../trainingJobs';
-import type { DecoderBackend } from './types';
+import { resolveServingTarget } from '../deployments';
+import { ServiceUnavailableError } from '../errors';
+import type { DecoderAdapterSpec, DecoderBackend } from './types';
 
 /**
  * How a model family caches (SPEC "Prompt caching rules"): `explicit` honours markers (Claude-style and
@@ -68,58 +65,39 @@ export type ResolvedModel =
       profile: DecoderProfile;
       projectId: string | null;
       trainingJobId: string | null;
+      /** Set for a fine-tuned job: the backend loads the adapter before generating. */
+      adapter?: DecoderAdapterSpec;
     }
   | { type: 'encoder'; requested: string; baseModel: string; projectId: string | null; trainingJobId: string | null };
 
 /**
- * SPEC "model identifiers": a catalog id, a training job id (routes only while deployed), or — on
- * every route here — a project name or id (whatever the project has deployed).
+ * SPEC "model identifiers" (deployments.ts): a catalog id, a deployed training job id, or a project
+ * name or id (whatever the project serves now). A deployed decoder job is served as its base model
+ * plus the job's LoRA adapter (`backend.ensureAdapter`).
  */
-export async function resolveModel(
-  svc: Services,
-  teamId: string,
-  model: string,
-  backend: DecoderBackend,
-  opts: { allowProjects: boolean },
-): Promise<ResolvedModel> {
-  const base = findBaseModel(model);
-  if (base) {
-    if (base.type === 'encoder') return { type: 'encoder', requested: model, baseModel: base.id, projectId: null, trainingJobId: null };
-    if (!(await backend.hasModel(base.id))) {
+export async function resolveModel(svc: Services, teamId: string, model: string, backend: DecoderBackend): Promise<ResolvedModel> {
+  const target = await resolveServingTarget(svc, teamId, model);
+  const trainingJobId = target.job?.id ?? null;
+  if (target.model.type === 'encoder') return { type: 'encoder', requested: model, baseModel: target.model.id, projectId: target.projectId, trainingJobId };
+  if (target.kind === 'catalog') {
+    if (!(await backend.hasModel(target.model.id))) {
       throw new ServiceUnavailableError(`Model '${model}' is in the catalog but its weights are not installed on this deployment`);
     }
-    return { type: 'decoder', requested: model, backendModel: base.id, baseModel: base.id, profile: decoderProfile(base.id), projectId: null, trainingJobId: null };
+    return { type: 'decoder', requested: model, backendModel: target.model.id, baseModel: target.model.id, profile: decoderProfile(target.model.id), projectId: null, trainingJobId: null };
   }
-  let jobId: string | undefined;
-  let projectId: string | null = null;
-  if (isUuid(model)) {
-    const job = await getTrainingJob(svc, teamId, model).catch(() => undefined);
-    if (job) jobId = job.id;
+  if (!(await backend.hasModel(target.model.id))) {
+    throw new ServiceUnavailableError(`Base model '${target.model.id}' of training job '${target.job.id}' is not installed on this deployment`);
   }
-  if (!jobId && opts.allowProjects) {
-    const project = await getProject(svc, teamId, model).catch(() => undefined);
-    if (project) {
-      if (!project.active_training_job_id) {
-        throw new ConflictError(`Project '${model}' has no active inference deployment: deploy a trained model to it first`);
-      }
-      jobId = project.active_training_job_id;
-      projectId = project.id;
-    }
-  }
-  if (!jobId) throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
-  const job = await getTrainingJob(svc, teamId, jobId);
-  if (job.model_type === 'encoder') return { type: 'encoder', requested: model, baseModel: job.root_model, projectId, trainingJobId: job.id };
-  // A decoder job is served from its merged weights (`models/<job id>/*.gguf`) once deployed.
-  if (!projectId || !(await backend.hasModel(job.id))) {
-    throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
-  }
+  if (!backend.ensureAdapter) throw new ServiceUnavailableError(`The ${backend.name} backend cannot serve fine-tuned adapters`);
+  const adapter: DecoderAdapterSpec = { id: target.job.id, baseModel: target.model.id, blobPrefix: target.job.deployment.blob_prefix };
   return {
     type: 'decoder',
     requested: model,
-    backendModel: job.id,
-    baseModel: job.root_model,
-    profile: decoderProfile(job.root_model),
-    projectId,
-    trainingJobId: job.id,
+    backendModel: target.job.id,
+    baseModel: target.model.id,
+    profile: decoderProfile(target.model.id),
+    projectId: target.projectId,
+    trainingJobId,
+    adapter,
   };
 }

@@ -72,6 +72,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
     throw new BadRequestError(`max_tokens is ${params.maxTokens}, above this model's limit of ${model.profile.maxOutputTokens}`);
   }
   await checkSpendAllowance(svc, principal.team_id);
+  if (model.adapter) await runtime.backend.ensureAdapter!(model.adapter, svc.blobs);
   const started = performance.now();
   const inferenceId = newInferenceId();
   const created = Math.floor(svc.now().getTime() / 1000);

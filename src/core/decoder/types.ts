@@ -1,3 +1,4 @@
+import type { BlobStore } from '../../adapters/BlobStore';
 /**
  * The decoder port: what every generation route needs from a backend (local llama.cpp, or an
  * OpenAI-compatible upstream such as vLLM). Routes never talk to a backend directly; they go through
@@ -101,12 +102,28 @@ export interface GenerateRequest {
   cache: CacheHooks;
 }
 
+/**
+ * A fine-tuned decoder served by a backend: the base catalog model plus the job's LoRA adapter,
+ * whose files the training job wrote under `blobPrefix` (`adapter.gguf` for llama.cpp, `adapter/`
+ * PEFT safetensors for vLLM). `id` is the backend's model key for it (the training job id).
+ */
+export interface DecoderAdapterSpec {
+  id: string;
+  baseModel: string;
+  blobPrefix: string;
+}
+
 export interface DecoderBackend {
   readonly name: string;
   /** True when the backend caches prefixes by itself (vLLM APC): markers are ignored, reads reported. */
   readonly cachesAutomatically: boolean;
   /** Whether this backend can serve the model now (weights present, upstream knows it). */
   hasModel(model: string): Promise<boolean>;
+  /**
+   * Makes a fine-tuned adapter servable under `spec.id` (fetching its files from the blob store
+   * once); called on every request for a deployed decoder job, so it must be cheap when ready.
+   */
+  ensureAdapter?(spec: DecoderAdapterSpec, blobs: BlobStore): Promise<void>;
   /** Largest prompt + completion the model accepts. */
   contextSize(model: string): Promise<number>;
   /**

@@ -8,14 +8,10 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { findBaseModel, modelManifestKey } from '../catalog';
+import { modelManifestKey } from '../catalog';
 import type { Services } from '../context';
-import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from '../errors';
-import { isUuid } from '../ids';
-import { getProject } from '../projects';
-import { getCheckpoint } from '../training/artifacts';
-import { modelPrefix } from '../training/artifacts';
-import { getTrainingJob } from '../trainingJobs';
+import { resolveServingTarget } from '../deployments';
+import { ServiceUnavailableError, ValidationError } from '../errors';
 import { EncoderModel, type Precision } from './engine';
 
 export interface ResolvedEncoder {
@@ -31,39 +27,22 @@ export interface ResolvedEncoder {
 const loc = ['body', 'model_id'];
 
 /**
- * SPEC model identifiers for extraction: a catalog encoder id, a checkpoint id, a training job id
- * (served only through an active deployment), or a project name/id with an active deployment.
+ * SPEC model identifiers for extraction (deployments.ts): a catalog encoder id, a deployed training
+ * job id, or a project name/id; the weights are those the deployment pins.
  */
 export async function resolveEncoderModel(svc: Services, teamId: string, model: string): Promise<ResolvedEncoder> {
-  const base = findBaseModel(model);
-  if (base) {
-    if (base.type !== 'encoder') throw ValidationError.field(loc, `'${model}' is a decoder model: extraction needs an encoder; for generation send task: "generate" with messages`);
+  const target = await resolveServingTarget(svc, teamId, model);
+  if (target.model.type !== 'encoder') {
+    const what = target.kind === 'catalog' ? `'${model}' is a decoder model` : target.projectId ? `project '${model}' serves a decoder model` : `training job '${model}' trained a decoder model`;
+    throw ValidationError.field(loc, `${what}: extraction needs an encoder; for generation send task: "generate" with messages`);
+  }
+  if (target.kind === 'catalog') {
     if (!(await svc.blobs.head(modelManifestKey(model)))) {
       throw new ServiceUnavailableError(`Model '${model}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`);
     }
     return { requested: model, baseModel: model, prefix: `models/${model}/`, projectId: null, trainingJobId: null };
   }
-  if (isUuid(model)) {
-    const job = await getTrainingJob(svc, teamId, model).catch(() => undefined);
-    if (job) {
-      if (job.model_type !== 'encoder') throw ValidationError.field(loc, `training job '${model}' trained a decoder model: extraction needs an encoder`);
-      throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
-    }
-    const ckpt = await getCheckpoint(svc, teamId, model).catch(() => undefined);
-    if (ckpt) {
-      const root = findBaseModel(ckpt.root_model);
-      if (root?.type !== 'encoder') throw ValidationError.field(loc, `checkpoint '${model}' is of a decoder model: extraction needs an encoder`);
-      return { requested: model, baseModel: root.id, prefix: ckpt.blob_prefix, projectId: null, trainingJobId: ckpt.job_id };
-    }
-  }
-  const project = await getProject(svc, teamId, model).catch(() => undefined);
-  if (project) {
-    if (!project.active_training_job_id) throw new ConflictError(`Project '${model}' has no active inference deployment: deploy a trained model to it first`);
-    const job = await getTrainingJob(svc, teamId, project.active_training_job_id);
-    if (job.model_type !== 'encoder') throw ValidationError.field(loc, `project '${model}' serves a decoder model: extraction needs an encoder`);
-    return { requested: model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: project.id, trainingJobId: job.id };
-  }
-  throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
+  return { requested: model, baseModel: target.model.id, prefix: target.job.deployment.blob_prefix, projectId: target.projectId, trainingJobId: target.job.id };
 }
 
 /** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */

@@ -28,6 +28,10 @@ export const DatasetVersionSchema = z
   })
   .meta({ id: 'DatasetVersion' });
 
+export const JobDeploymentSchema = z
+  .object({ status: z.literal('active'), checkpoint_id: z.string().nullable(), deployed_at: z.string() })
+  .meta({ id: 'JobDeployment' });
+
 export const TrainingJobSchema = z
   .object({
     id: z.string(),
@@ -49,6 +53,7 @@ export const TrainingJobSchema = z
     created_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
+    deployment: JobDeploymentSchema.nullable().optional(),
   })
   .meta({ id: 'TrainingJob' });
 
@@ -69,8 +74,28 @@ export const EvaluationSchema = z
   .meta({ id: 'Evaluation' });
 
 export const ProjectSchema = z
-  .object({ id: z.string(), name: z.string(), description: z.string().nullable(), active_training_job_id: z.string().nullable(), created_at: z.string() })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    active_training_job_id: z.string().nullable(),
+    active_deployment_id: z.string().nullable().optional(),
+    created_at: z.string(),
+    updated_at: z.string().optional(),
+  })
   .meta({ id: 'Project' });
+
+export const ProjectDeploymentSchema = z
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    action: z.enum(['promote', 'rollback', 'clear']),
+    training_job_id: z.string().nullable(),
+    checkpoint_id: z.string().nullable(),
+    previous_training_job_id: z.string().nullable(),
+    created_at: z.string(),
+  })
+  .meta({ id: 'ProjectDeployment' });
 
 export const InferenceRecordSchema = z
   .object({

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ConflictError } from '../../core/errors';
 import { archiveKey, listCheckpoints, readLogs, type LogLine } from '../../core/training/artifacts';
-import { TERMINAL, createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob } from '../../core/trainingJobs';
+import { deployTrainingJob, undeployTrainingJob } from '../../core/deployments';
+import { TERMINAL, createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob, type TrainingJob } from '../../core/trainingJobs';
 import type { Services } from '../../core/context';
 import { json, route } from '../types';
 import { queryInt, resourceName } from '../validation';
@@ -13,6 +14,12 @@ const RlConfig = z.strictObject({
   reward: z.enum(['exact_match', 'contains']).optional(),
   max_completion_length: z.number().int().min(1).max(4096).optional(),
 });
+
+/** The job as clients see it: the deployment's storage location is internal. */
+export function jobView(job: TrainingJob): Omit<TrainingJob, 'deployment'> & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
+  const { deployment, ...rest } = job;
+  return { ...rest, deployment: deployment ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at } : null };
+}
 
 export const trainingJobRoutes = [
   route({
@@ -52,7 +59,7 @@ export const trainingJobRoutes = [
     auth: 'key',
     query: z.strictObject({ status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']).optional() }),
     responses: { 200: { description: 'Jobs', schema: list(TrainingJobSchema) } },
-    handler: async ({ svc, principal, query }) => json(200, { data: await listTrainingJobs(svc, principal.team_id, query) }),
+    handler: async ({ svc, principal, query }) => json(200, { data: (await listTrainingJobs(svc, principal.team_id, query)).map(jobView) }),
   }),
   route({
     method: 'GET',
@@ -62,7 +69,7 @@ export const trainingJobRoutes = [
     auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Job', schema: TrainingJobSchema }, 404: { description: 'Not found' } },
-    handler: async ({ svc, principal, params }) => json(200, await getTrainingJob(svc, principal.team_id, params.id)),
+    handler: async ({ svc, principal, params }) => json(200, jobView(await getTrainingJob(svc, principal.team_id, params.id))),
   }),
   route({
     method: 'GET',
@@ -167,7 +174,38 @@ export const trainingJobRoutes = [
     auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Stopped', schema: TrainingJobSchema }, 404: { description: 'Not found' }, 409: { description: 'Already finished' } },
-    handler: async ({ svc, principal, params }) => json(200, await stopTrainingJob(svc, principal.team_id, params.id)),
+    handler: async ({ svc, principal, params }) => json(200, jobView(await stopTrainingJob(svc, principal.team_id, params.id))),
+  }),
+  route({
+    method: 'POST',
+    path: '/core/training-jobs/:id/deploy',
+    tag: 'training-jobs',
+    summary: 'Give a job an active inference deployment: its id then works as a model id on every inference route',
+    description:
+      'Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one is a no-op.',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    body: z.strictObject({ checkpoint_id: z.string().min(1).max(64).optional() }).optional(),
+    responses: {
+      200: { description: 'Deployed', schema: TrainingJobSchema },
+      404: { description: 'Not found' },
+      409: { description: 'Not complete, or no servable weights' },
+    },
+    handler: async ({ svc, principal, params, body }) => json(200, jobView(await deployTrainingJob(svc, principal.team_id, params.id, { checkpoint_id: body?.checkpoint_id }))),
+  }),
+  route({
+    method: 'DELETE',
+    path: '/core/training-jobs/:id/deploy',
+    tag: 'training-jobs',
+    summary: 'End a job\'s inference deployment (its id then answers 409 on inference routes)',
+    auth: 'key',
+    params: z.object({ id: z.string() }),
+    responses: {
+      200: { description: 'Undeployed', schema: TrainingJobSchema },
+      404: { description: 'Not found' },
+      409: { description: 'Not deployed, or a project still serves it' },
+    },
+    handler: async ({ svc, principal, params }) => json(200, jobView(await undeployTrainingJob(svc, principal.team_id, params.id))),
   }),
   route({
     method: 'DELETE',

@@ -50,7 +50,7 @@ export async function resolveForRoute(
   const runtime = decoderRuntime(svc);
   let resolved: ResolvedModel;
   try {
-    resolved = await resolveModel(svc, principal.team_id, model, runtime.backend, { allowProjects: true });
+    resolved = await resolveModel(svc, principal.team_id, model, runtime.backend);
   } catch (err) {
     if ((err as ApiError).status === 404) throw withHints(err as ApiError, 'model', 'model_not_found');
     throw err;

@@ -1,0 +1,237 @@
+/**
+ * Inference deployments and the model identifiers that route through them (SPEC "Model identifiers").
+ *
+ * - A training job is servable only while it has an active deployment, which pins one checkpoint
+ *   (the final model unless another servable checkpoint is named). The pin lives on the job record
+ *   (`deployment`), so resolving a job id costs the one read it already needed.
+ * - A project points at one deployed job (`active_training_job_id`); promoting, rolling back and
+ *   clearing append to the project's deployment history (newest first), so every change is auditable
+ *   and reversible. Project writes are conditional on the previous target: two concurrent promotions
+ *   can't silently overwrite each other.
+ */
+import { ConditionFailed } from '../adapters/RecordStore';
+import { findBaseModel, type BaseModel } from './catalog';
+import type { Services } from './context';
+import { ConflictError, NotFoundError, ValidationError } from './errors';
+import { isUuid, newUuid } from './ids';
+import { deleteProject, getProject, listProjects, projectItem, type Project } from './projects';
+import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
+import { getTrainingJob, jobItem, type TrainingJob } from './trainingJobs';
+
+export interface JobDeployment {
+  status: 'active';
+  /** The pinned checkpoint (the job's final model unless another one was named). */
+  checkpoint_id: string | null;
+  /** Blob prefix of the weights served (`manifest.json`, `onnx/`, `adapter.gguf`, …). */
+  blob_prefix: string;
+  deployed_at: string;
+}
+
+export type ProjectDeploymentAction = 'promote' | 'rollback' | 'clear';
+
+export interface ProjectDeployment {
+  id: string;
+  project_id: string;
+  action: ProjectDeploymentAction;
+  /** What the project serves after this change (null after `clear`). */
+  training_job_id: string | null;
+  checkpoint_id: string | null;
+  previous_training_job_id: string | null;
+  created_at: string;
+}
+
+const historyItem = (teamId: string, projectId: string, createdAt: string, id: string) => ({
+  pk: `TEAM#${teamId}`,
+  sk: `PROJDEP#${projectId}#${createdAt}#${id}`,
+});
+
+/** Which files make a model directory servable by each engine (read from the training manifest). */
+async function servableWeights(svc: Services, job: TrainingJob, prefix: string, what: string): Promise<void> {
+  const key = `${prefix}manifest.json`;
+  const manifest = (await svc.blobs.head(key)) ? (JSON.parse(await svc.blobs.getText(key)) as { files?: Record<string, unknown> }) : undefined;
+  const files = manifest?.files ?? {};
+  const ok = job.model_type === 'encoder' ? typeof files['onnx_dir'] === 'string' : typeof files['adapter_gguf'] === 'string' || typeof files['adapter'] === 'string';
+  if (!ok) {
+    const needs = job.model_type === 'encoder' ? 'an ONNX export' : 'a LoRA adapter';
+    throw new ConflictError(`${what} has no servable weights (${needs}); only the final model of a complete job is exported for serving`);
+  }
+}
+
+/** Activates (or re-pins) a job's deployment. Idempotent for the same checkpoint. */
+export async function deployTrainingJob(svc: Services, teamId: string, jobId: string, opts: { checkpoint_id?: string | undefined } = {}): Promise<TrainingJob> {
+  const job = await getTrainingJob(svc, teamId, jobId);
+  let checkpointId: string | null;
+  let prefix: string;
+  if (opts.checkpoint_id !== undefined) {
+    const ckpt = isUuid(opts.checkpoint_id) ? await getCheckpoint(svc, teamId, opts.checkpoint_id).catch(() => undefined) : undefined;
+    if (!ckpt || ckpt.job_id !== job.id) {
+      throw ValidationError.field(['body', 'checkpoint_id'], `'${opts.checkpoint_id}' is not a checkpoint of training job '${job.id}' (GET /core/training-jobs/${job.id}/checkpoints lists them)`, 'unknown_checkpoint');
+    }
+    checkpointId = ckpt.id;
+    prefix = ckpt.blob_prefix;
+    await servableWeights(svc, job, prefix, `Checkpoint '${ckpt.id}'`);
+  } else {
+    if (job.status !== 'complete') {
+      throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be deployed (or name one of its servable checkpoints with checkpoint_id)`);
+    }
+    checkpointId = job.final_checkpoint_id ?? (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
+    prefix = modelPrefix(teamId, job.id);
+    await servableWeights(svc, job, prefix, `Training job '${job.id}'`);
+  }
+  if (job.deployment?.checkpoint_id === checkpointId && job.deployment.blob_prefix === prefix) return job;
+  const deployment: JobDeployment = { status: 'active', checkpoint_id: checkpointId, blob_prefix: prefix, deployed_at: svc.now().toISOString() };
+  try {
+    // conditional on the job still existing: a concurrent delete must not be resurrected
+    return await svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, {
+      set: { deployment },
+      condition: { expression: 'attribute_exists(pk)' },
+    });
+  } catch (err) {
+    if (err instanceof ConditionFailed) throw new NotFoundError(`Training job '${jobId}' not found`);
+    throw err;
+  }
+}
+
+/** Projects (of a team) currently serving a job; a job can't be undeployed or deleted under them. */
+export async function projectsServing(svc: Services, teamId: string, jobId: string): Promise<Project[]> {
+  return (await listProjects(svc, teamId)).filter((p) => p.active_training_job_id === jobId);
+}
+
+export async function undeployTrainingJob(svc: Services, teamId: string, jobId: string): Promise<TrainingJob> {
+  const job = await getTrainingJob(svc, teamId, jobId);
+  if (!job.deployment) throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
+  const serving = await projectsServing(svc, teamId, job.id);
+  if (serving.length) {
+    throw new ConflictError(
+      `Training job '${job.id}' is serving project${serving.length > 1 ? 's' : ''} ${serving.map((p) => `'${p.name}'`).join(', ')}: promote another model there (or clear the project's deployment) first`,
+    );
+  }
+  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: { expression: 'attribute_exists(pk)' } });
+}
+
+async function retarget(
+  svc: Services,
+  teamId: string,
+  project: Project,
+  action: ProjectDeploymentAction,
+  job: TrainingJob | null,
+): Promise<{ project: Project; deployment: ProjectDeployment }> {
+  const entry: ProjectDeployment = {
+    id: newUuid(),
+    project_id: project.id,
+    action,
+    training_job_id: job?.id ?? null,
+    checkpoint_id: job?.deployment?.checkpoint_id ?? null,
+    previous_training_job_id: project.active_training_job_id,
+    created_at: svc.now().toISOString(),
+  };
+  let updated: Project;
+  try {
+    updated = await svc.records.update<Project>(projectItem(teamId, project.id).pk, projectItem(teamId, project.id).sk, {
+      set: { active_training_job_id: entry.training_job_id, active_deployment_id: entry.id, updated_at: entry.created_at },
+      condition:
+        project.active_training_job_id === null
+          ? { expression: 'attribute_exists(pk) AND (attribute_not_exists(active_training_job_id) OR attribute_type(active_training_job_id, :null))', values: { ':null': 'NULL' } }
+          : { expression: 'attribute_exists(pk) AND active_training_job_id = :prev', values: { ':prev': project.active_training_job_id } },
+    });
+  } catch (err) {
+    if (err instanceof ConditionFailed) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
+    throw err;
+  }
+  await svc.records.put(historyItem(teamId, project.id, entry.created_at, entry.id), entry);
+  return { project: updated, deployment: entry };
+}
+
+/** Deploys the job (if needed) and points the project at it: every route using the project's name follows. */
+export async function promoteToProject(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+  input: { training_job_id: string; checkpoint_id?: string | undefined },
+): Promise<{ project: Project; deployment: ProjectDeployment }> {
+  const project = await getProject(svc, teamId, projectIdOrName);
+  const known = isUuid(input.training_job_id) ? await getTrainingJob(svc, teamId, input.training_job_id).catch(() => undefined) : undefined;
+  if (!known) throw ValidationError.field(['body', 'training_job_id'], `no training job '${input.training_job_id}' exists`, 'unknown_training_job');
+  const job = await deployTrainingJob(svc, teamId, known.id, { checkpoint_id: input.checkpoint_id });
+  return retarget(svc, teamId, project, 'promote', job);
+}
+
+export async function listProjectDeployments(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployments: ProjectDeployment[] }> {
+  const project = await getProject(svc, teamId, projectIdOrName);
+  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#`, newestFirst: true });
+  return { project, deployments: items };
+}
+
+/**
+ * Points the project back at an earlier deployment: the one named, else the most recent one that
+ * served a different job than the current. The job is re-deployed if it was undeployed meanwhile.
+ */
+export async function rollbackProject(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+  input: { deployment_id?: string | undefined },
+): Promise<{ project: Project; deployment: ProjectDeployment }> {
+  const { project, deployments } = await listProjectDeployments(svc, teamId, projectIdOrName);
+  let target: ProjectDeployment | undefined;
+  if (input.deployment_id !== undefined) {
+    target = deployments.find((d) => d.id === input.deployment_id);
+    if (!target) throw ValidationError.field(['body', 'deployment_id'], `'${input.deployment_id}' is not in project '${project.name}''s deployment history`, 'unknown_deployment');
+    if (!target.training_job_id) throw ValidationError.field(['body', 'deployment_id'], `deployment '${target.id}' cleared the project; roll back to one that served a model`);
+  } else {
+    target = deployments.find((d) => d.training_job_id !== null && d.training_job_id !== project.active_training_job_id);
+    if (!target) throw new ConflictError(`Project '${project.name}' has no earlier deployment to roll back to`);
+  }
+  const job = await getTrainingJob(svc, teamId, target.training_job_id!).catch(() => undefined);
+  if (!job) throw new ConflictError(`Training job '${target.training_job_id}' of deployment '${target.id}' was deleted; it can't be served again`);
+  const deployed = await deployTrainingJob(svc, teamId, job.id, target.checkpoint_id && target.checkpoint_id !== job.final_checkpoint_id ? { checkpoint_id: target.checkpoint_id } : {});
+  return retarget(svc, teamId, project, 'rollback', deployed);
+}
+
+/** The project keeps its history but serves nothing (its name answers 409 until the next promotion). */
+export async function clearProjectDeployment(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployment: ProjectDeployment }> {
+  const project = await getProject(svc, teamId, projectIdOrName);
+  if (!project.active_training_job_id) throw new ConflictError(`Project '${project.name}' has no active inference deployment`);
+  return retarget(svc, teamId, project, 'clear', null);
+}
+
+/** Deletes a project, its name claim and its deployment history (the jobs stay deployed). */
+export async function deleteProjectAndHistory(svc: Services, teamId: string, projectIdOrName: string): Promise<void> {
+  const project = await getProject(svc, teamId, projectIdOrName);
+  await deleteProject(svc, teamId, project.id);
+  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#` });
+  for (const d of items) {
+    const k = historyItem(teamId, project.id, d.created_at, d.id);
+    await svc.records.delete(k.pk, k.sk);
+  }
+}
+
+/** What a model identifier routes to. */
+export type ServingTarget =
+  | { kind: 'catalog'; model: BaseModel; projectId: null; job: null }
+  | { kind: 'deployment'; model: BaseModel; job: TrainingJob & { deployment: JobDeployment }; projectId: string | null };
+
+/**
+ * SPEC "Model identifiers": a catalog id; a training job id (only while deployed, else 409 "has no
+ * active inference deployment"); a project name or id (whatever it serves now). Projects resolve on
+ * every inference route, native included.
+ */
+export async function resolveServingTarget(svc: Services, teamId: string, model: string): Promise<ServingTarget> {
+  const base = findBaseModel(model);
+  if (base) return { kind: 'catalog', model: base, projectId: null, job: null };
+  let job: TrainingJob | undefined;
+  let projectId: string | null = null;
+  if (isUuid(model)) job = await getTrainingJob(svc, teamId, model).catch(() => undefined);
+  if (!job) {
+    const project = await getProject(svc, teamId, model).catch(() => undefined);
+    if (!project) throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
+    if (!project.active_training_job_id) throw new ConflictError(`Project '${model}' has no active inference deployment: deploy a trained model to it first`);
+    job = await getTrainingJob(svc, teamId, project.active_training_job_id).catch(() => undefined);
+    if (!job) throw new ConflictError(`Project '${model}' has no active inference deployment: its training job was deleted`);
+    projectId = project.id;
+  }
+  if (!job.deployment) throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
+  const root = findBaseModel(job.root_model);
+  if (!root) throw new ConflictError(`Training job '${job.id}' was trained from '${job.root_model}', which this deployment's catalog no longer has`);
+  return { kind: 'deployment', model: root, job: job as TrainingJob & { deployment: JobDeployment }, projectId };
+}
