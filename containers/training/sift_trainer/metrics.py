@@ -1,18 +1,30 @@
 """F1 / precision / recall of a GLiNER2 model on labelled Sift rows (micro-averaged).
 
-Matching rules (DESIGN.md §3 "Evaluation record"):
-- entities: exact ``(label, start, end)``; gold given without offsets counts every occurrence of the
-  mention in the text (the gliner2 trainer treats every occurrence as positive too);
-- classification: per label (single-label: predicted label vs gold label; multi-label: sets);
-- json_structures: per field value (case-insensitive, stripped), predicted instances aligned greedily to
-  gold instances of the same structure by number of shared values; breakdown key ``structure.field``;
-- relations: ``(relation, head, tail)`` triples (case-insensitive).
+The rules are the evaluation scorer's (src/core/evaluation/scoring.ts, docs/evaluation.md); the
+hand-computed cases in test/fixtures/evaluation/cases.json hold both implementations to them:
+
+- normalising: "ws" = whitespace runs (``str.isspace`` characters) collapsed to one space, trimmed;
+  "value" = ws + lower-case;
+- a head is scored on a row only when the row has that head's gold column (``entities``,
+  ``label``/``labels``, ``json_structures``, ``relations``; an empty list counts); entity types, fields
+  and relations outside the dataset's vocabulary are ignored on both sides (classification labels are not);
+- entities: exact ``(label, start, end)`` sets (code points); a gold entity without offsets matches
+  one leftover prediction of the same label whose text equals the mention after ws-normalising
+  (case-sensitive), each such gold consumed at most once;
+- classification: single-label = top-1 predicted label (highest score) vs ``label``; multi-label =
+  predicted label set vs ``labels``; counted per label;
+- json_structures: per ``structure.field``, the multiset of normalised values pooled over all
+  predicted instances vs all gold instances of the row;
+- relations: sets of ``(relation, value(head), value(tail))`` triples;
+- micro-averaged over everything scored; 0/0 = 0.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+import numbers
+import re
+from collections import Counter, defaultdict
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .data import CLASSIFICATION_TASK, TaskInfo, _norm_entities, _norm_labels, _norm_relations, _norm_structures
 
@@ -36,21 +48,16 @@ class Counts:
                 "support": self.tp + self.fn, "tp": self.tp, "fp": self.fp, "fn": self.fn}
 
 
-def _occurrences(text: str, mention: str) -> List[Tuple[int, int]]:
-    out = []
-    hay, needle = text, mention
-    start = hay.find(needle)
-    if start < 0:
-        hay, needle = text.lower(), mention.lower()
-        start = hay.find(needle)
-    while start >= 0 and needle:
-        out.append((start, start + len(needle)))
-        start = hay.find(needle, start + 1)
-    return out
+# str.isspace() characters, spelled out exactly as in scoring.ts
+_WS = re.compile("[\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+
+
+def _ws(v: Any) -> str:
+    return " ".join(x for x in _WS.split(str(v)) if x)
 
 
 def _norm(v: Any) -> str:
-    return " ".join(str(v).split()).lower()
+    return _ws(v).lower()
 
 
 def _span_text(v: Any) -> Optional[str]:
@@ -61,94 +68,121 @@ def _span_text(v: Any) -> Optional[str]:
     return str(v)
 
 
-def gold_entities(row: Dict[str, Any]) -> Set[Tuple[str, int, int]]:
-    text = row["text"]
-    out = set()
+def _has(row: Dict[str, Any], col: str) -> bool:
+    return row.get(col) not in (None, "")
+
+
+def _offset(v: Any) -> Optional[int]:
+    """An integer offset (JSON may give 3.0), else None; booleans are not offsets."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def entity_counts(row: Dict[str, Any], result: Dict[str, Any], labels: List[str]) -> Dict[str, Tuple[int, int, int]]:
+    """(tp, fp, fn) per entity label of one row."""
+    allowed = set(labels)
+    exact_gold: Set[Tuple[str, int, int]] = set()
+    mention_gold: Counter = Counter()
     for (m, lab, s, e) in _norm_entities(row.get("entities")):
+        if lab not in allowed:
+            continue
         if s is not None and e is not None:
-            out.add((lab, s, e))
+            exact_gold.add((lab, s, e))
         else:
-            for (a, b) in _occurrences(text, m):
-                out.add((lab, a, b))
-    return out
-
-
-def pred_entities(result: Dict[str, Any]) -> Set[Tuple[str, int, int]]:
-    out = set()
+            mention_gold[(lab, _ws(m))] += 1
+    preds: Dict[Tuple[str, int, int], str] = {}
     for lab, items in (result.get("entities") or {}).items():
+        if lab not in allowed:
+            continue
         if isinstance(items, dict):
             items = [items]
         for it in items or []:
-            if isinstance(it, dict) and "start" in it:
-                out.add((lab, int(it["start"]), int(it["end"])))
-    return out
+            s, e = (_offset(it.get("start")), _offset(it.get("end"))) if isinstance(it, dict) else (None, None)
+            if s is not None and e is not None:
+                preds.setdefault((lab, s, e), it.get("text") or "")
+    out = {lab: [0, 0, 0] for lab in labels}
+    leftover: Counter = Counter()
+    for k, text in preds.items():
+        if k in exact_gold:
+            out[k[0]][0] += 1
+        else:
+            leftover[(k[0], _ws(text))] += 1
+    for k in exact_gold:
+        if k not in preds:
+            out[k[0]][2] += 1
+    for k, n in leftover.items():
+        hit = min(n, mention_gold.get(k, 0))
+        out[k[0]][0] += hit
+        out[k[0]][1] += n - hit
+    for k, n in mention_gold.items():
+        out[k[0]][2] += n - min(n, leftover.get(k, 0))
+    return {lab: tuple(c) for lab, c in out.items()}
 
 
-def pred_labels(result: Dict[str, Any], task: str) -> List[str]:
+def _pred_classes(result: Dict[str, Any], task: str) -> List[Tuple[str, float]]:
+    """(label, score) predictions of a classification task, in the order given."""
     v = result.get(task)
     if v is None:
         return []
-    if isinstance(v, str):
-        return [v]
-    if isinstance(v, dict):
-        return [v["label"]] if "label" in v else []
+    if isinstance(v, (str, dict)):
+        v = [v]
+    out = []
     if isinstance(v, list):
-        out = []
         for x in v:
             if isinstance(x, dict):
-                out.append(x.get("label"))
+                lab, score = x.get("label"), x.get("confidence", x.get("score"))
             else:
-                out.append(str(x))
-        return [x for x in out if x]
-    return []
-
-
-def _instances_gold(row: Dict[str, Any]) -> Dict[str, List[Dict[str, Set[str]]]]:
-    out: Dict[str, List[Dict[str, Set[str]]]] = defaultdict(list)
-    for name, fields in _norm_structures(row.get("json_structures")):
-        inst = {}
-        for f, v in fields.items():
-            vals = v if isinstance(v, list) else [v]
-            inst[f] = {_norm(x) for x in vals if x not in (None, "")}
-        out[name].append(inst)
+                lab, score = x, None
+            if lab:
+                out.append((str(lab), float(score) if isinstance(score, (int, float)) else float("-inf")))
     return out
 
 
-def _instances_pred(result: Dict[str, Any], names: Iterable[str]) -> Dict[str, List[Dict[str, Set[str]]]]:
-    out: Dict[str, List[Dict[str, Set[str]]]] = {}
-    for name in names:
+def pred_labels(result: Dict[str, Any], task: str, multi_label: bool = True) -> List[str]:
+    items = _pred_classes(result, task)
+    if multi_label:
+        return list(dict.fromkeys(lab for lab, _ in items))
+    return [max(items, key=lambda x: x[1])[0]] if items else []  # max() keeps the first on ties
+
+
+def structure_counts(row: Dict[str, Any], result: Dict[str, Any], structures: Dict[str, List[str]]) -> Dict[str, Tuple[int, int, int]]:
+    """(tp, fp, fn) per ``structure.field`` of one row: normalised values pooled over instances."""
+    gold: Dict[str, Counter] = defaultdict(Counter)
+    pred: Dict[str, Counter] = defaultdict(Counter)
+    for name, fields in _norm_structures(row.get("json_structures")):
+        for f, v in fields.items():
+            if f not in structures.get(name, []):
+                continue
+            for x in (v if isinstance(v, list) else [v]):
+                n = _norm(x) if isinstance(x, str) else ""
+                if n:
+                    gold[f"{name}.{f}"][n] += 1
+    for name, fnames in structures.items():
         insts = result.get(name) or []
         if isinstance(insts, dict):
             insts = [insts]
-        lst = []
         for inst in insts:
             if not isinstance(inst, dict):
                 continue
-            d = {}
-            for f, v in inst.items():
-                vals = v if isinstance(v, list) else [v]
-                d[f] = {_norm(t) for t in (_span_text(x) for x in vals) if t}
-            lst.append(d)
-        out[name] = lst
-    return out
-
-
-def _align(pred: List[Dict[str, Set[str]]], gold: List[Dict[str, Set[str]]]) -> List[Tuple[Optional[int], Optional[int]]]:
-    pairs = []
-    for i, p in enumerate(pred):
-        for j, g in enumerate(gold):
-            shared = sum(len(p.get(f, set()) & g.get(f, set())) for f in set(p) | set(g))
-            pairs.append((shared, -i, -j, i, j))
-    pairs.sort(reverse=True)
-    used_p, used_g, out = set(), set(), []
-    for shared, _, _, i, j in pairs:
-        if i in used_p or j in used_g:
-            continue
-        used_p.add(i)
-        used_g.add(j)
-        out.append((i, j))
-    out += [(i, None) for i in range(len(pred)) if i not in used_p]
-    out += [(None, j) for j in range(len(gold)) if j not in used_g]
+            for f in fnames:
+                v = inst.get(f)
+                for x in (v if isinstance(v, list) else [v]):
+                    t = _span_text(x)
+                    n = _norm(t) if t else ""
+                    if n:
+                        pred[f"{name}.{f}"][n] += 1
+    out = {}
+    for name, fnames in structures.items():
+        for f in fnames:
+            k = f"{name}.{f}"
+            g, p = gold[k], pred[k]
+            tp = sum((g & p).values())
+            out[k] = (tp, sum(p.values()) - tp, sum(g.values()) - tp)
     return out
 
 
@@ -162,8 +196,28 @@ def _pred_relations(result: Dict[str, Any]) -> Set[Tuple[str, str, str]]:
                 h, t = _span_text(it[0]), _span_text(it[1])
             else:
                 continue
+            h, t = _norm(h) if h else "", _norm(t) if t else ""
             if h and t:
-                out.add((rel, _norm(h), _norm(t)))
+                out.add((rel, h, t))
+    return out
+
+
+def from_api_result(result: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The Sift encoder API's per-text ``result`` (DESIGN §3) -> the gliner2 output shape scored here."""
+    out: Dict[str, Any] = {}
+    if not isinstance(result, dict):
+        return out
+    if "entities" in result:
+        ents: Dict[str, List[Dict[str, Any]]] = {}
+        for e in result.get("entities") or []:
+            ents.setdefault(e["label"], []).append({"text": e.get("text"), "start": e.get("start"), "end": e.get("end"), "confidence": e.get("score")})
+        out["entities"] = ents
+    for task, items in (result.get("classifications") or {}).items():
+        out[task] = [{"label": x["label"], "confidence": x.get("score")} for x in items or []]
+    for name, insts in (result.get("structures") or {}).items():
+        out[name] = insts
+    if "relations" in result:
+        out["relation_extraction"] = result.get("relations") or {}
     return out
 
 
@@ -181,44 +235,29 @@ def score_predictions(rows: List[Dict[str, Any]], results: List[Dict[str, Any]],
     for lab in info.class_labels:
         per_label[lab]
     for row, res in zip(rows, results):
-        if "entities" in info.heads:
-            g, p = gold_entities(row), pred_entities(res)
-            for lab in info.entity_labels:
-                gl = {x for x in g if x[0] == lab}
-                pl = {x for x in p if x[0] == lab}
-                tp = len(gl & pl)
-                c = (tp, len(pl) - tp, len(gl) - tp)
+        res = res or {}
+        if "entities" in info.heads and row.get("entities") is not None:
+            for lab, c in entity_counts(row, res, info.entity_labels).items():
                 per_entity[lab].add(*c)
                 heads["entities"].add(*c)
                 overall.add(*c)
-        if "classification" in info.heads:
-            gold = set(_norm_labels(row.get("labels"))) if info.multi_label else ({str(row["label"])} if row.get("label") not in (None, "") else set())
-            if gold:
-                pred = set(pred_labels(res, CLASSIFICATION_TASK))
-                for lab in set(info.class_labels) | gold | pred:
-                    tp = int(lab in gold and lab in pred)
-                    c = (tp, int(lab in pred and lab not in gold), int(lab in gold and lab not in pred))
-                    if any(c):
-                        per_label[lab].add(*c)
-                        heads["classification"].add(*c)
-                        overall.add(*c)
-        if "json_structures" in info.heads:
-            gold_i = _instances_gold(row)
-            pred_i = _instances_pred(res, info.structures.keys())
-            for name, fields in info.structures.items():
-                gl, pl = gold_i.get(name, []), pred_i.get(name, [])
-                for i, j in _align(pl, gl):
-                    pi = pl[i] if i is not None else {}
-                    gi = gl[j] if j is not None else {}
-                    for f in fields:
-                        ps, gs = pi.get(f, set()), gi.get(f, set())
-                        tp = len(ps & gs)
-                        c = (tp, len(ps) - tp, len(gs) - tp)
-                        per_field[f"{name}.{f}"].add(*c)
-                        heads["json_structures"].add(*c)
-                        overall.add(*c)
-        if "relations" in info.heads:
-            g = {(r, _norm(h), _norm(t)) for (r, h, t) in _norm_relations(row.get("relations"))}
+        if "classification" in info.heads and _has(row, "labels" if info.multi_label else "label"):
+            gold = set(_norm_labels(row.get("labels"))) if info.multi_label else {str(row["label"])}
+            pred = set(pred_labels(res, CLASSIFICATION_TASK, info.multi_label))
+            for lab in set(info.class_labels) | gold | pred:
+                tp = int(lab in gold and lab in pred)
+                c = (tp, int(lab in pred and lab not in gold), int(lab in gold and lab not in pred))
+                if any(c):
+                    per_label[lab].add(*c)
+                    heads["classification"].add(*c)
+                    overall.add(*c)
+        if "json_structures" in info.heads and row.get("json_structures") is not None:
+            for k, c in structure_counts(row, res, info.structures).items():
+                per_field[k].add(*c)
+                heads["json_structures"].add(*c)
+                overall.add(*c)
+        if "relations" in info.heads and row.get("relations") is not None:
+            g = {(r, _norm(h), _norm(t)) for (r, h, t) in _norm_relations(row.get("relations")) if r in info.relations}
             p = {x for x in _pred_relations(res) if x[0] in info.relations}
             for rel in info.relations:
                 gl = {x for x in g if x[0] == rel}
