@@ -49,7 +49,9 @@ program
     const { createServer } = await import('node:http');
     // One long-lived process per task: limits and usage are kept in memory and flushed each second.
     const svc = servicesFromEnv('memory');
-    const app = new SiftApp(svc, allRoutes(), createLogger());
+    const { internalRoutes } = await import('../src/http/routes/internal');
+    // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
+    const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], createLogger());
     const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
     server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
     server.listen(Number(opts.port), '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${opts.port}\n`));

@@ -7,6 +7,8 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import { servicesFromEnv } from '../src/adapters/aws';
 import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
+import { runOnEncoderService } from '../src/aws/encoderTasks';
+import { aggregateEvaluation, prepareEvaluation, recordEvaluationFailure } from '../src/core/evaluation/workflow';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
@@ -26,8 +28,17 @@ async function handle(event: { task: string; input: Input }): Promise<unknown> {
       return completeTraining(svc, event.input as Parameters<typeof completeTraining>[1]);
     case 'training.failed':
       return recordTrainingFailure(svc, event.input as Parameters<typeof recordTrainingFailure>[1]);
+    case 'evaluation.prepare':
+      return prepareEvaluation(svc, event.input as unknown as Parameters<typeof prepareEvaluation>[1]);
+    case 'evaluation.shard':
+      // the engine lives in the encoder service, not in a Lambda
+      return runOnEncoderService('evaluation.shard', event.input);
+    case 'evaluation.aggregate':
+      return aggregateEvaluation(svc, event.input as unknown as Parameters<typeof aggregateEvaluation>[1]);
+    case 'evaluation.failed':
+      return recordEvaluationFailure(svc, event.input as unknown as Parameters<typeof recordEvaluationFailure>[1]);
     default: {
-      // Generation, evaluation and adaptive-loop tasks arrive with their features (see ARCHITECTURE.md).
+      // Generation and adaptive-loop tasks arrive with their features (see ARCHITECTURE.md).
       const err = new Error(`workflow task '${event.task}' is not available in this release`);
       err.name = 'Sift.UnsupportedTask';
       throw err;

@@ -32,6 +32,13 @@ export const defaultConfig: SiftConfig = {
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
+export type WorkflowKind = 'evaluation' | 'generation';
+
+export interface WorkflowLauncher {
+  /** Starts one execution; `name` makes retries of the same start idempotent. */
+  start(kind: WorkflowKind, name: string, input: Record<string, unknown>): Promise<void>;
+}
+
 export interface Services {
   config: SiftConfig;
   records: RecordStore;
@@ -41,6 +48,8 @@ export interface Services {
   usage: UsageSink;
   /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
   training?: TrainingLauncher;
+  /** Starts Step Functions workflows (evaluation, generation): SFN on AWS, the same ASL in-process locally. */
+  workflows?: WorkflowLauncher;
   now: () => Date;
 }
 

@@ -1,7 +1,9 @@
-import { findBaseModel } from './catalog';
+import { findBaseModel, modelManifestKey } from './catalog';
+import { ENCODER_TASK_TYPES } from './datasets/rows';
+import { getProject } from './projects';
 import type { Services } from './context';
 import { latestReadyVersion, getVersion } from './datasets/service';
-import { ConflictError, NotFoundError, ValidationError } from './errors';
+import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from './errors';
 import { isUuid, newUuid } from './ids';
 import { getTrainingJob } from './trainingJobs';
 
@@ -22,23 +24,38 @@ export interface Evaluation {
   finished_at: string | null;
 }
 
-const evalItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `EVAL#${id}` });
+export const evaluationItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `EVAL#${id}` });
 const evalIndex = (teamId: string) => `TEAM#${teamId}#EVALS`;
 
+/**
+ * Validates and records an evaluation, then starts its workflow (SPEC: `{id, status: running}`).
+ * A complete training job is scored on its final model whether or not it is deployed; a catalog
+ * encoder id gives the baseline. Anything the workflow can't do is refused here with a 4xx.
+ */
 export async function createEvaluation(
   svc: Services,
   teamId: string,
   input: { base_model: string; dataset_name: string; dataset_version?: number | undefined; project_id?: string | undefined },
 ): Promise<Evaluation> {
   let trainingJobId: string | null = null;
-  if (isUuid(input.base_model)) {
+  let projectId = input.project_id ?? null;
+  if (isUuid(input.base_model) && !findBaseModel(input.base_model)) {
     const job = await getTrainingJob(svc, teamId, input.base_model).catch(() => undefined);
     if (!job) throw ValidationError.field(['body', 'base_model'], `no training job '${input.base_model}' exists`, 'unknown_model');
+    if (job.model_type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `training job '${job.id}' trained a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
     if (job.status !== 'complete') throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be evaluated`);
     trainingJobId = job.id;
-  } else if (!findBaseModel(input.base_model)) {
-    throw ValidationError.field(['body', 'base_model'], `'${input.base_model}' is neither a training job id nor a catalog model id`, 'unknown_model');
+  } else {
+    const base = findBaseModel(input.base_model);
+    if (!base) throw ValidationError.field(['body', 'base_model'], `'${input.base_model}' is neither a training job id nor a catalog model id`, 'unknown_model');
+    if (base.type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `'${base.id}' is a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
+    if (!(await svc.blobs.head(modelManifestKey(base.id)))) {
+      throw new ServiceUnavailableError(`Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
+    }
   }
+  if (projectId !== null) projectId = (await getProject(svc, teamId, projectId).catch(() => {
+    throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
+  })).id;
   const version =
     input.dataset_version !== undefined
       ? await getVersion(svc, teamId, input.dataset_name, input.dataset_version)
@@ -48,12 +65,18 @@ export async function createEvaluation(
     throw new ConflictError(`Dataset '${input.dataset_name}' has no ready version yet`);
   }
   if (version.status !== 'ready') throw new ConflictError(`Dataset '${input.dataset_name}' version ${version.version} is ${version.status}, not ready`);
+  if (!version.task_types.some((t) => (ENCODER_TASK_TYPES as string[]).includes(t))) {
+    throw ValidationError.field(
+      ['body', 'dataset_name'],
+      `dataset '${version.name}' has no labelled extraction rows (its task types: ${version.task_types.join(', ') || 'none'}); evaluations need entities, label(s), json_structures or relations`,
+    );
+  }
   const evaluation: Evaluation = {
     id: newUuid(),
     status: 'running',
     base_model: input.base_model,
     training_job_id: trainingJobId,
-    project_id: input.project_id ?? null,
+    project_id: projectId,
     dataset_name: input.dataset_name,
     dataset_version: version.version,
     metrics: null,
@@ -61,14 +84,23 @@ export async function createEvaluation(
     created_at: svc.now().toISOString(),
     finished_at: null,
   };
-  await svc.records.put({ ...evalItem(teamId, evaluation.id), gsi1pk: evalIndex(teamId), gsi1sk: `${evaluation.created_at}#${evaluation.id}` }, evaluation, {
+  await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evalIndex(teamId), gsi1sk: `${evaluation.created_at}#${evaluation.id}` }, evaluation, {
     ifAbsent: true,
   });
+  try {
+    if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
+    await svc.workflows.start('evaluation', `eval-${evaluation.id}`, { evaluationId: evaluation.id, teamId });
+  } catch (err) {
+    // never leave a record `running` that nothing will finish
+    const failed = { status: 'failed' as const, error: `could not start the evaluation: ${(err as Error).message}`, finished_at: svc.now().toISOString() };
+    await svc.records.update(evaluationItem(teamId, evaluation.id).pk, evaluationItem(teamId, evaluation.id).sk, { set: failed });
+    return { ...evaluation, ...failed };
+  }
   return evaluation;
 }
 
 export async function getEvaluation(svc: Services, teamId: string, id: string): Promise<Evaluation> {
-  const found = isUuid(id) ? await svc.records.get<Evaluation>(evalItem(teamId, id).pk, evalItem(teamId, id).sk) : undefined;
+  const found = isUuid(id) ? await svc.records.get<Evaluation>(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk) : undefined;
   if (!found) throw new NotFoundError(`Evaluation '${id}' not found`);
   return found;
 }
@@ -80,5 +112,7 @@ export async function listEvaluations(svc: Services, teamId: string, filter: { p
 
 export async function deleteEvaluation(svc: Services, teamId: string, id: string): Promise<void> {
   await getEvaluation(svc, teamId, id);
-  await svc.records.delete(evalItem(teamId, id).pk, evalItem(teamId, id).sk);
+  await svc.records.delete(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk);
+  // shard counts (a running workflow's aggregate step also cleans up after a delete)
+  await svc.blobs.deletePrefix(`evaluations/${teamId}/${id}/`);
 }

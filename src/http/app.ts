@@ -15,6 +15,7 @@ import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/
 import { recordUsage } from '../core/usage';
 import type { Logger } from './logger';
 import { renderError } from './errorFormats';
+import { INTERNAL_TOKEN_HEADER, internalTokenMatches } from './internalAuth';
 import type { ApiRequest, ApiResponse, ErrorFormat, HttpMethod, RouteSpec } from './types';
 import { parseWith } from './validation';
 
@@ -50,7 +51,11 @@ export class SiftApp {
       rateHeaders = await enforceEdgeLimit(this.svc.rateLimiter, req.sourceIp, now);
       const matched = this.match(req);
       spec = matched.spec;
-      principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
+      if (spec.auth === 'internal') {
+        if (!internalTokenMatches(req.headers[INTERNAL_TOKEN_HEADER])) throw new NotFoundError(`No route for ${req.method} ${req.path}`);
+      } else {
+        principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
+      }
       if (spec.auth === 'operator' && principal?.role !== 'operator') throw new ForbiddenError("This operation needs the installation's operator key");
       rateHeaders = await enforceLimits(this.svc.rateLimiter, principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`, spec.limit ?? 'default', now);
       // an optional body schema lets clients send nothing at all (e.g. POST …/deploy)

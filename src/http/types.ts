@@ -57,8 +57,12 @@ export interface RouteSpec<
   tag: string;
   summary: string;
   description?: string;
-  /** `public` routes run without credentials; `operator` needs the installation's bootstrap key. */
-  auth: 'public' | 'key' | 'operator';
+  /**
+   * `public` routes run without credentials; `operator` needs the installation's bootstrap key;
+   * `internal` routes answer only service-to-service calls carrying the shared internal token
+   * (anyone else gets 404, as if the route did not exist).
+   */
+  auth: 'public' | 'key' | 'operator' | 'internal';
   limit?: LimitClass;
   /**
    * Error body shape: `native` = `{detail}`; `openai` / `anthropic` = the vendor envelope plus `detail`

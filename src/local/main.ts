@@ -6,6 +6,7 @@ import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { closeEncoderRuntime } from '../core/encoder/runtime';
+import { evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
 import type { Services, SiftConfig } from '../core/context';
 import { BufferedUsageSink } from '../core/usage';
 import { handleWorkMessage } from '../core/worker';
@@ -17,6 +18,7 @@ import { nodeHandler } from './httpAdapter';
 import { publishBuiltModels } from './modelStore';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
 import { LocalTrainingRunner } from './trainingRunner';
+import { LocalWorkflowRunner } from './workflows';
 
 export interface LocalOptions {
   port: number;
@@ -80,6 +82,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     logger,
   });
   svc.training = runner;
+  const workflows = new LocalWorkflowRunner(() => evaluationTasks(svc as Services, new InProcessPredictor(svc as Services)), logger);
+  svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {
     await svc.records.ensureTable();
@@ -88,7 +92,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     const published = await publishBuiltModels(svc, opts.modelsDir ?? DEFAULT_MODELS_DIR);
     if (published.length) logger.info('published models to the model store', { models: published });
     const recovered = await recoverInterruptedWork(svc);
-    if (recovered.datasets + recovered.jobs) logger.info('recovered interrupted work', recovered);
+    if (recovered.datasets + recovered.jobs + recovered.evaluations) logger.info('recovered interrupted work', recovered);
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
     await (svc.usage as BufferedUsageSink).close().catch(() => {});
@@ -113,6 +117,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     idle: async () => {
       await queue.idle();
       await runner.idle();
+      await workflows.idle();
     },
     async close() {
       await new Promise<void>((ok) => {
@@ -121,6 +126,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       });
       await runner.shutdown();
       await queue.idle();
+      await workflows.idle();
       await closeDecoder(services);
       await closeEncoderRuntime(services);
       await services.usage.flush();

@@ -135,7 +135,8 @@ export const evaluationRoutes = [
       base_model: z.string().min(1),
       dataset_name: resourceName,
       dataset_version: z.number().int().positive().optional(),
-      project_id: uuid.optional(),
+      /** A project id or name: the evaluation is listed under it (GET /core/evaluations?project_id=). */
+      project_id: z.string().min(1).max(128).optional(),
     }),
     responses: {
       202: { description: 'Started', schema: z.object({ id: z.string(), status: z.literal('running') }) },

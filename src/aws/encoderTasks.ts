@@ -1,0 +1,44 @@
+/**
+ * The workflow Lambda's side of engine-bound tasks: it forwards them to the encoder service over
+ * the VPC (`SIFT_ENCODER_URL`, the internal ALB) with the internal token. Connection failures and
+ * 5xx/429 are `Sift.TransientError` (the state machine retries them); a 4xx is a real failure.
+ */
+import { INTERNAL_TOKEN_HEADER } from '../http/internalAuth';
+
+export class RemoteTaskError extends Error {
+  constructor(name: 'Sift.TransientError' | 'Sift.TaskFailed', message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+export async function runOnEncoderService(
+  task: string,
+  input: unknown,
+  opts: { baseUrl?: string | undefined; token?: string | undefined; timeoutMs?: number; fetchImpl?: typeof fetch } = {},
+): Promise<unknown> {
+  const baseUrl = opts.baseUrl ?? process.env['SIFT_ENCODER_URL'];
+  const token = opts.token ?? process.env['SIFT_INTERNAL_TOKEN'];
+  if (!baseUrl || !token) throw new RemoteTaskError('Sift.TaskFailed', `task '${task}' needs SIFT_ENCODER_URL and SIFT_INTERNAL_TOKEN (the encoder service)`);
+  let res: Response;
+  try {
+    res = await (opts.fetchImpl ?? fetch)(`${baseUrl.replace(/\/$/, '')}/internal/tasks/${task}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [INTERNAL_TOKEN_HEADER]: token },
+      body: JSON.stringify(input),
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 14 * 60_000),
+    });
+  } catch (err) {
+    throw new RemoteTaskError('Sift.TransientError', `encoder service unreachable for '${task}': ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  if (res.ok) return JSON.parse(text) as unknown;
+  let detail = text.slice(0, 500);
+  try {
+    detail = String((JSON.parse(text) as { detail?: unknown }).detail ?? detail);
+  } catch {
+    /* not JSON */
+  }
+  const transient = res.status >= 500 || res.status === 429;
+  throw new RemoteTaskError(transient ? 'Sift.TransientError' : 'Sift.TaskFailed', `encoder service answered ${res.status} for '${task}': ${detail}`);
+}

@@ -1,0 +1,189 @@
+/**
+ * Running an evaluation: the task functions of the evaluation state machine
+ * (lib/workflows/definitions.ts: PrepareEvaluation → EvaluateShards (Map) → AggregateEvaluation,
+ * failures → MarkEvaluationFailed). Local mode runs that ASL in-process; on AWS Step Functions
+ * calls the workflow Lambda, which forwards shards to the encoder service (the only place with
+ * the engine). Every function is idempotent on its input, so Step Functions retries are safe.
+ */
+import { createInterface } from 'node:readline';
+import type { Services } from '../context';
+import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
+import type { NormalizedRow } from '../datasets/rows';
+import { formatResult, toEncoderSchema, type SchemaInput } from '../encoder/api';
+import { encoderRuntime, type ResolvedEncoder } from '../encoder/runtime';
+import { ConflictError } from '../errors';
+import { modelPrefix } from '../training/artifacts';
+import { getTrainingJob } from '../trainingJobs';
+import { evaluationItem, getEvaluation, type Evaluation } from '../evaluations';
+import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type EncoderPrediction, type EvaluationCounts } from './scoring';
+
+/** Rows per Map item: small enough for a 15-minute task on CPU, large enough to batch well. */
+export const SHARD_ROWS = 256;
+/** Texts per engine call inside a shard. */
+const BATCH = 16;
+/** The threshold evaluations run at: the API default, i.e. what users get without tuning. */
+export const EVALUATION_THRESHOLD = 0.5;
+
+export interface Shard {
+  offset: number;
+  count: number;
+}
+
+/** The serving engine, wherever it runs (in-process locally; the encoder service on AWS). */
+export interface EvaluationPredictor {
+  predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]>;
+}
+
+/** The engine in this process (local mode, and the encoder service on ECS). */
+export class InProcessPredictor implements EvaluationPredictor {
+  constructor(private readonly svc: Services) {}
+
+  async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]> {
+    const runtime = encoderRuntime(this.svc);
+    const engine = await runtime.model(await runtime.localDir(this.svc, model));
+    const engineSchema = toEncoderSchema(schema);
+    const out = await engine.infer(texts, engineSchema, { threshold });
+    return out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction);
+  }
+}
+
+/** The weights an evaluation scores: a catalog model's, or a complete job's final model (no deployment needed). */
+export async function evaluationModel(svc: Services, teamId: string, evaluation: Evaluation): Promise<ResolvedEncoder> {
+  if (evaluation.training_job_id) {
+    const job = await getTrainingJob(svc, teamId, evaluation.training_job_id);
+    return { requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
+  }
+  return { requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
+}
+
+async function datasetOf(svc: Services, teamId: string, evaluation: Evaluation): Promise<DatasetVersion> {
+  const version = await getVersion(svc, teamId, evaluation.dataset_name, evaluation.dataset_version);
+  if (version.status !== 'ready') throw new ConflictError(`Dataset '${version.name}' version ${version.version} is ${version.status}`);
+  return version;
+}
+
+/** `evaluation.prepare`: splits the dataset into shards. */
+export async function prepareEvaluation(svc: Services, input: { evaluationId: string; teamId: string }): Promise<{ shards: Shard[]; rows: number }> {
+  const evaluation = await getEvaluation(svc, input.teamId, input.evaluationId);
+  const version = await datasetOf(svc, input.teamId, evaluation);
+  const rows = version.row_count ?? 0;
+  const shards: Shard[] = [];
+  for (let offset = 0; offset < rows; offset += SHARD_ROWS) shards.push({ offset, count: Math.min(SHARD_ROWS, rows - offset) });
+  return { shards, rows };
+}
+
+async function readShard(svc: Services, key: string, shard: Shard): Promise<NormalizedRow[]> {
+  const rows: NormalizedRow[] = [];
+  const lines = createInterface({ input: await svc.blobs.stream(key), crlfDelay: Infinity });
+  let index = 0;
+  try {
+    for await (const line of lines) {
+      if (!line) continue;
+      if (index >= shard.offset + shard.count) break;
+      if (index >= shard.offset) rows.push(JSON.parse(line) as NormalizedRow);
+      index += 1;
+    }
+  } finally {
+    lines.close();
+  }
+  return rows;
+}
+
+/** Shard counts live in the blob store: a Step Functions state holds at most 256 KB, and confusion maps grow with labels. */
+export const shardResultKey = (teamId: string, evaluationId: string, shard: Shard) =>
+  `evaluations/${teamId}/${evaluationId}/shards/${String(shard.offset).padStart(10, '0')}.json`;
+
+export interface ShardResult {
+  key: string;
+  rows: number;
+}
+
+/** `evaluation.shard`: scores one shard and stores its counts; returns where (small, whatever the label count). */
+export async function evaluateShard(
+  svc: Services,
+  predictor: EvaluationPredictor,
+  input: { evaluationId: string; teamId: string; shard: Shard },
+): Promise<ShardResult> {
+  const counts = await scoreShard(svc, predictor, input);
+  const key = shardResultKey(input.teamId, input.evaluationId, input.shard);
+  await svc.blobs.put(key, JSON.stringify(counts), 'application/json');
+  return { key, rows: counts.rows };
+}
+
+/** Runs the engine over one shard's rows and scores them. */
+export async function scoreShard(
+  svc: Services,
+  predictor: EvaluationPredictor,
+  input: { evaluationId: string; teamId: string; shard: Shard },
+): Promise<EvaluationCounts> {
+  const evaluation = await getEvaluation(svc, input.teamId, input.evaluationId);
+  const version = await datasetOf(svc, input.teamId, evaluation);
+  const model = await evaluationModel(svc, input.teamId, evaluation);
+  const schema = evaluationSchemaFor(version);
+  const rows = await readShard(svc, rowsKey(input.teamId, version.name, version.version), input.shard);
+  let counts = emptyCounts();
+  for (let i = 0; i < rows.length; i += BATCH) {
+    const batch = rows.slice(i, i + BATCH).filter((r) => typeof r.text === 'string' && r.text.trim() !== '');
+    const predictions = batch.length ? await predictor.predict(model, batch.map((r) => r.text as string), schema, EVALUATION_THRESHOLD) : [];
+    batch.forEach((row, j) => {
+      counts = mergeCounts(counts, scoreRow(row, predictions[j], { schema, row: input.shard.offset + i + j + 1 }));
+    });
+  }
+  return counts;
+}
+
+/** `evaluation.aggregate`: merges the shards' counts and completes the record (unless it was deleted meanwhile). */
+export async function aggregateEvaluation(
+  svc: Services,
+  input: { evaluationId: string; teamId: string; shardResults?: ShardResult[] },
+): Promise<{ status: string; f1: number }> {
+  const key = evaluationItem(input.teamId, input.evaluationId);
+  const exists = await svc.records.get<Evaluation>(key.pk, key.sk);
+  if (!exists) {
+    await svc.blobs.deletePrefix(`evaluations/${input.teamId}/${input.evaluationId}/`);
+    return { status: 'deleted', f1: 0 };
+  }
+  let total = emptyCounts();
+  for (const r of input.shardResults ?? []) {
+    const prefix = `evaluations/${input.teamId}/${input.evaluationId}/`;
+    if (!r.key.startsWith(prefix)) throw new Error(`shard result ${r.key} is not this evaluation's`);
+    total = mergeCounts(total, JSON.parse(await svc.blobs.getText(r.key)) as EvaluationCounts);
+  }
+  const metrics = finalizeMetrics(total);
+  await svc.records.update(key.pk, key.sk, {
+    set: { status: 'complete', metrics, finished_at: svc.now().toISOString(), error: null },
+    condition: { expression: 'attribute_exists(pk)' },
+  });
+  return { status: 'complete', f1: metrics.f1 };
+}
+
+/** `evaluation.failed`: the workflow's error becomes the record's `error`. */
+export async function recordEvaluationFailure(
+  svc: Services,
+  input: { evaluationId: string; teamId: string; error?: { Error?: string; Cause?: string } },
+): Promise<{ status: string }> {
+  const key = evaluationItem(input.teamId, input.evaluationId);
+  const exists = await svc.records.get<Evaluation>(key.pk, key.sk);
+  if (!exists) return { status: 'deleted' };
+  let cause = input.error?.Cause ?? '';
+  try {
+    // Lambda errors arrive as a JSON Cause {errorMessage, …}; local handlers as plain text
+    const parsed = JSON.parse(cause) as { errorMessage?: string; message?: string };
+    cause = parsed.errorMessage ?? parsed.message ?? cause;
+  } catch {
+    /* plain text */
+  }
+  const reason = cause || input.error?.Error || 'the evaluation workflow failed';
+  await svc.records.update(key.pk, key.sk, { set: { status: 'failed', error: reason.slice(0, 2000), finished_at: svc.now().toISOString() } });
+  return { status: 'failed' };
+}
+
+/** The evaluation tasks by ASL task name, for a workflow runner (local) or the task Lambda. */
+export function evaluationTasks(svc: Services, predictor: EvaluationPredictor): Record<string, (input: never) => Promise<unknown>> {
+  return {
+    'evaluation.prepare': (input: { evaluationId: string; teamId: string }) => prepareEvaluation(svc, input),
+    'evaluation.shard': (input: { evaluationId: string; teamId: string; shard: Shard }) => evaluateShard(svc, predictor, input),
+    'evaluation.aggregate': (input: { evaluationId: string; teamId: string; shardResults?: ShardResult[] }) => aggregateEvaluation(svc, input),
+    'evaluation.failed': (input: { evaluationId: string; teamId: string; error?: { Error?: string; Cause?: string } }) => recordEvaluationFailure(svc, input),
+  } as Record<string, (input: never) => Promise<unknown>>;
+}

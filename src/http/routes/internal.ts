@@ -1,0 +1,25 @@
+/**
+ * Routes only the encoder service (ECS, `sift serve-aws`) mounts: workflow tasks that need the
+ * engine, forwarded by the workflow Lambda (which has no onnxruntime). Never exposed through API
+ * Gateway; guarded by the internal token (internalAuth.ts).
+ */
+import { z } from 'zod';
+import { evaluateShard, InProcessPredictor } from '../../core/evaluation/workflow';
+import { json, route } from '../types';
+
+export const internalRoutes = () => [
+  route({
+    method: 'POST',
+    path: '/internal/tasks/evaluation.shard',
+    tag: 'internal',
+    summary: 'Score one shard of an evaluation with this process’s engine',
+    auth: 'internal',
+    body: z.strictObject({
+      evaluationId: z.string().min(1),
+      teamId: z.string().min(1),
+      shard: z.strictObject({ offset: z.number().int().min(0), count: z.number().int().min(1) }),
+    }),
+    responses: { 200: { description: 'Where the counts were stored', schema: z.object({ key: z.string(), rows: z.number() }) } },
+    handler: async ({ svc, body }) => json(200, await evaluateShard(svc, new InProcessPredictor(svc), body)),
+  }),
+];
