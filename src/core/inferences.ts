@@ -1,7 +1,8 @@
 import type { Services } from './context';
 import { codePointSlice } from './datasets/rows';
 import { NotFoundError, ValidationError, type FieldError } from './errors';
-import { newUlid } from './ids';
+import { isUuid, newUlid } from './ids';
+import { getProject } from './projects';
 
 export type InferenceTask = 'ner' | 'classification' | 'structures' | 'relations' | 'generate';
 
@@ -67,6 +68,11 @@ export interface InferenceFilter {
 
 /** Newest first. Filters run in DynamoDB; offset/limit are applied over the filtered sequence. */
 export async function listInferences(svc: Services, teamId: string, filter: InferenceFilter) {
+  if (filter.project_id !== undefined && !isUuid(filter.project_id)) {
+    // a project name filters like its id (records store the id); an unknown name matches nothing
+    const project = await getProject(svc, teamId, filter.project_id).catch(() => undefined);
+    filter = { ...filter, project_id: project?.id ?? filter.project_id };
+  }
   const clauses: string[] = [];
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};

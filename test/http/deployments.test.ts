@@ -94,6 +94,10 @@ describe('projects', () => {
     expect(byName.body.model_id).toBe('support-ner');
     const rec = (await stack.call('GET', `/inferences/${byName.body.inference_id}`)).body;
     expect(rec).toMatchObject({ project_id: project.id, training_job_id: jobA });
+    for (const filter of [project.id, 'support-ner']) {
+      const listed = await stack.call('GET', `/inferences?project_id=${filter}`);
+      expect(listed.body.data.map((i: any) => i.inference_id)).toEqual([byName.body.inference_id]);
+    }
 
     const openai = new OpenAI({ apiKey: OPERATOR_KEY, baseURL: `${stack.url}/v1`, maxRetries: 0 });
     const chat = await openai.chat.completions.create({ model: project.id, messages: [{ role: 'user', content: text }], schema } as any);
