@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CATALOG } from '../../core/catalog';
 import { NotFoundError } from '../../core/errors';
+import { readiness } from '../../core/readiness';
 import { json, route } from '../types';
 
 const CREATED = Math.floor(Date.parse('2026-01-01T00:00:00Z') / 1000);
@@ -24,6 +25,11 @@ const OpenAiModel = z.object({
   created_at: z.string(),
 });
 
+const ReadinessSchema = z.object({
+  ready: z.boolean(),
+  checks: z.record(z.string(), z.object({ ok: z.boolean(), detail: z.string().optional(), ms: z.number() })),
+});
+
 /** Routes that need no credentials. `/openapi.json` is added by openapi.ts, which needs every route. */
 export const metaRoutes = [
   route({
@@ -34,6 +40,21 @@ export const metaRoutes = [
     auth: 'public',
     responses: { 200: { description: 'Alive', schema: z.object({ status: z.literal('ok') }) } },
     handler: async () => json(200, { status: 'ok' }),
+  }),
+  route({
+    method: 'GET',
+    path: '/ready',
+    tag: 'meta',
+    summary: 'Readiness: stores reachable and preloaded models (SIFT_PRELOAD_MODELS) loaded; 503 until then',
+    auth: 'public',
+    responses: {
+      200: { description: 'Ready', schema: ReadinessSchema },
+      503: { description: 'Not ready (the body says which check failed)', schema: ReadinessSchema },
+    },
+    handler: async ({ svc }) => {
+      const report = await readiness(svc);
+      return json(report.ready ? 200 : 503, report);
+    },
   }),
   route({
     method: 'GET',

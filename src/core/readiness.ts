@@ -1,0 +1,43 @@
+/**
+ * Readiness (load balancer target health, ECS): the stores answer and, where the process serves
+ * the engine, the models named in `SIFT_PRELOAD_MODELS` are loaded — so a fresh task gets traffic
+ * only once its first request won't pay the model load.
+ */
+import type { Services } from './context';
+import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, { ok: boolean; detail?: string; ms: number }>;
+}
+
+async function check(name: string, report: ReadinessReport, fn: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  try {
+    await fn();
+    report.checks[name] = { ok: true, ms: Math.round(performance.now() - started) };
+  } catch (err) {
+    report.ready = false;
+    report.checks[name] = { ok: false, detail: (err as Error).message.slice(0, 300), ms: Math.round(performance.now() - started) };
+  }
+}
+
+export function preloadModels(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env['SIFT_PRELOAD_MODELS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export async function readiness(svc: Services, models: string[] = preloadModels()): Promise<ReadinessReport> {
+  const report: ReadinessReport = { ready: true, checks: {} };
+  await Promise.all([
+    check('records', report, () => svc.records.get('INSTALL', 'INSTALL')),
+    check('blobs', report, () => svc.blobs.head('models/.readiness-probe')),
+  ]);
+  for (const model of models) {
+    await check(`model:${model}`, report, async () => {
+      // catalog ids only: they need no team (preloading is an operator setting)
+      const runtime = encoderRuntime(svc);
+      await runtime.model(await runtime.localDir(svc, await resolveEncoderModel(svc, '-', model)));
+    });
+  }
+  return report;
+}
