@@ -7,6 +7,7 @@ import { getVersion, latestReadyVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from './errors';
 import { isUuid, newUuid } from './ids';
 import { deleteCheckpointRecords } from './training/artifacts';
+import { impossibleLabels } from './training/promptBudget';
 
 export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
 export const TERMINAL: JobStatus[] = ['complete', 'failed', 'stopped'];
@@ -127,6 +128,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
 
   const datasets: { name: string; version: number }[] = [];
   const tasks = new Set<string>();
+  const tooLong: FieldError[] = [];
   for (const [i, ref] of input.datasets.entries()) {
     const version = ref.version !== undefined ? await getVersion(svc, teamId, ref.name, ref.version) : await latestReadyVersion(svc, teamId, ref.name);
     if (!version) {
@@ -146,7 +148,10 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     }
     fits.forEach((t) => tasks.add(t));
     datasets.push({ name: ref.name, version: version.version });
+    // a label that can never fit the encoder's positions would fail the job mid-training (training/promptBudget.ts)
+    if (root.type === 'encoder') tooLong.push(...impossibleLabels(root.id, ref.name, version, ['body', 'datasets', i]));
   }
+  if (tooLong.length) throw new ValidationError(tooLong.slice(0, 20));
 
   const job: TrainingJob = {
     id: newUuid(),

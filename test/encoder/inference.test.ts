@@ -186,12 +186,23 @@ describe('bad input: clear 4xx, never 500', () => {
     ['unknown model', { model_id: 'nobody/nothing', text: 'hello', schema: { entities: ['person'] } }, 404, /does not exist/],
     ['weights absent', { model_id: 'fastino/gliner2-large-v1', text: 'hello', schema: { entities: ['person'] } }, 503, /fastino\/gliner2-large-v1.*not in the model store/],
     ['unknown task', { task: 'summarize', text: 'hello', schema: { entities: ['person'] } }, 422, /unknown task/],
-    ['schema too long for the model', { text: 'hello', schema: { entities: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`type ${i}`, 'a very long description '.repeat(20).slice(0, 480)])) } }, 422, /tokens/],
+    // a long schema runs in label groups (docs/encoder.md "Large label sets"); one label that cannot fit even alone is refused
+    ['a label too long for the model even alone', { text: 'hello', schema: { entities: { person: 'names', ['!'.repeat(100)]: '?'.repeat(500) } } }, 422, /entity type '!+' alone serializes to \d+ tokens; the model accepts 512/],
   ];
   it.each(cases)('%s', async (_name, body, status, detail) => {
     const res = await stack.call('POST', '/inference', { body: { model_id: MODEL, ...body } });
     expect(res.status).toBe(status);
     expect(res.body.detail).toMatch(detail);
+  });
+
+  it('a schema longer than the encoder (200 labels, 40 long descriptions) is run in label groups: 200', async () => {
+    const many = await infer({ text: 'Tim Cook met Satya Nadella in Paris.', schema: { entities: ['person', ...Array.from({ length: 198 }, (_, i) => `archive record type ${i}`), 'city'] } });
+    expect(many.status).toBe(200);
+    const labels = many.body.result.entities.map((e: any) => `${e.label}:${e.text}`);
+    expect(labels).toEqual(expect.arrayContaining(['person:Tim Cook', 'city:Paris']));
+    const described = await infer({ text: 'hello', schema: { entities: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`type ${i}`, 'a very long description '.repeat(20).slice(0, 480)])) } });
+    expect(described.status).toBe(200);
+    expect(described.body.usage.input_tokens).toBeGreaterThan(512);
   });
 
   it('a training job id without an active deployment is 409', async () => {

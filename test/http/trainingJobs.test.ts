@@ -96,6 +96,23 @@ describe('POST /core/training-jobs', () => {
     expect(pending.body.detail).toMatch(/no ready version/);
   });
 
+  it('large label sets are accepted; a label that can never fit the encoder is a 422 naming the dataset', async () => {
+    const intents = Array.from({ length: 120 }, (_, i) => `customer intent number ${i}`);
+    const many = jsonl(intents.map((label, i) => ({ text: `Question ${i} about my account.`, label })));
+    expect((await stack.uploadDataset('intents-120', many)).status).toBe('ready');
+    expect((await create({ model_name: 'big', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'intents-120' }] })).status).toBe(201);
+    const huge = Array.from({ length: 600 }, (_, i) => `w${i}`).join(' ');
+    const bad = jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person']], label: 'short' }, { text: 'Rain.', label: huge }]);
+    expect((await stack.uploadDataset('huge-label', bad)).status).toBe('ready');
+    const res = await create({ model_name: 'm', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'ner-set' }, { name: 'huge-label' }] });
+    expect(res.status).toBe(422);
+    expect(res.body.errors).toHaveLength(1);
+    expect(res.body.errors[0]).toMatchObject({ loc: ['body', 'datasets', 1], type: 'prompt_too_long' });
+    expect(res.body.detail).toMatch(/body\.datasets\.1: dataset 'huge-label': the classification label 'w0 w1 [^']*\.\.\.' alone serializes to at least 6\d\d prompt tokens; sift\/gliner2-mini-v1 takes 512 tokens per pass/);
+    // DeBERTa-based encoders (relative positions) have no hard limit
+    expect((await create({ model_name: 'm', base_model: 'fastino/gliner2-base-v1', datasets: [{ name: 'huge-label' }] })).status).toBe(201);
+  });
+
   it('rejects hyperparameters out of range', async () => {
     const res = await create({ model_name: 'm', base_model: 'fastino/gliner2-base-v1', datasets: [{ name: 'ner-set' }], nr_epochs: 0, learning_rate: 5 });
     expect(res.status).toBe(422);

@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import common
 from .common import Hyperparameters, JobPaths, emit, write_json
-from .data import TaskInfo, convert, infer_tasks, split
+from .data import DatasetError, TaskInfo, convert, infer_tasks, split
+from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
 from .stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
@@ -85,6 +86,7 @@ def _make_trainer_class():
         sift_last_eval: Dict[str, Any] = {}
         sift_checkpoints: List[Dict[str, Any]] = []
         sift_stopped_checkpoint: Optional[Dict[str, Any]] = None
+        sift_fitter: Optional[PromptFitter] = None
 
         def _log_metrics(self, metrics, prefix: str = ""):
             super()._log_metrics(metrics, prefix)
@@ -104,6 +106,13 @@ def _make_trainer_class():
                 self.sift_last_eval = {k: v for k, v in metrics.items() if k not in ("step", "epoch")}
                 emit("metrics", scope="validation", step=int(self.global_step), epoch=int(self.epoch) + 1,
                      metrics=self.sift_last_eval)
+
+        def _prepare_data(self, data, is_train: bool = True):
+            # examples whose schema prompt could exceed the encoder's positions: gold + sampled negatives
+            ds = super()._prepare_data(data, is_train)
+            if ds is None or self.sift_fitter is None:
+                return ds
+            return sampled_dataset(ds, self.sift_fitter, int(self.config.seed), training=is_train)
 
         def _save_checkpoint(self, name: str):
             if name == "best":
@@ -187,20 +196,42 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
 
     from .metrics import evaluate
 
-    eval_subset = val_rows[:EVAL_ROWS_PER_EPOCH]
-
-    def compute_metrics(m, _eval_dataset):
-        return evaluate(m, eval_subset, info) if eval_subset else {}
-
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
     cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows))
     model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"))
+    eval_records = convert(val_rows, info) if val_rows else None
+
+    # Label sets whose prompt does not fit the encoder (prompt_budget.py): sample negatives in
+    # training, predict in label groups for metrics; labels that can never fit are a dataset error.
+    limit = max_positions(model)
+    fitter = PromptFitter(model.processor, limit, max_words=cfg.max_len) if limit else None
+    if fitter is not None:
+        n_sampled, bad = check_records(fitter, train_records, worst=True)
+        n_eval_sampled, bad_eval = check_records(fitter, eval_records or [], worst=False)
+        problems = [(f"training row {i}", why, train_records[i]["input"]) for i, why in bad]
+        problems += [(f"validation row {i}", why, eval_records[i]["input"]) for i, why in bad_eval]  # type: ignore[index]
+        if problems:
+            head = "; ".join(f"{where} ({text[:40]!r}): {why}" for where, why, text in problems[:3])
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise DatasetError(f"{len(problems)} row(s) cannot fit the encoder's {limit} positions: {head}{more}",
+                               [{"row": None, "field": None, "message": f"{w}: {y}"} for w, y, _t in problems])
+        emit("prompt_budget", max_positions=limit, max_words=cfg.max_len, train_rows_sampled=n_sampled,
+             validation_rows_sampled=n_eval_sampled)
+
+    def scorer(m):
+        return GroupedExtractor(m, limit) if limit else m
+
+    eval_subset = val_rows[:EVAL_ROWS_PER_EPOCH]
+
+    def compute_metrics(m, _eval_dataset):
+        return evaluate(scorer(m), eval_subset, info) if eval_subset else {}
+
     Trainer = _make_trainer_class()
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
     trainer.sift_base_model_path = str(base.resolve())
     trainer.sift_checkpoints = []
-    eval_records = convert(val_rows, info) if val_rows else None
+    trainer.sift_fitter = fitter
     t0 = time.time()
     summary = trainer.train(train_data=train_records, eval_data=eval_records)
     train_seconds = time.time() - t0
@@ -217,10 +248,10 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     trained.eval()
 
     if val_rows:
-        final_metrics = evaluate(trained, val_rows, info)
+        final_metrics = evaluate(scorer(trained), val_rows, info)
         final_metrics["evaluated_on"] = "validation"
     else:  # too few rows to hold any out (or validation_split = 0): report training-set fit, labelled as such
-        final_metrics = evaluate(trained, train_rows[:EVAL_ROWS_PER_EPOCH], info)
+        final_metrics = evaluate(scorer(trained), train_rows[:EVAL_ROWS_PER_EPOCH], info)
         final_metrics["evaluated_on"] = "train"
     if final_metrics:
         emit("metrics", scope="final", step=int(trainer.global_step), metrics=final_metrics)

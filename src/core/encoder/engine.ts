@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Tokenizer } from 'tokenizers';
 import { createSessions, type SessionSet } from './sessions';
 import { finalizeSpans, resolveDisallow, sigmoid, type Span } from './decode';
-import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema, type PromptTask } from './schema';
+import { buildChoicePrefix, buildPromptTasks, SPECIAL, type ClassificationSpec, type EncoderSchema, type PromptTask } from './schema';
 import { CodePoints, normalizeText, pyStrip, splitWords } from './text';
 
 export type { Span } from './decode';
@@ -58,15 +58,42 @@ export interface InferOptions {
   /** Word windows for texts longer than the encoder's position limit. */
   chunkWords?: number;
   chunkOverlap?: number;
+  /**
+   * Prompt tokens per label group ("Large label sets" in docs/encoder.md). Unset: labels are split only
+   * for a text that does not fit with the whole prompt when that prompt leaves less than
+   * `GROUP_TEXT_TOKENS` for text. Set: any prompt longer than this is split, for every text (tests).
+   */
+  labelGroupTokens?: number;
 }
 
 export interface InferOutput {
   results: EncoderResult[];
   /** Encoder input tokens over all texts (and chunks). */
   inputTokens: number;
-  /** Per text: how many chunks it was split into (1 = not chunked). */
+  /** Per text: how many chunks it was split into (1 = not chunked; the most over its label groups). */
   chunks: number[];
+  /** Per text: how many label groups the schema was split into for it (1 = the whole prompt at once). */
+  groups: number[];
 }
+
+/**
+ * Room for text that label groups leave (tokens). A prompt longer than `max_position_embeddings` minus
+ * this is split into label groups for the texts that do not fit with it, so a long text still gets
+ * windows of at least this many tokens.
+ */
+export const GROUP_TEXT_TOKENS = 128;
+
+/** A classification label's score with the classifier's raw logit (label-group runs). */
+interface RawLabelScore extends LabelScore {
+  logit: number;
+}
+
+/** The smallest parts a schema is split into: one entity type / classification label, or a whole structure / relation. */
+type Unit =
+  | { kind: 'structure'; name: string }
+  | { kind: 'entity'; name: string }
+  | { kind: 'relation'; name: string }
+  | { kind: 'label'; task: number; label: string };
 
 interface Record_ {
   textIndex: number;
@@ -157,13 +184,29 @@ export class EncoderModel {
     await this.sessions.release();
   }
 
-  /** Subword ids of each pre-token (tokenized in isolation, no CLS/SEP), cached. */
+  /**
+   * Subword ids of each pre-token (tokenized in isolation, no CLS/SEP), cached. Least recently
+   * requested entries are evicted, never the ones just requested: a request's later steps (windows,
+   * label groups) read the cache after further calls.
+   */
   private async tokenizeAll(tokens: Iterable<string>): Promise<void> {
-    const todo = [...new Set([...tokens].filter((t) => !this.cache.has(t)))];
+    const want = new Set(tokens);
+    const todo: string[] = [];
+    for (const t of want) {
+      const ids = this.cache.get(t);
+      if (ids === undefined) todo.push(t);
+      else {
+        this.cache.delete(t); // most recently used last
+        this.cache.set(t, ids);
+      }
+    }
     if (!todo.length) return;
     const enc = await this.tokenizer.encodeBatch(todo, { addSpecialTokens: false });
-    if (this.cache.size + todo.length > TOKEN_CACHE_MAX) this.cache.clear();
     todo.forEach((t, i) => this.cache.set(t, enc[i]!.getIds()));
+    for (const k of this.cache.keys()) {
+      if (this.cache.size <= TOKEN_CACHE_MAX) break;
+      if (!want.has(k)) this.cache.delete(k);
+    }
   }
 
   /** Token count of the serialized input for one text (same rules as the encoder input). */
@@ -189,7 +232,150 @@ export class EncoderModel {
     return { ...rec, ids, wordPos, taskPos };
   }
 
+  /**
+   * Runs `schema` over `texts`. A schema whose prompt cannot share the encoder with a text is split into
+   * label groups that fit (`labelGroups`); each group runs on its own and the results are merged
+   * (`mergeGroups`). Schemas that fit take the direct path unchanged.
+   */
   async infer(texts: string[], schema: EncoderSchema, opts: InferOptions = {}): Promise<InferOutput> {
+    const maxPos = this.config.max_position_embeddings;
+    const forced = opts.labelGroupTokens;
+    const budget = forced ?? maxPos - GROUP_TEXT_TOKENS;
+    const promptLen = await this.promptTokens(schema);
+    if (promptLen <= budget) return this.inferDirect(texts, schema, opts);
+    let grouped: number[];
+    if (forced !== undefined) grouped = texts.map((_, i) => i);
+    else {
+      const words = texts.map((t) => splitWords(normalizeText(t)).words);
+      await this.tokenizeAll(words.flat());
+      grouped = [];
+      words.forEach((ws, i) => {
+        const n = ws.reduce((k, w) => k + this.cache.get(w)!.length, 0);
+        if (promptLen + n > maxPos) grouped.push(i);
+      });
+    }
+    if (!grouped.length) return this.inferDirect(texts, schema, opts);
+
+    const groupSchemas = await this.labelGroups(schema, budget);
+    const inGroups = new Set(grouped);
+    const direct = texts.map((_, i) => i).filter((i) => !inGroups.has(i));
+    const results = new Array<EncoderResult>(texts.length);
+    const chunks = new Array<number>(texts.length).fill(1);
+    const groups = new Array<number>(texts.length).fill(1);
+    let inputTokens = 0;
+    if (direct.length) {
+      const out = await this.inferDirect(direct.map((i) => texts[i]!), schema, opts);
+      direct.forEach((ti, j) => {
+        results[ti] = out.results[j]!;
+        chunks[ti] = out.chunks[j]!;
+      });
+      inputTokens += out.inputTokens;
+    }
+    const parts: EncoderResult[][] = grouped.map(() => []);
+    for (const g of groupSchemas) {
+      const out = await this.inferDirect(grouped.map((i) => texts[i]!), g, opts, true);
+      out.results.forEach((r, j) => parts[j]!.push(r));
+      grouped.forEach((ti, j) => (chunks[ti] = Math.max(chunks[ti]!, out.chunks[j]!)));
+      inputTokens += out.inputTokens;
+    }
+    grouped.forEach((ti, j) => {
+      results[ti] = mergeGroups(parts[j]!, schema, opts.threshold ?? 0.5);
+      groups[ti] = groupSchemas.length;
+    });
+    return { results, inputTokens, chunks, groups };
+  }
+
+  /** Tokens of a schema's prompt with no text: schemas, separators, `[SEP_TEXT]` and the choice prefix. */
+  async promptTokens(schema: EncoderSchema): Promise<number> {
+    const tasks = buildPromptTasks(schema);
+    const prefix = buildChoicePrefix(schema);
+    await this.tokenizeAll([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, ...prefix, ...tasks.flatMap((t) => t.tokens)]);
+    return this.build({ textIndex: 0, text: '', offset: 0, words: [], starts: [], ends: [], prefix }, tasks).ids.length;
+  }
+
+  /**
+   * Splits a schema into groups whose prompt is at most `budget` tokens, greedily in prompt order.
+   * Entity types and classification labels are split one by one; a structure (its fields share the
+   * count head and instance slots) and a relation stay whole. A part longer than `budget` runs alone;
+   * one that cannot fit the encoder even without text is an `EncoderInputError`.
+   */
+  async labelGroups(schema: EncoderSchema, budget = this.config.max_position_embeddings - GROUP_TEXT_TOKENS): Promise<EncoderSchema[]> {
+    const maxPos = this.config.max_position_embeddings;
+    const units: Unit[] = [
+      ...schema.structures.filter((s) => s.fields.length).map((s): Unit => ({ kind: 'structure', name: s.name })),
+      ...schema.entities.map((e): Unit => ({ kind: 'entity', name: e.name })),
+      ...schema.relations.map((r): Unit => ({ kind: 'relation', name: r.name })),
+      ...schema.classifications.flatMap((c, task) => c.labels.map((label): Unit => ({ kind: 'label', task, label }))),
+    ];
+    // additive estimate (exact for WordPiece: the prompt string's pieces are split at spaces anyway)
+    const pieces = new Set<string>([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, SPECIAL.P, SPECIAL.E, SPECIAL.L, '(', ')', 'entities']);
+    const descOf = (label: string, desc: string | undefined) => (desc ? `${SPECIAL.DESCRIPTION} ${label}: ${desc}` : undefined);
+    const taskHead = (c: ClassificationSpec) => (c.prompt ? `${c.task}: ${c.prompt}` : c.task);
+    for (const e of schema.entities) [e.name, descOf(e.name, e.description)].forEach((x) => x && pieces.add(x));
+    for (const c of schema.classifications) {
+      pieces.add(taskHead(c));
+      for (const l of c.labels) [l, descOf(l, c.labelDescriptions?.[l])].forEach((x) => x && pieces.add(x));
+    }
+    await this.tokenizeAll(pieces);
+    const n = (x: string | undefined) => (x === undefined ? 0 : this.cache.get(x)!.length);
+    const whole = new Map<string, number>();
+    for (const u of units) {
+      if (u.kind !== 'structure' && u.kind !== 'relation') continue;
+      const sub = subSchema(schema, [u]);
+      whole.set(`${u.kind}:${u.name}`, (await this.promptTokens(sub)) - n(SPECIAL.SEP_TEXT) + n(SPECIAL.SEP_STRUCT));
+    }
+    const wrapper = n('(') * 2 + n(')') * 2 + n(SPECIAL.P) + n(SPECIAL.SEP_STRUCT);
+    const cost = (u: Unit, open: Set<string>): number => {
+      if (u.kind === 'structure' || u.kind === 'relation') return whole.get(`${u.kind}:${u.name}`)!;
+      if (u.kind === 'entity') {
+        const e = schema.entities.find((x) => x.name === u.name)!;
+        return (open.has('entities') ? 0 : wrapper + n('entities')) + n(SPECIAL.E) + n(e.name) + n(descOf(e.name, e.description));
+      }
+      const c = schema.classifications[u.task]!;
+      return (open.has(`task:${u.task}`) ? 0 : wrapper + n(taskHead(c))) + n(SPECIAL.L) + n(u.label) + n(descOf(u.label, c.labelDescriptions?.[u.label]));
+    };
+    const key = (u: Unit) => (u.kind === 'entity' ? 'entities' : u.kind === 'label' ? `task:${u.task}` : `${u.kind}:${u.name}`);
+
+    const groups: Unit[][] = [];
+    let cur: Unit[] = [];
+    let open = new Set<string>();
+    let used = n(SPECIAL.SEP_TEXT);
+    for (const u of units) {
+      const c = cost(u, open);
+      if (cur.length && used + c > budget) {
+        groups.push(cur);
+        cur = [];
+        open = new Set();
+        used = n(SPECIAL.SEP_TEXT);
+      }
+      used += cost(u, open);
+      open.add(key(u));
+      cur.push(u);
+    }
+    if (cur.length) groups.push(cur);
+
+    // exact check per group; a group over budget (a tokenizer that is not additive) gives up its last parts
+    const out: EncoderSchema[] = [];
+    for (let gi = 0; gi < groups.length; gi++) {
+      const g = groups[gi]!;
+      const len = await this.promptTokens(subSchema(schema, g));
+      if (g.length === 1) {
+        if (len + 2 > maxPos) {
+          const u = g[0]!;
+          const what = u.kind === 'label' ? `label '${u.label}' of classification '${schema.classifications[u.task]!.task}'` : u.kind === 'entity' ? `entity type '${u.name}'` : `${u.kind} '${u.name}'`;
+          throw new EncoderInputError(`the ${what} alone serializes to ${len} tokens; the model accepts ${maxPos} tokens in all (schema + text)`);
+        }
+      } else if (len > budget) {
+        groups.splice(gi + 1, 0, [g.pop()!]);
+        gi--;
+        continue;
+      }
+      out.push(subSchema(schema, g));
+    }
+    return out;
+  }
+
+  private async inferDirect(texts: string[], schema: EncoderSchema, opts: InferOptions, raw = false): Promise<InferOutput> {
     const threshold = opts.threshold ?? 0.5;
     const batchSize = Math.max(1, opts.batchSize ?? 8);
     const tasks = buildPromptTasks(schema);
@@ -230,7 +416,7 @@ export class EncoderModel {
     const perRecord: EncoderResult[] = new Array<EncoderResult>(records.length);
     for (let b = 0; b < order.length; b += batchSize) {
       const idx = order.slice(b, b + batchSize);
-      const out = await this.runBatch(idx.map((i) => records[i]!), tasks, threshold);
+      const out = await this.runBatch(idx.map((i) => records[i]!), tasks, threshold, raw);
       idx.forEach((i, j) => (perRecord[i] = out[j]!));
     }
     const inputTokens = records.reduce((n, r) => n + r.ids.length, 0);
@@ -245,7 +431,7 @@ export class EncoderModel {
       k += n;
       results.push(n === 1 ? parts[0]! : mergeChunks(parts, recs, new CodePoints(texts[ti]!), schema));
     }
-    return { results, inputTokens, chunks };
+    return { results, inputTokens, chunks, groups: texts.map(() => 1) };
   }
 
   private async chunk(ti: number, original: string, tasks: PromptTask[], prefix: string[], opts: InferOptions, maxPos: number): Promise<Record_[]> {
@@ -279,7 +465,8 @@ export class EncoderModel {
     }
   }
 
-  private async runBatch(batch: Record_[], tasks: PromptTask[], threshold: number): Promise<EncoderResult[]> {
+  /** `raw`: classification tasks return every label (sorted by score) with its logit, for `mergeGroups`. */
+  private async runBatch(batch: Record_[], tasks: PromptTask[], threshold: number, raw = false): Promise<EncoderResult[]> {
     const D = this.config.hidden_size;
     const W = this.config.max_width;
     const B = batch.length;
@@ -561,39 +748,89 @@ export class EncoderModel {
         const c = t.classification!;
         const lg = clsLogits.get(`${bi}:${i}`) ?? new Float32Array(0);
         if (!lg.length) continue;
-        let probs: number[];
-        if (c.multiLabel) probs = Array.from(lg, (x) => sigmoid(x));
-        else {
-          const mx = Math.max(...lg);
-          const ex = Array.from(lg, (x) => Math.exp(x - mx));
-          const z = ex.reduce((a, b) => a + b, 0);
-          probs = ex.map((e) => e / z);
-        }
-        let argmax = 0;
-        probs.forEach((p, j) => (p > probs[argmax]! ? (argmax = j) : undefined));
-        let chosen: LabelScore[];
-        if (c.multiLabel) {
-          const thr = c.threshold ?? threshold;
-          chosen = c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= thr);
-          if (!chosen.length) chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
-          chosen = stableSortDesc(chosen);
-          if (c.topK !== undefined) chosen = chosen.slice(0, c.topK);
-        } else {
-          chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
-          if (c.topK !== undefined && c.topK > 1) {
-            const rest = stableSortDesc(c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((_, j) => j !== argmax));
-            chosen = [...chosen, ...rest].slice(0, c.topK);
-          }
-        }
-        res.classifications[t.name] = chosen;
+        if (raw) {
+          const probs = classProbs(c, lg);
+          res.classifications[t.name] = stableSortDesc(c.labels.map((label, j): RawLabelScore => ({ label, score: probs[j]!, logit: lg[j]! })));
+        } else res.classifications[t.name] = decodeClassification(c, lg, threshold);
       }
       return res;
     });
   }
 }
 
-function stableSortDesc(xs: LabelScore[]): LabelScore[] {
+function stableSortDesc<T extends LabelScore>(xs: T[]): T[] {
   return xs.map((x, i) => ({ x, i })).sort((a, b) => b.x.score - a.x.score || a.i - b.i).map((y) => y.x);
+}
+
+/** Per-label probabilities: sigmoid (multi-label) or softmax over the task's labels (single-label). */
+function classProbs(c: ClassificationSpec, lg: Float32Array): number[] {
+  if (c.multiLabel) return Array.from(lg, (x) => sigmoid(x));
+  const mx = Math.max(...lg);
+  const ex = Array.from(lg, (x) => Math.exp(x - mx));
+  const z = ex.reduce((a, b) => a + b, 0);
+  return ex.map((e) => e / z);
+}
+
+/** gliner2 classification decoding from the classifier's logits (one per label, in `c.labels` order). */
+function decodeClassification(c: ClassificationSpec, lg: Float32Array, threshold: number): LabelScore[] {
+  const probs = classProbs(c, lg);
+  let argmax = 0;
+  probs.forEach((p, j) => (p > probs[argmax]! ? (argmax = j) : undefined));
+  let chosen: LabelScore[];
+  if (c.multiLabel) {
+    const thr = c.threshold ?? threshold;
+    chosen = c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= thr);
+    if (!chosen.length) chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
+    chosen = stableSortDesc(chosen);
+    if (c.topK !== undefined) chosen = chosen.slice(0, c.topK);
+  } else {
+    chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
+    if (c.topK !== undefined && c.topK > 1) {
+      const rest = stableSortDesc(c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((_, j) => j !== argmax));
+      chosen = [...chosen, ...rest].slice(0, c.topK);
+    }
+  }
+  return chosen;
+}
+
+/** The schema restricted to some of its parts (`labelGroups`); descriptions follow their labels. */
+function subSchema(schema: EncoderSchema, units: Unit[]): EncoderSchema {
+  const has = (kind: Unit['kind'], name: string) => units.some((u) => u.kind === kind && 'name' in u && u.name === name);
+  return {
+    structures: schema.structures.filter((s) => has('structure', s.name)),
+    entities: schema.entities.filter((e) => has('entity', e.name)),
+    relations: schema.relations.filter((r) => has('relation', r.name)),
+    classifications: schema.classifications
+      .map((c, task) => ({ ...c, labels: c.labels.filter((l) => units.some((u) => u.kind === 'label' && u.task === task && u.label === l)) }))
+      .filter((c) => c.labels.length > 0),
+  };
+}
+
+/**
+ * One text's results from every label group → the result of the whole schema. Entity types,
+ * structures and relations belong to exactly one group, so their results are taken as they are;
+ * a classification task's labels are spread over groups, so their logits are gathered and decoded
+ * together: one softmax over all labels (single-label) or every label's sigmoid (multi-label).
+ */
+function mergeGroups(parts: EncoderResult[], schema: EncoderSchema, threshold: number): EncoderResult {
+  const out: EncoderResult = { classifications: {}, structures: {}, relations: {} };
+  if (schema.entities.length) {
+    out.entities = {};
+    for (const e of schema.entities)
+      for (const p of parts) if (p.entities && e.name in p.entities) out.entities[e.name] = p.entities[e.name]!;
+  }
+  for (const p of parts) {
+    Object.assign(out.structures, p.structures);
+    Object.assign(out.relations, p.relations);
+  }
+  for (const c of schema.classifications) {
+    const logits = new Float32Array(c.labels.length).fill(Number.NaN);
+    const at = new Map(c.labels.map((l, j) => [l, j]));
+    for (const p of parts) for (const x of (p.classifications[c.task] ?? []) as RawLabelScore[]) logits[at.get(x.label)!] = x.logit;
+    if (logits.some((x) => Number.isNaN(x))) continue;
+    out.classifications[c.task] = decodeClassification(c, logits, threshold);
+  }
+  return out;
 }
 
 export class EncoderInputError extends Error {}
