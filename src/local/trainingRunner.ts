@@ -10,6 +10,7 @@ import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
+import { InProcessPredictor, validationMetrics } from '../core/evaluation/workflow';
 import {
   archiveKey,
   checkpointPrefix,
@@ -287,9 +288,19 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
     await markBestCheckpoint(svc, teamId, job.id);
     const finalId = (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
+    let headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? pick(metrics) : null;
+    try {
+      // the job's metrics come from the service's evaluator and engine, like any evaluation's
+      const served = await validationMetrics(svc, new InProcessPredictor(svc), teamId, job.id);
+      if (served) {
+        headline = pick(served as unknown as Record<string, number>);
+        log.system(`validation metrics (serving engine): f1 ${served.f1} precision ${served.precision} recall ${served.recall} over ${served.support.rows} rows`);
+      }
+    } catch (err) {
+      log.system(`could not score the exported model on the validation rows; keeping the trainer's metrics: ${(err as Error).message}`);
+    }
     log.system('training complete; model, archive and final checkpoint saved');
     await log.flush();
-    const headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
     await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'], final_checkpoint_id: finalId } as Partial<TrainingJob>);
   }
 
@@ -354,3 +365,5 @@ class LogWriter {
     return this.writing;
   }
 }
+
+const pick = (m: Record<string, number>) => ({ f1: m['f1'] as number, precision: m['precision'] as number, recall: m['recall'] as number });

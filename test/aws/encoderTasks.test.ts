@@ -13,6 +13,7 @@ import { allRoutes } from '../../src/http/routes';
 import { internalRoutes } from '../../src/http/routes/internal';
 import { nodeHandler } from '../../src/local/httpAdapter';
 import { jsonl, TestStack } from '../helpers/localStack';
+import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
 const TOKEN = 'internal-token-for-tests-0123456789abcdef';
 let stack: TestStack;
@@ -49,6 +50,16 @@ it('runs evaluation.shard on the encoder service, which stores the counts and re
   expect(result.rows).toBe(1);
   const counts = JSON.parse(await stack.svc.blobs.getText(result.key)) as { per_entity: Record<string, { tp: number; fn: number }> };
   expect(counts.per_entity['person']!.tp + counts.per_entity['person']!.fn).toBe(1);
+});
+
+it('runs training.validate: the job\'s headline metrics from the engine on its held-out rows', async () => {
+  const job = await seedCompleteEncoderJob(stack, teamId, 'people');
+  const rows = [{ text: 'Tim Cook visited Paris.', entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Paris', label: 'city', start: 17, end: 22 }] }];
+  await stack.svc.blobs.put(`jobs/${teamId}/${job.id}/model/validation.jsonl`, jsonl(rows));
+  const metrics = (await runOnEncoderService('training.validate', { teamId, jobId: job.id }, { baseUrl, token: TOKEN })) as Record<string, any>;
+  expect(metrics['support'].rows).toBe(1);
+  expect(Object.keys(metrics['per_entity']).sort()).toEqual(['city', 'person']);
+  expect(metrics['f1']).toBeGreaterThan(0);
 });
 
 it('a wrong token gets 404 (the route does not exist for it) and fails the task for good', async () => {

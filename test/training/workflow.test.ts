@@ -69,6 +69,16 @@ it('dataset → training → evaluation beating the base model → deployment �
   expect(tuned.metrics.per_entity['invoice number'].f1).toBeGreaterThan(base.metrics.per_entity['invoice number'].f1);
   expect(tuned.metrics.per_entity['invoice number'].support).toBe(heldOut.length);
 
+  // a job's metrics are this evaluator's, on the rows the trainer held out: evaluating the job on
+  // exactly those rows gives the same numbers
+  const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
+  const heldBack = await stack.svc.blobs.getText(`jobs/${teamId}/${job.id}/model/validation.jsonl`);
+  expect(heldBack.trim().split('\n').length).toBeGreaterThan(0);
+  expect((await stack.uploadDataset('tickets-val', heldBack)).status).toBe('ready');
+  const onVal = await stack.call('POST', '/core/evaluations', { body: { base_model: job.id, dataset_name: 'tickets-val' } });
+  const valEval = await poll(`/core/evaluations/${onVal.body.id}`);
+  expect({ f1: valEval.metrics.f1, precision: valEval.metrics.precision, recall: valEval.metrics.recall }).toEqual(job.metrics);
+
   // (5) a job id routes only while deployed
   const text = 'Customer Nadia Bauer reported that invoice INV-77312 was charged twice.';
   const byJob = () => stack.call('POST', '/inference', { body: { model_id: job.id, text, schema } });

@@ -260,6 +260,8 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         "steps": int(trainer.global_step), "epochs": int(summary.get("total_epochs", 0)),
         "checkpoints": trainer.sift_checkpoints, "adapter_dir": adapter_dir,
         "train_rows": len(train_rows), "validation_rows": len(val_rows),
+        # the held-out rows themselves: the service re-scores the exported model on them with its evaluator
+        "validation_data": val_rows,
     }
 
 

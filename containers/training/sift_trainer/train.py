@@ -98,6 +98,9 @@ def run(paths: JobPaths) -> int:
         saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx)
         metrics = res["metrics"]
         onnx_cfg = saved["onnx"]
+        with open(paths.model_dir / "validation.jsonl", "w", encoding="utf-8") as f:
+            for row in res.get("validation_data") or []:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
         manifest.update({
             "architecture": "gliner2-span",
             "tasks": res["info"].to_dict(),
@@ -108,6 +111,7 @@ def run(paths: JobPaths) -> int:
                 "tokenizer": "tokenizer.json", "tokenizer_config": "tokenizer_config.json",
                 "onnx_dir": "onnx/" if onnx_cfg else None, "onnx_config": "onnx/gliner2_config.json" if onnx_cfg else None,
                 "adapter": "adapter/" if res["adapter_dir"] else None,
+                "validation": "validation.jsonl",
             },
             "special_tokens": onnx_cfg["special_tokens"] if onnx_cfg else None,
             "onnx": {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")} if onnx_cfg else None,

@@ -15,7 +15,7 @@ import { ConflictError } from '../errors';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
 import { evaluationItem, getEvaluation, type Evaluation } from '../evaluations';
-import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type EncoderPrediction, type EvaluationCounts } from './scoring';
+import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
 
 /** Rows per Map item: small enough for a 15-minute task on CPU, large enough to batch well. */
 export const SHARD_ROWS = 256;
@@ -119,17 +119,63 @@ export async function scoreShard(
   const evaluation = await getEvaluation(svc, input.teamId, input.evaluationId);
   const version = await datasetOf(svc, input.teamId, evaluation);
   const model = await evaluationModel(svc, input.teamId, evaluation);
-  const schema = evaluationSchemaFor(version);
   const rows = await readShard(svc, rowsKey(input.teamId, version.name, version.version), input.shard);
+  return scoreRows(predictor, model, rows, evaluationSchemaFor(version), input.shard.offset);
+}
+
+/** Predicts `rows` in batches with the serving engine and scores each against its labels. */
+export async function scoreRows(predictor: EvaluationPredictor, model: ResolvedEncoder, rows: NormalizedRow[], schema: SchemaInput, firstRow = 0): Promise<EvaluationCounts> {
   let counts = emptyCounts();
   for (let i = 0; i < rows.length; i += BATCH) {
     const batch = rows.slice(i, i + BATCH).filter((r) => typeof r.text === 'string' && r.text.trim() !== '');
     const predictions = batch.length ? await predictor.predict(model, batch.map((r) => r.text as string), schema, EVALUATION_THRESHOLD) : [];
     batch.forEach((row, j) => {
-      counts = mergeCounts(counts, scoreRow(row, predictions[j], { schema, row: input.shard.offset + i + j + 1 }));
+      counts = mergeCounts(counts, scoreRow(row, predictions[j], { schema, row: firstRow + i + j + 1 }));
     });
   }
   return counts;
+}
+
+/** The union of several dataset versions' vocabularies (a job may train on several datasets). */
+export function mergeVocabularies(versions: DatasetVocabulary[]): DatasetVocabulary {
+  const union = (xs: (readonly string[] | undefined)[]) => [...new Set(xs.flatMap((x) => [...(x ?? [])]))];
+  const structures: NonNullable<DatasetVocabulary['structures']> = {};
+  for (const v of versions) {
+    for (const [name, fields] of Object.entries(v.structures ?? {})) {
+      structures[name] ??= {};
+      for (const [field, spec] of Object.entries(fields)) {
+        // a field that is a list anywhere is a list
+        structures[name][field] = structures[name][field]?.dtype === 'list' ? structures[name][field] : spec;
+      }
+    }
+  }
+  return {
+    task_types: union(versions.map((v) => v.task_types)),
+    label_vocabulary: union(versions.map((v) => v.label_vocabulary)),
+    entity_types: union(versions.map((v) => v.entity_types)),
+    relation_types: union(versions.map((v) => v.relation_types)),
+    structures,
+  };
+}
+
+/**
+ * A complete encoder job's headline metrics, from this evaluator and the serving engine on the
+ * held-out rows the trainer wrote (`validation.jsonl` beside the exported model) — so a job's
+ * `metrics` and an evaluation of the job mean exactly the same thing. Null when there are none.
+ */
+export async function validationMetrics(svc: Services, predictor: EvaluationPredictor, teamId: string, jobId: string): Promise<EvaluationMetrics | null> {
+  const job = await getTrainingJob(svc, teamId, jobId);
+  const prefix = modelPrefix(teamId, job.id);
+  const key = `${prefix}validation.jsonl`;
+  if (job.model_type !== 'encoder' || !(await svc.blobs.head(key))) return null;
+  const rows = (await svc.blobs.getText(key))
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as NormalizedRow);
+  if (!rows.length) return null;
+  const vocabulary = mergeVocabularies(await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))));
+  const model: ResolvedEncoder = { requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
+  return finalizeMetrics(await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary)));
 }
 
 /** `evaluation.aggregate`: merges the shards' counts and completes the record (unless it was deleted meanwhile). */

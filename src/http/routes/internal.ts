@@ -4,7 +4,7 @@
  * Gateway; guarded by the internal token (internalAuth.ts).
  */
 import { z } from 'zod';
-import { evaluateShard, InProcessPredictor } from '../../core/evaluation/workflow';
+import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
 import { json, route } from '../types';
 
 export const internalRoutes = () => [
@@ -21,5 +21,15 @@ export const internalRoutes = () => [
     }),
     responses: { 200: { description: 'Where the counts were stored', schema: z.object({ key: z.string(), rows: z.number() }) } },
     handler: async ({ svc, body }) => json(200, await evaluateShard(svc, new InProcessPredictor(svc), body)),
+  }),
+  route({
+    method: 'POST',
+    path: '/internal/tasks/training.validate',
+    tag: 'internal',
+    summary: 'Score a finished encoder job’s exported model on its held-out rows (the job’s headline metrics)',
+    auth: 'internal',
+    body: z.strictObject({ teamId: z.string().min(1), jobId: z.string().min(1) }),
+    responses: { 200: { description: 'Metrics, or null when the job left no validation rows', schema: z.record(z.string(), z.unknown()).nullable() } },
+    handler: async ({ svc, body }) => json(200, await validationMetrics(svc, new InProcessPredictor(svc), body.teamId, body.jobId)),
   }),
 ];
