@@ -168,10 +168,11 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     ap.add_argument("--train-rows", type=int, default=800, help="train rows sampled per dataset (0 = all)")
     ap.add_argument("--test-rows", type=int, default=300, help="test rows sampled per dataset (0 = all)")
-    ap.add_argument("--max-classes", type=int, default=30,
-                    help="classification: keep only the N most frequent labels (0 = all). The gliner2 prompt lists "
-                         "every label, and all 77 banking77 labels + text exceed MiniLM's 512 positions: both "
-                         "trainers crash with 'expanded size of the tensor (7xx) must match ... (512)'")
+    ap.add_argument("--max-classes", type=int, default=0,
+                    help="classification: keep only the N most frequent labels (0 = all). With all 77 banking77 "
+                         "labels gliner2's label-renaming augmentation pushes prompts past MiniLM's 512 positions: "
+                         "the plain trainer crashes ('expanded size of the tensor (7xx) must match ... (512)'); "
+                         "Sift's trainer samples negative labels to fit (sift_trainer/prompt_budget.py)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--lr", type=float, default=3e-5, help="encoder learning rate (Sift's full default)")
     ap.add_argument("--batch-size", type=int, default=8, help="plain path; Sift's default batch size is 8")
