@@ -118,7 +118,8 @@ def entity_counts(row: Dict[str, Any], result: Dict[str, Any], labels: List[str]
     for k, n in leftover.items():
         hit = min(n, mention_gold.get(k, 0))
         out[k[0]][0] += hit
-        out[k[0]][1] += n - hit
+        # more occurrences of a mention labelled without offsets are not errors (which one was meant is unknown)
+        out[k[0]][1] += 0 if k in mention_gold else n - hit
     for k, n in mention_gold.items():
         out[k[0]][2] += n - min(n, leftover.get(k, 0))
     return {lab: tuple(c) for lab, c in out.items()}

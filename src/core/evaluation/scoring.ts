@@ -20,7 +20,8 @@
  *   entity without offsets (mention only) matches a predicted span of the same label left unmatched
  *   by the exact pass whose `text` equals the mention after ws-normalising (case-sensitive); each
  *   such gold is consumed at most once, so per `(label, mention)`:
- *   tp = min(#gold mentions, #leftover predictions with that text). Every other prediction is a fp,
+ *   tp = min(#gold mentions, #leftover predictions with that text); further predictions of that
+ *   exact mention are ignored (the label doesn't say which occurrence it meant). Every other prediction is a fp,
  *   every other gold a fn.
  * - Classification (task `classification`): single-label compares the top-1 prediction (highest
  *   score; the first on ties; none when the list is empty) with `label`: equal → tp for it;
@@ -330,6 +331,8 @@ export function scoreRow(gold: NormalizedRow, prediction: EncoderPrediction | nu
       if (left > 0) {
         remaining.set(k, left - 1);
         add(counts.per_entity, p.label, 1, 0, 0);
+      } else if (mentionGold.m.has(k)) {
+        // another occurrence of a mention labelled without offsets: consistent with the label, not an error
       } else {
         add(counts.per_entity, p.label, 0, 1, 0);
         (spurious.entities ??= []).push(p);
