@@ -25,6 +25,8 @@ export interface BlobHead {
   size: number;
   contentType?: string;
   lastModified?: Date;
+  /** The object's ETag as S3 reports it (quotes included); changes whenever the object is rewritten. */
+  etag?: string;
 }
 
 /**
@@ -63,6 +65,7 @@ export class BlobStore {
         size: res.ContentLength ?? 0,
         ...(res.ContentType ? { contentType: res.ContentType } : {}),
         ...(res.LastModified ? { lastModified: res.LastModified } : {}),
+        ...(res.ETag ? { etag: res.ETag } : {}),
       };
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Services } from '../../core/context';
-import { DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
+import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
 import { decoderProfile } from '../../core/decoder/models';
 import { PromptCache } from '../../core/decoder/promptCache';
 import type { DecoderRuntime } from '../../core/decoder/service';
@@ -37,12 +37,13 @@ export function modelDirs(): string[] {
 }
 
 /**
- * The backend from the environment: `SIFT_DECODER_UPSTREAM_URL` (vLLM on ECS, with optional
+ * The backend from the environment: `SIFT_DECODER_UPSTREAM_URL` or `SIFT_DECODER_URL` (vLLM on ECS, with optional
  * `SIFT_DECODER_UPSTREAM_KEY` and `SIFT_DECODER_UPSTREAM_MODELS` = JSON map of catalog id → served
  * name), otherwise local llama.cpp on the GGUF files in the model store.
  */
 export function backendFromEnv(): DecoderBackend {
-  const url = process.env['SIFT_DECODER_UPSTREAM_URL'];
+  // SIFT_DECODER_URL is what the inference stack (lib/inference-stack.ts) sets on the gateway task.
+  const url = process.env['SIFT_DECODER_UPSTREAM_URL'] ?? process.env['SIFT_DECODER_URL'];
   if (url) {
     const names = process.env['SIFT_DECODER_UPSTREAM_MODELS'];
     return new OpenAiUpstreamDecoder({
@@ -52,7 +53,8 @@ export function backendFromEnv(): DecoderBackend {
     });
   }
   const slots = Number(process.env['SIFT_DECODER_SLOTS']);
-  return new LlamaCppDecoder({ modelDirs: modelDirs(), ...(slots > 0 ? { slots } : {}) });
+  // Fine-tuned adapters (adapter.gguf of decoder jobs) are cached per blob version, across restarts.
+  return new LlamaCppDecoder({ modelDirs: modelDirs(), adapterDir: join(CACHE_DIR, 'adapters'), ...(slots > 0 ? { slots } : {}) });
 }
 
 /** Sets the decoder for a service instance before its first use (tests, benchmarks, ECS wiring). */

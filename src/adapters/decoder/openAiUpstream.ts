@@ -1,6 +1,8 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import type { BlobStore } from '../BlobStore';
 import { ApiError, BadRequestError, ServiceUnavailableError } from '../../core/errors';
 import type {
+  DecoderAdapterSpec,
   DecoderBackend,
   DecoderPrompt,
   FinishReason,
@@ -19,6 +21,22 @@ export interface OpenAiUpstreamOptions {
   fetch?: typeof fetch;
   /** Milliseconds to wait for response headers. */
   timeoutMs?: number;
+  /**
+   * The upstream model name of a fine-tuned adapter. Default: `loraName(spec)`, the job's blob
+   * prefix, which the `sift_lora` resolver plugin of the decoder image (containers/decoder) syncs
+   * from S3 and loads the first time a vLLM task sees it.
+   */
+  adapterName?: (spec: DecoderAdapterSpec) => string;
+}
+
+/**
+ * The vLLM model name of a job's adapter: its model prefix in the artifacts bucket without the
+ * trailing slash (`jobs/<team>/<job>/model`). The decoder image's LoRA resolver maps the name back
+ * to `s3://$SIFT_BUCKET/<name>/adapter/`; the name never reaches callers (responses echo the
+ * model they asked for).
+ */
+export function loraName(spec: DecoderAdapterSpec): string {
+  return spec.blobPrefix.replace(/\/+$/, '');
 }
 
 /** An upstream failure relayed with its status (4xx stay the caller's problem, 5xx become 503). */
@@ -48,13 +66,47 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   readonly cachesAutomatically = true;
   private readonly fetch: typeof fetch;
   private modelList?: { at: number; ids: Set<string>; maxLen: Map<string, number> };
+  /** Adapters checked by `ensureAdapter`: job id → upstream name and base model. */
+  private readonly adapters = new Map<string, { name: string; baseModel: string }>();
+  private readonly ensuring = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: OpenAiUpstreamOptions) {
     this.fetch = opts.fetch ?? fetch;
   }
 
   private upstreamModel(model: string): string {
-    return this.opts.modelNames?.[model] ?? model;
+    return this.adapters.get(model)?.name ?? this.opts.modelNames?.[model] ?? model;
+  }
+
+  /** The model whose tokenizer and context length apply: an adapter's base model. */
+  private baseOf(model: string): string {
+    return this.adapters.get(model)?.baseModel ?? model;
+  }
+
+  /**
+   * Makes a fine-tuned decoder job servable upstream. vLLM loads LoRA adapters by name at request
+   * time (`--enable-lora`, VLLM_ALLOW_RUNTIME_LORA_UPDATING and the image's `sift_lora` resolver
+   * plugin, which syncs `<blobPrefix>adapter/` from S3 into a local directory on the task that
+   * receives the request), so every task behind the load balancer loads it on its own first use
+   * and nothing here has to reach a particular task. What is checked here, once per job: the
+   * upstream serves the adapter's base model, and the job's PEFT adapter is in the blob store.
+   */
+  async ensureAdapter(spec: DecoderAdapterSpec, blobs: BlobStore): Promise<void> {
+    if (this.adapters.has(spec.id)) return;
+    let p = this.ensuring.get(spec.id);
+    if (!p) {
+      p = (async () => {
+        if (!(await this.hasModel(spec.baseModel))) {
+          throw new ServiceUnavailableError(`Base model '${spec.baseModel}' of training job '${spec.id}' is not served by the decoder upstream`);
+        }
+        if (!(await blobs.head(`${spec.blobPrefix}adapter/adapter_config.json`))) {
+          throw new ServiceUnavailableError(`Training job '${spec.id}' has no PEFT adapter (adapter/adapter_config.json) among its model files, so vLLM cannot serve it`);
+        }
+        this.adapters.set(spec.id, { name: (this.opts.adapterName ?? loraName)(spec), baseModel: spec.baseModel });
+      })().finally(() => this.ensuring.delete(spec.id));
+      this.ensuring.set(spec.id, p);
+    }
+    return p;
   }
 
   private headers(): Record<string, string> {
@@ -73,6 +125,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   }
 
   async hasModel(model: string): Promise<boolean> {
+    // An adapter is listed by vLLM only on tasks that have loaded it; ensureAdapter vouched for it.
+    if (this.adapters.has(model)) return true;
     try {
       return (await this.models()).ids.has(this.upstreamModel(model));
     } catch {
@@ -81,7 +135,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   }
 
   async contextSize(model: string): Promise<number> {
-    const fromServer = (await this.models().catch(() => undefined))?.maxLen.get(this.upstreamModel(model));
+    const fromServer = (await this.models().catch(() => undefined))?.maxLen.get(this.upstreamModel(this.baseOf(model)));
     return fromServer ?? this.opts.contextSize ?? 8192;
   }
 
@@ -104,12 +158,15 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     };
   }
 
-  /** vLLM's `/tokenize`, so the prompt size is known before the first token (Anthropic message_start). */
+  /**
+   * vLLM's `/tokenize`, so the prompt size is known before the first token (Anthropic
+   * message_start). An adapter counts with its base model: same tokenizer, and no adapter load.
+   */
   async countTokens(model: string, prompt: DecoderPrompt): Promise<number> {
     const res = await this.fetch(`${this.opts.baseUrl}/tokenize`, {
       method: 'POST',
       headers: this.headers(),
-      body: JSON.stringify({ model: this.upstreamModel(model), ...(prompt.kind === 'text' ? { prompt: prompt.text } : { messages: renderMessages(prompt) }) }),
+      body: JSON.stringify({ model: this.upstreamModel(this.baseOf(model)), ...(prompt.kind === 'text' ? { prompt: prompt.text } : { messages: renderMessages(prompt) }) }),
     });
     if (!res.ok) throw new ServiceUnavailableError(`Decoder upstream has no /tokenize (${res.status})`);
     return ((await res.json()) as { count: number }).count;
@@ -144,6 +201,13 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
         message = (JSON.parse(text) as { error?: { message?: string }; message?: string }).error?.message ?? message;
       } catch {
         /* not JSON */
+      }
+      const adapter = this.adapters.get(req.model);
+      // 404: the resolver found no adapter files (or the plugin is not installed); 400 naming the
+      // LoRA: vLLM found them but could not load them (another base model, rank above --max-lora-rank).
+      if (adapter && (res.status === 404 || (res.status === 400 && /lora|adapter/i.test(message)))) {
+        this.adapters.delete(req.model);
+        throw new ServiceUnavailableError(`The decoder upstream could not load the adapter of training job '${req.model}': ${message}`);
       }
       if (res.status === 400) throw new BadRequestError(`Upstream rejected the request: ${message}`);
       throw new UpstreamError(res.status >= 500 ? 503 : res.status, `Decoder upstream answered ${res.status}: ${message}`);
