@@ -7,6 +7,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { servicesFromEnv } from '../src/adapters/aws';
 import { StepFunctionsTrainingLauncher } from '../src/aws/trainingWorkflow';
+import { StepFunctionsWorkflowLauncher } from '../src/aws/workflowLauncher';
 import { SiftApp } from '../src/http/app';
 import { allRoutes } from '../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../src/lambda/apiGateway';
@@ -20,6 +21,8 @@ if (trainingStateMachine) {
     jobNamePrefix: process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`,
   });
 }
+const workflows = StepFunctionsWorkflowLauncher.fromEnv();
+if (workflows) svc.workflows = workflows;
 const app = new SiftApp(svc, allRoutes(), siftLogger);
 
 async function handle(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {

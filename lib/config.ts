@@ -60,6 +60,11 @@ export interface StageConfig {
   /** NAT gateways for the inference VPC (1 keeps idle cost low, 2 for AZ-independent egress). */
   readonly natGateways: number;
   readonly encoder: GpuServiceConfig;
+  /**
+   * Catalog encoders each gateway task loads before it reports ready (`GET /ready`, the target
+   * group's health check). Only list models whose weights are in the bucket's `models/` prefix.
+   */
+  readonly encoderPreloadModels: string[];
   readonly decoder: GpuServiceConfig;
   /** Default SageMaker training instance type. */
   readonly trainingInstanceType: string;
@@ -105,6 +110,7 @@ const BASE: Omit<StageConfig, 'stage'> = {
     requestsPerTarget: 600,
     memoryReservationMiB: 12288,
   },
+  encoderPreloadModels: [],
   trainingInstanceType: 'ml.g5.xlarge',
   trainingMaxRuntimeSeconds: 6 * 3600,
   adaptiveSchedule: 'off',
@@ -175,11 +181,13 @@ export function loadStageConfig(node: Node): StageConfig {
   if (!isStage(stageRaw)) throw new Error(`context stage must be dev, staging or prod, got ${String(stageRaw)}`);
   const base = STAGES[stageRaw];
   const origins = str(node, 'consoleOrigins');
+  const preload = str(node, 'encoderPreloadModels');
   const alarmEmail = str(node, 'alarmEmail') ?? base.alarmEmail;
   return {
     ...base,
     consoleOrigins: origins !== undefined ? origins.split(',').map((o) => o.trim()).filter(Boolean) : base.consoleOrigins,
     natGateways: num(node, 'natGateways', base.natGateways),
+    encoderPreloadModels: preload !== undefined ? preload.split(',').map((m) => m.trim()).filter(Boolean) : base.encoderPreloadModels,
     monthlyBudgetUsd: num(node, 'monthlyBudgetUsd', base.monthlyBudgetUsd),
     throttleScale: num(node, 'throttleScale', base.throttleScale),
     adaptiveSchedule: str(node, 'adaptiveSchedule') ?? base.adaptiveSchedule,

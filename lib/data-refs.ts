@@ -114,7 +114,7 @@ export function acknowledgeDataGrants(
   if (grants.bucket && !grants.bucketPrefixes) {
     acks.push({
       id: `AwsSolutions-IAM5[Resource::${dataExportName(stage, 'bucket-arn')}/*]`,
-      reason: 'Object keys are generated per team at runtime (datasets/<team>/..., artifacts/<team>/...); scoped to the Sift bucket.',
+      reason: 'Object keys are generated per team at runtime (datasets/<team>/..., jobs/<team>/...); scoped to the Sift bucket.',
     });
   }
   if (grants.bucket === 'readwrite') {

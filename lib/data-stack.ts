@@ -16,15 +16,10 @@ export interface DataStackProps extends StackProps {
   readonly config: StageConfig;
 }
 
-/** S3 key prefixes shared by the API, the workers and the training jobs. */
-export const BUCKET_PREFIXES = {
-  datasets: 'datasets/',
-  artifacts: 'artifacts/',
-  checkpoints: 'checkpoints/',
-  generated: 'generated/',
-  /** Base model weights (catalog models provided by the operator). */
-  models: 'models/',
-} as const;
+import { BUCKET_PREFIXES } from '../src/core/storageLayout';
+
+/** S3 key prefixes shared by the API, the workers and the training jobs: defined by the code that writes the keys. */
+export { BUCKET_PREFIXES } from '../src/core/storageLayout';
 
 export class DataStack extends Stack {
   readonly key: kms.Key;
@@ -120,7 +115,7 @@ export class DataStack extends Stack {
       lifecycleRules: [
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'expire-noncurrent-versions', noncurrentVersionExpiration: Duration.days(30) },
-        { id: 'expire-generation-scratch', prefix: BUCKET_PREFIXES.generated, expiration: Duration.days(14) },
+        { id: 'expire-generation-scratch', prefix: BUCKET_PREFIXES.generation, expiration: Duration.days(14) },
       ],
     });
 

@@ -16,6 +16,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { join } from 'node:path';
 import type { InferenceEndpoint } from './api-stack';
@@ -64,6 +65,8 @@ export class InferenceStack extends Stack {
   readonly endpoint: InferenceEndpoint;
   /** Security group for in-VPC clients (workflow Lambdas) allowed to call the gateway. */
   readonly clientSecurityGroup: ec2.SecurityGroup;
+  /** Shared secret of the gateway's internal routes (workflow Lambda → encoder service). */
+  readonly internalToken: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: InferenceStackProps) {
     super(scope, id, props);
@@ -156,6 +159,15 @@ export class InferenceStack extends Stack {
     });
 
     // ---- Services ----------------------------------------------------------------
+    this.internalToken = new secretsmanager.Secret(this, 'InternalToken', {
+      description: `Sift ${config.stage}: token of the gateway's internal routes (workflow tasks that need the engine)`,
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+      removalPolicy,
+    });
+    acknowledge(this.internalToken, {
+      id: 'AwsSolutions-SMG4',
+      reason: 'A service-to-service token inside the VPC (behind security groups); it is rotated by replacing the secret and redeploying, as both readers load it at start.',
+    });
     const decoderUrl = `http://${this.alb.loadBalancerDnsName}:${DECODER_PORT}`;
     this.encoder = new InferenceService(this, 'Encoder', {
       stage: config.stage,
@@ -182,10 +194,12 @@ export class InferenceStack extends Stack {
         SIFT_QUEUE_URL: data.queue.queueUrl,
         SIFT_DECODER_URL: decoderUrl,
         SIFT_MODEL_DIR: '/models',
+        SIFT_PRELOAD_MODELS: config.encoderPreloadModels.join(','),
         PORT: String(GATEWAY_PORT),
         POWERTOOLS_SERVICE_NAME: 'inference',
         POWERTOOLS_METRICS_NAMESPACE: 'Sift',
       },
+      secrets: { SIFT_INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken) },
     });
     data.table.grantReadWriteData(this.encoder.taskDefinition.taskRole);
     data.bucket.grantReadWrite(this.encoder.taskDefinition.taskRole);
@@ -209,21 +223,21 @@ export class InferenceStack extends Stack {
       environment: {
         SIFT_STAGE: config.stage,
         SIFT_BUCKET: data.bucket.bucketName,
-        SIFT_ADAPTER_PREFIX: BUCKET_PREFIXES.artifacts,
-        SIFT_MODEL_PREFIX: BUCKET_PREFIXES.models,
+        SIFT_LORA_CACHE_DIR: '/tmp/sift-lora',
       },
     });
     // The decoder only reads base weights and the LoRA adapters written by training jobs.
     data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.models}*`);
-    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.artifacts}*`);
+    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.jobs}*`);
     acknowledgeDataGrants(this.decoder.taskDefinition.taskRole, config.stage, {
       bucket: 'read',
-      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.artifacts],
+      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.jobs],
     });
 
     // Gateway listener (API Gateway and workflow Lambdas) and decoder listener (gateway only).
     const gatewayListener = this.alb.addListener('Gateway', { port: 80, protocol: elbv2.ApplicationProtocol.HTTP, open: false });
-    this.encoder.attach(gatewayListener, { interval: Duration.seconds(15), deregistrationDelay: Duration.seconds(60) });
+    // /ready: traffic only once the stores answer and the preloaded encoder is in memory
+    this.encoder.attach(gatewayListener, { interval: Duration.seconds(15), deregistrationDelay: Duration.seconds(60), healthPath: '/ready' });
     const decoderListener = this.alb.addListener('DecoderListener', {
       port: DECODER_PORT,
       protocol: elbv2.ApplicationProtocol.HTTP,
@@ -257,6 +271,7 @@ interface InferenceServiceProps {
   readonly healthStartPeriod: Duration;
   readonly healthCheckGracePeriod: Duration;
   readonly environment: Record<string, string>;
+  readonly secrets?: Record<string, ecs.Secret>;
   readonly logRetentionDays: number;
   readonly removalPolicy: RemovalPolicy;
 }
@@ -288,6 +303,7 @@ class InferenceService extends GpuCapacity {
       memoryReservationMiB: props.config.memoryReservationMiB,
       portMappings: [{ containerPort: props.port, protocol: ecs.Protocol.TCP }],
       environment: props.environment,
+      ...(props.secrets ? { secrets: props.secrets } : {}),
       linuxParameters: new ecs.LinuxParameters(this, 'Linux', {
         initProcessEnabled: true,
         sharedMemorySize: props.sharedMemoryMiB,
@@ -336,12 +352,12 @@ class InferenceService extends GpuCapacity {
       reason: 'Task execution role: ecr:GetAuthorizationToken has no resource-level permissions (image pulls themselves are scoped to the asset repository).',
     }, {
       id: 'AwsSolutions-ECS2',
-      reason: 'Environment variables carry only resource names, URLs and the stage; no secrets (the tasks use their IAM role).',
+      reason: 'Environment variables carry only resource names, URLs and the stage; the one secret (the internal token) is injected from Secrets Manager.',
     });
   }
 
   /** Registers the service behind a listener and enables request-count autoscaling. */
-  attach(listener: elbv2.ApplicationListener, opts: { interval: Duration; deregistrationDelay: Duration }): void {
+  attach(listener: elbv2.ApplicationListener, opts: { interval: Duration; deregistrationDelay: Duration; healthPath?: string }): void {
     const p = this.serviceProps;
     this.targetGroup = listener.addTargets(`${p.containerName}Targets`, {
       port: p.port,
@@ -349,7 +365,7 @@ class InferenceService extends GpuCapacity {
       targets: [this.service.loadBalancerTarget({ containerName: p.containerName, containerPort: p.port })],
       deregistrationDelay: opts.deregistrationDelay,
       healthCheck: {
-        path: '/health',
+        path: opts.healthPath ?? '/health',
         interval: opts.interval,
         timeout: Duration.seconds(5),
         healthyThresholdCount: 2,

@@ -52,6 +52,7 @@ export function buildSift(app: App | Stage, config: StageConfig, options: BuildO
       vpc: inference.vpc,
       clientSecurityGroup: inference.clientSecurityGroup,
       gatewayUrl: `http://${inference.alb.loadBalancerDnsName}`,
+      internalToken: inference.internalToken,
     },
   });
   workflows.addStackDependency(data);

@@ -11,6 +11,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
@@ -31,6 +32,8 @@ export interface WorkflowStackProps extends StackProps {
     readonly vpc: ec2.IVpc;
     readonly clientSecurityGroup: ec2.ISecurityGroup;
     readonly gatewayUrl: string;
+    /** Token of the gateway's internal routes (evaluation shards run there, next to the engine). */
+    readonly internalToken: secretsmanager.ISecret;
   };
 }
 
@@ -66,10 +69,10 @@ export class WorkflowStack extends Stack {
       assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
       description: `Sift ${config.stage} SageMaker training jobs`,
     });
-    data.bucket.grantRead(this.trainingRole, `${BUCKET_PREFIXES.datasets}*`);
+    // training.prepare copies the rows into jobs/<team>/<job>/input/; the job writes its output and
+    // checkpoints under the same prefix, and continues from checkpoints of earlier jobs there
     data.bucket.grantRead(this.trainingRole, `${BUCKET_PREFIXES.models}*`);
-    data.bucket.grantReadWrite(this.trainingRole, `${BUCKET_PREFIXES.artifacts}*`);
-    data.bucket.grantReadWrite(this.trainingRole, `${BUCKET_PREFIXES.checkpoints}*`);
+    data.bucket.grantReadWrite(this.trainingRole, `${BUCKET_PREFIXES.jobs}*`);
     this.trainingImage.repository.grantPull(this.trainingRole);
     this.trainingRole.addToPolicy(
       new iam.PolicyStatement({
@@ -102,7 +105,7 @@ export class WorkflowStack extends Stack {
     );
     acknowledgeDataGrants(this.trainingRole, config.stage, {
       bucket: 'readwrite',
-      bucketPrefixes: [BUCKET_PREFIXES.datasets, BUCKET_PREFIXES.models, BUCKET_PREFIXES.artifacts, BUCKET_PREFIXES.checkpoints],
+      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.jobs],
       kms: true,
     });
     acknowledge(this.trainingRole, {
@@ -129,11 +132,13 @@ export class WorkflowStack extends Stack {
         SIFT_BUCKET: data.bucket.bucketName,
         SIFT_QUEUE_URL: data.queue.queueUrl,
         SIFT_INFERENCE_URL: props.inference.gatewayUrl,
+        SIFT_INTERNAL_TOKEN_SECRET_ARN: props.inference.internalToken.secretArn,
         SIFT_TRAINING_JOB_PREFIX: prefix,
         SIFT_TRAINING_INSTANCE_TYPE: config.trainingInstanceType,
         SIFT_TRAINING_MAX_RUNTIME_SECONDS: String(config.trainingMaxRuntimeSeconds),
       },
     });
+    props.inference.internalToken.grantRead(this.taskFunction.fn);
     data.table.grantReadWriteData(this.taskFunction.fn);
     data.bucket.grantReadWrite(this.taskFunction.fn);
     data.queue.grantSendMessages(this.taskFunction.fn);

@@ -12,14 +12,34 @@ export class RemoteTaskError extends Error {
   }
 }
 
+let tokenFromSecret: Promise<string | undefined> | undefined;
+
+/** The token: `SIFT_INTERNAL_TOKEN`, else read once from Secrets Manager (`SIFT_INTERNAL_TOKEN_SECRET_ARN`, as the CDK stack sets). */
+async function internalToken(): Promise<string | undefined> {
+  if (process.env['SIFT_INTERNAL_TOKEN']) return process.env['SIFT_INTERNAL_TOKEN'];
+  const arn = process.env['SIFT_INTERNAL_TOKEN_SECRET_ARN'];
+  if (!arn) return undefined;
+  tokenFromSecret ??= (async () => {
+    const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+    return (await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
+  })().catch((err: unknown) => {
+    tokenFromSecret = undefined; // try again on the next task
+    throw new RemoteTaskError('Sift.TransientError', `could not read the internal token secret: ${(err as Error).message}`);
+  });
+  return tokenFromSecret;
+}
+
+/** The encoder service's base URL: `SIFT_ENCODER_URL`, else the gateway URL the workflow stack sets. */
+export const encoderServiceUrl = (env: NodeJS.ProcessEnv = process.env) => env['SIFT_ENCODER_URL'] ?? env['SIFT_INFERENCE_URL'];
+
 export async function runOnEncoderService(
   task: string,
   input: unknown,
   opts: { baseUrl?: string | undefined; token?: string | undefined; timeoutMs?: number; fetchImpl?: typeof fetch } = {},
 ): Promise<unknown> {
-  const baseUrl = opts.baseUrl ?? process.env['SIFT_ENCODER_URL'];
-  const token = opts.token ?? process.env['SIFT_INTERNAL_TOKEN'];
-  if (!baseUrl || !token) throw new RemoteTaskError('Sift.TaskFailed', `task '${task}' needs SIFT_ENCODER_URL and SIFT_INTERNAL_TOKEN (the encoder service)`);
+  const baseUrl = opts.baseUrl ?? encoderServiceUrl();
+  const token = opts.token ?? (await internalToken());
+  if (!baseUrl || !token) throw new RemoteTaskError('Sift.TaskFailed', `task '${task}' needs the encoder service: SIFT_ENCODER_URL (or SIFT_INFERENCE_URL) and SIFT_INTERNAL_TOKEN (or SIFT_INTERNAL_TOKEN_SECRET_ARN)`);
   let res: Response;
   try {
     res = await (opts.fetchImpl ?? fetch)(`${baseUrl.replace(/\/$/, '')}/internal/tasks/${task}`, {

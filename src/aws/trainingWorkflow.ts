@@ -11,7 +11,7 @@ import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
-import { runOnEncoderService } from './encoderTasks';
+import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
 import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
@@ -106,7 +106,7 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   });
   await markBestCheckpoint(svc, input.teamId, job.id);
   let headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
-  if (job.model_type === 'encoder' && process.env['SIFT_ENCODER_URL']) {
+  if (job.model_type === 'encoder' && encoderServiceUrl()) {
     // the same evaluator and engine as evaluations (the encoder service scores the held-out rows);
     // if it can't, the trainer's own validation metrics (same rules) stand
     const served = (await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch(() => null)) as Record<string, number> | null;

@@ -114,10 +114,20 @@ describe('network', () => {
     });
   });
 
-  it('health-checks both target groups on /health', () => {
+  it('health-checks the gateway on /ready (models loaded) and vLLM on /health', () => {
     const tgs = Object.values(resourcesOfType(t, 'AWS::ElasticLoadBalancingV2::TargetGroup'));
     expect(tgs.map((g) => g.Properties?.Port).sort()).toEqual([DECODER_PORT, GATEWAY_PORT]);
-    for (const g of tgs) expect(g.Properties).toMatchObject({ HealthCheckPath: '/health', TargetType: 'ip' });
+    const byPort = Object.fromEntries(tgs.map((g) => [g.Properties?.Port as number, g.Properties]));
+    expect(byPort[GATEWAY_PORT]).toMatchObject({ HealthCheckPath: '/ready', TargetType: 'ip' });
+    expect(byPort[DECODER_PORT]).toMatchObject({ HealthCheckPath: '/health', TargetType: 'ip' });
+  });
+
+  it('gives the gateway the internal token from Secrets Manager, never as plain environment', () => {
+    const tasks = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
+    const gateway = tasks.flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>).find((c) => c.Name === 'gateway')!;
+    expect(gateway.Secrets.map((x: any) => x.Name)).toEqual(['SIFT_INTERNAL_TOKEN']);
+    expect(JSON.stringify(gateway.Environment)).not.toContain('SIFT_INTERNAL_TOKEN');
+    expect(Object.keys(resourcesOfType(t, 'AWS::SecretsManager::Secret'))).toHaveLength(1);
   });
 
   it('opens no security group to the internet', () => {

@@ -61,15 +61,15 @@ describe('IAM', () => {
     expect(pass[0]!.Condition).toEqual({ StringEquals: { 'iam:PassedToService': 'sagemaker.amazonaws.com' } });
   });
 
-  it('lets the training role read datasets and write only artifacts and checkpoints', () => {
+  it('lets the training role read base models and write only under jobs/ (its inputs, output, checkpoints)', () => {
     const role = Object.keys(resourcesOfType(t, 'AWS::IAM::Role')).find((id) => id.startsWith('TrainingRole'))!;
     const own = statements.filter((s) => s.logicalId.startsWith('TrainingRoleDefaultPolicy'));
     expect(role).toBeDefined();
     const writes = own.filter((s) => asArray(s.Action as string[]).some((a) => a.startsWith('s3:Put')));
     const resources = JSON.stringify(writes.map((s) => s.Resource));
-    expect(resources).toContain('/artifacts/*');
-    expect(resources).toContain('/checkpoints/*');
+    expect(resources).toContain('/jobs/*');
     expect(resources).not.toContain('/datasets/*');
+    expect(resources).not.toContain('/models/*');
   });
 
   it('grants no service-wide actions', () => {
@@ -94,5 +94,23 @@ describe('training job records', () => {
       (f) => (f.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_SERVICE_NAME === 'workflow',
     )!;
     expect(tasks.Properties?.VpcConfig).toBeDefined();
+  });
+});
+
+describe('task function (engine-bound tasks go to the gateway)', () => {
+  const fns = Object.values(resourcesOfType(t, 'AWS::Lambda::Function'));
+  const tasks = fns.find((f) => JSON.stringify(f.Properties?.Environment ?? {}).includes('SIFT_INFERENCE_URL'))!;
+
+  it('runs in the VPC with the gateway URL and the internal token secret’s ARN (not its value)', () => {
+    expect(tasks.Properties?.VpcConfig).toBeDefined();
+    const env = (tasks.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env['SIFT_INTERNAL_TOKEN_SECRET_ARN']).toBeDefined();
+    expect(env['SIFT_INTERNAL_TOKEN']).toBeUndefined();
+  });
+
+  it('may read exactly that secret', () => {
+    const reads = policyStatements(t).filter((s) => asArray(s.Action as string[]).includes('secretsmanager:GetSecretValue'));
+    expect(reads).toHaveLength(1);
+    expect(JSON.stringify(reads[0]!.Resource)).toContain('InternalToken');
   });
 });
