@@ -175,5 +175,17 @@ describe('decoder training', () => {
     expect(job.status).toBe('complete');
     const ckpts = (await stack.call('GET', `/core/training-jobs/${created.body.id}/checkpoints`)).body.checkpoints;
     expect(ckpts.some((c: any) => c.is_final)).toBe(true);
+
+    // deployed, the job serves chat through its LoRA on the local llama.cpp backend
+    const chat = { model: created.body.id, max_tokens: 8, temperature: 0, messages: [{ role: 'user', content: 'What is 3 plus 3?' }] };
+    expect((await stack.call('POST', '/v1/chat/completions', { body: chat })).status).toBe(409);
+    expect((await stack.call('POST', `/core/training-jobs/${created.body.id}/deploy`)).status).toBe(200);
+    const res = await stack.call('POST', '/v1/chat/completions', { body: chat });
+    expect(res.status).toBe(200);
+    expect(res.body.model).toBe(created.body.id);
+    expect(res.body.choices[0].message.content.length).toBeGreaterThan(0);
+    expect(res.body.usage.completion_tokens).toBeGreaterThan(0);
+    const stored = await stack.call('GET', `/inferences?training_job_id=${created.body.id}`);
+    expect(stored.body.data).toHaveLength(1);
   });
 });
