@@ -1,7 +1,6 @@
 import { modelManifestKey } from '../../src/core/catalog';
 import { newInferenceId, storeInference } from '../../src/core/inferences';
-import { transitionJob } from '../../src/core/trainingJobs';
-import { TestStack, jsonl } from '../helpers/localStack';
+import { TestStack } from '../helpers/localStack';
 
 let stack: TestStack;
 let teamId: string;
@@ -56,33 +55,7 @@ describe('projects', () => {
   });
 });
 
-describe('evaluations', () => {
-  it('records a running evaluation of a base model or a complete job; validates references', async () => {
-    expect((await stack.uploadDataset('held-out', jsonl([{ text: 'I love it', label: 'positive' }]))).status).toBe('ready');
-    const project = (await stack.call('POST', '/projects', { body: { name: 'evals' } })).body;
-    const baseline = await stack.call('POST', '/core/evaluations', { body: { base_model: 'fastino/gliner2-base-v1', dataset_name: 'held-out', project_id: project.id } });
-    expect(baseline.status).toBe(202);
-    expect(baseline.body).toEqual({ id: expect.any(String), status: 'running' });
-    const read = await stack.call('GET', `/core/evaluations/${baseline.body.id}`);
-    expect(read.body).toMatchObject({ base_model: 'fastino/gliner2-base-v1', dataset_name: 'held-out', dataset_version: 1, status: 'running', metrics: null });
-
-    const job = (await stack.call('POST', '/core/training-jobs', { body: { model_name: 'cls', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'held-out' }] } })).body;
-    const notDone = await stack.call('POST', '/core/evaluations', { body: { base_model: job.id, dataset_name: 'held-out' } });
-    expect(notDone.status).toBe(409);
-    await transitionJob(stack.svc, teamId, job.id, 'running');
-    await transitionJob(stack.svc, teamId, job.id, 'complete');
-    const ofJob = await stack.call('POST', '/core/evaluations', { body: { base_model: job.id, dataset_name: 'held-out' } });
-    expect(ofJob.status).toBe(202);
-    expect((await stack.call('GET', `/core/evaluations/${ofJob.body.id}`)).body.training_job_id).toBe(job.id);
-
-    expect((await stack.call('GET', `/core/evaluations?project_id=${project.id}`)).body.data.map((e: any) => e.id)).toEqual([baseline.body.id]);
-    expect((await stack.call('GET', '/core/evaluations')).body.data).toHaveLength(2);
-    expect((await stack.call('POST', '/core/evaluations', { body: { base_model: 'whatever', dataset_name: 'held-out' } })).status).toBe(422);
-    expect((await stack.call('POST', '/core/evaluations', { body: { base_model: 'fastino/gliner2-base-v1', dataset_name: 'missing' } })).status).toBe(404);
-    expect((await stack.call('DELETE', `/core/evaluations/${baseline.body.id}`)).status).toBe(200);
-    expect((await stack.call('GET', `/core/evaluations/${baseline.body.id}`)).status).toBe(404);
-  });
-});
+// evaluations: test/http/evaluations.test.ts (they now run for real, on the mini model)
 
 describe('inference history and feedback', () => {
   const text = 'Tim Cook 🍎 runs Apple';
