@@ -6,6 +6,7 @@ import { anthropicRoutes } from './compat/anthropic';
 import { openAiRoutes } from './compat/openai';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
+import { generateRoutes } from './generate';
 import { inferenceRoutes } from './generateInference';
 import { glinerRoutes, registerEncoderRoutes } from './inference';
 import { metaRoutes } from './meta';
@@ -29,6 +30,7 @@ export function allRoutes(): RouteSpec[] {
     ...billingRoutes,
     ...inferenceRoutes,
     ...glinerRoutes,
+    ...generateRoutes,
     ...openAiRoutes,
     ...responsesRoutes,
     ...anthropicRoutes,

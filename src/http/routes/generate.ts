@@ -1,0 +1,95 @@
+/**
+ * SPEC "Synthetic data", synchronous part: label existing texts with an encoder
+ * (`/generate/ner/label-existing`, `/generate/classification/label-existing`). The texts go through
+ * the same extraction path as `POST /inference` (model resolution, limits, billing) in batches;
+ * annotations are returned, not stored as inferences (they are dataset material).
+ */
+import { z } from 'zod';
+import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/encoder/api';
+import { ValidationError } from '../../core/errors';
+import { json, route, type HandlerContext } from '../types';
+
+/** The encoder used when the request names none: an operator setting, else the built-in mini model. */
+const defaultEncoder = () => process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1';
+export const LABEL_EXISTING_MAX_INPUTS = 1000;
+
+const LabelExistingBody = z.strictObject({
+  labels: z.array(z.string().min(1).max(ENCODER_LIMITS.maxLabelChars)).min(1).max(ENCODER_LIMITS.maxLabels),
+  inputs: z.array(z.string()).min(1).max(LABEL_EXISTING_MAX_INPUTS),
+  model_id: z.string().min(1).optional(),
+  threshold: z.number().min(0).max(1).optional(),
+});
+type LabelExisting = z.output<typeof LabelExistingBody>;
+
+async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, kind: 'ner' | 'classification') {
+  const { body } = ctx;
+  const dupe = body.labels.find((l, i) => body.labels.indexOf(l) !== i);
+  if (dupe !== undefined) throw ValidationError.field(['body', 'labels'], `duplicate label '${dupe}'`);
+  const schemaInput = kind === 'ner' ? { entities: body.labels } : { classifications: [{ task: 'label', labels: body.labels }] };
+  const schema = toEncoderSchema(schemaInput, ['body', 'labels']);
+  body.inputs.forEach((t, i) => {
+    if (!t.trim()) throw ValidationError.field(['body', 'inputs', i], 'input must not be empty');
+  });
+  const modelId = body.model_id ?? defaultEncoder();
+  const results: Record<string, unknown>[] = [];
+  let inputTokens = 0;
+  for (let i = 0; i < body.inputs.length; i += ENCODER_LIMITS.maxTexts) {
+    const chunk = body.inputs.slice(i, i + ENCODER_LIMITS.maxTexts);
+    checkTexts(chunk, ['body', 'inputs']);
+    const out = await runExtraction({
+      svc: ctx.svc,
+      principal: ctx.principal,
+      modelId,
+      texts: chunk,
+      batch: true,
+      schema,
+      rawInput: {},
+      threshold: body.threshold,
+      store: false,
+      endpoint: ctx.req.path,
+      limitClass: 'generate',
+    });
+    inputTokens += out.usage.input_tokens;
+    (out.result as Record<string, any>[]).forEach((r, j) => {
+      const text = chunk[j] as string;
+      if (kind === 'ner') {
+        results.push({ text, entities: (r['entities'] as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({ text: t, label, start, end, score })) });
+      } else {
+        const top = (r['classifications'] as Record<string, { label: string; score: number }[]>)['label']?.[0];
+        results.push({ text, label: top?.label ?? null, score: top?.score ?? null });
+      }
+    });
+  }
+  return json(200, { model_id: modelId, results, usage: { input_tokens: inputTokens } });
+}
+
+const responses = (item: z.ZodType) => ({
+  200: { description: 'Annotations, one per input, in order', schema: z.object({ model_id: z.string(), results: z.array(item), usage: z.object({ input_tokens: z.number() }) }) },
+});
+
+export const generateRoutes = [
+  route({
+    method: 'POST',
+    path: '/generate/ner/label-existing',
+    tag: 'generate',
+    summary: 'Annotate existing texts with entity spans (offsets in code points), synchronously',
+    description: `1–${LABEL_EXISTING_MAX_INPUTS} inputs; \`model_id\` defaults to the installation's default encoder.`,
+    auth: 'key',
+    limit: 'generate',
+    body: LabelExistingBody,
+    responses: responses(z.object({ text: z.string(), entities: z.array(z.object({ text: z.string(), label: z.string(), start: z.number(), end: z.number(), score: z.number() })) })),
+    handler: (ctx) => annotate(ctx, 'ner'),
+  }),
+  route({
+    method: 'POST',
+    path: '/generate/classification/label-existing',
+    tag: 'generate',
+    summary: 'Classify existing texts into one of the labels (top label and its score), synchronously',
+    description: `1–${LABEL_EXISTING_MAX_INPUTS} inputs; \`model_id\` defaults to the installation's default encoder.`,
+    auth: 'key',
+    limit: 'generate',
+    body: LabelExistingBody,
+    responses: responses(z.object({ text: z.string(), label: z.string().nullable(), score: z.number().nullable() })),
+    handler: (ctx) => annotate(ctx, 'classification'),
+  }),
+];
