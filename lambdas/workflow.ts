@@ -9,6 +9,7 @@ import { servicesFromEnv } from '../src/adapters/aws';
 import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
 import { runOnEncoderService } from '../src/aws/encoderTasks';
 import { aggregateEvaluation, prepareEvaluation, recordEvaluationFailure } from '../src/core/evaluation/workflow';
+import { assembleGeneration, planGeneration, recordGenerationFailure } from '../src/core/generation/workflow';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
@@ -35,10 +36,19 @@ async function handle(event: { task: string; input: Input }): Promise<unknown> {
       return runOnEncoderService('evaluation.shard', event.input);
     case 'evaluation.aggregate':
       return aggregateEvaluation(svc, event.input as unknown as Parameters<typeof aggregateEvaluation>[1]);
+    case 'generation.plan':
+      return planGeneration(svc, event.input as unknown as Parameters<typeof planGeneration>[1]);
+    case 'generation.shard':
+      // the decoder and the engine are reached from the gateway, not from a Lambda
+      return runOnEncoderService('generation.shard', event.input);
+    case 'generation.assemble':
+      return assembleGeneration(svc, event.input as unknown as Parameters<typeof assembleGeneration>[1]);
+    case 'generation.failed':
+      return recordGenerationFailure(svc, event.input as unknown as Parameters<typeof recordGenerationFailure>[1]);
     case 'evaluation.failed':
       return recordEvaluationFailure(svc, event.input as unknown as Parameters<typeof recordEvaluationFailure>[1]);
     default: {
-      // Generation and adaptive-loop tasks arrive with their features (see ARCHITECTURE.md).
+      // Adaptive-loop tasks arrive with that feature (see ARCHITECTURE.md).
       const err = new Error(`workflow task '${event.task}' is not available in this release`);
       err.name = 'Sift.UnsupportedTask';
       throw err;

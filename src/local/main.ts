@@ -7,6 +7,8 @@ import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { closeEncoderRuntime } from '../core/encoder/runtime';
 import { evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
+import { generationTasks } from '../core/generation/workflow';
+import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
 import type { Services, SiftConfig } from '../core/context';
 import { BufferedUsageSink } from '../core/usage';
 import { handleWorkMessage } from '../core/worker';
@@ -82,7 +84,11 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     logger,
   });
   svc.training = runner;
-  const workflows = new LocalWorkflowRunner(() => evaluationTasks(svc as Services, new InProcessPredictor(svc as Services)), logger);
+  const workflows = new LocalWorkflowRunner(() => {
+    const services = svc as Services;
+    const predictor = new InProcessPredictor(services);
+    return { ...evaluationTasks(services, predictor), ...generationTasks(services, () => decoderTextGenerator(services), predictor) };
+  }, logger);
   svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {

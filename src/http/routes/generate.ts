@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/encoder/api';
 import { ValidationError } from '../../core/errors';
+import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
 import { json, route, type HandlerContext } from '../types';
 
 /** The encoder used when the request names none: an operator setting, else the built-in mini model. */
@@ -67,7 +68,53 @@ const responses = (item: z.ZodType) => ({
   200: { description: 'Annotations, one per input, in order', schema: z.object({ model_id: z.string(), results: z.array(item), usage: z.object({ input_tokens: z.number() }) }) },
 });
 
+const GenerationJobSchema = z.looseObject({
+  job_id: z.string(),
+  status: z.enum(['queued', 'running', 'complete', 'failed']),
+  task_type: z.string(),
+  dataset_name: z.string(),
+  dataset_version: z.number().nullable(),
+  num_examples: z.number(),
+  generated: z.number(),
+  warnings: z.array(z.string()),
+  error: z.string().nullable(),
+});
+
 export const generateRoutes = [
+  route({
+    method: 'POST',
+    path: '/generate',
+    tag: 'generate',
+    summary: 'Generate a labelled dataset (ner, classification) or chat pairs (decoder) asynchronously',
+    description: `\`num_examples\` 1–${GENERATION_LIMITS.maxExamples}; \`labels\` required for ner/classification. Poll GET /generate/jobs/{job_id} until complete; the dataset is then a new version of \`dataset_name\`.`,
+    auth: 'key',
+    limit: 'generate',
+    body: GenerationRequest,
+    responses: { 202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) } },
+    handler: async ({ svc, principal, body }) => {
+      const job = await createGenerationJob(svc, principal.team_id, body);
+      return json(202, { job_id: job.job_id, status: job.status });
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/generate/jobs',
+    tag: 'generate',
+    summary: 'Generation jobs, newest first',
+    auth: 'key',
+    responses: { 200: { description: 'Jobs', schema: z.object({ data: z.array(GenerationJobSchema) }) } },
+    handler: async ({ svc, principal }) => json(200, { data: await listGenerationJobs(svc, principal.team_id) }),
+  }),
+  route({
+    method: 'GET',
+    path: '/generate/jobs/:job_id',
+    tag: 'generate',
+    summary: 'A generation job: status, progress (`generated`), the dataset version it produced',
+    auth: 'key',
+    params: z.object({ job_id: z.string().min(1).max(64) }),
+    responses: { 200: { description: 'Job', schema: GenerationJobSchema }, 404: { description: 'Not found' } },
+    handler: async ({ svc, principal, params }) => json(200, await getGenerationJob(svc, principal.team_id, params.job_id)),
+  }),
   route({
     method: 'POST',
     path: '/generate/ner/label-existing',

@@ -1,0 +1,29 @@
+/**
+ * The generation workflow's TextGenerator on this process's decoder backend (llama.cpp locally,
+ * the vLLM upstream on the ECS gateway), on the catalog decoder.
+ */
+import type { Services } from '../../core/context';
+import type { TextGenerator } from '../../core/generation/workflow';
+import { decoderRuntime } from './index';
+
+export const GENERATION_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
+
+const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
+
+export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GENERATION_MODEL'] ?? GENERATION_MODEL): TextGenerator {
+  return {
+    async complete(system, user, opts) {
+      const { backend } = decoderRuntime(svc);
+      if (!(await backend.hasModel(model))) throw new Error(`the generation model '${model}' is not installed on this deployment`);
+      let text = '';
+      const events = backend.generate({
+        model,
+        prompt: { kind: 'chat', messages: [{ role: 'system', parts: [{ text: system }] }, { role: 'user', parts: [{ text: user }] }] },
+        params: { maxTokens: opts.maxTokens, temperature: opts.temperature, seed: opts.seed, stop: [] },
+        cache: noCache,
+      });
+      for await (const ev of events) if (ev.type === 'text') text += ev.text;
+      return text;
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Synthetic-data generation jobs (SPEC "Generation request", DESIGN §3): `queued → running →
+ * complete | failed`; the finished job names the dataset version it produced. The work itself is
+ * the generation state machine (generation/workflow.ts).
+ */
+import { z } from 'zod';
+import type { Services } from '../context';
+import { NotFoundError, ValidationError } from '../errors';
+import { isUuid, newUuid } from '../ids';
+
+export type GenerationStatus = 'queued' | 'running' | 'complete' | 'failed';
+
+/** Documented caps (README "Synthetic data"). */
+export const GENERATION_LIMITS = { maxExamples: 10_000, maxLabels: 50, maxSeedExamples: 50 } as const;
+
+export const GenerationRequest = z.strictObject({
+  task_type: z.enum(['ner', 'classification', 'decoder']),
+  dataset_name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, ".", "_" and "-", starting with a letter or digit (at most 128)'),
+  num_examples: z.number().int().min(1).max(GENERATION_LIMITS.maxExamples),
+  labels: z.array(z.string().trim().min(1).max(100)).min(1).max(GENERATION_LIMITS.maxLabels).optional(),
+  domain_description: z.string().max(2000).optional(),
+  classified_examples: z.array(z.strictObject({ text: z.string().min(1).max(2000), label: z.string().min(1) })).max(GENERATION_LIMITS.maxSeedExamples).optional(),
+  prompt: z.string().max(4000).optional(),
+});
+export type GenerationInput = z.output<typeof GenerationRequest>;
+
+export interface GenerationJob {
+  job_id: string;
+  status: GenerationStatus;
+  task_type: GenerationInput['task_type'];
+  dataset_name: string;
+  dataset_version: number | null;
+  num_examples: number;
+  generated: number;
+  labels: string[];
+  domain_description: string | null;
+  classified_examples: { text: string; label: string }[];
+  prompt: string | null;
+  warnings: string[];
+  error: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export const generationItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `GENJOB#${id}` });
+const generationIndex = (teamId: string) => `TEAM#${teamId}#GENJOBS`;
+
+export async function createGenerationJob(svc: Services, teamId: string, input: GenerationInput): Promise<GenerationJob> {
+  const labels = [...new Set(input.labels ?? [])];
+  if (input.task_type !== 'decoder' && labels.length === 0) throw ValidationError.field(['body', 'labels'], `labels are required for task_type '${input.task_type}'`, 'missing');
+  if (input.task_type === 'decoder' && input.labels) throw ValidationError.field(['body', 'labels'], "task_type 'decoder' generates chat pairs and takes no labels");
+  if (input.classified_examples && input.task_type !== 'classification') {
+    throw ValidationError.field(['body', 'classified_examples'], 'classified_examples are for task_type classification only');
+  }
+  (input.classified_examples ?? []).forEach((e, i) => {
+    if (!labels.includes(e.label)) throw ValidationError.field(['body', 'classified_examples', i, 'label'], `'${e.label}' is not one of labels`);
+  });
+  const job: GenerationJob = {
+    job_id: newUuid(),
+    status: 'queued',
+    task_type: input.task_type,
+    dataset_name: input.dataset_name,
+    dataset_version: null,
+    num_examples: input.num_examples,
+    generated: 0,
+    labels,
+    domain_description: input.domain_description ?? null,
+    classified_examples: input.classified_examples ?? [],
+    prompt: input.prompt ?? null,
+    warnings: [],
+    error: null,
+    created_at: svc.now().toISOString(),
+    finished_at: null,
+  };
+  const key = generationItem(teamId, job.job_id);
+  await svc.records.put({ ...key, gsi1pk: generationIndex(teamId), gsi1sk: `${job.created_at}#${job.job_id}` }, job, { ifAbsent: true });
+  try {
+    if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
+    await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId });
+  } catch (err) {
+    const failed = { status: 'failed' as const, error: `could not start the generation: ${(err as Error).message}`, finished_at: svc.now().toISOString() };
+    await svc.records.update(key.pk, key.sk, { set: failed });
+    return { ...job, ...failed };
+  }
+  return job;
+}
+
+export async function getGenerationJob(svc: Services, teamId: string, id: string): Promise<GenerationJob> {
+  const key = generationItem(teamId, id);
+  const found = isUuid(id) ? await svc.records.get<GenerationJob>(key.pk, key.sk) : undefined;
+  if (!found) throw new NotFoundError(`Generation job '${id}' not found`);
+  return found;
+}
+
+export async function listGenerationJobs(svc: Services, teamId: string): Promise<GenerationJob[]> {
+  return svc.records.queryAll<GenerationJob>(generationIndex(teamId), { index: 'gsi1', newestFirst: true });
+}

@@ -1,0 +1,190 @@
+/**
+ * The generation state machine's tasks (lib/workflows/definitions.ts: PlanGeneration →
+ * GenerateShards (Map) → AssembleDataset; failures → MarkGenerationFailed). Texts come from the
+ * decoder; NER rows are then labelled by the encoder (as `label-existing` does); classification
+ * rows carry the label they were written for; decoder rows are question/answer chat pairs. The
+ * result becomes a new dataset version through the ordinary processing path, so every row rule holds.
+ */
+import { createHash } from 'node:crypto';
+import type { Services } from '../context';
+import { createUploadUrl, getVersion, sourceKey, startProcessing } from '../datasets/service';
+import { ConflictError } from '../errors';
+import { modelManifestKey } from '../catalog';
+import type { EvaluationPredictor } from '../evaluation/workflow';
+import { generationItem, getGenerationJob, type GenerationJob } from './jobs';
+
+export const GENERATION_SHARD = 25;
+/** Attempts per wanted example before a shard gives up (duplicates and empty outputs are retried). */
+const ATTEMPTS_PER_EXAMPLE = 3;
+
+/** The decoder, wherever it runs. */
+export interface TextGenerator {
+  complete(system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }): Promise<string>;
+}
+
+export interface GenerationShard {
+  index: number;
+  count: number;
+}
+
+const shardKey = (teamId: string, jobId: string, index: number) => `generation/${teamId}/${jobId}/shards/${String(index).padStart(6, '0')}.jsonl`;
+
+/** One line, no wrapping quotes or list markers, bounded length; '' when nothing usable is left. */
+export function cleanGenerated(raw: string): string {
+  const line = raw.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? '';
+  const text = line.replace(/^(\d+[.)]|[-*•])\s+/, '').replace(/^["'“”]+|["'“”]+$/g, '').replace(/\s+/g, ' ').trim();
+  return text.length >= 8 ? text.slice(0, 500) : '';
+}
+
+const SYSTEM = 'You write short, realistic, varied example texts. Answer with the text only.';
+
+function domainHint(job: GenerationJob): string {
+  return job.domain_description ? ` The domain: ${job.domain_description}.` : '';
+}
+
+function classificationPrompt(job: GenerationJob, label: string): string {
+  const seeds = job.classified_examples.filter((e) => e.label === label).slice(0, 3);
+  const examples = seeds.length ? ` Examples of "${label}": ${seeds.map((e) => `"${e.text}"`).join(' ')}` : '';
+  return `Write one short message that is clearly about "${label}".${domainHint(job)}${examples}${job.prompt ? ` ${job.prompt}` : ''}`;
+}
+
+function nerPrompt(job: GenerationJob, seed: number): string {
+  const pick = job.labels.filter((_, i) => (seed >> i) % 2 === 0 || job.labels.length === 1);
+  const types = (pick.length ? pick : job.labels).join(', ');
+  return `Write one sentence that mentions a ${types}, with concrete names.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`;
+}
+
+/** `generation.plan`: shards, and the job is running. */
+export async function planGeneration(svc: Services, input: { jobId: string; teamId: string }): Promise<{ shards: GenerationShard[] }> {
+  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+  const key = generationItem(input.teamId, job.job_id);
+  await svc.records.update(key.pk, key.sk, { set: { status: 'running', generated: 0 } });
+  const shards: GenerationShard[] = [];
+  for (let i = 0, n = 0; n < job.num_examples; i++, n += GENERATION_SHARD) shards.push({ index: i, count: Math.min(GENERATION_SHARD, job.num_examples - n) });
+  return { shards };
+}
+
+/** `generation.shard`: writes the shard's rows to the blob store; returns where (Step Functions' state cap). */
+export async function generateShard(
+  svc: Services,
+  generator: TextGenerator,
+  labeller: EvaluationPredictor,
+  input: { jobId: string; teamId: string; shard: GenerationShard },
+  encoderModel = process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1',
+): Promise<{ key: string; rows: number }> {
+  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+  const seen = new Set<string>();
+  const rows: Record<string, unknown>[] = [];
+  const texts: { text: string; label?: string; answer?: string }[] = [];
+  for (let attempt = 0; texts.length < input.shard.count && attempt < input.shard.count * ATTEMPTS_PER_EXAMPLE; attempt++) {
+    // deterministic per (job, shard, attempt): a retried shard writes the same rows
+    const seed = parseInt(createHash('sha256').update(`${job.job_id}:${input.shard.index}:${attempt}`).digest('hex').slice(0, 8), 16);
+    const opts = { seed, maxTokens: 60, temperature: 0.9 };
+    if (job.task_type === 'classification') {
+      const label = job.labels[(input.shard.index * GENERATION_SHARD + texts.length) % job.labels.length] as string;
+      const text = cleanGenerated(await generator.complete(SYSTEM, classificationPrompt(job, label), opts));
+      if (text && !seen.has(text)) texts.push({ text, label });
+      if (text) seen.add(text);
+    } else if (job.task_type === 'ner') {
+      const text = cleanGenerated(await generator.complete(SYSTEM, nerPrompt(job, seed), opts));
+      if (text && !seen.has(text)) texts.push({ text });
+      if (text) seen.add(text);
+    } else {
+      const question = cleanGenerated(await generator.complete(SYSTEM, `Write one question a user could ask an assistant.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`, opts));
+      if (!question || seen.has(question)) continue;
+      seen.add(question);
+      const answer = (await generator.complete('You are a helpful assistant. Answer briefly.', question, { ...opts, maxTokens: 120, temperature: 0.3 })).trim();
+      if (answer) texts.push({ text: question, answer });
+    }
+  }
+  if (job.task_type === 'ner' && texts.length) {
+    if (!(await svc.blobs.head(modelManifestKey(encoderModel)))) throw new ConflictError(`The labelling encoder '${encoderModel}' is not in the model store`);
+    const model = { requested: encoderModel, baseModel: encoderModel, prefix: `models/${encoderModel}/`, projectId: null, trainingJobId: null };
+    const predictions = await labeller.predict(model, texts.map((t) => t.text), { entities: job.labels }, 0.5);
+    texts.forEach((t, i) => {
+      const entities = (predictions[i]?.entities ?? []).map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
+      // rows where the labeller found nothing would teach "no entities here" for texts written to have some
+      if (entities.length) rows.push({ text: t.text, entities });
+    });
+  } else if (job.task_type === 'classification') {
+    for (const t of texts) rows.push({ text: t.text, label: t.label });
+  } else {
+    for (const t of texts) rows.push({ messages: [{ role: 'user', content: t.text }, { role: 'assistant', content: t.answer }] });
+  }
+  const key = shardKey(input.teamId, job.job_id, input.shard.index);
+  await svc.blobs.put(key, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''), 'application/x-ndjson');
+  const item = generationItem(input.teamId, job.job_id);
+  await svc.records.update(item.pk, item.sk, { add: { generated: rows.length } });
+  return { key, rows: rows.length };
+}
+
+/** `generation.assemble`: one new dataset version from the shards, processed like any upload. */
+export async function assembleGeneration(
+  svc: Services,
+  input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] },
+  waitMs = 10 * 60_000,
+): Promise<{ dataset_name: string; version: number; status: string }> {
+  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+  const item = generationItem(input.teamId, job.job_id);
+  const total = (input.shards ?? []).reduce((n, s) => n + s.rows, 0);
+  if (total === 0) throw new Error('the generator produced no usable example (all outputs were empty, duplicates, or had no entity the labeller could find)');
+  let version = job.dataset_version;
+  if (version === null) {
+    let parts = '';
+    for (const s of input.shards ?? []) {
+      if (!s.key.startsWith(`generation/${input.teamId}/${job.job_id}/`)) throw new Error(`shard ${s.key} is not this job's`);
+      parts += await svc.blobs.getText(s.key);
+    }
+    const reserve = (newVersion: boolean) => createUploadUrl(svc, input.teamId, { dataset_name: job.dataset_name, file_name: 'generated.jsonl', new_version: newVersion });
+    const reserved = await reserve(false).catch((err: unknown) => (err instanceof ConflictError ? reserve(true) : Promise.reject(err)));
+    version = reserved.version;
+    const record = await getVersion(svc, input.teamId, job.dataset_name, version);
+    await svc.blobs.put(sourceKey(input.teamId, record), parts, 'application/x-ndjson');
+    // remember the version first: a retried assemble must not reserve another one
+    await svc.records.update(item.pk, item.sk, { set: { dataset_version: version } });
+    await startProcessing(svc, input.teamId, job.dataset_name, version);
+  }
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const v = await getVersion(svc, input.teamId, job.dataset_name, version);
+    if (v.status === 'ready' || v.status === 'failed') {
+      const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
+      const done =
+        v.status === 'ready'
+          ? { status: 'complete', warnings, finished_at: svc.now().toISOString() }
+          : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}`, finished_at: svc.now().toISOString() };
+      await svc.records.update(item.pk, item.sk, { set: done });
+      return { dataset_name: job.dataset_name, version, status: v.status };
+    }
+    if (Date.now() > deadline) {
+      const err = new Error(`dataset '${job.dataset_name}' version ${version} is still ${v.status}`);
+      err.name = 'Sift.TransientError';
+      throw err;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `generation.failed`. */
+export async function recordGenerationFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }): Promise<{ status: string }> {
+  const item = generationItem(input.teamId, input.jobId);
+  if (!(await svc.records.get(item.pk, item.sk))) return { status: 'deleted' };
+  let cause = input.error?.Cause ?? '';
+  try {
+    const parsed = JSON.parse(cause) as { errorMessage?: string; message?: string };
+    cause = parsed.errorMessage ?? parsed.message ?? cause;
+  } catch {
+    /* plain text */
+  }
+  await svc.records.update(item.pk, item.sk, { set: { status: 'failed', error: (cause || input.error?.Error || 'the generation workflow failed').slice(0, 2000), finished_at: svc.now().toISOString() } });
+  return { status: 'failed' };
+}
+
+export function generationTasks(svc: Services, generator: () => TextGenerator, labeller: EvaluationPredictor): Record<string, (input: never) => Promise<unknown>> {
+  return {
+    'generation.plan': (input: { jobId: string; teamId: string }) => planGeneration(svc, input),
+    'generation.shard': (input: { jobId: string; teamId: string; shard: GenerationShard }) => generateShard(svc, generator(), labeller, input),
+    'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) => assembleGeneration(svc, input),
+    'generation.failed': (input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }) => recordGenerationFailure(svc, input),
+  } as Record<string, (input: never) => Promise<unknown>>;
+}
