@@ -2,6 +2,7 @@ import { apiKeyExists, createApiKey } from './apiKeys';
 import type { Services } from './context';
 import { findProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
+import { listGenerationJobs } from './generation/jobs';
 import { API_KEY_PREFIX } from './ids';
 import { createTeam, listTeams } from './teams';
 import { listTrainingJobs, transitionJob } from './trainingJobs';
@@ -39,10 +40,10 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
  * After a crash or restart (local mode): datasets left `processing` are validated again, jobs still
  * `requested` are queued again, jobs that were `running` are marked `failed` with the reason —
  * their process died with the service, so they are never left looking alive — and evaluations
- * still `running` are started again.
+ * and generation jobs still `running` are started again.
  */
-export async function recoverInterruptedWork(svc: Services): Promise<{ datasets: number; jobs: number; evaluations: number }> {
-  const recovered = { datasets: 0, jobs: 0, evaluations: 0 };
+export async function recoverInterruptedWork(svc: Services): Promise<{ datasets: number; jobs: number; workflows: number }> {
+  const recovered = { datasets: 0, jobs: 0, workflows: 0 };
   for (const team of await listTeams(svc)) {
     for (const v of await findProcessingVersions(svc, team.id)) {
       await svc.queue.send({ type: 'dataset.process', team_id: team.id, dataset_name: v.name, version: v.version });
@@ -59,11 +60,16 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
         recovered.jobs += 1;
       }
     }
-    // evaluation tasks are idempotent: an interrupted one simply runs again
+    // generation and evaluation tasks are idempotent: an interrupted one simply runs again
+    for (const job of await listGenerationJobs(svc, team.id)) {
+      if ((job.status !== 'queued' && job.status !== 'running') || !svc.workflows) continue;
+      await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId: team.id });
+      recovered.workflows += 1;
+    }
     for (const evaluation of await listEvaluations(svc, team.id, {})) {
       if (evaluation.status !== 'running' || !svc.workflows) continue;
       await svc.workflows.start('evaluation', `eval-${evaluation.id}`, { evaluationId: evaluation.id, teamId: team.id });
-      recovered.evaluations += 1;
+      recovered.workflows += 1;
     }
   }
   return recovered;

@@ -98,7 +98,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     const published = await publishBuiltModels(svc, opts.modelsDir ?? DEFAULT_MODELS_DIR);
     if (published.length) logger.info('published models to the model store', { models: published });
     const recovered = await recoverInterruptedWork(svc);
-    if (recovered.datasets + recovered.jobs + recovered.evaluations) logger.info('recovered interrupted work', recovered);
+    if (recovered.datasets + recovered.jobs + recovered.workflows) logger.info('recovered interrupted work', recovered);
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
     await (svc.usage as BufferedUsageSink).close().catch(() => {});

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rowsKey } from '../../src/core/datasets/service';
+import { createEvaluation } from '../../src/core/evaluations';
 import { transitionJob } from '../../src/core/trainingJobs';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/local/main';
@@ -86,4 +87,19 @@ describe('local mode', () => {
     expect((await b.call('GET', `/core/training-jobs/${wasQueued}`)).body.status).toBe('requested');
     await b.stop();
   });
+
+  it('restarts an evaluation that a stop interrupted, which then completes', async () => {
+    const a = await TestStack.start({ dataDir: dir, withModels: true });
+    await a.uploadDataset('eval-data', jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]));
+    const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
+    // the record as a crash leaves it: running, with no execution behind it
+    const interrupted = await createEvaluation({ ...a.svc, workflows: { start: async () => {} } }, team, { base_model: 'sift/gliner2-mini-v1', dataset_name: 'eval-data' });
+    await a.stop();
+    const b = await TestStack.start({ dataDir: dir, withModels: true });
+    await b.service.idle();
+    const after = (await b.call('GET', `/core/evaluations/${interrupted.id}`)).body;
+    expect(after.status).toBe('complete');
+    expect(after.metrics.support.rows).toBe(1);
+    await b.stop();
+  }, 120_000);
 });
