@@ -8,8 +8,9 @@ import middy from '@middy/core';
 import { servicesFromEnv } from '../src/adapters/aws';
 import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
 import { runOnEncoderService } from '../src/aws/encoderTasks';
-import { aggregateEvaluation, prepareEvaluation, recordEvaluationFailure } from '../src/core/evaluation/workflow';
-import { assembleGeneration, planGeneration, recordGenerationFailure } from '../src/core/generation/workflow';
+import { evaluationTasks } from '../src/core/evaluation/workflow';
+import { generationTasks } from '../src/core/generation/workflow';
+import type { TaskTable } from '../src/core/workflowTasks';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
@@ -21,39 +22,26 @@ const env: TrainingEnv = {
 
 type Input = { jobId: string; teamId: string; [k: string]: unknown };
 
+/** Shards need the engine or the decoder: they run in the gateway (ECS), reached over the VPC. */
+const onGateway = (task: string) => (input: unknown) => runOnEncoderService(task, input) as Promise<never>;
+
+const tasks: TaskTable = {
+  'training.prepare': (input: Input) => prepareTraining(svc, env, input),
+  'training.complete': (input: Parameters<typeof completeTraining>[1]) => completeTraining(svc, input),
+  'training.failed': (input: Parameters<typeof recordTrainingFailure>[1]) => recordTrainingFailure(svc, input),
+  ...evaluationTasks(svc, onGateway('evaluation.shard')),
+  ...generationTasks(svc, onGateway('generation.shard')),
+} as TaskTable;
+
 async function handle(event: { task: string; input: Input }): Promise<unknown> {
-  switch (event.task) {
-    case 'training.prepare':
-      return prepareTraining(svc, env, event.input);
-    case 'training.complete':
-      return completeTraining(svc, event.input as Parameters<typeof completeTraining>[1]);
-    case 'training.failed':
-      return recordTrainingFailure(svc, event.input as Parameters<typeof recordTrainingFailure>[1]);
-    case 'evaluation.prepare':
-      return prepareEvaluation(svc, event.input as unknown as Parameters<typeof prepareEvaluation>[1]);
-    case 'evaluation.shard':
-      // the engine lives in the encoder service, not in a Lambda
-      return runOnEncoderService('evaluation.shard', event.input);
-    case 'evaluation.aggregate':
-      return aggregateEvaluation(svc, event.input as unknown as Parameters<typeof aggregateEvaluation>[1]);
-    case 'generation.plan':
-      return planGeneration(svc, event.input as unknown as Parameters<typeof planGeneration>[1]);
-    case 'generation.shard':
-      // the decoder and the engine are reached from the gateway, not from a Lambda
-      return runOnEncoderService('generation.shard', event.input);
-    case 'generation.assemble':
-      return assembleGeneration(svc, event.input as unknown as Parameters<typeof assembleGeneration>[1]);
-    case 'generation.failed':
-      return recordGenerationFailure(svc, event.input as unknown as Parameters<typeof recordGenerationFailure>[1]);
-    case 'evaluation.failed':
-      return recordEvaluationFailure(svc, event.input as unknown as Parameters<typeof recordEvaluationFailure>[1]);
-    default: {
-      // Adaptive-loop tasks arrive with that feature (see ARCHITECTURE.md).
-      const err = new Error(`workflow task '${event.task}' is not available in this release`);
-      err.name = 'Sift.UnsupportedTask';
-      throw err;
-    }
+  const task = tasks[event.task];
+  if (!task) {
+    // Adaptive-loop tasks arrive with that feature (see ARCHITECTURE.md).
+    const err = new Error(`workflow task '${event.task}' is not available in this release`);
+    err.name = 'Sift.UnsupportedTask';
+    throw err;
   }
+  return task(event.input as never);
 }
 
 export const handler = middy(handle).use(injectLambdaContext(logger));

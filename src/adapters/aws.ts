@@ -25,17 +25,23 @@ export interface AwsWiring {
   config?: Partial<SiftConfig>;
 }
 
+/** The S3 client every blob store uses (an `endpoint` means an emulator: path-style addressing). */
+export function createS3Client(o: { region?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; endpoint?: string }): S3Client {
+  return new S3Client({
+    region: o.region ?? process.env['AWS_REGION'] ?? 'us-east-1',
+    ...(o.credentials ? { credentials: o.credentials } : {}),
+    // WHEN_REQUIRED: otherwise presigned PUTs carry the CRC32 of an empty body and S3 rejects real uploads.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    ...(o.endpoint ? { endpoint: o.endpoint, forcePathStyle: true } : {}),
+  });
+}
+
 /** Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. */
 export function createServices(w: AwsWiring): Services {
   const region = w.region ?? process.env['AWS_REGION'] ?? 'us-east-1';
   const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
   const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
-  // WHEN_REQUIRED: otherwise presigned PUTs carry the CRC32 of an empty body and S3 rejects real uploads.
-  const s3 = new S3Client({
-    ...common,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    ...(w.s3Endpoint ? { endpoint: w.s3Endpoint, forcePathStyle: true } : {}),
-  });
+  const s3 = createS3Client({ region, ...(w.credentials ? { credentials: w.credentials } : {}), ...(w.s3Endpoint ? { endpoint: w.s3Endpoint } : {}) });
   const records = new RecordStore(dynamo, w.table);
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
   const now = () => new Date();

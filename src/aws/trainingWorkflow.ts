@@ -15,7 +15,7 @@ import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
 import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, transitionJob, type TrainingJob } from '../core/trainingJobs';
 
 export interface TrainingEnv {
   jobNamePrefix: string;
@@ -105,14 +105,14 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
     created_at: svc.now().toISOString(),
   });
   await markBestCheckpoint(svc, input.teamId, job.id);
-  let headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? metrics : null;
+  let headline = headlineMetrics(metrics);
   if (job.model_type === 'encoder' && encoderServiceUrl()) {
     // the same evaluator and engine as evaluations (the encoder service scores the held-out rows);
     // if it can't, the trainer's own validation metrics (same rules) stand
-    const served = (await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch(() => null)) as Record<string, number> | null;
-    if (served && typeof served['f1'] === 'number') headline = { f1: served['f1'], precision: served['precision'] as number, recall: served['recall'] as number };
+    const served = headlineMetrics(await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch(() => null));
+    if (served) headline = served;
   }
-  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'], final_checkpoint_id: finalId });
+  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, final_checkpoint_id: finalId });
   return { status: done.status };
 }
 

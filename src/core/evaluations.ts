@@ -53,9 +53,11 @@ export async function createEvaluation(
       throw new ServiceUnavailableError(`Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
     }
   }
-  if (projectId !== null) projectId = (await getProject(svc, teamId, projectId).catch(() => {
-    throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
-  })).id;
+  if (projectId !== null) {
+    const project = await getProject(svc, teamId, projectId).catch(() => undefined);
+    if (!project) throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
+    projectId = project.id;
+  }
   const version =
     input.dataset_version !== undefined
       ? await getVersion(svc, teamId, input.dataset_name, input.dataset_version)

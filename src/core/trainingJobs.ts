@@ -55,6 +55,13 @@ export interface TrainingJob {
   finished_at: string | null;
 }
 
+/** A job's `metrics` (SPEC: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */
+export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
+  const r = (m ?? {}) as Record<string, unknown>;
+  const { f1, precision, recall } = r;
+  return typeof f1 === 'number' && typeof precision === 'number' && typeof recall === 'number' ? { f1, precision, recall } : null;
+}
+
 export interface CreateJobInput {
   model_name: string;
   base_model: string;

@@ -6,8 +6,8 @@ import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { closeEncoderRuntime } from '../core/encoder/runtime';
-import { evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
-import { generationTasks } from '../core/generation/workflow';
+import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
+import { generateShard, generationTasks } from '../core/generation/workflow';
 import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
 import type { Services, SiftConfig } from '../core/context';
 import { BufferedUsageSink } from '../core/usage';
@@ -87,7 +87,10 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const workflows = new LocalWorkflowRunner(() => {
     const services = svc as Services;
     const predictor = new InProcessPredictor(services);
-    return { ...evaluationTasks(services, predictor), ...generationTasks(services, () => decoderTextGenerator(services), predictor) };
+    return {
+      ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
+      ...generationTasks(services, (input) => generateShard(services, decoderTextGenerator(services), predictor, input)),
+    };
   }, logger);
   svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;

@@ -24,7 +24,7 @@ import {
 } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
 export interface RunnerOptions {
@@ -288,12 +288,12 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
     await markBestCheckpoint(svc, teamId, job.id);
     const finalId = (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
-    let headline = metrics && ['f1', 'precision', 'recall'].every((k) => typeof metrics[k] === 'number') ? pick(metrics) : null;
+    let headline = headlineMetrics(metrics);
     try {
       // the job's metrics come from the service's evaluator and engine, like any evaluation's
       const served = await validationMetrics(svc, new InProcessPredictor(svc), teamId, job.id);
       if (served) {
-        headline = pick(served as unknown as Record<string, number>);
+        headline = headlineMetrics(served);
         log.system(`validation metrics (serving engine): f1 ${served.f1} precision ${served.precision} recall ${served.recall} over ${served.support.rows} rows`);
       }
     } catch (err) {
@@ -301,7 +301,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
     log.system('training complete; model, archive and final checkpoint saved');
     await log.flush();
-    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline as TrainingJob['metrics'], final_checkpoint_id: finalId } as Partial<TrainingJob>);
+    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline, final_checkpoint_id: finalId });
   }
 
   private async fail(svc: Services, teamId: string, jobId: string, reason: string): Promise<void> {
@@ -365,5 +365,3 @@ class LogWriter {
     return this.writing;
   }
 }
-
-const pick = (m: Record<string, number>) => ({ f1: m['f1'] as number, precision: m['precision'] as number, recall: m['recall'] as number });

@@ -7,23 +7,9 @@
 import { StateMachine } from 'aws-local-stepfunctions';
 import { WORKFLOWS, lambdaTaskNames, substitute } from '../../lib/workflows/definitions';
 import type { WorkflowKind, WorkflowLauncher } from '../core/context';
+import type { TaskTable } from '../core/workflowTasks';
 import type { Logger } from '../http/logger';
-
-// aws-local-stepfunctions uses Promise.withResolvers (Node >= 22); local mode also runs on Node 20.
-const P = Promise as unknown as { withResolvers?: unknown };
-if (typeof P.withResolvers !== 'function') {
-  P.withResolvers = <T>() => {
-    let resolve!: (v: T) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<T>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
-export type TaskFunctions = Record<string, (input: never) => Promise<unknown>>;
+import './promiseWithResolvers';
 
 const LOCAL_ARNS = {
   TaskFunctionArn: 'arn:aws:lambda:local:000000000000:function:sift-local-tasks',
@@ -35,7 +21,7 @@ export class LocalWorkflowRunner implements WorkflowLauncher {
   private readonly machines = new Map<WorkflowKind, { sm: StateMachine; taskNames: Record<string, string> }>();
 
   constructor(
-    private readonly tasks: () => TaskFunctions,
+    private readonly tasks: () => TaskTable,
     private readonly logger: Logger,
   ) {}
 

@@ -1,11 +1,12 @@
 /** BlobStore contract, against s3rver (the same S3 SDK code that runs against S3), presigned URLs over real HTTP. */
-import { S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { BlobStore } from '../../src/adapters/BlobStore';
+import { createS3Client } from '../../src/adapters/aws';
 import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
 
 let dir: string;
@@ -16,14 +17,8 @@ let blobs: BlobStore;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-blobs-'));
   emulators = await startEmulators(dir, { bucket: 'contract-bucket' });
-  // The same client options as src/adapters/aws.ts.
-  s3 = new S3Client({
-    region: 'us-east-1',
-    credentials: EMULATOR_CREDENTIALS,
-    endpoint: emulators.s3Endpoint,
-    forcePathStyle: true,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-  });
+  // the production client factory, pointed at the emulator
+  s3 = createS3Client({ credentials: EMULATOR_CREDENTIALS, endpoint: emulators.s3Endpoint });
   blobs = new BlobStore(s3, 'contract-bucket');
   await blobs.ensureBucket();
 });

@@ -13,20 +13,7 @@ import {
   type AslDefinition,
   type WorkflowName,
 } from '../../lib/workflows/definitions';
-
-// aws-local-stepfunctions 3 uses Promise.withResolvers (Node >= 22); tests also run on Node 20.
-const P = Promise as unknown as { withResolvers?: unknown };
-if (typeof P.withResolvers !== 'function') {
-  P.withResolvers = <T>() => {
-    let resolve!: (v: T) => void;
-    let reject!: (e: unknown) => void;
-    const promise = new Promise<T>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
+import '../../src/local/promiseWithResolvers';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Handler = (input: Json) => Json | Promise<Json>;

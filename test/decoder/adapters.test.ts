@@ -5,7 +5,7 @@
  * test/decoder/make_lora_fixture.py and exported by the trainer's own GGUF exporter, cached under
  * test/.cache (first run ~10 s per adapter with the training venv).
  */
-import { S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BlobStore } from '../../src/adapters/BlobStore';
+import { createS3Client } from '../../src/adapters/aws';
 import { LlamaCppDecoder } from '../../src/adapters/decoder/llamaCpp';
 import type { CachePlan, DecoderAdapterSpec, GenerationEvent } from '../../src/core/decoder/types';
 import { ServiceUnavailableError } from '../../src/core/errors';
@@ -68,13 +69,8 @@ beforeAll(async () => {
   const [random, zero] = [await fixture('random'), await fixture('zero')];
   dir = await mkdtemp(join(tmpdir(), 'sift-adapters-'));
   emulators = await startEmulators(join(dir, 's3'), { bucket: 'adapters-bucket' });
-  s3 = new S3Client({
-    region: 'us-east-1',
-    credentials: EMULATOR_CREDENTIALS,
-    endpoint: emulators.s3Endpoint,
-    forcePathStyle: true,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-  });
+  // the production client factory, pointed at the emulator
+  s3 = createS3Client({ credentials: EMULATOR_CREDENTIALS, endpoint: emulators.s3Endpoint });
   blobs = new BlobStore(s3, 'adapters-bucket');
   await blobs.ensureBucket();
   // Laid out as a decoder training job publishes its model dir (trainingRunner: putDirectory).

@@ -573,25 +573,18 @@ export function finalizeMetrics(counts: EvaluationCounts): EvaluationMetrics {
     return { out, gold };
   };
   const overall: Partial<EvaluationMetrics> = {};
-  if (counts.scored.entities) {
-    const b = breakdown(counts.per_entity);
-    overall.per_entity = b.out;
-    support.entities = b.gold;
-  }
-  if (counts.scored.classification) {
-    const b = breakdown(counts.per_label);
-    overall.per_label = b.out;
-    support.labels = b.gold;
-  }
-  if (counts.scored.structures) {
-    const b = breakdown(counts.per_field);
-    overall.per_field = b.out;
-    support.fields = b.gold;
-  }
-  if (counts.scored.relations) {
-    const b = breakdown(counts.per_relation);
-    overall.per_relation = b.out;
-    support.relations = b.gold;
+  // head scored → its tallies, its breakdown key, its support key
+  const heads = [
+    [counts.scored.entities, 'per_entity', 'entities'],
+    [counts.scored.classification, 'per_label', 'labels'],
+    [counts.scored.structures, 'per_field', 'fields'],
+    [counts.scored.relations, 'per_relation', 'relations'],
+  ] as const;
+  for (const [scored, key, supportKey] of heads) {
+    if (!scored) continue;
+    const b = breakdown(counts[key]);
+    overall[key] = b.out;
+    support[supportKey] = b.gold;
   }
   const { f1, precision, recall } = prf(total);
   const metrics: EvaluationMetrics = { f1, precision, recall, ...overall, support };

@@ -15,6 +15,7 @@ import { ConflictError } from '../errors';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
 import { evaluationItem, getEvaluation, type Evaluation } from '../evaluations';
+import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
 
 /** Rows per Map item: small enough for a 15-minute task on CPU, large enough to batch well. */
@@ -34,14 +35,27 @@ export interface EvaluationPredictor {
   predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]>;
 }
 
-/** The engine in this process (local mode, and the encoder service on ECS). */
+/**
+ * The engine in this process (local mode, and the encoder service on ECS). One instance serves one
+ * task run: the model's files are checked against the store once, not for every batch.
+ */
 export class InProcessPredictor implements EvaluationPredictor {
+  private readonly models = new Map<string, Promise<string>>();
+  private readonly schemas = new WeakMap<SchemaInput, ReturnType<typeof toEncoderSchema>>();
+
   constructor(private readonly svc: Services) {}
 
   async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]> {
     const runtime = encoderRuntime(this.svc);
-    const engine = await runtime.model(await runtime.localDir(this.svc, model));
-    const engineSchema = toEncoderSchema(schema);
+    let dir = this.models.get(model.prefix);
+    if (!dir) {
+      dir = runtime.localDir(this.svc, model);
+      dir.catch(() => this.models.delete(model.prefix));
+      this.models.set(model.prefix, dir);
+    }
+    const engine = await runtime.model(await dir);
+    let engineSchema = this.schemas.get(schema);
+    if (!engineSchema) this.schemas.set(schema, (engineSchema = toEncoderSchema(schema)));
     const out = await engine.infer(texts, engineSchema, { threshold });
     return out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction);
   }
@@ -204,32 +218,27 @@ export async function aggregateEvaluation(
 }
 
 /** `evaluation.failed`: the workflow's error becomes the record's `error`. */
-export async function recordEvaluationFailure(
-  svc: Services,
-  input: { evaluationId: string; teamId: string; error?: { Error?: string; Cause?: string } },
-): Promise<{ status: string }> {
+export async function recordEvaluationFailure(svc: Services, input: { evaluationId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
   const key = evaluationItem(input.teamId, input.evaluationId);
   const exists = await svc.records.get<Evaluation>(key.pk, key.sk);
   if (!exists) return { status: 'deleted' };
-  let cause = input.error?.Cause ?? '';
-  try {
-    // Lambda errors arrive as a JSON Cause {errorMessage, …}; local handlers as plain text
-    const parsed = JSON.parse(cause) as { errorMessage?: string; message?: string };
-    cause = parsed.errorMessage ?? parsed.message ?? cause;
-  } catch {
-    /* plain text */
-  }
-  const reason = cause || input.error?.Error || 'the evaluation workflow failed';
-  await svc.records.update(key.pk, key.sk, { set: { status: 'failed', error: reason.slice(0, 2000), finished_at: svc.now().toISOString() } });
+  await svc.records.update(key.pk, key.sk, {
+    set: { status: 'failed', error: failureReason(input.error, 'the evaluation workflow failed'), finished_at: svc.now().toISOString() },
+  });
   return { status: 'failed' };
 }
 
-/** The evaluation tasks by ASL task name, for a workflow runner (local) or the task Lambda. */
-export function evaluationTasks(svc: Services, predictor: EvaluationPredictor): Record<string, (input: never) => Promise<unknown>> {
+type ShardInput = { evaluationId: string; teamId: string; shard: Shard };
+
+/**
+ * The evaluation tasks by ASL task name. `shard` is where shards run: in this process
+ * (`(i) => evaluateShard(svc, predictor, i)`), or forwarded to the engine's service (workflow Lambda).
+ */
+export function evaluationTasks(svc: Services, shard: (input: ShardInput) => Promise<ShardResult>): TaskTable {
   return {
     'evaluation.prepare': (input: { evaluationId: string; teamId: string }) => prepareEvaluation(svc, input),
-    'evaluation.shard': (input: { evaluationId: string; teamId: string; shard: Shard }) => evaluateShard(svc, predictor, input),
+    'evaluation.shard': shard,
     'evaluation.aggregate': (input: { evaluationId: string; teamId: string; shardResults?: ShardResult[] }) => aggregateEvaluation(svc, input),
-    'evaluation.failed': (input: { evaluationId: string; teamId: string; error?: { Error?: string; Cause?: string } }) => recordEvaluationFailure(svc, input),
-  } as Record<string, (input: never) => Promise<unknown>>;
+    'evaluation.failed': (input: { evaluationId: string; teamId: string; error?: WorkflowError }) => recordEvaluationFailure(svc, input),
+  } as TaskTable;
 }

@@ -9,8 +9,9 @@ import { createHash } from 'node:crypto';
 import type { Services } from '../context';
 import { createUploadUrl, getVersion, sourceKey, startProcessing } from '../datasets/service';
 import { ConflictError } from '../errors';
-import { modelManifestKey } from '../catalog';
+import { resolveEncoderModel } from '../encoder/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
+import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { generationItem, getGenerationJob, type GenerationJob } from './jobs';
 
 export const GENERATION_SHARD = 25;
@@ -98,8 +99,7 @@ export async function generateShard(
     }
   }
   if (job.task_type === 'ner' && texts.length) {
-    if (!(await svc.blobs.head(modelManifestKey(encoderModel)))) throw new ConflictError(`The labelling encoder '${encoderModel}' is not in the model store`);
-    const model = { requested: encoderModel, baseModel: encoderModel, prefix: `models/${encoderModel}/`, projectId: null, trainingJobId: null };
+    const model = await resolveEncoderModel(svc, input.teamId, encoderModel);
     const predictions = await labeller.predict(model, texts.map((t) => t.text), { entities: job.labels }, 0.5);
     texts.forEach((t, i) => {
       const entities = (predictions[i]?.entities ?? []).map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
@@ -166,25 +166,21 @@ export async function assembleGeneration(
 }
 
 /** `generation.failed`. */
-export async function recordGenerationFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }): Promise<{ status: string }> {
+export async function recordGenerationFailure(svc: Services, input: { jobId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
   const item = generationItem(input.teamId, input.jobId);
   if (!(await svc.records.get(item.pk, item.sk))) return { status: 'deleted' };
-  let cause = input.error?.Cause ?? '';
-  try {
-    const parsed = JSON.parse(cause) as { errorMessage?: string; message?: string };
-    cause = parsed.errorMessage ?? parsed.message ?? cause;
-  } catch {
-    /* plain text */
-  }
-  await svc.records.update(item.pk, item.sk, { set: { status: 'failed', error: (cause || input.error?.Error || 'the generation workflow failed').slice(0, 2000), finished_at: svc.now().toISOString() } });
+  await svc.records.update(item.pk, item.sk, { set: { status: 'failed', error: failureReason(input.error, 'the generation workflow failed'), finished_at: svc.now().toISOString() } });
   return { status: 'failed' };
 }
 
-export function generationTasks(svc: Services, generator: () => TextGenerator, labeller: EvaluationPredictor): Record<string, (input: never) => Promise<unknown>> {
+type ShardInput = { jobId: string; teamId: string; shard: GenerationShard };
+
+/** The generation tasks by ASL task name; `shard` runs here (`generateShard`) or in the gateway (workflow Lambda). */
+export function generationTasks(svc: Services, shard: (input: ShardInput) => Promise<{ key: string; rows: number }>): TaskTable {
   return {
     'generation.plan': (input: { jobId: string; teamId: string }) => planGeneration(svc, input),
-    'generation.shard': (input: { jobId: string; teamId: string; shard: GenerationShard }) => generateShard(svc, generator(), labeller, input),
+    'generation.shard': shard,
     'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) => assembleGeneration(svc, input),
-    'generation.failed': (input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }) => recordGenerationFailure(svc, input),
-  } as Record<string, (input: never) => Promise<unknown>>;
+    'generation.failed': (input: { jobId: string; teamId: string; error?: WorkflowError }) => recordGenerationFailure(svc, input),
+  } as TaskTable;
 }

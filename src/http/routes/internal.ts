@@ -1,51 +1,52 @@
 /**
  * Routes only the encoder service (ECS, `sift serve-aws`) mounts: workflow tasks that need the
- * engine, forwarded by the workflow Lambda (which has no onnxruntime). Never exposed through API
- * Gateway; guarded by the internal token (internalAuth.ts).
+ * engine or the decoder, forwarded by the workflow Lambda (src/aws/encoderTasks.ts). Never exposed
+ * through API Gateway; guarded by the internal token (internalAuth.ts).
  */
 import { z } from 'zod';
-import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
 import { decoderTextGenerator } from '../../adapters/decoder/textGenerator';
+import type { Services } from '../../core/context';
+import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
 import { generateShard } from '../../core/generation/workflow';
 import { json, route } from '../types';
 
+const id = z.string().min(1);
+const stored = z.object({ key: z.string(), rows: z.number() });
+
+/** `POST /internal/tasks/<task>`: the task's input as the body, its result as the response. */
+function internalTask<B extends z.ZodType>(task: string, summary: string, body: B, result: z.ZodType, run: (svc: Services, input: z.output<B>) => Promise<unknown>) {
+  return route({
+    method: 'POST',
+    path: `/internal/tasks/${task}`,
+    tag: 'internal',
+    summary,
+    auth: 'internal',
+    body,
+    responses: { 200: { description: 'The task result', schema: result } },
+    handler: async ({ svc, body: input }) => json(200, await run(svc, input as z.output<B>)),
+  });
+}
+
 export const internalRoutes = () => [
-  route({
-    method: 'POST',
-    path: '/internal/tasks/evaluation.shard',
-    tag: 'internal',
-    summary: 'Score one shard of an evaluation with this process’s engine',
-    auth: 'internal',
-    body: z.strictObject({
-      evaluationId: z.string().min(1),
-      teamId: z.string().min(1),
-      shard: z.strictObject({ offset: z.number().int().min(0), count: z.number().int().min(1) }),
-    }),
-    responses: { 200: { description: 'Where the counts were stored', schema: z.object({ key: z.string(), rows: z.number() }) } },
-    handler: async ({ svc, body }) => json(200, await evaluateShard(svc, new InProcessPredictor(svc), body)),
-  }),
-  route({
-    method: 'POST',
-    path: '/internal/tasks/training.validate',
-    tag: 'internal',
-    summary: 'Score a finished encoder job’s exported model on its held-out rows (the job’s headline metrics)',
-    auth: 'internal',
-    body: z.strictObject({ teamId: z.string().min(1), jobId: z.string().min(1) }),
-    responses: { 200: { description: 'Metrics, or null when the job left no validation rows', schema: z.record(z.string(), z.unknown()).nullable() } },
-    handler: async ({ svc, body }) => json(200, await validationMetrics(svc, new InProcessPredictor(svc), body.teamId, body.jobId)),
-  }),
-  route({
-    method: 'POST',
-    path: '/internal/tasks/generation.shard',
-    tag: 'internal',
-    summary: 'Generate (decoder) and label (engine) one shard of a generation job',
-    auth: 'internal',
-    body: z.strictObject({
-      jobId: z.string().min(1),
-      teamId: z.string().min(1),
-      shard: z.strictObject({ index: z.number().int().min(0), count: z.number().int().min(1) }),
-    }),
-    responses: { 200: { description: 'Where the rows were stored', schema: z.object({ key: z.string(), rows: z.number() }) } },
-    handler: async ({ svc, body }) => json(200, await generateShard(svc, decoderTextGenerator(svc), new InProcessPredictor(svc), body)),
-  }),
+  internalTask(
+    'evaluation.shard',
+    'Score one shard of an evaluation with this process’s engine (counts stored; returns where)',
+    z.strictObject({ evaluationId: id, teamId: id, shard: z.strictObject({ offset: z.number().int().min(0), count: z.number().int().min(1) }) }),
+    stored,
+    (svc, input) => evaluateShard(svc, new InProcessPredictor(svc), input),
+  ),
+  internalTask(
+    'training.validate',
+    'Score a finished encoder job’s exported model on its held-out rows (the job’s headline metrics; null without rows)',
+    z.strictObject({ teamId: id, jobId: id }),
+    z.record(z.string(), z.unknown()).nullable(),
+    (svc, input) => validationMetrics(svc, new InProcessPredictor(svc), input.teamId, input.jobId),
+  ),
+  internalTask(
+    'generation.shard',
+    'Generate (decoder) and label (engine) one shard of a generation job (rows stored; returns where)',
+    z.strictObject({ jobId: id, teamId: id, shard: z.strictObject({ index: z.number().int().min(0), count: z.number().int().min(1) }) }),
+    stored,
+    (svc, input) => generateShard(svc, decoderTextGenerator(svc), new InProcessPredictor(svc), input),
+  ),
 ];
