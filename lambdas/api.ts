@@ -6,8 +6,7 @@ import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { servicesFromEnv } from '../src/adapters/aws';
-import { StepFunctionsTrainingLauncher } from '../src/aws/trainingWorkflow';
-import { StepFunctionsWorkflowLauncher } from '../src/aws/workflowLauncher';
+import { attachLaunchers } from '../src/aws/workflowLauncher';
 import { SiftApp } from '../src/http/app';
 import { allRoutes } from '../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../src/lambda/apiGateway';
@@ -15,14 +14,7 @@ import { logger, metrics, siftLogger, tracer } from '../src/lambda/observability
 
 // Built once per container; Lambdas share rate-limit windows through DynamoDB.
 const svc = servicesFromEnv('dynamodb');
-const trainingStateMachine = process.env['SIFT_TRAINING_STATE_MACHINE_ARN'];
-if (trainingStateMachine) {
-  svc.training = new StepFunctionsTrainingLauncher(() => svc, trainingStateMachine, {
-    jobNamePrefix: process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`,
-  });
-}
-const workflows = StepFunctionsWorkflowLauncher.fromEnv();
-if (workflows) svc.workflows = workflows;
+attachLaunchers(svc);
 const app = new SiftApp(svc, allRoutes(), siftLogger);
 
 async function handle(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {

@@ -8,12 +8,16 @@ import middy from '@middy/core';
 import { servicesFromEnv } from '../src/adapters/aws';
 import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
 import { runOnEncoderService } from '../src/aws/encoderTasks';
+import { attachLaunchers } from '../src/aws/workflowLauncher';
+import { adaptiveTasks } from '../src/core/adaptive/workflow';
 import { evaluationTasks } from '../src/core/evaluation/workflow';
 import { generationTasks } from '../src/core/generation/workflow';
 import type { TaskTable } from '../src/core/workflowTasks';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
+// the adaptive loop starts training jobs and evaluations like the API does
+attachLaunchers(svc);
 const env: TrainingEnv = {
   jobNamePrefix: process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`,
   instanceType: process.env['SIFT_TRAINING_INSTANCE_TYPE'] ?? 'ml.g5.xlarge',
@@ -31,13 +35,13 @@ const tasks: TaskTable = {
   'training.failed': (input: Parameters<typeof recordTrainingFailure>[1]) => recordTrainingFailure(svc, input),
   ...evaluationTasks(svc, onGateway('evaluation.shard')),
   ...generationTasks(svc, onGateway('generation.shard')),
+  ...adaptiveTasks(svc),
 } as TaskTable;
 
 async function handle(event: { task: string; input: Input }): Promise<unknown> {
   const task = tasks[event.task];
   if (!task) {
-    // Adaptive-loop tasks arrive with that feature (see ARCHITECTURE.md).
-    const err = new Error(`workflow task '${event.task}' is not available in this release`);
+    const err = new Error(`workflow task '${event.task}' is not known to this function (an older deployment?)`);
     err.name = 'Sift.UnsupportedTask';
     throw err;
   }

@@ -213,11 +213,19 @@ export class WorkflowStack extends Stack {
     const training = make('training');
     const evaluation = make('evaluation');
     const generation = make('generation');
-    const adaptive = make('adaptive', {
-      [PLACEHOLDERS.trainingStateMachine]: training.stateMachineArn,
-      [PLACEHOLDERS.evaluationStateMachine]: evaluation.stateMachineArn,
-    });
+    // the adaptive loop starts its candidate and evaluations through the task function and polls them
+    const adaptive = make('adaptive');
     this.stateMachines = { training, evaluation, generation, adaptive };
+
+    // The adaptive loop's tasks start the candidate's training and its evaluations (as the API does).
+    // ARNs from the names: referencing the machines would be a cycle (each machine invokes this function).
+    const machineArn = (name: WorkflowName) =>
+      this.formatArn({ service: 'states', resource: 'stateMachine', resourceName: `sift-${config.stage}-${name}`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    this.taskFunction.fn.addEnvironment('SIFT_TRAINING_STATE_MACHINE_ARN', machineArn('training'));
+    this.taskFunction.fn.addEnvironment('SIFT_EVALUATION_STATE_MACHINE_ARN', machineArn('evaluation'));
+    this.taskFunction.fn.addToRolePolicy(
+      new iam.PolicyStatement({ sid: 'StartAdaptiveChildren', actions: ['states:StartExecution'], resources: [machineArn('training'), machineArn('evaluation')] }),
+    );
 
     // Training: the IAM that tasks.SageMakerCreateTrainingJob would add (CustomState-style ASL grants nothing).
     const trainingJobs = this.formatArn({ service: 'sagemaker', resource: 'training-job', resourceName: `${prefix}*` });
@@ -238,40 +246,9 @@ export class WorkflowStack extends Stack {
     );
     training.addToRolePolicy(syncRuleStatement(this, 'StepFunctionsGetEventsForSageMakerTrainingJobsRule'));
 
-    // Adaptive loop: child executions of training and evaluation (.sync:2).
-    adaptive.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'StartChildWorkflows',
-        actions: ['states:StartExecution'],
-        resources: [training.stateMachineArn, evaluation.stateMachineArn],
-      }),
-    );
-    adaptive.addToRolePolicy(
-      new iam.PolicyStatement({
-        sid: 'TrackChildWorkflows',
-        actions: ['states:DescribeExecution', 'states:StopExecution'],
-        resources: [training, evaluation].map((sm) =>
-          this.formatArn({
-            service: 'states',
-            resource: 'execution',
-            resourceName: `${sm.stateMachineName}:*`,
-            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-          }),
-        ),
-      }),
-    );
-    adaptive.addToRolePolicy(syncRuleStatement(this, 'StepFunctionsGetEventsForStepFunctionsExecutionRule'));
-
     acknowledge(training, {
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/${prefix}*]`,
       reason: `Training job names are generated per job at runtime; the role is limited to jobs named ${prefix}*.`,
-    });
-    acknowledge(adaptive, {
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${logicalId(training)}.Name>:*]`,
-      reason: 'Child executions of the training workflow get runtime names; scoped to that one state machine.',
-    }, {
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:<${logicalId(evaluation)}.Name>:*]`,
-      reason: 'Child executions of the evaluation workflow get runtime names; scoped to that one state machine.',
     });
     for (const sm of Object.values(this.stateMachines)) {
       acknowledge(sm, {

@@ -10,9 +10,6 @@
  *
  * It imports nothing from aws-cdk-lib on purpose: local mode can load it cheaply.
  *
- * Local runs must pass a context object with `Execution.Id` (the adaptive loop
- * hands it to child executions), e.g. `run(input, { context: { Execution: { Id } } })`.
- *
  * Lambda tasks call the workflow-task function directly (Resource = function
  * ARN) with the payload `{ task: <TaskName>, input: <state input> }`; the
  * function's return value is the task result.
@@ -34,8 +31,6 @@ export const PLACEHOLDERS = {
   trainingRole: 'TrainingRoleArn',
   dataKey: 'DataKeyArn',
   stage: 'Stage',
-  trainingStateMachine: 'TrainingStateMachineArn',
-  evaluationStateMachine: 'EvaluationStateMachineArn',
 } as const;
 export type Placeholder = (typeof PLACEHOLDERS)[keyof typeof PLACEHOLDERS];
 const ph = (name: Placeholder): string => `\${${name}}`;
@@ -260,29 +255,28 @@ export function evaluationDefinition(): AslDefinition {
 // ---------------------------------------------------------------------------
 // Adaptive loop: per eligible project, select traces -> dataset -> train -> evaluate vs baseline -> offer
 
-const CHILD_RETRY: Json = {
-  ErrorEquals: ['StepFunctions.ExecutionLimitExceeded', 'StepFunctions.SdkClientException', 'StepFunctions.AWSStepFunctionsException'],
-  IntervalSeconds: 30,
-  MaxAttempts: 3,
-  BackoffRate: 2,
-};
+/** How long the loop waits between looks at a running candidate job / its evaluations (local mode overrides). */
+export const ADAPTIVE_POLL_SECONDS = { training: 300, evaluation: 60 } as const;
 
-function childExecution(stateMachine: Placeholder, input: Json, next: string, catchTo: string): AslState {
+/** Wait → look (a Lambda task answering `{done}`) → Choice: done goes on, not done waits again. */
+function pollLoop(prefix: string, task: string, seconds: number, next: string, catchTo: string): Record<string, AslState> {
   return {
-    Type: 'Task',
-    Resource: 'arn:aws:states:::states:startExecution.sync:2',
-    Parameters: {
-      StateMachineArn: ph(stateMachine),
-      Input: { ...(input as Record<string, Json>), 'AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$': '$$.Execution.Id' },
+    [`WaitFor${prefix}`]: { Type: 'Wait', Seconds: seconds, Next: `Check${prefix}` },
+    [`Check${prefix}`]: lambdaTask(task, { next: `${prefix}Done`, resultPath: `$.poll`, catchTo }),
+    [`${prefix}Done`]: {
+      Type: 'Choice',
+      Choices: [{ Variable: '$.poll.done', BooleanEquals: true, Next: next }],
+      Default: `WaitFor${prefix}`,
     },
-    ResultSelector: { 'output.$': '$.Output' },
-    ResultPath: '$.child',
-    Retry: [CHILD_RETRY],
-    Catch: [catchAll(catchTo)],
-    Next: next,
   };
 }
 
+/**
+ * Each Map item is `{project: {teamId, projectId, cycleId}}`; every task reads and updates that
+ * cycle's record (src/core/adaptive), so outputs stay small and retries resume. Children (the
+ * candidate's training job, the two evaluations) are started the way the API starts them and polled,
+ * so the same definition runs locally, where the training runner is not a state machine.
+ */
 export function adaptiveDefinition(): AslDefinition {
   return {
     Comment: 'Sift adaptive loop: for each eligible project, build a dataset from informative traces and feedback, train a candidate, evaluate it against the deployed baseline, offer it for promotion',
@@ -302,58 +296,15 @@ export function adaptiveDefinition(): AslDefinition {
             SelectTraces: lambdaTask('adaptive.traces', { next: 'EnoughData', resultPath: '$.traces', catchTo: 'RecordProjectFailure' }),
             EnoughData: {
               Type: 'Choice',
-              Choices: [{ Variable: '$.traces.enough', BooleanEquals: true, Next: 'BuildDataset' }],
+              Choices: [{ Variable: '$.traces.enough', BooleanEquals: true, Next: 'StartCandidate' }],
               Default: 'NotEnoughData',
             },
+            // the traces task has recorded the cycle as skipped, with the reason
             NotEnoughData: { Type: 'Succeed' },
-            BuildDataset: lambdaTask('adaptive.dataset', { next: 'TrainCandidate', resultPath: '$.candidate', catchTo: 'RecordProjectFailure' }),
-            TrainCandidate: {
-              ...childExecution(
-                PLACEHOLDERS.trainingStateMachine,
-                { 'jobId.$': '$.candidate.jobId', 'teamId.$': '$.project.teamId' },
-                'EvaluateCandidateAndBaseline',
-                'RecordProjectFailure',
-              ),
-              ResultPath: '$.training',
-            },
-            EvaluateCandidateAndBaseline: {
-              Type: 'Parallel',
-              Branches: [
-                {
-                  StartAt: 'EvaluateCandidate',
-                  States: {
-                    EvaluateCandidate: {
-                      ...childExecution(
-                        PLACEHOLDERS.evaluationStateMachine,
-                        { 'evaluationId.$': '$.candidate.candidateEvaluationId', 'teamId.$': '$.project.teamId' },
-                        'CandidateDone',
-                        'CandidateFailed',
-                      ),
-                    },
-                    CandidateDone: { Type: 'Pass', OutputPath: '$.child', End: true },
-                    CandidateFailed: { Type: 'Fail', Error: 'Sift.EvaluationFailed', Cause: 'candidate evaluation failed' },
-                  },
-                },
-                {
-                  StartAt: 'EvaluateBaseline',
-                  States: {
-                    EvaluateBaseline: {
-                      ...childExecution(
-                        PLACEHOLDERS.evaluationStateMachine,
-                        { 'evaluationId.$': '$.candidate.baselineEvaluationId', 'teamId.$': '$.project.teamId' },
-                        'BaselineDone',
-                        'BaselineFailed',
-                      ),
-                    },
-                    BaselineDone: { Type: 'Pass', OutputPath: '$.child', End: true },
-                    BaselineFailed: { Type: 'Fail', Error: 'Sift.EvaluationFailed', Cause: 'baseline evaluation failed' },
-                  },
-                },
-              ],
-              ResultPath: '$.evaluations',
-              Catch: [catchAll('RecordProjectFailure')],
-              Next: 'OfferPromotion',
-            },
+            StartCandidate: lambdaTask('adaptive.dataset', { next: 'WaitForTraining', resultPath: '$.candidate', catchTo: 'RecordProjectFailure', timeoutSeconds: 900 }),
+            ...pollLoop('Training', 'adaptive.training', ADAPTIVE_POLL_SECONDS.training, 'StartEvaluations', 'RecordProjectFailure'),
+            StartEvaluations: lambdaTask('adaptive.evaluate', { next: 'WaitForEvaluations', resultPath: '$.evaluations', catchTo: 'RecordProjectFailure' }),
+            ...pollLoop('Evaluations', 'adaptive.scores', ADAPTIVE_POLL_SECONDS.evaluation, 'OfferPromotion', 'RecordProjectFailure'),
             OfferPromotion: lambdaTask('adaptive.offer', { resultPath: '$.offer', catchTo: 'RecordProjectFailure' }),
             RecordProjectFailure: {
               ...lambdaTask('adaptive.failed', { next: 'ProjectSkipped', resultPath: '$.failure' }),
@@ -363,7 +314,7 @@ export function adaptiveDefinition(): AslDefinition {
             ProjectSkipped: { Type: 'Succeed' },
           },
         },
-        ResultPath: '$.results',
+        ResultPath: null,
         Catch: [catchAll('LoopFailed')],
         Next: 'LoopDone',
       },
@@ -371,6 +322,11 @@ export function adaptiveDefinition(): AslDefinition {
       LoopFailed: { Type: 'Fail', Error: 'Sift.AdaptiveLoopFailed', Cause: 'project selection or the project map failed' },
     },
   };
+}
+
+/** Every Wait state (at any depth) of a definition: local mode shortens them. */
+export function waitStates(def: { States: Record<string, AslState> }): string[] {
+  return taskStatesOfType(def, 'Wait');
 }
 
 export const WORKFLOWS = {
@@ -383,10 +339,14 @@ export type WorkflowName = keyof typeof WORKFLOWS;
 
 /** Every Task state (at any depth) of a definition, by name: what local mode must handle. */
 export function taskStates(def: { States: Record<string, AslState> }): string[] {
+  return taskStatesOfType(def, 'Task');
+}
+
+function taskStatesOfType(def: { States: Record<string, AslState> }, type: string): string[] {
   const out: string[] = [];
   const walk = (states: Record<string, AslState>): void => {
     for (const [name, state] of Object.entries(states)) {
-      if (state.Type === 'Task') out.push(name);
+      if (state.Type === type) out.push(name);
       const proc = (state.ItemProcessor ?? state.Iterator) as { States: Record<string, AslState> } | undefined;
       if (proc) walk(proc.States);
       for (const b of (state.Branches as Array<{ States: Record<string, AslState> }> | undefined) ?? []) walk(b.States);

@@ -3,6 +3,7 @@ import type { Services } from './context';
 import { findProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
 import { listGenerationJobs } from './generation/jobs';
+import { listProjects } from './projects';
 import { API_KEY_PREFIX } from './ids';
 import { createTeam, listTeams } from './teams';
 import { listTrainingJobs, transitionJob } from './trainingJobs';
@@ -69,6 +70,12 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
     for (const evaluation of await listEvaluations(svc, team.id, {})) {
       if (evaluation.status !== 'running' || !svc.workflows) continue;
       await svc.workflows.start('evaluation', `eval-${evaluation.id}`, { evaluationId: evaluation.id, teamId: team.id });
+      recovered.workflows += 1;
+    }
+    // adaptive cycles resume from their record (each task checks what the last attempt finished)
+    for (const project of await listProjects(svc, team.id)) {
+      if (!project.adaptive_cycle_id || !svc.workflows) continue;
+      await svc.workflows.start('adaptive', `adaptive-${project.adaptive_cycle_id}`, { trigger: 'resume', teamId: team.id, projectId: project.id, cycleId: project.adaptive_cycle_id });
       recovered.workflows += 1;
     }
   }

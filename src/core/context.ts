@@ -19,6 +19,8 @@ export interface SiftConfig {
   inferenceRetentionDays: number;
   /** Session tokens' lifetime, seconds. */
   sessionTtlSeconds: number;
+  /** Adaptive loop: reviewed traces (feedback) a project needs before a candidate is trained. */
+  adaptiveMinExamples: number;
 }
 
 export const defaultConfig: SiftConfig = {
@@ -29,10 +31,11 @@ export const defaultConfig: SiftConfig = {
   uploadUrlTtlSeconds: 3600,
   inferenceRetentionDays: 90,
   sessionTtlSeconds: 12 * 3600,
+  adaptiveMinExamples: 10,
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
-export type WorkflowKind = 'evaluation' | 'generation';
+export type WorkflowKind = 'evaluation' | 'generation' | 'adaptive';
 
 export interface WorkflowLauncher {
   /** Starts one execution; `name` makes retries of the same start idempotent. */

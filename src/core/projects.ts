@@ -11,6 +11,8 @@ export interface Project {
   active_training_job_id: string | null;
   /** The project-history entry that set the current target (see deployments.ts). */
   active_deployment_id?: string | null;
+  /** The adaptive cycle working on this project, while one runs (adaptive/cycles.ts). */
+  adaptive_cycle_id?: string | null;
   created_at: string;
   updated_at?: string;
 }

@@ -6,6 +6,7 @@ import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { closeEncoderRuntime } from '../core/encoder/runtime';
+import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
 import { generateShard, generationTasks } from '../core/generation/workflow';
 import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
@@ -36,6 +37,8 @@ export interface LocalOptions {
   python?: string;
   /** Training jobs run at once; the rest wait in order (default 1: this machine has 2 cores). */
   maxTrainingJobs?: number;
+  /** How long workflow Wait states last locally, ms (the adaptive loop's polls of its candidate). */
+  workflowPollMs?: number;
 }
 
 export interface LocalService {
@@ -90,8 +93,9 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     return {
       ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
       ...generationTasks(services, (input) => generateShard(services, decoderTextGenerator(services), predictor, input)),
+      ...adaptiveTasks(services),
     };
-  }, logger);
+  }, logger, opts.workflowPollMs ?? Number(process.env['SIFT_WORKFLOW_POLL_MS'] ?? 2000));
   svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {

@@ -5,7 +5,7 @@
  * records they were working on (their tasks are idempotent).
  */
 import { StateMachine } from 'aws-local-stepfunctions';
-import { WORKFLOWS, lambdaTaskNames, substitute } from '../../lib/workflows/definitions';
+import { WORKFLOWS, lambdaTaskNames, substitute, waitStates } from '../../lib/workflows/definitions';
 import type { WorkflowKind, WorkflowLauncher } from '../core/context';
 import type { TaskTable } from '../core/workflowTasks';
 import type { Logger } from '../http/logger';
@@ -16,21 +16,33 @@ const LOCAL_ARNS = {
   Stage: 'local',
 } as const;
 
+interface Machine {
+  sm: StateMachine;
+  taskNames: Record<string, string>;
+  waits: Record<string, number>;
+}
+
 export class LocalWorkflowRunner implements WorkflowLauncher {
   private readonly running = new Map<string, Promise<void>>();
-  private readonly machines = new Map<WorkflowKind, { sm: StateMachine; taskNames: Record<string, string> }>();
+  private readonly machines = new Map<WorkflowKind, Machine>();
 
+  /** `pollMs`: what every Wait state lasts here (the deployed loop waits minutes between looks at a job). */
   constructor(
     private readonly tasks: () => TaskTable,
     private readonly logger: Logger,
+    private readonly pollMs = 2000,
   ) {}
 
-  private machine(kind: WorkflowKind): { sm: StateMachine; taskNames: Record<string, string> } {
+  private machine(kind: WorkflowKind): Machine {
     let m = this.machines.get(kind);
     if (!m) {
       const raw = WORKFLOWS[kind]();
       // task names are found by the placeholder Resource, so read them before substituting
-      m = { sm: new StateMachine(substitute(raw, LOCAL_ARNS) as never, { validationOptions: { checkArn: false, checkPaths: true } }), taskNames: lambdaTaskNames(raw) };
+      m = {
+        sm: new StateMachine(substitute(raw, LOCAL_ARNS) as never, { validationOptions: { checkArn: false, checkPaths: true } }),
+        taskNames: lambdaTaskNames(raw),
+        waits: Object.fromEntries(waitStates(raw).map((state) => [state, this.pollMs])),
+      };
       this.machines.set(kind, m);
     }
     return m;
@@ -38,7 +50,7 @@ export class LocalWorkflowRunner implements WorkflowLauncher {
 
   async start(kind: WorkflowKind, name: string, input: Record<string, unknown>): Promise<void> {
     if (this.running.has(name)) return; // the same start twice is one execution, as with SFN names
-    const { sm, taskNames } = this.machine(kind);
+    const { sm, taskNames, waits } = this.machine(kind);
     const tasks = this.tasks();
     const handlers: Record<string, (payload: { task: string; input: never }) => Promise<unknown>> = {};
     for (const [state, task] of Object.entries(taskNames)) {
@@ -53,7 +65,7 @@ export class LocalWorkflowRunner implements WorkflowLauncher {
       };
     }
     const exec = sm.run(input as never, {
-      overrides: { taskResourceLocalHandlers: handlers as never },
+      overrides: { taskResourceLocalHandlers: handlers as never, waitTimeOverrides: waits },
       context: { Execution: { Id: `arn:aws:states:local:000000000000:execution:sift-local-${kind}:${name}`, Name: name } } as never,
     });
     const done = exec.result.then(

@@ -10,6 +10,7 @@ import {
   lambdaTaskNames,
   substitute,
   taskStates,
+  waitStates,
   type AslDefinition,
   type WorkflowName,
 } from '../../lib/workflows/definitions';
@@ -24,8 +25,6 @@ const ARNS = {
   TrainingRoleArn: 'arn:aws:iam::123456789012:role/sift-test-training',
   DataKeyArn: 'arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000',
   Stage: 'test',
-  TrainingStateMachineArn: 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-training',
-  EvaluationStateMachineArn: 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-evaluation',
 };
 
 function definition(name: WorkflowName): AslDefinition {
@@ -57,10 +56,10 @@ async function run(name: WorkflowName, input: Json, handlers: Record<string, Han
     };
   }
   const retryIntervalOverrides = Object.fromEntries(taskStates(def).map((s) => [s, 0]));
+  const waitTimeOverrides = Object.fromEntries(waitStates(def).map((s) => [s, 0]));
   const sm = new StateMachine(def as never, { validationOptions: { checkArn: true, checkPaths: true } });
   const exec = sm.run(input as never, {
-    overrides: { taskResourceLocalHandlers: wrapped as never, retryIntervalOverrides },
-    // The adaptive loop passes its execution id to child executions.
+    overrides: { taskResourceLocalHandlers: wrapped as never, retryIntervalOverrides, waitTimeOverrides },
     context: { Execution: { Id: `arn:aws:states:us-east-1:123456789012:execution:sift-test-${name}:local-1` } } as never,
   });
   try {
@@ -81,7 +80,7 @@ describe('definitions', () => {
     for (const p of placeholders) expect(Object.keys(ARNS)).toContain(p);
     const tasks = lambdaTaskNames(WORKFLOWS[name]());
     expect(Object.keys(tasks).length).toBeGreaterThan(0);
-    for (const t of Object.values(tasks)) expect(t).toMatch(new RegExp(`^(${name}|adaptive)\\.[a-z]+$`));
+    for (const t of Object.values(tasks)) expect(t).toMatch(new RegExp(`^${name}\\.[a-z]+$`));
   });
 });
 
@@ -243,39 +242,58 @@ describe('evaluation workflow', () => {
 describe('adaptive loop', () => {
   const projects = {
     projects: [
-      { teamId: 't1', projectId: 'quiet' },
-      { teamId: 't2', projectId: 'broken' },
-      { teamId: 't3', projectId: 'ready' },
+      { teamId: 't1', projectId: 'quiet', cycleId: 'c1' },
+      { teamId: 't2', projectId: 'broken', cycleId: 'c2' },
+      { teamId: 't3', projectId: 'ready', cycleId: 'c3' },
     ],
   };
   const project = (i: Json): string => (i as { input: { project: { projectId: string } } }).input.project.projectId;
 
-  it('skips projects without enough data, records failures, and offers good candidates', async () => {
+  it('skips projects without enough data, records failures, polls the candidate and its evaluations, then offers', async () => {
+    const polls: Record<string, number> = {};
+    const poll = (key: string, doneAfter: number) => (i: Json) => {
+      const k = `${key}:${project(i)}`;
+      polls[k] = (polls[k] ?? 0) + 1;
+      return { done: polls[k]! >= doneAfter };
+    };
     const r = await run('adaptive', { trigger: 'schedule' }, {
       SelectProjects: () => projects,
-      SelectTraces: (i) => ({ enough: project(i) !== 'quiet', count: 500 }),
-      BuildDataset: (i) => ({ jobId: `job-${project(i)}`, candidateEvaluationId: 'ec', baselineEvaluationId: 'eb' }),
-      TrainCandidate: (i) => {
-        const input = i as { Input: { jobId: string } };
-        if (input.Input.jobId === 'job-broken') throw new NamedError('States.TaskFailed', 'child training failed');
-        return { Output: { status: 'complete' } };
+      SelectTraces: (i) => ({ enough: project(i) !== 'quiet' }),
+      StartCandidate: (i) => ({ jobId: `job-${project(i)}` }),
+      CheckTraining: (i) => {
+        if (project(i) === 'broken') throw new NamedError('Error', 'candidate training job job-broken failed: CUDA OOM');
+        return poll('training', 3)(i);
       },
-      EvaluateCandidate: () => ({ Output: { f1: 0.91 } }),
-      EvaluateBaseline: () => ({ Output: { f1: 0.87 } }),
-      OfferPromotion: (i) => ({ offered: project(i) }),
+      StartEvaluations: () => ({ candidate: 'ec', baseline: 'eb' }),
+      CheckEvaluations: poll('evaluations', 2),
+      OfferPromotion: (i) => ({ status: 'offered', project: project(i) }),
     });
     expect(r.error).toBeUndefined();
     const s = states(r);
     expect(s.filter((x) => x === 'SelectTraces')).toHaveLength(3);
-    expect(s.filter((x) => x === 'TrainCandidate')).toHaveLength(2);
-    expect(s).toContain('RecordProjectFailure');
-    const offer = r.calls.find((c) => c.state === 'OfferPromotion')!;
-    expect(offer.input).toMatchObject({
-      task: 'adaptive.offer',
-      input: { project: { projectId: 'ready' }, evaluations: [{ output: { f1: 0.91 } }, { output: { f1: 0.87 } }] },
+    expect(s.filter((x) => x === 'StartCandidate')).toHaveLength(2);
+    expect(polls).toEqual({ 'training:ready': 3, 'evaluations:ready': 2 });
+    const failure = r.calls.find((c) => c.state === 'RecordProjectFailure')!;
+    expect(failure.input).toMatchObject({
+      task: 'adaptive.failed',
+      input: { project: { projectId: 'broken', cycleId: 'c2' }, error: { Cause: expect.stringContaining('CUDA OOM') } },
     });
-    const train = r.calls.find((c) => c.state === 'TrainCandidate')!;
-    expect(train.input).toMatchObject({ StateMachineArn: ARNS.TrainingStateMachineArn, Input: { teamId: expect.any(String) } });
+    const offers = r.calls.filter((c) => c.state === 'OfferPromotion');
+    expect(offers.map((c) => project(c.input))).toEqual(['ready']);
+    expect(offers[0]!.input).toMatchObject({ task: 'adaptive.offer', input: { project: { teamId: 't3', cycleId: 'c3' }, candidate: { jobId: 'job-ready' } } });
+  });
+
+  it('records a failed evaluation on the project and goes on', async () => {
+    const r = await run('adaptive', {}, {
+      SelectProjects: () => ({ projects: [projects.projects[2]!] }),
+      SelectTraces: () => ({ enough: true }),
+      CheckTraining: () => ({ done: true }),
+      CheckEvaluations: () => {
+        throw new NamedError('Error', 'the baseline evaluation e1 failed');
+      },
+    });
+    expect(r.error).toBeUndefined();
+    expect(states(r).slice(-2)).toEqual(['CheckEvaluations', 'RecordProjectFailure']);
   });
 
   it('fails the loop when project selection fails', async () => {

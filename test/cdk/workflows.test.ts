@@ -113,4 +113,18 @@ describe('task function (engine-bound tasks go to the gateway)', () => {
     expect(reads).toHaveLength(1);
     expect(JSON.stringify(reads[0]!.Resource)).toContain('InternalToken');
   });
+
+  it('starts the adaptive loop\'s children (training, evaluation) by name, so no machine depends on another', () => {
+    const env = (tasks.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    for (const [key, name] of [['SIFT_TRAINING_STATE_MACHINE_ARN', 'training'], ['SIFT_EVALUATION_STATE_MACHINE_ARN', 'evaluation']] as const) {
+      expect(JSON.stringify(env[key])).toContain(`:stateMachine:sift-dev-${name}`);
+      expect(JSON.stringify(env[key])).not.toMatch(/"Ref":"(Training|Evaluation)/); // pseudo-parameters only
+    }
+    const starts = policyStatements(t).filter((s) => asArray(s.Action as string[]).includes('states:StartExecution'));
+    expect(starts).toHaveLength(1);
+    const resources = JSON.stringify(starts[0]!.Resource);
+    expect(resources).toContain('sift-dev-training');
+    expect(resources).toContain('sift-dev-evaluation');
+    expect(resources).not.toContain('sift-dev-adaptive');
+  });
 });

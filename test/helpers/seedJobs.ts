@@ -10,7 +10,9 @@ import type { TestStack } from './localStack';
 
 export async function seedCompleteEncoderJob(stack: TestStack, teamId: string, dataset: string, modelName = 'seeded'): Promise<TrainingJob> {
   const svc = stack.svc;
-  const job = await createTrainingJob(svc, teamId, { model_name: modelName, base_model: 'sift/gliner2-mini-v1', datasets: [{ name: dataset }], training_type: 'full' });
+  // recorded without submitting it: a stack that trains must not start this job for real
+  const { training: _unused, ...recordOnly } = svc;
+  const job = await createTrainingJob(recordOnly, teamId, { model_name: modelName, base_model: 'sift/gliner2-mini-v1', datasets: [{ name: dataset }], training_type: 'full' });
   await transitionJob(svc, teamId, job.id, 'running');
   const from = 'models/sift/gliner2-mini-v1/';
   const to = modelPrefix(teamId, job.id);

@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Services } from '../context';
-import { createUploadUrl, getVersion, sourceKey, startProcessing } from '../datasets/service';
-import { ConflictError } from '../errors';
+import { getVersion } from '../datasets/service';
+import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '../datasets/produced';
 import { resolveEncoderModel } from '../encoder/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
@@ -130,39 +130,26 @@ export async function assembleGeneration(
   if (total === 0) throw new Error('the generator produced no usable example (all outputs were empty, duplicates, or had no entity the labeller could find)');
   let version = job.dataset_version;
   if (version === null) {
+    version = await reserveProducedVersion(svc, input.teamId, job.dataset_name, 'generated.jsonl');
+    // remember the version first: a retried assemble must not reserve another one
+    await svc.records.update(item.pk, item.sk, { set: { dataset_version: version } });
+  }
+  if ((await getVersion(svc, input.teamId, job.dataset_name, version)).status === 'pending_upload') {
     let parts = '';
     for (const s of input.shards ?? []) {
       if (!s.key.startsWith(`generation/${input.teamId}/${job.job_id}/`)) throw new Error(`shard ${s.key} is not this job's`);
       parts += await svc.blobs.getText(s.key);
     }
-    const reserve = (newVersion: boolean) => createUploadUrl(svc, input.teamId, { dataset_name: job.dataset_name, file_name: 'generated.jsonl', new_version: newVersion });
-    const reserved = await reserve(false).catch((err: unknown) => (err instanceof ConflictError ? reserve(true) : Promise.reject(err)));
-    version = reserved.version;
-    const record = await getVersion(svc, input.teamId, job.dataset_name, version);
-    await svc.blobs.put(sourceKey(input.teamId, record), parts, 'application/x-ndjson');
-    // remember the version first: a retried assemble must not reserve another one
-    await svc.records.update(item.pk, item.sk, { set: { dataset_version: version } });
-    await startProcessing(svc, input.teamId, job.dataset_name, version);
+    await submitProducedRows(svc, input.teamId, job.dataset_name, version, parts);
   }
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const v = await getVersion(svc, input.teamId, job.dataset_name, version);
-    if (v.status === 'ready' || v.status === 'failed') {
-      const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
-      const done =
-        v.status === 'ready'
-          ? { status: 'complete', warnings, finished_at: svc.now().toISOString() }
-          : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}`, finished_at: svc.now().toISOString() };
-      await svc.records.update(item.pk, item.sk, { set: done });
-      return { dataset_name: job.dataset_name, version, status: v.status };
-    }
-    if (Date.now() > deadline) {
-      const err = new Error(`dataset '${job.dataset_name}' version ${version} is still ${v.status}`);
-      err.name = 'Sift.TransientError';
-      throw err;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  const v = await waitForProcessing(svc, input.teamId, job.dataset_name, version, waitMs);
+  const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
+  const done =
+    v.status === 'ready'
+      ? { status: 'complete', warnings, finished_at: svc.now().toISOString() }
+      : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}`, finished_at: svc.now().toISOString() };
+  await svc.records.update(item.pk, item.sk, { set: done });
+  return { dataset_name: job.dataset_name, version, status: v.status };
 }
 
 /** `generation.failed`. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { buildOpenApi } from '../openapi';
 import { json, route, type RouteSpec } from '../types';
+import { adaptiveRoutes } from './adaptive';
 import { apiKeyRoutes } from './apiKeys';
 import { anthropicRoutes } from './compat/anthropic';
 import { openAiRoutes } from './compat/openai';
@@ -23,6 +24,7 @@ export function allRoutes(): RouteSpec[] {
     ...apiKeyRoutes,
     ...baseModelRoutes,
     ...projectRoutes,
+    ...adaptiveRoutes,
     ...datasetRoutes,
     ...trainingJobRoutes,
     ...evaluationRoutes,

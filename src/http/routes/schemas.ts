@@ -80,10 +80,38 @@ export const ProjectSchema = z
     description: z.string().nullable(),
     active_training_job_id: z.string().nullable(),
     active_deployment_id: z.string().nullable().optional(),
+    adaptive_cycle_id: z.string().nullable().optional(),
     created_at: z.string(),
     updated_at: z.string().optional(),
   })
   .meta({ id: 'Project' });
+
+const ScoresSchema = z.object({ f1: z.number(), precision: z.number(), recall: z.number() });
+const DatasetRef = z.object({ name: z.string(), version: z.number().nullable() });
+
+export const AdaptiveCycleSchema = z
+  .object({
+    id: z.string(),
+    project_id: z.string(),
+    trigger: z.enum(['manual', 'schedule']),
+    status: z.enum(['running', 'skipped', 'failed', 'offered', 'promoted']),
+    stage: z.enum(['selecting', 'preparing_data', 'training', 'evaluating', 'done']),
+    reason: z.string().nullable(),
+    baseline_training_job_id: z.string().nullable(),
+    traces: z.record(z.string(), z.number()).nullable(),
+    review: z.array(z.object({ inference_id: z.string(), uncertainty: z.number() })),
+    datasets: z.object({ train: DatasetRef, holdout: DatasetRef }).nullable(),
+    candidate_training_job_id: z.string().nullable(),
+    candidate_evaluation_id: z.string().nullable(),
+    baseline_evaluation_id: z.string().nullable(),
+    comparison: z
+      .object({ candidate: ScoresSchema, baseline: ScoresSchema, delta_f1: z.number(), recommendation: z.enum(['promote', 'keep']) })
+      .nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    finished_at: z.string().nullable(),
+  })
+  .meta({ id: 'AdaptiveCycle' });
 
 export const ProjectDeploymentSchema = z
   .object({
