@@ -2,11 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rowsKey } from '../../src/core/datasets/service';
+import { startCycle } from '../../src/core/adaptive/cycles';
 import { createEvaluation } from '../../src/core/evaluations';
 import { transitionJob } from '../../src/core/trainingJobs';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/local/main';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
+import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
 let dir: string;
 beforeEach(async () => {
@@ -100,6 +102,26 @@ describe('local mode', () => {
     const after = (await b.call('GET', `/core/evaluations/${interrupted.id}`)).body;
     expect(after.status).toBe('complete');
     expect(after.metrics.support.rows).toBe(1);
+    await b.stop();
+  }, 120_000);
+
+  it('resumes an adaptive cycle that a stop interrupted; it finishes and frees its project', async () => {
+    const a = await TestStack.start({ dataDir: dir, withModels: true });
+    await a.uploadDataset('adaptive-seed', jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]));
+    const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
+    const job = await seedCompleteEncoderJob(a, team, 'adaptive-seed');
+    await a.call('POST', '/projects', { body: { name: 'resumed' } });
+    expect((await a.call('POST', '/projects/resumed/deployments', { body: { training_job_id: job.id } })).status).toBe(201);
+    // the records as a crash leaves them: a running cycle holding its project, no execution behind it
+    const cycle = await startCycle({ ...a.svc, workflows: { start: async () => {} } }, team, 'resumed');
+    expect((await a.call('GET', '/projects/resumed')).body.adaptive_cycle_id).toBe(cycle.id);
+    await a.stop();
+    const b = await TestStack.start({ dataDir: dir, withModels: true });
+    await b.service.idle();
+    const after = (await b.call('GET', `/projects/resumed/adaptive-cycles/${cycle.id}`)).body;
+    expect(after).toMatchObject({ status: 'skipped', stage: 'done' });
+    expect(after.reason).toMatch(/0 reviewed traces/);
+    expect((await b.call('GET', '/projects/resumed')).body.adaptive_cycle_id).toBeUndefined();
     await b.stop();
   }, 120_000);
 });
