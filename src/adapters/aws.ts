@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { configFromEnv, defaultConfig, type Services, type SiftConfig } from '../core/context';
 import { DynamoRateLimiter, MemoryRateLimiter } from '../core/rateLimits';
 import { BufferedUsageSink, DirectUsageSink } from '../core/usage';
 import { BlobStore } from './BlobStore';
@@ -46,7 +46,7 @@ export function createServices(w: AwsWiring): Services {
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
   const now = () => new Date();
   return {
-    config: { ...defaultConfig, ...(w.config ?? {}) },
+    config: { ...defaultConfig, ...configFromEnv(), ...(w.config ?? {}) },
     records,
     blobs: new BlobStore(s3, w.bucket),
     queue,

@@ -34,6 +34,14 @@ export const defaultConfig: SiftConfig = {
   adaptiveMinExamples: 10,
 };
 
+/** Settings an operator may change through the environment (every runtime reads the same names). */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
+  const out: Partial<SiftConfig> = {};
+  const min = Number(env['SIFT_ADAPTIVE_MIN_EXAMPLES']);
+  if (Number.isInteger(min) && min >= 2) out.adaptiveMinExamples = min;
+  return out;
+}
+
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
 export type WorkflowKind = 'evaluation' | 'generation' | 'adaptive';
 
