@@ -5,10 +5,25 @@
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, APIGatewayTokenAuthorizerEvent } from 'aws-lambda';
 import { servicesFromEnv } from '../src/adapters/aws';
+import { ApiGatewayKeys } from '../src/aws/gatewayKeys';
 import { authenticate } from '../src/core/apiKeys';
+import { usageIdentifierFor } from '../src/core/gatewayKeys';
+import { getTeam } from '../src/core/teams';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
+// usage plans per team plan: on unless the stack turned them off
+if (process.env['SIFT_USAGE_PLANS'] !== 'off') svc.gatewayKeys = new ApiGatewayKeys(process.env['SIFT_STAGE'] ?? 'prod');
+
+/** Team → its usage identifier, for a few minutes per container (plans change rarely; keys never). */
+const identifiers = new Map<string, { value: string | undefined; until: number }>();
+async function usageIdentifier(teamId: string): Promise<string | undefined> {
+  const hit = identifiers.get(teamId);
+  if (hit && hit.until > Date.now()) return hit.value;
+  const value = await usageIdentifierFor(svc, await getTeam(svc, teamId));
+  identifiers.set(teamId, { value, until: Date.now() + 5 * 60_000 });
+  return value;
+}
 
 function wildcardArn(methodArn: string): string {
   const [arnPrefix, stage] = methodArn.split('/');
@@ -26,16 +41,24 @@ export async function handler(event: APIGatewayTokenAuthorizerEvent | APIGateway
     headers = Object.fromEntries(Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     path = event.path;
   }
+  let principal;
   try {
-    const principal = await authenticate(svc, { path, headers });
-    return {
-      principalId: principal.key_id,
-      policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wildcardArn(event.methodArn) }] },
-      context: { team_id: principal.team_id, key_id: principal.key_id, role: principal.role },
-    };
+    principal = await authenticate(svc, { path, headers });
   } catch (error) {
     logger.info('rejected credentials', { reason: (error as Error).message });
     // API Gateway turns exactly this message into a 401.
     throw new Error('Unauthorized');
   }
+  // A team whose gateway key can't be made is let through without one: API Gateway then answers
+  // 403 on key-required methods, and the error is logged for the operator.
+  const usageIdentifierKey = await usageIdentifier(principal.team_id).catch((error: unknown) => {
+    logger.error('could not resolve the team\'s usage plan key', { team_id: principal.team_id, error: error as Error });
+    return undefined;
+  });
+  return {
+    principalId: principal.key_id,
+    policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wildcardArn(event.methodArn) }] },
+    context: { team_id: principal.team_id, key_id: principal.key_id, role: principal.role },
+    ...(usageIdentifierKey ? { usageIdentifierKey } : {}),
+  };
 }

@@ -49,6 +49,16 @@ export interface GpuServiceConfig {
   readonly memoryReservationMiB: number;
 }
 
+/** The plans of SPEC "Billing"; each is an API Gateway usage plan. */
+export const PLANS = ['free', 'pro', 'research', 'custom'] as const;
+export type PlanName = (typeof PLANS)[number];
+
+/** One team's request rate under a plan (API Gateway token bucket: steady rate per second, burst). */
+export interface UsagePlanThrottle {
+  readonly rateLimit: number;
+  readonly burstLimit: number;
+}
+
 export interface StageConfig {
   readonly stage: StageName;
   /** Resource removal: `retain` keeps data on stack deletion. */
@@ -81,6 +91,12 @@ export interface StageConfig {
    * per-method throttles (API Gateway throttles per stage, not per user).
    */
   readonly throttleScale: number;
+  /**
+   * Per-team throttles by plan, enforced by API Gateway before any Lambda or GPU task runs (the
+   * authorizer names the team's key in its plan's usage plan). SPEC's per-user limits and spend caps
+   * stay the service's own counters; these bound a whole team.
+   */
+  readonly usagePlans: Record<PlanName, UsagePlanThrottle>;
   /** Unit prices used by the finance dashboard (USD). */
   readonly prices: {
     readonly inputPerMillionTokens: number;
@@ -116,6 +132,12 @@ const BASE: Omit<StageConfig, 'stage'> = {
   adaptiveSchedule: 'off',
   monthlyBudgetUsd: 300,
   throttleScale: 1,
+  usagePlans: {
+    free: { rateLimit: 10, burstLimit: 20 },
+    pro: { rateLimit: 100, burstLimit: 200 },
+    research: { rateLimit: 100, burstLimit: 200 },
+    custom: { rateLimit: 1000, burstLimit: 2000 },
+  },
   prices: {
     inputPerMillionTokens: 0.1,
     outputPerMillionTokens: 0.4,
@@ -175,6 +197,28 @@ function gpuType(node: Node, key: string, fallback: GpuInstanceType): GpuInstanc
   return raw as GpuInstanceType;
 }
 
+/** `-c usagePlans='{"pro":{"rateLimit":200,"burstLimit":400}}'`: the plans named replace the stage's. */
+function usagePlans(node: Node, base: Record<PlanName, UsagePlanThrottle>): Record<PlanName, UsagePlanThrottle> {
+  const raw: unknown = node.tryGetContext('usagePlans');
+  if (raw === undefined || raw === '') return base;
+  let given: unknown;
+  try {
+    given = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  } catch {
+    throw new Error('context usagePlans must be JSON: {"<plan>": {"rateLimit": n, "burstLimit": n}}');
+  }
+  const out: Record<PlanName, UsagePlanThrottle> = { ...base };
+  for (const [plan, limits] of Object.entries(given as Record<string, unknown>)) {
+    if (!(PLANS as readonly string[]).includes(plan)) throw new Error(`context usagePlans: unknown plan ${plan} (plans: ${PLANS.join(', ')})`);
+    const l = limits as Partial<UsagePlanThrottle>;
+    if (!(Number(l.rateLimit) > 0) || !Number.isInteger(Number(l.burstLimit)) || !(Number(l.burstLimit) > 0)) {
+      throw new Error(`context usagePlans.${plan} needs a positive rateLimit and a positive integer burstLimit`);
+    }
+    out[plan as PlanName] = { rateLimit: Number(l.rateLimit), burstLimit: Number(l.burstLimit) };
+  }
+  return out;
+}
+
 /** Stage config from context: `stage` (default dev) plus the documented overrides. */
 export function loadStageConfig(node: Node): StageConfig {
   const stageRaw: unknown = node.tryGetContext('stage') ?? 'dev';
@@ -191,6 +235,7 @@ export function loadStageConfig(node: Node): StageConfig {
     monthlyBudgetUsd: num(node, 'monthlyBudgetUsd', base.monthlyBudgetUsd),
     throttleScale: num(node, 'throttleScale', base.throttleScale),
     adaptiveSchedule: str(node, 'adaptiveSchedule') ?? base.adaptiveSchedule,
+    usagePlans: usagePlans(node, base.usagePlans),
     encoder: {
       ...base.encoder,
       instanceType: gpuType(node, 'encoderInstanceType', base.encoder.instanceType),

@@ -5,7 +5,7 @@
  */
 import { Match } from 'aws-cdk-lib/assertions';
 import { COMPAT_ROUTES, INFERENCE_ROUTES, PUBLIC_ROUTES, throttleFor } from '../../lib/api-stack';
-import { SPEC_DEFAULT_PER_MINUTE, SPEC_METHOD_LIMITS_PER_MINUTE } from '../../lib/config';
+import { PLANS, SPEC_DEFAULT_PER_MINUTE, SPEC_METHOD_LIMITS_PER_MINUTE } from '../../lib/config';
 import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -53,10 +53,11 @@ describe('routes and authorization', () => {
     const guarded = routes.filter((r) => r.method !== 'OPTIONS' && !PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method));
     expect(guarded.length).toBeGreaterThan(15);
     for (const r of guarded) {
-      expect({ route: `${r.method} ${r.path}`, type: r.props.AuthorizationType, hasAuthorizer: r.props.AuthorizerId !== undefined }).toEqual({
+      expect({ route: `${r.method} ${r.path}`, type: r.props.AuthorizationType, hasAuthorizer: r.props.AuthorizerId !== undefined, key: r.props.ApiKeyRequired }).toEqual({
         route: `${r.method} ${r.path}`,
         type: 'CUSTOM',
         hasAuthorizer: true,
+        key: true, // counted against the team's usage plan
       });
     }
   });
@@ -113,6 +114,36 @@ describe('routes and authorization', () => {
       StatusCode: '429',
       ResponseParameters: Match.objectLike({ 'gatewayresponse.header.Retry-After': Match.anyValue() }),
     });
+  });
+});
+
+describe('usage plans', () => {
+  const plans = Object.values(resourcesOfType(t, 'AWS::ApiGateway::UsagePlan'));
+
+  it('take the key to count from the authorizer, so a client can never choose one', () => {
+    t.hasResourceProperties('AWS::ApiGateway::RestApi', { ApiKeySourceType: 'AUTHORIZER' });
+  });
+
+  it('has one usage plan per plan tier on the stage, throttled as configured', () => {
+    expect(plans.map((p) => p.Properties?.UsagePlanName).sort()).toEqual(PLANS.map((p) => `sift-dev-${p}`).sort());
+    for (const plan of PLANS) {
+      const p = plans.find((x) => x.Properties?.UsagePlanName === `sift-dev-${plan}`)!;
+      expect(p.Properties).toMatchObject({
+        Throttle: { RateLimit: built.config.usagePlans[plan].rateLimit, BurstLimit: built.config.usagePlans[plan].burstLimit },
+        ApiStages: [{ ApiId: expect.anything(), Stage: expect.anything() }],
+      });
+      expect(p.Properties?.Quota).toBeUndefined(); // credits and spend caps are the service's (SPEC "Limits")
+    }
+    expect(built.config.usagePlans.free.rateLimit).toBeLessThan(built.config.usagePlans.pro.rateLimit);
+  });
+
+  it('lets the authorizer make keys only inside those plans, in a policy the function does not wait on', () => {
+    const policy = Object.entries(resourcesOfType(t, 'AWS::IAM::Policy')).find(([id]) => id.startsWith('AuthorizerUsagePlanKeys'))!;
+    const text = JSON.stringify(policy[1].Properties);
+    expect(text).toContain('/usageplans/');
+    expect(text).not.toMatch(/"apigateway:\*"/);
+    const fn = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find((f) => String(f.Properties?.Description).includes('authorizer'))!;
+    expect(JSON.stringify((fn as { DependsOn?: unknown }).DependsOn ?? [])).not.toContain(policy[0]);
   });
 });
 
@@ -201,14 +232,14 @@ describe('Lambda functions', () => {
     }
   });
 
-  it('lets the authorizer only read and stamp key items', () => {
+  it('lets the authorizer only read and stamp key items and record usage plan keys', () => {
     const role = Object.entries(resourcesOfType(t, 'AWS::IAM::Role')).find(([id]) => id.startsWith('AuthorizerRole'))![0];
     const policy = Object.values(resourcesOfType(t, 'AWS::IAM::Policy')).find((p) =>
       JSON.stringify(p.Properties?.Roles).includes(role),
     )!;
     const statements = (policy.Properties!.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement;
     const dynamo = statements.flatMap((s) => asArray(s.Action)).filter((a) => a.startsWith('dynamodb:'));
-    expect(dynamo.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(dynamo.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     expect(JSON.stringify(statements)).not.toContain('s3:');
     expect(JSON.stringify(statements)).not.toContain('sqs:');
   });

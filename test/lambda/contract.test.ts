@@ -9,6 +9,7 @@ import { SiftApp } from '../../src/http/app';
 import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/lambda/apiGateway';
+import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { jsonl, OPERATOR_KEY, TestStack, type CallResult } from '../helpers/localStack';
 
 let stack: TestStack;
@@ -190,9 +191,14 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
   let api: (e: APIGatewayProxyEvent, c: Context) => Promise<APIGatewayProxyResult>;
   let authorizer: typeof import('../../lambdas/authorizer').handler;
   let worker: (e: SQSEvent, c: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
+  let gateway: FakeApiGateway;
 
   beforeAll(async () => {
+    gateway = await FakeApiGateway.start(['free', 'pro', 'research', 'custom'].map((p) => `sift-test-${p}`));
     Object.assign(process.env, {
+      SIFT_STAGE: 'test',
+      AWS_ENDPOINT_URL_API_GATEWAY: gateway.endpoint,
+      AWS_REGION: 'us-east-1',
       SIFT_TABLE: 'sift-records',
       SIFT_BUCKET: 'sift-data',
       SIFT_QUEUE_URL: 'http://127.0.0.1:1/000000000000/unused',
@@ -211,8 +217,9 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     authorizer = (await import('../../lambdas/authorizer')).handler;
     worker = (await import('../../lambdas/worker')).handler as unknown as typeof worker;
   });
-  afterAll(() => {
+  afterAll(async () => {
     process.env = saved;
+    await gateway.stop();
   });
 
   it('api: the middy handler answers like the local server', async () => {
@@ -238,6 +245,10 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     ]);
     expect(token.context).toMatchObject({ team_id: team.teamId, role: 'admin' });
     expect(token.principalId).toEqual(expect.any(String));
+    // the team's usage plan key: made on its first request, in its plan's usage plan (teams default to pro)
+    const key = [...gateway.keys.values()].find((k) => k.tags['sift:team'] === team.teamId)!;
+    expect(token.usageIdentifierKey).toBe(key.value);
+    expect(gateway.planOfKey(key.id)).toBe('sift-test-pro');
 
     const v1Arn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/POST/v1/chat/completions';
     const bearer = await authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${team.key}`, methodArn: v1Arn });
@@ -260,6 +271,8 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
       requestContext: {} as never,
     });
     expect(request.context).toMatchObject({ team_id: team.teamId });
+    expect(request.usageIdentifierKey).toBe(key.value);
+    expect([...gateway.keys.values()].filter((k) => k.tags['sift:team'] === team.teamId)).toHaveLength(1);
 
     for (const bad of ['svc_sk_unknown-key-0000000000000000000000000000', 'sk-other-format', '']) {
       await expect(authorizer({ type: 'TOKEN', authorizationToken: bad, methodArn })).rejects.toThrow(/^Unauthorized$/);
@@ -269,6 +282,20 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     expect((await authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).context).toMatchObject({ team_id: team.teamId });
     expect((await stack.call('DELETE', `/api-keys/${made.body.id}`, { key: team.key })).status).toBe(200);
     await expect(authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).rejects.toThrow('Unauthorized');
+  });
+
+  it('authorizer: a free team is throttled by the free usage plan; a team whose key cannot be made still authenticates, keyless', async () => {
+    const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/GET/core/datasets';
+    const free = await stack.call('POST', '/teams', { body: { name: 'free-authz', plan: 'free' } });
+    const ok = await authorizer({ type: 'TOKEN', authorizationToken: free.body.api_key.key, methodArn });
+    const key = [...gateway.keys.values()].find((k) => k.value === ok.usageIdentifierKey)!;
+    expect(gateway.planOfKey(key.id)).toBe('sift-test-free');
+
+    const unlucky = await stack.newTeam('gateway-down');
+    gateway.failNext = 'POST /apikeys';
+    const keyless = await authorizer({ type: 'TOKEN', authorizationToken: unlucky.key, methodArn });
+    expect(keyless.context).toMatchObject({ team_id: unlucky.teamId });
+    expect(keyless.usageIdentifierKey).toBeUndefined();
   });
 
   it('worker: an SQS message takes an uploaded version to ready, and a redelivery changes nothing', async () => {

@@ -1,0 +1,52 @@
+/**
+ * API Gateway usage plans per team (AWS only). A team's plan (free, pro, research, custom) is one
+ * usage plan on the REST API; each team gets one API Gateway key in its plan's usage plan, and the
+ * authorizer names it (`usageIdentifierKey`) on every request, so API Gateway throttles a team by its
+ * plan before any Lambda or GPU runs. Callers never see these keys: Sift's own keys authenticate, and
+ * with the key source AUTHORIZER a client cannot present a gateway key itself.
+ *
+ * Keys are made on a team's first authorized request (so teams from before this existed are covered),
+ * remembered on a record of their own (never on the team record that GET /teams returns).
+ */
+import { ConditionFailed } from '../adapters/RecordStore';
+import type { Services } from './context';
+import type { Plan, Team } from './teams';
+
+/** The API Gateway side: creates a key inside a plan's usage plan, deletes one. */
+export interface GatewayKeys {
+  create(team: Pick<Team, 'id' | 'plan'>): Promise<{ id: string; value: string }>;
+  delete(id: string): Promise<void>;
+}
+
+export interface TeamGatewayKey {
+  id: string;
+  value: string;
+  plan: Plan;
+  created_at: string;
+}
+
+export const gatewayKeyItem = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'GATEWAYKEY' });
+
+/**
+ * The value the authorizer returns as `usageIdentifierKey` for this team, creating the key on first
+ * use (or when the team's plan changed). Concurrent first requests may each create one: the first to
+ * record it wins, the others delete theirs.
+ */
+export async function usageIdentifierFor(svc: Services, team: Pick<Team, 'id' | 'plan'>): Promise<string | undefined> {
+  if (!svc.gatewayKeys) return undefined;
+  const item = gatewayKeyItem(team.id);
+  const existing = await svc.records.get<TeamGatewayKey>(item.pk, item.sk);
+  if (existing && existing.plan === team.plan) return existing.value;
+  const created = await svc.gatewayKeys.create(team);
+  const record: TeamGatewayKey = { ...created, plan: team.plan, created_at: svc.now().toISOString() };
+  try {
+    await svc.records.put(item, record, existing ? { condition: { expression: '#id = :old', names: { '#id': 'id' }, values: { ':old': existing.id } } } : { ifAbsent: true });
+  } catch (err) {
+    if (!(err instanceof ConditionFailed)) throw err;
+    await svc.gatewayKeys.delete(created.id);
+    const winner = await svc.records.get<TeamGatewayKey>(item.pk, item.sk);
+    return winner?.value;
+  }
+  if (existing) await svc.gatewayKeys.delete(existing.id); // the key of the team's previous plan
+  return record.value;
+}
