@@ -49,13 +49,25 @@ program
     const { createServer } = await import('node:http');
     // One long-lived process per task: limits and usage are kept in memory and flushed each second.
     const svc = servicesFromEnv('memory');
+    const logger = createLogger();
+    const { createHotPath } = await import('../src/core/hotPath');
+    svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
     const { internalRoutes } = await import('../src/http/routes/internal');
     // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
-    const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], createLogger());
+    const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
     const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
     server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
     server.listen(Number(opts.port), '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${opts.port}\n`));
-    process.once('SIGTERM', () => server.close(() => process.exit(0)));
+    // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
+    process.once('SIGTERM', () =>
+      server.close(() => {
+        void (async () => {
+          await svc.hotPath?.writes.drain();
+          await svc.usage.flush();
+          process.exit(0);
+        })();
+      }),
+    );
   });
 
 program

@@ -98,6 +98,7 @@ export async function revokeApiKey(svc: Services, teamId: string, keyId: string)
     if (err instanceof ConditionFailed) throw new NotFoundError(`API key '${keyId}' not found`);
     throw err;
   }
+  svc.hotPath?.principals.deleteWhere((p) => p.key_id === keyId);
 }
 
 /** last_used_at is written at most once a minute per key, to keep auth off the write path. */
@@ -106,6 +107,8 @@ const lastUsedWrites = new Map<string, number>();
 
 async function principalForKey(svc: Services, key: string): Promise<Principal> {
   const hash = sha256Hex(key);
+  const cached = svc.hotPath?.principals.get(hash);
+  if (cached) return cached;
   const { pk, sk } = keyItem(hash);
   const stored = await svc.records.get<StoredKey>(pk, sk);
   if (!stored || stored.revoked_at) throw new UnauthorizedError('Invalid or revoked API key');
@@ -118,7 +121,9 @@ async function principalForKey(svc: Services, key: string): Promise<Principal> {
       condition: { expression: 'attribute_exists(pk)' },
     });
   }
-  return { team_id: stored.team_id, key_id: stored.id, role: stored.role, via: 'api_key' };
+  const principal: Principal = { team_id: stored.team_id, key_id: stored.id, role: stored.role, via: 'api_key' };
+  svc.hotPath?.principals.set(hash, principal);
+  return principal;
 }
 
 async function principalForSession(svc: Services, token: string): Promise<Principal> {

@@ -2,6 +2,7 @@ import type { BlobStore } from '../adapters/BlobStore';
 import type { RecordStore } from '../adapters/RecordStore';
 import type { WorkQueue } from '../adapters/WorkQueue';
 import type { GatewayKeys } from './gatewayKeys';
+import type { HotPath } from './hotPath';
 import type { RateLimiter } from './rateLimits';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageSink } from './usage';
@@ -60,6 +61,8 @@ export interface Services {
   usage: UsageSink;
   /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
   training?: TrainingLauncher;
+  /** Per-process caches and write-behind of a long-lived server (hotPath.ts); absent in Lambdas. */
+  hotPath?: HotPath;
   /** API Gateway keys of the teams' usage plans (AWS authorizer only; absent elsewhere). */
   gatewayKeys?: GatewayKeys;
   /** Starts Step Functions workflows (evaluation, generation): SFN on AWS, the same ASL in-process locally. */

@@ -54,7 +54,11 @@ export async function storeInference(svc: Services, teamId: string, record: Omit
   const created = svc.now();
   const full: InferenceRecord = { ...record, created_at: created.toISOString(), feedback: null };
   const expiresAt = Math.floor(created.getTime() / 1000) + svc.config.inferenceRetentionDays * 86400;
-  await svc.records.put({ pk: PARTITION(teamId), sk: record.inference_id, expiresAt }, full, { ifAbsent: true });
+  const put = () => svc.records.put({ pk: PARTITION(teamId), sk: record.inference_id, expiresAt }, full, { ifAbsent: true });
+  if (!svc.hotPath) return put();
+  // a long-lived server answers first and writes right after (hotPath.ts); reads here wait for it.
+  // setImmediate: even building the request (marshalling, signing) waits until the answer is sent.
+  svc.hotPath.writes.add(record.inference_id, new Promise<void>((next) => setImmediate(next)).then(put));
 }
 
 export interface InferenceFilter {
@@ -68,6 +72,7 @@ export interface InferenceFilter {
 
 /** Newest first. Filters run in DynamoDB; offset/limit are applied over the filtered sequence. */
 export async function listInferences(svc: Services, teamId: string, filter: InferenceFilter) {
+  await svc.hotPath?.writes.drain();
   if (filter.project_id !== undefined && !isUuid(filter.project_id)) {
     // a project name filters like its id (records store the id); an unknown name matches nothing
     const project = await getProject(svc, teamId, filter.project_id).catch(() => undefined);
@@ -107,6 +112,7 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
 }
 
 export async function getInference(svc: Services, teamId: string, id: string): Promise<InferenceRecord> {
+  await svc.hotPath?.writes.settled(id);
   const found = /^inf_[0-9A-HJKMNP-TV-Z]{26}$/.test(id) ? await svc.records.get<InferenceRecord>(PARTITION(teamId), id) : undefined;
   if (!found) throw new NotFoundError(`Inference '${id}' not found (never stored, stored with store:false, or expired)`);
   return found;

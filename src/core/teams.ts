@@ -37,10 +37,14 @@ export async function createTeam(
   return team;
 }
 
+/** Teams are not changed after creation, so a long-lived process may keep them a few seconds (hotPath.ts). */
 export async function getTeam(svc: Services, teamId: string): Promise<Team> {
+  const cached = svc.hotPath?.teams.get(teamId);
+  if (cached) return cached;
   const { pk, sk } = teamKey(teamId);
   const team = await svc.records.get<Team>(pk, sk);
   if (!team) throw new NotFoundError(`team '${teamId}' not found`);
+  svc.hotPath?.teams.set(teamId, team);
   return team;
 }
 

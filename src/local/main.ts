@@ -5,6 +5,7 @@ import { createServices } from '../adapters/aws';
 import { closeDecoder } from '../adapters/decoder';
 import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
+import { createHotPath } from '../core/hotPath';
 import { closeEncoderRuntime } from '../core/encoder/runtime';
 import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
@@ -87,6 +88,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     logger,
   });
   svc.training = runner;
+  svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
   const workflows = new LocalWorkflowRunner(() => {
     const services = svc as Services;
     const predictor = new InProcessPredictor(services);
@@ -128,6 +130,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     ...(install.createdKey ? { createdAdminKey: install.createdKey } : {}),
     runner,
     idle: async () => {
+      await services.hotPath?.writes.drain();
       await queue.idle();
       await runner.idle();
       await workflows.idle();
@@ -140,6 +143,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await runner.shutdown();
       await queue.idle();
       await workflows.idle();
+      await services.hotPath?.writes.drain();
       await closeDecoder(services);
       await closeEncoderRuntime(services);
       await services.usage.flush();

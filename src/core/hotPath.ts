@@ -1,0 +1,73 @@
+/**
+ * What a long-lived server process (local mode, the ECS gateway) keeps to stay off the store on the
+ * inference path: the principals of recently seen keys and their teams for a few seconds, and stored
+ * inferences written just after the response instead of before it. Lambdas don't use it (API Gateway
+ * caches their authorizer; each invocation may be the last).
+ *
+ * The trade-offs, all bounded: a key revoked through another process keeps working here for at most
+ * `ttlMs` (revoking through this process takes effect at once, as on AWS the authorizer's own 60 s
+ * cache already allows); a stored inference becomes readable a few milliseconds after its response —
+ * reads through this process wait for it — and a crash in that window loses it, as it loses the
+ * usage counters buffered for the same second.
+ */
+import type { Principal } from './context';
+import type { Team } from './teams';
+
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; until: number }>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    if (hit.until <= Date.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return hit.value;
+  }
+
+  set(key: string, value: V): void {
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string); // oldest first
+    this.entries.set(key, { value, until: Date.now() + this.ttlMs });
+  }
+
+  deleteWhere(match: (value: V) => boolean): void {
+    for (const [key, entry] of this.entries) if (match(entry.value)) this.entries.delete(key);
+  }
+}
+
+/** Writes that finish after the response: tracked so reads in this process, and shutdown, can wait. */
+export class PendingWrites {
+  private readonly pending = new Map<string, Promise<void>>();
+
+  constructor(private readonly onError: (id: string, error: unknown) => void) {}
+
+  add(id: string, write: Promise<void>): void {
+    const tracked = write.catch((error: unknown) => this.onError(id, error)).finally(() => this.pending.delete(id));
+    this.pending.set(id, tracked);
+  }
+
+  /** Resolves once the write of `id` (if one is in flight) has landed or failed. */
+  async settled(id: string): Promise<void> {
+    await this.pending.get(id);
+  }
+
+  async drain(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending.values()]);
+  }
+}
+
+export interface HotPath {
+  principals: TtlCache<Principal>;
+  teams: TtlCache<Team>;
+  writes: PendingWrites;
+}
+
+export function createHotPath(onWriteError: (id: string, error: unknown) => void, ttlMs = 5000): HotPath {
+  return { principals: new TtlCache(ttlMs), teams: new TtlCache(ttlMs), writes: new PendingWrites(onWriteError) };
+}
