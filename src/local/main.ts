@@ -40,6 +40,8 @@ export interface LocalOptions {
   maxTrainingJobs?: number;
   /** How long workflow Wait states last locally, ms (the adaptive loop's polls of its candidate). */
   workflowPollMs?: number;
+  /** Run the adaptive loop over every eligible project this often, ms (AWS: the EventBridge schedule); off when unset. */
+  adaptiveEveryMs?: number;
 }
 
 export interface LocalService {
@@ -115,6 +117,14 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     throw err;
   }
   const app = new SiftApp(svc, allRoutes(), logger);
+  // the local stand-in for the stack's EventBridge schedule: the same input to the same state machine
+  const adaptiveEvery = opts.adaptiveEveryMs ?? (Number(process.env['SIFT_ADAPTIVE_EVERY_MINUTES'] ?? 0) * 60_000 || undefined);
+  const schedule = adaptiveEvery
+    ? setInterval(() => {
+        workflows.start('adaptive', `adaptive-schedule-${Date.now()}`, { trigger: 'schedule' }).catch((err: unknown) => logger.error('could not start the adaptive loop', { error: err as Error }));
+      }, adaptiveEvery)
+    : undefined;
+  schedule?.unref();
   const server: Server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((ok, fail) => {
@@ -136,6 +146,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await workflows.idle();
     },
     async close() {
+      if (schedule) clearInterval(schedule);
       await new Promise<void>((ok) => {
         server.close(() => ok());
         server.closeAllConnections();

@@ -29,7 +29,7 @@ export class TestStack {
    * without it the store starts empty, which keeps start-up fast and `available` false.
    */
   static async start(
-    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean; workflowPollMs?: number } = {},
+    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean; workflowPollMs?: number; adaptiveEveryMs?: number } = {},
   ): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
     const service = await startLocal({
@@ -41,6 +41,7 @@ export class TestStack {
       modelsDir: opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models'),
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
+      ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),
     });
     return new TestStack(service, dataDir, !opts.dataDir);
   }
