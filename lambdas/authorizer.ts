@@ -8,6 +8,7 @@ import { servicesFromEnv } from '../src/adapters/aws';
 import { ApiGatewayKeys } from '../src/aws/gatewayKeys';
 import { authenticate } from '../src/core/apiKeys';
 import { usageIdentifierFor } from '../src/core/gatewayKeys';
+import { TtlCache } from '../src/core/hotPath';
 import { getTeam } from '../src/core/teams';
 import { logger } from '../src/lambda/observability';
 
@@ -16,12 +17,12 @@ const svc = servicesFromEnv('dynamodb');
 if (process.env['SIFT_USAGE_PLANS'] !== 'off') svc.gatewayKeys = new ApiGatewayKeys(process.env['SIFT_STAGE'] ?? 'prod');
 
 /** Team → its usage identifier, for a few minutes per container (plans change rarely; keys never). */
-const identifiers = new Map<string, { value: string | undefined; until: number }>();
+const identifiers = new TtlCache<{ value: string | undefined }>(5 * 60_000);
 async function usageIdentifier(teamId: string): Promise<string | undefined> {
   const hit = identifiers.get(teamId);
-  if (hit && hit.until > Date.now()) return hit.value;
+  if (hit) return hit.value;
   const value = await usageIdentifierFor(svc, await getTeam(svc, teamId));
-  identifiers.set(teamId, { value, until: Date.now() + 5 * 60_000 });
+  identifiers.set(teamId, { value });
   return value;
 }
 

@@ -63,17 +63,18 @@ export async function updateCycle(svc: Services, teamId: string, cycle: Pick<Ada
   return svc.records.update<AdaptiveCycle>(item.pk, item.sk, { set: { ...set, updated_at: svc.now().toISOString() }, condition: { expression: 'attribute_exists(pk)' } });
 }
 
-/** Newest first. */
+/** A project's cycles by its id, newest first (cycle ids are ULIDs). */
+const cyclesOf = (svc: Services, teamId: string, projectId: string) =>
+  svc.records.queryAll<AdaptiveCycle>(`TEAM#${teamId}`, { beginsWith: `ADAPTIVE#${projectId}#`, newestFirst: true });
+
 export async function listCycles(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; cycles: AdaptiveCycle[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const cycles = await svc.records.queryAll<AdaptiveCycle>(`TEAM#${teamId}`, { beginsWith: `ADAPTIVE#${project.id}#`, newestFirst: true });
-  return { project, cycles };
+  return { project, cycles: await cyclesOf(svc, teamId, project.id) };
 }
 
 /** The last cycle that got as far as training: its start is when "new feedback" begins counting. */
 export async function lastTrainedCycle(svc: Services, teamId: string, projectId: string, except: string): Promise<AdaptiveCycle | undefined> {
-  const { cycles } = await listCycles(svc, teamId, projectId);
-  return cycles.find((c) => c.id !== except && c.candidate_training_job_id !== null);
+  return (await cyclesOf(svc, teamId, projectId)).find((c) => c.id !== except && c.candidate_training_job_id !== null);
 }
 
 export async function assertPlanIncludesAdaptive(svc: Services, teamId: string): Promise<void> {

@@ -89,12 +89,13 @@ function rowFor(text: string, output: EncoderOutput, record: InferenceRecord, cl
   const row: NormalizedRow = { text };
   if (record.tasks.includes('ner') && Array.isArray(output.entities)) row.entities = plainEntities(output.entities);
   if (cls) {
+    // model outputs and corrections alike are lists of {label} here (goldOutput)
     const value = output.classifications?.[cls.task];
     if (Array.isArray(value)) {
-      const labels = value.map((v) => (typeof v === 'string' ? v : v.label)).filter((l) => typeof l === 'string');
+      const labels = value.map((v) => v.label).filter((l) => typeof l === 'string');
       if (cls.multi_label) row.labels = labels;
       else if (labels.length) row.label = labels[0]!;
-    } else if (typeof value === 'string' && !cls.multi_label) row.label = value; // corrected_output gives the label itself
+    }
   }
   return row.entities || row.label || row.labels ? row : undefined;
 }

@@ -135,7 +135,8 @@ export async function startCandidate(svc: Services, s: State): Promise<{ jobId: 
 /** `adaptive.training`: polled by the state machine; a failed or stopped candidate fails the cycle. */
 export async function checkTraining(svc: Services, s: State): Promise<{ done: boolean; status: string }> {
   const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId);
-  const job = await getTrainingJob(svc, s.project.teamId, cycle.candidate_training_job_id ?? '');
+  if (!cycle.candidate_training_job_id) throw new Error(`cycle ${cycle.id} has no candidate training job yet`);
+  const job = await getTrainingJob(svc, s.project.teamId, cycle.candidate_training_job_id);
   if (job.status === 'failed' || job.status === 'stopped') throw new Error(`candidate training job ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}`);
   return { done: job.status === 'complete', status: job.status };
 }

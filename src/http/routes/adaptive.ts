@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { getCycle, listCycles, promoteCycle, startCycle } from '../../core/adaptive/cycles';
 import { getProject } from '../../core/projects';
 import { json, route } from '../types';
+import { projectParam } from './resources';
 import { AdaptiveCycleSchema, ProjectDeploymentSchema, ProjectSchema, list } from './schemas';
 
-const projectParam = z.object({ id: z.string().min(1).max(128) });
 const cycleParams = projectParam.extend({ cycle_id: z.string().min(1).max(64) });
 
 export const adaptiveRoutes = [

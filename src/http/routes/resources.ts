@@ -25,7 +25,8 @@ export const baseModelRoutes = [
   }),
 ];
 
-const projectParam = z.object({ id: z.string().min(1).max(128) });
+/** `{id}` of the /projects/{id}/… routes: a project id or name. */
+export const projectParam = z.object({ id: z.string().min(1).max(128) });
 const ProjectChange = z.object({ project: ProjectSchema, deployment: ProjectDeploymentSchema });
 
 export const projectRoutes = [
