@@ -27,8 +27,11 @@ from . import common
 from .common import emit, minilm_dir, write_json
 
 MODEL_ID = "sift/gliner2-mini-v1"
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 DEFAULTS = {
+    # Reproducibility: float reductions depend on the thread count, so it is a build parameter (in the
+    # hash), never the machine's core count or load. See ``deterministic_env``.
+    "threads": 2,
     "train_examples": 5600,
     "eval_examples": 240,
     "batch_size": 8,
@@ -59,6 +62,29 @@ SPECIAL_INIT = {
 }
 
 
+# Environment the build runs under, set before torch is imported (``main`` re-executes itself when it
+# differs): a fixed str hash seed (set iteration order), MKL's conditional numerical reproducibility
+# (the same results on AVX2 and AVX-512 hosts) and no thread-count-dependent OpenMP dynamic teams.
+DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "MKL_CBWR": "COMPATIBLE", "OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
+
+
+def deterministic_env(threads: int) -> Dict[str, str]:
+    return {**DETERMINISTIC_ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
+def weights_digest(path: Path) -> str:
+    """sha256 of the trained tensors (names, dtypes, shapes, bytes) — what "the same weights" means."""
+    from safetensors import safe_open
+
+    h = hashlib.sha256()
+    with safe_open(str(path), framework="np") as f:
+        for name in sorted(f.keys()):
+            t = f.get_tensor(name)
+            h.update(f"{name}:{t.dtype}:{t.shape}".encode())
+            h.update(t.tobytes())
+    return h.hexdigest()
+
+
 def build_hash(params: Dict[str, Any]) -> str:
     h = hashlib.sha256()
     here = Path(__file__).parent
@@ -85,7 +111,8 @@ def is_built(out: Path, bh: str) -> bool:
         m = json.loads(mf.read_text())
     except Exception:
         return False
-    return m.get("build_hash") == bh and (out / "model.safetensors").exists() and (out / "onnx" / "encoder.onnx").exists()
+    onnx_ok = m.get("build_params", {}).get("onnx") is False or (out / "onnx" / "encoder.onnx").exists()
+    return m.get("build_hash") == bh and (out / "model.safetensors").exists() and onnx_ok
 
 
 def _init_special_tokens(model) -> Dict[str, Any]:
@@ -168,7 +195,8 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
     from .export_onnx import export_fragments
     from .metrics import score_predictions
 
-    common.set_threads()
+    torch.set_num_threads(int(params["threads"]))
+    torch.use_deterministic_algorithms(True, warn_only=True)
     t0 = time.time()
     torch.manual_seed(params["seed"])
     work = out.parent / (out.name + ".building")
@@ -240,7 +268,11 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
     final = work / "model"
     model.config.model_name = "sentence-transformers/all-MiniLM-L6-v2"  # informational; weights are in the dir
     model.save_pretrained(str(final))
-    onnx_cfg = export_fragments(model, final)
+    if params.get("onnx") is False:
+        onnx_cfg = {"special_tokens": {}, "format": None, "hidden_size": None, "max_width": params["max_width"],
+                    "max_count": None, "opset": None, "parity_max_abs_diff": None}
+    else:
+        onnx_cfg = export_fragments(model, final)
     shutil.rmtree(work / "_train", ignore_errors=True)
     manifest = {
         "format": "sift-model/1",
@@ -255,6 +287,7 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
                      "stage2_examples": params.get("stage2_examples", 0),
                      "steps": steps, "seconds": round(train_seconds, 1), "type": "full"},
         "synthetic_eval": eval_report,
+        "weights_sha256": weights_digest(final / "model.safetensors"),
         "special_tokens": onnx_cfg["special_tokens"],
         "special_token_init": init,
         "files": {"config": "config.json", "encoder_config": "encoder_config/config.json", "weights": "model.safetensors",
@@ -282,13 +315,23 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     ap.add_argument("--examples", type=int, default=None, help="synthetic training examples (default %d)" % DEFAULTS["train_examples"])
     ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--stage2-examples", type=int, default=None)
+    ap.add_argument("--eval-examples", type=int, default=None)
+    ap.add_argument("--no-onnx", action="store_true", help="skip the ONNX export (reproducibility checks)")
     args = ap.parse_args(argv)
-    common.claim_stdout()
     params = dict(DEFAULTS)
-    if args.examples:
-        params["train_examples"] = args.examples
-    if args.epochs:
-        params["epochs"] = args.epochs
+    for key, value in (("train_examples", args.examples), ("epochs", args.epochs),
+                       ("stage2_examples", args.stage2_examples), ("eval_examples", args.eval_examples)):
+        if value is not None:
+            params[key] = value
+    want_env = deterministic_env(int(params["threads"]))
+    if any(os.environ.get(k) != v for k, v in want_env.items()):
+        # these only take effect at interpreter / library start-up
+        os.execve(sys.executable, [sys.executable, "-m", "sift_trainer.build_mini", *(argv if argv is not None else sys.argv[1:])],
+                  {**os.environ, **want_env})
+    common.claim_stdout()
+    if args.no_onnx:
+        params["onnx"] = False
     out = Path(args.out).resolve()
     bh = build_hash(params)
     if not args.force and is_built(out, bh):
