@@ -15,7 +15,7 @@ import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
 import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, learningWarnings, transitionJob, type TrainingJob } from '../core/trainingJobs';
 
 export interface TrainingEnv {
   jobNamePrefix: string;
@@ -112,7 +112,8 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
     const served = headlineMetrics(await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch(() => null));
     if (served) headline = served;
   }
-  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, final_checkpoint_id: finalId });
+  const warnings = learningWarnings(metrics, headline);
+  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId });
   return { status: done.status };
 }
 

@@ -45,6 +45,8 @@ export interface TrainingJob {
   status: JobStatus;
   progress: { epoch: number; step: number; total_steps: number } | null;
   metrics: { f1: number; precision: number; recall: number } | null;
+  /** Why a finished job's model may not be what it looks like (e.g. no better than its base model). */
+  warnings?: string[];
   error: string | null;
   /** The checkpoint holding the finished model (a valid `base_model` to continue from). */
   final_checkpoint_id?: string | null;
@@ -60,6 +62,22 @@ export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
   const r = (m ?? {}) as Record<string, unknown>;
   const { f1, precision, recall } = r;
   return typeof f1 === 'number' && typeof precision === 'number' && typeof recall === 'number' ? { f1, precision, recall } : null;
+}
+
+/**
+ * Warnings for a finished job: its held-out F1 (`headline`, the serving engine's when it could score
+ * the model) is no better than the base model's on the same rows (`baseline_f1`, which the trainer
+ * measures before training). A job that learned nothing must not look like a good model.
+ */
+export function learningWarnings(trainerMetrics: unknown, headline: TrainingJob['metrics']): string[] {
+  const r = (trainerMetrics ?? {}) as Record<string, unknown>;
+  const baseline = r['baseline_f1'];
+  if (typeof baseline !== 'number' || !headline || r['evaluated_on'] === 'train') return [];
+  if (headline.f1 > baseline) return [];
+  return [
+    `validation F1 ${headline.f1.toFixed(4)} does not beat the base model's ${baseline.toFixed(4)} on the same held-out rows: ` +
+      'the fine-tuned model is no better than the model it started from (more rows or epochs, a higher learning rate, or fewer labels may help)',
+  ];
 }
 
 export interface CreateJobInput {
@@ -176,6 +194,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     status: 'requested',
     progress: null,
     metrics: null,
+    warnings: [],
     error: null,
     created_at: svc.now().toISOString(),
     started_at: null,

@@ -24,7 +24,7 @@ import {
 } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, learningWarnings, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
 export interface RunnerOptions {
@@ -271,6 +271,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
     await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
     const metrics = (exit.completed['metrics'] as Record<string, number> | undefined) ?? null;
+    const trainerMetrics = JSON.parse(await readFile(join(modelDir, 'metrics.json'), 'utf8').catch(() => 'null')) as unknown;
     // The trainer normally reports its final checkpoint; if it did not, the model itself is one.
     if (!exit.sawFinal) {
       await registerCheckpoint(svc, teamId, {
@@ -299,9 +300,11 @@ export class LocalTrainingRunner implements TrainingLauncher {
     } catch (err) {
       log.system(`could not score the exported model on the validation rows; keeping the trainer's metrics: ${(err as Error).message}`);
     }
+    const warnings = learningWarnings(trainerMetrics, headline);
+    for (const w of warnings) log.system(`WARNING: ${w}`);
     log.system('training complete; model, archive and final checkpoint saved');
     await log.flush();
-    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline, final_checkpoint_id: finalId });
+    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId });
   }
 
   private async fail(svc: Services, teamId: string, jobId: string, reason: string): Promise<void> {

@@ -76,12 +76,29 @@ describe('POST /inference (encoder)', () => {
     const c = res.body.result.classifications;
     expect(c.sentiment).toHaveLength(1);
     expect(['positive', 'negative', 'neutral']).toContain(c.sentiment[0].label);
-    expect(c.aspects.length).toBeGreaterThanOrEqual(1);
+    // multi-label: only labels at or above the threshold (none is a valid answer), at most top_k
     expect(c.aspects.length).toBeLessThanOrEqual(2);
+    for (const a of c.aspects) expect(a.score).toBeGreaterThanOrEqual(0.99);
     expect(c.sentiment3.map((x: any) => x.label).sort()).toEqual(['negative', 'neutral', 'positive']);
     const scores = c.sentiment3.map((x: any) => x.score);
     expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
     expect(scores.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(1, 5);
+  });
+
+  it('multi-label returns every label at or above the threshold and nothing else, an empty list when none is', async () => {
+    const labels = ['service', 'food', 'price', 'location'];
+    const ask = (threshold: number) =>
+      infer({ text: 'The service was terrible and the food was cold.', schema: { classifications: [{ task: 'aspects', labels, multi_label: true }] }, threshold });
+    const all = (await ask(0)).body.result.classifications.aspects;
+    expect(all.map((x: any) => x.label).sort()).toEqual([...labels].sort());
+    const scores = new Map<string, number>(all.map((x: any) => [x.label, x.score]));
+    const none = (await ask(1)).body.result.classifications.aspects;
+    expect(none.filter((x: any) => x.score < 1)).toEqual([]);
+    // a threshold between two labels' scores keeps exactly those above it
+    const sorted = [...scores.values()].sort((a, b) => b - a);
+    const cut = (sorted[1]! + sorted[2]!) / 2;
+    const some = (await ask(cut)).body.result.classifications.aspects;
+    expect(some.map((x: any) => x.label).sort()).toEqual([...scores].filter(([, s]) => s >= cut).map(([l]) => l).sort());
   });
 
   it('extracts structures (str/list fields, choices) and relations, batch in input order', async () => {

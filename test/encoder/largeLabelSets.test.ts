@@ -48,8 +48,15 @@ describe('schemas longer than the encoder (label groups)', () => {
     const found = (i: number) => flat(out.results[i]!).map((e) => `${e.label}:${e.text}`);
     expect(found(0)).toEqual(expect.arrayContaining(['person:Tim Cook', 'person:Satya Nadella', 'city:Paris']));
     expect(found(1)).toEqual(expect.arrayContaining(['person:Angela Merkel', 'city:Rome']));
-    // the big label set does not invent spans for the distractors on these texts
-    expect(found(0).every((x) => x.startsWith('person:') || x.startsWith('city:'))).toBe(true);
+    // what the groups found, and only that: the merged answer is the union of each group run alone
+    // (which distractor spans a model scores above 0.5 is the model's quality, not the mechanism's)
+    const groups = await model.labelGroups(s);
+    expect(groups).toHaveLength(2);
+    const alone = await Promise.all(groups.map((g) => model.infer(texts, g)));
+    texts.forEach((_, i) => {
+      const union = alone.flatMap((run) => flat(run.results[i]!)).map((e) => `${e.label}:${e.text}:${e.start}`).sort();
+      expect(flat(out.results[i]!).map((e) => `${e.label}:${e.text}:${e.start}`).sort()).toEqual(union);
+    });
   });
 
   it('a schema that fits is untouched: forcing a budget it fits in gives the direct result bit for bit', async () => {
@@ -103,7 +110,7 @@ describe('schemas longer than the encoder (label groups)', () => {
     // multi-label: each label's own sigmoid against the head's threshold
     const aspects = r.classifications.aspects!;
     const want = [...labels].reverse().filter((l) => 1 / (1 + Math.exp(-logit.get(`aspects|${l}`)!)) >= 0.02);
-    expect(aspects.map((x) => x.label).sort()).toEqual((want.length ? want : [aspects[0]!.label]).sort());
+    expect(aspects.map((x) => x.label).sort()).toEqual(want.sort());
     for (const x of aspects) {
       expect(x.score).toBeGreaterThan(0);
       expect(x.score).toBeLessThanOrEqual(1);

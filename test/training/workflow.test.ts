@@ -57,6 +57,7 @@ it('dataset → training → evaluation beating the base model → deployment �
   expect(job.error).toBeNull();
   expect(job.status).toBe('complete');
   expect(job.metrics.f1).toBeGreaterThan(0);
+  expect(job.warnings).toEqual([]); // it learned: the trainer measured its base on the same rows and found it worse
 
   // (4) evaluate the job and the base model on the held-out set
   const evals = await Promise.all(

@@ -194,7 +194,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     emit("model_loaded", base_model_path=str(base), hidden_size=int(model.hidden_size),
          parameters=int(sum(p.numel() for p in model.parameters())))
 
-    from .metrics import evaluate
+    from .metrics import evaluate, learning_warnings
 
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
@@ -227,6 +227,11 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     def compute_metrics(m, _eval_dataset):
         return evaluate(scorer(m), eval_subset, info) if eval_subset else {}
 
+    # the base model on the same held-out rows: the bar a fine-tuned model has to clear
+    baseline_metrics = evaluate(scorer(model), val_rows, info) if val_rows else {}
+    if baseline_metrics:
+        emit("metrics", scope="baseline", step=0, metrics=baseline_metrics)
+
     Trainer = _make_trainer_class()
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
     trainer.sift_base_model_path = str(base.resolve())
@@ -254,6 +259,11 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         final_metrics = evaluate(scorer(trained), train_rows[:EVAL_ROWS_PER_EPOCH], info)
         final_metrics["evaluated_on"] = "train"
     if final_metrics:
+        if baseline_metrics:
+            final_metrics["baseline_f1"] = baseline_metrics.get("f1", 0.0)
+        final_metrics["warnings"] = learning_warnings(baseline_metrics, final_metrics, len(val_rows))
+        for warning in final_metrics["warnings"]:
+            emit("warning", message=warning)
         emit("metrics", scope="final", step=int(trainer.global_step), metrics=final_metrics)
     return {
         "model": trained, "info": info, "metrics": final_metrics, "train_seconds": train_seconds,

@@ -302,3 +302,18 @@ def evaluate(model, rows: List[Dict[str, Any]], info: TaskInfo, threshold: float
         return {}
     results = predict(model, rows, info, threshold=threshold)
     return score_predictions(rows, results, info)
+
+
+def learning_warnings(baseline: Dict[str, Any], final: Dict[str, Any], n_rows: int) -> List[str]:
+    """What a user must be told when a job did not learn: its held-out F1 is no better than its base model's.
+
+    A job that ends ``complete`` with such a model must not look like a good one (the record's ``warnings``).
+    """
+    if not baseline or final.get("evaluated_on") != "validation":
+        return []
+    base, got = float(baseline.get("f1", 0.0)), float(final.get("f1", 0.0))
+    if got > base:
+        return []
+    return [f"validation F1 {got:.4f} does not beat the base model's {base:.4f} on the same {n_rows} held-out rows: "
+            "the fine-tuned model is no better than the model it started from (more rows or epochs, a higher "
+            "learning rate, or fewer labels may help)"]

@@ -779,9 +779,9 @@ function decodeClassification(c: ClassificationSpec, lg: Float32Array, threshold
   let chosen: LabelScore[];
   if (c.multiLabel) {
     const thr = c.threshold ?? threshold;
-    chosen = c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= thr);
-    if (!chosen.length) chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
-    chosen = stableSortDesc(chosen);
+    // SPEC: every label above the threshold, and so none when none reaches it (gliner2 falls back to
+    // the top label; Sift does not — a multi-label answer never contains a label below its threshold).
+    chosen = stableSortDesc(c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= thr));
     if (c.topK !== undefined) chosen = chosen.slice(0, c.topK);
   } else {
     chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];

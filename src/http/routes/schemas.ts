@@ -49,6 +49,7 @@ export const TrainingJobSchema = z
     status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']),
     progress: z.object({ epoch: z.number(), step: z.number(), total_steps: z.number() }).nullable(),
     metrics: z.object({ f1: z.number(), precision: z.number(), recall: z.number() }).nullable(),
+    warnings: z.array(z.string()).describe('Why the finished model may not be what it looks like, e.g. validation F1 no better than the base model'),
     error: z.string().nullable(),
     created_at: z.string(),
     started_at: z.string().nullable(),

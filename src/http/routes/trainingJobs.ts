@@ -16,9 +16,9 @@ const RlConfig = z.strictObject({
 });
 
 /** The job as clients see it: the deployment's storage location is internal. */
-export function jobView(job: TrainingJob): Omit<TrainingJob, 'deployment'> & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
+export function jobView(job: TrainingJob): Omit<TrainingJob, 'deployment' | 'warnings'> & { warnings: string[] } & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
   const { deployment, ...rest } = job;
-  return { ...rest, deployment: deployment ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at } : null };
+  return { ...rest, warnings: job.warnings ?? [], deployment: deployment ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at } : null };
 }
 
 export const trainingJobRoutes = [

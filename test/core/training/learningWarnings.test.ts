@@ -1,0 +1,22 @@
+import { learningWarnings } from '../../../src/core/trainingJobs';
+
+const headline = (f1: number) => ({ f1, precision: f1, recall: f1 });
+
+describe('learningWarnings: a job that does not beat its base model says so', () => {
+  it('warns when the held-out F1 is no better than the base model on the same rows', () => {
+    const [w] = learningWarnings({ baseline_f1: 0.31, evaluated_on: 'validation' }, headline(0.31));
+    expect(w).toMatch(/validation F1 0\.3100 does not beat the base model's 0\.3100/);
+    expect(learningWarnings({ baseline_f1: 0.4, evaluated_on: 'validation' }, headline(0.007))).toHaveLength(1);
+  });
+
+  it('is silent when the model beats its base', () => {
+    expect(learningWarnings({ baseline_f1: 0.116, evaluated_on: 'validation' }, headline(0.483))).toEqual([]);
+  });
+
+  it('does not judge without a baseline, without held-out metrics, or on training-set fit', () => {
+    expect(learningWarnings({ f1: 0.2 }, headline(0.2))).toEqual([]);
+    expect(learningWarnings({ baseline_f1: 0.5 }, null)).toEqual([]);
+    expect(learningWarnings({ baseline_f1: 0.5, evaluated_on: 'train' }, headline(0.1))).toEqual([]);
+    expect(learningWarnings(null, headline(0.1))).toEqual([]);
+  });
+});
