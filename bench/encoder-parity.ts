@@ -11,6 +11,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncoderModel, type EncoderResult } from '../src/core/encoder/engine';
 import type { EncoderSchema } from '../src/core/encoder/schema';
+import { DEFAULT_PYTHON } from '../src/local/paths';
 import { parityCases } from './encoder-corpus';
 
 export function defaultModelDir(): string {
@@ -51,7 +52,7 @@ export function canon(r: EncoderResult, schema: EncoderSchema): Record<string, n
 
 async function main(): Promise<void> {
   const dir = process.argv[2] ?? defaultModelDir();
-  const py = process.env.SIFT_PYTHON ?? join(process.cwd(), '.venv/bin/python');
+  const py = DEFAULT_PYTHON; // the set-up's venv (SIFT_PYTHON / SIFT_VENV move it)
   const tol = 1e-3;
   console.log(`model: ${dir}`);
   const precision = process.env.SIFT_ENCODER_PRECISION === 'int8' ? 'int8' : 'fp32';

@@ -6,7 +6,7 @@
  * wnut17 test set (exact label+offsets).
  *
  *   npx tsx bench/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--skip-python]
- *   (int8: .venv/bin/python -m sift_trainer.quantize_onnx MODEL_DIR, run in containers/training)
+ *   (int8: ~/.cache/sift/venv/bin/python -m sift_trainer.quantize_onnx MODEL_DIR, run in containers/training)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncoderModel, type Precision } from '../src/core/encoder/engine';
 import type { EncoderSchema } from '../src/core/encoder/schema';
+import { DEFAULT_PYTHON } from '../src/local/paths';
 import { defaultModelDir } from './encoder-parity';
 
 const args = process.argv.slice(2);
@@ -65,7 +66,7 @@ async function benchTs(precision: Precision): Promise<{ results: Result[]; model
 }
 
 function benchPython(): Result[] {
-  const py = process.env.SIFT_PYTHON ?? join(process.cwd(), '.venv/bin/python');
+  const py = DEFAULT_PYTHON; // the set-up's venv (SIFT_PYTHON / SIFT_VENV move it)
   const tmp = mkdtempSync(join(tmpdir(), 'enc-bench-'));
   const cases = BATCHES.map((bs) => ({ name: `b${bs}`, texts, schema, batch_size: bs, threshold: 0.5 }));
   writeFileSync(join(tmp, 'cases.json'), JSON.stringify(cases));
