@@ -65,14 +65,16 @@ export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
 }
 
 /**
- * Warnings for a finished job: its held-out F1 (`headline`, the serving engine's when it could score
- * the model) is no better than the base model's on the same rows (`baseline_f1`, which the trainer
- * measures before training). A job that learned nothing must not look like a good model.
+ * Warnings for a finished job. An encoder's held-out F1 (`headline`, the serving engine's when it
+ * could score the model) no better than the base model's on the same rows (`baseline_f1`, which the
+ * trainer measures before training); otherwise the trainer's own (a DPO margin that never grew, a
+ * GRPO reward that never varied). A job that learned nothing must not look like a good model.
  */
 export function learningWarnings(trainerMetrics: unknown, headline: TrainingJob['metrics']): string[] {
   const r = (trainerMetrics ?? {}) as Record<string, unknown>;
   const baseline = r['baseline_f1'];
-  if (typeof baseline !== 'number' || !headline || r['evaluated_on'] === 'train') return [];
+  if (typeof baseline !== 'number') return Array.isArray(r['warnings']) ? r['warnings'].filter((w): w is string => typeof w === 'string') : [];
+  if (!headline || r['evaluated_on'] === 'train') return [];
   if (headline.f1 > baseline) return [];
   return [
     `validation F1 ${headline.f1.toFixed(4)} does not beat the base model's ${baseline.toFixed(4)} on the same held-out rows: ` +

@@ -212,6 +212,36 @@ def make_reward(kind: str):
 
 
 # ---------------------------------------------------------------------------
+# Learning signals (DPO reward margin and accuracy, GRPO mean reward and its spread)
+# ---------------------------------------------------------------------------
+
+def learning_signal(algorithm: str, logs: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """The per-step signal of a preference or RL job from TRL's training logs, or None."""
+    if "loss" not in logs:
+        return None
+    if algorithm == "dpo" and "rewards/margins" in logs:
+        return {"reward_margin": float(logs["rewards/margins"]), "reward_accuracy": float(logs.get("rewards/accuracies", 0.0))}
+    if algorithm == "grpo" and "reward" in logs:
+        return {"mean_reward": float(logs["reward"]), "reward_std": float(logs.get("reward_std", 0.0))}
+    return None
+
+
+def signal_warnings(algorithm: str, signals: List[Dict[str, float]]) -> List[str]:
+    """Why a preference/RL job that completed may have learned nothing."""
+    if not signals:
+        return []
+    if algorithm == "grpo" and all(s["reward_std"] == 0.0 for s in signals):
+        mean = signals[-1]["mean_reward"]
+        return [f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
+                "signal. Use a reward the base model sometimes earns ('contains' or 'numeric'), more generations, or a "
+                "higher temperature"]
+    if algorithm == "dpo" and len(signals) > 1 and max(s["reward_margin"] for s in signals[1:]) <= signals[0]["reward_margin"]:
+        return [f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
+                "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help"]
+    return []
+
+
+# ---------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------
 
@@ -221,8 +251,17 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, 
     class SiftCallback(TrainerCallback):
         last_eval: Dict[str, Any] = {}
 
+        def __init__(self):
+            super().__init__()
+            self.signals: List[Dict[str, float]] = []
+
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
+            signal = learning_signal(algorithm, logs)
+            if signal is not None:
+                # what a user watches to see a preference/RL job learn (one JSON event per logged step)
+                self.signals.append(signal)
+                emit("signal", algorithm=algorithm, step=int(state.global_step), **signal)
             if "loss" in logs:
                 emit("progress", epoch=int(math.floor(state.epoch or 0)) + 1 if (state.epoch or 0) < (args.num_train_epochs or 1) else int(args.num_train_epochs),
                      epoch_float=round(float(state.epoch or 0), 4), step=int(state.global_step), total_steps=int(state.max_steps),
@@ -325,6 +364,11 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         if p.exists():
             write_json(p, checkpoints[-1])
     metrics: Dict[str, Any] = {"train_loss": float(result.training_loss)}
+    warnings = signal_warnings(algo, cb.signals)
+    for warning in warnings:
+        emit("warning", message=warning)
+    if warnings:
+        metrics["warnings"] = warnings
     if val_ds is not None:
         ev = trainer.evaluate()
         metrics.update({k: float(v) for k, v in ev.items() if isinstance(v, (int, float))})

@@ -94,3 +94,26 @@ def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
     assert ev[-1]["event"] == "stopped" and ev[-1]["checkpoint"]
     assert (Path(ev[-1]["checkpoint"]["path"]) / "adapter_config.json").exists()
     assert not (job / "output" / "failure").exists()
+
+
+def test_learning_signal_reads_trl_logs_per_algorithm():
+    from sift_trainer.decoder import learning_signal
+
+    assert learning_signal("dpo", {"loss": 0.6, "rewards/margins": 0.25, "rewards/accuracies": 0.75}) == {"reward_margin": 0.25, "reward_accuracy": 0.75}
+    assert learning_signal("grpo", {"loss": 0.0, "reward": 0.5, "reward_std": 0.4}) == {"mean_reward": 0.5, "reward_std": 0.4}
+    assert learning_signal("grpo", {"eval_loss": 1.0, "reward": 0.5}) is None  # evaluation logs are not training steps
+    assert learning_signal("sft", {"loss": 1.0}) is None
+
+
+def test_signal_warnings_flag_jobs_without_a_learning_signal():
+    from sift_trainer.decoder import signal_warnings
+
+    flat = [{"mean_reward": 0.0, "reward_std": 0.0}] * 12
+    [w] = signal_warnings("grpo", flat)
+    assert "never varied" in w
+    assert signal_warnings("grpo", flat[:5] + [{"mean_reward": 0.25, "reward_std": 0.43}]) == []
+    stuck = [{"reward_margin": 0.0, "reward_accuracy": 0.0}] + [{"reward_margin": -0.1, "reward_accuracy": 0.0}] * 5
+    assert len(signal_warnings("dpo", stuck)) == 1
+    rising = [{"reward_margin": 0.0, "reward_accuracy": 0.0}, {"reward_margin": 0.8, "reward_accuracy": 1.0}]
+    assert signal_warnings("dpo", rising) == []
+    assert signal_warnings("sft", flat) == []

@@ -13,6 +13,13 @@ describe('learningWarnings: a job that does not beat its base model says so', ()
     expect(learningWarnings({ baseline_f1: 0.116, evaluated_on: 'validation' }, headline(0.483))).toEqual([]);
   });
 
+  it("passes on the trainer's own warnings for jobs without an F1 baseline (preference and RL jobs)", () => {
+    const grpo = 'the reward never varied between generations (mean reward 0.000 at every step): GRPO had no learning signal.';
+    expect(learningWarnings({ train_loss: 0, warnings: [grpo, 7] }, null)).toEqual([grpo]);
+    // an encoder's warning is decided here from the served F1, not copied from the trainer's
+    expect(learningWarnings({ baseline_f1: 0.2, evaluated_on: 'validation', warnings: ['trainer says no'] }, headline(0.5))).toEqual([]);
+  });
+
   it('does not judge without a baseline, without held-out metrics, or on training-set fit', () => {
     expect(learningWarnings({ f1: 0.2 }, headline(0.2))).toEqual([]);
     expect(learningWarnings({ baseline_f1: 0.5 }, null)).toEqual([]);
