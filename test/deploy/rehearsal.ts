@@ -6,7 +6,7 @@
  * (production) packages from the shared install; `pip install -r …` is the training venv;
  * `pip install <dir>` puts the copied package on PYTHONPATH.
  */
-import { App, Stack } from 'aws-cdk-lib';
+import { App, type AssetStaging, Stack } from 'aws-cdk-lib';
 import { DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, symlinkSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
@@ -42,7 +42,7 @@ export function hostPath(image: Pick<ReplayedImage, 'rootfs'>, imagePath: string
 export function stageContext(name: ImageName, outdir: string): string {
   const app = new App({ outdir });
   const asset = new DockerImageAsset(new Stack(app, 'Images'), name, IMAGES[name]);
-  return join(outdir, asset.assetPath);
+  return (asset.node.findChild('Staging') as AssetStaging).absoluteStagedPath;
 }
 
 export function replayImage(name: ImageName): ReplayedImage {
