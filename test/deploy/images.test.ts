@@ -7,12 +7,13 @@
  * fails `npm test` instead of a deploy.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, relative } from 'node:path';
 import { IMAGES, type ImageName } from '../../lib/images';
-import { CONTAINERS_DIR } from '../../lib/paths';
+import { CONTAINERS_DIR, REPO_ROOT } from '../../lib/paths';
 import { entryProgram, importPython, nodeImportGraph, runNodeCheck } from './entry';
-import { replayImage, trainingPython, type ReplayedImage } from './rehearsal';
+import { replayImage, stageContext, trainingPython, type ReplayedImage } from './rehearsal';
 
 /** Python packages an image's base provides (not built from this repository). */
 const BASE_IMAGE_MODULES: Record<string, string[]> = { 'vllm/vllm-openai': ['vllm'] };
@@ -58,11 +59,30 @@ describe('the images lib/images.ts builds', () => {
   });
 });
 
+describe('the encoder build context (the repository root)', () => {
+  it('leaves out what appears beside the sources, such as a `cdk synth -o <dir>` output', () => {
+    const stray = mkdtempSync(join(REPO_ROOT, 'synth-rehearsal-'));
+    const outdir = mkdtempSync(join(tmpdir(), 'sift-stage-'));
+    try {
+      writeFileSync(join(stray, 'manifest.json'), '{}');
+      const context = stageContext('encoder', outdir);
+      expect(readdirSync(context)).not.toContain(basename(stray));
+      expect(readdirSync(context).sort()).toEqual(['.dockerignore', 'bin', 'containers', 'package-lock.json', 'package.json', 'src', 'tsconfig.json']);
+    } finally {
+      rmSync(stray, { recursive: true, force: true });
+      rmSync(outdir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.each(Object.keys(IMAGES) as ImageName[])('the %s image, replayed from its Dockerfile', (name) => {
   let image: ReplayedImage;
   beforeAll(() => {
     image = replayImage(name);
   }, 60_000);
+  afterAll(() => {
+    if (image) rmSync(dirname(image.rootfs), { recursive: true, force: true });
+  });
 
   it('has a build context holding only what the Dockerfile copies', () => {
     const files = listFiles(image.context);
