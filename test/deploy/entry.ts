@@ -7,7 +7,7 @@ import { build, type Plugin } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { hostEnv, hostPath, type ReplayedImage } from './rehearsal';
 
 export type EntryProgram =
@@ -90,11 +90,25 @@ export async function nodeImportGraph(image: ReplayedImage, script: string): Pro
       });
     },
   };
-  try {
-    await build({ entryPoints: [script], absWorkingDir: appDir, bundle: true, write: false, platform: 'node', format: 'esm', logLevel: 'silent', plugins: [inImage] });
-  } catch (e) {
-    const errors = (e as { errors?: Array<{ text: string; location?: { file: string } | null }> }).errors ?? [];
-    throw new Error(`the entry's imports do not resolve inside the image:\n${errors.map((x) => `  ${x.location?.file ?? '?'}: ${x.text}`).join('\n')}`);
+  // files started as workers (`new Worker(new URL('./w.mjs', import.meta.url))`) are entries of their own
+  const entries = new Set([script]);
+  for (let size = 0; size !== entries.size; ) {
+    size = entries.size;
+    let inputs: string[];
+    try {
+      const result = await build({ entryPoints: [...entries], absWorkingDir: appDir, bundle: true, write: false, metafile: true, outdir: 'out', platform: 'node', format: 'esm', logLevel: 'silent', plugins: [inImage] });
+      inputs = Object.keys(result.metafile.inputs);
+    } catch (e) {
+      const errors = (e as { errors?: Array<{ text: string; location?: { file: string } | null }> }).errors ?? [];
+      throw new Error(`the entry's imports do not resolve inside the image:\n${errors.map((x) => `  ${x.location?.file ?? '?'}: ${x.text}`).join('\n')}`);
+    }
+    for (const input of inputs) {
+      for (const m of readFileSync(join(appDir, input), 'utf8').matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g)) {
+        const target = join(dirname(input), m[1]!);
+        if (!existsSync(join(appDir, target))) throw new Error(`${input} refers to ${m[1]}, which is not in the image`);
+        if (/\.[mc]?[jt]s$/.test(target)) entries.add(target);
+      }
+    }
   }
   return packages;
 }
