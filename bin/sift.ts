@@ -42,32 +42,9 @@ program
   .description('Serve the API from AWS resources (the ECS gateway): SIFT_TABLE, SIFT_BUCKET, SIFT_QUEUE_URL, PORT')
   .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
   .action(async (opts: { port: string }) => {
-    const { servicesFromEnv } = await import('../src/adapters/aws');
-    const { SiftApp } = await import('../src/http/app');
-    const { createLogger } = await import('../src/http/logger');
-    const { nodeHandler } = await import('../src/local/httpAdapter');
-    const { createServer } = await import('node:http');
-    // One long-lived process per task: limits and usage are kept in memory and flushed each second.
-    const svc = servicesFromEnv('memory');
-    const logger = createLogger();
-    const { createHotPath } = await import('../src/core/hotPath');
-    svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
-    const { internalRoutes } = await import('../src/http/routes/internal');
-    // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
-    const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
-    const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
-    server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
-    server.listen(Number(opts.port), '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${opts.port}\n`));
-    // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
-    process.once('SIGTERM', () =>
-      server.close(() => {
-        void (async () => {
-          await svc.hotPath?.writes.drain();
-          await svc.usage.flush();
-          process.exit(0);
-        })();
-      }),
-    );
+    // the same server the encoder image runs (bin/gateway.ts)
+    const { serveGateway } = await import('../src/gateway/server');
+    serveGateway(Number(opts.port));
   });
 
 program

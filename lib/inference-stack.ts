@@ -11,14 +11,12 @@ import { Duration, RemovalPolicy, Size, Stack, type StackProps } from 'aws-cdk-l
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { join } from 'node:path';
 import type { InferenceEndpoint } from './api-stack';
 import type { GpuServiceConfig, StageConfig } from './config';
 import { AlbAccessLogs } from './constructs/alb-access-logs';
@@ -26,8 +24,8 @@ import { GpuCapacity } from './constructs/gpu-capacity';
 import { retentionDays } from './constructs/sift-function';
 import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { BUCKET_PREFIXES } from './data-stack';
+import { IMAGES } from './images';
 import { acknowledge } from './nag';
-import { CONTAINERS_DIR, REPO_ROOT } from './paths';
 
 export interface InferenceStackProps extends StackProps {
   readonly config: StageConfig;
@@ -35,24 +33,6 @@ export interface InferenceStackProps extends StackProps {
 
 export const GATEWAY_PORT = 8080;
 export const DECODER_PORT = 8000;
-
-/** Paths the encoder image build must not see (keeps the asset hash stable and small). */
-export const ENCODER_ASSET_EXCLUDE = [
-  '.git',
-  'node_modules',
-  '**/node_modules',
-  'cdk.out',
-  'coverage',
-  '.sift',
-  '.venv',
-  'containers/training',
-  'containers/decoder',
-  'test',
-  'bench',
-  'docs',
-  '**/*.test.ts',
-  '**/__pycache__',
-];
 
 export class InferenceStack extends Stack {
   readonly vpc: ec2.Vpc;
@@ -176,12 +156,7 @@ export class InferenceStack extends Stack {
       config: config.encoder,
       logRetentionDays: config.logRetentionDays,
       removalPolicy,
-      image: ecs.ContainerImage.fromAsset(REPO_ROOT, {
-        file: join('containers', 'encoder', 'Dockerfile'),
-        exclude: ENCODER_ASSET_EXCLUDE,
-        // g5/g6 hosts are x86_64, whatever machine runs `cdk deploy`.
-        platform: ecrAssets.Platform.LINUX_AMD64,
-      }),
+      image: ecs.ContainerImage.fromAsset(IMAGES.encoder.directory, IMAGES.encoder),
       containerName: 'gateway',
       port: GATEWAY_PORT,
       sharedMemoryMiB: 1024,
@@ -213,7 +188,7 @@ export class InferenceStack extends Stack {
       config: config.decoder,
       logRetentionDays: config.logRetentionDays,
       removalPolicy,
-      image: ecs.ContainerImage.fromAsset(join(CONTAINERS_DIR, 'decoder'), { platform: ecrAssets.Platform.LINUX_AMD64 }),
+      image: ecs.ContainerImage.fromAsset(IMAGES.decoder.directory, IMAGES.decoder),
       containerName: 'vllm',
       port: DECODER_PORT,
       // vLLM workers share tensors through /dev/shm.

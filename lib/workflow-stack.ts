@@ -15,14 +15,13 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
-import { join } from 'node:path';
 import type { WorkflowHandles } from './api-stack';
 import type { StageConfig } from './config';
 import { SiftFunction, retentionDays } from './constructs/sift-function';
 import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { BUCKET_PREFIXES } from './data-stack';
+import { IMAGES } from './images';
 import { acknowledge } from './nag';
-import { CONTAINERS_DIR } from './paths';
 import { PLACEHOLDERS, WORKFLOWS, type Placeholder, type WorkflowName } from './workflows/definitions';
 
 export interface WorkflowStackProps extends StackProps {
@@ -60,11 +59,7 @@ export class WorkflowStack extends Stack {
     const common = { stage: config.stage, logRetentionDays: config.logRetentionDays, retainLogs: config.retainData };
 
     // ---- SageMaker training role and image --------------------------------------
-    this.trainingImage = new ecrAssets.DockerImageAsset(this, 'TrainingImage', {
-      directory: join(CONTAINERS_DIR, 'training'),
-      platform: ecrAssets.Platform.LINUX_AMD64,
-      exclude: ['tests', '**/__pycache__', '.pytest_cache', '.venv'],
-    });
+    this.trainingImage = new ecrAssets.DockerImageAsset(this, 'TrainingImage', IMAGES.training);
     this.trainingRole = new iam.Role(this, 'TrainingRole', {
       assumedBy: new iam.ServicePrincipal('sagemaker.amazonaws.com'),
       description: `Sift ${config.stage} SageMaker training jobs`,

@@ -1,5 +1,5 @@
 /**
- * Routes only the encoder service (ECS, `sift serve-aws`) mounts: workflow tasks that need the
+ * Routes only the encoder service (ECS, `bin/gateway.ts`) mounts: workflow tasks that need the
  * engine or the decoder, forwarded by the workflow Lambda (src/aws/encoderTasks.ts). Never exposed
  * through API Gateway; guarded by the internal token (internalAuth.ts).
  */

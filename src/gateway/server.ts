@@ -1,0 +1,38 @@
+/**
+ * The ECS gateway (encoder service): the HTTP API served from AWS resources (SIFT_TABLE,
+ * SIFT_BUCKET, SIFT_QUEUE_URL) plus the internal routes the workflow Lambdas call.
+ *
+ * Its imports are static and reach only runtime code (src/, production dependencies): the image
+ * carries src/ and bin/gateway.ts, never lib/ (CDK) or local-mode code, and `--check` proves it
+ * by loading this module graph (test/deploy/images.test.ts runs it against the replayed image).
+ */
+import { createServer } from 'node:http';
+import { servicesFromEnv } from '../adapters/aws';
+import { createHotPath } from '../core/hotPath';
+import { SiftApp } from '../http/app';
+import { createLogger } from '../http/logger';
+import { allRoutes } from '../http/routes';
+import { internalRoutes } from '../http/routes/internal';
+import { nodeHandler } from '../local/httpAdapter';
+
+export function serveGateway(port: number): void {
+  // One long-lived process per task: limits and usage are kept in memory and flushed each second.
+  const svc = servicesFromEnv('memory');
+  const logger = createLogger();
+  svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
+  // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
+  const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
+  const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
+  server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
+  server.listen(port, '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${port}\n`));
+  // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
+  process.once('SIGTERM', () =>
+    server.close(() => {
+      void (async () => {
+        await svc.hotPath?.writes.drain();
+        await svc.usage.flush();
+        process.exit(0);
+      })();
+    }),
+  );
+}
