@@ -6,6 +6,7 @@ import json
 import math
 import re
 import shutil
+import string
 import time
 import uuid
 from pathlib import Path
@@ -186,7 +187,9 @@ def _completion_text(c: Any) -> str:
 
 def make_reward(kind: str):
     def norm(s: str) -> str:
-        return " ".join(s.strip().lower().split())
+        # SQuAD-style answer normalisation: case, punctuation, articles and spacing do not count
+        s = "".join(ch for ch in s.lower() if ch not in string.punctuation)
+        return " ".join(w for w in s.split() if w not in ("a", "an", "the"))
 
     def exact_match(completions, answer, **_):
         return [1.0 if norm(_completion_text(c)) == norm(a) else 0.0 for c, a in zip(completions, answer)]

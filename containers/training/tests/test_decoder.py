@@ -117,3 +117,11 @@ def test_signal_warnings_flag_jobs_without_a_learning_signal():
     rising = [{"reward_margin": 0.0, "reward_accuracy": 0.0}, {"reward_margin": 0.8, "reward_accuracy": 1.0}]
     assert signal_warnings("dpo", rising) == []
     assert signal_warnings("sft", flat) == []
+
+
+def test_exact_match_ignores_case_punctuation_articles_and_spacing():
+    from sift_trainer.decoder import make_reward
+
+    em = make_reward("exact_match")
+    assert em(["Paris.", " the  Eiffel Tower!", "Paris is nice", [{"role": "assistant", "content": "12"}]],
+              ["paris", "Eiffel tower", "paris", "12"]) == [1.0, 1.0, 0.0, 1.0]
