@@ -46,7 +46,7 @@ program
     const { SiftApp } = await import('../src/http/app');
     const { createLogger } = await import('../src/http/logger');
     const { nodeHandler } = await import('../src/local/httpAdapter');
-    const { createServer } = await import('node:http');
+    const { createKeepAliveServer } = await import('../src/http/keepAlive');
     // One long-lived process per task: limits and usage are kept in memory and flushed each second.
     const svc = servicesFromEnv('memory');
     const logger = createLogger();
@@ -55,8 +55,8 @@ program
     const { internalRoutes } = await import('../src/http/routes/internal');
     // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
     const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
-    const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
-    server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
+    // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts)
+    const server = createKeepAliveServer(nodeHandler(app, svc.config.maxBodyBytes));
     server.listen(Number(opts.port), '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${opts.port}\n`));
     // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
     process.once('SIGTERM', () =>
