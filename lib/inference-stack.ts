@@ -282,8 +282,8 @@ export class InferenceStack extends Stack {
     const elb503 = this.alb.metrics.httpCodeElb(elbv2.HttpCodeElb.ELB_503_COUNT, { period, statistic: 'Sum' });
     const gateway = this.encoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
     const decoder = this.decoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
-    const expr = (expression: string, label: string) =>
-      new cloudwatch.MathExpression({ expression, label, period, usingMetrics: { e503: elb503, gw: gateway, llm: decoder } });
+    const expr = (expression: string, label: string, more: Record<string, cloudwatch.IMetric> = {}) =>
+      new cloudwatch.MathExpression({ expression, label, period, usingMetrics: { e503: elb503, gw: gateway, llm: decoder, ...more } });
     this.encoder.wakeOn(
       expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) == 0, 1, 0)', 'ALB 503s while no gateway task served'),
       'Sift gateway wake-up: the ALB answered 503 and no gateway task served a request (the gateway service is at zero)',
@@ -292,8 +292,17 @@ export class InferenceStack extends Stack {
       expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) > 0 AND FILL(llm, 0) == 0, 1, 0)', 'ALB 503s while the gateway served and the decoder did not'),
       'Sift decoder wake-up: the gateway served requests, the ALB answered 503 and no decoder task served (the decoder service is at zero)',
     );
-    this.encoder.sleepWhenIdle(expr('FILL(gw, 0) + FILL(e503, 0)', 'gateway requests + ALB 503s'), 'Sift gateway idle: no request and no 503 for the idle window');
-    this.decoder.sleepWhenIdle(expr('FILL(llm, 0) + FILL(e503, 0)', 'decoder requests + ALB 503s'), 'Sift decoder idle: no request and no 503 for the idle window');
+    // `0 * cpu`: the service's CPU metric is published every minute a task runs, so an idle running
+    // service has real zero data points (not only missing ones) for its idle alarm.
+    const cpu = (s: InferenceService) => s.service.metricCpuUtilization({ period, statistic: 'Maximum' });
+    this.encoder.sleepWhenIdle(
+      expr('FILL(gw, 0) + FILL(e503, 0) + 0 * cpu', 'gateway requests + ALB 503s', { cpu: cpu(this.encoder) }),
+      'Sift gateway idle: no request and no 503 for the idle window',
+    );
+    this.decoder.sleepWhenIdle(
+      expr('FILL(llm, 0) + FILL(e503, 0) + 0 * cpu', 'decoder requests + ALB 503s', { cpu: cpu(this.decoder) }),
+      'Sift decoder idle: no request and no 503 for the idle window',
+    );
   }
 }
 
