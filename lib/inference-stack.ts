@@ -282,8 +282,12 @@ export class InferenceStack extends Stack {
     const elb503 = this.alb.metrics.httpCodeElb(elbv2.HttpCodeElb.ELB_503_COUNT, { period, statistic: 'Sum' });
     const gateway = this.encoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
     const decoder = this.decoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
-    const expr = (expression: string, label: string, more: Record<string, cloudwatch.IMetric> = {}) =>
-      new cloudwatch.MathExpression({ expression, label, period, usingMetrics: { e503: elb503, gw: gateway, llm: decoder, ...more } });
+    // each alarm names only the metrics its expression reads
+    const expr = (expression: string, label: string, more: Record<string, cloudwatch.IMetric> = {}) => {
+      const all: Record<string, cloudwatch.IMetric> = { e503: elb503, gw: gateway, llm: decoder, ...more };
+      const usingMetrics = Object.fromEntries(Object.entries(all).filter(([id]) => new RegExp(`\\b${id}\\b`).test(expression)));
+      return new cloudwatch.MathExpression({ expression, label, period, usingMetrics });
+    };
     this.encoder.wakeOn(
       expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) == 0, 1, 0)', 'ALB 503s while no gateway task served'),
       'Sift gateway wake-up: the ALB answered 503 and no gateway task served a request (the gateway service is at zero)',
