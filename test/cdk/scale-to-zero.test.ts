@@ -51,8 +51,11 @@ describe('from zero', () => {
 
   it('a cold chat request wakes the gateway, then (on the retry) the decoder', () => {
     // the client retries each minute; the gateway forwards to the decoder once it takes traffic
-    const run = sim.run(minutes(12, { gateway: 1, decoder: 1 }), { bootMinutes: 3 });
+    const chat = (up: { gateway: boolean }): Minute => (up.gateway ? { gateway: 1, decoder: 1 } : { gateway: 1 });
+    const run = sim.run(Array.from({ length: 12 }, () => chat), { bootMinutes: 3 });
     expect(run[0]).toEqual({ gateway: 1, decoder: 0 });
+    expect(run[2]).toEqual({ gateway: 1, decoder: 0 });
+    expect(run[3]).toEqual({ gateway: 1, decoder: 1 });
     expect(run.at(-1)).toEqual({ gateway: 1, decoder: 1 });
   });
 

@@ -15,6 +15,8 @@ type MetricStat = { Namespace: string; MetricName: string; Dimensions?: Array<{ 
 
 /** Requests arriving at each listener in one minute. */
 export type Minute = Partial<Record<ServiceName, number>>;
+/** A minute's traffic, or traffic that depends on which services take requests (the gateway calls the decoder only when it is up). */
+export type MinuteOf = Minute | ((up: Record<ServiceName, boolean>) => Minute);
 
 export interface SimulationOptions {
   /** Desired count at the start (default 0). */
@@ -47,7 +49,7 @@ export class ScalingSimulator {
   }
 
   /** Runs the minutes; returns each service's desired count after every minute. */
-  run(minutes: Minute[], opts: SimulationOptions = {}): Array<Record<ServiceName, number>> {
+  run(minutes: MinuteOf[], opts: SimulationOptions = {}): Array<Record<ServiceName, number>> {
     const desired: Record<ServiceName, number> = { gateway: opts.desired?.gateway ?? 0, decoder: opts.desired?.decoder ?? 0 };
     const boot = opts.bootMinutes ?? 5;
     // minute at which each desired task became routable: tasks present from the start are warm
@@ -57,8 +59,9 @@ export class ScalingSimulator {
     };
     const history = new Map<string, Array<number | undefined>>();
     const out: Array<Record<ServiceName, number>> = [];
-    minutes.forEach((traffic, now) => {
+    minutes.forEach((minute, now) => {
       const routable = (s: ServiceName) => warmSince[s].filter((t) => now - t >= boot).length;
+      const traffic = typeof minute === 'function' ? minute({ gateway: routable('gateway') > 0, decoder: routable('decoder') > 0 }) : minute;
       const running = (s: ServiceName) => warmSince[s].length;
       const world = { traffic, routable, running };
       for (const alarm of this.alarms) {
