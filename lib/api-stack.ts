@@ -314,15 +314,18 @@ export class ApiStack extends Stack {
       resultsCacheTtl: Duration.seconds(60),
       authorizerName: 'api-key',
     });
-    // Compatible routes accept X-API-Key *or* Authorization: Bearer. API Gateway
-    // requires every identity source to be present when caching is on, so this
-    // REQUEST authorizer runs uncached (the function keeps a 60 s in-memory cache).
+    // Compatible routes accept X-API-Key *or* Authorization: Bearer. A listed identity source that
+    // is missing gets a 401 from API Gateway before the function runs, so this REQUEST authorizer
+    // lists none and runs uncached, for every request (lib/aws-rules.ts, authorizerRuns); the
+    // function keeps its own short in-memory cache.
     const compatAuthorizer = new apigw.RequestAuthorizer(this, 'CompatAuthorizer', {
       handler: this.authorizerFunction.fn,
-      identitySources: [apigw.IdentitySource.header('Authorization')],
+      identitySources: [],
       resultsCacheTtl: Duration.seconds(0),
       authorizerName: 'api-key-or-bearer',
     });
+    // CDK writes the empty list as ""; leave the property out, as the API does for "none".
+    (compatAuthorizer.node.defaultChild as apigw.CfnAuthorizer).addPropertyDeletionOverride('IdentitySource');
 
     const controlIntegration = new apigw.LambdaIntegration(this.apiFunction.fn, {
       proxy: true,
@@ -331,7 +334,7 @@ export class ApiStack extends Stack {
 
     this.addUsagePlans(config);
 
-    const routes = new RouteBuilder(this.api, controlIntegration, keyAuthorizer, validator, jsonObject);
+    const routes = new RouteBuilder(this.api, controlIntegration, { native: keyAuthorizer, compat: compatAuthorizer }, validator, jsonObject);
     for (const r of PUBLIC_ROUTES) routes.add(r.path, r.method, { public: true });
 
     const inferenceIntegration = (path: string): apigw.Integration => {
@@ -517,25 +520,35 @@ function managedRule(name: string, priority: number, countOnly: string[] = []): 
   };
 }
 
-/** SPEC error bodies (`{detail}`) and statuses for responses API Gateway generates itself. */
+/**
+ * SPEC error bodies (`{detail}`) and statuses for responses API Gateway generates itself. These
+ * templates are plain substitution, not VTL: only API Gateway's own quoted `messageString` (or a
+ * fixed text) may stand for a JSON string (lib/aws-rules.ts, GATEWAY_RESPONSE_VARIABLES).
+ */
 function addGatewayResponses(api: apigw.RestApi, origins: string[]): void {
   const headers: Record<string, string> = { 'Content-Type': "'application/json'" };
   if (origins.length === 1) headers['Access-Control-Allow-Origin'] = `'${origins[0]}'`;
-  const detail = (text: string): Record<string, string> => ({
-    'application/json': `{"detail":"${text}","request_id":"$context.requestId"}`,
-  });
-  const add = (id: string, type: apigw.ResponseType, statusCode: string, text: string, extra: Record<string, string> = {}): void => {
-    api.addGatewayResponse(id, { type, statusCode, responseHeaders: { ...headers, ...extra }, templates: detail(text) });
+  const requestId = '"request_id":"$context.requestId"';
+  const fixed = (text: string): string => `{"detail":${JSON.stringify(text)},${requestId}}`;
+  const add = (id: string, type: apigw.ResponseType, statusCode: string, body: string, extra: Record<string, string> = {}): void => {
+    api.addGatewayResponse(id, { type, statusCode, responseHeaders: { ...headers, ...extra }, templates: { 'application/json': body } });
   };
-  add('Unauthorized', apigw.ResponseType.UNAUTHORIZED, '401', 'API key missing, invalid or revoked');
-  add('AccessDenied', apigw.ResponseType.ACCESS_DENIED, '401', 'API key missing, invalid or revoked');
-  add('MissingAuthToken', apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, '404', 'Not Found');
-  add('Throttled', apigw.ResponseType.THROTTLED, '429', 'Rate limit exceeded', { 'Retry-After': "'1'" });
-  add('QuotaExceeded', apigw.ResponseType.QUOTA_EXCEEDED, '429', 'Rate limit exceeded', { 'Retry-After': "'60'" });
-  add('WafFiltered', apigw.ResponseType.WAF_FILTERED, '403', 'Forbidden');
-  add('BadRequestBody', apigw.ResponseType.BAD_REQUEST_BODY, '422', '$context.error.validationErrorString');
-  add('Default4xx', apigw.ResponseType.DEFAULT_4XX, '400', '$context.error.message');
-  add('Default5xx', apigw.ResponseType.DEFAULT_5XX, '500', 'Internal server error');
+  add('Unauthorized', apigw.ResponseType.UNAUTHORIZED, '401', fixed('API key missing, invalid or revoked'));
+  add('AccessDenied', apigw.ResponseType.ACCESS_DENIED, '401', fixed('API key missing, invalid or revoked'));
+  add('MissingAuthToken', apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, '404', fixed('Not Found'));
+  add('Throttled', apigw.ResponseType.THROTTLED, '429', fixed('Rate limit exceeded'), { 'Retry-After': "'1'" });
+  add('QuotaExceeded', apigw.ResponseType.QUOTA_EXCEEDED, '429', fixed('Rate limit exceeded'), { 'Retry-After': "'60'" });
+  add('WafFiltered', apigw.ResponseType.WAF_FILTERED, '403', fixed('Forbidden'));
+  // The only body rule API Gateway checks is "a JSON object" (the JsonObject model); its own
+  // validationErrorString is unquoted text, so the field error is written out here.
+  add(
+    'BadRequestBody',
+    apigw.ResponseType.BAD_REQUEST_BODY,
+    '422',
+    `{"detail":$context.error.messageString,"errors":[{"loc":["body"],"msg":"The request body must be a JSON object","type":"json_invalid"}],${requestId}}`,
+  );
+  add('Default4xx', apigw.ResponseType.DEFAULT_4XX, '400', `{"detail":$context.error.messageString,${requestId}}`);
+  add('Default5xx', apigw.ResponseType.DEFAULT_5XX, '500', fixed('Internal server error'));
 }
 
 interface RouteOptions {
@@ -552,7 +565,8 @@ class RouteBuilder {
   constructor(
     private readonly api: apigw.RestApi,
     private readonly control: apigw.Integration,
-    private readonly defaultAuthorizer: apigw.IAuthorizer,
+    /** native: X-API-Key only (SPEC "Authentication" 1); compat: every /v1/ path, X-API-Key or Bearer (3). */
+    private readonly authorizers: { native: apigw.IAuthorizer; compat: apigw.IAuthorizer },
     private readonly validator: apigw.IRequestValidator,
     private readonly jsonObject: apigw.IModel,
   ) {}
@@ -566,7 +580,11 @@ class RouteBuilder {
       requestParameters: opts.requestParameters ?? (isProxy ? { 'method.request.path.proxy': true } : {}),
       ...(opts.public
         ? { authorizationType: apigw.AuthorizationType.NONE }
-        : { authorizationType: apigw.AuthorizationType.CUSTOM, authorizer: opts.authorizer ?? this.defaultAuthorizer, apiKeyRequired: true }),
+        : {
+            authorizationType: apigw.AuthorizationType.CUSTOM,
+            authorizer: opts.authorizer ?? (path.startsWith('/v1/') ? this.authorizers.compat : this.authorizers.native),
+            apiKeyRequired: true,
+          }),
     });
     if (opts.public) {
       apiPublicAck(method);

@@ -27,12 +27,17 @@ export const GPU_INSTANCE_TYPES = [
 ] as const;
 export type GpuInstanceType = (typeof GPU_INSTANCE_TYPES)[number];
 
-/** SageMaker instance types offered for training jobs. */
+/**
+ * SageMaker instance types offered for training jobs (context `trainingInstanceType`). The g5/g6
+ * types have NVMe instance storage, so their jobs carry no volume KMS key (lib/aws-rules.ts).
+ */
 export const TRAINING_INSTANCE_TYPES = [
   'ml.g5.xlarge',
   'ml.g5.2xlarge',
   'ml.g6.xlarge',
   'ml.g6.2xlarge',
+  'ml.g4dn.xlarge',
+  'ml.p3.2xlarge',
   'ml.m5.xlarge',
 ] as const;
 
@@ -197,6 +202,13 @@ function gpuType(node: Node, key: string, fallback: GpuInstanceType): GpuInstanc
   return raw as GpuInstanceType;
 }
 
+function oneOf(node: Node, key: string, allowed: readonly string[], fallback: string): string {
+  const raw = str(node, key);
+  if (raw === undefined) return fallback;
+  if (!allowed.includes(raw)) throw new Error(`context ${key} must be one of ${allowed.join(', ')}, got ${raw}`);
+  return raw;
+}
+
 /** `-c usagePlans='{"pro":{"rateLimit":200,"burstLimit":400}}'`: the plans named replace the stage's. */
 function usagePlans(node: Node, base: Record<PlanName, UsagePlanThrottle>): Record<PlanName, UsagePlanThrottle> {
   const raw: unknown = node.tryGetContext('usagePlans');
@@ -235,6 +247,7 @@ export function loadStageConfig(node: Node): StageConfig {
     monthlyBudgetUsd: num(node, 'monthlyBudgetUsd', base.monthlyBudgetUsd),
     throttleScale: num(node, 'throttleScale', base.throttleScale),
     adaptiveSchedule: str(node, 'adaptiveSchedule') ?? base.adaptiveSchedule,
+    trainingInstanceType: oneOf(node, 'trainingInstanceType', TRAINING_INSTANCE_TYPES, base.trainingInstanceType),
     usagePlans: usagePlans(node, base.usagePlans),
     encoder: {
       ...base.encoder,

@@ -10,6 +10,8 @@
 import { Duration, RemovalPolicy, Size, Stack, type StackProps } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
@@ -19,6 +21,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import type { InferenceEndpoint } from './api-stack';
 import type { GpuServiceConfig, StageConfig } from './config';
+import { KEEP_ALIVE, SCALE_TO_ZERO } from './aws-rules';
 import { AlbAccessLogs } from './constructs/alb-access-logs';
 import { GpuCapacity } from './constructs/gpu-capacity';
 import { retentionDays } from './constructs/sift-function';
@@ -123,8 +126,9 @@ export class InferenceStack extends Stack {
       internetFacing: false,
       vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
       securityGroup: this.albSecurityGroup,
-      // Streaming responses (SSE) may run up to the API Gateway 15-minute cap.
-      idleTimeout: Duration.minutes(15),
+      // Streaming responses (SSE) may run up to the API Gateway 15-minute cap; every target's
+      // keep-alive is longer (src/http/keepAlive.ts).
+      idleTimeout: Duration.seconds(KEEP_ALIVE.albIdleTimeoutSeconds),
       dropInvalidHeaderFields: true,
       deletionProtection: config.stage === 'prod',
       http2Enabled: true,
@@ -199,6 +203,8 @@ export class InferenceStack extends Stack {
         SIFT_STAGE: config.stage,
         SIFT_BUCKET: data.bucket.bucketName,
         SIFT_LORA_CACHE_DIR: '/tmp/sift-lora',
+        // entrypoint.sh → VLLM_HTTP_TIMEOUT_KEEP_ALIVE (uvicorn's default is 5 s)
+        SIFT_KEEP_ALIVE_SECONDS: String(KEEP_ALIVE.backendKeepAliveSeconds),
       },
     });
     // The decoder only reads base weights and the LoRA adapters written by training jobs.
@@ -226,11 +232,56 @@ export class InferenceStack extends Stack {
     this.encoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(GATEWAY_PORT), 'ALB to gateway tasks');
     this.decoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'ALB to decoder tasks');
 
+    this.addScaleToZero();
+
     this.endpoint = {
       vpcLinkId: this.vpcLink.vpcLinkId,
       loadBalancerArn: this.alb.loadBalancerArn,
       loadBalancerDnsName: this.alb.loadBalancerDnsName,
     };
+  }
+
+  /**
+   * Leaving zero and going back to it. At zero tasks a target group reports no RequestCount (the
+   * ALB answers 503 itself), so the wake-up reads the load balancer's HTTPCode_ELB_503_Count, which
+   * is published at zero targets (lib/aws-rules.ts, ALB_METRICS). The two services share the ALB,
+   * so the target groups' own request counts tell whose listener answered the 503s:
+   * - the gateway wakes on 503s in a minute no request reached a gateway task;
+   * - the decoder wakes on 503s in a minute the gateway served requests (its only client) and none
+   *   reached the decoder. A cold chat request therefore wakes the gateway first, then, on the
+   *   client's retry, the decoder.
+   * Each goes back to its minimum after SCALE_TO_ZERO.idleMinutes without requests or 503s.
+   */
+  private addScaleToZero(): void {
+    const period = Duration.minutes(1);
+    const elb503 = this.alb.metrics.httpCodeElb(elbv2.HttpCodeElb.ELB_503_COUNT, { period, statistic: 'Sum' });
+    const gateway = this.encoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
+    const decoder = this.decoder.targetGroup!.metrics.requestCount({ period, statistic: 'Sum' });
+    // each alarm names only the metrics its expression reads
+    const expr = (expression: string, label: string, more: Record<string, cloudwatch.IMetric> = {}) => {
+      const all: Record<string, cloudwatch.IMetric> = { e503: elb503, gw: gateway, llm: decoder, ...more };
+      const usingMetrics = Object.fromEntries(Object.entries(all).filter(([id]) => new RegExp(`\\b${id}\\b`).test(expression)));
+      return new cloudwatch.MathExpression({ expression, label, period, usingMetrics });
+    };
+    this.encoder.wakeOn(
+      expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) == 0, 1, 0)', 'ALB 503s while no gateway task served'),
+      'Sift gateway wake-up: the ALB answered 503 and no gateway task served a request (the gateway service is at zero)',
+    );
+    this.decoder.wakeOn(
+      expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) > 0 AND FILL(llm, 0) == 0, 1, 0)', 'ALB 503s while the gateway served and the decoder did not'),
+      'Sift decoder wake-up: the gateway served requests, the ALB answered 503 and no decoder task served (the decoder service is at zero)',
+    );
+    // `0 * cpu`: the service's CPU metric is published every minute a task runs, so an idle running
+    // service has real zero data points (not only missing ones) for its idle alarm.
+    const cpu = (s: InferenceService) => s.service.metricCpuUtilization({ period, statistic: 'Maximum' });
+    this.encoder.sleepWhenIdle(
+      expr('FILL(gw, 0) + FILL(e503, 0) + 0 * cpu', 'gateway requests + ALB 503s', { cpu: cpu(this.encoder) }),
+      'Sift gateway idle: no request and no 503 for the idle window',
+    );
+    this.decoder.sleepWhenIdle(
+      expr('FILL(llm, 0) + FILL(e503, 0) + 0 * cpu', 'decoder requests + ALB 503s', { cpu: cpu(this.decoder) }),
+      'Sift decoder idle: no request and no 503 for the idle window',
+    );
   }
 }
 
@@ -259,6 +310,7 @@ class InferenceService extends GpuCapacity {
   readonly serviceSecurityGroup: ec2.SecurityGroup;
   private readonly serviceProps: InferenceServiceProps;
   targetGroup?: elbv2.ApplicationTargetGroup;
+  scaling?: ecs.ScalableTaskCount;
 
   constructor(scope: Construct, id: string, props: InferenceServiceProps) {
     super(scope, id, { name: id, cluster: props.cluster, vpc: props.vpc, config: props.config });
@@ -348,26 +400,68 @@ class InferenceService extends GpuCapacity {
         healthyHttpCodes: '200',
       },
     });
-    const scaling = this.service.autoScaleTaskCount({ minCapacity: p.config.minTasks, maxCapacity: p.config.maxTasks });
-    scaling.scaleOnRequestCount('RequestsPerTask', {
+    this.scaling = this.service.autoScaleTaskCount({ minCapacity: p.config.minTasks, maxCapacity: p.config.maxTasks });
+    // Above one task: follow the request rate. (Target tracking does nothing while the metric is
+    // missing, so it never leaves zero and never scales an idle service in: see wakeOn/sleepWhenIdle.)
+    this.scaling.scaleOnRequestCount('RequestsPerTask', {
       requestsPerTarget: p.config.requestsPerTarget,
       targetGroup: this.targetGroup,
       scaleInCooldown: Duration.minutes(10),
       scaleOutCooldown: Duration.minutes(1),
     });
-    if (p.config.minTasks === 0) {
-      // Target tracking cannot leave zero (no targets to divide by): any request
-      // reaching the load balancer while the service is at zero starts one task.
-      scaling.scaleOnMetric('ScaleFromZero', {
-        metric: this.targetGroup.metrics.requestCount({ period: Duration.minutes(1) }),
-        scalingSteps: [
-          { upper: 0, change: 0 },
-          { lower: 1, change: 1 },
-        ],
-        adjustmentType: appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-        evaluationPeriods: 1,
-        cooldown: Duration.minutes(5),
-      });
-    }
+  }
+
+  /**
+   * Sets the service to one task whenever `signal` (a 1-minute metric or expression) is ≥ 1. The
+   * adjustment is an exact capacity of 1, not +1: the alarm re-invokes its action every minute it
+   * stays in ALARM (lib/aws-rules.ts, SCALE_TO_ZERO), and a 503 from the ALB means this service
+   * has no routable task, so "1" never lowers a running service.
+   */
+  wakeOn(signal: cloudwatch.IMetric, description: string): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(this, 'WakeAlarm', {
+      metric: signal,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: description,
+    });
+    const wake = new appscaling.StepScalingAction(this, 'Wake', {
+      scalingTarget: this.scaling!,
+      adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
+      metricAggregationType: appscaling.MetricAggregationType.MAXIMUM,
+      cooldown: Duration.minutes(1),
+    });
+    wake.addAdjustment({ lowerBound: 0, adjustment: 1 });
+    alarm.addAlarmAction(new cloudwatchActions.ApplicationScalingAction(wake));
+    return alarm;
+  }
+
+  /**
+   * Takes the service to its minimum (0 in dev/staging) after SCALE_TO_ZERO.idleMinutes whose
+   * `activity` is below 1. No data is idle (treated as breaching); `activity` must include the
+   * wake-up signal so that a wake-up ends the idle alarm instead of being undone by it.
+   */
+  sleepWhenIdle(activity: cloudwatch.IMetric, description: string): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(this, 'IdleAlarm', {
+      metric: activity,
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      evaluationPeriods: SCALE_TO_ZERO.idleMinutes,
+      datapointsToAlarm: SCALE_TO_ZERO.idleMinutes,
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      alarmDescription: description,
+    });
+    const sleep = new appscaling.StepScalingAction(this, 'Sleep', {
+      scalingTarget: this.scaling!,
+      // the scalable target's minimum bounds it: prod (min 1) keeps one task
+      adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
+      metricAggregationType: appscaling.MetricAggregationType.MAXIMUM,
+      cooldown: Duration.minutes(5),
+    });
+    sleep.addAdjustment({ upperBound: 0, adjustment: 0 });
+    alarm.addAlarmAction(new cloudwatchActions.ApplicationScalingAction(sleep));
+    return alarm;
   }
 }

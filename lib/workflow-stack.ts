@@ -22,7 +22,8 @@ import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { BUCKET_PREFIXES } from './data-stack';
 import { IMAGES } from './images';
 import { acknowledge } from './nag';
-import { PLACEHOLDERS, WORKFLOWS, type Placeholder, type WorkflowName } from './workflows/definitions';
+import { acceptsVolumeKmsKey } from './aws-rules';
+import { PLACEHOLDERS, WORKFLOWS, trainingDefinition, type Placeholder, type TrainingOptions, type WorkflowName } from './workflows/definitions';
 
 export interface WorkflowStackProps extends StackProps {
   readonly config: StageConfig;
@@ -34,6 +35,14 @@ export interface WorkflowStackProps extends StackProps {
     /** Token of the gateway's internal routes (evaluation shards run there, next to the engine). */
     readonly internalToken: secretsmanager.ISecret;
   };
+}
+
+/**
+ * The training instance type is fixed per stage (SIFT_TRAINING_INSTANCE_TYPE of the task function,
+ * which PrepareTraining passes on), so whether its volume takes a KMS key is decided here, at synth.
+ */
+export function trainingOptions(config: StageConfig): TrainingOptions {
+  return { volumeKmsKey: acceptsVolumeKmsKey(config.trainingInstanceType) };
 }
 
 export function trainingJobPrefix(stage: string): string {
@@ -196,7 +205,7 @@ export class WorkflowStack extends Stack {
       });
       const sm = new sfn.StateMachine(this, id, {
         stateMachineName: `sift-${config.stage}-${name}`,
-        definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(WORKFLOWS[name]())),
+        definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(name === 'training' ? trainingDefinition(trainingOptions(config)) : WORKFLOWS[name]())),
         definitionSubstitutions: { ...substitutions, ...extra } as Record<string, string>,
         stateMachineType: sfn.StateMachineType.STANDARD,
         tracingEnabled: true,

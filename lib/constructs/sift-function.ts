@@ -6,7 +6,8 @@
  * - an explicit role whose only baseline permission is writing to that log group
  *   (no AWSLambdaBasicExecutionRole), so every other permission is a visible grant;
  * - an esbuild metafile checked after bundling: onnxruntime and native addons
- *   must never reach a Lambda bundle (they run on ECS / in local mode).
+ *   must never reach a Lambda bundle (they run on ECS / in local mode);
+ * - the AWS SDK bundled at the version the tests run (not the runtime's copy).
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -64,10 +65,11 @@ export const BUNDLING: nodejs.BundlingOptions = {
   sourceMap: true,
   sourcesContent: false,
   metafile: true,
-  // The Node 22 runtime ships AWS SDK v3; everything else is bundled, except the
-  // local/ECS inference engines, which must only be reached by lazy imports
-  // (the afterBundling guard rejects static imports of them).
-  externalModules: ['@aws-sdk/*', 'onnxruntime-node', 'node-llama-cpp', 'tokenizers'],
+  // The AWS SDK is bundled: the functions run the SDK version package-lock.json pins and the tests
+  // run, not whichever v3 release the Lambda runtime ships that month (NodejsFunction's default
+  // leaves @aws-sdk/* out on Node 18+). Only the local/ECS inference engines stay out, reached by
+  // lazy imports alone (the afterBundling guard rejects static imports of them).
+  externalModules: ['onnxruntime-node', 'node-llama-cpp', 'tokenizers'],
   // ESM bundles still meet CommonJS dependencies that call require().
   banner: "import { createRequire as __siftCreateRequire } from 'node:module'; const require = __siftCreateRequire(import.meta.url);",
   forceDockerBundling: false,

@@ -101,7 +101,16 @@ function failureBranch(recordName: string, task: string, failName: string, error
  * maxRuntimeSeconds, maxWaitSeconds (>= maxRuntimeSeconds: spot capacity may
  * be waited for).
  */
-export function trainJobParameters(): Json {
+export interface TrainingOptions {
+  /**
+   * Name the data key as the training volume's KMS key. Only for instance types with an EBS volume:
+   * SageMaker refuses the key on instance-storage (NVMe) types (lib/aws-rules.ts,
+   * `acceptsVolumeKmsKey`, decided by the stack from the configured instance type).
+   */
+  readonly volumeKmsKey: boolean;
+}
+
+export function trainJobParameters(opts: TrainingOptions = { volumeKmsKey: false }): Json {
   return {
     'TrainingJobName.$': '$.training.trainingJobName',
     AlgorithmSpecification: {
@@ -126,7 +135,7 @@ export function trainJobParameters(): Json {
       InstanceCount: 1,
       'InstanceType.$': '$.training.instanceType',
       VolumeSizeInGB: 100,
-      VolumeKmsKeyId: ph(PLACEHOLDERS.dataKey),
+      ...(opts.volumeKmsKey ? { VolumeKmsKeyId: ph(PLACEHOLDERS.dataKey) } : {}),
     },
     // Managed spot training: MaxWaitTimeInSeconds (>= MaxRuntimeInSeconds) bounds
     // waiting for spot capacity; checkpoints in S3 let interrupted jobs resume.
@@ -145,7 +154,7 @@ export function trainJobParameters(): Json {
   };
 }
 
-export function trainingDefinition(): AslDefinition {
+export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false }): AslDefinition {
   return {
     Comment: 'Sift training job: prepare, run a SageMaker training job (spot, checkpointed), record the result',
     StartAt: 'PrepareTraining',
@@ -156,7 +165,7 @@ export function trainingDefinition(): AslDefinition {
         Type: 'Task',
         Comment: 'SageMaker CreateTrainingJob, waits for completion (.sync)',
         Resource: 'arn:aws:states:::sagemaker:createTrainingJob.sync',
-        Parameters: trainJobParameters(),
+        Parameters: trainJobParameters(opts),
         ResultSelector: {
           'status.$': '$.TrainingJobStatus',
           'modelArtifacts.$': '$.ModelArtifacts.S3ModelArtifacts',

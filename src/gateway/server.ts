@@ -6,10 +6,10 @@
  * carries src/ and bin/gateway.ts, never lib/ (CDK) or local-mode code, and `--check` proves it
  * by loading this module graph (test/deploy/images.test.ts runs it against the replayed image).
  */
-import { createServer } from 'node:http';
 import { servicesFromEnv } from '../adapters/aws';
 import { createHotPath } from '../core/hotPath';
 import { SiftApp } from '../http/app';
+import { createKeepAliveServer } from '../http/keepAlive';
 import { createLogger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { internalRoutes } from '../http/routes/internal';
@@ -22,8 +22,8 @@ export function serveGateway(port: number): void {
   svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
   // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
   const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
-  const server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
-  server.keepAliveTimeout = 65_000; // above the ALB's idle timeout
+  // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts)
+  const server = createKeepAliveServer(nodeHandler(app, svc.config.maxBodyBytes));
   server.listen(port, '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${port}\n`));
   // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
   process.once('SIGTERM', () =>

@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { createKeepAliveServer } from '../http/keepAlive';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createServices } from '../adapters/aws';
@@ -125,8 +126,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       }, adaptiveEvery)
     : undefined;
   schedule?.unref();
-  const server: Server = createServer(nodeHandler(app, svc.config.maxBodyBytes));
-  server.keepAliveTimeout = 65_000;
+  const server: Server = createKeepAliveServer(nodeHandler(app, svc.config.maxBodyBytes));
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());

@@ -3,7 +3,7 @@
  * (the same options as SiftFunction, no Docker), and the after-bundling guard
  * rejects onnxruntime or native addons in any bundle.
  */
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,10 @@ import { BUNDLE_GUARD, LAMBDAS_DIR } from '../../lib/paths';
 import { buildApp, resourcesOfType } from './helpers';
 
 async function bundle(entry: string, external: string[] = []): Promise<string> {
+  return (await bundleWithMeta(entry, external)).dir;
+}
+
+async function bundleWithMeta(entry: string, external: string[] = []): Promise<{ dir: string; meta: Metafile }> {
   const outdir = mkdtempSync(join(tmpdir(), 'sift-bundle-'));
   const result = await build({
     entryPoints: [entry],
@@ -28,7 +32,7 @@ async function bundle(entry: string, external: string[] = []): Promise<string> {
     logLevel: 'silent',
   });
   writeFileSync(join(outdir, 'index.meta.json'), JSON.stringify(result.metafile));
-  return outdir;
+  return { dir: outdir, meta: result.metafile };
 }
 
 const guard = (dir: string): { status: number | null; stderr: string } => {
@@ -51,6 +55,16 @@ describe('Lambda bundles', () => {
   it.each(ENTRIES)('%s bundles locally without onnxruntime or native addons', async (entry) => {
     const dir = await bundle(join(LAMBDAS_DIR, entry));
     expect(guard(dir)).toEqual({ status: 0, stderr: '' });
+  }, 60_000);
+
+  it('bundles the AWS SDK version the tests run (nothing under @aws-sdk is left to the runtime)', async () => {
+    const { meta } = await bundleWithMeta(join(LAMBDAS_DIR, 'authorizer.ts'));
+    const inputs = Object.keys(meta.inputs);
+    expect(inputs.some((i) => i.includes('node_modules/@aws-sdk/client-dynamodb/'))).toBe(true);
+    expect(inputs.some((i) => i.includes('node_modules/@aws-sdk/client-api-gateway/'))).toBe(true);
+    const external = Object.values(meta.outputs).flatMap((o) => o.imports.filter((i) => i.external).map((i) => i.path));
+    expect(external.filter((p) => p.startsWith('@aws-sdk/'))).toEqual([]);
+    expect(BUNDLING.externalModules ?? []).not.toContain('@aws-sdk/*');
   }, 60_000);
 
   it.each(['onnxruntime-node', 'node-llama-cpp'])('fails the build when a bundle imports %s statically', async (pkg) => {

@@ -1,6 +1,7 @@
 /** Workflow stack: deployed ASL = the shared definitions, SageMaker scope, events, logging. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { WORKFLOWS, type AslState, type WorkflowName } from '../../lib/workflows/definitions';
+import { trainingOptions } from '../../lib/workflow-stack';
+import { WORKFLOWS, trainingDefinition, type AslState, type WorkflowName } from '../../lib/workflows/definitions';
 import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -12,7 +13,9 @@ const byName = (name: WorkflowName): Record<string, unknown> =>
 describe('state machines', () => {
   it.each(Object.keys(WORKFLOWS) as WorkflowName[])('deploys the shared %s definition with logging and tracing', (name) => {
     const p = byName(name);
-    expect(JSON.parse(p.DefinitionString as string)).toEqual(WORKFLOWS[name]());
+    // training: the SageMaker volume key is decided from the stage's training instance type
+    const expected = name === 'training' ? trainingDefinition(trainingOptions(built.config)) : WORKFLOWS[name]();
+    expect(JSON.parse(p.DefinitionString as string)).toEqual(expected);
     expect(p).toMatchObject({
       StateMachineType: 'STANDARD',
       TracingConfiguration: { Enabled: true },

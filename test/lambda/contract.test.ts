@@ -284,6 +284,30 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     await expect(authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).rejects.toThrow('Unauthorized');
   });
 
+  it('authorizer on /v1/ (REQUEST, no identity sources): X-API-Key alone and Authorization: Bearer alone both pass; neither is Unauthorized', async () => {
+    const team = await stack.newTeam('authz-v1');
+    const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/POST/v1/chat/completions';
+    const request = (headers: Record<string, string>) =>
+      authorizer({
+        type: 'REQUEST',
+        methodArn,
+        resource: '/v1/chat/completions',
+        path: '/v1/chat/completions',
+        httpMethod: 'POST',
+        headers,
+        multiValueHeaders: {},
+        pathParameters: {},
+        queryStringParameters: {},
+        multiValueQueryStringParameters: {},
+        stageVariables: {},
+        requestContext: {} as never,
+      });
+    expect((await request({ 'X-API-Key': team.key })).context).toMatchObject({ team_id: team.teamId });
+    expect((await request({ Authorization: `Bearer ${team.key}` })).context).toMatchObject({ team_id: team.teamId });
+    await expect(request({})).rejects.toThrow(/^Unauthorized$/);
+    await expect(request({ Authorization: 'Bearer sk-other-format' })).rejects.toThrow(/^Unauthorized$/);
+  });
+
   it('authorizer: a free team is throttled by the free usage plan; a team whose key cannot be made still authenticates, keyless', async () => {
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/GET/core/datasets';
     const free = await stack.call('POST', '/teams', { body: { name: 'free-authz', plan: 'free' } });

@@ -1,0 +1,118 @@
+/**
+ * AWS behaviour the stacks rely on but that cannot run here (SageMaker, CloudWatch, API Gateway,
+ * ALB). Each rule is written down once, beside the AWS page that states it; the stacks decide from
+ * these tables and test/cdk/aws-rules.test.ts checks the synthesized templates against them.
+ *
+ * Imports nothing from aws-cdk-lib: the runtime (src/) and the workflow definitions read it too.
+ */
+
+// ---- SageMaker: volume KMS keys and instance storage ------------------------------------------
+
+/**
+ * Instance families whose storage is local NVMe (instance store) rather than an EBS volume.
+ * SageMaker refuses `ResourceConfig.VolumeKmsKeyId` for them: the instance store is encrypted by
+ * the hardware, and there is no EBS volume to encrypt.
+ * https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ResourceConfig.html (VolumeKmsKeyId)
+ * https://docs.aws.amazon.com/sagemaker/latest/dg/key-management.html
+ * The SageMaker Python SDK drops the key for the same families
+ * (sagemaker-python-sdk src/sagemaker/utils.py `instance_supports_kms`).
+ */
+export const SAGEMAKER_INSTANCE_STORAGE_FAMILIES: ReadonlyArray<string> = [
+  'c5d', 'c6gd', 'c6id', 'm5d', 'm6gd', 'm6id', 'r5d', 'r6gd', 'r6id',
+  'g4ad', 'g4dn', 'g5', 'g6', 'g6e', 'gr6', 'p3dn', 'p4d', 'p4de', 'p5', 'p5e', 'p5en', 'trn1', 'trn1n', 'trn2', 'inf2',
+];
+
+/** `ml.g5.xlarge` → `g5`; throws on a name that is not `ml.<family>.<size>`. */
+export function sagemakerInstanceFamily(instanceType: string): string {
+  const m = /^ml\.([a-z0-9-]+)\.[a-z0-9]+$/.exec(instanceType);
+  if (!m) throw new Error(`not a SageMaker instance type: ${instanceType} (expected ml.<family>.<size>)`);
+  return m[1]!;
+}
+
+/** Whether a training job on this instance type may name a volume KMS key. */
+export function acceptsVolumeKmsKey(instanceType: string): boolean {
+  return !SAGEMAKER_INSTANCE_STORAGE_FAMILIES.includes(sagemakerInstanceFamily(instanceType));
+}
+
+// ---- CloudWatch: which ALB metrics exist while a target group has no targets ------------------
+
+/**
+ * ALB metrics are published only for minutes with a non-zero value, and per-target-group request
+ * metrics only count requests the load balancer routed to a target. With zero registered targets
+ * the ALB answers 503 itself: that shows up as the load balancer's HTTPCode_ELB_503_Count, never as
+ * the target group's RequestCount. An alarm that must fire at zero tasks has to read a metric that
+ * is `emittedWithoutTargets`.
+ * https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-cloudwatch-metrics.html
+ * https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-troubleshooting.html#http-503-issues
+ * A target tracking policy does nothing on missing data, so it never scales in an idle service:
+ * https://docs.aws.amazon.com/AmazonECS/latest/developerguide/service-autoscaling-targettracking.html
+ */
+export const ALB_METRICS: Readonly<Record<string, { readonly dimension: 'LoadBalancer' | 'TargetGroup'; readonly emittedWithoutTargets: boolean }>> = {
+  HTTPCode_ELB_503_Count: { dimension: 'LoadBalancer', emittedWithoutTargets: true },
+  HTTPCode_ELB_5XX_Count: { dimension: 'LoadBalancer', emittedWithoutTargets: true },
+  RequestCount: { dimension: 'TargetGroup', emittedWithoutTargets: false },
+  RequestCountPerTarget: { dimension: 'TargetGroup', emittedWithoutTargets: false },
+};
+
+/**
+ * An alarm with an Auto Scaling action invokes it again every minute it stays in ALARM, so an
+ * idle (scale-to-zero) alarm must leave ALARM as soon as a wake-up signal appears, or it undoes
+ * the wake-up. https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
+ * Metric math FILL(m, 0) turns the minutes a metric was not published into zeros:
+ * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
+ */
+export const SCALE_TO_ZERO = {
+  /** Minutes without a request (or a 503) before a service goes to its minimum. */
+  idleMinutes: 15,
+} as const;
+
+// ---- ALB keep-alive ordering ------------------------------------------------------------------
+
+/** The timeouts live with the server that obeys them (src/http/keepAlive.ts, shipped in the image). */
+export { KEEP_ALIVE } from '../src/http/keepAlive';
+
+// ---- API Gateway ------------------------------------------------------------------------------
+
+/**
+ * REQUEST authorizers: with result caching on, every listed identity source must be present or
+ * API Gateway answers 401 without calling the function; with caching off (TTL 0) identity sources
+ * may be left empty and the function runs for every request.
+ * https://docs.aws.amazon.com/apigateway/latest/api/API_CreateAuthorizer.html (identitySource)
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-use-lambda-authorizer.html
+ * A TOKEN authorizer reads exactly one header and refuses requests without it.
+ */
+export function authorizerRuns(
+  authorizer: { type: 'TOKEN' | 'REQUEST'; identitySources: string[]; ttlSeconds: number },
+  requestHeaders: string[],
+): boolean {
+  const sent = new Set(requestHeaders.map((h) => h.toLowerCase()));
+  const present = (source: string): boolean => sent.has(source.replace(/^method\.request\.header\./, '').toLowerCase());
+  if (authorizer.type === 'TOKEN') return authorizer.identitySources.length === 1 && present(authorizer.identitySources[0]!);
+  if (authorizer.identitySources.length === 0) return authorizer.ttlSeconds === 0;
+  return authorizer.identitySources.every(present);
+}
+
+/**
+ * Gateway response templates are not VTL: API Gateway only substitutes variables, as is. A value
+ * put inside a JSON string must therefore be one API Gateway quotes itself (`messageString`) or one
+ * that can hold no quote (`requestId`). `$util` does not exist there.
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-swagger-extensions-gateway-responses.responseTemplates.html
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-mapping-template-reference.html#context-variable-reference
+ */
+export const GATEWAY_RESPONSE_VARIABLES: Readonly<Record<string, 'json-quoted' | 'raw-text' | 'request-id'>> = {
+  '$context.error.messageString': 'json-quoted',
+  '$context.error.message': 'raw-text',
+  '$context.error.validationErrorString': 'raw-text',
+  '$context.error.responseType': 'raw-text',
+  '$context.authorizer.error': 'raw-text',
+  '$context.requestId': 'request-id',
+};
+
+/** What API Gateway would send for a gateway response template, given one value for every variable. */
+export function renderGatewayResponse(template: string, text: string, requestId: string): string {
+  return template.replace(/\$context(?:\.[A-Za-z]+)+/g, (name) => {
+    const kind = GATEWAY_RESPONSE_VARIABLES[name];
+    if (kind === undefined) throw new Error(`gateway response variable ${name} is not in GATEWAY_RESPONSE_VARIABLES`);
+    return kind === 'json-quoted' ? JSON.stringify(text) : kind === 'request-id' ? requestId : text;
+  });
+}
