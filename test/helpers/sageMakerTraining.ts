@@ -21,7 +21,7 @@ import { packModelDir, type TrainerOutput } from './trainerOutput';
 
 export type TrainingEvent = EventBridgeEvent<'SageMaker Training Job State Change', Record<string, unknown> & { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }>;
 
-export type Outcome = { kind: 'complete'; output: TrainerOutput } | { kind: 'fail'; failureFile: string; output: TrainerOutput } | { kind: 'stop'; output: TrainerOutput };
+export type Outcome = { kind: 'complete'; output: TrainerOutput; tarEntries?: 'dot' | 'names' } | { kind: 'fail'; failureFile: string; output: TrainerOutput } | { kind: 'stop'; output: TrainerOutput };
 
 const ACCOUNT = '123456789012';
 
@@ -69,7 +69,7 @@ export class SageMakerTrainingStandIn {
     const outputKey = join3(keyOf(this.blobs, (request['OutputDataConfig'] as { S3OutputPath: string }).S3OutputPath), name, 'output', 'model.tar.gz');
     const tmp = await mkdtemp(join(tmpdir(), 'sift-sagemaker-'));
     try {
-      await packModelDir(outcome.output.modelDir, join(tmp, 'model.tar.gz'));
+      await packModelDir(outcome.output.modelDir, join(tmp, 'model.tar.gz'), outcome.tarEntries);
       await this.blobs.put(outputKey, createReadStream(join(tmp, 'model.tar.gz')), 'application/x-tar');
     } finally {
       await rm(tmp, { recursive: true, force: true });

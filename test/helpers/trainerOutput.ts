@@ -5,7 +5,7 @@
  * without the service following fails the rehearsal instead of the first deployed job.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { create as createTar } from 'tar';
 import { REPO_ROOT } from '../../src/local/paths';
@@ -107,7 +107,9 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
  * model.tar.gz as SageMaker uploads it: the contents of /opt/ml/model (not the directory itself),
  * gzip-compressed, to `<S3OutputPath>/<TrainingJobName>/output/model.tar.gz`
  * (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-output.html).
+ * `./`-prefixed entries (as `tar -C /opt/ml/model .` writes them) or bare names: the unpacking
+ * must take either.
  */
-export async function packModelDir(modelDir: string, file: string): Promise<void> {
-  await createTar({ gzip: true, file, cwd: modelDir, portable: true }, ['.']);
+export async function packModelDir(modelDir: string, file: string, entries: 'dot' | 'names' = 'dot'): Promise<void> {
+  await createTar({ gzip: true, file, cwd: modelDir, portable: true }, entries === 'dot' ? ['.'] : await readdir(modelDir));
 }
