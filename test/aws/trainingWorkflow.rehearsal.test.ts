@@ -231,6 +231,9 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect(result.ok).toBe(false);
     expect(await job(id)).toMatchObject({ status: 'stopped', error: null });
     expect((await checkpoints(id)).map((c) => c['id'])).toEqual([output.checkpoints[0]!.meta.id]);
+    // the failure step again (a retry): the checkpoint is registered once
+    await workflow({ task: 'training.failed', input: { ...input, error: { Error: 'States.TaskFailed', Cause: '{}' } } }, lambdaContext);
+    expect(await checkpoints(id)).toHaveLength(1);
   });
 
   it('a stop before SageMaker has the job: StopTrainingJob\'s ResourceNotFound is fine, and the workflow never creates it', async () => {
