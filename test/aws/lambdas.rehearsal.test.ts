@@ -32,13 +32,14 @@ const functionEnv = (service: string, own: Record<string, string>) => ({
   POWERTOOLS_LOG_LEVEL: 'ERROR',
   ...own,
 });
-const data = { SIFT_TABLE: 'sift-records', SIFT_BUCKET: 'sift-data', SIFT_QUEUE_URL: 'http://127.0.0.1:1/000000000000/sift-test-work' };
+let data: { SIFT_TABLE: string; SIFT_BUCKET: string; SIFT_QUEUE_URL: string };
 
 beforeAll(async () => {
   stack = await TestStack.start();
   control = await FakeControlPlane.start();
   gateway = await FakeApiGateway.start(['free', 'pro', 'research', 'custom'].map((p) => `sift-test-${p}`));
   const emulators = await emulatorEnv(stack.svc);
+  data = { SIFT_TABLE: 'sift-records', SIFT_BUCKET: 'sift-data', SIFT_QUEUE_URL: `${control.endpoint}/123456789012/sift-test-work` };
   runtime = {
     // what the Lambda runtime sets (region, credentials, an X-Ray trace header for active tracing)
     AWS_REGION: 'us-east-1',
@@ -53,7 +54,7 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_SFN: control.endpoint,
     AWS_ENDPOINT_URL_SAGEMAKER: control.endpoint,
     AWS_ENDPOINT_URL_API_GATEWAY: gateway.endpoint,
-    AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:1',
+    AWS_ENDPOINT_URL_SQS: control.endpoint,
     AWS_MAX_ATTEMPTS: '1',
   };
   for (const entry of ['api.ts', 'authorizer.ts', 'worker.ts', 'workflow.ts', 'training-events.ts']) bundles[entry] = await bundleLambda(entry);
@@ -133,15 +134,22 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     expect(policy.usageIdentifierKey).toBe([...gateway.keys.values()].find((k) => k.tags['sift:team'] === team.teamId)?.value);
   });
 
-  it('worker (lib/api-stack.ts): an SQS batch processes the good message and reports the bad one', async () => {
-    const env = functionEnv('worker', data);
-    const url = await stack.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: 'queued', file_name: 'rows.jsonl' } });
+  it('api → SQS → worker: an upload is processed from the message the API sent; a bad record in the batch is reported alone', async () => {
+    const api = functionEnv('api', { ...data, SIFT_CONSOLE_ORIGINS: 'https://console.example.com' });
+    const call = async (path: string, body: unknown) => {
+      const res = await invokeBundle(bundles['api.ts']!, api, apiGatewayEvent('POST', path, { key: team.key, body }));
+      if (!res.ok) throw new Error(`${res.name}: ${res.message}`);
+      return { status: res.value.statusCode as number, body: JSON.parse(res.value.body) };
+    };
+    const url = await call('/core/datasets/upload/url', { dataset_name: 'queued', file_name: 'rows.jsonl' });
     expect((await fetch(url.body.upload_url, { method: 'PUT', body: jsonl([{ text: 'Paris is big', label: 'city' }]) })).status).toBe(200);
-    // what POST …/process does before it sends the message
-    await stack.svc.records.update(`TEAM#${team.teamId}`, 'DSV#queued#000001', { set: { status: 'processing' } });
+    expect((await call('/core/datasets/upload/process', { dataset_name: 'queued', version: url.body.version })).status).toBe(202);
+    const [sent] = control.messages;
+    expect(sent!.queueUrl).toBe(data.SIFT_QUEUE_URL);
+
     const record = (messageId: string, body: string) => ({ messageId, receiptHandle: 'r', body, attributes: {}, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:sift-test-work', awsRegion: 'us-east-1' });
-    const event = { Records: [record('good', JSON.stringify({ type: 'dataset.process', team_id: team.teamId, dataset_name: 'queued', version: 1 })), record('bad', '{not json')] };
-    const res = await invokeBundle(bundles['worker.ts']!, env, event);
+    const event = { Records: [record(sent!.messageId, sent!.body), record('bad', '{not json')] };
+    const res = await invokeBundle(bundles['worker.ts']!, functionEnv('worker', data), event);
     expect(res).toEqual({ ok: true, value: { batchItemFailures: [{ itemIdentifier: 'bad' }] } satisfies SQSBatchResponse });
     expect((await stack.call('GET', '/core/datasets/queued/1', { key: team.key })).body).toMatchObject({ status: 'ready', row_count: 1 });
   });

@@ -1,9 +1,10 @@
 /**
- * Step Functions' StartExecution and SageMaker's StopTrainingJob, served over HTTP in their AWS JSON
- * wire protocol, so the real SDK clients (pointed here by AWS_ENDPOINT_URL_SFN /
- * AWS_ENDPOINT_URL_SAGEMAKER) and their serializers run. No emulator covers either service; every
+ * Step Functions' StartExecution, SageMaker's StopTrainingJob and SQS's SendMessage, served over
+ * HTTP in their AWS JSON wire protocol, so the real SDK clients (pointed here by
+ * AWS_ENDPOINT_URL_SFN / _SAGEMAKER / _SQS) and their serializers run. No emulator covers either service; every
  * request is checked against test/helpers/awsRequestRules.ts and refused as the service would.
  */
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { violations } from './awsRequestRules';
@@ -18,6 +19,8 @@ export class FakeControlPlane {
   readonly executions = new Map<string, { input: string; arn: string }>();
   /** SageMaker training jobs by name, with their status; set by the training stand-in. */
   readonly trainingJobs = new Map<string, { status: string; onStop?: () => void }>();
+  /** Messages sent to SQS, as the worker Lambda would receive them. */
+  readonly messages: { messageId: string; body: string; queueUrl: string }[] = [];
   /** Called for each new execution (the test runs the state machine). */
   onExecution: ((name: string, input: Record<string, unknown>) => void) | undefined;
   private server!: Server;
@@ -40,6 +43,13 @@ export class FakeControlPlane {
         if (problems.length) return fail('ValidationException', problems.join('; '));
         if (operation === 'AWSStepFunctions.StartExecution') return fake.startExecution(request, send, fail);
         if (operation === 'SageMaker.StopTrainingJob') return fake.stopTrainingJob(request, send, fail);
+        if (operation === 'AmazonSQS.SendMessage') {
+          const messageId = randomUUID();
+          const body = String(request['MessageBody']);
+          fake.messages.push({ messageId, body, queueUrl: String(request['QueueUrl']) });
+          // the SDK checks this digest against the body it sent
+          return send(200, { MessageId: messageId, MD5OfMessageBody: createHash('md5').update(body).digest('hex') });
+        }
         return fail('UnknownOperationException', `not implemented here: ${operation}`);
       });
     });
