@@ -22,6 +22,7 @@ import '../../src/local/promiseWithResolvers';
 
 const TRAINING_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-training';
 const PREFIX = 'sift-test-';
+const TOKEN_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sift-test-internal-token';
 const ROWS = [
   { text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] },
   { text: 'Satya Nadella visited Paris.', entities: [['Satya Nadella', 'person'], ['Paris', 'city']] },
@@ -50,10 +51,13 @@ beforeAll(async () => {
     SIFT_TRAINING_MAX_RUNTIME_SECONDS: '86400',
     AWS_ENDPOINT_URL_SFN: control.endpoint,
     AWS_ENDPOINT_URL_SAGEMAKER: control.endpoint,
-    // the deployed workflow function scores on the encoder service; unreachable here, so the trainer's metrics stand
+    // the deployed workflow function scores on the encoder service (its token from Secrets Manager);
+    // the service is unreachable here, so the trainer's metrics stand
     SIFT_INFERENCE_URL: 'http://127.0.0.1:9',
-    SIFT_INTERNAL_TOKEN: 'internal-token-for-tests-0123456789abcdef',
+    SIFT_INTERNAL_TOKEN_SECRET_ARN: TOKEN_ARN,
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: control.endpoint,
   });
+  control.secrets.set(TOKEN_ARN, 'internal-token-for-tests-0123456789abcdef');
   api = (await import('../../lambdas/api')).handler as unknown as typeof api;
   workflow = (await import('../../lambdas/workflow')).handler as unknown as typeof workflow;
   // the events function is deployed with the table and the job prefix only (lib/workflow-stack.ts)
@@ -163,6 +167,8 @@ describe('training on AWS, rehearsed against the emulators', () => {
     const final = listed.find((c) => !output.checkpoints.some((t) => t.meta.id === c['id']))!;
     expect(final).toMatchObject({ id: done.final_checkpoint_id, is_final: true, is_best: true, epoch: 2 });
     expect(listed.filter((c) => c['is_best'])).toHaveLength(1);
+    // it asked the encoder service to score the held-out rows, with the token read from Secrets Manager
+    expect(control.callsOf('secretsmanager.GetSecretValue')).toEqual([{ SecretId: TOKEN_ARN }]);
     completedId = id;
   });
 

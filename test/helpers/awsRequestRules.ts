@@ -70,6 +70,8 @@ export const AWS_REQUEST_RULES: Record<string, Rule[]> = {
     // 256 KiB: the limit every queue has had (newer queues may allow more; Sift's messages are small)
     { path: 'MessageBody', why: '1 byte to 256 KiB of XML-safe Unicode', ok: (v) => typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= 262_144 && !/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.test(v) },
   ],
+  // https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html
+  'secretsmanager.GetSecretValue': [{ path: 'SecretId', why: 'a secret name or ARN, 1-2048 chars', ok: str(1, 2048) }],
   // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
   'AWSStepFunctions.StartExecution': [
     { path: 'stateMachineArn', why: 'a state machine ARN, 1-256 chars', ok: str(1, 256, /^arn:aws[a-z-]*:states:[a-z0-9-]+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}$/) },

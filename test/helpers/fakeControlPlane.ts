@@ -1,7 +1,7 @@
 /**
- * Step Functions' StartExecution, SageMaker's StopTrainingJob and SQS's SendMessage, served over
- * HTTP in their AWS JSON wire protocol, so the real SDK clients (pointed here by
- * AWS_ENDPOINT_URL_SFN / _SAGEMAKER / _SQS) and their serializers run. No emulator covers either service; every
+ * Step Functions' StartExecution, SageMaker's StopTrainingJob, SQS's SendMessage and Secrets
+ * Manager's GetSecretValue, served over HTTP in their AWS JSON wire protocol, so the real SDK clients
+ * (pointed here by AWS_ENDPOINT_URL_SFN / _SAGEMAKER / _SQS / _SECRETS_MANAGER) and their serializers run. No emulator covers either service; every
  * request is checked against test/helpers/awsRequestRules.ts and refused as the service would.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -19,6 +19,8 @@ export class FakeControlPlane {
   readonly executions = new Map<string, { input: string; arn: string }>();
   /** SageMaker training jobs by name, with their status; set by the training stand-in. */
   readonly trainingJobs = new Map<string, { status: string; onStop?: () => void }>();
+  /** Secret values by id (name or ARN). */
+  readonly secrets = new Map<string, string>();
   /** Messages sent to SQS, as the worker Lambda would receive them. */
   readonly messages: { messageId: string; body: string; queueUrl: string }[] = [];
   /** Called for each new execution (the test runs the state machine). */
@@ -43,6 +45,11 @@ export class FakeControlPlane {
         if (problems.length) return fail('ValidationException', problems.join('; '));
         if (operation === 'AWSStepFunctions.StartExecution') return fake.startExecution(request, send, fail);
         if (operation === 'SageMaker.StopTrainingJob') return fake.stopTrainingJob(request, send, fail);
+        if (operation === 'secretsmanager.GetSecretValue') {
+          const value = fake.secrets.get(String(request['SecretId']));
+          if (value === undefined) return fail('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+          return send(200, { ARN: request['SecretId'], Name: 'secret', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] });
+        }
         if (operation === 'AmazonSQS.SendMessage') {
           const messageId = randomUUID();
           const body = String(request['MessageBody']);
