@@ -251,6 +251,14 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect(await job(id)).toMatchObject({ status: 'stopped', error: null });
   });
 
+  it('when Step Functions refuses to start the execution, the job is not left requested forever', async () => {
+    control.failNext = { operation: 'AWSStepFunctions.StartExecution', type: 'ThrottlingException' };
+    const refused = await callApi('POST', '/core/training-jobs', { model_name: 'never-started', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] });
+    expect(refused.status).toBeGreaterThanOrEqual(500);
+    const listed = (await callApi('GET', '/core/training-jobs')).body.data as { model_name: string; status: string; error: string | null }[];
+    expect(listed.find((j) => j.model_name === 'never-started')).toMatchObject({ status: 'failed', error: expect.stringContaining('could not be started') });
+  });
+
   it('continuing from a checkpoint: the model channel is that checkpoint\'s files', async () => {
     const base = (await job(completedId)).final_checkpoint_id as string;
     const { id, input } = await createJob('continued', base);

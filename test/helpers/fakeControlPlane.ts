@@ -23,6 +23,8 @@ export class FakeControlPlane {
   readonly secrets = new Map<string, string>();
   /** Messages sent to SQS, as the worker Lambda would receive them. */
   readonly messages: { messageId: string; body: string; queueUrl: string }[] = [];
+  /** Refuse the next call of this operation once, with this error type (throttling, an outage). */
+  failNext: { operation: string; type: string } | undefined;
   /** Called for each new execution (the test runs the state machine). */
   onExecution: ((name: string, input: Record<string, unknown>) => void) | undefined;
   private server!: Server;
@@ -41,6 +43,11 @@ export class FakeControlPlane {
           res.end(JSON.stringify(body));
         };
         const fail = (type: string, message: string) => send(400, { __type: type, message });
+        if (fake.failNext?.operation === operation) {
+          const { type } = fake.failNext;
+          fake.failNext = undefined;
+          return fail(type, 'injected failure');
+        }
         const problems = violations(operation, request);
         if (problems.length) return fail('ValidationException', problems.join('; '));
         if (operation === 'AWSStepFunctions.StartExecution') return fake.startExecution(request, send, fail);
