@@ -61,7 +61,9 @@ export class SageMakerTrainingStandIn {
     await this.send(request, 'InProgress', 'Training');
     const checkpointsKey = keyOf(this.blobs, (request['CheckpointConfig'] as { S3Uri: string }).S3Uri);
     if (outcome.kind === 'stop') await stopped;
-    const kept = outcome.kind === 'stop' ? outcome.output.checkpoints.slice(0, 1) : outcome.output.checkpoints;
+    // a stopped trainer got through its first epoch, a failing one through its epochs (no `final`)
+    const all = outcome.output.checkpoints;
+    const kept = outcome.kind === 'stop' ? all.slice(0, 1) : outcome.kind === 'fail' ? all.filter((c) => !c.meta.is_final) : all;
     for (const c of kept) await this.blobs.putDirectory(c.dir, `${join3(checkpointsKey, c.meta.name)}/`);
     if (outcome.kind === 'stop') return this.end(request, job, 'Stopped');
     if (outcome.kind === 'fail') return this.end(request, job, 'Failed', `AlgorithmError: ${outcome.failureFile.trim()}, exit code: 1`);
