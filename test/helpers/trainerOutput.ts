@@ -26,8 +26,11 @@ export async function trainerModelFiles(): Promise<string[]> {
   const onnx = (await matches('export_onnx.py', /onnx_dir \/ "([^"]+)"/g)).map((f) => `onnx/${f}`);
   const all = [...new Set([...manifestFiles, ...written, ...onnx])].sort();
   // the engine cannot load a model without these: if the trainer stops naming them, say so here
-  for (const needed of ['manifest.json', 'metrics.json', 'validation.jsonl', 'tokenizer.json', 'onnx/encoder.onnx', 'onnx/gliner2_config.json']) {
-    if (!all.includes(needed)) throw new Error(`the trainer no longer writes ${needed} (containers/training/sift_trainer): update the service and this rehearsal`);
+  // (src/core/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
+  const needed = ['manifest.json', 'metrics.json', 'validation.jsonl', 'config.json', 'tokenizer.json', 'onnx/gliner2_config.json'];
+  for (const fragment of ['encoder', 'span_rep', 'count_pred', 'count_embed', 'classifier']) needed.push(`onnx/${fragment}.onnx`);
+  for (const file of needed) {
+    if (!all.includes(file)) throw new Error(`the trainer no longer writes ${file} (containers/training/sift_trainer): update the service and this rehearsal`);
   }
   return all;
 }
