@@ -8,6 +8,7 @@
 import type { APIGatewayAuthorizerResult, APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
+import { IamDynamoProxy } from '../helpers/iamDynamoProxy';
 import { bundleLambda, invokeBundle } from '../helpers/lambdaBundle';
 import { apiGatewayEvent, emulatorEnv } from '../helpers/lambdaEvents';
 import { jsonl, TestStack } from '../helpers/localStack';
@@ -19,6 +20,8 @@ let control: FakeControlPlane;
 let gateway: FakeApiGateway;
 let runtime: Record<string, string>;
 let team: { teamId: string; key: string };
+/** The functions whose stacks grant less than the whole table, their grants enforced in front of the emulator. */
+const iam: Record<'authorizer' | 'trainingEvents', IamDynamoProxy> = {} as never;
 const bundles: Record<string, string> = {};
 
 /** SiftFunction's variables for every function, then the function's own (lib/*-stack.ts). */
@@ -57,6 +60,9 @@ beforeAll(async () => {
     AWS_ENDPOINT_URL_SQS: control.endpoint,
     AWS_MAX_ATTEMPTS: '1',
   };
+  // lib/api-stack.ts 'ReadApiKeyItems'; lib/workflow-stack.ts data.table.grant(trainingEventsFunction, …)
+  iam.authorizer = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem']);
+  iam.trainingEvents = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query']);
   for (const entry of ['api.ts', 'authorizer.ts', 'worker.ts', 'workflow.ts', 'training-events.ts']) bundles[entry] = await bundleLambda(entry);
   team = await stack.newTeam('bundled');
   await stack.uploadDataset('people', jsonl([{ text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]), { key: team.key });
@@ -64,6 +70,8 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  await iam.authorizer?.stop();
+  await iam.trainingEvents?.stop();
   await gateway?.stop();
   await control?.stop();
   await stack?.stop();
@@ -106,8 +114,8 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     expect(await invokeBundle(bundles['workflow.ts']!, env, { task: 'training.nope', input: {} })).toMatchObject({ ok: false, name: 'Sift.UnsupportedTask' });
   });
 
-  it('training-events (table and job prefix only): an InProgress event marks the job running', async () => {
-    const env = functionEnv('training-events', { SIFT_TABLE: data.SIFT_TABLE, SIFT_TRAINING_JOB_PREFIX: 'sift-test-' });
+  it('training-events (table and job prefix only; GetItem, UpdateItem, Query): an InProgress event marks the job running', async () => {
+    const env = functionEnv('training-events', { SIFT_TABLE: data.SIFT_TABLE, SIFT_TRAINING_JOB_PREFIX: 'sift-test-', AWS_ENDPOINT_URL_DYNAMODB: iam.trainingEvents.endpoint });
     const event = {
       version: '0',
       id: 'e1',
@@ -121,10 +129,14 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     };
     expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
     expect((await stack.call('GET', `/core/training-jobs/${jobId}`, { key: team.key })).body.status).toBe('running');
+    // a repeated event loses its conditional write: still nothing its role may not do
+    expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
+    expect(iam.trainingEvents.denied).toEqual([]);
+    expect([...iam.trainingEvents.used].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
   });
 
-  it('authorizer (table only): a REQUEST event with the team\'s key gets an Allow policy and its usage plan key', async () => {
-    const env = functionEnv('authorizer', { SIFT_TABLE: data.SIFT_TABLE });
+  it('authorizer (table only; GetItem, UpdateItem, PutItem): a REQUEST event with the team\'s key gets an Allow policy and its usage plan key', async () => {
+    const env = functionEnv('authorizer', { SIFT_TABLE: data.SIFT_TABLE, AWS_ENDPOINT_URL_DYNAMODB: iam.authorizer.endpoint });
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/test/GET/core/datasets';
     const event = { type: 'REQUEST', methodArn, resource: '/{proxy+}', path: '/core/datasets', httpMethod: 'GET', headers: { 'X-API-Key': team.key }, multiValueHeaders: {}, pathParameters: {}, queryStringParameters: {}, multiValueQueryStringParameters: {}, stageVariables: {}, requestContext: {} };
     const res = await invokeBundle(bundles['authorizer.ts']!, env, event);
@@ -132,6 +144,8 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     const policy = (res as { value: APIGatewayAuthorizerResult }).value;
     expect(policy.policyDocument.Statement[0]).toMatchObject({ Effect: 'Allow', Resource: 'arn:aws:execute-api:us-east-1:123456789012:abcdef/test/*' });
     expect(policy.usageIdentifierKey).toBe([...gateway.keys.values()].find((k) => k.tags['sift:team'] === team.teamId)?.value);
+    // its table grant covers what it did (the key lookup, last_used_at, the team's gateway key record)
+    expect(iam.authorizer.denied).toEqual([]);
   });
 
   it('api → SQS → worker: an upload is processed from the message the API sent; a bad record in the batch is reported alone', async () => {
