@@ -261,12 +261,11 @@ describe('training on AWS, rehearsed against the emulators', () => {
 
   it('continuing from a checkpoint: the model channel is that checkpoint\'s files', async () => {
     const base = (await job(completedId)).final_checkpoint_id as string;
-    const { id, input } = await createJob('continued', base);
+    const { input } = await createJob('continued', base);
     const prepared = (await workflow({ task: 'training.prepare', input }, lambdaContext)) as { channels: { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[] };
     const model = prepared.channels.find((c) => c.ChannelName === 'model')!;
     expect(model.DataSource.S3DataSource.S3Uri).toBe(`s3://sift-data/jobs/${team.teamId}/${completedId}/model/`);
     expect(await workflow({ task: 'training.nope', input }, lambdaContext).catch((e: Error) => e.name)).toBe('Sift.UnsupportedTask');
-    expect(id).not.toBe(completedId);
   });
 });
 
