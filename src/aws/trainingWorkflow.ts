@@ -12,10 +12,10 @@ import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
 import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
-import { archiveKey, getCheckpoint, jobPrefix, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
+import { archiveKey, getCheckpoint, jobPrefix, listCheckpoints, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, learningWarnings, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, learningWarnings, TERMINAL, transitionJob, type TrainingJob } from '../core/trainingJobs';
 
 export interface TrainingEnv {
   jobNamePrefix: string;
@@ -81,29 +81,35 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
 /**
  * `training.complete`: unpacks SageMaker's model.tar.gz into the job's model prefix (so it is a
  * checkpoint like any other), keeps the archive as the download, registers the checkpoints the
- * trainer left in S3, and completes the record with the trainer's metrics.
+ * trainer left in S3, and completes the record with the trainer's metrics. Safe to run again (Step
+ * Functions retries a task whose invocation failed after the work was done).
  */
 export async function completeTraining(svc: Services, input: { jobId: string; teamId: string; trainingResult?: { modelArtifacts?: string } }) {
   const job = await getTrainingJob(svc, input.teamId, input.jobId);
+  if (job.status === 'complete') return { status: job.status };
   const artifact = input.trainingResult?.modelArtifacts;
   if (!artifact?.startsWith(`s3://${svc.blobs.bucket}/`)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
   const artifactKey = artifact.slice(`s3://${svc.blobs.bucket}/`.length);
   const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
   await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
   await registerSageMakerCheckpoints(svc, input.teamId, job);
-  const finalId = newUuid();
-  await registerCheckpoint(svc, input.teamId, {
-    id: finalId,
-    job_id: job.id,
-    root_model: job.root_model,
-    blob_prefix: modelPrefix(input.teamId, job.id),
-    step: 0,
-    epoch: job.nr_epochs,
-    metrics,
-    is_best: false,
-    is_final: true,
-    created_at: svc.now().toISOString(),
-  });
+  // a retry finds the final checkpoint it registered before instead of adding a second one
+  const existing = (await listCheckpoints(svc, input.teamId, job.id)).find((c) => c.is_final && c.blob_prefix === modelPrefix(input.teamId, job.id));
+  const finalId = existing?.id ?? newUuid();
+  if (!existing) {
+    await registerCheckpoint(svc, input.teamId, {
+      id: finalId,
+      job_id: job.id,
+      root_model: job.root_model,
+      blob_prefix: modelPrefix(input.teamId, job.id),
+      step: 0,
+      epoch: job.nr_epochs,
+      metrics,
+      is_best: false,
+      is_final: true,
+      created_at: svc.now().toISOString(),
+    });
+  }
   await markBestCheckpoint(svc, input.teamId, job.id);
   let headline = headlineMetrics(metrics);
   if (job.model_type === 'encoder' && encoderServiceUrl()) {
@@ -113,18 +119,48 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
     if (served) headline = served;
   }
   const warnings = learningWarnings(metrics, headline);
+  // EventBridge may deliver InProgress after the job finished (or not at all): the record still passes through running
+  if (job.status === 'requested') await transitionJob(svc, input.teamId, job.id, 'running').catch(ignoreConflict);
   const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId });
   return { status: done.status };
 }
 
-/** `training.failed`: the workflow's error (or SageMaker's reason) becomes the job's `error`. */
+/**
+ * `training.failed`: the workflow's error (or SageMaker's reason) becomes the job's `error`; the
+ * checkpoints the trainer saved before it failed or was stopped are registered, as in local mode.
+ */
 export async function recordTrainingFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }) {
-  const reason = [input.error?.Error, input.error?.Cause].filter(Boolean).join(': ') || 'the training workflow failed';
-  const job = await getTrainingJob(svc, input.teamId, input.jobId);
-  if (job.status === 'stopped' || job.status === 'failed') return { status: job.status };
-  const failed = await transitionJob(svc, input.teamId, input.jobId, 'failed', { error: reason.slice(0, 4000) });
-  return { status: failed.status };
+  let job = await getTrainingJob(svc, input.teamId, input.jobId);
+  if (!TERMINAL.includes(job.status)) {
+    job = await transitionJob(svc, input.teamId, input.jobId, 'failed', { error: failureReason(input.error).slice(0, 4000) }).catch(async (err: unknown) => {
+      ignoreConflict(err); // the Failed/Stopped event (or a stop) got there first
+      return getTrainingJob(svc, input.teamId, input.jobId);
+    });
+  }
+  if (job.status !== 'complete') {
+    await registerSageMakerCheckpoints(svc, input.teamId, job);
+    await markBestCheckpoint(svc, input.teamId, job.id);
+  }
+  return { status: job.status };
 }
+
+/**
+ * A `createTrainingJob.sync` task that fails carries the job's description as its Cause; its
+ * FailureReason is what the trainer wrote to /opt/ml/output/failure. Other errors are kept as they are.
+ */
+function failureReason(error: { Error?: string; Cause?: string } | undefined): string {
+  try {
+    const described = JSON.parse(error?.Cause ?? '') as { FailureReason?: unknown };
+    if (typeof described.FailureReason === 'string' && described.FailureReason) return described.FailureReason;
+  } catch {
+    // not a job description
+  }
+  return [error?.Error, error?.Cause].filter(Boolean).join(': ') || 'the training workflow failed';
+}
+
+const ignoreConflict = (err: unknown) => {
+  if (!(err instanceof ConflictError)) throw err;
+};
 
 /** EventBridge "SageMaker Training Job State Change" → the job record. */
 export async function applySageMakerEvent(svc: Services, env: Pick<TrainingEnv, 'jobNamePrefix'>, detail: { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }) {
@@ -134,9 +170,8 @@ export async function applySageMakerEvent(svc: Services, env: Pick<TrainingEnv, 
   if (!ref) return;
   const to = { InProgress: 'running', Stopped: 'stopped', Failed: 'failed' }[detail.TrainingJobStatus] as 'running' | 'stopped' | 'failed' | undefined;
   if (!to) return; // Completed is recorded by the workflow once the artifacts are in place.
-  await transitionJob(svc, ref.team_id, jobId, to, to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {}).catch((err) => {
-    if (!(err instanceof ConflictError)) throw err; // a repeated or late event
-  });
+  // a repeated or late event loses the conditional write: nothing to do
+  await transitionJob(svc, ref.team_id, jobId, to, to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {}).catch(ignoreConflict);
 }
 
 async function unpackArchive(svc: Services, key: string, prefix: string): Promise<Record<string, number> | null> {
@@ -172,23 +207,30 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
   return metrics;
 }
 
-/** Checkpoint directories the trainer wrote to /opt/ml/checkpoints, synced by SageMaker to S3. */
+/**
+ * Checkpoint directories the trainer wrote to /opt/ml/checkpoints, synced by SageMaker to S3. Each
+ * is registered once (by its prefix), so running this again adds nothing.
+ */
 async function registerSageMakerCheckpoints(svc: Services, teamId: string, job: TrainingJob): Promise<void> {
   const prefix = `${jobPrefix(teamId, job.id)}sagemaker/checkpoints/`;
+  const known = new Set((await listCheckpoints(svc, teamId, job.id)).map((c) => c.blob_prefix));
   for (const key of await svc.blobs.list(prefix)) {
     if (!key.endsWith('/sift_checkpoint.json')) continue;
-    const meta = JSON.parse(await svc.blobs.getText(key)) as { id?: string; step?: number; epoch?: number; metrics?: Record<string, number> };
+    const blobPrefix = key.slice(0, -'sift_checkpoint.json'.length);
+    if (known.has(blobPrefix)) continue;
+    const meta = JSON.parse(await svc.blobs.getText(key)) as { id?: string; step?: number; epoch?: number; metrics?: Record<string, number>; created_at?: string };
     await registerCheckpoint(svc, teamId, {
       id: meta.id ?? newUuid(),
       job_id: job.id,
       root_model: job.root_model,
-      blob_prefix: key.slice(0, -'sift_checkpoint.json'.length),
+      blob_prefix: blobPrefix,
       step: meta.step ?? 0,
       epoch: meta.epoch ?? 0,
       metrics: meta.metrics ?? null,
       is_best: false,
       is_final: false,
-      created_at: svc.now().toISOString(),
+      // the trainer's own time keeps the checkpoints in the order it saved them
+      created_at: meta.created_at ?? svc.now().toISOString(),
     });
   }
 }

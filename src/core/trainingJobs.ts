@@ -203,7 +203,15 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     finished_at: null,
   };
   await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: `${job.created_at}#${job.id}` }, job, { ifAbsent: true });
-  await svc.training?.submit(teamId, job.id);
+  try {
+    await svc.training?.submit(teamId, job.id);
+  } catch (err) {
+    // nothing will ever run it (e.g. Step Functions refused the execution): the record says so
+    // instead of staying `requested`, and the caller gets the error
+    const reason = `the training workflow could not be started: ${(err as Error).message}`.slice(0, 4000);
+    await transitionJob(svc, teamId, job.id, 'failed', { error: reason }).catch(() => undefined);
+    throw err;
+  }
   return job;
 }
 

@@ -10,55 +10,17 @@ import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/lambda/apiGateway';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
-import { jsonl, OPERATOR_KEY, TestStack, type CallResult } from '../helpers/localStack';
+import { apiGatewayEvent, emulatorEnv, lambdaContext as context } from '../helpers/lambdaEvents';
+import { jsonl, TestStack, type CallResult } from '../helpers/localStack';
 
 let stack: TestStack;
 let app: SiftApp;
-let dynamoEndpoint: string;
-let s3Endpoint: string;
 
 beforeAll(async () => {
   stack = await TestStack.start();
   app = new SiftApp(stack.svc, allRoutes(), silentLogger);
-  const ep = await stack.svc.records.client.config.endpoint!();
-  dynamoEndpoint = `${ep.protocol}//${ep.hostname}:${ep.port}`;
-  const s3 = await stack.svc.blobs.s3.config.endpoint!();
-  s3Endpoint = `${s3.protocol}//${s3.hostname}:${s3.port}`;
 });
 afterAll(async () => stack.stop());
-
-function apiGatewayEvent(
-  method: string,
-  pathWithQuery: string,
-  opts: { key?: string | null; body?: unknown; headers?: Record<string, string>; base64?: boolean } = {},
-): APIGatewayProxyEvent {
-  const url = new URL(pathWithQuery, 'http://x');
-  const headers: Record<string, string> = { Host: 'abc.execute-api.us-east-1.amazonaws.com', ...(opts.headers ?? {}) };
-  const key = opts.key === undefined ? OPERATOR_KEY : opts.key;
-  // API Gateway passes header names as the client sent them: mixed case.
-  if (key) headers['X-Api-Key'] = key;
-  let body: string | null = null;
-  if (opts.body !== undefined) {
-    headers['Content-Type'] = 'application/json';
-    body = JSON.stringify(opts.body);
-    if (opts.base64) body = Buffer.from(body).toString('base64');
-  }
-  const query = [...url.searchParams].length ? Object.fromEntries(url.searchParams) : null;
-  return {
-    httpMethod: method,
-    path: url.pathname,
-    resource: '/{proxy+}',
-    headers,
-    multiValueHeaders: {},
-    queryStringParameters: query,
-    multiValueQueryStringParameters: null,
-    pathParameters: { proxy: url.pathname.slice(1) },
-    stageVariables: null,
-    body,
-    isBase64Encoded: Boolean(opts.base64),
-    requestContext: { identity: { sourceIp: '198.51.100.7' } } as APIGatewayProxyEvent['requestContext'],
-  };
-}
 
 async function viaLambda(method: string, path: string, opts: Parameters<typeof apiGatewayEvent>[2] = {}) {
   const result = await toApiGatewayResult(await app.handle(fromApiGatewayEvent(apiGatewayEvent(method, path, opts))));
@@ -177,17 +139,6 @@ describe('toApiGatewayResult', () => {
 
 describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
   const saved = { ...process.env };
-  const context = {
-    functionName: 'sift-test',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:sift-test',
-    memoryLimitInMB: '512',
-    awsRequestId: 'req-1',
-    logGroupName: '/aws/lambda/sift-test',
-    logStreamName: 's',
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => 30_000,
-  } as unknown as Context;
   let api: (e: APIGatewayProxyEvent, c: Context) => Promise<APIGatewayProxyResult>;
   let authorizer: typeof import('../../lambdas/authorizer').handler;
   let worker: (e: SQSEvent, c: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
@@ -195,23 +146,11 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
 
   beforeAll(async () => {
     gateway = await FakeApiGateway.start(['free', 'pro', 'research', 'custom'].map((p) => `sift-test-${p}`));
-    Object.assign(process.env, {
-      SIFT_STAGE: 'test',
+    Object.assign(process.env, await emulatorEnv(stack.svc), {
       AWS_ENDPOINT_URL_API_GATEWAY: gateway.endpoint,
-      AWS_REGION: 'us-east-1',
-      SIFT_TABLE: 'sift-records',
-      SIFT_BUCKET: 'sift-data',
       SIFT_QUEUE_URL: 'http://127.0.0.1:1/000000000000/unused',
-      AWS_ENDPOINT_URL_DYNAMODB: dynamoEndpoint,
-      AWS_ENDPOINT_URL_S3: s3Endpoint,
-      AWS_ACCESS_KEY_ID: 'S3RVER',
-      AWS_SECRET_ACCESS_KEY: 'S3RVER',
       // No SQS here: a send fails at once (connection refused), without retries.
       AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:1',
-      AWS_MAX_ATTEMPTS: '1',
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      POWERTOOLS_TRACE_ENABLED: 'false',
-      POWERTOOLS_LOG_LEVEL: 'SILENT',
     });
     api = (await import('../../lambdas/api')).handler as unknown as typeof api;
     authorizer = (await import('../../lambdas/authorizer')).handler;

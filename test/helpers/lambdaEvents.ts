@@ -1,0 +1,69 @@
+/** The event shapes AWS hands Sift's Lambda entry points (lambdas/*.ts), for tests that invoke them. */
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import type { Services } from '../../src/core/context';
+import { OPERATOR_KEY } from './localStack';
+
+/** An API Gateway REST proxy event (`/{proxy+}`), header names in the client's mixed case as API Gateway passes them. */
+export function apiGatewayEvent(
+  method: string,
+  pathWithQuery: string,
+  opts: { key?: string | null; body?: unknown; headers?: Record<string, string>; base64?: boolean } = {},
+): APIGatewayProxyEvent {
+  const url = new URL(pathWithQuery, 'http://x');
+  const headers: Record<string, string> = { Host: 'abc.execute-api.us-east-1.amazonaws.com', ...(opts.headers ?? {}) };
+  const key = opts.key === undefined ? OPERATOR_KEY : opts.key;
+  if (key) headers['X-Api-Key'] = key;
+  let body: string | null = null;
+  if (opts.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(opts.body);
+    if (opts.base64) body = Buffer.from(body).toString('base64');
+  }
+  const query = [...url.searchParams].length ? Object.fromEntries(url.searchParams) : null;
+  return {
+    httpMethod: method,
+    path: url.pathname,
+    resource: '/{proxy+}',
+    headers,
+    multiValueHeaders: {},
+    queryStringParameters: query,
+    multiValueQueryStringParameters: null,
+    pathParameters: { proxy: url.pathname.slice(1) },
+    stageVariables: null,
+    body,
+    isBase64Encoded: Boolean(opts.base64),
+    requestContext: { identity: { sourceIp: '198.51.100.7' } } as APIGatewayProxyEvent['requestContext'],
+  };
+}
+
+export const lambdaContext = {
+  functionName: 'sift-test',
+  functionVersion: '$LATEST',
+  invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:sift-test',
+  memoryLimitInMB: '512',
+  awsRequestId: 'req-1',
+  logGroupName: '/aws/lambda/sift-test',
+  logStreamName: 's',
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 30_000,
+} as unknown as Context;
+
+/** The environment every Lambda entry point gets here: the stack's variables, the SDK pointed at the emulators. */
+export async function emulatorEnv(svc: Services) {
+  const ep = await svc.records.client.config.endpoint!();
+  const s3 = await svc.blobs.s3.config.endpoint!();
+  return {
+    SIFT_STAGE: 'test',
+    AWS_REGION: 'us-east-1',
+    SIFT_TABLE: 'sift-records',
+    SIFT_BUCKET: 'sift-data',
+    AWS_ENDPOINT_URL_DYNAMODB: `${ep.protocol}//${ep.hostname}:${ep.port}`,
+    AWS_ENDPOINT_URL_S3: `${s3.protocol}//${s3.hostname}:${s3.port}`,
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    AWS_MAX_ATTEMPTS: '1',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    POWERTOOLS_TRACE_ENABLED: 'false',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+  };
+}
