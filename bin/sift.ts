@@ -43,6 +43,8 @@ program
   .description('Serve the API from AWS resources (the ECS gateway): SIFT_TABLE, SIFT_BUCKET, SIFT_QUEUE_URL, PORT')
   .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
   .action(async (opts: { port: string }) => {
+    // a misspelt SIFT_ENCODER_EXECUTION_PROVIDER stops the task at start, not at its first request
+    (await import('../src/core/encoder/executionProvider')).executionProviderFromEnv();
     const { servicesFromEnv } = await import('../src/adapters/aws');
     const { SiftApp } = await import('../src/http/app');
     const { createLogger } = await import('../src/http/logger');
@@ -141,7 +143,7 @@ models
   .description(
     'Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them), a directory of them, or catalog ids found in --models-dir, into the bucket\'s models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last.',
   )
-  .requiredOption('--bucket <name>', 'the deployed bucket (stack output of Sift<Stage>Data)')
+  .requiredOption('--bucket <name>', 'the deployed bucket (CloudFormation export sift-<stage>-bucket-name)')
   .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
   .option('--region <region>', 'AWS region (default: AWS_REGION)')
   .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)')
