@@ -61,9 +61,16 @@ interface LocalFile {
   size: number;
 }
 
+/** Files under `dir`, following symbolic links (hub downloads often link into a blob cache). */
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : Promise.resolve(e.isFile() ? [join(dir, e.name)] : []))));
+  const nested = await Promise.all(
+    entries.map(async (e) => {
+      const path = join(dir, e.name);
+      const info = e.isSymbolicLink() ? await stat(path) : e;
+      return info.isDirectory() ? filesUnder(path) : info.isFile() ? [path] : [];
+    }),
+  );
   return nested.flat();
 }
 

@@ -6,7 +6,7 @@
  */
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { publishModelDir, resolveModelSources, type PublishEvent } from '../../src/adapters/modelPublisher';
@@ -43,7 +43,10 @@ async function buildModelDir(root: string, id = MODEL): Promise<string> {
   const dir = join(root, id.replace('/', '--'));
   await mkdir(join(dir, 'onnx'), { recursive: true });
   await writeFile(join(dir, 'config.json'), JSON.stringify({ hidden_size: 8 }));
-  await writeFile(join(dir, 'tokenizer.json'), JSON.stringify({ model: { vocab: { a: 0 } } }));
+  // hub downloads link files into a blob cache: the link's target is what gets published
+  await mkdir(join(root, 'hub-blobs'), { recursive: true });
+  await writeFile(join(root, 'hub-blobs', 'tokenizer-blob'), JSON.stringify({ model: { vocab: { a: 0 } } }));
+  await symlink(join(root, 'hub-blobs', 'tokenizer-blob'), join(dir, 'tokenizer.json'));
   await writeFile(join(dir, 'model.safetensors'), randomBytes(2 * 1024 * 1024 + 3));
   await writeFile(join(dir, 'onnx', 'encoder.onnx'), randomBytes(700_000));
   await writeFile(join(dir, 'onnx', 'span_rep.onnx'), randomBytes(300_000));
