@@ -25,11 +25,13 @@ import type { BlobStore } from './BlobStore';
 
 /** S3's limit for one PutObject: https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html */
 export const MAX_SINGLE_PUT_BYTES = 5 * 1024 ** 3;
+const LARGE_FILE_BYTES = 64 * 1024 ** 2;
 const SHA256_METADATA = 'sha256';
 
 export type PublishEvent =
   | { type: 'model'; modelId: string; dir: string; files: number; bytes: number }
-  | { type: 'file'; modelId: string; key: string; bytes: number; action: 'uploaded' | 'unchanged' }
+  /** `uploading` only before a large file (≥ 64 MiB), so a long upload is not silent. */
+  | { type: 'file'; modelId: string; key: string; bytes: number; action: 'uploading' | 'uploaded' | 'unchanged' }
   | { type: 'withdrawn'; modelId: string; key: string }
   | { type: 'done'; modelId: string; uploaded: number; unchanged: number; manifest: 'written' | 'unchanged' };
 
@@ -211,6 +213,7 @@ export async function publishModelDir(blobs: BlobStore, dir: string, opts: Publi
       withdrawn = true;
       opts.onEvent?.({ type: 'withdrawn', modelId, key: manifestKey });
     }
+    if (f.size >= LARGE_FILE_BYTES) opts.onEvent?.({ type: 'file', modelId, key, bytes: f.size, action: 'uploading' });
     await putFile(blobs, key, f.path, f.size, hex, 'application/octet-stream', opts.signal);
     uploaded++;
     opts.onEvent?.({ type: 'file', modelId, key, bytes: f.size, action: 'uploaded' });

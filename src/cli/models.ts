@@ -19,7 +19,7 @@ export function describeEvent(e: PublishEvent): string {
     case 'model':
       return `${e.modelId}: ${e.files} file(s), ${mb(e.bytes)} from ${e.dir}`;
     case 'file':
-      return `  ${e.action === 'uploaded' ? 'uploaded ' : 'unchanged'} ${e.key} (${mb(e.bytes)})`;
+      return `  ${e.action.padEnd(9)} ${e.key} (${mb(e.bytes)})${e.action === 'uploading' ? '…' : ''}`;
     case 'withdrawn':
       return `  withdrew ${e.key} while the model changes (unavailable until it is written again)`;
     case 'done':
