@@ -5,10 +5,12 @@
  * published directory.
  */
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
+import { promisify } from 'node:util';
 import { publishModelDir, resolveModelSources, type PublishEvent } from '../../src/adapters/modelPublisher';
 import { prepareTraining } from '../../src/aws/trainingWorkflow';
 import { publishCommand } from '../../src/cli/models';
@@ -189,6 +191,21 @@ describe('sources and the CLI path', () => {
     expect(lines[lines.length - 1]).toBe('sift/gliner2-mini-v1: 5 uploaded, 0 unchanged; manifest written');
     expect(await available()).toBe(true);
   });
+
+  it('the sift CLI lists `models` and publishes through it; bad options exit 1 naming the option', async () => {
+    const root = join(work, 'bin');
+    await buildModelDir(root);
+    const endpoint = await stack.svc.blobs.s3.config.endpoint!();
+    const env = { ...process.env, AWS_ACCESS_KEY_ID: EMULATOR_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: EMULATOR_CREDENTIALS.secretAccessKey, AWS_REGION: 'us-east-1' };
+    // async: this process hosts the S3 emulator the CLI talks to
+    const sift = (...args: string[]) => promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env, encoding: 'utf8' });
+    expect((await sift('--help')).stdout).toMatch(/^  models +Base-model weights in a deployed bucket$/m);
+    const publish = ['models', 'publish', MODEL, '--models-dir', root, '--endpoint-url', `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`];
+    const { stdout } = await sift(...publish, '--bucket', stack.svc.blobs.bucket);
+    expect(stdout.trim().split('\n').pop()).toBe('sift/gliner2-mini-v1: 5 uploaded, 0 unchanged; manifest written');
+    expect(await available()).toBe(true);
+    await expect(sift(...publish, '--bucket', 'x')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("sift models publish: --bucket: 'x' is not a valid S3 bucket name") });
+  }, 60_000);
 
   it('local start-up publishes with the same code and skips a model whose manifest is already there', async () => {
     const root = join(work, 'local');
