@@ -1,10 +1,11 @@
 #!/usr/bin/env -S npx tsx
-/** The `sift` command: run the local service, print the OpenAPI document. */
+/** The `sift` command: run the local service, print the OpenAPI document, publish model weights. */
 import { Command } from 'commander';
 import { followJob, startTraining } from '../src/cli/train';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
+import { DEFAULT_MODELS_DIR } from '../src/local/paths';
 
 const program = new Command().name('sift').description('Sift: training and inference for GLiNER2 encoders and small decoder LLMs');
 
@@ -42,6 +43,8 @@ program
   .description('Serve the API from AWS resources (the ECS gateway): SIFT_TABLE, SIFT_BUCKET, SIFT_QUEUE_URL, PORT')
   .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
   .action(async (opts: { port: string }) => {
+    // a misspelt SIFT_ENCODER_EXECUTION_PROVIDER stops the task at start, not at its first request
+    (await import('../src/core/encoder/executionProvider')).executionProviderFromEnv();
     // the same server the encoder image runs (bin/gateway.ts)
     const { serveGateway } = await import('../src/gateway/server');
     serveGateway(Number(opts.port));
@@ -110,5 +113,28 @@ program
   .command('watch <job-id>')
   .description('Follow a training job with a live progress bar until it ends')
   .action(async (jobId: string) => finish(await followJob(apiOptions(), jobId)));
+
+const models = program.command('models').description('Base-model weights in a deployed bucket');
+models
+  .command('publish <sources...>')
+  .description(
+    'Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them), a directory of them, or catalog ids found in --models-dir, into the bucket\'s models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last.',
+  )
+  .requiredOption('--bucket <name>', 'the deployed bucket (CloudFormation export sift-<stage>-bucket-name)')
+  .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
+  .option('--region <region>', 'AWS region (default: AWS_REGION)')
+  .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)')
+  .option('--models-dir <dir>', 'where catalog ids are looked up', DEFAULT_MODELS_DIR)
+  .action(async (sources: string[], o: { bucket: string; prefix: string; region?: string; endpointUrl?: string; modelsDir: string }) => {
+    const { publishCommand } = await import('../src/cli/models');
+    const abort = new AbortController();
+    process.once('SIGINT', () => abort.abort(new Error('interrupted; run the same command again to resume')));
+    try {
+      await publishCommand(sources, o, (line) => process.stdout.write(line + '\n'), abort.signal);
+    } catch (err) {
+      process.stderr.write(`sift models publish: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  });
 
 await program.parseAsync(process.argv);

@@ -7,6 +7,7 @@ import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemak
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { Parser } from 'tar';
 import { findBaseModel } from '../core/catalog';
+import { baseModelPrefix } from '../core/modelLayout';
 import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
@@ -59,7 +60,7 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
   for (const d of job.datasets) {
     await svc.blobs.copy(rowsKey(input.teamId, d.name, d.version), `${base}input/train/${d.name}-v${d.version}.jsonl`);
   }
-  const modelChannel = findBaseModel(job.base_model) ? `models/${job.base_model}/` : (await getCheckpoint(svc, input.teamId, job.base_model)).blob_prefix;
+  const modelChannel = findBaseModel(job.base_model) ? baseModelPrefix(job.base_model) : (await getCheckpoint(svc, input.teamId, job.base_model)).blob_prefix;
   const hyperParameters = trainerHyperparameters(job, '/opt/ml/input/data/model');
   const channel = (name: string, prefix: string) => ({
     ChannelName: name,

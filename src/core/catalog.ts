@@ -1,4 +1,5 @@
 import type { Services } from './context';
+import { baseModelManifestKey } from './modelLayout';
 
 export type ModelType = 'encoder' | 'decoder';
 export type EncoderTask = 'ner' | 'classification' | 'structures' | 'relations';
@@ -59,7 +60,7 @@ export const CATALOG: readonly BaseModel[] = [
 export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find((m) => m.id === id);
 
 /** A model's weights are present when its manifest is in the model store (blob prefix `models/<id>/`). */
-export const modelManifestKey = (id: string) => `models/${id}/manifest.json`;
+export const modelManifestKey = (id: string) => baseModelManifestKey(id);
 
 export async function listBaseModels(
   svc: Services,

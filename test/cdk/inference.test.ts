@@ -130,6 +130,16 @@ describe('network', () => {
     expect(Object.keys(resourcesOfType(t, 'AWS::SecretsManager::Secret'))).toHaveLength(1);
   });
 
+  it('runs the encoder on the GPU the gateway task reserves, with a value the engine accepts', async () => {
+    const { executionProviderFromEnv, EXECUTION_PROVIDER_ENV } = await import('../../src/core/encoder/executionProvider');
+    const tasks = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
+    const gateway = tasks.flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>).find((c) => c.Name === 'gateway')!;
+    expect(gateway.ResourceRequirements).toEqual([{ Type: 'GPU', Value: '1' }]);
+    const env = Object.fromEntries((gateway.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]));
+    expect(env[EXECUTION_PROVIDER_ENV]).toBeDefined();
+    expect(executionProviderFromEnv(env)).toBe('cuda');
+  });
+
   it('opens no security group to the internet', () => {
     for (const sg of Object.values(resourcesOfType(t, 'AWS::EC2::SecurityGroup'))) {
       for (const rule of (sg.Properties?.SecurityGroupIngress as Array<Record<string, unknown>> | undefined) ?? []) {

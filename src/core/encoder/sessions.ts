@@ -3,9 +3,12 @@
  * same sessions in a worker thread (`SIFT_ORT_WORKER=1`, and automatically under Jest, whose VM
  * realm's typed arrays onnxruntime-common's `instanceof` checks reject).
  */
+import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 // Type-only: onnxruntime-node (native, ~290 MB) loads on first use; Lambda bundles never carry it.
 import type * as Ort from 'onnxruntime-node';
+import { createLogger } from '../../http/logger';
+import { executionProviderFromEnv, ortProviders, withProviderFallback, type ExecutionProvider, type ProviderLog } from './executionProvider';
 
 export type SessionName = 'encoder' | 'spanRep' | 'spanFactors' | 'queryFold' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
 export interface Feed {
@@ -24,12 +27,16 @@ export interface SessionSet {
 
 export interface SessionOptions {
   threads?: number | undefined;
+  /** Default: SIFT_ENCODER_EXECUTION_PROVIDER (executionProvider.ts); `cuda` falls back to CPU where it can't load. */
+  executionProvider?: ExecutionProvider | undefined;
+  /** Where the provider in use (and any fallback) is reported; default: the service's JSON logger. */
+  logger?: ProviderLog | undefined;
 }
 
-function ortOptions(o: SessionOptions): Ort.InferenceSession.SessionOptions {
+function ortOptions(o: SessionOptions, provider: ExecutionProvider): Ort.InferenceSession.SessionOptions {
   const threads = o.threads ?? Number(process.env['SIFT_ENCODER_THREADS'] ?? 0);
   return {
-    executionProviders: ['cpu'],
+    executionProviders: ortProviders(provider),
     graphOptimizationLevel: 'all',
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
@@ -72,12 +79,17 @@ class InWorker implements SessionSet {
       this.pending.clear();
     });
   }
-  static async create(files: Partial<Record<SessionName, string>>, o: SessionOptions): Promise<InWorker> {
-    const w = new Worker(new URL('./ortWorker.mjs', import.meta.url), { workerData: { files, options: ortOptions(o) } });
-    await new Promise<void>((ok, fail) => {
-      w.once('message', (m: { ready: boolean; error?: string }) => (m.ready ? ok() : fail(new Error(m.error))));
-      w.once('error', fail);
-    });
+  static async create(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<InWorker> {
+    const w = new Worker(new URL('./ortWorker.mjs', import.meta.url), { workerData: { files, options } });
+    try {
+      await new Promise<void>((ok, fail) => {
+        w.once('message', (m: { ready: boolean; error?: string }) => (m.ready ? ok() : fail(new Error(m.error))));
+        w.once('error', fail);
+      });
+    } catch (err) {
+      await w.terminate(); // sessions it did create go with it
+      throw err;
+    }
     w.unref();
     return new InWorker(w);
   }
@@ -100,10 +112,24 @@ class InWorker implements SessionSet {
 
 const useWorker = () => process.env['SIFT_ORT_WORKER'] === '1' || process.env['JEST_WORKER_ID'] !== undefined;
 
-export async function createSessions(files: Partial<Record<SessionName, string>>, o: SessionOptions = {}): Promise<SessionSet> {
-  if (useWorker()) return InWorker.create(files, o);
+async function createInProcess(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<SessionSet> {
   const ort = await import('onnxruntime-node');
   const names = Object.keys(files) as SessionName[];
-  const loaded = await Promise.all(names.map((n) => ort.InferenceSession.create(files[n]!, ortOptions(o))));
+  const settled = await Promise.allSettled(names.map((n) => ort.InferenceSession.create(files[n]!, options)));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(settled.map((r) => (r.status === 'fulfilled' ? r.value.release() : undefined)));
+    throw failed.reason;
+  }
+  const loaded = settled.map((r) => (r as PromiseFulfilledResult<Ort.InferenceSession>).value);
   return new InProcess(ort, Object.fromEntries(names.map((n, i) => [n, loaded[i]!])) as Record<SessionName, Ort.InferenceSession>);
+}
+
+/** The model's fragments as sessions on the configured execution provider (CPU when it can't load). */
+export async function createSessions(files: Partial<Record<SessionName, string>>, o: SessionOptions = {}): Promise<SessionSet> {
+  const wanted = o.executionProvider ?? executionProviderFromEnv();
+  const create = (p: ExecutionProvider) => (useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p)));
+  const first = Object.values(files)[0];
+  const context = { fragments: Object.keys(files).length, ...(first ? { model_dir: dirname(dirname(first)) } : {}) };
+  return (await withProviderFallback(wanted, create, o.logger ?? createLogger(), context)).value;
 }

@@ -1,0 +1,46 @@
+/** `sift models publish`: upload built or provided base-model directories into a deployed bucket. */
+import { BlobStore } from '../adapters/BlobStore';
+import { createS3Client } from '../adapters/aws';
+import { ModelPublishError, publishModelDirs, resolveModelSources, type PublishEvent, type PublishResult } from '../adapters/modelPublisher';
+
+export interface PublishCommandOptions {
+  bucket: string;
+  prefix: string;
+  modelsDir: string;
+  region?: string;
+  endpointUrl?: string;
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+
+/** One line per event, so a log of an interrupted run shows how far it got. */
+export function describeEvent(e: PublishEvent): string {
+  switch (e.type) {
+    case 'model':
+      return `${e.modelId}: ${e.files} file(s), ${mb(e.bytes)} from ${e.dir}`;
+    case 'file':
+      return `  ${e.action.padEnd(9)} ${e.key} (${mb(e.bytes)})${e.action === 'uploading' ? '…' : ''}`;
+    case 'withdrawn':
+      return `  withdrew ${e.key} while the model changes (unavailable until it is written again)`;
+    case 'done':
+      return `${e.modelId}: ${e.uploaded} uploaded, ${e.unchanged} unchanged; manifest ${e.manifest}`;
+  }
+}
+
+/** Validates the options before anything touches the bucket. */
+export function checkPublishOptions(o: PublishCommandOptions): void {
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(o.bucket)) throw new ModelPublishError(`--bucket: '${o.bucket}' is not a valid S3 bucket name`);
+  if (!o.prefix.endsWith('/') || o.prefix.startsWith('/')) throw new ModelPublishError(`--prefix: '${o.prefix}' must end with '/' and not start with one (the service reads models/)`);
+  if (o.endpointUrl !== undefined && !/^https?:\/\//.test(o.endpointUrl)) throw new ModelPublishError(`--endpoint-url: '${o.endpointUrl}' must be an http(s) URL`);
+}
+
+export async function publishCommand(sources: string[], o: PublishCommandOptions, write: (line: string) => void, signal?: AbortSignal): Promise<PublishResult[]> {
+  checkPublishOptions(o);
+  const dirs = await resolveModelSources(sources, o.modelsDir);
+  const s3 = createS3Client({ ...(o.region ? { region: o.region } : {}), ...(o.endpointUrl ? { endpoint: o.endpointUrl } : {}) });
+  try {
+    return await publishModelDirs(new BlobStore(s3, o.bucket), dirs, { root: o.prefix, onEvent: (e) => write(describeEvent(e)), ...(signal ? { signal } : {}) });
+  } finally {
+    s3.destroy();
+  }
+}
