@@ -66,7 +66,9 @@ it('dataset → training → evaluation beating the base model → deployment �
   expect(evals.map((e) => e.status)).toEqual([202, 202]);
   const [tuned, base] = await Promise.all(evals.map((e) => poll(`/core/evaluations/${e.body.id}`)));
   expect([tuned.status, base.status]).toEqual(['complete', 'complete']);
-  expect(tuned.metrics.f1).toBeGreaterThan(base.metrics.f1 + 0.1);
+  // beats the base by 0.1 F1, or reaches 1 where the base is already within 0.1 of it
+  expect(tuned.metrics.f1).toBeGreaterThan(base.metrics.f1);
+  expect(tuned.metrics.f1).toBeGreaterThanOrEqual(Math.min(1, base.metrics.f1 + 0.1));
   expect(tuned.metrics.per_entity['invoice number'].f1).toBeGreaterThan(base.metrics.per_entity['invoice number'].f1);
   expect(tuned.metrics.per_entity['invoice number'].support).toBe(heldOut.length);
 
