@@ -109,6 +109,41 @@ describe('prepaid credit', () => {
   });
 });
 
+describe('cancelled streams', () => {
+  it('a client that goes away mid-stream is billed for the tokens produced, once', async () => {
+    const team = await newTeam({ credit_balance_usd: 1 });
+    vllm.pieceDelayMs = 300;
+    try {
+      const ac = new AbortController();
+      const res = await fetch(`${stack.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'x-api-key': team.key, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: FAKE_MODEL, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
+        signal: ac.signal,
+      });
+      const id = res.headers.get('x-inference-id');
+      const reader = res.body!.getReader();
+      await reader.read();
+      ac.abort();
+      let rows: any[] = [];
+      for (let i = 0; i < 50 && rows.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        rows = (await stack.call('GET', '/billing/usage/requests/list', { key: team.key })).body.data;
+      }
+      expect(rows).toHaveLength(1);
+      expect(rows[0].inference_id).toBe(id);
+      // the upstream was cut off before its usage chunk: billed for what was streamed, not max_tokens
+      expect(rows[0].output_tokens).toBeGreaterThan(0);
+      expect(rows[0].output_tokens).toBeLessThan(100);
+      const cost = Math.round(rows[0].cost_usd * 1e6);
+      expect(cost).toBe(Math.round(1000 * 0.05 + rows[0].output_tokens * 0.1));
+      expect(await balanceMicros(team.key)).toBe(1_000_000 - cost);
+    } finally {
+      vllm.pieceDelayMs = 0;
+    }
+  });
+});
+
 describe('daily spending cap', () => {
   it('answers 429 with the cap reason and the time to 00:00 UTC once today’s spend reaches it', async () => {
     const team = await newTeam({ daily_spend_cap_usd: 0.0001 }); // 100 micro-USD: the 2nd request reaches it
