@@ -61,6 +61,20 @@ describe('prepaid credit', () => {
     expect(await balanceMicros(team.key)).toBe(960 - price);
   });
 
+  it('concurrent requests overdraw by at most the requests in flight; the next one gets 402', async () => {
+    const team = await newTeam({ credit_balance_usd: 0.0003 }); // 300 micro-USD: 5 requests' worth
+    const inFlight = 20;
+    const results = await Promise.all(Array.from({ length: inFlight }, () => chat(team.key)));
+    const served = results.filter((r) => r.status === 200).length;
+    expect(served + results.filter((r) => r.status === 402).length).toBe(inFlight);
+    expect(served).toBeGreaterThanOrEqual(5);
+    const balance = await balanceMicros(team.key);
+    expect(balance).toBe(300 - served * price); // every served request paid, exactly
+    expect(balance).toBeGreaterThanOrEqual(300 - inFlight * price);
+    expect(balance).toBeLessThanOrEqual(0);
+    expect((await chat(team.key)).status).toBe(402);
+  });
+
   it('a team billed in arrears is never refused and has no balance', async () => {
     const team = await newTeam({});
     expect((await chat(team.key)).status).toBe(200);
