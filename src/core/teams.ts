@@ -32,13 +32,13 @@ export interface TeamRecord {
 
 export const teamKey = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'TEAM' });
 
-export function teamView(r: TeamRecord): Team {
+export function teamView(r: TeamRecord & LegacyMoney): Team {
   return {
     id: r.id,
     name: r.name,
     plan: r.plan,
-    daily_spend_cap_usd: usdOrNull(r.daily_spend_cap_micros),
-    credit_balance_usd: r.credit_balance_micros === undefined ? null : microsToUsd(r.credit_balance_micros),
+    daily_spend_cap_usd: r.daily_spend_cap_micros === undefined ? (r.daily_spend_cap_usd ?? null) : usdOrNull(r.daily_spend_cap_micros),
+    credit_balance_usd: r.credit_balance_micros === undefined ? (r.credit_balance_usd ?? null) : microsToUsd(r.credit_balance_micros),
     created_at: r.created_at,
   };
 }
@@ -63,12 +63,39 @@ export async function createTeam(
   return teamView(record);
 }
 
+/** Teams written before money was kept in micro-USD carry these USD fields instead. */
+interface LegacyMoney {
+  daily_spend_cap_usd?: number | null;
+  credit_balance_usd?: number | null;
+}
+
+/**
+ * Moves a team written before micro-USD onto it, once (conditional: a concurrent reader doing the
+ * same, or spending that already began, wins and is kept).
+ */
+async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney): Promise<TeamRecord> {
+  if (!('credit_balance_usd' in team) && !('daily_spend_cap_usd' in team)) return team;
+  const { pk, sk } = teamKey(team.id);
+  const set: Record<string, unknown> = {};
+  if (team.daily_spend_cap_micros === undefined) set['daily_spend_cap_micros'] = typeof team.daily_spend_cap_usd === 'number' ? usdToMicros(team.daily_spend_cap_usd) : null;
+  if (typeof team.credit_balance_usd === 'number' && team.credit_balance_micros === undefined) set['credit_balance_micros'] = usdToMicros(team.credit_balance_usd);
+  try {
+    return await svc.records.update<TeamRecord>(pk, sk, {
+      set,
+      remove: ['credit_balance_usd', 'daily_spend_cap_usd'],
+      condition: { expression: 'attribute_not_exists(credit_balance_micros) AND attribute_exists(pk)' },
+    });
+  } catch {
+    return (await svc.records.get<TeamRecord>(pk, sk)) ?? team;
+  }
+}
+
 /** The stored item, read now (balances change with every billed request: never cached). */
 export async function getTeamRecord(svc: Services, teamId: string): Promise<TeamRecord> {
   const { pk, sk } = teamKey(teamId);
-  const team = await svc.records.get<TeamRecord>(pk, sk);
+  const team = await svc.records.get<TeamRecord & LegacyMoney>(pk, sk);
   if (!team) throw new NotFoundError(`team '${teamId}' not found`);
-  return team;
+  return migrateLegacyMoney(svc, team);
 }
 
 /**
@@ -84,5 +111,5 @@ export async function getTeam(svc: Services, teamId: string): Promise<Team> {
 }
 
 export async function listTeams(svc: Services): Promise<Team[]> {
-  return (await svc.records.queryAll<TeamRecord>('TEAMS', { index: 'gsi1' })).map(teamView);
+  return (await svc.records.queryAll<TeamRecord & LegacyMoney>('TEAMS', { index: 'gsi1' })).map(teamView);
 }

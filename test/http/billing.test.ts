@@ -75,6 +75,22 @@ describe('prepaid credit', () => {
     expect((await chat(team.key)).status).toBe(402);
   });
 
+  it('a team stored before micro-USD (USD fields) keeps its balance and cap, and spends from it', async () => {
+    const team = await newTeam({});
+    // the team item as the previous release wrote it
+    const { teamKey } = await import('../../src/core/teams');
+    const { pk, sk } = teamKey(team.id);
+    await stack.svc.records.update(pk, sk, { set: { credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 }, remove: ['credit_balance_micros', 'daily_spend_cap_micros'] });
+    stack.svc.hotPath?.teams.deleteWhere(() => true);
+    const listed = (await stack.call('GET', '/teams')).body.data.find((t: any) => t.id === team.id);
+    expect(listed).toMatchObject({ credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 });
+    expect((await chat(team.key)).status).toBe(200);
+    expect((await chat(team.key)).status).toBe(200); // 100 - 60 - 60 = -20
+    expect(await balanceMicros(team.key)).toBe(100 - 2 * price);
+    expect((await chat(team.key)).status).toBe(402);
+    expect((await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.daily_spend_cap_usd).toBe(5);
+  });
+
   it('a team billed in arrears is never refused and has no balance', async () => {
     const team = await newTeam({});
     expect((await chat(team.key)).status).toBe(200);

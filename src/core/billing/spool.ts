@@ -3,9 +3,8 @@
  * locally an append-only JSONL file (fsync'd) replayed on each flush and at start; on AWS the work
  * queue, whose worker applies them (SQS retries, then its DLQ, which is alarmed).
  */
-import { open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { mkdir } from 'node:fs/promises';
 import type { WorkQueue } from '../../adapters/WorkQueue';
 import type { UsageBatch } from './usageBatch';
 
@@ -54,8 +53,7 @@ export class FileUsageSpool implements UsageSpool {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { applied: 0, kept: 0 };
         throw err;
       }
-      // a torn last line (crash mid-append) was never acknowledged: its batch was not dropped silently
-      // by us, the writer saw the append fail; skip it
+      // a torn last line (a crash mid-append) was never acknowledged to the writer: skip it
       const batches = text.split('\n').filter(Boolean).flatMap((line) => {
         try {
           return [JSON.parse(line) as UsageBatch];
