@@ -25,12 +25,10 @@ import type { StageConfig } from './config';
 import { importDataRefs } from './data-refs';
 import type { InferenceStack } from './inference-stack';
 import type { WorkflowStack } from './workflow-stack';
+import { METRICS_NAMESPACE, USAGE_DIMENSIONS, USAGE_METRICS, type UsageDimension, type UsageMetric } from '../src/core/billing/metricNames';
 
-export const METRICS_NAMESPACE = 'Sift';
-/** The only dimensions usage metrics may carry. */
-export const USAGE_DIMENSIONS = ['endpoint', 'model'] as const;
-export const USAGE_METRICS = ['Requests', 'InputTokens', 'OutputTokens', 'CacheReadTokens', 'CacheWriteTokens', 'GpuMinutes'] as const;
-export type UsageMetric = (typeof USAGE_METRICS)[number];
+// The emitter (src/core/billing/usageMetrics.ts) and these queries share one names module.
+export { METRICS_NAMESPACE, USAGE_DIMENSIONS, USAGE_METRICS, type UsageMetric } from '../src/core/billing/metricNames';
 
 export interface ObservabilityStackProps extends StackProps {
   readonly config: StageConfig;
@@ -40,7 +38,7 @@ export interface ObservabilityStackProps extends StackProps {
 }
 
 /** Metrics Insights query: one usage metric summed and grouped by a usage dimension. */
-export function usageQuery(metric: UsageMetric, groupBy: (typeof USAGE_DIMENSIONS)[number]): string {
+export function usageQuery(metric: UsageMetric, groupBy: UsageDimension): string {
   return `SELECT SUM(${metric}) FROM SCHEMA("${METRICS_NAMESPACE}", ${USAGE_DIMENSIONS.join(', ')}) GROUP BY ${groupBy}`;
 }
 
@@ -232,6 +230,7 @@ export class ObservabilityStack extends Stack {
         markdown: [
           `# Sift ${config.stage}: usage and estimated cost`,
           'Usage from the `Sift` EMF metrics (dimensions: `model`, `endpoint`; no customer dimension).',
+          '`CostUsd` is what customers were billed (list prices per model); the estimate below values tokens at the stack config prices.',
           `Estimated cost uses the unit prices in the stack config: input $${p.inputPerMillionTokens}/M tokens,`,
           `output $${p.outputPerMillionTokens}/M, cache read $${p.cacheReadPerMillionTokens}/M, cache write`,
           `$${p.cacheWritePerMillionTokens}/M, GPU $${p.gpuPerHour}/h. Per-team usage: the billing usage endpoint.`,
@@ -295,6 +294,10 @@ export class ObservabilityStack extends Stack {
         ),
       );
     }
+    this.financeDashboard.addWidgets(
+      new cw.GraphWidget({ title: 'Billed USD by model (per day)', left: [byDim('CostUsd', 'model', day)], stacked: true, width: 12, height: 6 }),
+      new cw.GraphWidget({ title: 'Billed USD by endpoint (per day)', left: [byDim('CostUsd', 'endpoint', day)], stacked: true, width: 12, height: 6 }),
+    );
     this.financeDashboard.addWidgets(
       new cw.GraphWidget({ title: 'CacheWriteTokens by model', left: [byDim('CacheWriteTokens', 'model', hour)], stacked: true, width: 12, height: 6 }),
       new cw.GraphWidget({ title: 'GpuMinutes by endpoint', left: [byDim('GpuMinutes', 'endpoint', hour)], stacked: true, width: 12, height: 6 }),

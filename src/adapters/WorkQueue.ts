@@ -1,7 +1,11 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { UsageBatch } from '../core/billing/usageBatch';
 
 /** Background work: validate an uploaded dataset version, and (later) training/evaluation steps. */
-export type WorkMessage = { type: 'dataset.process'; team_id: string; dataset_name: string; version: number };
+export type WorkMessage =
+  | { type: 'dataset.process'; team_id: string; dataset_name: string; version: number }
+  /** Usage a gateway could not write: applied idempotently by the worker (src/core/billing/usageBatch.ts). */
+  | { type: 'usage.apply'; batch: UsageBatch };
 
 export type WorkHandler = (message: WorkMessage) => Promise<void>;
 

@@ -3,7 +3,10 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { configFromEnv, defaultConfig, type Services, type SiftConfig } from '../core/context';
 import { DynamoRateLimiter, MemoryRateLimiter } from '../core/rateLimits';
-import { BufferedUsageSink, DirectUsageSink } from '../core/usage';
+import { UsageLedger } from '../core/billing/ledger';
+import { QueueUsageSpool, type UsageSpool } from '../core/billing/spool';
+import { stdoutUsageMetrics, type UsageMetrics } from '../core/billing/usageMetrics';
+import { createLogger, type Logger } from '../http/logger';
 import { BlobStore } from './BlobStore';
 import { RecordStore } from './RecordStore';
 import { SqsWorkQueue, type WorkQueue } from './WorkQueue';
@@ -20,8 +23,16 @@ export interface AwsWiring {
   queue: WorkQueue | { sqsQueueUrl: string };
   /** `memory` for one long-lived process (local, ECS); `dynamodb` when many Lambdas share limits. */
   rateLimiter: 'memory' | 'dynamodb';
-  /** `buffered` sums usage in memory and writes it each second (long-lived processes only). */
+  /**
+   * `buffered`: request counts are written each second and billed usage at once without holding the
+   * response (long-lived processes only); `direct`: every event is written before the response.
+   */
   usage?: 'direct' | 'buffered';
+  /** Where usage that cannot be written is kept (default: the work queue). */
+  usageSpool?: UsageSpool;
+  /** Finance's EMF metrics (default: EMF lines on stdout). */
+  usageMetrics?: UsageMetrics;
+  logger?: Logger;
   config?: Partial<SiftConfig>;
 }
 
@@ -45,13 +56,23 @@ export function createServices(w: AwsWiring): Services {
   const records = new RecordStore(dynamo, w.table);
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
   const now = () => new Date();
+  const config = { ...defaultConfig, ...configFromEnv(), ...(w.config ?? {}) };
+  const usageMetrics = w.usageMetrics ?? stdoutUsageMetrics();
   return {
-    config: { ...defaultConfig, ...configFromEnv(), ...(w.config ?? {}) },
+    config,
     records,
     blobs: new BlobStore(s3, w.bucket),
     queue,
     rateLimiter: w.rateLimiter === 'memory' ? new MemoryRateLimiter() : new DynamoRateLimiter(records),
-    usage: w.usage === 'buffered' ? new BufferedUsageSink(records, now) : new DirectUsageSink(records, now),
+    usage: new UsageLedger({
+      records,
+      spool: w.usageSpool ?? new QueueUsageSpool(queue),
+      metrics: usageMetrics,
+      logger: w.logger ?? createLogger(),
+      mode: w.usage === 'buffered' ? 'background' : 'write-through',
+      retentionDays: config.inferenceRetentionDays,
+    }),
+    usageMetrics,
     now,
   };
 }
@@ -70,6 +91,8 @@ export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): Services
     bucket: bucket ?? 'unset',
     queue: queueUrl ? { sqsQueueUrl: queueUrl } : unavailable<WorkQueue>('SIFT_QUEUE_URL'),
     rateLimiter,
+    // a long-lived gateway (memory limits) keeps request counts a second; a Lambda writes before answering
+    usage: rateLimiter === 'memory' ? 'buffered' : 'direct',
     config: { stage: process.env['SIFT_STAGE'] ?? 'prod' },
   });
   if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET');

@@ -6,6 +6,7 @@ import type { HotPath } from './hotPath';
 import type { RateLimiter } from './rateLimits';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageSink } from './usage';
+import type { UsageMetrics } from './billing/usageMetrics';
 
 export interface SiftConfig {
   stage: string;
@@ -59,6 +60,8 @@ export interface Services {
   queue: WorkQueue;
   rateLimiter: RateLimiter;
   usage: UsageSink;
+  /** Finance's CloudWatch metrics (EMF): billed requests (through `usage`) and training minutes. */
+  usageMetrics: UsageMetrics;
   /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
   training?: TrainingLauncher;
   /** Per-process caches and write-behind of a long-lived server (hotPath.ts); absent in Lambdas. */

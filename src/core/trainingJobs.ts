@@ -1,3 +1,4 @@
+import { emitTrainingMinutes } from './billing/trainingMinutes';
 import { ConditionFailed } from '../adapters/RecordStore';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { JobDeployment } from './deployments';
@@ -247,10 +248,12 @@ export async function transitionJob(
   const now = svc.now().toISOString();
   const times: Partial<TrainingJob> = to === 'running' ? { started_at: now } : TERMINAL.includes(to) ? { finished_at: now } : {};
   try {
-    return await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
+    const after = await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
       set: { ...extra, ...times, status: to },
       condition: { expression: '#s = :from', names: { '#s': 'status' }, values: { ':from': job.status } },
     });
+    if (TERMINAL.includes(to)) emitTrainingMinutes(svc, after);
+    return after;
   } catch (err) {
     if (err instanceof ConditionFailed) {
       const current = await getTrainingJob(svc, teamId, id);

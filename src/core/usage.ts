@@ -1,186 +1,186 @@
-import type { RecordStore } from '../adapters/RecordStore';
 import type { Services } from './context';
-import { PaymentRequiredError, RateLimitError } from './errors';
+import { PaymentRequiredError, RateLimitError, ValidationError } from './errors';
+import { microsToUsd, usdOrNull } from './billing/money';
+import { daySk, dayOf, isSeqAttr, monthSk, monthOf, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
-import { getTeam, type Team } from './teams';
+import { getTeam, getTeamRecord, type Team } from './teams';
 
-/** The counters kept per team per UTC day and month (atomic ADDs on one item each). */
-export interface UsageCounters {
+export type { UsageSink } from './billing/ledger';
+export type { BilledUsage } from './billing/usageBatch';
+
+/** Counts one authenticated request against today's and this month's counters. */
+export function recordRequest(svc: Services, teamId: string, limitClass: LimitClass): Promise<void> {
+  return svc.usage.add({ team_id: teamId, at: svc.now().toISOString(), limit_class: limitClass, requests: 1 });
+}
+
+/**
+ * Bills one request: tokens and cost on the day/month counters (by model and endpoint), a row in
+ * the per-request listing, the cost taken from a prepaid balance, and finance's EMF metrics.
+ */
+export function recordBilledUsage(svc: Services, teamId: string, limitClass: LimitClass, usage: BilledUsage): Promise<void> {
+  return svc.usage.add({ team_id: teamId, at: svc.now().toISOString(), limit_class: limitClass, requests: 0, billed: usage });
+}
+
+const nextUtcMidnight = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+
+const outOfCredits = () => {
+  const err = new PaymentRequiredError('Account out of credits: add credits or change plan');
+  // no retry can help until someone adds credit (both vendor SDKs obey this header)
+  err.headers['x-should-retry'] = 'false';
+  return err;
+};
+
+/**
+ * Before billable work: 402 when the prepaid balance is used up (≤ 0), 429 with the spend-cap
+ * reason when today's spend reached the daily cap (clears at 00:00 UTC). This process's own
+ * billed usage is written first, so its previous request's cost is always seen; requests in other
+ * processes are seen once written (the overdraft bound in README "Billing").
+ */
+export async function checkSpendAllowance(svc: Services, teamId: string): Promise<Team> {
+  const team = await getTeam(svc, teamId);
+  if (team.credit_balance_usd === null && team.daily_spend_cap_usd === null) return team;
+  await svc.usage.settled(teamId);
+  if (team.credit_balance_usd !== null) {
+    const fresh = await getTeamRecord(svc, teamId);
+    if (fresh.credit_balance_micros !== undefined && fresh.credit_balance_micros <= 0) throw outOfCredits();
+  }
+  if (team.daily_spend_cap_usd !== null) {
+    const now = svc.now();
+    const day = await svc.records.get<Record<string, number>>(`TEAM#${teamId}`, daySk(dayOf(now.toISOString())));
+    const spent = day?.['cost_usd_micros'] ?? 0;
+    if (microsToUsd(spent) >= team.daily_spend_cap_usd) {
+      throw new RateLimitError(
+        `Daily spending cap of ${team.daily_spend_cap_usd} USD reached; it clears at 00:00 UTC`,
+        Math.ceil((nextUtcMidnight(now).getTime() - now.getTime()) / 1000),
+        'daily_spend_cap_exceeded',
+      );
+    }
+  }
+  return team;
+}
+
+type Stored = Record<string, number | string | undefined>;
+
+interface Totals {
   requests: number;
   input_tokens: number;
   output_tokens: number;
   cache_read_tokens: number;
   cache_write_tokens: number;
-  /** Spend in millionths of a USD, so counters stay integers. */
-  cost_usd_micros: number;
+  cost_usd: number;
 }
 
-export type UsageDelta = Partial<UsageCounters>;
+const emptyTotals = (): Totals => ({ requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 });
 
-const ZERO: UsageCounters = {
-  requests: 0,
-  input_tokens: 0,
-  output_tokens: 0,
-  cache_read_tokens: 0,
-  cache_write_tokens: 0,
-  cost_usd_micros: 0,
-};
-const COUNTER_NAMES = Object.keys(ZERO) as (keyof UsageCounters)[];
-
-const dayOf = (d: Date) => d.toISOString().slice(0, 10);
-const monthOf = (d: Date) => d.toISOString().slice(0, 7);
-
-function countersOf(endpoint: LimitClass, delta: UsageDelta): Record<string, number> {
-  const add: Record<string, number> = {};
-  for (const name of COUNTER_NAMES) {
-    const v = delta[name];
-    if (v) add[name] = v;
-  }
-  if (delta.requests) add[`requests_${endpoint}`] = delta.requests;
-  return add;
-}
-
-async function writeCounters(records: RecordStore, teamId: string, at: Date, add: Record<string, number>): Promise<void> {
-  if (Object.keys(add).length === 0) return;
-  await Promise.all([
-    records.update(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(at)}`, { add }),
-    records.update(`TEAM#${teamId}`, `USAGE#MONTH#${monthOf(at)}`, { add }),
-  ]);
-}
-
-/** Where usage goes. Counters are atomic ADDs on one item per team per day and per month. */
-export interface UsageSink {
-  add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void>;
-  /** Writes whatever is pending; reads of the counters call it first, so they never lag. */
-  flush(): Promise<void>;
-}
-
-/** Writes each request's usage at once: for Lambda, where the process may freeze after a response. */
-export class DirectUsageSink implements UsageSink {
-  constructor(private readonly records: RecordStore, private readonly now: () => Date) {}
-
-  add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
-    return writeCounters(this.records, teamId, this.now(), countersOf(endpoint, delta));
-  }
-
-  async flush(): Promise<void> {}
-}
-
-/**
- * Sums usage in memory and writes it every `intervalMs` (long-lived processes: local, ECS), so a
- * request costs no counter writes of its own. Summing by UTC day keeps day boundaries exact.
- */
-export class BufferedUsageSink implements UsageSink {
-  private pending = new Map<string, { teamId: string; at: Date; add: Record<string, number> }>();
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly records: RecordStore,
-    private readonly now: () => Date,
-    intervalMs = 1000,
-    private readonly onError: (err: unknown) => void = () => {},
-  ) {
-    this.timer = setInterval(() => void this.flush().catch(this.onError), intervalMs);
-    this.timer.unref();
-  }
-
-  async add(teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
-    const at = this.now();
-    const key = `${teamId}|${dayOf(at)}`;
-    const entry = this.pending.get(key) ?? { teamId, at, add: {} };
-    for (const [k, v] of Object.entries(countersOf(endpoint, delta))) entry.add[k] = (entry.add[k] ?? 0) + v;
-    this.pending.set(key, entry);
-  }
-
-  flush(): Promise<void> {
-    const batch = [...this.pending.values()];
-    this.pending = new Map();
-    // Serialized, so a read that flushes also waits for a flush already under way.
-    this.flushing = this.flushing.then(async () => {
-      for (const e of batch) await writeCounters(this.records, e.teamId, e.at, e.add);
-    });
-    return this.flushing;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
-  }
-}
-
-/** Adds to today's and this month's counters; `endpoint` also gets its own request counter. */
-export function recordUsage(svc: Services, teamId: string, endpoint: LimitClass, delta: UsageDelta): Promise<void> {
-  return svc.usage.add(teamId, endpoint, delta);
-}
-
-type StoredCounters = Partial<UsageCounters> & Record<string, number | undefined>;
-
-function normalize(stored: StoredCounters | undefined) {
-  const totals: UsageCounters = { ...ZERO };
-  const byEndpoint: Record<string, number> = {};
-  for (const [k, v] of Object.entries(stored ?? {})) {
-    if (typeof v !== 'number') continue;
-    if (k.startsWith('requests_')) byEndpoint[k.slice('requests_'.length)] = v;
-    else if ((COUNTER_NAMES as string[]).includes(k)) totals[k as keyof UsageCounters] = v;
-  }
+function totalsFrom(get: (counter: string) => number): Totals {
   return {
-    ...totals,
-    cost_usd: totals.cost_usd_micros / 1e6,
-    requests_by_endpoint: byEndpoint,
+    requests: get('requests'),
+    input_tokens: get('input_tokens'),
+    output_tokens: get('output_tokens'),
+    cache_read_tokens: get('cache_read_tokens'),
+    cache_write_tokens: get('cache_write_tokens'),
+    cost_usd: microsToUsd(get('cost_usd_micros')),
   };
 }
 
-export async function getUsage(svc: Services, teamId: string) {
-  await svc.usage.flush();
+/** One day or month item → totals, requests per limit class, billed usage by model and endpoint. */
+function readCounters(stored: Stored | undefined) {
+  const s = stored ?? {};
+  const num = (k: string) => (typeof s[k] === 'number' ? (s[k] as number) : 0);
+  const byEndpointClass: Record<string, number> = {};
+  const groups = { model: new Map<string, Record<string, number>>(), endpoint: new Map<string, Record<string, number>>() };
+  for (const [k, v] of Object.entries(s)) {
+    if (typeof v !== 'number' || isSeqAttr(k)) continue;
+    if (k.startsWith('requests_')) byEndpointClass[k.slice('requests_'.length)] = v;
+    const parts = k.split('|');
+    if (parts.length === 3 && (parts[0] === 'model' || parts[0] === 'endpoint')) {
+      const g = groups[parts[0]];
+      const entry = g.get(parts[1]!) ?? {};
+      entry[parts[2]!] = v;
+      g.set(parts[1]!, entry);
+    }
+  }
+  const list = (kind: 'model' | 'endpoint') =>
+    [...groups[kind]].map(([key, c]) => ({ [kind]: key, ...totalsFrom((n) => c[n] ?? 0) })).sort((a, b) => b.cost_usd - a.cost_usd);
+  return {
+    ...totalsFrom(num),
+    requests_by_endpoint: byEndpointClass,
+    by_model: list('model'),
+    by_endpoint: list('endpoint'),
+  };
+}
+
+/**
+ * GET /billing/usage/requests: today's and this month's usage (requests, tokens, cost) with the
+ * breakdown by model and endpoint, the last `days` UTC days, and the remaining allowance.
+ */
+export async function getUsage(svc: Services, teamId: string, days = 31) {
+  await svc.usage.settled(teamId);
   const now = svc.now();
-  const team = await getTeam(svc, teamId);
-  const [day, month] = await Promise.all([
-    svc.records.get<StoredCounters>(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(now)}`),
-    svc.records.get<StoredCounters>(`TEAM#${teamId}`, `USAGE#MONTH#${monthOf(now)}`),
+  const iso = now.toISOString();
+  const pk = `TEAM#${teamId}`;
+  const [team, month, dayItems] = await Promise.all([
+    getTeamRecord(svc, teamId),
+    svc.records.get<Stored>(pk, monthSk(monthOf(iso))),
+    svc.records.query<Stored & { day?: string }>(pk, { beginsWith: 'USAGE#DAY#', newestFirst: true, limit: days }),
   ]);
-  const today = normalize(day);
-  const nextMidnight = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+  const byDay = dayItems.items
+    .filter((item) => typeof item.day === 'string')
+    .map((item) => {
+      const c = readCounters(item);
+      return { day: item.day as string, ...totalsOf(c), by_model: c.by_model };
+    });
+  const today = readCounters(await svc.records.get<Stored>(pk, daySk(dayOf(iso))));
+  const cap = team.daily_spend_cap_micros;
   return {
     team_id: team.id,
     plan: team.plan,
-    day: dayOf(now),
-    month: monthOf(now),
+    day: dayOf(iso),
+    month: monthOf(iso),
     today,
-    this_month: normalize(month),
-    daily_spend_cap_usd: team.daily_spend_cap_usd,
-    remaining_daily_allowance_usd:
-      team.daily_spend_cap_usd === null ? null : Math.max(0, team.daily_spend_cap_usd - today.cost_usd),
-    credit_balance_usd: team.credit_balance_usd,
-    resets_at: nextMidnight.toISOString(),
+    this_month: readCounters(month),
+    by_day: byDay,
+    daily_spend_cap_usd: usdOrNull(cap),
+    remaining_daily_allowance_usd: cap === null ? null : microsToUsd(Math.max(0, cap - Math.round(today.cost_usd * 1e6))),
+    credit_balance_usd: team.credit_balance_micros === undefined ? null : microsToUsd(team.credit_balance_micros),
+    resets_at: nextUtcMidnight(now).toISOString(),
     rate_limits: Object.fromEntries(
       Object.entries(LIMIT_CLASSES).map(([cls, rules]) => [cls, rules.map((r) => ({ limit: r.limit, window_seconds: r.windowSeconds }))]),
     ),
   };
 }
 
-/**
- * Before billable work: 402 when prepaid credit is used up, 429 with the spend-cap reason when
- * today's spend reached the team's daily cap (clears at 00:00 UTC).
- */
-export async function checkSpendAllowance(svc: Services, teamId: string): Promise<Team> {
-  const team = await getTeam(svc, teamId);
-  if (team.credit_balance_usd !== null && team.credit_balance_usd <= 0) {
-    throw new PaymentRequiredError('Account out of credits: add credits or change plan');
+function totalsOf(c: Totals): Totals {
+  const t = emptyTotals();
+  for (const k of Object.keys(t) as (keyof Totals)[]) t[k] = c[k];
+  return t;
+}
+
+/** The per-request listing, newest first, paged by an opaque cursor. */
+export async function listUsageRequests(svc: Services, teamId: string, opts: { limit: number; cursor?: string | undefined }) {
+  let startKey: Record<string, unknown> | undefined;
+  try {
+    startKey = opts.cursor ? (JSON.parse(Buffer.from(opts.cursor, 'base64url').toString('utf8')) as Record<string, unknown>) : undefined;
+  } catch {
+    throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   }
-  if (team.daily_spend_cap_usd !== null) {
-    await svc.usage.flush();
-    const now = svc.now();
-    const day = await svc.records.get<StoredCounters>(`TEAM#${teamId}`, `USAGE#DAY#${dayOf(now)}`);
-    const spent = (day?.cost_usd_micros ?? 0) / 1e6;
-    if (spent >= team.daily_spend_cap_usd) {
-      const nextMidnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-      throw new RateLimitError(
-        `Daily spending cap of ${team.daily_spend_cap_usd} USD reached; it clears at 00:00 UTC`,
-        (nextMidnight - now.getTime()) / 1000,
-        'daily_spend_cap_exceeded',
-      );
-    }
-  }
-  return team;
+  if (startKey && startKey['pk'] !== `TEAM#${teamId}`) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
+  await svc.usage.settled(teamId);
+  const page = await svc.records.query<UsageRequestRow>(`TEAM#${teamId}`, {
+    beginsWith: 'USAGEREQ#',
+    newestFirst: true,
+    limit: opts.limit,
+    ...(startKey ? { startKey } : {}),
+  });
+  return {
+    data: page.items.map((r) => ({
+      at: r.at,
+      inference_id: r.inference_id,
+      model: r.model,
+      endpoint: r.endpoint,
+      ...Object.fromEntries(TOKEN_COUNTERS.filter((c) => c !== 'cost_usd_micros').map((c) => [c, r[c]])),
+      cost_usd: microsToUsd(r.cost_usd_micros),
+    })),
+    next_cursor: page.nextKey ? Buffer.from(JSON.stringify(page.nextKey)).toString('base64url') : null,
+  };
 }

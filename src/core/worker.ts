@@ -1,5 +1,6 @@
 import type { WorkMessage } from '../adapters/WorkQueue';
 import type { Services } from './context';
+import { applyBatch } from './billing/usageBatch';
 import { failVersion, processVersion } from './datasets/service';
 
 /**
@@ -15,6 +16,10 @@ export async function handleWorkMessage(svc: Services, message: WorkMessage): Pr
         await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch(() => {});
         throw err;
       }
+      return;
+    case 'usage.apply':
+      // idempotent: a redelivery after a partial success re-applies only what is missing
+      await applyBatch(svc.records, message.batch);
       return;
   }
 }

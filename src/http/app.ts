@@ -12,7 +12,7 @@ import {
 } from '../core/errors';
 import { newUuid } from '../core/ids';
 import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/rateLimits';
-import { recordUsage } from '../core/usage';
+import { recordRequest } from '../core/usage';
 import type { Logger } from './logger';
 import { renderError } from './errorFormats';
 import { INTERNAL_TOKEN_HEADER, internalTokenMatches } from './internalAuth';
@@ -77,7 +77,7 @@ export class SiftApp {
     }
     // Every request of a known caller counts, failed ones included (they count against limits too).
     if (principal && spec) {
-      await recordUsage(this.svc, principal.team_id, spec.limit ?? 'default', { requests: 1 }).catch((error) =>
+      await recordRequest(this.svc, principal.team_id, spec.limit ?? 'default').catch((error) =>
         this.logger.error('usage counter update failed', { request_id: requestId, error }),
       );
     }

@@ -28,6 +28,13 @@ export const resourceName = z
 
 export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
+/** A USD amount the ledger can hold exactly: non-negative, at most 6 decimals (it is stored in micro-USD). */
+export const usdAmount = z
+  .number()
+  .nonnegative()
+  .max(1_000_000_000)
+  .refine((v) => Math.abs(v * 1e6 - Math.round(v * 1e6)) < 1e-6, 'must have at most 6 decimal places (micro-USD)');
+
 /** Query-string integers ("10" → 10) with bounds. */
 export const queryInt = (min: number, max: number, dflt: number) =>
   z

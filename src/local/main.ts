@@ -13,7 +13,10 @@ import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/eval
 import { generateShard, generationTasks } from '../core/generation/workflow';
 import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
 import type { Services, SiftConfig } from '../core/context';
-import { BufferedUsageSink } from '../core/usage';
+import { FileUsageSpool } from '../core/billing/spool';
+import { emfUsageMetrics } from '../core/billing/usageMetrics';
+import { createWriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { handleWorkMessage } from '../core/worker';
 import { SiftApp } from '../http/app';
 import { createLogger, type Logger } from '../http/logger';
@@ -43,6 +46,8 @@ export interface LocalOptions {
   workflowPollMs?: number;
   /** Run the adaptive loop over every eligible project this often, ms (AWS: the EventBridge schedule); off when unset. */
   adaptiveEveryMs?: number;
+  /** Where finance's EMF lines go (default: appended to `<dataDir>/logs/metrics.emf.jsonl`). */
+  metricsOut?: (line: string) => void;
 }
 
 export interface LocalService {
@@ -64,6 +69,10 @@ const BUCKET = 'sift-data';
 export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const logger = opts.logger ?? createLogger();
   const dataDir = resolve(opts.dataDir);
+  // local mode's metrics log: the same EMF lines CloudWatch would extract on AWS
+  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const emfLog = opts.metricsOut ? undefined : createWriteStream(join(dataDir, 'logs', 'metrics.emf.jsonl'), { flags: 'a' });
+  const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(line + '\n'));
   const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
   let svc: Services | undefined;
   const queue = new InProcessWorkQueue(
@@ -80,6 +89,10 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     queue,
     rateLimiter: 'memory',
     usage: 'buffered',
+    // usage that cannot be written waits here, fsync'd, until a flush (or the next start) replays it
+    usageSpool: new FileUsageSpool(join(dataDir, 'usage-spool.jsonl')),
+    usageMetrics: emfUsageMetrics(metricsOut),
+    logger,
     config: { stage: 'local', ...(opts.config ?? {}) },
   });
   const runner = new LocalTrainingRunner(() => svc as Services, {
@@ -109,11 +122,14 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     install = await ensureInstallation(svc, opts.adminKey);
     const published = await publishBuiltModels(svc, opts.modelsDir ?? DEFAULT_MODELS_DIR);
     if (published.length) logger.info('published models to the model store', { models: published });
+    // usage kept while the store was unreachable in an earlier run
+    await svc.usage.flush();
     const recovered = await recoverInterruptedWork(svc);
     if (recovered.datasets + recovered.jobs + recovered.workflows) logger.info('recovered interrupted work', recovered);
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
-    await (svc.usage as BufferedUsageSink).close().catch(() => {});
+    await svc.usage.close().catch(() => {});
+    emfLog?.end();
     await emulators.close();
     throw err;
   }
@@ -157,9 +173,9 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await services.hotPath?.writes.drain();
       await closeDecoder(services);
       await closeEncoderRuntime(services);
-      await services.usage.flush();
-      if (services.usage instanceof BufferedUsageSink) await services.usage.close();
+      await services.usage.close();
       await emulators.close();
+      await new Promise<void>((ok) => (emfLog ? emfLog.end(() => ok()) : ok()));
     },
   };
 }

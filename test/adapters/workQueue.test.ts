@@ -1,6 +1,9 @@
 /** InProcessWorkQueue: the local stand-in for SQS. Deferred promises drive the handler: no timers. */
 import { InProcessWorkQueue, type WorkMessage } from '../../src/adapters/WorkQueue';
 
+/** These tests send dataset messages only; the version tells them apart. */
+const versionOf = (m: WorkMessage) => (m.type === 'dataset.process' ? m.version : -1);
+
 const msg = (version: number): WorkMessage => ({ type: 'dataset.process', team_id: 't', dataset_name: 'd', version });
 
 function deferred() {
@@ -29,12 +32,12 @@ function gatedHandler() {
   const handler = async (m: WorkMessage) => {
     running += 1;
     maxRunning = Math.max(maxRunning, running);
-    started.push(m.version);
+    started.push(versionOf(m));
     const gate = deferred();
-    gates.set(m.version, gate);
+    gates.set(versionOf(m), gate);
     try {
       await gate.promise;
-      finished.push(m.version);
+      finished.push(versionOf(m));
     } finally {
       running -= 1;
     }
@@ -113,8 +116,8 @@ describe('InProcessWorkQueue', () => {
     const done: number[] = [];
     const queue = new InProcessWorkQueue(
       async (m) => {
-        if (m.version % 2 === 0) throw new Error(`boom ${m.version}`);
-        done.push(m.version);
+        if (versionOf(m) % 2 === 0) throw new Error(`boom ${versionOf(m)}`);
+        done.push(versionOf(m));
       },
       2,
       (err, m) => errors.push([err, m]),
@@ -122,7 +125,7 @@ describe('InProcessWorkQueue', () => {
     for (let v = 1; v <= 6; v += 1) await queue.send(msg(v));
     await queue.idle();
     expect(done.sort()).toEqual([1, 3, 5]);
-    expect(errors.map(([e, m]) => [(e as Error).message, m.version])).toEqual([
+    expect(errors.map(([e, m]) => [(e as Error).message, versionOf(m)])).toEqual([
       ['boom 2', 2],
       ['boom 4', 4],
       ['boom 6', 6],
@@ -136,8 +139,8 @@ describe('InProcessWorkQueue', () => {
     const errors: string[] = [];
     const done: number[] = [];
     const handler = ((m: WorkMessage) => {
-      if (m.version === 1) throw new Error('sync boom');
-      done.push(m.version);
+      if (versionOf(m) === 1) throw new Error('sync boom');
+      done.push(versionOf(m));
       return Promise.resolve();
     }) as (m: WorkMessage) => Promise<void>;
     const queue = new InProcessWorkQueue(handler, 1, (err) => errors.push((err as Error).message));
@@ -151,8 +154,8 @@ describe('InProcessWorkQueue', () => {
   it('without onError, failures are swallowed and the queue still drains', async () => {
     const done: number[] = [];
     const queue = new InProcessWorkQueue(async (m) => {
-      if (m.version === 1) throw new Error('ignored');
-      done.push(m.version);
+      if (versionOf(m) === 1) throw new Error('ignored');
+      done.push(versionOf(m));
     }, 1);
     await queue.send(msg(1));
     await queue.send(msg(2));

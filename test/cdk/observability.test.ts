@@ -1,6 +1,7 @@
 /** Observability stack: finance dashboard without per-customer dimensions, alarms, budget. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { USAGE_METRICS } from '../../lib/observability-stack';
+import { USAGE_DIMENSIONS, USAGE_METRICS } from '../../lib/observability-stack';
+import { dashboardQueries } from '../helpers/financeDashboard';
 import { buildApp, resourcesOfType } from './helpers';
 
 const built = buildApp({ alarmEmail: 'ops@example.com' });
@@ -16,8 +17,11 @@ function dashboardBody(prefix: string): string {
 describe('finance dashboard', () => {
   const body = dashboardBody('FinanceDashboard');
 
-  it('shows every usage metric', () => {
-    for (const m of USAGE_METRICS) expect(body).toContain(m);
+  // That something emits each of these queries' metric + dimension set: test/http/financeMetrics.test.ts
+  it('queries every usage metric, by exactly the usage dimensions', () => {
+    const queries = dashboardQueries(body);
+    for (const m of USAGE_METRICS) expect(queries.some((q) => q.metric === m)).toBe(true);
+    for (const q of queries) expect(q).toEqual({ namespace: 'Sift', metric: expect.any(String), dimensions: [...USAGE_DIMENSIONS].sort() });
   });
 
   it('reads usage only by model and endpoint, never per customer', () => {

@@ -122,10 +122,20 @@ describe('store, streaming and disconnects', () => {
       expect((await stack.call('GET', `/inferences/${id}`)).status).toBe(404);
     }
     const stored = await stack.call('POST', '/v1/messages', { body: { model: MODEL, stream: true, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] } });
-    expect((await stack.call('GET', `/inferences/${stored.headers.get('x-inference-id')}`)).status).toBe(200);
+    const storedId = stored.headers.get('x-inference-id');
+    expect((await stack.call('GET', `/inferences/${storedId}`)).status).toBe(200);
     const after = await usage();
     expect(after.output_tokens - before.output_tokens).toBeGreaterThanOrEqual(4);
-    expect(after.cost_usd_micros).toBeGreaterThanOrEqual(before.cost_usd_micros);
+    // each of the three is billed once, stored or not: its own row, and today's spend grew by exactly their cost
+    const rows = (await stack.call('GET', '/billing/usage/requests/list?limit=500')).body.data as any[];
+    const billed = [...ids, storedId].map((id) => rows.filter((r) => r.inference_id === id));
+    for (const r of billed) {
+      expect(r).toHaveLength(1);
+      expect(r[0].output_tokens).toBeGreaterThan(0);
+      expect(r[0].cost_usd).toBeGreaterThan(0);
+    }
+    const micros = (usd: number) => Math.round(usd * 1e6);
+    expect(micros(after.cost_usd) - micros(before.cost_usd)).toBe(billed.reduce((sum, r) => sum + micros(r[0].cost_usd), 0));
   });
 
   it('a client that disconnects mid-stream cancels the generation; usage is still recorded and nothing hangs', async () => {

@@ -170,8 +170,18 @@ describe('/gliner-2/*', () => {
     expect(Object.keys(calls[2]!.body.result)).toEqual(['structures']);
     expect(Object.keys(calls[3]!.body.result)).toEqual(['relations']);
     expect(Object.keys(calls[4]!.body.result).sort()).toEqual(['classifications', 'entities']);
-    const usage = await stack.call('GET', '/usage');
-    if (usage.status === 200) expect(JSON.stringify(usage.body)).toContain('gliner');
+    // each call is billed once, under its own route and the model it named, with the tokens it reported
+    const rows = (await stack.call('GET', '/billing/usage/requests/list?limit=500')).body.data as any[];
+    const paths = ['/gliner-2/entities', '/gliner-2/classify', '/gliner-2/extract-json', '/gliner-2/relations', '/gliner-2/extract'];
+    calls.forEach((c, i) => {
+      const row = rows.filter((r) => r.inference_id === c.body.inference_id);
+      expect(row).toHaveLength(1);
+      expect(row[0]).toMatchObject({ endpoint: paths[i], model: MODEL, input_tokens: c.body.usage.input_tokens });
+      expect(row[0].cost_usd).toBeGreaterThan(0);
+    });
+    const usage = (await stack.call('GET', '/billing/usage/requests')).body;
+    expect(usage.today.requests_by_endpoint.gliner).toBeGreaterThanOrEqual(5);
+    for (const p of paths) expect(usage.today.by_endpoint.find((e: any) => e.endpoint === p)?.requests).toBeGreaterThanOrEqual(1);
   });
 });
 

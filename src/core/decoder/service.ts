@@ -2,7 +2,7 @@ import type { Principal, Services } from '../context';
 import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
-import { checkSpendAllowance, recordUsage } from '../usage';
+import { checkSpendAllowance, recordBilledUsage } from '../usage';
 import { CACHE_MULTIPLIERS, type ResolvedModel } from './models';
 import { PromptCache } from './promptCache';
 import type { DecoderBackend, DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
@@ -95,7 +95,11 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
     finished = true;
     const u = done.usage;
     const result: GenerationResult = { text, finishReason: done.finishReason, stopSequence: done.stopSequence, usage: u };
-    await recordUsage(svc, principal.team_id, input.limitClass, {
+    await recordBilledUsage(svc, principal.team_id, input.limitClass, {
+      inference_id: inferenceId,
+      endpoint: input.endpoint,
+      model: model.requested,
+      base_model: model.baseModel,
       input_tokens: Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens),
       output_tokens: u.completionTokens,
       cache_read_tokens: u.cacheReadTokens,

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Principal, Services } from '../context';
 import { PayloadTooLargeError, ValidationError, type FieldError } from '../errors';
 import { newInferenceId, storeInference, type InferenceTask } from '../inferences';
-import { checkSpendAllowance, recordUsage } from '../usage';
+import { checkSpendAllowance, recordBilledUsage } from '../usage';
 import type { LimitClass } from '../rateLimits';
 import { EncoderInputError, type EncoderResult, type FieldValue, type Span } from './engine';
 import { encoderRuntime, resolveEncoderModel } from './runtime';
@@ -211,7 +211,17 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   const inferenceId = newInferenceId();
   const latency = Math.round(performance.now() - started);
   const usage = { input_tokens: out.inputTokens };
-  await recordUsage(a.svc, a.principal.team_id, a.limitClass, { input_tokens: out.inputTokens, cost_usd_micros: Math.ceil(out.inputTokens * ENCODER_PRICE_PER_MTOK) });
+  await recordBilledUsage(a.svc, a.principal.team_id, a.limitClass, {
+    inference_id: inferenceId,
+    endpoint: a.endpoint,
+    model: a.modelId,
+    base_model: resolved.baseModel,
+    input_tokens: out.inputTokens,
+    output_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd_micros: Math.ceil(out.inputTokens * ENCODER_PRICE_PER_MTOK),
+  });
   await storeInference(
     a.svc,
     a.principal.team_id,

@@ -3,11 +3,11 @@ import { createApiKey, createSession, listApiKeys, revokeApiKey } from '../../co
 import { ForbiddenError } from '../../core/errors';
 import { createTeam, listTeams } from '../../core/teams';
 import { json, route } from '../types';
-import { uuid } from '../validation';
+import { usdAmount, uuid } from '../validation';
 import { ApiKeySchema, Deleted, list } from './schemas';
 
 const keyName = z.string().trim().min(1).max(100);
-const TeamSchema = z
+export const TeamSchema = z
   .object({
     id: z.string(),
     name: z.string(),
@@ -73,8 +73,8 @@ export const apiKeyRoutes = [
     body: z.strictObject({
       name: z.string().trim().min(1).max(100),
       plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
-      daily_spend_cap_usd: z.number().nonnegative().nullable().optional(),
-      credit_balance_usd: z.number().nullable().optional(),
+      daily_spend_cap_usd: usdAmount.nullable().optional(),
+      credit_balance_usd: usdAmount.nullable().optional(),
     }),
     responses: { 201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) } },
     handler: async ({ svc, body }) => {

@@ -12,6 +12,7 @@ import { inferenceRoutes } from './generateInference';
 import { glinerRoutes, registerEncoderRoutes } from './inference';
 import { metaRoutes } from './meta';
 import { baseModelRoutes, billingRoutes, evaluationRoutes, inferenceHistoryRoutes, projectRoutes } from './resources';
+import { teamBillingRoutes } from './teams';
 import { trainingJobRoutes } from './trainingJobs';
 
 export const API_VERSION = '0.1.0';
@@ -22,6 +23,7 @@ export function allRoutes(): RouteSpec[] {
   const routes: RouteSpec[] = [
     ...metaRoutes,
     ...apiKeyRoutes,
+    ...teamBillingRoutes,
     ...baseModelRoutes,
     ...projectRoutes,
     ...adaptiveRoutes,

@@ -1,0 +1,52 @@
+import { ConditionFailed } from '../../adapters/RecordStore';
+import type { Services } from '../context';
+import { BadRequestError, NotFoundError } from '../errors';
+import { teamKey, teamView, type Plan, type Team, type TeamRecord } from '../teams';
+import { usdToMicros } from './money';
+
+/**
+ * Adds prepaid credit with one atomic ADD (concurrent spending is never lost). A team billed in
+ * arrears (no balance) is refused: giving it a balance is a plan change, `PATCH /teams/{id}`.
+ */
+export async function addCredits(svc: Services, teamId: string, amountUsd: number): Promise<Team> {
+  const { pk, sk } = teamKey(teamId);
+  try {
+    const after = await svc.records.update<TeamRecord>(pk, sk, {
+      add: { credit_balance_micros: usdToMicros(amountUsd) },
+      condition: { expression: 'attribute_exists(pk) AND attribute_exists(credit_balance_micros)' },
+    });
+    svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);
+    return teamView(after);
+  } catch (err) {
+    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(await svc.records.get(pk, sk))) throw new NotFoundError(`team '${teamId}' not found`);
+    throw new BadRequestError(`team '${teamId}' is billed in arrears (credit_balance_usd is null): set a balance with PATCH /teams/${teamId} first`);
+  }
+}
+
+export interface TeamChange {
+  name?: string | undefined;
+  plan?: Plan | undefined;
+  daily_spend_cap_usd?: number | null | undefined;
+  /** Sets the balance outright (null: billed in arrears). To add, use addCredits. */
+  credit_balance_usd?: number | null | undefined;
+}
+
+export async function updateTeam(svc: Services, teamId: string, change: TeamChange): Promise<Team> {
+  const { pk, sk } = teamKey(teamId);
+  const set: Record<string, unknown> = {};
+  const remove: string[] = [];
+  if (change.name !== undefined) set['name'] = change.name;
+  if (change.plan !== undefined) set['plan'] = change.plan;
+  if (change.daily_spend_cap_usd !== undefined) set['daily_spend_cap_micros'] = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
+  if (change.credit_balance_usd === null) remove.push('credit_balance_micros');
+  else if (change.credit_balance_usd !== undefined) set['credit_balance_micros'] = usdToMicros(change.credit_balance_usd);
+  try {
+    const after = await svc.records.update<TeamRecord>(pk, sk, { set, remove, condition: { expression: 'attribute_exists(pk)' } });
+    svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);
+    return teamView(after);
+  } catch (err) {
+    if (err instanceof ConditionFailed) throw new NotFoundError(`team '${teamId}' not found`);
+    throw err;
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The usage pipeline of one process. Events are grouped per team into batches (usageBatch.ts):
+ * one batch per team in flight, so the sequence numbers that make writes idempotent reach each
+ * item in order, and concurrent requests of a team share one write (group commit).
+ *
+ * A failed batch is retried with bounded backoff; one that still fails is handed to the spool
+ * (spool.ts) with a WARN line and a metric, and this writer takes a new id (the kept batch must
+ * not be overtaken by a later, higher sequence number on the same items).
+ */
+import type { RecordStore } from '../../adapters/RecordStore';
+import type { Logger } from '../../http/logger';
+import { newUuid } from '../ids';
+import type { UsageSpool } from './spool';
+import { applyBatch, buildBatch, type UsageBatch, type UsageEvent } from './usageBatch';
+import type { UsageMetrics } from './usageMetrics';
+
+export interface UsageSink {
+  /** Records one event. Billed usage is written at once (credit is spent before the team's next check). */
+  add(event: UsageEvent): Promise<void>;
+  /** Resolves once every event of the team added so far is written (or kept in the spool). */
+  settled(teamId: string): Promise<void>;
+  /** Writes everything pending and replays the spool; reads of the counters call it first. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface LedgerOptions {
+  records: RecordStore;
+  spool: UsageSpool;
+  metrics: UsageMetrics;
+  logger: Logger;
+  /**
+   * `write-through`: `add` waits for the write (Lambda, whose process may freeze after a response).
+   * `background`: request counts are written every `intervalMs`, billed usage at once without
+   * making the response wait (long-lived local and ECS processes).
+   */
+  mode: 'write-through' | 'background';
+  intervalMs?: number;
+  /** Days the per-request rows are kept. */
+  retentionDays: number;
+  /** Delays between attempts of one batch before it is spooled. */
+  retryDelaysMs?: number[];
+}
+
+const MAX_EVENTS_PER_BATCH = 500;
+
+export class UsageLedger implements UsageSink {
+  private writer = `w${newUuid().replaceAll('-', '')}`;
+  private seq = 0;
+  private readonly pending = new Map<string, UsageEvent[]>();
+  private readonly chains = new Map<string, Promise<void>>();
+  /** Batches neither written nor spooled (the spool itself failed): retried on each flush. */
+  private stranded: UsageBatch[] = [];
+  private readonly timer?: NodeJS.Timeout;
+
+  constructor(private readonly o: LedgerOptions) {
+    if (o.mode === 'background') {
+      this.timer = setInterval(() => void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })), o.intervalMs ?? 1000);
+      this.timer.unref();
+    }
+  }
+
+  add(event: UsageEvent): Promise<void> {
+    if (event.billed) this.o.metrics.billed(event.billed);
+    const list = this.pending.get(event.team_id) ?? [];
+    list.push(event);
+    this.pending.set(event.team_id, list);
+    if (this.o.mode === 'write-through') return this.commit(event.team_id);
+    if (event.billed) void this.commit(event.team_id);
+    return Promise.resolve();
+  }
+
+  settled(teamId: string): Promise<void> {
+    return this.commit(teamId);
+  }
+
+  async flush(): Promise<void> {
+    await Promise.all([...this.pending.keys()].map((team) => this.commit(team)));
+    await Promise.all([...this.chains.values()]);
+    const stranded = this.stranded;
+    this.stranded = [];
+    for (const b of stranded) await this.keep(b);
+    const { applied, kept } = await this.o.spool.replay((b) => applyBatch(this.o.records, b));
+    if (applied) this.o.logger.info('replayed spooled usage', { applied, kept });
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.flush();
+  }
+
+  /** Writes the team's pending events after the team's batch in flight, if any. Never rejects. */
+  private commit(teamId: string): Promise<void> {
+    const prev = this.chains.get(teamId) ?? Promise.resolve();
+    const next = prev.then(async () => {
+      for (;;) {
+        const events = this.pending.get(teamId);
+        if (!events?.length) return;
+        const take = events.splice(0, MAX_EVENTS_PER_BATCH);
+        if (events.length === 0) this.pending.delete(teamId);
+        const expiresAt = Math.floor(Date.now() / 1000) + this.o.retentionDays * 86_400;
+        await this.write(buildBatch(this.writer, ++this.seq, teamId, take, expiresAt));
+      }
+    });
+    this.chains.set(teamId, next);
+    void next.finally(() => {
+      if (this.chains.get(teamId) === next) this.chains.delete(teamId);
+    });
+    return next;
+  }
+
+  private async write(batch: UsageBatch): Promise<void> {
+    const delays = this.o.retryDelaysMs ?? [25, 100, 400];
+    let lastError: unknown;
+    for (let attempt = 0; attempt <= delays.length; attempt++) {
+      try {
+        await applyBatch(this.o.records, batch);
+        return;
+      } catch (err) {
+        lastError = err;
+        if (attempt < delays.length) await new Promise((r) => setTimeout(r, delays[attempt]));
+      }
+    }
+    // A later batch of this writer must not carry a higher sequence number to the same items
+    // before this one is replayed.
+    this.writer = `w${newUuid().replaceAll('-', '')}`;
+    this.seq = 0;
+    this.o.logger.warn('usage write failed after retries; kept for replay', { team_id: batch.team_id, events: batch.requests.length, error: lastError as Error });
+    await this.keep(batch);
+  }
+
+  private async keep(batch: UsageBatch): Promise<void> {
+    try {
+      await this.o.spool.append(batch);
+      this.o.metrics.spooled(1);
+    } catch (error) {
+      // the whole batch in the log line: the last place it can be recovered from
+      this.o.logger.error('usage could not be written nor spooled; retrying on the next flush', { batch, error: error as Error });
+      this.stranded.push(batch);
+    }
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * The CloudWatch names finance reads: the EMF emitter (usageMetrics.ts) and the finance dashboard
+ * (lib/observability-stack.ts) both import them from here, so a query can never name a metric or a
+ * dimension set that nothing emits.
+ */
+export const METRICS_NAMESPACE = 'Sift';
+
+/** The only dimensions usage metrics carry (never a customer id: each dimension set is a billed custom metric). */
+export const USAGE_DIMENSIONS = ['endpoint', 'model'] as const;
+export type UsageDimension = (typeof USAGE_DIMENSIONS)[number];
+
+/** Per billed request. */
+export const REQUEST_METRICS = ['Requests', 'InputTokens', 'OutputTokens', 'CacheReadTokens', 'CacheWriteTokens', 'CostUsd'] as const;
+/** Per finished training job (endpoint `/core/training-jobs`, model = the base model). */
+export const TRAINING_METRICS = ['GpuMinutes'] as const;
+export const USAGE_METRICS = [...REQUEST_METRICS, ...TRAINING_METRICS] as const;
+export type UsageMetric = (typeof USAGE_METRICS)[number];
+
+/** Operational: usage batches that could not be written and were kept in the spool / queue. */
+export const SPOOLED_METRIC = 'UsageBatchesSpooled';
+
+/** The `endpoint` dimension value of training compute. */
+export const TRAINING_ENDPOINT = '/core/training-jobs';

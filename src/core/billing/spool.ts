@@ -1,0 +1,93 @@
+/**
+ * Where usage batches that could not be written go, so usage (money) is never dropped:
+ * locally an append-only JSONL file (fsync'd) replayed on each flush and at start; on AWS the work
+ * queue, whose worker applies them (SQS retries, then its DLQ, which is alarmed).
+ */
+import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { WorkQueue } from '../../adapters/WorkQueue';
+import type { UsageBatch } from './usageBatch';
+
+export interface UsageSpool {
+  /** Keeps a batch durably (resolves only once it is). */
+  append(batch: UsageBatch): Promise<void>;
+  /** Applies what is kept; keeps what still fails. Returns how many were applied and kept. */
+  replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }>;
+}
+
+async function writeDurably(path: string, text: string, flag: 'a' | 'w'): Promise<void> {
+  const fh = await open(path, flag);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export class FileUsageSpool implements UsageSpool {
+  /** Appends and replays take turns: a replay rewrites the file. */
+  private turn: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly path: string) {}
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(work, work);
+    this.turn = run.catch(() => {});
+    return run;
+  }
+
+  append(batch: UsageBatch): Promise<void> {
+    return this.exclusive(async () => {
+      await mkdir(dirname(this.path), { recursive: true });
+      await writeDurably(this.path, JSON.stringify(batch) + '\n', 'a');
+    });
+  }
+
+  replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }> {
+    return this.exclusive(async () => {
+      let text: string;
+      try {
+        text = await readFile(this.path, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { applied: 0, kept: 0 };
+        throw err;
+      }
+      // a torn last line (a crash mid-append) was never acknowledged to the writer: skip it
+      const batches = text.split('\n').filter(Boolean).flatMap((line) => {
+        try {
+          return [JSON.parse(line) as UsageBatch];
+        } catch {
+          return [];
+        }
+      });
+      if (batches.length === 0) return { applied: 0, kept: 0 };
+      const kept: UsageBatch[] = [];
+      for (const b of batches) {
+        try {
+          await apply(b);
+        } catch {
+          kept.push(b);
+        }
+      }
+      // write the remainder beside the spool, then swap: a crash leaves the old (replayable) file
+      const tmp = join(dirname(this.path), `.${Date.now()}.usage-spool.tmp`);
+      await writeDurably(tmp, kept.map((b) => JSON.stringify(b) + '\n').join(''), 'w');
+      await rename(tmp, this.path);
+      return { applied: batches.length - kept.length, kept: kept.length };
+    });
+  }
+}
+
+/** AWS: a batch goes to the work queue as a `usage.apply` message (src/core/worker.ts applies it). */
+export class QueueUsageSpool implements UsageSpool {
+  constructor(private readonly queue: WorkQueue) {}
+
+  async append(batch: UsageBatch): Promise<void> {
+    await this.queue.send({ type: 'usage.apply', batch });
+  }
+
+  async replay(): Promise<{ applied: number; kept: number }> {
+    return { applied: 0, kept: 0 };
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Finance's CloudWatch view: a billed request in local mode writes EMF lines, and a finished
+ * training job its GPU minutes; every metric + dimension set the synthesized finance dashboard
+ * queries must be among them (else the widget shows nothing on AWS).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newUuid } from '../../src/core/ids';
+import { jobItem, transitionJob } from '../../src/core/trainingJobs';
+import { silentLogger } from '../../src/http/logger';
+import { startLocal, type LocalService } from '../../src/local/main';
+import { buildApp } from '../cdk/helpers';
+import { FAKE_MODEL, startFakeVllm, type FakeVllm } from '../helpers/fakeVllm';
+import { dashboardBody, dashboardQueries, emfMetrics } from '../helpers/financeDashboard';
+import { configureDecoder, OpenAiUpstreamDecoder } from '../../src/adapters/decoder';
+
+const OPERATOR = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';
+let service: LocalService;
+let vllm: FakeVllm;
+let dataDir: string;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  vllm = await startFakeVllm();
+  dataDir = await mkdtemp(join(tmpdir(), 'sift-emf-'));
+  service = await startLocal({ port: 0, dataDir, adminKey: OPERATOR, logger: silentLogger, maxTrainingJobs: 0, modelsDir: join(dataDir, 'none'), metricsOut: (l) => lines.push(l) });
+  configureDecoder(service.svc, { backend: new OpenAiUpstreamDecoder({ baseUrl: vllm.url }) });
+}, 60_000);
+afterAll(async () => {
+  await service?.close();
+  await vllm?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+it('a billed request and a finished training job emit every metric the finance dashboard reads', async () => {
+  const res = await fetch(`${service.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'x-api-key': OPERATOR, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: FAKE_MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 10 }),
+  });
+  expect(res.status).toBe(200);
+  const billedLine = lines.map((l) => JSON.parse(l)).find((d) => d.endpoint === '/v1/chat/completions');
+  expect(billedLine).toMatchObject({ model: FAKE_MODEL, Requests: 1, InputTokens: 1000, OutputTokens: 100, CacheReadTokens: 0, CacheWriteTokens: 0 });
+  expect(billedLine.CostUsd).toBeCloseTo(0.00006, 10);
+  expect(billedLine.service).toBeUndefined(); // SCHEMA(…) matches the exact dimension set
+
+  // a training job that ran 90 s and ends: its GPU minutes (local: CPU, 0 GPUs) are emitted once
+  const svc = service.svc;
+  const usage = (await (await fetch(`${service.url}/billing/usage/requests`, { headers: { 'x-api-key': OPERATOR } })).json()) as { team_id: string };
+  const teamId = usage.team_id;
+  const id = newUuid();
+  const started = new Date(Date.now() - 90_000).toISOString();
+  await svc.records.put(jobItem(teamId, id), { id, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: started, finished_at: null });
+  await transitionJob(svc, teamId, id, 'complete');
+  const gpuLine = lines.map((l) => JSON.parse(l)).find((d) => d.endpoint === '/core/training-jobs');
+  expect(gpuLine).toMatchObject({ model: 'sift/gliner2-mini-v1', GpuMinutes: 0 });
+
+  const built = buildApp();
+  const queries = dashboardQueries(dashboardBody(built.template(built.stacks.observability), 'FinanceDashboard'));
+  expect(queries.length).toBeGreaterThan(10);
+  const emitted = new Set(lines.flatMap(emfMetrics).map((m) => `${m.namespace}/${m.metric}/${m.dimensions.join(',')}`));
+  const missing = queries.map((q) => `${q.namespace}/${q.metric}/${q.dimensions.join(',')}`).filter((q) => !emitted.has(q));
+  expect(missing).toEqual([]);
+  for (const metric of ['Requests', 'InputTokens', 'OutputTokens', 'CacheReadTokens', 'CacheWriteTokens', 'CostUsd', 'GpuMinutes']) {
+    expect(queries.some((q) => q.metric === metric)).toBe(true);
+  }
+}, 120_000);
