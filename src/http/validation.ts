@@ -1,8 +1,23 @@
 import { z } from 'zod';
 import { ValidationError, type FieldError } from '../core/errors';
 
+type Issue = z.core.$ZodIssue;
+
+/**
+ * A union (`text`: a string or a list of strings) that fails in every branch reports the branch
+ * whose type matched, so `""` says why the string was refused, not just "Invalid input".
+ */
+function unwrapUnions(issues: readonly Issue[], base: PropertyKey[] = []): Issue[] {
+  return issues.flatMap((issue): Issue[] => {
+    const path = [...base, ...issue.path];
+    if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [{ ...issue, path }];
+    const typed = issue.errors.filter((branch) => !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0));
+    return typed.length === 1 ? unwrapUnions(typed[0] as Issue[], path) : [{ ...issue, path }];
+  });
+}
+
 export function toFieldErrors(error: z.ZodError, prefix: string): FieldError[] {
-  return error.issues.map((issue) => {
+  return unwrapUnions(error.issues).map((issue) => {
     const loc: (string | number)[] = [prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     // Unknown keys are reported on the key itself, so the field is named.
     if (issue.code === 'unrecognized_keys') {
@@ -18,25 +33,42 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, prefix
   return res.data;
 }
 
-/** Names of datasets, projects and models: safe as storage key segments (no slashes, no `..`). */
+/**
+ * What the OpenAPI document says for a schema whose JSON Schema zod cannot derive from the input
+ * side (a query string that carries an integer). openapi.ts applies it; the zod schema still validates.
+ */
+export const openApiOverrides = z.registry<{ jsonSchema: Record<string, unknown> }>();
+
+/**
+ * Names of datasets, projects and models: safe as storage key segments (no slashes, no `..`).
+ * One regex (no refinement) so the OpenAPI document states the whole rule.
+ */
 export const resourceName = z
   .string()
   .min(1)
   .max(128)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must start with a letter or digit and contain only letters, digits, ".", "_" and "-"')
-  .refine((s) => !s.includes('..'), 'must not contain ".."');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\.?$/,
+    'must start with a letter or digit, contain only letters, digits, ".", "_" and "-", and not contain ".."',
+  );
+
+/** Text a model reads: not empty or whitespace only. */
+export const nonBlank = (message: string) => z.string().regex(/\S/, message);
 
 export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
-/** Query-string integers ("10" → 10) with bounds. */
-export const queryInt = (min: number, max: number, dflt: number) =>
-  z
+/** Query-string integers ("10" → 10) with bounds; documented as the integer they carry. */
+export const queryInt = (min: number, max: number, dflt: number) => {
+  const schema = z
     .string()
     .regex(/^\d+$/, 'must be a non-negative integer')
     .transform(Number)
     .pipe(z.number().int().min(min).max(max))
     .optional()
     .transform((v) => v ?? dflt);
+  openApiOverrides.add(schema, { jsonSchema: { type: 'integer', minimum: min, maximum: max, default: dflt } });
+  return schema;
+};
 
 export const queryBool = z
   .enum(['true', 'false'], { message: 'must be "true" or "false"' })
