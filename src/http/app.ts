@@ -103,7 +103,13 @@ export class SiftApp {
       const store = found.store as { spec: RouteSpec };
       return { spec: store.spec, params: found.params as Record<string, string> };
     }
-    const allowed = METHODS.filter((m) => m !== req.method && this.router.find(m, req.path));
+    // A method counts as allowed only where its route would take this path's parameters:
+    // `/core/datasets/upload/url` also matches `GET /core/datasets/:name/:version`, whose version must be a number.
+    const allowed = METHODS.filter((m) => {
+      const other = m !== req.method ? this.router.find(m, req.path) : null;
+      const otherSpec = (other?.store as { spec: RouteSpec } | undefined)?.spec;
+      return otherSpec !== undefined && (!otherSpec.params || otherSpec.params.safeParse(other?.params).success);
+    });
     if (allowed.length > 0) {
       const err = new MethodNotAllowedError(`Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`);
       err.headers['allow'] = allowed.join(', ');

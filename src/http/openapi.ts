@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { RouteSpec } from './types';
+import { AnthropicErrorBody, OpenAiErrorBody } from './routes/compat/common';
+import type { ErrorFormat, RouteSpec } from './types';
 import { ErrorBody, openApiOverrides, ValidationErrorBody } from './validation';
 
 type Json = Record<string, unknown>;
@@ -20,7 +21,7 @@ class SchemaCollector {
       unrepresentable: 'any',
       reused: 'inline',
       override: ({ zodSchema, jsonSchema }) => {
-        const doc = openApiOverrides.get(zodSchema as z.ZodType);
+        const doc = openApiOverrides.get(zodSchema);
         if (!doc) return;
         for (const key of Object.keys(jsonSchema)) delete (jsonSchema as Json)[key];
         Object.assign(jsonSchema, doc.jsonSchema);
@@ -49,7 +50,15 @@ function rewriteRefs<T>(value: T): T {
   return out as T;
 }
 
-const errorSchema = (status: string) => ({ $ref: `${COMPONENTS}${status === '422' ? 'ValidationError' : 'Error'}` });
+/** The error body a route renders (app.ts picks the same way): native `{detail}`, or a vendor envelope. */
+function errorFormatOf(spec: RouteSpec): ErrorFormat {
+  return spec.errorFormat ?? (spec.path.startsWith('/v1/messages') ? 'anthropic' : spec.path.startsWith('/v1/') ? 'openai' : 'native');
+}
+
+const ERROR_COMPONENT: Record<ErrorFormat, string> = { native: 'Error', openai: 'OpenAiError', anthropic: 'AnthropicError' };
+const errorSchema = (format: ErrorFormat, status: string) => ({
+  $ref: COMPONENTS + (format === 'native' && status === '422' ? 'ValidationError' : ERROR_COMPONENT[format]),
+});
 
 /** Errors every route of a given kind can answer with, beside those it documents itself. */
 function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number, string> {
@@ -58,7 +67,8 @@ function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number,
   if (spec.auth === 'operator') errors[403] = 'Needs the operator key';
   // internal routes answer 404 to anyone without the internal token; a path names a resource that may not exist
   if (spec.auth === 'internal' || hasPathParams) errors[404] = 'Not found';
-  if (spec.body || spec.query || spec.params) errors[422] = 'Validation failed: `errors` names each field';
+  // vendor formats answer validation failures with 400, as the vendors do (errorFormats.ts)
+  if (spec.body || spec.query || spec.params) errors[errorFormatOf(spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
   if (spec.body) {
     errors[413] = 'Request body over the size limit';
     errors[415] = 'Content-Type is not JSON';
@@ -93,14 +103,16 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
         parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: prop });
       }
     }
+    const format = errorFormatOf(spec);
     const responses: Record<string, unknown> = {};
     for (const [status, doc] of Object.entries(spec.responses)) {
+      if (format !== 'native' && status === '422') continue;
       const isError = Number(status) >= 400;
-      const schema = doc.schema ? schemas.convert(doc.schema, 'output') : isError ? errorSchema(status) : undefined;
+      const schema = doc.schema ? schemas.convert(doc.schema, 'output') : isError ? errorSchema(format, status) : undefined;
       responses[status] = { description: doc.description, ...(schema ? { content: { [doc.contentType ?? 'application/json']: { schema } } } : {}) };
     }
     for (const [status, description] of Object.entries(standardErrors(spec, parameters.some((p) => p['in'] === 'path')))) {
-      responses[status] ??= { description, content: { 'application/json': { schema: errorSchema(status) } } };
+      responses[status] ??= { description, content: { 'application/json': { schema: errorSchema(format, status) } } };
     }
     paths[path] ??= {};
     paths[path][spec.method.toLowerCase()] = {
@@ -115,8 +127,7 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
     };
   }
   // the error bodies every operation refers to
-  schemas.convert(ErrorBody, 'output');
-  schemas.convert(ValidationErrorBody, 'output');
+  for (const body of [ErrorBody, ValidationErrorBody, OpenAiErrorBody, AnthropicErrorBody]) schemas.convert(body, 'output');
   return {
     openapi: '3.1.0',
     info: { title: 'Sift API', version, description: 'Training and inference for GLiNER2-family encoders and small decoder LLMs.' },

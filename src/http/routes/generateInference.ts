@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { startGeneration, usageFields } from '../../core/decoder/service';
 import type { DecoderMessage, PromptPart } from '../../core/decoder/types';
 import { BadRequestError, ServiceUnavailableError, ValidationError } from '../../core/errors';
+import { modelRunErrors } from './errorDocs';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
 import { parseWith } from '../validation';
 import { applyMarkerRules, defaultMaxTokens, parseCacheControl, resolveForRoute } from './compat/common';
@@ -112,7 +113,7 @@ export const inferenceRoutes = [
     body: z.looseObject({ model_id: z.string().min(1), task: z.string().optional() }),
     responses: {
       200: { description: 'Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id' },
-      409: { description: 'Training job id without an active inference deployment' },
+      ...modelRunErrors,
     },
     handler: async (ctx) => {
       if (ctx.body.task === 'generate') return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });
