@@ -1,3 +1,4 @@
+import { ConditionFailed } from '../adapters/RecordStore';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { newUuid } from './ids';
@@ -31,7 +32,9 @@ export async function createTeam(
   };
   try {
     await svc.records.put({ ...teamKey(team.id), gsi1pk: 'TEAMS', gsi1sk: `${team.created_at}#${team.id}` }, team, { ifAbsent: true });
-  } catch {
+  } catch (err) {
+    // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
+    if (!(err instanceof ConditionFailed)) throw err;
     throw new ConflictError(`team '${team.id}' already exists`);
   }
   return team;

@@ -6,6 +6,9 @@ import { json, route } from '../types';
 import { uuid } from '../validation';
 import { ApiKeySchema, Deleted, list } from './schemas';
 
+/** Largest amount of money a request may set, in USD. */
+const MAX_USD = 1e9;
+
 const keyName = z.string().trim().min(1).max(100);
 const TeamSchema = z
   .object({
@@ -73,10 +76,14 @@ export const apiKeyRoutes = [
     body: z.strictObject({
       name: z.string().trim().min(1).max(100),
       plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
-      daily_spend_cap_usd: z.number().nonnegative().nullable().optional(),
-      credit_balance_usd: z.number().nullable().optional(),
+      // bounded: DynamoDB numbers from JS must stay within the safe-integer range to be stored exactly
+      daily_spend_cap_usd: z.number().nonnegative().max(MAX_USD).nullable().optional(),
+      credit_balance_usd: z.number().min(-MAX_USD).max(MAX_USD).nullable().optional(),
     }),
-    responses: { 201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) } },
+    responses: {
+      201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) },
+      409: { description: 'A team with this id already exists' },
+    },
     handler: async ({ svc, body }) => {
       const team = await createTeam(svc, body);
       const apiKey = await createApiKey(svc, team.id, { name: `${team.name} admin`, role: 'admin' });
