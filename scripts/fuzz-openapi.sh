@@ -3,7 +3,7 @@
 # examples per operation, FUZZ_MAX_TIME seconds at most). Fails on any server error (5xx other than
 # documented 503s), any request the document allows that the server rejects, any status the
 # document does not list, and any `Allow` header that disagrees with the document.
-#   npm run fuzz:api            Env: FUZZ_EXAMPLES (5), FUZZ_SEED (1), FUZZ_MAX_TIME (150), FUZZ_REPORT_DIR
+#   npm run fuzz:api            Env: FUZZ_EXAMPLES (5), FUZZ_SEED (1), FUZZ_MAX_TIME (120), FUZZ_REPORT_DIR
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="$(bash "$ROOT/scripts/setup-api-check.sh")"
@@ -38,7 +38,7 @@ set +e
   -H "X-API-Key: $KEY" \
   --phases examples,coverage,fuzzing \
   --checks not_a_server_error,status_code_conformance,positive_data_acceptance,unsupported_method,allow_header_conformance \
-  -n "${FUZZ_EXAMPLES:-5}" --seed "${FUZZ_SEED:-1}" --max-time "${FUZZ_MAX_TIME:-150}" \
+  -n "${FUZZ_EXAMPLES:-5}" --seed "${FUZZ_SEED:-1}" --max-time "${FUZZ_MAX_TIME:-120}" \
   --workers 2 --no-shrink --suppress-health-check all --warnings off \
   "${REPORT[@]}"
 status=$?
