@@ -37,9 +37,9 @@ set +e
 "$(dirname "$PY")/schemathesis" --config-file "$ROOT/scripts/schemathesis.toml" run "$URL/openapi.json" \
   -H "X-API-Key: $KEY" \
   --phases examples,coverage,fuzzing \
-  --checks not_a_server_error,status_code_conformance,positive_data_acceptance,unsupported_method,allow_header_conformance \
+  --checks "${FUZZ_CHECKS:-not_a_server_error,status_code_conformance,positive_data_acceptance,unsupported_method,allow_header_conformance,response_schema_conformance,content_type_conformance}" \
   -n "${FUZZ_EXAMPLES:-5}" --seed "${FUZZ_SEED:-1}" --max-time "${FUZZ_MAX_TIME:-120}" \
-  --workers 2 --no-shrink --suppress-health-check all --warnings off \
+  --workers 1 --no-shrink --suppress-health-check all --warnings off \
   "${REPORT[@]}"
 status=$?
 set -e

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AnthropicErrorBody, OpenAiErrorBody } from './routes/compat/common';
 import type { ErrorFormat, RouteSpec } from './types';
-import { ErrorBody, openApiOverrides, ValidationErrorBody } from './validation';
+import { documentedAs, ErrorBody, openApiOverrides, ValidationErrorBody } from './validation';
 
 type Json = Record<string, unknown>;
 const COMPONENTS = '#/components/schemas/';
@@ -15,7 +15,8 @@ class SchemaCollector {
   readonly components: Record<string, Json> = {};
 
   convert(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const out = z.toJSONSchema(schema, {
+    const shown = documentedAs.get(schema) ?? schema;
+    const out = z.toJSONSchema(shown, {
       target: 'draft-2020-12',
       io,
       unrepresentable: 'any',

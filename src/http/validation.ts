@@ -40,6 +40,12 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, prefix
 export const openApiOverrides = z.registry<{ jsonSchema: Record<string, unknown> }>();
 
 /**
+ * A body validated in two steps (a router schema, then the chosen branch's own) is documented as
+ * what it accepts in the end: openapi.ts renders the registered schema instead.
+ */
+export const documentedAs = new WeakMap<z.ZodType, z.ZodType>();
+
+/**
  * Names of datasets, projects and models: safe as storage key segments (no slashes, no `..`).
  * One regex (no refinement) so the OpenAPI document states the whole rule.
  */
