@@ -76,9 +76,9 @@ export const apiKeyRoutes = [
     body: z.strictObject({
       name: z.string().trim().min(1).max(100),
       plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
-      // bounded: DynamoDB numbers from JS must stay within the safe-integer range to be stored exactly
-      daily_spend_cap_usd: z.number().nonnegative().max(MAX_USD).nullable().optional(),
-      credit_balance_usd: z.number().min(-MAX_USD).max(MAX_USD).nullable().optional(),
+      // whole cents within ±1e9: DynamoDB stores neither JS numbers past the safe-integer range nor magnitudes under 1e-130
+      daily_spend_cap_usd: z.number().nonnegative().max(MAX_USD).multipleOf(0.01).nullable().optional(),
+      credit_balance_usd: z.number().min(-MAX_USD).max(MAX_USD).multipleOf(0.01).nullable().optional(),
     }),
     responses: {
       201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) },
