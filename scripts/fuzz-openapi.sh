@@ -34,6 +34,7 @@ done
 REPORT=()
 [ -n "${FUZZ_REPORT_DIR:-}" ] && REPORT=(--report junit --report-dir "$FUZZ_REPORT_DIR")
 set +e
+cd "$WORK"   # hypothesis keeps its example database in the working directory
 "$(dirname "$PY")/schemathesis" --config-file "$ROOT/scripts/schemathesis.toml" run "$URL/openapi.json" \
   -H "X-API-Key: $KEY" \
   --phases examples,coverage,fuzzing \
