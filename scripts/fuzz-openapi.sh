@@ -32,7 +32,7 @@ done
 [ -n "$URL" ] || { echo "fuzz-openapi: the server did not start within 60 s" >&2; exit 1; }
 
 REPORT=()
-[ -n "${FUZZ_REPORT_DIR:-}" ] && REPORT=(--report junit --report-dir "$FUZZ_REPORT_DIR")
+[ -n "${FUZZ_REPORT_DIR:-}" ] && REPORT=(--report junit --report-dir "$(realpath -m "$FUZZ_REPORT_DIR")")
 set +e
 cd "$WORK"   # hypothesis keeps its example database in the working directory
 "$(dirname "$PY")/schemathesis" --config-file "$ROOT/scripts/schemathesis.toml" run "$URL/openapi.json" \
