@@ -2,7 +2,8 @@
 // Installs whatever a fresh clone is missing before `npm start` / `npm test`, and nothing twice:
 //   1. npm dependencies (skipped while package-lock.json is unchanged);
 //   2. the training venv (PyTorch, gliner2, TRL, PEFT) and the offline base models, built once into
-//      the per-user cache (src/local/paths.ts reads the same locations).
+//      the per-user cache (src/local/paths.ts reads the same locations);
+//   3. with --for-tests: the API document tools' venv (scripts/setup-api-check.sh).
 // Node built-ins only: this runs before node_modules exists.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -60,5 +61,11 @@ function ensureTrainingAndModels() {
   execFileSync(process.execPath, [join(root, 'scripts', 'fetch-decoder.mjs')], { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_MODELS_DIR: modelsDir } });
 }
 
+// The API document checks' own small venv (openapi-spec-validator, schemathesis): tests only.
+function ensureApiCheckTools() {
+  execFileSync('bash', [join(root, 'scripts', 'setup-api-check.sh')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
 ensureNodeModules();
 ensureTrainingAndModels();
+if (process.argv.includes('--for-tests')) ensureApiCheckTools();

@@ -1,4 +1,5 @@
 import { microsToUsd, usdOrNull, usdToMicros } from './billing/money';
+import { ConditionFailed } from '../adapters/RecordStore';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { newUuid } from './ids';
@@ -57,7 +58,9 @@ export async function createTeam(
   };
   try {
     await svc.records.put({ ...teamKey(record.id), gsi1pk: 'TEAMS', gsi1sk: `${record.created_at}#${record.id}` }, record, { ifAbsent: true });
-  } catch {
+  } catch (err) {
+    // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
+    if (!(err instanceof ConditionFailed)) throw err;
     throw new ConflictError(`team '${record.id}' already exists`);
   }
   return teamView(record);

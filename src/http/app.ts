@@ -98,19 +98,28 @@ export class SiftApp {
   }
 
   private match(req: ApiRequest): { spec: RouteSpec; params: Record<string, string> } {
-    const found = this.router.find(req.method as HttpMethod, req.path);
-    if (found) {
-      const store = found.store as { spec: RouteSpec };
-      return { spec: store.spec, params: found.params as Record<string, string> };
-    }
-    const allowed = METHODS.filter((m) => m !== req.method && this.router.find(m, req.path));
+    const found = this.find(req.method, req.path);
+    if (found?.fits) return found;
+    // A method counts as allowed only where its route takes this path's parameters:
+    // `/core/datasets/upload/url` also matches `GET /core/datasets/:name/:version`, whose version is a number.
+    const allowed = METHODS.filter((m) => m !== req.method && this.find(m, req.path)?.fits);
     if (allowed.length > 0) {
       const err = new MethodNotAllowedError(`Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`);
       err.headers['allow'] = allowed.join(', ');
       throw err;
     }
+    // the route exists but its path parameters are invalid: validation names them (422)
+    if (found) return found;
     const hint = this.router.find('POST', `/v1${req.path}`) ? ' (the compatible API lives under /v1)' : '';
     throw new NotFoundError(`No route for ${req.method} ${req.path}${hint}`);
+  }
+
+  private find(method: string, path: string): { spec: RouteSpec; params: Record<string, string>; fits: boolean } | undefined {
+    const found = this.router.find(method as HttpMethod, path);
+    if (!found) return undefined;
+    const { spec } = found.store as { spec: RouteSpec };
+    const params = found.params as Record<string, string>;
+    return { spec, params, fits: !spec.params || spec.params.safeParse(params).success };
   }
 
   /** Public routes still count usage for a caller who sent a valid key; a bad key is ignored there. */

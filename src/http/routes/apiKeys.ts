@@ -76,7 +76,10 @@ export const apiKeyRoutes = [
       daily_spend_cap_usd: usdAmount.nullable().optional(),
       credit_balance_usd: usdAmount.nullable().optional(),
     }),
-    responses: { 201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) } },
+    responses: {
+      201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) },
+      409: { description: 'A team with this id already exists' },
+    },
     handler: async ({ svc, body }) => {
       const team = await createTeam(svc, body);
       const apiKey = await createApiKey(svc, team.id, { name: `${team.name} admin`, role: 'admin' });

@@ -4,13 +4,14 @@ import { json, route } from '../types';
 import { resourceName } from '../validation';
 import { DatasetVersionSchema, RowErrorSchema, list } from './schemas';
 
-const versionParam = z.string().regex(/^\d{1,6}$/, 'must be a positive integer').transform(Number).pipe(z.number().int().positive());
+const versionParam = z.string().regex(/^[1-9]\d{0,5}$/, 'must be a positive integer').transform(Number);
+// Regexes, not refinements, so the OpenAPI document states every rule (no "..", a known format).
 const fileName = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._ -]*$/, 'must be a plain file name (no directories)')
-  .refine((s) => !s.includes('..'), 'must not contain ".."');
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_ -]*(?:\.[A-Za-z0-9_ -]+)*\.?$/, 'must be a plain file name (no directories, no "..")')
+  .regex(/\.(?:[Jj][Ss][Oo][Nn][Ll]?|[Nn][Dd][Jj][Ss][Oo][Nn]|[Cc][Ss][Vv])$/, 'must end in .jsonl, .ndjson, .json or .csv');
 
 export const datasetRoutes = [
   route({

@@ -9,6 +9,8 @@ import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../.
 import { ValidationError } from '../../core/errors';
 import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
 import { json, route, type HandlerContext } from '../types';
+import { nonBlank } from '../validation';
+import { modelRunErrors } from './errorDocs';
 
 /** The encoder used when the request names none: an operator setting, else the built-in mini model. */
 const defaultEncoder = () => process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1';
@@ -16,7 +18,7 @@ export const LABEL_EXISTING_MAX_INPUTS = 1000;
 
 const LabelExistingBody = z.strictObject({
   labels: z.array(z.string().min(1).max(ENCODER_LIMITS.maxLabelChars)).min(1).max(ENCODER_LIMITS.maxLabels),
-  inputs: z.array(z.string()).min(1).max(LABEL_EXISTING_MAX_INPUTS),
+  inputs: z.array(nonBlank('input must not be empty')).min(1).max(LABEL_EXISTING_MAX_INPUTS),
   model_id: z.string().min(1).optional(),
   threshold: z.number().min(0).max(1).optional(),
 });
@@ -65,6 +67,7 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
 }
 
 const responses = (item: z.ZodType) => ({
+  ...modelRunErrors,
   200: { description: 'Annotations, one per input, in order', schema: z.object({ model_id: z.string(), results: z.array(item), usage: z.object({ input_tokens: z.number() }) }) },
 });
 

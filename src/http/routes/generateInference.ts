@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { startGeneration, usageFields } from '../../core/decoder/service';
 import type { DecoderMessage, PromptPart } from '../../core/decoder/types';
+import { EncoderInferenceBody } from '../../core/encoder/api';
 import { BadRequestError, ServiceUnavailableError, ValidationError } from '../../core/errors';
+import { modelRunErrors } from './errorDocs';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
-import { parseWith } from '../validation';
+import { documentedAs, nonBlank, parseWith } from '../validation';
 import { applyMarkerRules, defaultMaxTokens, parseCacheControl, resolveForRoute } from './compat/common';
 
 const TextBlock = z.strictObject({ type: z.literal('text'), text: z.string(), cache_control: z.unknown().optional() });
@@ -100,6 +102,12 @@ export function registerEncoderInference(handler: EncoderInferenceHandler | unde
   encoderInference = handler;
 }
 
+/** Routes on `task`; documented as the two bodies the branches accept (encoder: no task, texts not blank). */
+const InferenceRouterBody = z.looseObject({ model_id: z.string().min(1), task: z.string().optional() });
+const documentedText = nonBlank('text must not be empty');
+const EncoderBranch: z.ZodType = EncoderInferenceBody.omit({ task: true }).extend({ text: z.union([documentedText, z.array(documentedText).min(1)]) });
+documentedAs.set(InferenceRouterBody, z.union([EncoderBranch, GenerateInferenceBody]));
+
 export const inferenceRoutes = [
   route({
     method: 'POST',
@@ -109,10 +117,10 @@ export const inferenceRoutes = [
     auth: 'key',
     limit: 'inference',
     // Each branch validates strictly; this only routes on `task`.
-    body: z.looseObject({ model_id: z.string().min(1), task: z.string().optional() }),
+    body: InferenceRouterBody,
     responses: {
       200: { description: 'Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id' },
-      409: { description: 'Training job id without an active inference deployment' },
+      ...modelRunErrors,
     },
     handler: async (ctx) => {
       if (ctx.body.task === 'generate') return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });

@@ -8,8 +8,9 @@ import { z } from 'zod';
 import { checkTexts, EncoderInferenceBody, runExtraction, SchemaBody, toEncoderSchema, type ExtractionOutput } from '../../core/encoder/api';
 import { ValidationError } from '../../core/errors';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
-import { parseWith } from '../validation';
+import { nonBlank, parseWith } from '../validation';
 import { registerEncoderExtraction } from './compat/common';
+import { modelRunErrors } from './errorDocs';
 import { registerEncoderInference } from './generateInference';
 
 const ExtractionResponse = z.looseObject({
@@ -45,7 +46,7 @@ export async function encoderInference(ctx: HandlerContext<Record<string, unknow
 
 const common = {
   model_id: z.string().min(1),
-  text: z.union([z.string(), z.array(z.string()).min(1)]),
+  text: z.union([nonBlank('text must not be empty'), z.array(nonBlank('text must not be empty')).min(1)]),
   threshold: z.number().min(0).max(1).optional(),
   store: z.boolean().optional(),
 };
@@ -63,10 +64,9 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
     body,
     responses: {
       200: { description: 'Extraction result with inference_id and usage (DESIGN §3 shape)', schema: ExtractionResponse },
-      409: { description: 'Training job or project without an active inference deployment' },
+      ...modelRunErrors,
       413: { description: 'Text over the documented size limit' },
       422: { description: 'Invalid schema or text' },
-      503: { description: 'Model weights not in the model store' },
     },
     handler: async (ctx): Promise<ApiResponse> => {
       const b = ctx.body as z.output<typeof body> & Record<string, unknown>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelRunErrors } from '../errorDocs';
 import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
 import type { CacheMarker, DecoderMessage, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
@@ -209,7 +210,7 @@ export const anthropicRoutes = [
     limit: 'compat',
     errorFormat: 'anthropic',
     body: MessagesBody,
-    responses: { 200: { description: 'A message object, or a named-event SSE stream' }, 400: { description: 'Invalid request (Anthropic error envelope)', schema: AnthropicErrorBody } },
+    responses: { 200: { description: 'A message object, or a named-event SSE stream' }, ...modelRunErrors, 400: { description: 'Invalid request (Anthropic error envelope)', schema: AnthropicErrorBody } },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, body.schema !== undefined);
@@ -252,7 +253,7 @@ anthropicRoutes.push(
     limit: 'compat',
     errorFormat: 'anthropic',
     body: MessagesBody.extend({ max_tokens: z.number().int().min(1).optional() }),
-    responses: { 200: { description: '{input_tokens}' } },
+    responses: { 200: { description: '{input_tokens}' }, 404: modelRunErrors[404]!, 409: modelRunErrors[409]!, 503: modelRunErrors[503]! },
     handler: async ({ svc, principal, body }) => {
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
       if (resolved.type !== 'decoder' || !runtime.backend.countTokens) throw new BadRequestError(`Token counting is not available for '${body.model}'`);

@@ -151,16 +151,23 @@ export function genHeaders(gen: { inferenceId: string; start: { engineReusedToke
 }
 
 /** Error bodies of the compatible routes, for the API document. */
-export const OpenAiErrorBody = z.object({
-  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable() }),
-  detail: z.string(),
-});
-export const AnthropicErrorBody = z.object({
-  type: z.literal('error'),
-  error: z.object({ type: z.string(), message: z.string() }),
-  request_id: z.string(),
-  detail: z.string(),
-});
+const FieldErrors = z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }));
+export const OpenAiErrorBody = z
+  .object({
+    error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable() }),
+    detail: z.string(),
+    errors: FieldErrors.optional(),
+  })
+  .meta({ id: 'OpenAiError' });
+export const AnthropicErrorBody = z
+  .object({
+    type: z.literal('error'),
+    error: z.object({ type: z.string(), message: z.string() }),
+    request_id: z.string(),
+    detail: z.string(),
+    errors: FieldErrors.optional(),
+  })
+  .meta({ id: 'AnthropicError' });
 
 /**
  * After a 200 and the first SSE bytes, a failure can only be reported in-stream: the vendor's error

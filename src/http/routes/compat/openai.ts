@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelRunErrors } from '../errorDocs';
 import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
 import type { DecoderMessage, DecoderRole, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
@@ -198,7 +199,7 @@ export const openAiRoutes = [
     limit: 'compat',
     errorFormat: 'openai',
     body: ChatCompletionBody,
-    responses: { 200: { description: 'A chat.completion object, or an SSE stream of chat.completion.chunk' }, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
+    responses: { 200: { description: 'A chat.completion object, or an SSE stream of chat.completion.chunk' }, ...modelRunErrors, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, body.schema !== undefined);
@@ -243,7 +244,7 @@ export const openAiRoutes = [
     limit: 'compat',
     errorFormat: 'openai',
     body: CompletionBody,
-    responses: { 200: { description: 'A text_completion object, or an SSE stream of them' }, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
+    responses: { 200: { description: 'A text_completion object, or an SSE stream of them' }, ...modelRunErrors, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
     handler: async ({ svc, principal, body, req }) => {
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
       if (resolved.type !== 'decoder') throw new BadRequestError('unreachable');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { modelRunErrors } from '../errorDocs';
 import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
@@ -157,7 +158,7 @@ export const responsesRoutes = [
     limit: 'compat',
     errorFormat: 'openai',
     body: ResponsesBody,
-    responses: { 200: { description: 'A response object, or a named-event SSE stream' }, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
+    responses: { 200: { description: 'A response object, or a named-event SSE stream' }, ...modelRunErrors, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
     handler: async ({ svc, principal, body, req }) => {
       if (body.previous_response_id) {
         throw withHints(
