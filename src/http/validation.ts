@@ -68,6 +68,8 @@ export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * micro-USD), at most 1e9. Declared as `multipleOf` so the API document states the rule too.
  */
 export const usdAmount = z.number().nonnegative().max(1_000_000_000).multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
+/** A USD amount to add: as `usdAmount`, and more than 0. */
+export const positiveUsdAmount = z.number().positive('must be greater than 0').max(1_000_000_000).multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
 
 /** Query-string integers ("10" → 10) with bounds; documented as the integer they carry. */
 export const queryInt = (min: number, max: number, dflt: number) => {

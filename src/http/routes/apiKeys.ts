@@ -6,7 +6,7 @@ import { json, route } from '../types';
 import { usdAmount, uuid } from '../validation';
 import { ApiKeySchema, Deleted, list } from './schemas';
 
-const keyName = z.string().trim().min(1).max(100);
+const keyName = z.string().regex(/\S/, 'must not be blank').trim().min(1).max(100);
 export const TeamSchema = z
   .object({
     id: z.string(),
@@ -71,7 +71,7 @@ export const apiKeyRoutes = [
     summary: 'Create a team with its first admin key (operator only)',
     auth: 'operator',
     body: z.strictObject({
-      name: z.string().trim().min(1).max(100),
+      name: z.string().regex(/\S/, 'must not be blank').trim().min(1).max(100),
       plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
       daily_spend_cap_usd: usdAmount.nullable().optional(),
       credit_balance_usd: usdAmount.nullable().optional(),

@@ -303,7 +303,7 @@ export const billingRoutes = [
     tag: 'billing',
     summary: 'Billed requests one by one, newest first (time, model, endpoint, tokens, cost, inference id); page with `cursor`',
     auth: 'key',
-    query: z.strictObject({ limit: queryInt(1, 500, 100), cursor: z.string().max(2000).optional() }),
+    query: z.strictObject({ limit: queryInt(1, 500, 100), cursor: z.string().max(1024).regex(/^[A-Za-z0-9_-]+$/, 'is not a next_cursor from a previous page').optional() }),
     responses: { 200: { description: 'Billed requests', schema: z.object({ data: z.array(UsageRequestSchema), next_cursor: z.string().nullable() }) } },
     handler: async ({ svc, principal, query }) => json(200, await listUsageRequests(svc, principal.team_id, query)),
   }),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { addCredits, updateTeam } from '../../core/billing/credits';
 import { json, route } from '../types';
-import { usdAmount, uuid } from '../validation';
+import { positiveUsdAmount, usdAmount, uuid } from '../validation';
 import { TeamSchema } from './apiKeys';
 
 const teamParams = z.object({ id: uuid });
@@ -16,7 +16,7 @@ export const teamBillingRoutes = [
     auth: 'operator',
     params: teamParams,
     body: z.strictObject({
-      amount_usd: usdAmount.refine((v) => v > 0, 'must be greater than 0'),
+      amount_usd: positiveUsdAmount,
     }),
     responses: {
       200: { description: 'The team with its new balance', schema: TeamSchema },
@@ -34,12 +34,13 @@ export const teamBillingRoutes = [
     params: teamParams,
     body: z
       .strictObject({
-        name: z.string().trim().min(1).max(100).optional(),
+        name: z.string().regex(/\S/, 'must not be blank').trim().min(1).max(100).optional(),
         plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
         daily_spend_cap_usd: usdAmount.nullable().optional(),
         credit_balance_usd: usdAmount.nullable().optional(),
       })
-      .refine((b) => Object.keys(b).length > 0, 'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd'),
+      .refine((b) => Object.keys(b).length > 0, 'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd')
+      .meta({ minProperties: 1 }),
     responses: { 200: { description: 'The team as changed', schema: TeamSchema }, 404: { description: 'No such team' } },
     handler: async ({ svc, params, body }) => json(200, await updateTeam(svc, params.id, body)),
   }),
