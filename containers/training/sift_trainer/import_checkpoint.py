@@ -91,14 +91,14 @@ def _backbone(encoder_cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 def convert(ckpt: Path, out: Path, model_id: str, cases: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Writes the served model directory ``out`` and returns its manifest (+ ``reference`` when ``cases``)."""
+    t0 = time.time()
+    check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
     import torch
 
     from .build_mini import weights_digest
     from .export_onnx import export_fragments
     from .gliner2_reference import reference_results
 
-    t0 = time.time()
-    check_checkpoint(ckpt)
     common.set_threads()
     model = load_checkpoint(ckpt)
     emit("import_stage", stage="loaded", seconds=round(time.time() - t0, 1), parameters=int(sum(p.numel() for p in model.parameters())))
