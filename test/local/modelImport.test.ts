@@ -5,10 +5,12 @@
  * refusals: a corrupted checkpoint, an export the engine cannot match, ids outside the catalog, and
  * `sift models pull` where no hub is reachable (it must fail in seconds, not retry for minutes).
  */
+import { execFile } from 'node:child_process';
 import { copyFile, cp, mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { readModelDir } from '../../src/adapters/modelPublisher';
 import { EncoderModel } from '../../src/core/encoder/engine';
 import { canonResult, compareCanon } from '../../src/core/encoder/parity';
@@ -176,4 +178,24 @@ describe('sift models pull without a reachable hub', () => {
     // a non-catalog id is refused before the hub is asked
     await expect(pullModel({ modelId: 'acme/other', modelsDir: join(work, 'models-pull') })).rejects.toThrow(/not a catalog model/);
   });
+});
+
+describe('the sift binary', () => {
+  const sift = (env: Record<string, string>, ...args: string[]) =>
+    promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+
+  it('lists import and pull, and exits 1 with the reason when the hub is off or an option is bad', async () => {
+    expect((await sift({}, 'models', '--help')).stdout).toMatch(/^ {2}import \[options\] <checkpoint-dir> +Convert a GLiNER2 checkpoint[\s\S]*^ {2}pull \[options\] <id> +Download/m);
+    const t0 = performance.now();
+    await expect(sift({ HF_HUB_OFFLINE: '1' }, 'models', 'pull', AS, '--models-dir', join(work, 'bin-models'))).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^sift models pull: HF_HUB_OFFLINE is set, so the Hugging Face hub is not used/),
+    });
+    expect(performance.now() - t0).toBeLessThan(20_000); // the CLI's start-up, not a download's retries
+    // the bucket is checked before minutes of conversion
+    await expect(sift({}, 'models', 'import', checkpoint, '--as', AS, '--models-dir', join(work, 'bin-models'), '--bucket', 'Bad_Bucket')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("sift models import: --bucket: 'Bad_Bucket' is not a valid S3 bucket name"),
+    });
+  }, 60_000);
 });
