@@ -26,11 +26,10 @@ export class TestStack {
   /**
    * `maxTrainingJobs` defaults to 0 (jobs stay `requested`); training tests pass 1. `withModels`
    * publishes the weights that set-up built (~/.cache/sift/models) into this stack's model store;
-   * without it the store starts empty, which keeps start-up fast and `available` false. `modelsDir`
-   * publishes another models directory instead (imported weights).
+   * without it the store starts empty, which keeps start-up fast and `available` false.
    */
   static async start(
-    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean; modelsDir?: string; workflowPollMs?: number; adaptiveEveryMs?: number } = {},
+    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean; workflowPollMs?: number; adaptiveEveryMs?: number } = {},
   ): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
     const service = await startLocal({
@@ -39,7 +38,7 @@ export class TestStack {
       adminKey: opts.adminKey ?? OPERATOR_KEY,
       logger: silentLogger,
       maxTrainingJobs: opts.maxTrainingJobs ?? 0,
-      modelsDir: opts.modelsDir ?? (opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models')),
+      modelsDir: opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models'),
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
       ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),

@@ -1,8 +1,8 @@
 /**
  * `sift models import` on a real GLiNER2 checkpoint — the mini model's own gliner2 files, copied the
  * way a user's download looks (no ONNX, no manifest) — converted by the trainer venv, checked
- * against the gliner2 library, placed in a temp models dir, served by a local stack; and the
- * refusals: a corrupted checkpoint, an export the engine cannot match, ids outside the catalog, and
+ * against the gliner2 library, placed in a temp models dir and published into a bucket (s3rver)
+ * that a local stack serves it from; and the refusals: a corrupted checkpoint, an export the engine cannot match, ids outside the catalog, and
  * `sift models pull` where no hub is reachable (it must fail in seconds, not retry for minutes).
  */
 import { execFile } from 'node:child_process';
@@ -12,11 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readModelDir } from '../../src/adapters/modelPublisher';
+import { importCommand } from '../../src/cli/models';
 import { EncoderModel } from '../../src/core/encoder/engine';
 import { canonResult, compareCanon } from '../../src/core/encoder/parity';
 import type { EncoderSchema } from '../../src/core/encoder/schema';
 import { importCheckpoint, modelIdFromCheckpoint, ModelImportError } from '../../src/local/modelImport';
 import { pullModel } from '../../src/local/modelPull';
+import { EMULATOR_CREDENTIALS } from '../../src/local/emulators';
 import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
 import { TestStack } from '../helpers/localStack';
 
@@ -55,37 +57,44 @@ const SCHEMA: EncoderSchema = {
 };
 
 describe('sift models import', () => {
-  it('converts the checkpoint, passes parity, and serves exactly what the original model serves', async () => {
+  it('converts the checkpoint, passes parity, publishes it (--bucket) and serves exactly what the original model serves', async () => {
     const modelsDir = join(work, 'models');
-    const lines: string[] = [];
-    const result = await importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir, onLine: (l) => lines.push(l) });
-    expect(result).toMatchObject({ modelId: AS, dir: join(modelsDir, 'fastino--gliner2-base-v1') });
-    expect(result.parity.items).toBeGreaterThan(20);
-    expect(result.parity.maxDiff).toBeLessThanOrEqual(1e-4);
-    expect(lines.some((l) => /parity: \d+ spans\/labels on 7 texts identical/.test(l))).toBe(true);
-    // the served layout, under the id it was imported as, and nothing left beside it
-    expect((await readdir(modelsDir)).sort()).toEqual(['fastino--gliner2-base-v1']);
-    const manifest = JSON.parse(await readFile(join(result.dir, 'manifest.json'), 'utf8'));
-    expect(manifest).toMatchObject({ format: 'sift-model/1', model_id: AS, family: 'encoder', import_parity: { tolerance: 1e-4 } });
-    expect((await readModelDir(result.dir)).listed).toEqual(expect.arrayContaining(['onnx/', 'tokenizer.json', 'model.safetensors']));
-    expect(manifest.weights_sha256).toBe(JSON.parse(await readFile(join(MINI, 'manifest.json'), 'utf8')).weights_sha256);
-
-    // the TS engine on the import answers as on the original build
-    const [imported, original] = await Promise.all([EncoderModel.load(result.dir), EncoderModel.load(MINI)]);
+    // a deployed bucket stands in as the local stack's s3rver; its store starts without models
+    const stack = await TestStack.start();
+    const endpoint = await stack.svc.blobs.s3.config.endpoint!();
+    const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
+    process.env['AWS_ACCESS_KEY_ID'] = EMULATOR_CREDENTIALS.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = EMULATOR_CREDENTIALS.secretAccessKey;
     try {
-      const [a, b] = await Promise.all([imported.infer(TEXTS, SCHEMA, { threshold: 0.3 }), original.infer(TEXTS, SCHEMA, { threshold: 0.3 })]);
-      a.results.forEach((r, i) => {
-        const report = compareCanon(canonResult(r, SCHEMA), canonResult(b.results[i]!, SCHEMA), 1e-4);
-        expect(report.mismatches).toEqual([]);
-        expect(report.items).toBeGreaterThan(3);
-      });
-    } finally {
-      await Promise.all([imported.release(), original.release()]);
-    }
+      const lines: string[] = [];
+      const opts = { as: AS, modelsDir, prefix: 'models/', bucket: stack.svc.blobs.bucket, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
+      const result = await importCommand(checkpoint, opts, (l) => lines.push(l));
+      expect(result).toMatchObject({ modelId: AS, dir: join(modelsDir, 'fastino--gliner2-base-v1') });
+      expect(result.parity.items).toBeGreaterThan(20);
+      expect(result.parity.maxDiff).toBeLessThanOrEqual(1e-4);
+      expect(lines.some((l) => /parity: \d+ spans\/labels on 7 texts identical/.test(l))).toBe(true);
+      expect(lines[lines.length - 1]).toMatch(/^fastino\/gliner2-base-v1: \d+ uploaded, 0 unchanged; manifest written$/);
+      // the served layout in the local store, under the id it was imported as, and nothing left beside it
+      expect((await readdir(modelsDir)).sort()).toEqual(['fastino--gliner2-base-v1']);
+      const manifest = JSON.parse(await readFile(join(result.dir, 'manifest.json'), 'utf8'));
+      expect(manifest).toMatchObject({ format: 'sift-model/1', model_id: AS, family: 'encoder', import_parity: { tolerance: 1e-4 } });
+      expect((await readModelDir(result.dir)).listed).toEqual(expect.arrayContaining(['onnx/', 'tokenizer.json', 'model.safetensors']));
+      expect(manifest.weights_sha256).toBe(JSON.parse(await readFile(join(MINI, 'manifest.json'), 'utf8')).weights_sha256);
 
-    // local start publishes the models dir: the imported id becomes available and serves
-    const stack = await TestStack.start({ modelsDir });
-    try {
+      // the TS engine on the import answers as on the original build
+      const [imported, original] = await Promise.all([EncoderModel.load(result.dir), EncoderModel.load(MINI)]);
+      try {
+        const [a, b] = await Promise.all([imported.infer(TEXTS, SCHEMA, { threshold: 0.3 }), original.infer(TEXTS, SCHEMA, { threshold: 0.3 })]);
+        a.results.forEach((r, i) => {
+          const report = compareCanon(canonResult(r, SCHEMA), canonResult(b.results[i]!, SCHEMA), 1e-4);
+          expect(report.mismatches).toEqual([]);
+          expect(report.items).toBeGreaterThan(3);
+        });
+      } finally {
+        await Promise.all([imported.release(), original.release()]);
+      }
+
+      // the bucket now serves the imported id
       const models = (await stack.call('GET', '/base-models')).body;
       const list = (Array.isArray(models) ? models : (models.models ?? models.data)) as Array<{ id: string; available: boolean }>;
       expect(list.find((m) => m.id === AS)?.available).toBe(true);
@@ -94,6 +103,10 @@ describe('sift models import', () => {
       expect((res.body.result.entities as Array<{ text: string }>).map((e) => e.text)).toEqual(expect.arrayContaining(['Angela Merkel', 'Paris']));
     } finally {
       await stack.stop();
+      if (saved.id === undefined) delete process.env['AWS_ACCESS_KEY_ID'];
+      else process.env['AWS_ACCESS_KEY_ID'] = saved.id;
+      if (saved.secret === undefined) delete process.env['AWS_SECRET_ACCESS_KEY'];
+      else process.env['AWS_SECRET_ACCESS_KEY'] = saved.secret;
     }
     // a second import under the same id needs --force
     await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir })).rejects.toThrow(/already exists; pass --force/);
