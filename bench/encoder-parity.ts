@@ -9,8 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel, type EncoderResult } from '../src/core/encoder/engine';
-import type { EncoderSchema } from '../src/core/encoder/schema';
+import { EncoderModel } from '../src/core/encoder/engine';
+import { canonResult } from '../src/core/encoder/parity';
 import { DEFAULT_PYTHON } from '../src/local/paths';
 import { parityCases } from './encoder-corpus';
 
@@ -20,35 +20,8 @@ export function defaultModelDir(): string {
   throw new Error('no built mini model found (run containers/training/setup.sh --mini-out …)');
 }
 
-/** Same flattening as bench/gliner2_ref.py `canon`. */
-export function canon(r: EncoderResult, schema: EncoderSchema): Record<string, number> {
-  const out: Record<string, number> = {};
-  const sk = (p: string, v: { start: number; end: number; text: string }) => `${p}|${v.start}|${v.end}|${v.text}`;
-  if (r.entities && Object.keys(r.entities).length) {
-    for (const [label, spans] of Object.entries(r.entities)) {
-      for (const v of spans) out[sk(`E|${label}`, v)] = v.score;
-      out[`E|${label}|present`] = 1;
-    }
-  }
-  for (const c of schema.classifications) (r.classifications[c.task] ?? []).forEach((it, rank) => (out[`C|${c.task}|${rank}|${it.label}`] = it.score));
-  for (const s of schema.structures)
-    (r.structures[s.name] ?? []).forEach((inst, i) => {
-      for (const [f, v] of Object.entries(inst)) {
-        const vals = Array.isArray(v) ? v : [v];
-        vals.forEach((x, k) => {
-          if (x === null) out[`S|${s.name}|${i}|${f}|null`] = 0;
-          else if ('start' in x) out[sk(`S|${s.name}|${i}|${f}|${k}`, x)] = x.score;
-          else out[`S|${s.name}|${i}|${f}|${k}|choice|${x.text}`] = x.score;
-        });
-      }
-    });
-  for (const rel of schema.relations)
-    (r.relations[rel.name] ?? []).forEach((inst, i) => {
-      out[sk(`R|${rel.name}|${i}|head`, inst.head)] = inst.head.score;
-      out[sk(`R|${rel.name}|${i}|tail`, inst.tail)] = inst.tail.score;
-    });
-  return out;
-}
+/** Same flattening as sift_trainer/gliner2_reference.py `canon` (src/core/encoder/parity.ts). */
+export const canon = canonResult;
 
 async function main(): Promise<void> {
   const dir = process.argv[2] ?? defaultModelDir();

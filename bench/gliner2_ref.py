@@ -14,108 +14,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 from gliner2 import GLiNER2  # noqa: E402
-from gliner2.inference.schema import Schema  # noqa: E402
 
-
-def build_schema(spec, threshold):
-    s = Schema()
-    for st in spec.get("structures", []):
-        b = s.structure(st["name"])
-        for f in st["fields"]:
-            b.field(f["name"], dtype=f.get("dtype", "list"), choices=f.get("choices") or None,
-                    description=f.get("description"), threshold=f.get("threshold"))
-    if spec.get("entities"):
-        ents = {}
-        for e in spec["entities"]:
-            cfg = {}
-            if e.get("description"):
-                cfg["description"] = e["description"]
-            if e.get("threshold") is not None:
-                cfg["threshold"] = e["threshold"]
-            ents[e["name"]] = cfg
-        s.entities(ents)
-    if spec.get("relations"):
-        rels = {}
-        for r in spec["relations"]:
-            cfg = {}
-            if r.get("description"):
-                cfg["description"] = r["description"]
-            if r.get("threshold") is not None:
-                cfg["threshold"] = r["threshold"]
-            rels[r["name"]] = cfg
-        s.relations(rels)
-    for c in spec.get("classifications", []):
-        kw = {}
-        if c.get("multiLabel") and c.get("topK") is not None:
-            kw["top_k"] = c["topK"]
-        thr = c.get("threshold")
-        s.classification(c["task"], c["labels"], multi_label=bool(c.get("multiLabel")),
-                         cls_threshold=thr if thr is not None else threshold, **kw)
-    return s
-
-
-def span_key(prefix, v):
-    return f"{prefix}|{v['start']}|{v['end']}|{v['text']}"
-
-
-def canon(res, spec):
-    """Flatten a formatted gliner2 result (include_confidence + include_spans) to {key: score}."""
-    out = {}
-    ents = res.get("entities")
-    if isinstance(ents, dict):
-        for label, spans in ents.items():
-            if isinstance(spans, dict):
-                spans = [spans]
-            for v in spans or []:
-                out[span_key(f"E|{label}", v)] = v["confidence"]
-            out[f"E|{label}|present"] = 1.0
-    for c in spec.get("classifications", []):
-        v = res.get(c["task"])
-        if v is None:
-            continue
-        items = v if isinstance(v, list) else [v]
-        items = sorted(items, key=lambda it: -it["confidence"])  # the API lists labels by score
-        for rank, it in enumerate(items):
-            out[f"C|{c['task']}|{rank}|{it['label']}"] = it["confidence"]
-    for st in spec.get("structures", []):
-        for i, inst in enumerate(res.get(st["name"], []) or []):
-            for fname, v in inst.items():
-                vals = v if isinstance(v, list) else [v]
-                for k, x in enumerate(vals):
-                    if x is None:
-                        out[f"S|{st['name']}|{i}|{fname}|null"] = 0.0
-                    elif "start" in x:
-                        out[span_key(f"S|{st['name']}|{i}|{fname}|{k}", x)] = x["confidence"]
-                    else:
-                        out[f"S|{st['name']}|{i}|{fname}|{k}|choice|{x['text']}"] = x["confidence"]
-    rels = res.get("relation_extraction", {}) or {}
-    for r in spec.get("relations", []):
-        for i, inst in enumerate(rels.get(r["name"], []) or []):
-            out[span_key(f"R|{r['name']}|{i}|head", inst["head"])] = inst["head"]["confidence"]
-            out[span_key(f"R|{r['name']}|{i}|tail", inst["tail"])] = inst["tail"]["confidence"]
-    return out
-
-
-def run_case(model, case):
-    thr = case.get("threshold", 0.5)
-    schema = build_schema(case["schema"], thr)
-    texts = case["texts"]
-    chunked = case.get("chunked") or [1] * len(texts)
-    results = [None] * len(texts)
-    short = [i for i, n in enumerate(chunked) if n == 1]
-    long_ = [i for i, n in enumerate(chunked) if n > 1]
-    if short:
-        r = model.batch_extract([texts[i] for i in short], schema, batch_size=case.get("batch_size", 8), threshold=thr,
-                                include_confidence=True, include_spans=True)
-        for i, x in zip(short, r):
-            results[i] = x
-    if long_:
-        r = model.batch_extract_long([texts[i] for i in long_], schema, batch_size=8, threshold=thr,
-                                     include_confidence=True, include_spans=True,
-                                     chunk_size=case.get("chunk_words", 200), chunk_overlap=case.get("chunk_overlap", 32))
-        for i, x in zip(long_, r):
-            results[i] = x
-    return results
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "containers", "training"))
+from sift_trainer.gliner2_reference import build_schema, reference_results  # noqa: E402
 
 
 def main():
@@ -126,9 +27,7 @@ def main():
     cases = json.load(open(cases_path))
     out = []
     if mode == "parity":
-        for case in cases:
-            res = run_case(model, case)
-            out.append({"name": case["name"], "results": [canon(r, case["schema"]) for r in res]})
+        out = reference_results(model, cases)
     else:
         for case in cases:
             thr = case.get("threshold", 0.5)

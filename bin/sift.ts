@@ -137,4 +137,49 @@ models
     }
   });
 
+type ImportCliOptions = { as?: string; modelsDir: string; force?: boolean; bucket?: string; prefix: string; region?: string; endpointUrl?: string; revision?: string };
+/** import/pull: where the model goes (the local models dir, and a bucket when named). */
+const importTargets = (c: Command) =>
+  c
+    .option('--models-dir <dir>', 'local model store (local start publishes it)', DEFAULT_MODELS_DIR)
+    .option('--force', 'replace a model directory that is already there')
+    .option('--bucket <name>', 'also publish into this deployed bucket (as `models publish`)')
+    .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
+    .option('--region <region>', 'AWS region (default: AWS_REGION)')
+    .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)');
+const runImport = async (name: string, work: (signal: AbortSignal) => Promise<unknown>) => {
+  const abort = new AbortController();
+  process.once('SIGINT', () => abort.abort(new Error('interrupted')));
+  try {
+    await work(abort.signal);
+  } catch (err) {
+    process.stderr.write(`sift models ${name}: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  }
+};
+importTargets(
+  models
+    .command('import <checkpoint-dir>')
+    .description(
+      'Convert a GLiNER2 checkpoint directory (config.json, encoder_config/, model.safetensors or pytorch_model.bin, tokenizer files) into served ONNX fragments; refused unless the TS engine matches the gliner2 library on parity cases (scores within 1e-4)',
+    )
+    .option('--as <id>', 'catalog id to serve it as (default: read from the checkpoint)'),
+).action(async (dir: string, o: ImportCliOptions) =>
+  runImport('import', async (signal) => {
+    const { importCommand } = await import('../src/cli/models');
+    await importCommand(dir, o, (line) => process.stdout.write(line + '\n'), signal);
+  }),
+);
+importTargets(
+  models
+    .command('pull <id>')
+    .description('Download a catalog model\'s GLiNER2 checkpoint from the Hugging Face hub (HF_ENDPOINT, HF_TOKEN), then import it; fails at once where no hub is reachable')
+    .option('--revision <rev>', 'hub revision (branch, tag or commit)'),
+).action(async (id: string, o: ImportCliOptions) =>
+  runImport('pull', async (signal) => {
+    const { pullCommand } = await import('../src/cli/models');
+    await pullCommand(id, o, (line) => process.stdout.write(line + '\n'), signal);
+  }),
+);
+
 await program.parseAsync(process.argv);

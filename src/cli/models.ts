@@ -44,3 +44,45 @@ export async function publishCommand(sources: string[], o: PublishCommandOptions
     s3.destroy();
   }
 }
+
+export interface ImportCommandOptions {
+  as?: string;
+  modelsDir: string;
+  force?: boolean;
+  /** Also publish into this bucket (with `sift models publish`'s options). */
+  bucket?: string;
+  prefix: string;
+  region?: string;
+  endpointUrl?: string;
+}
+
+/** After a model is imported into the models dir: into a deployed bucket too, when one is named. */
+async function publishImported(dir: string, o: ImportCommandOptions, write: (line: string) => void, signal?: AbortSignal): Promise<void> {
+  if (!o.bucket) {
+    write(`${dir}: in the local model store; \`npm start\` publishes it (or \`sift models publish\` into a bucket)`);
+    return;
+  }
+  await publishCommand([dir], { bucket: o.bucket, prefix: o.prefix, modelsDir: o.modelsDir, ...(o.region ? { region: o.region } : {}), ...(o.endpointUrl ? { endpointUrl: o.endpointUrl } : {}) }, write, signal);
+}
+
+const checkBucketFirst = (o: ImportCommandOptions) => {
+  if (o.bucket) checkPublishOptions({ bucket: o.bucket, prefix: o.prefix, modelsDir: o.modelsDir, ...(o.endpointUrl ? { endpointUrl: o.endpointUrl } : {}) });
+};
+
+/** `sift models import <dir>`: convert, check parity, place in the models dir, publish if asked. */
+export async function importCommand(checkpointDir: string, o: ImportCommandOptions, write: (line: string) => void, signal?: AbortSignal) {
+  checkBucketFirst(o);
+  const { importCheckpoint } = await import('../local/modelImport');
+  const result = await importCheckpoint({ checkpointDir, modelId: o.as, modelsDir: o.modelsDir, force: o.force, onLine: write });
+  await publishImported(result.dir, o, write, signal);
+  return result;
+}
+
+/** `sift models pull <id>`: download from the Hugging Face hub, then as `importCommand`. */
+export async function pullCommand(modelId: string, o: Omit<ImportCommandOptions, 'as'> & { revision?: string }, write: (line: string) => void, signal?: AbortSignal) {
+  checkBucketFirst(o);
+  const { pullModel } = await import('../local/modelPull');
+  const result = await pullModel({ modelId, modelsDir: o.modelsDir, force: o.force, revision: o.revision, onLine: write });
+  await publishImported(result.dir, o, write, signal);
+  return result;
+}

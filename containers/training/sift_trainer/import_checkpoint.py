@@ -1,0 +1,193 @@
+"""Turn a GLiNER2 checkpoint (as the ``gliner2`` library or the Hugging Face hub saves it) into Sift's
+served model directory — the layout ``build_mini`` writes — and answer the parity cases with the
+Python library, so the caller (``sift models import``, src/local/modelImport.ts) can check the TS
+engine against it before anything is published.
+
+    python -m sift_trainer.import_checkpoint convert --checkpoint DIR --out DIR --model-id ID \\
+        [--cases CASES.json --reference OUT.json]
+    python -m sift_trainer.import_checkpoint download --repo ID --to DIR [--revision REV]
+
+Output of ``convert``: gliner2 checkpoint (``model.save_pretrained``: config.json, encoder_config/,
+model.safetensors, tokenizer files) + ``onnx/`` fragments (export_onnx.py) + ``tokenizer.json`` +
+``manifest.json``. Stdout carries JSON event lines; a refused checkpoint ends with one
+``import_failed`` event naming what is wrong, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # conversion never touches the network
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from . import common  # noqa: E402
+from .common import emit, write_json  # noqa: E402
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# the counting layers export_onnx.py's count_embed fragment (and the TS engine) support
+COUNTING_LAYERS = ("count_lstm", "count_lstm_v2")
+# what a hub download of a GLiNER2 model needs (the rest of a repo — README, images — is skipped)
+DOWNLOAD_PATTERNS = ["config.json", "encoder_config/*", "*.safetensors", "pytorch_model.bin", "tokenizer*", "special_tokens_map.json",
+                     "added_tokens.json", "spm.model", "vocab.*", "merges.txt", "sentencepiece*"]
+
+
+class CheckpointError(Exception):
+    """The directory is not a GLiNER2 checkpoint this importer can convert; the message says why."""
+
+
+def _read_json(path: Path, what: str) -> Dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{what} is missing: {path}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{what} is not valid JSON ({path}): {e}") from None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{what} must be a JSON object: {path}")
+    return value
+
+
+def check_checkpoint(ckpt: Path) -> Dict[str, Any]:
+    """The checkpoint's gliner2 config, once its files are all there and it is an architecture Sift serves."""
+    if not ckpt.is_dir():
+        raise CheckpointError(f"{ckpt} is not a directory")
+    cfg = _read_json(ckpt / "config.json", "config.json (the gliner2 model config)")
+    _read_json(ckpt / "encoder_config" / "config.json", "encoder_config/config.json (the backbone config)")
+    if not any((ckpt / w).is_file() for w in WEIGHT_FILES):
+        raise CheckpointError(f"{ckpt} holds no weights: expected {' or '.join(WEIGHT_FILES)}")
+    if not any((ckpt / t).is_file() for t in ("tokenizer.json", "tokenizer_config.json")):
+        raise CheckpointError(f"{ckpt} holds no tokenizer: expected tokenizer.json or tokenizer_config.json")
+    arch = cfg.get("architecture", "span")
+    if arch != "span":
+        raise CheckpointError(f"config.json architecture is {arch!r}: only 'span' GLiNER2 models export to Sift's ONNX fragments")
+    counting = cfg.get("counting_layer", "count_lstm")
+    if counting not in COUNTING_LAYERS:
+        raise CheckpointError(f"config.json counting_layer is {counting!r}: the engine supports {', '.join(COUNTING_LAYERS)}")
+    return cfg
+
+
+def load_checkpoint(ckpt: Path):
+    """``GLiNER2.from_pretrained`` (strict: a missing or misshapen tensor is an error), as CheckpointError."""
+    from gliner2 import GLiNER2
+
+    try:
+        model = GLiNER2.from_pretrained(str(ckpt))
+    except Exception as e:  # noqa: BLE001 — any load failure means the checkpoint is unusable
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise CheckpointError(f"gliner2 could not load the checkpoint at {ckpt}: {type(e).__name__}: {first}") from None
+    return model.float().cpu().eval()
+
+
+def _backbone(encoder_cfg: Dict[str, Any]) -> Dict[str, Any]:
+    keys = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size", "max_position_embeddings", "vocab_size")
+    return {k: encoder_cfg[k] for k in keys if k in encoder_cfg}
+
+
+def convert(ckpt: Path, out: Path, model_id: str, cases: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """Writes the served model directory ``out`` and returns its manifest (+ ``reference`` when ``cases``)."""
+    t0 = time.time()
+    check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
+    import torch
+
+    from .build_mini import weights_digest
+    from .export_onnx import export_fragments
+    from .gliner2_reference import reference_results
+
+    common.set_threads()
+    model = load_checkpoint(ckpt)
+    emit("import_stage", stage="loaded", seconds=round(time.time() - t0, 1), parameters=int(sum(p.numel() for p in model.parameters())))
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tok = model.processor.tokenizer
+    if not (out / "tokenizer.json").exists():
+        if not getattr(tok, "is_fast", False):
+            raise CheckpointError("the checkpoint's tokenizer has no fast (tokenizer.json) form, which the TS engine needs")
+        tok.backend_tokenizer.save(str(out / "tokenizer.json"))
+    onnx_cfg = export_fragments(model, out)
+    emit("import_stage", stage="exported", seconds=round(time.time() - t0, 1), parity=onnx_cfg["parity_max_abs_diff"])
+    reference = None
+    if cases is not None:
+        with torch.no_grad():
+            reference = reference_results(model, cases)
+        emit("import_stage", stage="reference", seconds=round(time.time() - t0, 1), cases=len(cases))
+    source_weights = next(w for w in WEIGHT_FILES if (ckpt / w).is_file())
+    encoder_cfg = json.loads((out / "encoder_config" / "config.json").read_text())
+    import importlib.metadata as md
+
+    manifest = {
+        "format": "sift-model/1",
+        "model_id": model_id,
+        "family": "encoder",
+        "architecture": "gliner2-span",
+        "source": {"kind": "gliner2-checkpoint", "checkpoint": str(ckpt.resolve()), "weights_file": source_weights},
+        "backbone": _backbone(encoder_cfg),
+        "weights_sha256": weights_digest(out / "model.safetensors"),
+        "special_tokens": onnx_cfg["special_tokens"],
+        "files": {"config": "config.json", "encoder_config": "encoder_config/config.json", "weights": "model.safetensors",
+                  "tokenizer": "tokenizer.json", "onnx_dir": "onnx/", "onnx_config": "onnx/gliner2_config.json"},
+        "onnx": {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")},
+        "classification_task": "classification",
+        "versions": {"gliner2": md.version("gliner2"), "torch": torch.__version__},
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "import_seconds": round(time.time() - t0, 1),
+    }
+    write_json(out / "manifest.json", manifest)
+    return {**manifest, "reference": reference}
+
+
+def download(repo: str, to: Path, revision: Optional[str] = None) -> Path:
+    """A hub snapshot of ``repo``'s checkpoint files into ``to`` (short timeouts: the caller checked the hub answers)."""
+    os.environ["HF_HUB_OFFLINE"] = "0"
+    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
+    os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+    from huggingface_hub import snapshot_download
+
+    path = snapshot_download(repo_id=repo, revision=revision, local_dir=str(to), allow_patterns=DOWNLOAD_PATTERNS)
+    return Path(path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("convert", help="checkpoint directory -> served model directory")
+    c.add_argument("--checkpoint", required=True)
+    c.add_argument("--out", required=True)
+    c.add_argument("--model-id", required=True)
+    c.add_argument("--cases", help="parity cases (JSON list) to answer with the gliner2 library")
+    c.add_argument("--reference", help="where to write those answers")
+    d = sub.add_parser("download", help="hub repo -> checkpoint directory")
+    d.add_argument("--repo", required=True)
+    d.add_argument("--to", required=True)
+    d.add_argument("--revision")
+    args = ap.parse_args(argv)
+    common.claim_stdout()
+    try:
+        if args.cmd == "download":
+            path = download(args.repo, Path(args.to), args.revision)
+            emit("download_done", repo=args.repo, path=str(path))
+            return 0
+        cases = json.loads(Path(args.cases).read_text()) if args.cases else None
+        m = convert(Path(args.checkpoint), Path(args.out), args.model_id, cases)
+        if args.reference:
+            Path(args.reference).write_text(json.dumps(m["reference"]))
+        emit("import_done", model_id=args.model_id, out=str(Path(args.out).resolve()), seconds=m["import_seconds"])
+        return 0
+    except CheckpointError as e:
+        emit("import_failed", error=str(e))
+        return 2
+    except Exception as e:  # noqa: BLE001 — reported as one event line; the traceback goes to stderr
+        import traceback
+
+        traceback.print_exc()
+        emit("import_failed" if args.cmd == "convert" else "download_failed", error=f"{type(e).__name__}: {e}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""sift_trainer.import_checkpoint: a gliner2 checkpoint as a user downloads it -> Sift's served layout
+(the TS side, test/local/modelImport.test.ts, checks the engine's parity and serving)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PKG_ROOT, events, job_env
+from sift_trainer.import_checkpoint import CheckpointError, check_checkpoint
+
+CASE = {"name": "entities", "threshold": 0.3, "texts": ["Tim Cook leads Apple in Cupertino."],
+        "schema": {"entities": [{"name": "person"}, {"name": "company"}], "classifications": [], "structures": [], "relations": []}}
+
+
+def checkpoint_copy(src: Path, to: Path, link_weights: bool = False) -> Path:
+    """Only what ``GLiNER2.save_pretrained`` writes (no onnx/, no manifest.json)."""
+    to.mkdir(parents=True)
+    shutil.copytree(src / "encoder_config", to / "encoder_config")
+    for f in src.iterdir():
+        if f.is_file() and (f.name in ("config.json", "model.safetensors") or f.name.startswith("tokenizer") or f.name == "special_tokens_map.json"):
+            if link_weights and f.name == "model.safetensors":
+                (to / f.name).symlink_to(f)
+            else:
+                shutil.copy(f, to / f.name)
+    return to
+
+
+def convert(ckpt: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess:
+    cases = tmp / "cases.json"
+    cases.write_text(json.dumps([CASE]))
+    return subprocess.run([sys.executable, "-m", "sift_trainer.import_checkpoint", "convert", "--checkpoint", str(ckpt), "--out", str(out),
+                           "--model-id", "fastino/gliner2-base-v1", "--cases", str(cases), "--reference", str(tmp / "ref.json")],
+                          cwd=str(PKG_ROOT), env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"}, capture_output=True, text=True, timeout=600)
+
+
+def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encoder_base):
+    import torch
+    from safetensors.torch import load_file
+
+    from sift_trainer.build_mini import weights_digest
+
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt")
+    # older checkpoints ship pickled weights: converted to model.safetensors, the same tensors
+    torch.save(load_file(str(ckpt / "model.safetensors")), ckpt / "pytorch_model.bin")
+    (ckpt / "model.safetensors").unlink()
+    out = tmp_path / "out"
+    p = convert(ckpt, out, tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert [e["event"] for e in events(p.stdout)][-1] == "import_done"
+    for f in ("manifest.json", "config.json", "encoder_config/config.json", "model.safetensors", "tokenizer.json", "onnx/gliner2_config.json",
+              "onnx/encoder.onnx", "onnx/span_rep.onnx", "onnx/count_pred.onnx", "onnx/count_embed.onnx", "onnx/classifier.onnx"):
+        assert (out / f).is_file(), f
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model_id"] == "fastino/gliner2-base-v1"
+    assert manifest["source"]["weights_file"] == "pytorch_model.bin"
+    assert manifest["weights_sha256"] == weights_digest(encoder_base / "model.safetensors")
+    assert max(manifest["onnx"]["parity_max_abs_diff"].values()) < 1e-3
+    ref = json.loads((tmp_path / "ref.json").read_text())
+    assert ref[0]["name"] == "entities" and len(ref[0]["results"]) == 1
+    assert all(k.startswith("E|") for k in ref[0]["results"][0])
+
+
+def test_a_truncated_weights_file_is_refused_naming_it(tmp_path, encoder_base):
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt")
+    with open(ckpt / "model.safetensors", "r+b") as f:
+        f.truncate(4096)
+    p = convert(ckpt, tmp_path / "out", tmp_path)
+    assert p.returncode == 2
+    last = events(p.stdout)[-1]
+    assert last["event"] == "import_failed"
+    assert last["error"].startswith(f"gliner2 could not load the checkpoint at {ckpt}: ")
+    assert "model.safetensors" in last["error"]
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: (d / "model.safetensors").unlink(), "holds no weights: expected model.safetensors or pytorch_model.bin"),
+    (lambda d: (d / "config.json").write_text("{not json"), "config.json (the gliner2 model config) is not valid JSON"),
+    (lambda d: shutil.rmtree(d / "encoder_config"), "encoder_config/config.json (the backbone config) is missing"),
+    (lambda d: [p.unlink() for p in d.glob("tokenizer*")], "holds no tokenizer"),
+    (lambda d: _edit_config(d, architecture="boundary"), "architecture is 'boundary': only 'span'"),
+    (lambda d: _edit_config(d, counting_layer="count_mlp"), "counting_layer is 'count_mlp': the engine supports count_lstm, count_lstm_v2"),
+])
+def test_checkpoint_check_names_what_is_wrong(tmp_path, encoder_base, change, message):
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    check_checkpoint(ckpt)  # the untouched copy passes
+    change(ckpt)
+    with pytest.raises(CheckpointError) as e:
+        check_checkpoint(ckpt)
+    assert message in str(e.value)
+
+
+def _edit_config(d: Path, **changes) -> None:
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, **changes}))

@@ -1,0 +1,185 @@
+/**
+ * `sift models import <dir>`: a GLiNER2 checkpoint (as the `gliner2` library or the Hugging Face hub
+ * saves it) → Sift's served model directory in the local models dir (`<vendor>--<name>/`, which local
+ * start publishes into the model store), accepted only when the TS engine on the export answers the
+ * parity cases as the Python library does on the checkpoint.
+ *
+ * The conversion is containers/training `sift_trainer.import_checkpoint` (export_onnx.py's fragments)
+ * run in the trainer venv; it writes into a staging directory beside the target, and the directory
+ * is renamed into place only after parity passes, so a refused import leaves nothing behind.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { CATALOG, findBaseModel, type BaseModel } from '../core/catalog';
+import { EncoderModel } from '../core/encoder/engine';
+import { canonResult, compareCanon, type CanonResult } from '../core/encoder/parity';
+import { MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
+import { IMPORT_PARITY_CASES, type ParityCase } from './importParityCases';
+import { DEFAULT_PYTHON, REPO_ROOT } from './paths';
+
+/** Scores must agree this closely (as bench/encoder-parity.ts reports them), and every span and label must match. */
+export const IMPORT_PARITY_TOLERANCE = 1e-4;
+
+export class ModelImportError extends Error {}
+
+export interface ImportOptions {
+  checkpointDir: string;
+  /** The catalog id to import as; default: read from the checkpoint (`modelIdFromCheckpoint`). */
+  modelId?: string | undefined;
+  modelsDir: string;
+  /** Replace a model directory that is already there. */
+  force?: boolean | undefined;
+  python?: string | undefined;
+  trainerDir?: string | undefined;
+  tolerance?: number | undefined;
+  cases?: readonly ParityCase[] | undefined;
+  /** Progress lines (stages of the conversion, the parity verdict). */
+  onLine?: ((line: string) => void) | undefined;
+}
+
+export interface ImportResult {
+  modelId: string;
+  dir: string;
+  parity: { cases: number; texts: number; items: number; maxDiff: number; tolerance: number };
+  seconds: number;
+}
+
+/**
+ * Only catalog encoder ids: the catalog (src/core/catalog.ts) is the fixed list the service serves,
+ * trains from and lists in GET /base-models, and the publisher refuses any other id — weights under
+ * a custom id would be stored but never reachable.
+ */
+export function importableModel(id: string): BaseModel {
+  const model = findBaseModel(id);
+  const encoders = CATALOG.filter((m) => m.type === 'encoder').map((m) => m.id);
+  if (!model) throw new ModelImportError(`'${id}' is not a catalog model; the service serves only catalog ids, so import as one of: ${encoders.join(', ')}`);
+  if (model.type !== 'encoder') throw new ModelImportError(`'${id}' is a ${model.type} model; only GLiNER2 encoders are imported (${encoders.join(', ')})`);
+  return model;
+}
+
+/** The id a checkpoint names: a Sift manifest's `model_id`, a hub cache path (`models--<vendor>--<name>/snapshots/…`), or a `<vendor>--<name>` directory. */
+export async function modelIdFromCheckpoint(dir: string): Promise<string | undefined> {
+  const manifest = await readFile(join(dir, MANIFEST_FILE), 'utf8').catch(() => undefined);
+  if (manifest) {
+    const id = (JSON.parse(manifest) as { model_id?: unknown }).model_id;
+    if (typeof id === 'string') return id;
+  }
+  const hub = /models--([^/]+?)--([^/]+)\/snapshots\//.exec(resolve(dir) + '/');
+  if (hub) return `${hub[1]}/${hub[2]}`;
+  const name = basename(resolve(dir));
+  return name.includes('--') ? modelIdFromDirName(name) : undefined;
+}
+
+interface TrainerEvent {
+  event: string;
+  error?: string;
+  stage?: string;
+  seconds?: number;
+}
+
+/** Runs `python -m sift_trainer.import_checkpoint …`; resolves with its last event and a tail of stderr. */
+export function runImportModule(args: string[], o: { python?: string | undefined; trainerDir?: string | undefined; env?: Record<string, string>; onEvent?: (e: TrainerEvent) => void }): Promise<{ code: number | null; last?: TrainerEvent; stderr: string }> {
+  const python = o.python ?? DEFAULT_PYTHON;
+  if (!existsSync(python)) return Promise.reject(new ModelImportError(`the trainer's Python is not at ${python} (run \`node scripts/setup.mjs\`, or set SIFT_PYTHON)`));
+  return new Promise((ok, fail) => {
+    const child = spawn(python, ['-m', 'sift_trainer.import_checkpoint', ...args], {
+      cwd: o.trainerDir ?? join(REPO_ROOT, 'containers', 'training'),
+      env: { ...process.env, PYTHONUNBUFFERED: '1', TOKENIZERS_PARALLELISM: 'false', ...o.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let last: TrainerEvent | undefined;
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr = (stderr + b.toString('utf8')).slice(-4000)));
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        last = JSON.parse(line) as TrainerEvent;
+        o.onEvent?.(last);
+      } catch {
+        // not an event line
+      }
+    });
+    child.on('error', fail);
+    child.on('close', (code) => ok({ code, ...(last ? { last } : {}), stderr }));
+  });
+}
+
+/** TS engine vs the Python library's answers on every case. */
+async function checkParity(dir: string, cases: readonly ParityCase[], reference: Array<{ name: string; results: CanonResult[] }>, tolerance: number) {
+  const model = await EncoderModel.load(dir);
+  try {
+    let items = 0;
+    let maxDiff = 0;
+    const mismatches: string[] = [];
+    for (const [ci, c] of cases.entries()) {
+      const out = await model.infer(c.texts, c.schema, { threshold: c.threshold, batchSize: 8 });
+      out.results.forEach((r, ti) => {
+        const report = compareCanon(canonResult(r, c.schema), reference[ci]?.results[ti] ?? {}, tolerance, `[${c.name} #${ti}] `);
+        items += report.items;
+        maxDiff = Math.max(maxDiff, report.maxDiff);
+        mismatches.push(...report.mismatches);
+      });
+    }
+    return { items, maxDiff, mismatches };
+  } finally {
+    await model.release();
+  }
+}
+
+export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> {
+  const t0 = performance.now();
+  const say = o.onLine ?? (() => {});
+  const checkpointDir = resolve(o.checkpointDir);
+  if (!existsSync(checkpointDir)) throw new ModelImportError(`checkpoint directory ${checkpointDir} does not exist`);
+  const modelId = o.modelId ?? (await modelIdFromCheckpoint(checkpointDir));
+  if (!modelId) throw new ModelImportError(`cannot tell which catalog model ${checkpointDir} is: pass --as <id> (${CATALOG.filter((m) => m.type === 'encoder').map((m) => m.id).join(', ')})`);
+  importableModel(modelId);
+  const target = join(o.modelsDir, modelDirName(modelId));
+  if (existsSync(target) && !o.force) throw new ModelImportError(`${target} already exists; pass --force to replace ${modelId}'s weights`);
+  const cases = o.cases ?? IMPORT_PARITY_CASES;
+  const tolerance = o.tolerance ?? IMPORT_PARITY_TOLERANCE;
+
+  await mkdir(o.modelsDir, { recursive: true });
+  // beside the target (same file system, so the final rename is atomic); no `--`, so never taken for a model
+  const staging = join(o.modelsDir, `.importing-${process.pid}-${Date.now()}`);
+  const work = await mkdtemp(join(tmpdir(), 'sift-import-'));
+  try {
+    await writeFile(join(work, 'cases.json'), JSON.stringify(cases));
+    say(`${modelId}: converting ${checkpointDir} (gliner2 → ONNX fragments)…`);
+    const run = await runImportModule(
+      ['convert', '--checkpoint', checkpointDir, '--out', staging, '--model-id', modelId, '--cases', join(work, 'cases.json'), '--reference', join(work, 'reference.json')],
+      { python: o.python, trainerDir: o.trainerDir, env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' }, onEvent: (e) => e.event === 'import_stage' && say(`  ${e.stage} (${e.seconds ?? '?'} s)`) },
+    );
+    if (run.code !== 0) {
+      const why = run.last?.event === 'import_failed' && run.last.error ? run.last.error : `the converter exited with ${run.code}: ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`;
+      throw new ModelImportError(`refused ${checkpointDir}: ${why}`);
+    }
+    const reference = JSON.parse(await readFile(join(work, 'reference.json'), 'utf8')) as Array<{ name: string; results: CanonResult[] }>;
+    const parity = await checkParity(staging, cases, reference, tolerance);
+    if (parity.mismatches.length) {
+      const shown = parity.mismatches.slice(0, 8).map((m) => `  ${m}`).join('\n');
+      throw new ModelImportError(
+        `refused ${checkpointDir}: the TS engine on the export disagrees with the gliner2 library on the checkpoint (${parity.mismatches.length} of ${parity.items} items beyond ${tolerance}); nothing was published:\n${shown}`,
+      );
+    }
+    const texts = cases.reduce((n, c) => n + c.texts.length, 0);
+    const summary = { cases: cases.length, texts, items: parity.items, maxDiff: parity.maxDiff, tolerance };
+    say(`  parity: ${parity.items} spans/labels on ${texts} texts identical, max |Δscore| ${parity.maxDiff.toExponential(2)} (≤ ${tolerance})`);
+    // the verdict travels with the weights
+    const manifest = JSON.parse(await readFile(join(staging, MANIFEST_FILE), 'utf8')) as Record<string, unknown>;
+    await writeFile(join(staging, MANIFEST_FILE), JSON.stringify({ ...manifest, import_parity: { ...summary, engine: 'onnxruntime-node fp32', reference: 'gliner2 (PyTorch, CPU)' } }, null, 2));
+    if (existsSync(target)) {
+      const old = `${staging}.replaced`;
+      await rename(target, old);
+      await rename(staging, target);
+      await rm(old, { recursive: true, force: true });
+    } else await rename(staging, target);
+    return { modelId, dir: target, parity: summary, seconds: (performance.now() - t0) / 1000 };
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
+  }
+}
