@@ -26,6 +26,9 @@ program
       ...(process.env['SIFT_ADMIN_KEY'] ? { adminKey: process.env['SIFT_ADMIN_KEY'] } : {}),
     });
     const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`];
+    // a first start builds the venv and models in the background: say so, and where to follow it
+    const build = service.svc.modelBuilds ? await (await import('../src/cli/buildStatus')).buildStatusLines(DEFAULT_MODELS_DIR) : [];
+    if (build.length && !build[0]?.startsWith('model build: done')) lines.push('', ...build, 'Models become available as they are built (sift models status; GET /base-models).');
     if (service.createdAdminKey) {
       lines.push('', 'Created the operator API key (shown only this once; keep it):', `  ${service.createdAdminKey}`);
     }
@@ -135,6 +138,17 @@ models
       process.stderr.write(`sift models publish: ${(err as Error).message}\n`);
       process.exitCode = 1;
     }
+  });
+
+models
+  .command('status')
+  .description('Progress of the local venv and model build that a first `npm start` runs in the background')
+  .option('--models-dir <dir>', 'the models directory the build writes to', DEFAULT_MODELS_DIR)
+  .action(async (o: { modelsDir: string }) => {
+    const { buildStatusLines } = await import('../src/cli/buildStatus');
+    const lines = await buildStatusLines(o.modelsDir);
+    process.stdout.write((lines.length ? lines : [`no model build has run in ${o.modelsDir}`]).join('\n') + '\n');
+    if (lines[0]?.startsWith('model build: failed')) process.exitCode = 1;
   });
 
 await program.parseAsync(process.argv);
