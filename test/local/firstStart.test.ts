@@ -1,0 +1,129 @@
+/**
+ * A first `npm start`: the server answers while the venv and models build in the background
+ * (scripts/build-models.mjs writes `<modelsDir>/.sift-build.json`). Here the build is played by
+ * writing that status file and, when it "finishes", the built mini model (copied from the cache the
+ * real build filled) — the real build is covered by the trainer's tests and `npm test`'s set-up.
+ */
+import { spawnSync } from 'node:child_process';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { jsonl, TestStack } from '../helpers/localStack';
+
+const MINI = 'sift/gliner2-mini-v1';
+const DECODER = 'HuggingFaceTB/SmolLM2-135M-Instruct';
+const text = 'Tim Cook visited the Apple office in Paris.';
+const schema = { entities: ['person', 'company', 'city'] };
+
+let modelsDir: string;
+let stack: TestStack | undefined;
+
+const writeStatus = (status: Record<string, unknown>) => writeFile(join(modelsDir, '.sift-build.json'), JSON.stringify(status));
+const building = (over: Record<string, unknown> = {}) => ({
+  state: 'running',
+  pid: process.pid, // alive for the whole test
+  log: join(modelsDir, '.sift-build.log'),
+  stage: MINI,
+  venv: { state: 'done' },
+  models: {
+    [MINI]: { state: 'building', stage: 'training', step: 120, total: 700, eta_seconds: 90 },
+    [DECODER]: { state: 'pending' },
+  },
+  ...over,
+});
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const got = await probe();
+    if (got !== undefined) return got;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeEach(async () => {
+  modelsDir = await mkdtemp(join(tmpdir(), 'sift-first-start-'));
+});
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+  await rm(modelsDir, { recursive: true, force: true });
+});
+
+it('reports a building model, answers 503 + Retry-After for it, and serves it once built without a restart', async () => {
+  await writeStatus(building());
+  stack = await TestStack.start({ modelsDir, buildPollMs: 100 });
+  const s = stack;
+
+  const ready = await s.call('GET', '/ready', { key: null });
+  expect(ready.status).toBe(503);
+  expect(ready.body.checks[`build:${MINI}`]).toMatchObject({ ok: false, detail: expect.stringContaining('step 120/700') });
+  expect(ready.body.builds[MINI]).toMatchObject({ state: 'building', step: 120, total: 700, eta_seconds: 90 });
+  expect(ready.body.builds[DECODER]).toMatchObject({ state: 'pending' });
+
+  const catalog = (await s.call('GET', '/base-models')).body.data as any[];
+  expect(catalog.find((m) => m.id === MINI)).toMatchObject({ available: false, build: { state: 'building', stage: 'training', step: 120, total: 700, eta_seconds: 90 } });
+  // a model the build does not make says nothing about it
+  expect(catalog.find((m) => m.id === 'fastino/gliner2-base-v1')).not.toHaveProperty('build');
+
+  const early = await s.call('POST', '/inference', { body: { model_id: MINI, text, schema } });
+  expect(early.status).toBe(503);
+  expect(early.headers.get('retry-after')).toBe('90');
+  expect(early.body.detail).toContain(`Model '${MINI}' is not available yet`);
+  expect(early.body.detail).toContain('step 120/700, about 2 min left');
+
+  // progress moves on: the server reads the file again
+  await writeStatus(building({ models: { [MINI]: { state: 'building', stage: 'training', step: 600, total: 700, eta_seconds: 20 }, [DECODER]: { state: 'pending' } } }));
+  await until('the new progress', async () => ((await s.call('GET', '/base-models')).body.data.find((m: any) => m.id === MINI)?.build?.step === 600 ? true : undefined));
+
+  // the build finishes: its output lands in the models dir, then the status says done
+  await cp(join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), join(modelsDir, 'sift--gliner2-mini-v1'), { recursive: true });
+  await writeStatus(building({ models: { [MINI]: { state: 'done', stage: 'built' }, [DECODER]: { state: 'building', stage: 'starting' } } }));
+  const mini = await until('the mini model to be published', async () => {
+    const m = (await s.call('GET', '/base-models')).body.data.find((x: any) => x.id === MINI);
+    return m?.available ? m : undefined;
+  });
+  expect(mini).not.toHaveProperty('build');
+
+  const served = await s.call('POST', '/inference', { body: { model_id: MINI, text, schema } });
+  expect(served.status).toBe(200);
+  expect(JSON.stringify(served.body)).toContain('Tim Cook');
+  // the decoder is still building: not ready yet, and only it is named
+  const stillBuilding = await s.call('GET', '/ready', { key: null });
+  expect(stillBuilding.status).toBe(503);
+  expect(Object.keys(stillBuilding.body.builds)).toEqual([DECODER]);
+}, 120_000);
+
+it('keeps a training job requested while the venv builds, and fails it with the reason when the build dies', async () => {
+  await writeStatus(building({ stage: 'venv', venv: { state: 'building' }, models: { [MINI]: { state: 'pending' } } }));
+  stack = await TestStack.start({ modelsDir, buildPollMs: 100, maxTrainingJobs: 1 });
+  const s = stack;
+  expect((await s.uploadDataset('ner-set', jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person']] }]))).status).toBe('ready');
+  const created = await s.call('POST', '/core/training-jobs', { body: { model_name: 'early', base_model: MINI, datasets: [{ name: 'ner-set' }] } });
+  expect(created.status).toBe(201);
+  const job = () => s.call('GET', `/core/training-jobs/${created.body.id}`).then((r) => r.body);
+
+  // several polls of the status file later it still waits
+  await new Promise((r) => setTimeout(r, 700));
+  expect((await job()).status).toBe('requested');
+
+  // the build process dies without finishing (its status file still says running)
+  const dead = spawnSync(process.execPath, ['-e', '0']).pid;
+  await writeStatus(building({ pid: dead, stage: 'venv', venv: { state: 'building' }, models: { [MINI]: { state: 'pending' } } }));
+  const failed = await until('the job to fail', async () => {
+    const j = await job();
+    return j.status === 'failed' ? j : undefined;
+  });
+  expect(failed.error).toContain('cannot train yet: the training venv could not be installed');
+  expect(failed.error).toContain(`the build process (pid ${dead}) ended without finishing`);
+
+  // the catalog and inference say the same, and a failed build gets no Retry-After
+  const mini = (await s.call('GET', '/base-models')).body.data.find((m: any) => m.id === MINI);
+  expect(mini.build).toMatchObject({ state: 'failed', error: expect.stringContaining('ended without finishing'), log: join(modelsDir, '.sift-build.log') });
+  const res = await s.call('POST', '/inference', { body: { model_id: MINI, text, schema } });
+  expect(res.status).toBe(503);
+  expect(res.headers.get('retry-after')).toBeNull();
+  expect(res.body.detail).toContain('its build failed');
+}, 120_000);
