@@ -5,7 +5,8 @@
  * 20+ minutes and is exercised by `npm test`'s own set-up); setup.sh, the lock, the detached process,
  * the event parsing and the status file are the real ones.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -30,6 +31,13 @@ function setup(args: string[], env: Record<string, string> = {}) {
   });
   return { ...r, ms: Date.now() - started };
 }
+
+/** `sift models status`, the CLI's view of the same status file. */
+const modelsStatus = () =>
+  promisify(execFile)(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', 'models', 'status', '--models-dir', join(cacheDir, 'models')], { cwd: REPO_ROOT, encoding: 'utf8' }).then(
+    (r) => ({ code: 0, stdout: r.stdout }),
+    (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
+  );
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
   const end = Date.now() + ms;
@@ -82,6 +90,10 @@ it('start mode returns while the build goes on in the background, reporting prog
   expect(progress).toMatchObject({ state: 'running', venv: { state: 'done' }, stage: MINI, models: { [MINI]: { state: 'building', stage: 'training', step: 30, total: 100 } } });
   expect(progress.models[MINI].eta_seconds).toEqual(expect.any(Number));
   expect(alive(progress.pid)).toBe(true);
+  const cli = await modelsStatus();
+  expect(cli.code).toBe(0);
+  expect(cli.stdout).toContain('model build: running');
+  expect(cli.stdout).toMatch(/training venv: done\n  sift\/gliner2-mini-v1: being built \(training, step 30\/100(, about \d+ min left)?\)/);
 
   // a second start while it runs leaves the build to the first
   const second = setup([], { FAKE_BUILD_GATE: gate });
@@ -109,6 +121,9 @@ it('reports a failed build with its reason instead of hanging', async () => {
   });
   expect(failed.models[MINI]).toMatchObject({ state: 'failed', error: 'sift_trainer.build_mini: RuntimeError: out of memory (fake)' });
   expect(failed.error).toContain('out of memory (fake)');
+  const cli = await modelsStatus();
+  expect(cli.code).toBe(1);
+  expect(cli.stdout).toContain('sift/gliner2-mini-v1: build failed: sift_trainer.build_mini: RuntimeError: out of memory (fake)');
 });
 
 it('test mode builds in the foreground: the models are there when it returns', async () => {
