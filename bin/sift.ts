@@ -26,12 +26,12 @@ program
       ...(process.env['SIFT_ADMIN_KEY'] ? { adminKey: process.env['SIFT_ADMIN_KEY'] } : {}),
     });
     const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`];
-    // a first start builds the venv and models in the background: say so, and where to follow it
-    const build = service.svc.modelBuilds ? await (await import('../src/cli/buildStatus')).buildStatusLines(DEFAULT_MODELS_DIR) : [];
-    if (build.length && !build[0]?.startsWith('model build: done')) lines.push('', ...build, 'Models become available as they are built (sift models status; GET /base-models).');
     if (service.createdAdminKey) {
       lines.push('', 'Created the operator API key (shown only this once; keep it):', `  ${service.createdAdminKey}`);
     }
+    // a first start builds the venv and models in the background: say so, and where to follow it
+    const build = await (await import('../src/cli/buildStatus')).buildStatusLines(DEFAULT_MODELS_DIR);
+    if (build.length && !build[0]?.startsWith('model build: done')) lines.push('', ...build, 'Models become available as they are built (sift models status; GET /base-models).');
     process.stdout.write(lines.join('\n') + '\n');
     const shutdown = async () => {
       await service.close();

@@ -145,21 +145,18 @@ async function main() {
   return failed.length ? 1 : 0;
 }
 
-// A signal (the operator killing the build) is reported, not left as `running`.
-for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
-  process.once(sig, () => {
-    current?.kill('SIGTERM');
-    Object.assign(status, { state: 'failed', error: `the build was stopped (${sig})`, finished_at: now() });
-    save();
-    process.exit(1);
-  });
+/** Ends the build as failed: what it had not finished failed with it (never left `running`). */
+function abandon(error) {
+  current?.kill('SIGTERM');
+  for (const s of [status.venv, ...Object.values(status.models)]) if (s.state === 'pending' || s.state === 'building') Object.assign(s, { state: 'failed', error });
+  Object.assign(status, { state: 'failed', error, finished_at: now() });
+  save();
+  process.exit(1);
 }
+
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.once(sig, () => abandon(`the build was stopped (${sig})`));
 
 main().then(
   (code) => process.exit(code),
-  (err) => {
-    Object.assign(status, { state: 'failed', error: `build-models crashed: ${err.message}`, finished_at: now() });
-    save();
-    process.exit(1);
-  },
+  (err) => abandon(`build-models crashed: ${err.message}`),
 );

@@ -42,9 +42,12 @@ export async function readBuildStatus(modelsDir: string): Promise<BuildStatusFil
     return undefined; // never half-written (renamed into place); unparsable means not ours
   }
   if (status.state === 'running' && !alive(status.pid)) {
-    const error = `the build process (pid ${status.pid}) ended without finishing${status.log ? `; see ${status.log}` : ''}`;
-    status = { ...status, state: 'failed', error };
-    for (const m of Object.values(status.models ?? {})) if (m.state !== 'done') Object.assign(m, { state: 'failed', error });
+    status = { ...status, state: 'failed', error: `the build process (pid ${status.pid}) ended without finishing${status.log ? `; see ${status.log}` : ''}` };
+  }
+  if (status.state !== 'running') {
+    // a build that ended (stopped, crashed) leaves nothing pending: what it did not finish failed
+    const error = status.error ?? 'the build ended without finishing';
+    for (const m of Object.values(status.models ?? {})) if (m.state === 'pending' || m.state === 'building') Object.assign(m, { state: 'failed', error });
     if (status.venv?.state === 'building') status.venv = { state: 'failed', error };
   }
   return status;

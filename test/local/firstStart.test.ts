@@ -126,4 +126,12 @@ it('keeps a training job requested while the venv builds, and fails it with the 
   expect(res.status).toBe(503);
   expect(res.headers.get('retry-after')).toBeNull();
   expect(res.body.detail).toContain('its build failed');
+
+  // a build stopped while the decoder was still queued: the decoder is reported failed, not queued
+  await writeStatus(building({ state: 'failed', error: 'the build was stopped (SIGTERM)', venv: { state: 'done' }, models: { [MINI]: { state: 'failed', error: 'x' }, [DECODER]: { state: 'pending' } } }));
+  const decoder = await until('the stopped build', async () => {
+    const m = (await s.call('GET', '/base-models')).body.data.find((x: any) => x.id === DECODER);
+    return m?.build?.state === 'failed' ? m : undefined;
+  });
+  expect(decoder.build.error).toBe('the build was stopped (SIGTERM)');
 }, 120_000);

@@ -126,6 +126,21 @@ it('reports a failed build with its reason instead of hanging', async () => {
   expect(cli.stdout).toContain('sift/gliner2-mini-v1: build failed: sift_trainer.build_mini: RuntimeError: out of memory (fake)');
 });
 
+it('a build stopped by a signal says so, for every part it had not finished', async () => {
+  expect(setup([], { FAKE_BUILD_GATE: join(cacheDir, 'gate') }).status).toBe(0);
+  const running = await until('the build to reach its gate', async () => {
+    const s = await statusOf();
+    return s.models?.[MINI]?.step === 30 ? s : undefined;
+  });
+  process.kill(running.pid, 'SIGTERM');
+  const stopped = await until('the build to stop', async () => {
+    const s = await statusOf();
+    return s.state === 'failed' ? s : undefined;
+  });
+  expect(stopped).toMatchObject({ error: 'the build was stopped (SIGTERM)', models: { [MINI]: { state: 'failed', error: 'the build was stopped (SIGTERM)' } } });
+  await until('the build process to exit', async () => (alive(running.pid) ? undefined : true));
+});
+
 it('test mode builds in the foreground: the models are there when it returns', async () => {
   const r = setup(['--for-tests']);
   expect(r.status).toBe(0);
