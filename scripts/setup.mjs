@@ -41,7 +41,8 @@ function ensureNodeModules() {
   writeFileSync(stamp, want);
 }
 
-const forTests = process.argv.includes('--for-tests');
+// `--for-tests` (npm test) / `--foreground`: wait for the build instead of starting it in the background
+const forTests = process.argv.includes('--for-tests') || process.argv.includes('--foreground');
 const buildStatus = join(modelsDir, '.sift-build.json');
 const buildLog = join(modelsDir, '.sift-build.log');
 const buildLock = join(modelsDir, '.sift-build.lock');
