@@ -170,8 +170,9 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
         server.close(() => ok());
         server.closeAllConnections();
       });
-      builds.close();
+      // the runner first: a job waiting for the build must see the shutdown, not a closed watcher
       await runner.shutdown();
+      builds.close();
       await queue.idle();
       await workflows.idle();
       await services.hotPath?.writes.drain();

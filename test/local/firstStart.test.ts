@@ -5,7 +5,7 @@
  * real build filled) — the real build is covered by the trainer's tests and `npm test`'s set-up.
  */
 import { spawnSync } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
@@ -134,4 +134,19 @@ it('keeps a training job requested while the venv builds, and fails it with the 
     return m?.build?.state === 'failed' ? m : undefined;
   });
   expect(decoder.build.error).toBe('the build was stopped (SIGTERM)');
+}, 120_000);
+
+it('leaves a job that waits for the build requested across a restart', async () => {
+  await writeStatus(building({ stage: 'venv', venv: { state: 'building' }, models: { [MINI]: { state: 'pending' } } }));
+  const dataDir = join(modelsDir, 'data');
+  await mkdir(dataDir);
+  const first = await TestStack.start({ dataDir, modelsDir, buildPollMs: 100, maxTrainingJobs: 1 });
+  expect((await first.uploadDataset('ner-set', jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person']] }]))).status).toBe('ready');
+  const id = (await first.call('POST', '/core/training-jobs', { body: { model_name: 'early', base_model: MINI, datasets: [{ name: 'ner-set' }] } })).body.id as string;
+  await new Promise((r) => setTimeout(r, 300));
+  await first.stop();
+
+  stack = await TestStack.start({ dataDir, modelsDir, buildPollMs: 100, maxTrainingJobs: 1 });
+  const job = (await stack.call('GET', `/core/training-jobs/${id}`)).body;
+  expect(job).toMatchObject({ status: 'requested', error: null });
 }, 120_000);
