@@ -38,6 +38,8 @@ export class TestStack {
       /** A models directory of the test's own (its background-build status file included); overrides `withModels`. */
       modelsDir?: string;
       buildPollMs?: number;
+      /** The trainer's Python (default: the venv in the user cache). */
+      python?: string;
       workflowPollMs?: number;
       adaptiveEveryMs?: number;
     } = {},
@@ -51,6 +53,7 @@ export class TestStack {
       maxTrainingJobs: opts.maxTrainingJobs ?? 0,
       modelsDir: opts.modelsDir ?? (opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models')),
       ...(opts.buildPollMs !== undefined ? { buildPollMs: opts.buildPollMs } : {}),
+      ...(opts.python !== undefined ? { python: opts.python } : {}),
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
       ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),

@@ -150,3 +150,30 @@ it('leaves a job that waits for the build requested across a restart', async () 
   const job = (await stack.call('GET', `/core/training-jobs/${id}`)).body;
   expect(job).toMatchObject({ status: 'requested', error: null });
 }, 120_000);
+
+it('starts a waiting job once the venv and its base model are built', async () => {
+  await writeStatus(building({ stage: 'venv', venv: { state: 'building' }, models: { [MINI]: { state: 'pending' } } }));
+  // the trainer itself is not under test: a "python" that exits at once with an error will do
+  const trainer = join(modelsDir, 'trainer-stand-in');
+  await writeFile(trainer, '#!/bin/sh\necho "stand-in trainer: not run in this test" >&2\nexit 3\n', { mode: 0o755 });
+  stack = await TestStack.start({ modelsDir, buildPollMs: 100, maxTrainingJobs: 1, python: trainer });
+  const s = stack;
+  expect((await s.uploadDataset('ner-set', jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person']] }]))).status).toBe('ready');
+  const id = (await s.call('POST', '/core/training-jobs', { body: { model_name: 'early', base_model: MINI, datasets: [{ name: 'ner-set' }] } })).body.id as string;
+  const job = () => s.call('GET', `/core/training-jobs/${id}`).then((r) => r.body);
+
+  // the venv is done, the base model still builds: it keeps waiting
+  await writeStatus(building({ models: { [MINI]: { state: 'building', stage: 'training', step: 5, total: 700 } } }));
+  await new Promise((r) => setTimeout(r, 500));
+  expect((await job()).status).toBe('requested');
+
+  await cp(join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), join(modelsDir, 'sift--gliner2-mini-v1'), { recursive: true });
+  await writeStatus(building({ state: 'done', stage: 'done', models: { [MINI]: { state: 'done', stage: 'built' } } }));
+  // it ran: the base model was fetched from the store and the trainer started (and, being a stand-in, failed)
+  const ran = await until('the job to run', async () => {
+    const j = await job();
+    return j.status === 'failed' ? j : undefined;
+  });
+  expect(ran.started_at).toEqual(expect.any(String));
+  expect(ran.error).toBe('the trainer exited with code 3 and wrote no failure file');
+}, 120_000);
