@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // Installs whatever a fresh clone is missing before `npm start` / `npm test`, and nothing twice:
-//   1. npm dependencies (skipped while package-lock.json is unchanged);
+//   1. npm dependencies (skipped while package-lock.json is unchanged; the server needs them);
 //   2. the training venv (PyTorch, gliner2, TRL, PEFT) and the offline base models, built once into
-//      the per-user cache (src/local/paths.ts reads the same locations);
+//      the per-user cache (src/local/paths.ts reads the same locations) by scripts/build-models.mjs:
+//      in the background for `npm start` (the server answers meanwhile), in the foreground for
+//      `npm test` (`--for-tests`: the tests need the models);
 //   3. with --for-tests: the API document tools' venv (scripts/setup-api-check.sh).
 // Node built-ins only: this runs before node_modules exists.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,25 +42,55 @@ function ensureNodeModules() {
   writeFileSync(stamp, want);
 }
 
+// `--for-tests` (npm test) / `--foreground`: wait for the build instead of starting it in the background
+const forTests = process.argv.includes('--for-tests') || process.argv.includes('--foreground');
+const buildStatus = join(modelsDir, '.sift-build.json');
+const buildLog = join(modelsDir, '.sift-build.log');
+const buildLock = join(modelsDir, '.sift-build.lock');
+const builder = [join(root, 'scripts', 'build-models.mjs')];
+
+/** A build another start launched is still going when its status says so and its process lives. */
+function buildRunning() {
+  try {
+    const s = JSON.parse(readFileSync(buildStatus, 'utf8'));
+    if (s.state !== 'running') return undefined;
+    process.kill(s.pid, 0);
+    return s.pid;
+  } catch {
+    return undefined;
+  }
+}
+
 function ensureTrainingAndModels() {
   if (process.env.SIFT_SKIP_MODELS === '1') {
     log('SIFT_SKIP_MODELS=1: not installing the training venv or building models');
     return;
   }
-  log(`training venv: ${venv}; models: ${modelsDir} (first run: a few GB of wheels and a model build)`);
-  execFileSync(
-    'bash',
-    [
-      join(root, 'containers', 'training', 'setup.sh'),
-      '--mini-out',
-      join(modelsDir, 'sift--gliner2-mini-v1'),
-      '--decoder-out',
-      join(modelsDir, 'HuggingFaceTB--SmolLM2-135M-Instruct'),
-    ],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_VENV: venv } },
-  );
-  // The decoder serves the GGUF itself (llama.cpp); training uses the HF checkpoint built above.
-  execFileSync(process.execPath, [join(root, 'scripts', 'fetch-decoder.mjs')], { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_MODELS_DIR: modelsDir } });
+  mkdirSync(modelsDir, { recursive: true });
+  if (forTests) {
+    // Tests need the models: build (or wait for a running build) in the foreground, same lock.
+    log(`training venv: ${venv}; models: ${modelsDir} (first run: a few GB of wheels and a model build)`);
+    execFileSync('flock', [buildLock, process.execPath, ...builder], { cwd: root, stdio: 'inherit', env: { ...process.env, SIFT_VENV: venv, SIFT_MODELS_DIR: modelsDir } });
+    return;
+  }
+  const running = buildRunning();
+  if (running) {
+    log(`the venv and model build is already running (pid ${running}; log ${buildLog})`);
+    return;
+  }
+  // `npm start` answers at once: the venv and models build in a detached process (it outlives this
+  // one and the server); the server reads its status file and publishes each model when it is built.
+  // `flock -n`: a second start racing this one finds the lock taken and leaves the build to it.
+  const out = openSync(buildLog, 'a');
+  const child = spawn('flock', ['-n', buildLock, process.execPath, ...builder], {
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: { ...process.env, SIFT_VENV: venv, SIFT_MODELS_DIR: modelsDir },
+  });
+  child.unref();
+  log(`building the training venv and offline models in the background (pid ${child.pid}; log ${buildLog});`);
+  log('the server starts now: `sift models status`, GET /base-models and GET /ready show the progress');
 }
 
 // The API document checks' own small venv (openapi-spec-validator, schemathesis): tests only.

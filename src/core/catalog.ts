@@ -72,5 +72,9 @@ export async function listBaseModels(
     return true;
   });
   const available = await Promise.all(models.map(async (m) => (await svc.blobs.head(modelManifestKey(m.id))) !== undefined));
-  return models.map((m, i) => ({ ...m, task_type: m.type, available: available[i] ?? false }));
+  return models.map((m, i) => {
+    // a model without weights that this installation is building says how far the build is
+    const build = available[i] ? undefined : svc.modelBuilds?.progress(m.id);
+    return { ...m, task_type: m.type, available: available[i] ?? false, ...(build ? { build } : {}) };
+  });
 }

@@ -3,6 +3,7 @@ import type { RecordStore } from '../adapters/RecordStore';
 import type { WorkQueue } from '../adapters/WorkQueue';
 import type { GatewayKeys } from './gatewayKeys';
 import type { HotPath } from './hotPath';
+import type { ModelBuildTracker } from './modelBuild';
 import type { RateLimiter } from './rateLimits';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageSink } from './usage';
@@ -70,6 +71,8 @@ export interface Services {
   gatewayKeys?: GatewayKeys;
   /** Starts Step Functions workflows (evaluation, generation): SFN on AWS, the same ASL in-process locally. */
   workflows?: WorkflowLauncher;
+  /** Models this installation is still building (local mode's background build); absent elsewhere. */
+  modelBuilds?: ModelBuildTracker;
   now: () => Date;
 }
 

@@ -113,4 +113,10 @@ export class RateLimitError extends ApiError {
 export class ServiceUnavailableError extends ApiError {
   readonly status = 503;
   readonly kind = 'overloaded_error';
+
+  /** `retryAfterSeconds`: when the condition is expected to clear (sent as Retry-After). */
+  constructor(message: string, retryAfterSeconds?: number) {
+    super(message);
+    if (retryAfterSeconds !== undefined) this.headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+  }
 }

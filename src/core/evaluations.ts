@@ -3,7 +3,8 @@ import { ENCODER_TASK_TYPES } from './datasets/rows';
 import { getProject } from './projects';
 import type { Services } from './context';
 import { latestReadyVersion, getVersion } from './datasets/service';
-import { ConflictError, NotFoundError, ServiceUnavailableError, ValidationError } from './errors';
+import { ConflictError, NotFoundError, ValidationError } from './errors';
+import { missingWeightsError } from './modelBuild';
 import { isUuid, newUuid } from './ids';
 import { getTrainingJob } from './trainingJobs';
 
@@ -50,7 +51,7 @@ export async function createEvaluation(
     if (!base) throw ValidationError.field(['body', 'base_model'], `'${input.base_model}' is neither a training job id nor a catalog model id`, 'unknown_model');
     if (base.type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `'${base.id}' is a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
     if (!(await svc.blobs.head(modelManifestKey(base.id)))) {
-      throw new ServiceUnavailableError(`Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
+      throw missingWeightsError(svc, base.id, `Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
     }
   }
   if (projectId !== null) {

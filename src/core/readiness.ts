@@ -3,12 +3,16 @@
  * the engine, the models named in `SIFT_PRELOAD_MODELS` are loaded — so a fresh task gets traffic
  * only once its first request won't pay the model load.
  */
+import { CATALOG, modelManifestKey } from './catalog';
 import type { Services } from './context';
 import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
+import { describeBuild, type ModelBuildProgress } from './modelBuild';
 
 export interface ReadinessReport {
   ready: boolean;
   checks: Record<string, { ok: boolean; detail?: string; ms: number }>;
+  /** Models this installation is still building (local first start), with their progress. */
+  builds?: Record<string, ModelBuildProgress>;
 }
 
 async function check(name: string, report: ReadinessReport, fn: () => Promise<unknown>): Promise<void> {
@@ -32,6 +36,16 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
     check('records', report, () => svc.records.get('INSTALL', 'INSTALL')),
     check('blobs', report, () => svc.blobs.head('models/.readiness-probe')),
   ]);
+  // local first start: not ready while the models `npm start` builds in the background are missing
+  if (svc.modelBuilds) {
+    for (const m of CATALOG) {
+      const p = svc.modelBuilds.progress(m.id);
+      if (!p || (await svc.blobs.head(modelManifestKey(m.id)).catch(() => undefined))) continue;
+      report.ready = false;
+      report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
+      (report.builds ??= {})[m.id] = p;
+    }
+  }
   for (const model of models) {
     await check(`model:${model}`, report, async () => {
       // catalog ids only: they need no team (preloading is an operator setting)

@@ -23,6 +23,7 @@ import { createLogger, type Logger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
 import { nodeHandler } from './httpAdapter';
+import { ModelBuildWatcher } from './modelBuild';
 import { publishBuiltModels } from './modelStore';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
 import { LocalTrainingRunner } from './trainingRunner';
@@ -48,6 +49,8 @@ export interface LocalOptions {
   adaptiveEveryMs?: number;
   /** Where finance's EMF lines go (default: appended to `<dataDir>/logs/metrics.emf.jsonl`). */
   metricsOut?: (line: string) => void;
+  /** How often the background model build's status file is read, ms (default 1000). */
+  buildPollMs?: number;
 }
 
 export interface LocalService {
@@ -95,7 +98,20 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     logger,
     config: { stage: 'local', ...(opts.config ?? {}) },
   });
+  const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
+  // A first `npm start` builds the venv and models in the background (scripts/build-models.mjs):
+  // each model is published into the store as its build reports it done, without a restart.
+  const builds = new ModelBuildWatcher(
+    modelsDir,
+    async () => {
+      const published = await publishBuiltModels(svc as Services, modelsDir);
+      if (published.length) logger.info('published built models to the model store', { models: published });
+    },
+    opts.buildPollMs,
+    (error) => logger.error('could not publish the built models', { error }),
+  );
   const runner = new LocalTrainingRunner(() => svc as Services, {
+    whenBuilt: (ids, signal) => builds.whenBuilt(ids, signal),
     workDir: join(dataDir, 'work'),
     python: opts.python ?? DEFAULT_PYTHON,
     trainerDir: join(REPO_ROOT, 'containers', 'training'),
@@ -104,6 +120,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     logger,
   });
   svc.training = runner;
+  svc.modelBuilds = builds;
   svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
   const workflows = new LocalWorkflowRunner(() => {
     const services = svc as Services;
@@ -120,16 +137,18 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     await svc.records.ensureTable();
     await svc.blobs.ensureBucket();
     install = await ensureInstallation(svc, opts.adminKey);
-    const published = await publishBuiltModels(svc, opts.modelsDir ?? DEFAULT_MODELS_DIR);
+    const published = await publishBuiltModels(svc, modelsDir);
     if (published.length) logger.info('published models to the model store', { models: published });
     // usage kept while the store was unreachable in an earlier run
     await svc.usage.flush();
+    await builds.start();
     const recovered = await recoverInterruptedWork(svc);
     if (recovered.datasets + recovered.jobs + recovered.workflows) logger.info('recovered interrupted work', recovered);
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
     await svc.usage.close().catch(() => {});
     emfLog?.end();
+    builds.close();
     await emulators.close();
     throw err;
   }
@@ -167,7 +186,9 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
         server.close(() => ok());
         server.closeAllConnections();
       });
+      // the runner first: a job waiting for the build must see the shutdown, not a closed watcher
       await runner.shutdown();
+      builds.close();
       await queue.idle();
       await workflows.idle();
       await services.hotPath?.writes.drain();

@@ -38,6 +38,12 @@ export interface RunnerOptions {
   /** How long a stopped job may take to save its checkpoint before it is killed. */
   stopGraceMs: number;
   logger: Logger;
+  /**
+   * Resolves once the trainer's venv and these catalog models are built (local first start: they
+   * build in the background); rejects with the reason when that build failed. Jobs wait for it
+   * `requested`, and fail with the reason.
+   */
+  whenBuilt?: (modelIds: string[], signal: AbortSignal) => Promise<void>;
 }
 
 type TrainerEvent = { event: string; [k: string]: unknown };
@@ -53,6 +59,8 @@ export class LocalTrainingRunner implements TrainingLauncher {
   private readonly running = new Map<string, ChildProcess>();
   private active = 0;
   private readonly idleWaiters: (() => void)[] = [];
+  /** Aborted on shutdown: a job waiting for the background build stays `requested` for the next start. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly svc: () => Services,
@@ -87,6 +95,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   /** Stops every running job (service shutdown); they end `stopped` with their checkpoint. */
   async shutdown(): Promise<void> {
+    this.closing.abort();
     this.waiting.splice(0);
     for (const [jobId] of this.running) await this.stop('', jobId);
     await this.idle();
@@ -108,6 +117,17 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   private async run(teamId: string, jobId: string): Promise<void> {
     const svc = this.svc();
+    if (this.opts.whenBuilt) {
+      const requested = await getTrainingJob(svc, teamId, jobId).catch(() => undefined);
+      if (!requested) return;
+      try {
+        await this.opts.whenBuilt(findBaseModel(requested.base_model) ? [requested.base_model] : [], this.closing.signal);
+      } catch (err) {
+        if (this.closing.signal.aborted) return;
+        await this.fail(svc, teamId, jobId, `cannot train yet: ${(err as Error).message}`);
+        return;
+      }
+    }
     let job: TrainingJob;
     try {
       job = await transitionJob(svc, teamId, jobId, 'running');

@@ -29,7 +29,20 @@ export class TestStack {
    * without it the store starts empty, which keeps start-up fast and `available` false.
    */
   static async start(
-    opts: { dataDir?: string; adminKey?: string; config?: Partial<SiftConfig>; maxTrainingJobs?: number; withModels?: boolean; workflowPollMs?: number; adaptiveEveryMs?: number } = {},
+    opts: {
+      dataDir?: string;
+      adminKey?: string;
+      config?: Partial<SiftConfig>;
+      maxTrainingJobs?: number;
+      withModels?: boolean;
+      /** A models directory of the test's own (its background-build status file included); overrides `withModels`. */
+      modelsDir?: string;
+      buildPollMs?: number;
+      /** The trainer's Python (default: the venv in the user cache). */
+      python?: string;
+      workflowPollMs?: number;
+      adaptiveEveryMs?: number;
+    } = {},
   ): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
     const service = await startLocal({
@@ -38,7 +51,9 @@ export class TestStack {
       adminKey: opts.adminKey ?? OPERATOR_KEY,
       logger: silentLogger,
       maxTrainingJobs: opts.maxTrainingJobs ?? 0,
-      modelsDir: opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models'),
+      modelsDir: opts.modelsDir ?? (opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models')),
+      ...(opts.buildPollMs !== undefined ? { buildPollMs: opts.buildPollMs } : {}),
+      ...(opts.python !== undefined ? { python: opts.python } : {}),
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
       ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),

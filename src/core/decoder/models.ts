@@ -1,6 +1,7 @@
 import type { Services } from '../context';
 import { resolveServingTarget } from '../deployments';
 import { ServiceUnavailableError } from '../errors';
+import { missingWeightsError } from '../modelBuild';
 import type { DecoderAdapterSpec, DecoderBackend } from './types';
 
 /**
@@ -81,7 +82,7 @@ export async function resolveModel(svc: Services, teamId: string, model: string,
   if (target.model.type === 'encoder') return { type: 'encoder', requested: model, baseModel: target.model.id, projectId: target.projectId, trainingJobId };
   if (target.kind === 'catalog') {
     if (!(await backend.hasModel(target.model.id))) {
-      throw new ServiceUnavailableError(`Model '${model}' is in the catalog but its weights are not installed on this deployment`);
+      throw missingWeightsError(svc, target.model.id, `Model '${model}' is in the catalog but its weights are not installed on this deployment`);
     }
     return { type: 'decoder', requested: model, backendModel: target.model.id, baseModel: target.model.id, profile: decoderProfile(target.model.id), projectId: null, trainingJobId: null };
   }

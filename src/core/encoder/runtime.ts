@@ -12,6 +12,7 @@ import { modelManifestKey } from '../catalog';
 import type { Services } from '../context';
 import { resolveServingTarget } from '../deployments';
 import { ServiceUnavailableError, ValidationError } from '../errors';
+import { missingWeightsError } from '../modelBuild';
 import { EncoderModel, type Precision } from './engine';
 
 export interface ResolvedEncoder {
@@ -38,7 +39,7 @@ export async function resolveEncoderModel(svc: Services, teamId: string, model: 
   }
   if (target.kind === 'catalog') {
     if (!(await svc.blobs.head(modelManifestKey(model)))) {
-      throw new ServiceUnavailableError(`Model '${model}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`);
+      throw missingWeightsError(svc, model, `Model '${model}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`);
     }
     return { requested: model, baseModel: model, prefix: `models/${model}/`, projectId: null, trainingJobId: null };
   }

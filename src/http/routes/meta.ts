@@ -3,6 +3,7 @@ import { CATALOG } from '../../core/catalog';
 import { NotFoundError } from '../../core/errors';
 import { readiness } from '../../core/readiness';
 import { json, route } from '../types';
+import { ModelBuildSchema } from './schemas';
 
 const CREATED = Math.floor(Date.parse('2026-01-01T00:00:00Z') / 1000);
 /** One body both SDKs accept (compat.md §6): OpenAI's Model plus Anthropic's ModelInfo keys. */
@@ -28,6 +29,7 @@ const OpenAiModel = z.object({
 const ReadinessSchema = z.object({
   ready: z.boolean(),
   checks: z.record(z.string(), z.object({ ok: z.boolean(), detail: z.string().optional(), ms: z.number() })),
+  builds: z.record(z.string(), ModelBuildSchema).optional(),
 });
 
 /** Routes that need no credentials. `/openapi.json` is added by openapi.ts, which needs every route. */
@@ -45,7 +47,7 @@ export const metaRoutes = [
     method: 'GET',
     path: '/ready',
     tag: 'meta',
-    summary: 'Readiness: stores reachable and preloaded models (SIFT_PRELOAD_MODELS) loaded; 503 until then',
+    summary: 'Readiness: stores reachable, preloaded models (SIFT_PRELOAD_MODELS) loaded and no model still building (local first start); 503 until then',
     auth: 'public',
     responses: {
       200: { description: 'Ready', schema: ReadinessSchema },

@@ -149,6 +149,18 @@ export const InferenceRecordSchema = z
   })
   .meta({ id: 'InferenceRecord' });
 
+export const ModelBuildSchema = z
+  .object({
+    state: z.enum(['pending', 'building', 'failed']),
+    stage: z.string().optional(),
+    step: z.number().optional(),
+    total: z.number().optional(),
+    eta_seconds: z.number().optional(),
+    error: z.string().optional(),
+    log: z.string().optional(),
+  })
+  .meta({ id: 'ModelBuild' });
+
 export const BaseModelSchema = z
   .object({
     id: z.string(),
@@ -164,6 +176,7 @@ export const BaseModelSchema = z
     default_hyperparameters: z.object({ nr_epochs: z.number(), learning_rate: z.number() }),
     max_input_tokens: z.number(),
     available: z.boolean(),
+    build: ModelBuildSchema.optional().describe('Present while this installation builds the missing weights (local mode: the background build of `npm start`)'),
   })
   .meta({ id: 'BaseModel' });
 
