@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/local/paths';
+import { CACHE_DIR, REPO_ROOT } from '../../src/local/paths';
 
 const MINI = 'sift/gliner2-mini-v1';
 const fakePython = join(REPO_ROOT, 'test', 'fixtures', 'fake-python.mjs');
@@ -26,7 +26,8 @@ function setup(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'setup.mjs'), ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
-    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, ...env },
+    // the API check tools' venv is the real one (set up once per machine): not this test's subject
+    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env['SIFT_API_CHECK_VENV'] ?? join(CACHE_DIR, 'venv-api-check'), ...env },
     timeout: 60_000,
   });
   return { ...r, ms: Date.now() - started };
