@@ -106,14 +106,14 @@ def test_a_job_that_learns_nothing_says_so(tmp_path, encoder_base):
     """The base model is scored on the held-out rows first; a job no better than it carries a warning."""
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 20, seed=8))
     job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 1,
-                                       "max_steps": 1, "learning_rate": 1e-12, "seed": 2, "export_onnx": False},
+                                       "max_steps": 1, "learning_rate": 1e-12, "task_lr": 1e-12, "seed": 2, "export_onnx": False},
                     rows[:14], rows[14:])
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
     baseline = next(e for e in ev if e["event"] == "metrics" and e["scope"] == "baseline")
     final = next(e for e in ev if e["event"] == "metrics" and e["scope"] == "final")
-    assert final["metrics"]["f1"] == pytest.approx(baseline["metrics"]["f1"], abs=1e-9)  # a 1e-12 step changes nothing
+    assert final["metrics"]["f1"] == pytest.approx(baseline["metrics"]["f1"], abs=1e-9)  # a 1e-12 step (encoder and heads) changes nothing
     warnings = [e["message"] for e in ev if e["event"] == "warning"]
     assert len(warnings) == 1 and "does not beat the base model" in warnings[0]
     saved = json.loads((job / "output" / "data" / "metrics.json").read_text())
