@@ -171,6 +171,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     kwargs = dict(
         output_dir=str(out_dir), experiment_name="sift", num_epochs=epochs, max_steps=hp.max_steps,
         batch_size=bs, eval_batch_size=8, encoder_lr=encoder_lr, task_lr=task_lr,
+        max_grad_norm=float(hp.extra.get("max_grad_norm", 1.0)),
         warmup_ratio=float(hp.extra.get("warmup_ratio", 0.1)), scheduler_type=str(hp.extra.get("scheduler", "linear")),
         fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
         eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
