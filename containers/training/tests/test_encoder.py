@@ -106,7 +106,8 @@ def test_a_job_that_learns_nothing_says_so(tmp_path, encoder_base):
     """The base model is scored on the held-out rows first; a job no better than it carries a warning."""
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 20, seed=8))
     job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 1,
-                                       "max_steps": 1, "learning_rate": 1e-12, "seed": 2, "export_onnx": False},
+                                       "max_steps": 1, "learning_rate": 1e-12, "task_lr": 1e-12, "seed": 2,
+                                       "export_onnx": False},  # learning_rate is the encoder's; heads use task_lr
                     rows[:14], rows[14:])
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
