@@ -308,7 +308,7 @@ def set_threads() -> None:
     torch.set_num_threads(max(1, n))
 
 
-def sampling_config(overrides: Optional[Dict[str, Any]] = None):
+def sampling_config(overrides: Optional[Dict[str, Any]] = None, single_label: bool = False):
     """gliner2 training-time prompt sampling tuned for small data without label descriptions.
 
     gliner2's defaults replace 20% of entity label sets by "entity 1..n" and 50% of class label sets by
@@ -319,5 +319,7 @@ def sampling_config(overrides: Optional[Dict[str, Any]] = None):
 
     kw: Dict[str, Any] = dict(synthetic_entity_label_prob=0.0, synthetic_label_prob=0.1,
                               remove_classification_label_prob=0.2, include_true_label_prob=0.5)
+    if single_label:  # every single-label row has a gold label; a prompt without it teaches nothing
+        kw["include_true_label_prob"] = 1.0
     kw.update(overrides or {})
     return SamplingConfig(**kw)

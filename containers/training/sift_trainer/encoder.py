@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import common
+from . import cls_loss, common
 from .common import Hyperparameters, JobPaths, emit, write_json
 from .data import DatasetError, TaskInfo, convert, infer_tasks, split
 from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
@@ -23,6 +23,8 @@ DEFAULT_EPOCHS = 3
 DEFAULT_LR_FULL = 3e-5  # encoder lr; heads use task_lr
 DEFAULT_TASK_LR_FULL = 5e-4
 DEFAULT_LR_LORA = 5e-4
+#: single-label classification: non-gold labels per training prompt (sampled softmax; 0 = all)
+DEFAULT_MAX_CLASS_NEGATIVES = 15
 EVAL_ROWS_PER_EPOCH = 400
 
 
@@ -87,6 +89,7 @@ def _make_trainer_class():
         sift_checkpoints: List[Dict[str, Any]] = []
         sift_stopped_checkpoint: Optional[Dict[str, Any]] = None
         sift_fitter: Optional[PromptFitter] = None
+        sift_max_class_negatives: Optional[int] = None
 
         def _log_metrics(self, metrics, prefix: str = ""):
             super()._log_metrics(metrics, prefix)
@@ -109,10 +112,12 @@ def _make_trainer_class():
 
         def _prepare_data(self, data, is_train: bool = True):
             # examples whose schema prompt could exceed the encoder's positions: gold + sampled negatives
+            # single-label classification: gold + a few sampled negatives per read (cls_loss.py)
             ds = super()._prepare_data(data, is_train)
-            if ds is None or self.sift_fitter is None:
+            if ds is None or (self.sift_fitter is None and self.sift_max_class_negatives is None):
                 return ds
-            return sampled_dataset(ds, self.sift_fitter, int(self.config.seed), training=is_train)
+            return sampled_dataset(ds, self.sift_fitter, int(self.config.seed), training=is_train,
+                                   max_class_negatives=self.sift_max_class_negatives)
 
         def _save_checkpoint(self, name: str):
             if name == "best":
@@ -155,11 +160,14 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
         encoder_lr = DEFAULT_LR_FULL
         task_lr = hp.learning_rate or DEFAULT_LR_LORA
     else:
+        # (higher rates for classification-only jobs were tried and did not leave the plateau in the
+        # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
         encoder_lr = hp.learning_rate or DEFAULT_LR_FULL
         task_lr = float(hp.extra.get("task_lr") or DEFAULT_TASK_LR_FULL)
     kwargs = dict(
         output_dir=str(out_dir), experiment_name="sift", num_epochs=epochs, max_steps=hp.max_steps,
         batch_size=bs, eval_batch_size=8, encoder_lr=encoder_lr, task_lr=task_lr,
+        max_grad_norm=float(hp.extra.get("max_grad_norm", 1.0)),
         warmup_ratio=float(hp.extra.get("warmup_ratio", 0.1)), scheduler_type=str(hp.extra.get("scheduler", "linear")),
         fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
         eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
@@ -199,7 +207,14 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
     cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows))
-    model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"))
+    # single-label classification: softmax cross-entropy over gold + sampled negatives (cls_loss.py);
+    # classification_loss "bce" keeps gliner2's summed binary loss over every label
+    single_label = "classification" in info.heads and not info.multi_label
+    softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
+    model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"), single_label=softmax)
+    max_negatives = int(hp.extra.get("max_negative_labels", DEFAULT_MAX_CLASS_NEGATIVES)) if softmax else 0
+    if softmax:
+        cls_loss.install(model, single_label=True)
     eval_records = convert(val_rows, info) if val_rows else None
 
     # Label sets whose prompt does not fit the encoder (prompt_budget.py): sample negatives in
@@ -237,6 +252,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     trainer.sift_base_model_path = str(base.resolve())
     trainer.sift_checkpoints = []
     trainer.sift_fitter = fitter
+    trainer.sift_max_class_negatives = max_negatives if max_negatives > 0 else None
     t0 = time.time()
     summary = trainer.train(train_data=train_records, eval_data=eval_records)
     train_seconds = time.time() - t0

@@ -305,11 +305,32 @@ class PromptFitter:
         return {**record, "output": without(keep)}
 
 
-def sampled_dataset(base, fitter: PromptFitter, seed: int, training: bool):
+def cap_class_negatives(out: Dict[str, Any], rng: random.Random, max_negatives: int) -> Dict[str, Any]:
+    """``out`` with at most ``max_negatives`` random non-gold labels per classification task (gold kept).
+
+    For single-label tasks trained with softmax cross-entropy (cls_loss.py): a sampled softmax over gold
+    + a fresh random subset each read ranks as well as the full label set, and the prompt — hence the
+    encoder pass — stays short however many labels the dataset has.
+    """
+    by_task: Dict[Any, List[Tuple[str, Any, str]]] = {}
+    for n in PromptFitter.negatives(out):
+        if n[0] == "classifications":
+            by_task.setdefault(n[1], []).append(n)
+    drop: List[Tuple[str, Any, str]] = []
+    for negs in by_task.values():
+        if len(negs) > max_negatives:
+            drop += rng.sample(negs, len(negs) - max_negatives)
+    return PromptFitter.restrict(out, drop) if drop else out
+
+
+def sampled_dataset(base, fitter: Optional[PromptFitter], seed: int, training: bool,
+                    max_class_negatives: Optional[int] = None):
     """An ``ExtractorDataset`` over ``base``'s records whose items are fitted on every read.
 
     Training: a fresh seeded draw per (example, read) — every epoch sees another negative subset;
     evaluation (eval loss): one fixed draw per example, inference-mode prompt (no augmentation).
+    ``max_class_negatives`` (training only): first cap each classification task's negatives
+    (:func:`cap_class_negatives`); ``fitter`` None: no position limit to fit.
     """
     from gliner2.training.trainer import ExtractorDataset
 
@@ -322,14 +343,23 @@ def sampled_dataset(base, fitter: PromptFitter, seed: int, training: bool):
 
         def __getitem__(self, idx):
             text, out = super().__getitem__(idx)
+            n = self._reads[idx] if training else 0
+            self._reads[idx] += 1
+            if training and max_class_negatives is not None:
+                capped = cap_class_negatives(out, random.Random(f"{seed}:{idx}:{n}:cap"), max_class_negatives)
+                if capped is not out:  # a new label subset: its fit is checked afresh
+                    if fitter is None:
+                        return text, capped
+                    rec = fitter.fit({"input": text, "output": capped}, random.Random(f"{seed}:{idx}:{n}"), worst=True)
+                    return rec["input"], rec["output"]
+            if fitter is None:
+                return text, out
             rec = {"input": text, "output": out}
             if self._checked[idx] is None:
                 self._checked[idx] = fitter.check(rec, worst=training)
             fits, _gold, text_n = self._checked[idx]
             if fits:
                 return text, out
-            n = self._reads[idx] if training else 0
-            self._reads[idx] += 1
             rec = fitter.draw(rec, random.Random(f"{seed}:{idx}:{n}"), training, text_n)
             return rec["input"], rec["output"]
 

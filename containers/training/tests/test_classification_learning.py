@@ -1,0 +1,65 @@
+"""Single-label classification with many labels learns (issue #13 item 0, docs/training.md).
+
+Before the fix a fine-tuned model sat at chance: gliner2's summed binary loss over every label, at the
+NER learning rates, never left the plateau where every label scores the same whatever the text.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from sift_trainer.common import Hyperparameters, JobPaths
+
+# 12 intents, each recognisable from its own cue words (never the label itself)
+CUES = {
+    "weather report": ["rain", "sunny", "forecast", "storm"],
+    "play music": ["song", "playlist", "album", "guitar"],
+    "book flight": ["airport", "plane", "boarding", "airline"],
+    "order food": ["pizza", "burger", "delivery", "sushi"],
+    "check balance": ["account", "savings", "money", "deposit"],
+    "set alarm": ["wake", "morning", "clock", "snooze"],
+    "find recipe": ["bake", "ingredients", "oven", "soup"],
+    "call doctor": ["fever", "appointment", "clinic", "cough"],
+    "rent car": ["vehicle", "sedan", "driving", "rental"],
+    "pet care": ["puppy", "kitten", "vet", "leash"],
+    "pay taxes": ["refund", "irs", "return", "deduction"],
+    "watch movie": ["cinema", "film", "ticket", "trailer"],
+}
+TEMPLATES = ["can you help me with the {a} and the {b}", "i need something about {a} today",
+             "what about my {a} , is the {b} ready", "please sort out the {a} for tomorrow",
+             "tell me more on {a} and {b}", "my {b} question is about {a}"]
+
+
+def _rows(per_label: int, seed: int):
+    rng = random.Random(seed)
+    rows = []
+    for label, cues in CUES.items():
+        for _ in range(per_label):
+            a, b = rng.sample(cues, 2)
+            rows.append({"text": rng.choice(TEMPLATES).format(a=a, b=b), "label": label})
+    rng.shuffle(rows)
+    return rows
+
+
+# ~100 s of training for a known failure: run it on purpose (SIFT_LEARNING_TESTS=1) while working on
+# issue #13 item 0, and in CI once it passes (then drop both markers).
+@pytest.mark.skipif(not os.environ.get("SIFT_LEARNING_TESTS"), reason="known failure, ~100 s: set SIFT_LEARNING_TESTS=1")
+@pytest.mark.xfail(strict=True, reason="issue #13 item 0 is not fixed yet: the [L]-token head stays on its "
+                   "chance plateau in the gliner2 trainer (docs/training.md); remove this marker once it passes")
+def test_many_label_classification_beats_the_base_model(tmp_path, encoder_base):
+    from sift_trainer.encoder import train_encoder
+
+    train, val = _rows(8, seed=1), _rows(4, seed=2)
+    hp = Hyperparameters.from_dict({"base_model_path": str(encoder_base), "training_type": "full",
+                                    "nr_epochs": 8, "seed": 3})
+    res = train_encoder(hp, JobPaths.from_env({"SIFT_JOB_DIR": str(tmp_path / "job")}), train, val)
+    m = res["metrics"]
+    chance = 1 / len(CUES)
+    assert m["evaluated_on"] == "validation" and m["n_examples"] == len(val)
+    # single-label: micro F1 is accuracy; the base model is near chance, the fine-tuned one far above it
+    assert m["baseline_f1"] < chance + 0.15, m["baseline_f1"]
+    assert m["f1"] >= m["baseline_f1"] + 0.3, (m["baseline_f1"], m["f1"])
+    assert m["warnings"] == []
