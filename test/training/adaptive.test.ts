@@ -116,9 +116,14 @@ it('logged traffic → feedback → candidate trained from the deployed model �
   expect(eb).toMatchObject({ status: 'complete', dataset_name: cycle.datasets.holdout.name, training_job_id: baseline.id });
   expect(cycle.comparison.candidate).toEqual({ f1: ec.metrics.f1, precision: ec.metrics.precision, recall: ec.metrics.recall });
   expect(cycle.comparison.baseline.f1).toBe(eb.metrics.f1);
-  // the reviewed invoice numbers are what the base model lacked: the candidate must beat it
-  expect(cycle.comparison.candidate.f1).toBeGreaterThan(cycle.comparison.baseline.f1);
-  expect(cycle.comparison.recommendation).toBe('promote');
+  // the reviewed invoice numbers are what the base model lacked: the candidate must never lose to it,
+  // and must beat it wherever the held-out traces leave anything to beat (the 4–8 row holdout is split
+  // by a hash of random inference ids, and the reproducible mini build sometimes gets all of it right)
+  expect(cycle.comparison.candidate.f1).toBeGreaterThanOrEqual(cycle.comparison.baseline.f1);
+  if (cycle.comparison.baseline.f1 < 1) {
+    expect(cycle.comparison.candidate.f1).toBeGreaterThan(cycle.comparison.baseline.f1);
+    expect(cycle.comparison.recommendation).toBe('promote');
+  } else expect(cycle.comparison.recommendation).toBe('keep');
 
   // offered, not promoted: the project still serves the baseline until the caller decides
   const project = (await stack.call('GET', '/projects/tickets')).body;
