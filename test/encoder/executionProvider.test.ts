@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXECUTION_PROVIDER_ENV, executionProviderFromEnv, isProviderUnavailable } from '../../src/core/encoder/executionProvider';
+import { EXECUTION_PROVIDER_ENV, executionProviderFromEnv, isProviderUnavailable, withProviderFallback, type ExecutionProvider } from '../../src/core/encoder/executionProvider';
 import { createSessions } from '../../src/core/encoder/sessions';
 import { identityModel } from '../helpers/tinyOnnx';
 
@@ -99,7 +99,7 @@ describe('session creation', () => {
     } finally {
       await sessions.release();
     }
-    expect(log.lines[log.lines.length - 1]).toMatchObject({ level: 'info', extra: { requested: 'cuda' } });
+    expect(log.lines).toEqual([{ level: 'info', message: 'encoder sessions created', extra: expect.objectContaining({ execution_provider: 'cuda', requested: 'cuda' }) }]);
   });
 
   it('a broken model is an error, not a reason to fall back', async () => {
@@ -109,5 +109,14 @@ describe('session creation', () => {
     await expect(createSessions({ encoder: broken }, { executionProvider: 'cpu', logger: log.logger })).rejects.toThrow();
     expect(log.lines).toEqual([]);
     expect(isProviderUnavailable(new Error('Load model from broken.onnx failed: Protobuf parsing failed.'))).toBe(false);
+    // asked for cuda, a model error is rethrown as it is: no second try on CPU, nothing logged
+    const tried: ExecutionProvider[] = [];
+    const create = async (p: ExecutionProvider) => {
+      tried.push(p);
+      throw new Error('Load model from broken.onnx failed: Protobuf parsing failed.');
+    };
+    await expect(withProviderFallback('cuda', create, log.logger)).rejects.toThrow('Protobuf parsing failed');
+    expect(tried).toEqual(['cuda']);
+    expect(log.lines).toEqual([]);
   });
 });

@@ -39,12 +39,12 @@ export interface ProviderLog {
  * Creates something with the wanted provider; if that provider can't load, warns and creates it on
  * CPU instead. Logs the provider actually in use either way.
  */
-export async function withProviderFallback<T>(wanted: ExecutionProvider, create: (p: ExecutionProvider) => Promise<T>, log: ProviderLog, context: Record<string, unknown> = {}): Promise<{ value: T; provider: ExecutionProvider }> {
+export async function withProviderFallback<T>(wanted: ExecutionProvider, create: (p: ExecutionProvider) => Promise<T>, log: ProviderLog, context: Record<string, unknown> = {}): Promise<T> {
   if (wanted !== 'cpu') {
     try {
       const value = await create(wanted);
       log.info('encoder sessions created', { ...context, execution_provider: wanted, requested: wanted });
-      return { value, provider: wanted };
+      return value;
     } catch (err) {
       if (!isProviderUnavailable(err)) throw err;
       const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
@@ -53,5 +53,5 @@ export async function withProviderFallback<T>(wanted: ExecutionProvider, create:
   }
   const value = await create('cpu');
   log.info('encoder sessions created', { ...context, execution_provider: 'cpu', requested: wanted });
-  return { value, provider: 'cpu' };
+  return value;
 }

@@ -131,5 +131,5 @@ export async function createSessions(files: Partial<Record<SessionName, string>>
   const create = (p: ExecutionProvider) => (useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p)));
   const first = Object.values(files)[0];
   const context = { fragments: Object.keys(files).length, ...(first ? { model_dir: dirname(dirname(first)) } : {}) };
-  return (await withProviderFallback(wanted, create, o.logger ?? createLogger(), context)).value;
+  return withProviderFallback(wanted, create, o.logger ?? createLogger(), context);
 }
