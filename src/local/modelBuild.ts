@@ -1,7 +1,7 @@
 /**
  * The local server's view of the background build `npm start` launches (scripts/build-models.mjs):
  * it polls the build's status file, reports each unfinished model's progress (ModelBuildTracker),
- * calls `onProgress` whenever the file changes (the server publishes newly built models then, so
+ * calls `onBuilt` whenever another model is reported built (the server publishes it then, so
  * they become available without a restart), and treats a build whose process died while its status
  * still said `running` as failed.
  */
@@ -64,6 +64,14 @@ export function modelProgress(status: BuildStatusFile | undefined, modelId: stri
   return { state: 'building', ...rest, ...log };
 }
 
+/** The models a status file reports built, as one comparable string. */
+const builtIds = (s: BuildStatusFile | undefined): string =>
+  Object.entries(s?.models ?? {})
+    .filter(([, m]) => m.state === 'done')
+    .map(([id]) => id)
+    .sort()
+    .join();
+
 export class ModelBuildWatcher implements ModelBuildTracker {
   private status: BuildStatusFile | undefined;
   private mtimeMs = -1;
@@ -72,7 +80,7 @@ export class ModelBuildWatcher implements ModelBuildTracker {
 
   constructor(
     private readonly modelsDir: string,
-    private readonly onProgress: (status: BuildStatusFile) => Promise<void>,
+    private readonly onBuilt: (status: BuildStatusFile) => Promise<void>,
     private readonly pollMs = 1000,
     private readonly onError: (error: Error) => void = () => {},
   ) {}
@@ -88,10 +96,6 @@ export class ModelBuildWatcher implements ModelBuildTracker {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     for (const wake of this.waiters) wake();
-  }
-
-  current(): BuildStatusFile | undefined {
-    return this.status;
   }
 
   progress(modelId: string): ModelBuildProgress | undefined {
@@ -135,9 +139,10 @@ export class ModelBuildWatcher implements ModelBuildTracker {
       if (!status) return;
       const changed = JSON.stringify(status) !== JSON.stringify(this.status);
       if (!changed) return;
-      // publish first, so a model is in the store by the time it stops being reported as building
+      // publish first, so a model is in the store by the time it stops being reported as building;
+      // only when a model finished (the file changes at every training step)
       try {
-        await this.onProgress(status);
+        if (builtIds(status) !== builtIds(this.status)) await this.onBuilt(status);
       } catch (err) {
         this.mtimeMs = -1; // try again at the next poll
         this.onError(err as Error);

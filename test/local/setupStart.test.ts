@@ -22,7 +22,6 @@ const statusOf = async () => JSON.parse(await readFile(join(cacheDir, 'models', 
 
 function setup(args: string[], env: Record<string, string> = {}) {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['SIFT_VENV', 'SIFT_MODELS_DIR', 'SIFT_SKIP_MODELS', 'NODE_OPTIONS'].includes(k)));
-  const started = Date.now();
   const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'setup.mjs'), ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
@@ -30,7 +29,7 @@ function setup(args: string[], env: Record<string, string> = {}) {
     env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env['SIFT_API_CHECK_VENV'] ?? join(CACHE_DIR, 'venv-api-check'), ...env },
     timeout: 60_000,
   });
-  return { ...r, ms: Date.now() - started };
+  return r;
 }
 
 /** `sift models status`, the CLI's view of the same status file. */
@@ -81,7 +80,7 @@ it('start mode returns while the build goes on in the background, reporting prog
   const first = setup([], { FAKE_BUILD_GATE: gate });
   expect(first.status).toBe(0);
   expect(first.stderr).toContain('building the training venv and offline models in the background');
-  expect(first.ms).toBeLessThan(20_000);
+  // it returned while the fake build still waits at its gate (opened only below): no waiting on the build
 
   // the fake build waits at its gate after step 30 of 100: the status file shows how far it got
   const progress = await until('progress in the status file', async () => {

@@ -28,6 +28,8 @@ async function writeDurably(path: string, text: string, flag: 'a' | 'w'): Promis
 export class FileUsageSpool implements UsageSpool {
   /** Appends and replays take turns: a replay rewrites the file. */
   private turn: Promise<unknown> = Promise.resolve();
+  /** Known to hold nothing (this process is the file's only writer): a flush then reads nothing. */
+  private empty = false;
 
   constructor(readonly path: string) {}
 
@@ -41,17 +43,20 @@ export class FileUsageSpool implements UsageSpool {
     return this.exclusive(async () => {
       await mkdir(dirname(this.path), { recursive: true });
       await writeDurably(this.path, JSON.stringify(batch) + '\n', 'a');
+      this.empty = false;
     });
   }
 
   replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }> {
     return this.exclusive(async () => {
+      if (this.empty) return { applied: 0, kept: 0 };
       let text: string;
       try {
         text = await readFile(this.path, 'utf8');
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { applied: 0, kept: 0 };
-        throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        this.empty = true;
+        return { applied: 0, kept: 0 };
       }
       // a torn last line (a crash mid-append) was never acknowledged to the writer: skip it
       const batches = text.split('\n').filter(Boolean).flatMap((line) => {
@@ -61,7 +66,11 @@ export class FileUsageSpool implements UsageSpool {
           return [];
         }
       });
-      if (batches.length === 0) return { applied: 0, kept: 0 };
+      // (a file holding only a torn line is rewritten too: an append after it would join that line)
+      if (text === '') {
+        this.empty = true;
+        return { applied: 0, kept: 0 };
+      }
       const kept: UsageBatch[] = [];
       for (const b of batches) {
         try {
@@ -74,6 +83,7 @@ export class FileUsageSpool implements UsageSpool {
       const tmp = join(dirname(this.path), `.${Date.now()}.usage-spool.tmp`);
       await writeDurably(tmp, kept.map((b) => JSON.stringify(b) + '\n').join(''), 'w');
       await rename(tmp, this.path);
+      this.empty = kept.length === 0;
       return { applied: batches.length - kept.length, kept: kept.length };
     });
   }
