@@ -17,13 +17,13 @@
  * The SageMaker Python SDK drops the key for the same families
  * (sagemaker-python-sdk src/sagemaker/utils.py `instance_supports_kms`).
  */
-export const SAGEMAKER_INSTANCE_STORAGE_FAMILIES: ReadonlyArray<string> = [
+const SAGEMAKER_INSTANCE_STORAGE_FAMILIES: ReadonlyArray<string> = [
   'c5d', 'c6gd', 'c6id', 'm5d', 'm6gd', 'm6id', 'r5d', 'r6gd', 'r6id',
   'g4ad', 'g4dn', 'g5', 'g6', 'g6e', 'gr6', 'p3dn', 'p4d', 'p4de', 'p5', 'p5e', 'p5en', 'trn1', 'trn1n', 'trn2', 'inf2',
 ];
 
 /** `ml.g5.xlarge` → `g5`; throws on a name that is not `ml.<family>.<size>`. */
-export function sagemakerInstanceFamily(instanceType: string): string {
+function sagemakerInstanceFamily(instanceType: string): string {
   const m = /^ml\.([a-z0-9-]+)\.[a-z0-9]+$/.exec(instanceType);
   if (!m) throw new Error(`not a SageMaker instance type: ${instanceType} (expected ml.<family>.<size>)`);
   return m[1]!;

@@ -193,20 +193,11 @@ function str(node: Node, key: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : String(raw);
 }
 
-function gpuType(node: Node, key: string, fallback: GpuInstanceType): GpuInstanceType {
+function oneOf<T extends string>(node: Node, key: string, allowed: readonly T[], fallback: T): T {
   const raw = str(node, key);
   if (raw === undefined) return fallback;
-  if (!(GPU_INSTANCE_TYPES as readonly string[]).includes(raw)) {
-    throw new Error(`context ${key} must be one of ${GPU_INSTANCE_TYPES.join(', ')}, got ${raw}`);
-  }
-  return raw as GpuInstanceType;
-}
-
-function oneOf(node: Node, key: string, allowed: readonly string[], fallback: string): string {
-  const raw = str(node, key);
-  if (raw === undefined) return fallback;
-  if (!allowed.includes(raw)) throw new Error(`context ${key} must be one of ${allowed.join(', ')}, got ${raw}`);
-  return raw;
+  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`context ${key} must be one of ${allowed.join(', ')}, got ${raw}`);
+  return raw as T;
 }
 
 /** `-c usagePlans='{"pro":{"rateLimit":200,"burstLimit":400}}'`: the plans named replace the stage's. */
@@ -251,13 +242,13 @@ export function loadStageConfig(node: Node): StageConfig {
     usagePlans: usagePlans(node, base.usagePlans),
     encoder: {
       ...base.encoder,
-      instanceType: gpuType(node, 'encoderInstanceType', base.encoder.instanceType),
+      instanceType: oneOf(node, 'encoderInstanceType', GPU_INSTANCE_TYPES, base.encoder.instanceType),
       minTasks: num(node, 'encoderMinTasks', base.encoder.minTasks),
       maxTasks: num(node, 'encoderMaxTasks', base.encoder.maxTasks),
     },
     decoder: {
       ...base.decoder,
-      instanceType: gpuType(node, 'decoderInstanceType', base.decoder.instanceType),
+      instanceType: oneOf(node, 'decoderInstanceType', GPU_INSTANCE_TYPES, base.decoder.instanceType),
       minTasks: num(node, 'decoderMinTasks', base.decoder.minTasks),
       maxTasks: num(node, 'decoderMaxTasks', base.decoder.maxTasks),
     },

@@ -6,7 +6,7 @@
  * above that major's minimum — 11.x ≥ 450, 12.x ≥ 525, 13.x ≥ 580.
  * https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
  */
-export const MIN_DRIVER_BY_CUDA_MAJOR: Readonly<Record<number, number>> = { 11: 450, 12: 525, 13: 580 };
+const MIN_DRIVER_BY_CUDA_MAJOR: Readonly<Record<number, number>> = { 11: 450, 12: 525, 13: 580 };
 
 /**
  * The NVIDIA driver SageMaker documents for its GPU hosts. SageMaker publishes host drivers per

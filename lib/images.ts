@@ -14,7 +14,7 @@ import { CONTAINERS_DIR, REPO_ROOT } from './paths';
 
 export type ImageName = 'encoder' | 'decoder' | 'training';
 
-export interface ImageDefinition {
+interface ImageDefinition {
   /** Build context (holds the `.dockerignore` that applies). */
   readonly directory: string;
   /** Dockerfile, relative to the context. */

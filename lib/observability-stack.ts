@@ -26,9 +26,7 @@ import { importDataRefs } from './data-refs';
 import type { InferenceStack } from './inference-stack';
 import type { WorkflowStack } from './workflow-stack';
 import { METRICS_NAMESPACE, USAGE_DIMENSIONS, USAGE_METRICS, type UsageDimension, type UsageMetric } from '../src/core/billing/metricNames';
-
-// The emitter (src/core/billing/usageMetrics.ts) and these queries share one names module.
-export { METRICS_NAMESPACE, USAGE_DIMENSIONS, USAGE_METRICS, type UsageMetric } from '../src/core/billing/metricNames';
+// The emitter (src/core/billing/usageMetrics.ts) and these queries share one names module (above).
 
 export interface ObservabilityStackProps extends StackProps {
   readonly config: StageConfig;

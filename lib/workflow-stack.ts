@@ -23,7 +23,7 @@ import { BUCKET_PREFIXES } from './data-stack';
 import { IMAGES } from './images';
 import { acknowledge } from './nag';
 import { acceptsVolumeKmsKey } from './aws-rules';
-import { PLACEHOLDERS, WORKFLOWS, trainingDefinition, type Placeholder, type TrainingOptions, type WorkflowName } from './workflows/definitions';
+import { PLACEHOLDERS, WORKFLOWS, type Placeholder, type TrainingOptions, type WorkflowName } from './workflows/definitions';
 
 export interface WorkflowStackProps extends StackProps {
   readonly config: StageConfig;
@@ -205,7 +205,7 @@ export class WorkflowStack extends Stack {
       });
       const sm = new sfn.StateMachine(this, id, {
         stateMachineName: `sift-${config.stage}-${name}`,
-        definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(name === 'training' ? trainingDefinition(trainingOptions(config)) : WORKFLOWS[name]())),
+        definitionBody: sfn.DefinitionBody.fromString(JSON.stringify(WORKFLOWS[name](trainingOptions(config)))),
         definitionSubstitutions: { ...substitutions, ...extra } as Record<string, string>,
         stateMachineType: sfn.StateMachineType.STANDARD,
         tracingEnabled: true,

@@ -59,9 +59,7 @@ export const CATALOG: readonly BaseModel[] = [
 
 export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find((m) => m.id === id);
 
-/** A model's weights are present when its manifest is in the model store (blob prefix `models/<id>/`). */
-export const modelManifestKey = (id: string) => baseModelManifestKey(id);
-
+/** A model's weights are present when its manifest is in the model store (`baseModelManifestKey`). */
 export async function listBaseModels(
   svc: Services,
   filter: { task_type?: string | undefined; supports_training?: boolean | undefined },
@@ -71,7 +69,7 @@ export async function listBaseModels(
     if (filter.supports_training !== undefined && m.supports_training !== filter.supports_training) return false;
     return true;
   });
-  const available = await Promise.all(models.map(async (m) => (await svc.blobs.head(modelManifestKey(m.id))) !== undefined));
+  const available = await Promise.all(models.map(async (m) => (await svc.blobs.head(baseModelManifestKey(m.id))) !== undefined));
   return models.map((m, i) => {
     // a model without weights that this installation is building says how far the build is
     const build = available[i] ? undefined : svc.modelBuilds?.progress(m.id);

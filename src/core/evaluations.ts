@@ -1,4 +1,5 @@
-import { findBaseModel, modelManifestKey } from './catalog';
+import { baseModelManifestKey } from './modelLayout';
+import { findBaseModel } from './catalog';
 import { ENCODER_TASK_TYPES } from './datasets/rows';
 import { getProject } from './projects';
 import type { Services } from './context';
@@ -50,7 +51,7 @@ export async function createEvaluation(
     const base = findBaseModel(input.base_model);
     if (!base) throw ValidationError.field(['body', 'base_model'], `'${input.base_model}' is neither a training job id nor a catalog model id`, 'unknown_model');
     if (base.type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `'${base.id}' is a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
-    if (!(await svc.blobs.head(modelManifestKey(base.id)))) {
+    if (!(await svc.blobs.head(baseModelManifestKey(base.id)))) {
       throw missingWeightsError(svc, base.id, `Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
     }
   }

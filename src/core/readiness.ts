@@ -3,7 +3,8 @@
  * the engine, the models named in `SIFT_PRELOAD_MODELS` are loaded — so a fresh task gets traffic
  * only once its first request won't pay the model load.
  */
-import { CATALOG, modelManifestKey } from './catalog';
+import { baseModelManifestKey } from './modelLayout';
+import { CATALOG } from './catalog';
 import type { Services } from './context';
 import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
 import { describeBuild, type ModelBuildProgress } from './modelBuild';
@@ -40,7 +41,7 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
   if (svc.modelBuilds) {
     for (const m of CATALOG) {
       const p = svc.modelBuilds.progress(m.id);
-      if (!p || (await svc.blobs.head(modelManifestKey(m.id)).catch(() => undefined))) continue;
+      if (!p || (await svc.blobs.head(baseModelManifestKey(m.id)).catch(() => undefined))) continue;
       report.ready = false;
       report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
       (report.builds ??= {})[m.id] = p;

@@ -14,9 +14,9 @@ import { newUuid } from '../core/ids';
 import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/rateLimits';
 import { recordRequest } from '../core/usage';
 import type { Logger } from './logger';
-import { renderError } from './errorFormats';
+import { errorFormatFor, renderError } from './errorFormats';
 import { INTERNAL_TOKEN_HEADER, internalTokenMatches } from './internalAuth';
-import type { ApiRequest, ApiResponse, ErrorFormat, HttpMethod, RouteSpec } from './types';
+import type { ApiRequest, ApiResponse, HttpMethod, RouteSpec } from './types';
 import { parseWith } from './validation';
 
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -165,8 +165,7 @@ export class SiftApp {
   }
 
   private errorResponse(err: unknown, requestId: string, req: ApiRequest, spec?: RouteSpec): ApiResponse {
-    const format: ErrorFormat =
-      spec?.errorFormat ?? (req.path.startsWith('/v1/messages') ? 'anthropic' : req.path.startsWith('/v1/') ? 'openai' : 'native');
+    const format = errorFormatFor(req.path, spec);
     if (err instanceof ApiError) return renderError(format, err, requestId);
     this.logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });
     return renderError(format, undefined, requestId);

@@ -36,6 +36,11 @@ const ANTHROPIC_TYPE: Record<number, string> = {
  * answer invalid requests with 400, and the SDKs map it to BadRequestError). Errors a retry cannot
  * fix (out of credits, daily spend cap) carry `x-should-retry: false`, which both SDKs obey.
  */
+/** The error body a path's route renders: its own `errorFormat`, else the vendor envelope of `/v1/*`, else `{detail}`. */
+export function errorFormatFor(path: string, spec?: { errorFormat?: ErrorFormat | undefined }): ErrorFormat {
+  return spec?.errorFormat ?? (path.startsWith('/v1/messages') ? 'anthropic' : path.startsWith('/v1/') ? 'openai' : 'native');
+}
+
 export function renderError(format: ErrorFormat, err: ApiError | undefined, requestId: string): ApiResponse {
   const message = err?.message ?? `Internal server error (request id ${requestId})`;
   let status = err?.status ?? 500;

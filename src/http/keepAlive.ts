@@ -24,8 +24,5 @@ export const KEEP_ALIVE = {
 /** A node:http server whose timeouts keep it behind the ALB's idle timeout (local mode uses it too). */
 export function createKeepAliveServer(handler: RequestListener): Server {
   const headersTimeout = KEEP_ALIVE.nodeHeadersTimeoutSeconds * 1000;
-  const server = createServer({ headersTimeout, requestTimeout: headersTimeout, keepAliveTimeout: KEEP_ALIVE.backendKeepAliveSeconds * 1000 }, handler);
-  // the option is newer than the property; set both so either node reads it
-  server.keepAliveTimeout = KEEP_ALIVE.backendKeepAliveSeconds * 1000;
-  return server;
+  return createServer({ headersTimeout, requestTimeout: headersTimeout, keepAliveTimeout: KEEP_ALIVE.backendKeepAliveSeconds * 1000 }, handler);
 }

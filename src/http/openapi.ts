@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AnthropicErrorBody, OpenAiErrorBody } from './routes/compat/common';
+import { errorFormatFor } from './errorFormats';
 import type { ErrorFormat, RouteSpec } from './types';
 import { documentedAs, ErrorBody, openApiOverrides, ValidationErrorBody } from './validation';
 
@@ -51,11 +52,6 @@ function rewriteRefs<T>(value: T): T {
   return out as T;
 }
 
-/** The error body a route renders (app.ts picks the same way): native `{detail}`, or a vendor envelope. */
-function errorFormatOf(spec: RouteSpec): ErrorFormat {
-  return spec.errorFormat ?? (spec.path.startsWith('/v1/messages') ? 'anthropic' : spec.path.startsWith('/v1/') ? 'openai' : 'native');
-}
-
 const ERROR_COMPONENT: Record<ErrorFormat, string> = { native: 'Error', openai: 'OpenAiError', anthropic: 'AnthropicError' };
 const errorSchema = (format: ErrorFormat, status: string) => ({
   $ref: COMPONENTS + (format === 'native' && status === '422' ? 'ValidationError' : ERROR_COMPONENT[format]),
@@ -69,7 +65,7 @@ function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number,
   // internal routes answer 404 to anyone without the internal token; a path names a resource that may not exist
   if (spec.auth === 'internal' || hasPathParams) errors[404] = 'Not found';
   // vendor formats answer validation failures with 400, as the vendors do (errorFormats.ts)
-  if (spec.body || spec.query || spec.params) errors[errorFormatOf(spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
+  if (spec.body || spec.query || spec.params) errors[errorFormatFor(spec.path, spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
   if (spec.body) {
     errors[413] = 'Request body over the size limit';
     errors[415] = 'Content-Type is not JSON';
@@ -104,7 +100,7 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
         parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: prop });
       }
     }
-    const format = errorFormatOf(spec);
+    const format = errorFormatFor(spec.path, spec);
     const responses: Record<string, unknown> = {};
     for (const [status, doc] of Object.entries(spec.responses)) {
       if (format !== 'native' && status === '422') continue;

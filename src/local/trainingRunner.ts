@@ -1,3 +1,4 @@
+import { baseModelManifestKey } from '../core/modelLayout';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -5,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { create as createTar } from 'tar';
-import { findBaseModel, modelManifestKey } from '../core/catalog';
+import { findBaseModel } from '../core/catalog';
 import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
@@ -171,7 +172,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     let prefix: string;
     let cacheName: string;
     if (findBaseModel(baseModel)) {
-      if (!(await svc.blobs.head(modelManifestKey(baseModel)))) {
+      if (!(await svc.blobs.head(baseModelManifestKey(baseModel)))) {
         throw new Error(`the weights of ${baseModel} are not in the model store (GET /base-models shows available: false)`);
       }
       prefix = `models/${baseModel}/`;

@@ -60,8 +60,7 @@ async function buildModelDir(root: string, id = MODEL): Promise<string> {
 
 const available = async (id = MODEL) => {
   const res = await stack.call('GET', '/base-models');
-  const list = Array.isArray(res.body) ? res.body : (res.body.models ?? res.body.data ?? res.body.base_models);
-  return (list as { id: string; available: boolean }[]).find((m) => m.id === id)?.available;
+  return (res.body.data as { id: string; available: boolean }[]).find((m) => m.id === id)?.available;
 };
 
 beforeAll(async () => {

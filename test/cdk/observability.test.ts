@@ -1,6 +1,6 @@
 /** Observability stack: finance dashboard without per-customer dimensions, alarms, budget. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { USAGE_DIMENSIONS, USAGE_METRICS } from '../../lib/observability-stack';
+import { USAGE_DIMENSIONS, USAGE_METRICS } from '../../src/core/billing/metricNames';
 import { dashboardQueries } from '../helpers/financeDashboard';
 import { buildApp, resourcesOfType } from './helpers';
 

@@ -1,7 +1,7 @@
 /** Workflow stack: deployed ASL = the shared definitions, SageMaker scope, events, logging. */
 import { Match } from 'aws-cdk-lib/assertions';
 import { trainingOptions } from '../../lib/workflow-stack';
-import { WORKFLOWS, trainingDefinition, type AslState, type WorkflowName } from '../../lib/workflows/definitions';
+import { WORKFLOWS, type AslState, type WorkflowName } from '../../lib/workflows/definitions';
 import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -14,7 +14,7 @@ describe('state machines', () => {
   it.each(Object.keys(WORKFLOWS) as WorkflowName[])('deploys the shared %s definition with logging and tracing', (name) => {
     const p = byName(name);
     // training: the SageMaker volume key is decided from the stage's training instance type
-    const expected = name === 'training' ? trainingDefinition(trainingOptions(built.config)) : WORKFLOWS[name]();
+    const expected = WORKFLOWS[name](trainingOptions(built.config));
     expect(JSON.parse(p.DefinitionString as string)).toEqual(expected);
     expect(p).toMatchObject({
       StateMachineType: 'STANDARD',

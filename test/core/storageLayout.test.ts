@@ -1,5 +1,5 @@
 /** Every key the code writes starts with a prefix the CDK stacks grant on (src/core/storageLayout.ts). */
-import { modelManifestKey } from '../../src/core/catalog';
+import { baseModelManifestKey } from '../../src/core/modelLayout';
 import { rowsKey, sourceKey } from '../../src/core/datasets/service';
 import { shardResultKey } from '../../src/core/evaluation/workflow';
 import { BUCKET_PREFIXES } from '../../src/core/storageLayout';
@@ -14,5 +14,5 @@ it('key builders stay inside their granted prefixes', () => {
     expect(key.startsWith(BUCKET_PREFIXES.jobs)).toBe(true);
   }
   expect(shardResultKey(team, 'e', { offset: 0, count: 1 }).startsWith(BUCKET_PREFIXES.evaluations)).toBe(true);
-  expect(modelManifestKey('sift/gliner2-mini-v1').startsWith(BUCKET_PREFIXES.models)).toBe(true);
+  expect(baseModelManifestKey('sift/gliner2-mini-v1').startsWith(BUCKET_PREFIXES.models)).toBe(true);
 });

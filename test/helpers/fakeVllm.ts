@@ -24,12 +24,11 @@ export interface FakeVllm {
   completionTokens: number;
   /** Delay between streamed pieces, ms (a slow stream lets a test cancel mid-way). */
   pieceDelayMs: number;
-  served: number;
   close(): Promise<void>;
 }
 
 export async function startFakeVllm(opts: { promptTokens?: number; completionTokens?: number } = {}): Promise<FakeVllm> {
-  const state = { promptTokens: opts.promptTokens ?? 1000, completionTokens: opts.completionTokens ?? 100, pieceDelayMs: 0, served: 0 };
+  const state = { promptTokens: opts.promptTokens ?? 1000, completionTokens: opts.completionTokens ?? 100, pieceDelayMs: 0 };
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
@@ -44,7 +43,6 @@ export async function startFakeVllm(opts: { promptTokens?: number; completionTok
           return;
         }
         if (req.method === 'POST' && (req.url === '/v1/chat/completions' || req.url === '/v1/completions')) {
-          state.served++;
           const chat = req.url === '/v1/chat/completions';
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           const pieces = Math.min(5, state.completionTokens);

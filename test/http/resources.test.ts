@@ -1,4 +1,4 @@
-import { modelManifestKey } from '../../src/core/catalog';
+import { baseModelManifestKey } from '../../src/core/modelLayout';
 import { newInferenceId, storeInference } from '../../src/core/inferences';
 import { TestStack } from '../helpers/localStack';
 
@@ -18,7 +18,7 @@ describe('GET /base-models', () => {
     expect(ids).toEqual(expect.arrayContaining(['fastino/gliner2-base-v1', 'fastino/gliner2-large-v1', 'fastino/gliner2-multi-v1', 'fastino/gliner2-multi-large-v1']));
     expect(all.body.data.every((m: any) => m.available === false)).toBe(true);
 
-    await stack.svc.blobs.put(modelManifestKey('sift/gliner2-mini-v1'), '{}', 'application/json');
+    await stack.svc.blobs.put(baseModelManifestKey('sift/gliner2-mini-v1'), '{}', 'application/json');
     const encoders = await stack.call('GET', '/base-models?task_type=encoder&supports_training=true');
     expect(encoders.body.data.every((m: any) => m.task_type === 'encoder')).toBe(true);
     expect(encoders.body.data.find((m: any) => m.id === 'sift/gliner2-mini-v1').available).toBe(true);

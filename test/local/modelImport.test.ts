@@ -96,7 +96,7 @@ describe('sift models import', () => {
 
       // the bucket now serves the imported id
       const models = (await stack.call('GET', '/base-models')).body;
-      const list = (Array.isArray(models) ? models : (models.models ?? models.data)) as Array<{ id: string; available: boolean }>;
+      const list = models.data as Array<{ id: string; available: boolean }>;
       expect(list.find((m) => m.id === AS)?.available).toBe(true);
       const res = await stack.call('POST', '/inference', { body: { model_id: AS, text: TEXTS[0], schema: { entities: ['person', 'city'] }, threshold: 0.3 } });
       expect(res.status).toBe(200);

@@ -31,8 +31,8 @@ def classification_loss(logits, target, single_label: bool):
     return F.binary_cross_entropy_with_logits(logits, target, reduction="sum")
 
 
-def install(model, single_label: bool) -> None:
-    """Route ``model``'s per-sample classification loss through :func:`classification_loss`."""
+def install(model) -> None:
+    """Route a single-label ``model``'s per-sample classification loss through :func:`classification_loss`."""
     import torch
 
     original = model._compute_sample_loss  # bound library method: entities, structures, relations, counts
@@ -49,7 +49,7 @@ def install(model, single_label: bool) -> None:
             target = torch.tensor(structure_labels[i], dtype=torch.float, device=device)
             if logits.shape != target.shape:  # the library would fail the sample too; say why
                 raise ValueError(f"classification logits {tuple(logits.shape)} vs target {tuple(target.shape)}")
-            out["classification"] = out["classification"] + classification_loss(logits, target, single_label)
+            out["classification"] = out["classification"] + classification_loss(logits, target, single_label=True)
         return out
 
     model._compute_sample_loss = types.MethodType(_compute_sample_loss, model)

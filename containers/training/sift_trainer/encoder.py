@@ -214,7 +214,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"), single_label=softmax)
     max_negatives = int(hp.extra.get("max_negative_labels", DEFAULT_MAX_CLASS_NEGATIVES)) if softmax else 0
     if softmax:
-        cls_loss.install(model, single_label=True)
+        cls_loss.install(model)
     eval_records = convert(val_rows, info) if val_rows else None
 
     # Label sets whose prompt does not fit the encoder (prompt_budget.py): sample negatives in

@@ -9,6 +9,13 @@ from __future__ import annotations
 from gliner2.inference.schema import Schema
 
 
+def _label_configs(items):
+    """Entity types or relations as gliner2 takes them: name -> {description?, threshold?}."""
+    return {it["name"]: {**({"description": it["description"]} if it.get("description") else {}),
+                         **({"threshold": it["threshold"]} if it.get("threshold") is not None else {})}
+            for it in items}
+
+
 def build_schema(spec, threshold):
     s = Schema()
     for st in spec.get("structures", []):
@@ -17,25 +24,9 @@ def build_schema(spec, threshold):
             b.field(f["name"], dtype=f.get("dtype", "list"), choices=f.get("choices") or None,
                     description=f.get("description"), threshold=f.get("threshold"))
     if spec.get("entities"):
-        ents = {}
-        for e in spec["entities"]:
-            cfg = {}
-            if e.get("description"):
-                cfg["description"] = e["description"]
-            if e.get("threshold") is not None:
-                cfg["threshold"] = e["threshold"]
-            ents[e["name"]] = cfg
-        s.entities(ents)
+        s.entities(_label_configs(spec["entities"]))
     if spec.get("relations"):
-        rels = {}
-        for r in spec["relations"]:
-            cfg = {}
-            if r.get("description"):
-                cfg["description"] = r["description"]
-            if r.get("threshold") is not None:
-                cfg["threshold"] = r["threshold"]
-            rels[r["name"]] = cfg
-        s.relations(rels)
+        s.relations(_label_configs(spec["relations"]))
     for c in spec.get("classifications", []):
         kw = {}
         if c.get("multiLabel") and c.get("topK") is not None:

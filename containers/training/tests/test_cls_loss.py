@@ -55,7 +55,7 @@ def test_installed_loss_is_the_softmax_over_the_prompt_labels(encoder_base):
     p.sampling_config = common.sampling_config(single_label=True)
     random.seed(0)
     batch = p.collate_fn_train([(r["input"], copy.deepcopy(r["output"])) for r in recs])
-    cls_loss.install(model, single_label=True)
+    cls_loss.install(model)
     model.eval()  # no dropout: the same embeddings twice
     with torch.no_grad():
         got = model(batch)["classification_loss"].item()

@@ -31,18 +31,18 @@ export interface LedgerOptions {
   logger: Logger;
   /**
    * `write-through`: `add` waits for the write (Lambda, whose process may freeze after a response).
-   * `background`: request counts are written every `intervalMs`, billed usage at once without
+   * `background`: request counts are written every second, billed usage at once without
    * making the response wait (long-lived local and ECS processes).
    */
   mode: 'write-through' | 'background';
-  intervalMs?: number;
   /** Days the per-request rows are kept. */
   retentionDays: number;
-  /** Delays between attempts of one batch before it is spooled. */
-  retryDelaysMs?: number[];
 }
 
 const MAX_EVENTS_PER_BATCH = 500;
+const FLUSH_EVERY_MS = 1000;
+/** Delays between attempts of one batch before it is spooled. */
+const RETRY_DELAYS_MS = [25, 100, 400];
 
 export class UsageLedger implements UsageSink {
   private writer = `w${newUuid().replaceAll('-', '')}`;
@@ -55,7 +55,7 @@ export class UsageLedger implements UsageSink {
 
   constructor(private readonly o: LedgerOptions) {
     if (o.mode === 'background') {
-      this.timer = setInterval(() => void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })), o.intervalMs ?? 1000);
+      this.timer = setInterval(() => void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })), FLUSH_EVERY_MS);
       this.timer.unref();
     }
   }
@@ -110,7 +110,7 @@ export class UsageLedger implements UsageSink {
   }
 
   private async write(batch: UsageBatch): Promise<void> {
-    const delays = this.o.retryDelaysMs ?? [25, 100, 400];
+    const delays = RETRY_DELAYS_MS;
     let lastError: unknown;
     for (let attempt = 0; attempt <= delays.length; attempt++) {
       try {

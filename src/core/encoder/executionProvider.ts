@@ -9,7 +9,7 @@
  * session creation fails — so `cuda` falls back to CPU, with a warning naming the reason.
  */
 export const EXECUTION_PROVIDER_ENV = 'SIFT_ENCODER_EXECUTION_PROVIDER';
-export const EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
+const EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
 export type ExecutionProvider = (typeof EXECUTION_PROVIDERS)[number];
 
 export function executionProviderFromEnv(env: NodeJS.ProcessEnv = process.env): ExecutionProvider {

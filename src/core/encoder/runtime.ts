@@ -2,13 +2,13 @@
  * Serving side of the encoder engine: model id → exported weights in the model store → a local
  * copy → shared `EncoderModel` sessions (loaded once per model directory, LRU with a memory bound).
  */
+import { baseModelManifestKey } from '../modelLayout';
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { modelManifestKey } from '../catalog';
 import type { Services } from '../context';
 import { resolveServingTarget } from '../deployments';
 import { ServiceUnavailableError, ValidationError } from '../errors';
@@ -38,7 +38,7 @@ export async function resolveEncoderModel(svc: Services, teamId: string, model: 
     throw ValidationError.field(loc, `${what}: extraction needs an encoder; for generation send task: "generate" with messages`);
   }
   if (target.kind === 'catalog') {
-    if (!(await svc.blobs.head(modelManifestKey(model)))) {
+    if (!(await svc.blobs.head(baseModelManifestKey(model)))) {
       throw missingWeightsError(svc, model, `Model '${model}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`);
     }
     return { requested: model, baseModel: model, prefix: `models/${model}/`, projectId: null, trainingJobId: null };
