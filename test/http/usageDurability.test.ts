@@ -24,18 +24,20 @@ const isUsageWrite = (sk: string, change?: { add?: Record<string, number> }) =>
   sk.startsWith('USAGE') || (sk === 'TEAM' && change?.add?.['credit_balance_micros'] !== undefined);
 
 /**
- * Makes the store fail under usage writes: `down(ms)` refuses them for a while (nothing written);
+ * Makes the store fail under usage writes: `down(n)` refuses the next n of them (`down()`: all, until
+ * `heal`; nothing written);
  * `loseReplies(n)` lets the next n land and then throws as if the reply was lost. Other writes pass.
  */
 function injectStoreFaults(records: RecordStore) {
   const update = records.update.bind(records);
   const put = records.put.bind(records);
-  let downUntil = 0;
+  let refuseLeft = 0;
   let loseReplies = 0;
   const stats = { refused: 0, lostReplies: 0 };
   const unavailable = () => Object.assign(new Error('injected: store unavailable'), { name: 'ServiceUnavailable' });
   records.update = (async (pk: string, sk: string, change: Parameters<RecordStore['update']>[2]) => {
-    if (isUsageWrite(sk, change) && Date.now() < downUntil) {
+    if (isUsageWrite(sk, change) && refuseLeft > 0) {
+      refuseLeft--;
       stats.refused++;
       throw unavailable();
     }
@@ -48,7 +50,8 @@ function injectStoreFaults(records: RecordStore) {
     return out;
   }) as RecordStore['update'];
   records.put = (async (keys: Parameters<RecordStore['put']>[0], record: object, opts?: Parameters<RecordStore['put']>[2]) => {
-    if (isUsageWrite(keys.sk) && Date.now() < downUntil) {
+    if (isUsageWrite(keys.sk) && refuseLeft > 0) {
+      refuseLeft--;
       stats.refused++;
       throw unavailable();
     }
@@ -56,10 +59,10 @@ function injectStoreFaults(records: RecordStore) {
   }) as RecordStore['put'];
   return {
     stats,
-    down: (ms: number) => (downUntil = Date.now() + ms),
+    down: (n = Infinity) => (refuseLeft = n),
     loseReplies: (n: number) => (loseReplies = n),
     heal: () => {
-      downUntil = 0;
+      refuseLeft = 0;
       loseReplies = 0;
     },
   };
@@ -103,13 +106,16 @@ it('200 concurrent billed requests with the store failing mid-run: each billed e
     const team = (await stack.call('POST', '/teams', { body: { name: 'busy', credit_balance_usd: 1 } })).body;
     const faults = injectStoreFaults(stack.svc.records);
     vllm.pieceDelayMs = 2;
-    const requests = Array.from({ length: 200 }, (_, i) =>
-      (async () => {
-        if (i === 40) faults.down(1200); // longer than the retries: batches go to the spool
-        if (i === 120) faults.loseReplies(6); // written, but the writer is told it failed
-        return chat(stack, team.api_key.key);
-      })(),
-    );
+    // the faults start when 40 (and 120) answers are back, with the rest still in flight
+    let answered = 0;
+    const requests = Array.from({ length: 200 }, async () => {
+      const res = await chat(stack, team.api_key.key);
+      answered++;
+      // 12 refusals outlast one batch's 4 attempts of its day, month and team writes: it is spooled
+      if (answered === 40) faults.down(12);
+      if (answered === 120) faults.loseReplies(6); // written, but the writer is told it failed
+      return res;
+    });
     const responses = await Promise.all(requests);
     vllm.pieceDelayMs = 0;
     expect(responses.map((r) => r.status)).toEqual(Array(200).fill(200));
@@ -136,7 +142,7 @@ it('usage still in the spool when the process stops is written on the next start
     useFakeVllm(stack, vllm);
     const team = (await stack.call('POST', '/teams', { body: { name: 'restart', credit_balance_usd: 1 } })).body;
     const faults = injectStoreFaults(stack.svc.records);
-    faults.down(60_000);
+    faults.down();
     const responses = await Promise.all(Array.from({ length: 5 }, () => chat(stack, team.api_key.key)));
     expect(responses.map((r) => r.status)).toEqual(Array(5).fill(200));
     await stack.stop(); // the final flush cannot write either: the batches stay in the spool
