@@ -3,7 +3,7 @@ import { PaymentRequiredError, RateLimitError, ValidationError } from './errors'
 import { microsToUsd, usdOrNull } from './billing/money';
 import { daySk, dayOf, isSeqAttr, monthSk, monthOf, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
-import { getTeam, getTeamRecord, type Team } from './teams';
+import { getTeam, getTeamRecord } from './teams';
 
 export type { UsageSink } from './billing/ledger';
 export type { BilledUsage } from './billing/usageBatch';
@@ -36,27 +36,28 @@ const outOfCredits = () => {
  * billed usage is written first, so its previous request's cost is always seen; requests in other
  * processes are seen once written (the overdraft bound in README "Billing").
  */
-export async function checkSpendAllowance(svc: Services, teamId: string): Promise<Team> {
-  const team = await getTeam(svc, teamId);
-  if (team.credit_balance_usd === null && team.daily_spend_cap_usd === null) return team;
-  await svc.usage.settled(teamId);
-  if (team.credit_balance_usd !== null) {
-    const fresh = await getTeamRecord(svc, teamId);
-    if (fresh.credit_balance_micros !== undefined && fresh.credit_balance_micros <= 0) throw outOfCredits();
+export async function checkSpendAllowance(svc: Services, teamId: string): Promise<void> {
+  if (svc.hotPath) {
+    // a long-lived process knows from its cached team whether there is anything to check at all
+    const team = await getTeam(svc, teamId);
+    if (team.credit_balance_usd === null && team.daily_spend_cap_usd === null) return;
   }
-  if (team.daily_spend_cap_usd !== null) {
+  await svc.usage.settled(teamId);
+  // one fresh read: the balance changes with every billed request (Lambda has no team cache anyway)
+  const team = await getTeamRecord(svc, teamId);
+  if (team.credit_balance_micros !== undefined && team.credit_balance_micros <= 0) throw outOfCredits();
+  const cap = team.daily_spend_cap_micros;
+  if (typeof cap === 'number') {
     const now = svc.now();
     const day = await svc.records.get<Record<string, number>>(`TEAM#${teamId}`, daySk(dayOf(now.toISOString())));
-    const spent = day?.['cost_usd_micros'] ?? 0;
-    if (microsToUsd(spent) >= team.daily_spend_cap_usd) {
+    if ((day?.['cost_usd_micros'] ?? 0) >= cap) {
       throw new RateLimitError(
-        `Daily spending cap of ${team.daily_spend_cap_usd} USD reached; it clears at 00:00 UTC`,
+        `Daily spending cap of ${microsToUsd(cap)} USD reached; it clears at 00:00 UTC`,
         Math.ceil((nextUtcMidnight(now).getTime() - now.getTime()) / 1000),
         'daily_spend_cap_exceeded',
       );
     }
   }
-  return team;
 }
 
 type Stored = Record<string, number | string | undefined>;
