@@ -429,15 +429,7 @@ class InferenceService extends GpuCapacity {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription: description,
     });
-    const wake = new appscaling.StepScalingAction(this, 'Wake', {
-      scalingTarget: this.scaling!,
-      adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
-      metricAggregationType: appscaling.MetricAggregationType.MAXIMUM,
-      cooldown: Duration.minutes(1),
-    });
-    wake.addAdjustment({ lowerBound: 0, adjustment: 1 });
-    alarm.addAlarmAction(new cloudwatchActions.ApplicationScalingAction(wake));
-    return alarm;
+    return this.setsCapacity(alarm, 'Wake', { lowerBound: 0, adjustment: 1 }, Duration.minutes(1));
   }
 
   /**
@@ -455,15 +447,20 @@ class InferenceService extends GpuCapacity {
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       alarmDescription: description,
     });
-    const sleep = new appscaling.StepScalingAction(this, 'Sleep', {
+    // the scalable target's minimum bounds it: prod (min 1) keeps one task
+    return this.setsCapacity(alarm, 'Sleep', { upperBound: 0, adjustment: 0 }, Duration.minutes(5));
+  }
+
+  /** `alarm` sets the service to an exact task count (a step-scaling action named `id`). */
+  private setsCapacity(alarm: cloudwatch.Alarm, id: string, step: appscaling.AdjustmentTier, cooldown: Duration): cloudwatch.Alarm {
+    const action = new appscaling.StepScalingAction(this, id, {
       scalingTarget: this.scaling!,
-      // the scalable target's minimum bounds it: prod (min 1) keeps one task
       adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
       metricAggregationType: appscaling.MetricAggregationType.MAXIMUM,
-      cooldown: Duration.minutes(5),
+      cooldown,
     });
-    sleep.addAdjustment({ upperBound: 0, adjustment: 0 });
-    alarm.addAlarmAction(new cloudwatchActions.ApplicationScalingAction(sleep));
+    action.addAdjustment(step);
+    alarm.addAlarmAction(new cloudwatchActions.ApplicationScalingAction(action));
     return alarm;
   }
 }
