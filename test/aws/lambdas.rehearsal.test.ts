@@ -10,7 +10,7 @@ import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
 import { IamDynamoProxy } from '../helpers/iamDynamoProxy';
 import { bundleLambda, invokeBundle } from '../helpers/lambdaBundle';
-import { apiGatewayEvent, emulatorEnv } from '../helpers/lambdaEvents';
+import { apiGatewayEvent, authorizerRequestEvent, emulatorEnv } from '../helpers/lambdaEvents';
 import { jsonl, TestStack } from '../helpers/localStack';
 
 const MACHINE = (kind: string) => `arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-${kind}`;
@@ -138,7 +138,7 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
   it('authorizer (table only; GetItem, UpdateItem, PutItem): a REQUEST event with the team\'s key gets an Allow policy and its usage plan key', async () => {
     const env = functionEnv('authorizer', { SIFT_TABLE: data.SIFT_TABLE, AWS_ENDPOINT_URL_DYNAMODB: iam.authorizer.endpoint });
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/test/GET/core/datasets';
-    const event = { type: 'REQUEST', methodArn, resource: '/{proxy+}', path: '/core/datasets', httpMethod: 'GET', headers: { 'X-API-Key': team.key }, multiValueHeaders: {}, pathParameters: {}, queryStringParameters: {}, multiValueQueryStringParameters: {}, stageVariables: {}, requestContext: {} };
+    const event = authorizerRequestEvent(methodArn, 'GET', '/core/datasets', { 'X-API-Key': team.key }, '/{proxy+}');
     const res = await invokeBundle(bundles['authorizer.ts']!, env, event);
     expect(res).toMatchObject({ ok: true, value: { context: { team_id: team.teamId } } });
     const policy = (res as { value: APIGatewayAuthorizerResult }).value;

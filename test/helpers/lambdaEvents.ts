@@ -36,6 +36,24 @@ export function apiGatewayEvent(
   };
 }
 
+/** An API Gateway REQUEST authorizer event (the authorizer sees headers, not the body). */
+export function authorizerRequestEvent(methodArn: string, httpMethod: string, path: string, headers: Record<string, string>, resource = path) {
+  return {
+    type: 'REQUEST' as const,
+    methodArn,
+    resource,
+    path,
+    httpMethod,
+    headers,
+    multiValueHeaders: {},
+    pathParameters: {},
+    queryStringParameters: {},
+    multiValueQueryStringParameters: {},
+    stageVariables: {},
+    requestContext: {} as never,
+  };
+}
+
 export const lambdaContext = {
   functionName: 'sift-test',
   functionVersion: '$LATEST',

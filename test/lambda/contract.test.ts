@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/lambda/apiGateway';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
-import { apiGatewayEvent, emulatorEnv, lambdaContext as context } from '../helpers/lambdaEvents';
+import { apiGatewayEvent, authorizerRequestEvent, emulatorEnv, lambdaContext as context } from '../helpers/lambdaEvents';
 import { jsonl, TestStack, type CallResult } from '../helpers/localStack';
 
 let stack: TestStack;
@@ -195,20 +195,7 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     // Bearer keys are for the compatible API only.
     await expect(authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${team.key}`, methodArn })).rejects.toThrow('Unauthorized');
 
-    const request = await authorizer({
-      type: 'REQUEST',
-      methodArn,
-      resource: '/{proxy+}',
-      path: '/core/datasets',
-      httpMethod: 'GET',
-      headers: { 'X-API-Key': team.key },
-      multiValueHeaders: {},
-      pathParameters: {},
-      queryStringParameters: {},
-      multiValueQueryStringParameters: {},
-      stageVariables: {},
-      requestContext: {} as never,
-    });
+    const request = await authorizer(authorizerRequestEvent(methodArn, 'GET', '/core/datasets', { 'X-API-Key': team.key }, '/{proxy+}'));
     expect(request.context).toMatchObject({ team_id: team.teamId });
     expect(request.usageIdentifierKey).toBe(key.value);
     expect([...gateway.keys.values()].filter((k) => k.tags['sift:team'] === team.teamId)).toHaveLength(1);
@@ -226,21 +213,7 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
   it('authorizer on /v1/ (REQUEST, no identity sources): X-API-Key alone and Authorization: Bearer alone both pass; neither is Unauthorized', async () => {
     const team = await stack.newTeam('authz-v1');
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/POST/v1/chat/completions';
-    const request = (headers: Record<string, string>) =>
-      authorizer({
-        type: 'REQUEST',
-        methodArn,
-        resource: '/v1/chat/completions',
-        path: '/v1/chat/completions',
-        httpMethod: 'POST',
-        headers,
-        multiValueHeaders: {},
-        pathParameters: {},
-        queryStringParameters: {},
-        multiValueQueryStringParameters: {},
-        stageVariables: {},
-        requestContext: {} as never,
-      });
+    const request = (headers: Record<string, string>) => authorizer(authorizerRequestEvent(methodArn, 'POST', '/v1/chat/completions', headers));
     expect((await request({ 'X-API-Key': team.key })).context).toMatchObject({ team_id: team.teamId });
     expect((await request({ Authorization: `Bearer ${team.key}` })).context).toMatchObject({ team_id: team.teamId });
     await expect(request({})).rejects.toThrow(/^Unauthorized$/);
