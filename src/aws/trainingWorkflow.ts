@@ -93,9 +93,11 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   const artifactKey = artifact.slice(`s3://${svc.blobs.bucket}/`.length);
   const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
   await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
-  await registerSageMakerCheckpoints(svc, input.teamId, job);
+  const checkpoints = await listCheckpoints(svc, input.teamId, job.id);
+  await registerSageMakerCheckpoints(svc, input.teamId, job, checkpoints);
   // a retry finds the final checkpoint it registered before instead of adding a second one
-  const existing = (await listCheckpoints(svc, input.teamId, job.id)).find((c) => c.is_final && c.blob_prefix === modelPrefix(input.teamId, job.id));
+  // (the SageMaker checkpoints registered just above are never at the model prefix)
+  const existing = checkpoints.find((c) => c.is_final && c.blob_prefix === modelPrefix(input.teamId, job.id));
   const finalId = existing?.id ?? newUuid();
   if (!existing) {
     await registerCheckpoint(svc, input.teamId, {
@@ -139,7 +141,7 @@ export async function recordTrainingFailure(svc: Services, input: { jobId: strin
     });
   }
   if (job.status !== 'complete') {
-    await registerSageMakerCheckpoints(svc, input.teamId, job);
+    await registerSageMakerCheckpoints(svc, input.teamId, job, await listCheckpoints(svc, input.teamId, job.id));
     await markBestCheckpoint(svc, input.teamId, job.id);
   }
   return { status: job.status };
@@ -212,9 +214,10 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
  * Checkpoint directories the trainer wrote to /opt/ml/checkpoints, synced by SageMaker to S3. Each
  * is registered once (by its prefix), so running this again adds nothing.
  */
-async function registerSageMakerCheckpoints(svc: Services, teamId: string, job: TrainingJob): Promise<void> {
+/** Registers the checkpoints SageMaker synced to S3 that are not among `registered` yet. */
+async function registerSageMakerCheckpoints(svc: Services, teamId: string, job: TrainingJob, registered: { blob_prefix: string }[]): Promise<void> {
   const prefix = `${jobPrefix(teamId, job.id)}sagemaker/checkpoints/`;
-  const known = new Set((await listCheckpoints(svc, teamId, job.id)).map((c) => c.blob_prefix));
+  const known = new Set(registered.map((c) => c.blob_prefix));
   for (const key of await svc.blobs.list(prefix)) {
     if (!key.endsWith('/sift_checkpoint.json')) continue;
     const blobPrefix = key.slice(0, -'sift_checkpoint.json'.length);
