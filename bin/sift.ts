@@ -30,8 +30,8 @@ program
       lines.push('', 'Created the operator API key (shown only this once; keep it):', `  ${service.createdAdminKey}`);
     }
     // a first start builds the venv and models in the background: say so, and where to follow it
-    const build = await (await import('../src/cli/buildStatus')).buildStatusLines(DEFAULT_MODELS_DIR);
-    if (build.length && !build[0]?.startsWith('model build: done')) lines.push('', ...build, 'Models become available as they are built (sift models status; GET /base-models).');
+    const build = await (await import('../src/cli/buildStatus')).buildStatus(DEFAULT_MODELS_DIR);
+    if (build.state && build.state !== 'done') lines.push('', ...build.lines, 'Models become available as they are built (sift models status; GET /base-models).');
     process.stdout.write(lines.join('\n') + '\n');
     const shutdown = async () => {
       await service.close();
@@ -189,10 +189,10 @@ models
   .description('Progress of the local venv and model build that a first `npm start` runs in the background')
   .option('--models-dir <dir>', 'the models directory the build writes to', DEFAULT_MODELS_DIR)
   .action(async (o: { modelsDir: string }) => {
-    const { buildStatusLines } = await import('../src/cli/buildStatus');
-    const lines = await buildStatusLines(o.modelsDir);
+    const { buildStatus } = await import('../src/cli/buildStatus');
+    const { state, lines } = await buildStatus(o.modelsDir);
     process.stdout.write((lines.length ? lines : [`no model build has run in ${o.modelsDir}`]).join('\n') + '\n');
-    if (lines[0]?.startsWith('model build: failed')) process.exitCode = 1;
+    if (state === 'failed') process.exitCode = 1;
   });
 
 await program.parseAsync(process.argv);
