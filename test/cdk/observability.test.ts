@@ -1,21 +1,14 @@
 /** Observability stack: finance dashboard without per-customer dimensions, alarms, budget. */
 import { Match } from 'aws-cdk-lib/assertions';
 import { USAGE_DIMENSIONS, USAGE_METRICS } from '../../src/core/billing/metricNames';
-import { dashboardQueries } from '../helpers/financeDashboard';
+import { dashboardBody, dashboardQueries } from '../helpers/financeDashboard';
 import { buildApp, resourcesOfType } from './helpers';
 
 const built = buildApp({ alarmEmail: 'ops@example.com' });
 const t = built.template(built.stacks.observability);
 
-/** Dashboard body with CloudFormation tokens flattened to placeholders. */
-function dashboardBody(prefix: string): string {
-  const d = Object.entries(resourcesOfType(t, 'AWS::CloudWatch::Dashboard')).find(([id]) => id.startsWith(prefix))![1];
-  const body = d.Properties!.DashboardBody as { 'Fn::Join': [string, unknown[]] };
-  return body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : '<token>')).join('');
-}
-
 describe('finance dashboard', () => {
-  const body = dashboardBody('FinanceDashboard');
+  const body = dashboardBody(t, 'FinanceDashboard');
 
   // That something emits each of these queries' metric + dimension set: test/http/financeMetrics.test.ts
   it('queries every usage metric, by exactly the usage dimensions', () => {
