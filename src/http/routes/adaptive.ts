@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { getCycle, listCycles, promoteCycle, startCycle } from '../../core/adaptive/cycles';
 import { getProject } from '../../core/projects';
 import { json, route } from '../types';
-import { projectParam } from './resources';
+import { projectParam } from './projects';
 import { AdaptiveCycleSchema, ProjectDeploymentSchema, ProjectSchema, list } from './schemas';
 
 const cycleParams = projectParam.extend({ cycle_id: z.string().min(1).max(64) });

@@ -1,4 +1,4 @@
-import { baseModelManifestKey } from '../../src/core/modelLayout';
+/** Inference history and feedback over HTTP against the local stack (src/http/routes/inferences.ts). */
 import { newInferenceId, storeInference } from '../../src/core/inferences';
 import { TestStack } from '../helpers/localStack';
 
@@ -9,53 +9,6 @@ beforeAll(async () => {
   teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
 });
 afterAll(async () => stack.stop());
-
-describe('GET /base-models', () => {
-  it('lists the SPEC catalog, filters, and reports availability from the model store', async () => {
-    const all = await stack.call('GET', '/base-models');
-    expect(all.status).toBe(200);
-    const ids = all.body.data.map((m: any) => m.id);
-    expect(ids).toEqual(expect.arrayContaining(['fastino/gliner2-base-v1', 'fastino/gliner2-large-v1', 'fastino/gliner2-multi-v1', 'fastino/gliner2-multi-large-v1']));
-    expect(all.body.data.every((m: any) => m.available === false)).toBe(true);
-
-    await stack.svc.blobs.put(baseModelManifestKey('sift/gliner2-mini-v1'), '{}', 'application/json');
-    const encoders = await stack.call('GET', '/base-models?task_type=encoder&supports_training=true');
-    expect(encoders.body.data.every((m: any) => m.task_type === 'encoder')).toBe(true);
-    expect(encoders.body.data.find((m: any) => m.id === 'sift/gliner2-mini-v1').available).toBe(true);
-    const decoders = await stack.call('GET', '/base-models?task_type=decoder');
-    expect(decoders.body.data.map((m: any) => m.id)).toEqual(['HuggingFaceTB/SmolLM2-135M-Instruct']);
-
-    expect((await stack.call('GET', '/base-models?supports_training=yes')).body.errors[0].loc).toEqual(['query', 'supports_training']);
-    expect((await stack.call('GET', '/base-models?task_type=audio')).status).toBe(422);
-    expect((await stack.call('GET', '/base-models?colour=red')).status).toBe(422);
-  });
-});
-
-describe('projects', () => {
-  it('creates, lists, reads by id and by name, rejects duplicates, deletes', async () => {
-    const created = await stack.call('POST', '/projects', { body: { name: 'support-bot', description: 'tickets' } });
-    expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: 'support-bot', active_training_job_id: null });
-    expect((await stack.call('POST', '/projects', { body: { name: 'support-bot' } })).status).toBe(409);
-    expect((await stack.call('GET', `/projects/${created.body.id}`)).body.name).toBe('support-bot');
-    expect((await stack.call('GET', '/projects/support-bot')).body.id).toBe(created.body.id);
-    expect((await stack.call('GET', '/projects')).body.data.map((p: any) => p.name)).toContain('support-bot');
-    expect((await stack.call('DELETE', '/projects/support-bot')).status).toBe(200);
-    expect((await stack.call('GET', `/projects/${created.body.id}`)).status).toBe(404);
-    // The name is free again.
-    expect((await stack.call('POST', '/projects', { body: { name: 'support-bot' } })).status).toBe(201);
-  });
-
-  it('rejects unsafe names', async () => {
-    for (const name of ['../etc', 'a/b', '..', '', 'x'.repeat(200)]) {
-      const res = await stack.call('POST', '/projects', { body: { name } });
-      expect(res.status).toBe(422);
-      expect(res.body.errors[0].loc).toEqual(['body', 'name']);
-    }
-  });
-});
-
-// evaluations: test/http/evaluations.test.ts (they now run for real, on the mini model)
 
 describe('inference history and feedback', () => {
   const text = 'Tim Cook 🍎 runs Apple';
@@ -147,21 +100,4 @@ describe('inference history and feedback', () => {
     expect((await stack.call('POST', clsPath, { body: { verdict: 'correct' } })).status).toBe(200);
     expect((await stack.call('POST', '/inferences/inf_01ARZ3NDEKTSV4RRFFQ69G5FAV/feedback', { body: { verdict: 'correct' } })).status).toBe(404);
   });
-});
-
-describe('GET /billing/usage/requests', () => {
-  it('counts real requests per team and endpoint class', async () => {
-    const team = await stack.newTeam('billing');
-    const before = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
-    await stack.call('GET', '/projects', { key: team.key });
-    await stack.call('POST', '/core/training-jobs', { key: team.key, body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'x' }] } });
-    const after = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
-    // The first usage read itself counts too.
-    expect(after.today.requests - before.today.requests).toBe(3);
-    expect(after.today.requests_by_endpoint.training_create).toBe(1);
-    expect(after.this_month.requests).toBeGreaterThanOrEqual(after.today.requests);
-    expect(after).toMatchObject({ plan: 'pro', daily_spend_cap_usd: null, remaining_daily_allowance_usd: null });
-    expect(after.rate_limits.inference).toEqual([{ limit: 5000, window_seconds: 60 }]);
-  });
-  // Credit, 402 and the spend cap's 429 are tested over HTTP with billed requests: test/http/billing.test.ts
 });
