@@ -6,7 +6,9 @@
  *
  * Also: the API-key authorizers, the SQS worker, per-method throttles from
  * SPEC "Limits", access logs, WAF with the per-IP edge limit, CORS, and
- * gateway responses in the SPEC `{detail}` error shape.
+ * gateway responses in the SPEC `{detail}` error shape. Routes, their
+ * authorizers and throttles come from the service's route table
+ * (src/http/routeTable.ts, through lib/gateway-routes.ts).
  */
 import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
@@ -20,7 +22,6 @@ import {
   SPEC_DEFAULT_PER_MINUTE,
   SPEC_EDGE_LIMIT_PER_IP,
   SPEC_EDGE_WINDOW_SECONDS,
-  SPEC_METHOD_LIMITS_PER_MINUTE,
   type StageConfig,
 } from './config';
 import { ApiAuthorizers } from './constructs/api-authorizers';
@@ -30,11 +31,11 @@ import { addGatewayResponses } from './constructs/gateway-responses';
 import { allocateSkippingGroups } from './constructs/resource-group';
 import { SiftFunction, retentionDays } from './constructs/sift-function';
 import { UsagePlans } from './constructs/usage-plans';
+import { gatewayMethods } from './gateway-routes';
 import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { acknowledge } from './nag';
 
 export type { InferenceEndpoint } from './constructs/api-routes';
-export { COMPAT_ROUTES, INFERENCE_ROUTES, PUBLIC_ROUTES } from './constructs/api-routes';
 
 /** Workflows the control plane starts (from the workflow stack). */
 export interface WorkflowHandles {
@@ -215,8 +216,8 @@ export class ApiStack extends Stack {
     };
     // Stage-wide defaults ('/*/*') come from the deployOptions below.
     const methodOptions: Record<string, apigw.MethodDeploymentOptions> = {};
-    for (const limit of SPEC_METHOD_LIMITS_PER_MINUTE) {
-      methodOptions[`${limit.path}/${limit.method}`] = { ...loggingDefaults, ...throttleOptions(limit.perMinute, scale) };
+    for (const m of gatewayMethods()) {
+      if (m.perMinute !== undefined) methodOptions[`${m.path}/${m.method}`] = { ...loggingDefaults, ...throttleOptions(m.perMinute, scale) };
     }
 
     const cors: apigw.CorsOptions | undefined =

@@ -6,6 +6,7 @@
  * here performs a lookup, so synth stays account- and region-agnostic.
  */
 import type { Node } from 'constructs';
+import { EDGE_LIMIT, perMinuteLimit } from '../src/core/limits';
 
 export type StageName = 'dev' | 'staging' | 'prod';
 
@@ -256,26 +257,9 @@ export function loadStageConfig(node: Node): StageConfig {
   };
 }
 
-/**
- * SPEC "Limits": per-endpoint limits (per minute). API Gateway applies stage
- * method throttles to the whole stage, so these are scaled by `throttleScale`
- * in the API stack; the per-user enforcement is the application's own counter.
- */
-export const SPEC_METHOD_LIMITS_PER_MINUTE: ReadonlyArray<{ path: string; method: string; perMinute: number }> = [
-  { path: '/inference', method: 'POST', perMinute: 5000 },
-  { path: '/v1/chat/completions', method: 'POST', perMinute: 5000 },
-  { path: '/v1/completions', method: 'POST', perMinute: 5000 },
-  { path: '/v1/responses', method: 'POST', perMinute: 5000 },
-  { path: '/v1/messages', method: 'POST', perMinute: 5000 },
-  { path: '/gliner-2/{proxy+}', method: 'POST', perMinute: 15000 },
-  { path: '/generate', method: 'POST', perMinute: 120 },
-  { path: '/generate/{proxy+}', method: 'POST', perMinute: 120 },
-  { path: '/core/training-jobs', method: 'POST', perMinute: 20 },
-];
+/** SPEC default for endpoints without a specific limit (the service's own numbers, src/core/limits.ts). */
+export const SPEC_DEFAULT_PER_MINUTE = perMinuteLimit('default');
 
-/** SPEC default for endpoints without a specific limit: 20,000 per minute. */
-export const SPEC_DEFAULT_PER_MINUTE = 20000;
-
-/** SPEC edge limit per IP: 100,000 requests per 60 seconds (WAF rate-based rule). */
-export const SPEC_EDGE_LIMIT_PER_IP = 100000;
-export const SPEC_EDGE_WINDOW_SECONDS = 60;
+/** SPEC edge limit per IP (WAF rate-based rule), the same numbers the service enforces. */
+export const SPEC_EDGE_LIMIT_PER_IP = EDGE_LIMIT.limit;
+export const SPEC_EDGE_WINDOW_SECONDS = EDGE_LIMIT.windowSeconds;

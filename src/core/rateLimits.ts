@@ -1,28 +1,9 @@
 import type { RecordStore } from '../adapters/RecordStore';
 import { RateLimitError } from './errors';
+import { EDGE_LIMIT, LIMIT_CLASSES, type LimitClass, type LimitRule } from './limits';
 
-export interface LimitRule {
-  limit: number;
-  windowSeconds: number;
-}
-
-/** SPEC "Limits": the endpoint classes and their windows. */
-export const LIMIT_CLASSES = {
-  default: [
-    { limit: 20_000, windowSeconds: 60 },
-    { limit: 1_000_000, windowSeconds: 3600 },
-  ],
-  inference: [{ limit: 5_000, windowSeconds: 60 }],
-  compat: [{ limit: 5_000, windowSeconds: 60 }],
-  gliner: [{ limit: 15_000, windowSeconds: 60 }],
-  generate: [{ limit: 120, windowSeconds: 60 }],
-  training_create: [{ limit: 20, windowSeconds: 60 }],
-} satisfies Record<string, LimitRule[]>;
-
-export type LimitClass = keyof typeof LIMIT_CLASSES;
-
-/** Applied to every request by client IP, before authentication. */
-export const EDGE_LIMIT: LimitRule = { limit: 100_000, windowSeconds: 60 };
+// the numbers are data (limits.ts) so lib/ can read them; callers keep importing them from here
+export { EDGE_LIMIT, LIMIT_CLASSES, type LimitClass, type LimitRule };
 
 export interface WindowState {
   count: number;

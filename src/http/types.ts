@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Principal, Services } from '../core/context';
-import type { LimitClass } from '../core/rateLimits';
+import type { LimitClass } from '../core/limits';
+import { ROUTE_TABLE, type RouteEntry } from './routeTable';
 
 /** A request as every runtime adapter (node:http, Lambda, ECS) hands it to the router. */
 export interface ApiRequest {
@@ -57,12 +58,8 @@ export interface RouteSpec<
   tag: string;
   summary: string;
   description?: string;
-  /**
-   * `public` routes run without credentials; `operator` needs the installation's bootstrap key;
-   * `internal` routes answer only service-to-service calls carrying the shared internal token
-   * (anyone else gets 404, as if the route did not exist).
-   */
-  auth: 'public' | 'key' | 'operator' | 'internal';
+  /** From the route table (routeTable.ts), never written in the route itself. */
+  auth: RouteEntry['auth'];
   limit?: LimitClass;
   /**
    * Error body shape: `native` = `{detail}`; `openai` / `anthropic` = the vendor envelope plus `detail`
@@ -76,13 +73,20 @@ export interface RouteSpec<
   handler: (ctx: HandlerContext<Infer<B>, Infer<Q>, Infer<P>>) => Promise<ApiResponse>;
 }
 
-/** Identity function that keeps each route's body/query/params types tied to its handler. */
+/**
+ * A route: its handler and schemas as written, its auth and limit class from the route table
+ * (routeTable.ts), so a route without a table entry fails when its module loads. Also keeps each
+ * route's body/query/params types tied to its handler.
+ */
 export function route<
   B extends z.ZodType | undefined = undefined,
   Q extends z.ZodType | undefined = undefined,
   P extends z.ZodType | undefined = undefined,
->(spec: RouteSpec<B, Q, P>): RouteSpec {
-  return spec as unknown as RouteSpec;
+>(spec: Omit<RouteSpec<B, Q, P>, 'auth' | 'limit'>): RouteSpec {
+  const key = `${spec.method} ${spec.path}`;
+  const entry = (ROUTE_TABLE as Record<string, RouteEntry>)[key];
+  if (!entry) throw new Error(`Route ${key} has no entry in src/http/routeTable.ts (its auth, limit class and plane)`);
+  return { ...spec, auth: entry.auth, ...(entry.limit ? { limit: entry.limit } : {}) } as unknown as RouteSpec;
 }
 
 export const json = (status: number, body: unknown, headers?: Record<string, string>): ApiResponse => ({

@@ -4,8 +4,9 @@
  * least-privilege roles of the Lambda functions.
  */
 import { Match } from 'aws-cdk-lib/assertions';
-import { COMPAT_ROUTES, INFERENCE_ROUTES, PUBLIC_ROUTES, throttleFor } from '../../lib/api-stack';
-import { PLANS, SPEC_DEFAULT_PER_MINUTE, SPEC_METHOD_LIMITS_PER_MINUTE } from '../../lib/config';
+import { throttleFor } from '../../lib/api-stack';
+import { PLANS, SPEC_DEFAULT_PER_MINUTE } from '../../lib/config';
+import { gatewayMethods } from '../../lib/gateway-routes';
 import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -30,6 +31,13 @@ const routes = Object.entries(methods).map(([id, m]) => ({
   method: String(m.Properties?.HttpMethod),
   props: m.Properties ?? {},
 }));
+// Which routes are public, data-plane or limited comes from the route table; that the table matches
+// the app's registered routes, route by route, is test/cdk/routeTable.test.ts.
+const derived = gatewayMethods();
+const PUBLIC_ROUTES = derived.filter((m) => m.access === 'public');
+const COMPAT_ROUTES = derived.filter((m) => m.access === 'key-or-bearer').map((m) => m.path);
+const INFERENCE_ROUTES = derived.filter((m) => m.plane === 'data').map((m) => m.path);
+const SPEC_METHOD_LIMITS_PER_MINUTE = derived.flatMap((m) => (m.perMinute === undefined ? [] : [{ path: m.path, method: m.method, perMinute: m.perMinute }]));
 const authorizerIdOf = (name: string): string =>
   Object.entries(authorizers).find(([, a]) => a.Properties?.Name === name)![0];
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { acceptsVolumeKmsKey, authorizerRuns, KEEP_ALIVE, renderGatewayResponse } from '../../lib/aws-rules';
-import { PUBLIC_ROUTES } from '../../lib/api-stack';
+import { gatewayMethods } from '../../lib/gateway-routes';
 import { TRAINING_INSTANCE_TYPES } from '../../lib/config';
 import { CONTAINERS_DIR } from '../../lib/paths';
 import { createKeepAliveServer } from '../../src/http/keepAlive';
@@ -75,7 +75,7 @@ describe('API Gateway: who reaches the authorizer', () => {
     identitySources: a.IdentitySource ? String(a.IdentitySource).split(',').map((s) => s.trim()) : [],
     ttlSeconds: Number(a.AuthorizerResultTtlInSeconds ?? 300),
   });
-  const v1 = methods.filter((m) => m.path.startsWith('/v1/') && m.method !== 'OPTIONS' && !PUBLIC_ROUTES.some((p) => p.path === m.path && p.method === m.method));
+  const v1 = methods.filter((m) => m.path.startsWith('/v1/') && m.method !== 'OPTIONS' && !gatewayMethods().some((p) => p.access === 'public' && p.path === m.path && p.method === m.method));
 
   it('every guarded /v1/ method runs its authorizer with X-API-Key alone and with Authorization alone (SPEC "Authentication" 3)', () => {
     expect(v1.map((m) => m.path)).toEqual(expect.arrayContaining(['/v1/chat/completions', '/v1/messages', '/v1/{proxy+}']));

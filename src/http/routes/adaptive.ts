@@ -16,7 +16,6 @@ export const adaptiveRoutes = [
     summary: 'Run an adaptive cycle now: reviewed and informative traces → training data → candidate → evaluation against the deployed model',
     description:
       'The schedule runs the same cycle for every deployed project. Nothing is promoted: a finished cycle is `offered` with both models\' F1, precision and recall on the same held-out traces, or `skipped` with the reason (usually: not enough feedback yet; `review` lists the traces to give feedback on). Pro, Research and Custom plans.',
-    auth: 'key',
     params: projectParam,
     responses: {
       202: { description: 'Started', schema: AdaptiveCycleSchema },
@@ -31,7 +30,6 @@ export const adaptiveRoutes = [
     path: '/projects/:id/adaptive-cycles',
     tag: 'projects',
     summary: 'The project\'s adaptive cycles, newest first',
-    auth: 'key',
     params: projectParam,
     responses: { 200: { description: 'Cycles', schema: list(AdaptiveCycleSchema).extend({ project: ProjectSchema }) }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {
@@ -44,7 +42,6 @@ export const adaptiveRoutes = [
     path: '/projects/:id/adaptive-cycles/:cycle_id',
     tag: 'projects',
     summary: 'One adaptive cycle: its stage, trace counts, datasets, candidate and comparison',
-    auth: 'key',
     params: cycleParams,
     responses: { 200: { description: 'Cycle', schema: AdaptiveCycleSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {
@@ -58,7 +55,6 @@ export const adaptiveRoutes = [
     tag: 'projects',
     summary: 'Accept an offered candidate: the project (and every client using its name) is served by it from now on',
     description: 'The same as promoting the candidate job through POST /projects/{id}/deployments, and marks the cycle `promoted`; POST /projects/{id}/rollback undoes it.',
-    auth: 'key',
     params: cycleParams,
     responses: {
       201: { description: 'Promoted', schema: z.object({ cycle: AdaptiveCycleSchema, deployment: ProjectDeploymentSchema }) },

@@ -24,7 +24,6 @@ export const apiKeyRoutes = [
     path: '/api-keys',
     tag: 'api-keys',
     summary: "Create an API key in the caller's team (the secret is shown only in this response)",
-    auth: 'key',
     body: z.strictObject({ name: keyName, role: z.enum(['admin', 'member']).optional() }),
     responses: { 201: { description: 'Created', schema: ApiKeySchema.extend({ key: z.string() }) } },
     handler: async ({ svc, principal, body }) => {
@@ -38,7 +37,6 @@ export const apiKeyRoutes = [
     path: '/api-keys',
     tag: 'api-keys',
     summary: "List the team's active keys (no secrets)",
-    auth: 'key',
     responses: { 200: { description: 'Keys', schema: list(ApiKeySchema) } },
     handler: async ({ svc, principal }) => json(200, { data: await listApiKeys(svc, principal.team_id) }),
   }),
@@ -47,7 +45,6 @@ export const apiKeyRoutes = [
     path: '/api-keys/:id',
     tag: 'api-keys',
     summary: 'Revoke a key; it is rejected from the next request on',
-    auth: 'key',
     params: z.object({ id: uuid }),
     responses: { 200: { description: 'Revoked', schema: Deleted }, 404: { description: 'No such key in this team' } },
     handler: async ({ svc, principal, params }) => {
@@ -60,7 +57,6 @@ export const apiKeyRoutes = [
     path: '/auth/sessions',
     tag: 'api-keys',
     summary: 'Exchange an API key for a session token (accepted as a Bearer value on /v1/*)',
-    auth: 'key',
     responses: { 201: { description: 'Session', schema: z.object({ token: z.string(), expires_at: z.string() }) } },
     handler: async ({ svc, principal }) => json(201, await createSession(svc, principal)),
   }),
@@ -69,7 +65,6 @@ export const apiKeyRoutes = [
     path: '/teams',
     tag: 'teams',
     summary: 'Create a team with its first admin key (operator only)',
-    auth: 'operator',
     body: z.strictObject({
       name: z.string().regex(/\S/, 'must not be blank').trim().min(1).max(100),
       plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
@@ -91,7 +86,6 @@ export const apiKeyRoutes = [
     path: '/teams',
     tag: 'teams',
     summary: 'List teams (operator only)',
-    auth: 'operator',
     responses: { 200: { description: 'Teams', schema: list(TeamSchema) } },
     handler: async ({ svc }) => json(200, { data: await listTeams(svc) }),
   }),

@@ -11,7 +11,6 @@ export const baseModelRoutes = [
     path: '/base-models',
     tag: 'base-models',
     summary: 'The catalog of base models; `available` says whether the weights are in the model store',
-    auth: 'key',
     query: z.strictObject({
       task_type: z.enum(['encoder', 'decoder', 'ner', 'classification', 'structures', 'relations', 'generate']).optional(),
       supports_training: queryBool,

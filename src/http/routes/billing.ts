@@ -3,7 +3,6 @@ import { z } from 'zod';
 import { getUsage, listUsageRequests } from '../../core/usage';
 import { json, route } from '../types';
 import { queryInt } from '../validation';
-import { list } from './schemas';
 
 const UsageTotals = {
   requests: z.number(),
@@ -55,7 +54,6 @@ export const billingRoutes = [
     path: '/billing/usage/requests',
     tag: 'billing',
     summary: "Current usage and remaining allowance: today's and this month's requests, tokens and spend by model and endpoint, and by day",
-    auth: 'key',
     query: z.strictObject({ days: queryInt(1, 366, 31) }),
     responses: { 200: { description: 'Usage', schema: UsageSchema } },
     handler: async ({ svc, principal, query }) => json(200, await getUsage(svc, principal.team_id, query.days)),
@@ -65,7 +63,6 @@ export const billingRoutes = [
     path: '/billing/usage/requests/list',
     tag: 'billing',
     summary: 'Billed requests one by one, newest first (time, model, endpoint, tokens, cost, inference id); page with `cursor`',
-    auth: 'key',
     query: z.strictObject({ limit: queryInt(1, 500, 100), cursor: z.string().max(1024).regex(/^[A-Za-z0-9_-]+$/, 'is not a next_cursor from a previous page').optional() }),
     responses: { 200: { description: 'Billed requests', schema: z.object({ data: z.array(UsageRequestSchema), next_cursor: z.string().nullable() }) } },
     handler: async ({ svc, principal, query }) => json(200, await listUsageRequests(svc, principal.team_id, query)),

@@ -21,7 +21,6 @@ export const datasetRoutes = [
     summary: 'Reserve a dataset version and get a presigned URL to PUT its file to',
     description:
       'Formats: JSONL (.jsonl/.ndjson), a JSON array (.json) or CSV with a header (.csv). Declare `size_bytes` and/or `sha256` to have truncated uploads detected. An existing name needs `new_version: true`.',
-    auth: 'key',
     body: z.strictObject({
       dataset_name: resourceName,
       file_name: fileName,
@@ -52,7 +51,6 @@ export const datasetRoutes = [
     path: '/core/datasets/upload/process',
     tag: 'datasets',
     summary: 'Validate the uploaded file; poll the version until ready or failed',
-    auth: 'key',
     body: z.strictObject({ dataset_name: resourceName, version: z.number().int().positive().optional() }),
     responses: {
       202: { description: 'Processing', schema: z.object({ dataset_name: z.string(), version: z.number(), status: z.literal('processing') }) },
@@ -66,7 +64,6 @@ export const datasetRoutes = [
     path: '/core/datasets',
     tag: 'datasets',
     summary: 'List datasets (each with its newest version)',
-    auth: 'key',
     responses: { 200: { description: 'Datasets', schema: list(DatasetVersionSchema) } },
     handler: async ({ svc, principal }) => json(200, { data: await listDatasets(svc, principal.team_id) }),
   }),
@@ -75,7 +72,6 @@ export const datasetRoutes = [
     path: '/core/datasets/:name',
     tag: 'datasets',
     summary: 'Read a dataset: its newest version and the list of versions',
-    auth: 'key',
     params: z.object({ name: resourceName }),
     responses: {
       200: {
@@ -93,7 +89,6 @@ export const datasetRoutes = [
     path: '/core/datasets/:name/:version',
     tag: 'datasets',
     summary: 'Read one version; poll until status is ready (or failed, with its errors)',
-    auth: 'key',
     params: z.object({ name: resourceName, version: versionParam }),
     responses: { 200: { description: 'Version', schema: DatasetVersionSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => json(200, await getVersion(svc, principal.team_id, params.name, params.version)),
@@ -103,7 +98,6 @@ export const datasetRoutes = [
     path: '/core/datasets/:name/:version/report',
     tag: 'datasets',
     summary: 'The full validation report of a version (every row error)',
-    auth: 'key',
     params: z.object({ name: resourceName, version: versionParam }),
     responses: {
       200: {
@@ -119,7 +113,6 @@ export const datasetRoutes = [
     path: '/core/datasets/:name',
     tag: 'datasets',
     summary: 'Delete a dataset with every version and file',
-    auth: 'key',
     params: z.object({ name: resourceName }),
     responses: { 200: { description: 'Deleted', schema: z.object({ name: z.string(), deleted: z.literal(true) }) }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {

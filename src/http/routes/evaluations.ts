@@ -11,7 +11,6 @@ export const evaluationRoutes = [
     path: '/core/evaluations',
     tag: 'evaluations',
     summary: 'Evaluate a training job or a base model (baseline) on a labelled dataset',
-    auth: 'key',
     body: z.strictObject({
       base_model: z.string().min(1),
       dataset_name: resourceName,
@@ -34,7 +33,6 @@ export const evaluationRoutes = [
     path: '/core/evaluations',
     tag: 'evaluations',
     summary: 'List evaluations, newest first',
-    auth: 'key',
     query: z.strictObject({ project_id: uuid.optional() }),
     responses: { 200: { description: 'Evaluations', schema: list(EvaluationSchema) } },
     handler: async ({ svc, principal, query }) => json(200, { data: await listEvaluations(svc, principal.team_id, query) }),
@@ -44,7 +42,6 @@ export const evaluationRoutes = [
     path: '/core/evaluations/:id',
     tag: 'evaluations',
     summary: 'Read an evaluation and its metrics',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Evaluation', schema: EvaluationSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => json(200, await getEvaluation(svc, principal.team_id, params.id)),
@@ -54,7 +51,6 @@ export const evaluationRoutes = [
     path: '/core/evaluations/:id',
     tag: 'evaluations',
     summary: 'Delete an evaluation',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {

@@ -114,8 +114,6 @@ export const inferenceRoutes = [
     path: '/inference',
     tag: 'inference',
     summary: 'Native inference: encoder extraction (`schema`) or decoder generation (`task: "generate"`, `messages`)',
-    auth: 'key',
-    limit: 'inference',
     // Each branch validates strictly; this only routes on `task`.
     body: InferenceRouterBody,
     responses: {

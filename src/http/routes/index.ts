@@ -50,7 +50,6 @@ export function allRoutes(): RouteSpec[] {
       path: '/openapi.json',
       tag: 'meta',
       summary: 'This API as an OpenAPI 3.1 document',
-      auth: 'public',
       responses: { 200: { description: 'OpenAPI document', schema: z.record(z.string(), z.unknown()) } },
       handler: async () => json(200, (document ??= buildOpenApi(routes, API_VERSION))),
     }),

@@ -59,8 +59,6 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
     path,
     tag: 'inference',
     summary,
-    auth: 'key',
-    limit: 'gliner',
     body,
     responses: {
       200: { description: 'Extraction result with inference_id and usage (DESIGN §3 shape)', schema: ExtractionResponse },

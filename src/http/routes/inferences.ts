@@ -11,7 +11,6 @@ export const inferenceHistoryRoutes = [
     path: '/inferences',
     tag: 'inferences',
     summary: 'Past inferences, newest first (limit 1–200, default 50; offset 0–10,000)',
-    auth: 'key',
     query: z.strictObject({
       limit: queryInt(1, 200, 50),
       offset: queryInt(0, 10_000, 0),
@@ -36,7 +35,6 @@ export const inferenceHistoryRoutes = [
     path: '/inferences/:id',
     tag: 'inferences',
     summary: 'One stored inference, with its feedback',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Inference', schema: InferenceRecordSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => json(200, await getInference(svc, principal.team_id, params.id)),
@@ -46,7 +44,6 @@ export const inferenceHistoryRoutes = [
     path: '/inferences/:id/feedback',
     tag: 'inferences',
     summary: 'Mark an inference correct, or incorrect with the corrected output',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     body: z.strictObject({ verdict: z.enum(['correct', 'incorrect']), corrected_output: z.record(z.string(), z.unknown()).optional() }),
     responses: {

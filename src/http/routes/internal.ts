@@ -20,7 +20,6 @@ function internalTask<B extends z.ZodType>(task: string, summary: string, body: 
     path: `/internal/tasks/${task}`,
     tag: 'internal',
     summary,
-    auth: 'internal',
     body,
     responses: { 200: { description: 'The task result', schema: result } },
     handler: async ({ svc, body: input }) => json(200, await run(svc, input as z.output<B>)),

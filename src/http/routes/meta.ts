@@ -39,7 +39,6 @@ export const metaRoutes = [
     path: '/health',
     tag: 'meta',
     summary: 'Liveness: the process answers',
-    auth: 'public',
     responses: { 200: { description: 'Alive', schema: z.object({ status: z.literal('ok') }) } },
     handler: async () => json(200, { status: 'ok' }),
   }),
@@ -48,7 +47,6 @@ export const metaRoutes = [
     path: '/ready',
     tag: 'meta',
     summary: 'Readiness: stores reachable, preloaded models (SIFT_PRELOAD_MODELS) loaded and no model still building (local first start); 503 until then',
-    auth: 'public',
     responses: {
       200: { description: 'Ready', schema: ReadinessSchema },
       503: { description: 'Not ready (the body says which check failed)', schema: ReadinessSchema },
@@ -63,8 +61,6 @@ export const metaRoutes = [
     path: '/v1/models',
     tag: 'compatible',
     summary: 'List models (OpenAI/Anthropic-compatible; public, 200 without credentials)',
-    auth: 'public',
-    limit: 'default',
     responses: {
       200: {
         description: 'Model list (OpenAI list shape merged with Anthropic paging keys)',
@@ -81,7 +77,6 @@ export const metaRoutes = [
     path: '/v1/models/*',
     tag: 'compatible',
     summary: 'One model (ids contain a slash: /v1/models/fastino/gliner2-base-v1)',
-    auth: 'public',
     params: z.object({ '*': z.string() }),
     responses: { 200: { description: 'Model', schema: OpenAiModel }, 404: { description: 'Unknown model' } },
     handler: async ({ params }) => {

@@ -16,7 +16,6 @@ export const projectRoutes = [
     path: '/projects',
     tag: 'projects',
     summary: 'Create a project (its name is usable as a model id once something is deployed to it)',
-    auth: 'key',
     body: z.strictObject({ name: resourceName, description: z.string().max(2000).optional() }),
     responses: { 201: { description: 'Created', schema: ProjectSchema }, 409: { description: 'Name taken' } },
     handler: async ({ svc, principal, body }) => json(201, await createProject(svc, principal.team_id, body)),
@@ -26,7 +25,6 @@ export const projectRoutes = [
     path: '/projects',
     tag: 'projects',
     summary: 'List projects, newest first',
-    auth: 'key',
     responses: { 200: { description: 'Projects', schema: list(ProjectSchema) } },
     handler: async ({ svc, principal }) => json(200, { data: await listProjects(svc, principal.team_id) }),
   }),
@@ -35,7 +33,6 @@ export const projectRoutes = [
     path: '/projects/:id',
     tag: 'projects',
     summary: 'Read a project by id or name',
-    auth: 'key',
     params: z.object({ id: z.string().min(1).max(128) }),
     responses: { 200: { description: 'Project', schema: ProjectSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => json(200, await getProject(svc, principal.team_id, params.id)),
@@ -45,7 +42,6 @@ export const projectRoutes = [
     path: '/projects/:id',
     tag: 'projects',
     summary: 'Delete a project by id or name',
-    auth: 'key',
     params: z.object({ id: z.string().min(1).max(128) }),
     responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {
@@ -60,7 +56,6 @@ export const projectRoutes = [
     summary: 'Promote a training job to the project: every request using the project name or id is served by it from now on',
     description:
       'Deploys the job if it is not deployed yet (its final model, or `checkpoint_id`). The previous target stays deployed, so a rollback is instant.',
-    auth: 'key',
     params: projectParam,
     body: z.strictObject({ training_job_id: z.string().min(1).max(64), checkpoint_id: z.string().min(1).max(64).optional() }),
     responses: {
@@ -75,7 +70,6 @@ export const projectRoutes = [
     path: '/projects/:id/deployments',
     tag: 'projects',
     summary: 'The project\'s deployment history, newest first (promotions, rollbacks, clears)',
-    auth: 'key',
     params: projectParam,
     responses: { 200: { description: 'History', schema: list(ProjectDeploymentSchema).extend({ project: ProjectSchema }) }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => {
@@ -88,7 +82,6 @@ export const projectRoutes = [
     path: '/projects/:id/rollback',
     tag: 'projects',
     summary: 'Point the project back at an earlier deployment (the one named, else the previous model)',
-    auth: 'key',
     params: projectParam,
     body: z.strictObject({ deployment_id: z.string().min(1).max(64).optional() }).optional(),
     responses: { 201: { description: 'Rolled back', schema: ProjectChange }, 404: { description: 'Not found' }, 409: { description: 'Nothing to roll back to' } },
@@ -99,7 +92,6 @@ export const projectRoutes = [
     path: '/projects/:id/deployments',
     tag: 'projects',
     summary: 'Stop serving anything under the project (history kept; its jobs stay deployed)',
-    auth: 'key',
     params: projectParam,
     responses: { 200: { description: 'Cleared', schema: ProjectChange }, 404: { description: 'Not found' }, 409: { description: 'Nothing deployed' } },
     handler: async ({ svc, principal, params }) => json(200, await clearProjectDeployment(svc, principal.team_id, params.id)),

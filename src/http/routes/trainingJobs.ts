@@ -29,8 +29,6 @@ export const trainingJobRoutes = [
     summary: 'Start a fine-tuning job',
     description:
       '`base_model` is a catalog id or a checkpoint UUID (continue training). `grpo` needs rl_config {num_generations, reward}; `dpo` needs rl_config {beta}. Decoders train with LoRA only.',
-    auth: 'key',
-    limit: 'training_create',
     body: z.strictObject({
       model_name: resourceName,
       base_model: z.string().min(1).max(200),
@@ -56,7 +54,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs',
     tag: 'training-jobs',
     summary: 'List training jobs, newest first',
-    auth: 'key',
     query: z.strictObject({ status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']).optional() }),
     responses: { 200: { description: 'Jobs', schema: list(TrainingJobSchema) } },
     handler: async ({ svc, principal, query }) => json(200, { data: (await listTrainingJobs(svc, principal.team_id, query)).map(jobView) }),
@@ -66,7 +63,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id',
     tag: 'training-jobs',
     summary: 'Status, progress and metrics of a job',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Job', schema: TrainingJobSchema }, 404: { description: 'Not found' } },
     handler: async ({ svc, principal, params }) => json(200, jobView(await getTrainingJob(svc, principal.team_id, params.id))),
@@ -78,7 +74,6 @@ export const trainingJobRoutes = [
     summary: 'Training logs: a JSON page, or a live SSE stream with `Accept: text/event-stream`',
     description:
       'JSON: `{lines:[{offset, ts, stream, line}], next_offset, status, complete}`; page with `offset`/`limit`. SSE: `event: log` per line, then `event: end` with the final status once the job has ended and every line was sent.',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     query: z.strictObject({ offset: queryInt(0, 100_000_000, 0), limit: queryInt(1, 5000, 1000) }),
     responses: {
@@ -113,7 +108,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id/checkpoints',
     tag: 'training-jobs',
     summary: 'Checkpoints saved by a job; each id is a valid base_model to continue training from',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: {
       200: {
@@ -147,7 +141,6 @@ export const trainingJobRoutes = [
     tag: 'training-jobs',
     summary: 'The trained model as a .tar.gz (weights, ONNX export, tokenizer, config, metrics)',
     description: 'Redirects (302) to a short-lived presigned URL; with `Accept: application/json` returns `{url, expires_in}` instead.',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: {
       302: { description: 'Redirect to the archive' },
@@ -171,7 +164,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id/stop',
     tag: 'training-jobs',
     summary: 'Stop a requested or running job',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Stopped', schema: TrainingJobSchema }, 404: { description: 'Not found' }, 409: { description: 'Already finished' } },
     handler: async ({ svc, principal, params }) => json(200, jobView(await stopTrainingJob(svc, principal.team_id, params.id))),
@@ -183,7 +175,6 @@ export const trainingJobRoutes = [
     summary: 'Give a job an active inference deployment: its id then works as a model id on every inference route',
     description:
       'Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one is a no-op.',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     body: z.strictObject({ checkpoint_id: z.string().min(1).max(64).optional() }).optional(),
     responses: {
@@ -198,7 +189,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id/deploy',
     tag: 'training-jobs',
     summary: 'End a job\'s inference deployment (its id then answers 409 on inference routes)',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: {
       200: { description: 'Undeployed', schema: TrainingJobSchema },
@@ -212,7 +202,6 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id',
     tag: 'training-jobs',
     summary: 'Delete a finished job record and its artifacts',
-    auth: 'key',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' }, 409: { description: 'Still active: stop it first' } },
     handler: async ({ svc, principal, params }) => {

@@ -154,8 +154,6 @@ export const responsesRoutes = [
     path: '/v1/responses',
     tag: 'compatible',
     summary: 'OpenAI-compatible Responses API (stateless: store only feeds inference history; no previous_response_id)',
-    auth: 'key',
-    limit: 'compat',
     errorFormat: 'openai',
     body: ResponsesBody,
     responses: { 200: { description: 'A response object, or a named-event SSE stream' }, ...modelRunErrors, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },

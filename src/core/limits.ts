@@ -1,0 +1,33 @@
+/**
+ * SPEC "Limits" as data: the endpoint classes and their windows, and the per-IP edge limit.
+ * No runtime imports, so the CDK app (lib/) reads the same numbers the service enforces.
+ */
+export interface LimitRule {
+  limit: number;
+  windowSeconds: number;
+}
+
+/** SPEC "Limits": the endpoint classes and their windows. */
+export const LIMIT_CLASSES = {
+  default: [
+    { limit: 20_000, windowSeconds: 60 },
+    { limit: 1_000_000, windowSeconds: 3600 },
+  ],
+  inference: [{ limit: 5_000, windowSeconds: 60 }],
+  compat: [{ limit: 5_000, windowSeconds: 60 }],
+  gliner: [{ limit: 15_000, windowSeconds: 60 }],
+  generate: [{ limit: 120, windowSeconds: 60 }],
+  training_create: [{ limit: 20, windowSeconds: 60 }],
+} satisfies Record<string, LimitRule[]>;
+
+export type LimitClass = keyof typeof LIMIT_CLASSES;
+
+/** Applied to every request by client IP, before authentication. */
+export const EDGE_LIMIT: LimitRule = { limit: 100_000, windowSeconds: 60 };
+
+/** A class's per-minute limit (its 60-second window): what API Gateway's per-method throttles are made from. */
+export function perMinuteLimit(limitClass: LimitClass): number {
+  const rule = (LIMIT_CLASSES[limitClass] as LimitRule[]).find((r) => r.windowSeconds === 60);
+  if (!rule) throw new Error(`limit class ${limitClass} has no per-minute window`);
+  return rule.limit;
+}
