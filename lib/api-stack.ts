@@ -10,12 +10,9 @@
  * authorizers and throttles come from the service's route table
  * (src/http/routeTable.ts, through lib/gateway-routes.ts).
  */
-import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type CfnElement, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type CfnElement, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambdaEvents from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import {
@@ -25,27 +22,20 @@ import {
   type StageConfig,
 } from './config';
 import { ApiAuthorizers } from './constructs/api-authorizers';
+import { ApiFunctions, type WorkflowHandles } from './constructs/api-functions';
 import { ApiRoutes, type InferenceEndpoint } from './constructs/api-routes';
 import { ApiWaf } from './constructs/api-waf';
 import { addGatewayResponses } from './constructs/gateway-responses';
 import { allocateSkippingGroups } from './constructs/resource-group';
-import { SiftFunction, retentionDays } from './constructs/sift-function';
+import { retentionDays, type SiftFunction } from './constructs/sift-function';
 import { UsagePlans } from './constructs/usage-plans';
 import { gatewayMethods } from './gateway-routes';
-import { acknowledgeDataGrants, importDataRefs } from './data-refs';
+import { importDataRefs } from './data-refs';
 import { acknowledge } from './nag';
 
 export type { InferenceEndpoint } from './constructs/api-routes';
 
-/** Workflows the control plane starts (from the workflow stack). */
-export interface WorkflowHandles {
-  readonly training: sfn.IStateMachine;
-  readonly generation: sfn.IStateMachine;
-  readonly evaluation: sfn.IStateMachine;
-  readonly adaptive: sfn.IStateMachine;
-  /** Name prefix of SageMaker training jobs started by the training workflow. */
-  readonly trainingJobPrefix: string;
-}
+export type { WorkflowHandles } from './constructs/api-functions';
 
 export interface ApiStackProps extends StackProps {
   readonly config: StageConfig;
@@ -75,133 +65,18 @@ export class ApiStack extends Stack {
     const data = importDataRefs(this, config.stage);
     // The stage name is the first path segment of {base_url} (a custom domain hides it).
     const stageName = config.stage;
-    const common = { stage: config.stage, logRetentionDays: config.logRetentionDays, retainLogs: config.retainData };
 
-    // ---- Lambda functions -------------------------------------------------
-    const workflowEnv: Record<string, string> = props.workflows
-      ? {
-          SIFT_TRAINING_STATE_MACHINE_ARN: props.workflows.training.stateMachineArn,
-          SIFT_GENERATION_STATE_MACHINE_ARN: props.workflows.generation.stateMachineArn,
-          SIFT_EVALUATION_STATE_MACHINE_ARN: props.workflows.evaluation.stateMachineArn,
-          SIFT_ADAPTIVE_STATE_MACHINE_ARN: props.workflows.adaptive.stateMachineArn,
-        }
-      : {};
-    this.apiFunction = new SiftFunction(this, 'Api', {
-      ...common,
-      entry: 'api.ts',
-      service: 'api',
-      description: 'Sift control plane (keys, datasets, jobs, evaluations, projects, history, billing)',
-      memorySize: 1024,
-      timeout: Duration.seconds(29),
-      environment: {
-        SIFT_TABLE: data.tableName,
-        SIFT_BUCKET: data.bucket.bucketName,
-        SIFT_QUEUE_URL: data.queue.queueUrl,
-        SIFT_CONSOLE_ORIGINS: config.consoleOrigins.join(','),
-        ...workflowEnv,
-      },
+    const functions = new ApiFunctions(this, 'Functions', {
+      stage: config.stage,
+      data,
+      workflows: props.workflows,
+      consoleOrigins: config.consoleOrigins,
+      logRetentionDays: config.logRetentionDays,
+      retainLogs: config.retainData,
     });
-    data.table.grantReadWriteData(this.apiFunction.fn);
-    data.bucket.grantReadWrite(this.apiFunction.fn);
-    data.queue.grantSendMessages(this.apiFunction.fn);
-    if (props.workflows) {
-      const w = props.workflows;
-      for (const sm of [w.training, w.generation, w.evaluation, w.adaptive]) sm.grantStartExecution(this.apiFunction.fn);
-      this.apiFunction.role.addToPolicy(
-        new iam.PolicyStatement({
-          sid: 'StopAndReadTrainingJobs',
-          actions: ['sagemaker:StopTrainingJob', 'sagemaker:DescribeTrainingJob'],
-          resources: [
-            Stack.of(this).formatArn({
-              service: 'sagemaker',
-              resource: 'training-job',
-              resourceName: `${w.trainingJobPrefix}*`,
-            }),
-          ],
-        }),
-      );
-      this.apiFunction.role.addToPolicy(
-        new iam.PolicyStatement({
-          sid: 'ReadTrainingLogs',
-          actions: ['logs:FilterLogEvents', 'logs:GetLogEvents', 'logs:StartLiveTail'],
-          resources: [
-            Stack.of(this).formatArn({
-              service: 'logs',
-              resource: 'log-group',
-              resourceName: '/aws/sagemaker/TrainingJobs',
-              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-            }),
-            Stack.of(this).formatArn({
-              service: 'logs',
-              resource: 'log-group',
-              resourceName: `/aws/sagemaker/TrainingJobs:log-stream:${w.trainingJobPrefix}*`,
-              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-            }),
-          ],
-        }),
-      );
-    }
-
-    if (props.workflows) {
-      const prefix = props.workflows.trainingJobPrefix;
-      acknowledge(this.apiFunction.role, {
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/${prefix}*]`,
-        reason: `Stop/describe for training jobs started by the Sift training workflow; names are per job and always start with ${prefix}.`,
-      }, {
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:${prefix}*]`,
-        reason: 'Training log streams are named <job>/algo-<n>-<ts> by SageMaker; reads are limited to Sift job streams.',
-      });
-    }
-
-    this.authorizerFunction = new SiftFunction(this, 'Authorizer', {
-      ...common,
-      entry: 'authorizer.ts',
-      service: 'authorizer',
-      description: 'Sift API-key authorizer (sha256 of the key looked up in DynamoDB; names the team\'s usage plan key)',
-      memorySize: 256,
-      // a team's first request also creates its usage plan key (three API Gateway calls)
-      timeout: Duration.seconds(10),
-      environment: { SIFT_TABLE: data.tableName },
-    });
-    // The authorizer reads the key and team items, stamps last_used_at, and records a team's usage
-    // plan key on first use: item actions on the table itself (no index access), plus its KMS key.
-    this.authorizerFunction.role.addToPolicy(
-      new iam.PolicyStatement({
-        sid: 'ReadApiKeyItems',
-        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
-        resources: [data.table.tableArn],
-      }),
-    );
-    data.key.grantEncryptDecrypt(this.authorizerFunction.fn);
-
-    this.workerFunction = new SiftFunction(this, 'Worker', {
-      ...common,
-      entry: 'worker.ts',
-      service: 'worker',
-      description: 'Sift background worker (dataset processing) consuming the work queue',
-      memorySize: 2048,
-      timeout: Duration.minutes(15),
-      environment: {
-        SIFT_TABLE: data.tableName,
-        SIFT_BUCKET: data.bucket.bucketName,
-        SIFT_QUEUE_URL: data.queue.queueUrl,
-      },
-    });
-    data.table.grantReadWriteData(this.workerFunction.fn);
-    data.bucket.grantReadWrite(this.workerFunction.fn);
-    data.queue.grantSendMessages(this.workerFunction.fn);
-    this.workerFunction.fn.addEventSource(
-      new lambdaEvents.SqsEventSource(data.queue, {
-        batchSize: 5,
-        maxBatchingWindow: Duration.seconds(2),
-        reportBatchItemFailures: true,
-        maxConcurrency: 10,
-      }),
-    );
-    for (const f of [this.apiFunction, this.workerFunction]) {
-      acknowledgeDataGrants(f.role, config.stage, { table: true, bucket: 'readwrite', kms: true });
-    }
-    acknowledgeDataGrants(this.authorizerFunction.role, config.stage, { kms: true });
+    this.apiFunction = functions.apiFunction;
+    this.authorizerFunction = functions.authorizerFunction;
+    this.workerFunction = functions.workerFunction;
 
     // ---- REST API -----------------------------------------------------------
     this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {

@@ -4,14 +4,14 @@
  * 15-minute timeout), control-plane routes with their own limits, and `{proxy+}` fallbacks
  * (control-plane Lambda) so no sub-path escapes the router.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Names } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
 import { gatewayMethods, hasRoutesBelow, type GatewayMethod } from '../gateway-routes';
 import { acknowledge } from '../nag';
 import type { ApiAuthorizers } from './api-authorizers';
-import { ResourceGroup } from './resource-group';
+import { logicalIdSkippingGroups, ResourceGroup, uniqueIdSkippingGroups } from './resource-group';
 
 /** Where the inference data plane is reached (from the inference stack). */
 export interface InferenceEndpoint {
@@ -57,6 +57,10 @@ export class ApiRoutes extends ResourceGroup {
     }
     routes.add({ path: '/{proxy+}', method: 'ANY', access: 'key', plane: 'control' }, controlIntegration);
     routes.addFallbacks();
+    // The integration's invoke permission is named after the function's and the API's paths: keep
+    // the name it had before the functions moved into a group (lib/constructs/resource-group.ts).
+    const permission = api.node.findChild(`ApiPermission.ApiScoped.${Names.uniqueId(props.control)}.${Names.uniqueId(api)}`) as lambda.CfnPermission;
+    permission.overrideLogicalId(logicalIdSkippingGroups(api, `ApiPermission.ApiScoped.${uniqueIdSkippingGroups(props.control)}.${uniqueIdSkippingGroups(api)}`));
   }
 }
 
