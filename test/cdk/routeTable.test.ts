@@ -12,7 +12,7 @@ import { perMinuteLimit } from '../../src/core/limits';
 import { ROUTE_TABLE, type RouteEntry } from '../../src/http/routeTable';
 import { allRoutes } from '../../src/http/routes';
 import { internalRoutes } from '../../src/http/routes/internal';
-import type { RouteSpec } from '../../src/http/types';
+import { json, route, type RouteSpec } from '../../src/http/types';
 import { buildApp, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -71,6 +71,13 @@ describe('route table', () => {
       const entry = (ROUTE_TABLE as Record<string, RouteEntry>)[`${r.method} ${r.path}`]!;
       expect({ route: `${r.method} ${r.path}`, auth: r.auth, limit: r.limit }).toEqual({ route: `${r.method} ${r.path}`, auth: entry.auth, limit: entry.limit });
     }
+  });
+
+
+  it('refuses a route that has no entry', () => {
+    expect(() => route({ method: 'GET', path: '/not-in-the-table', tag: 't', summary: 's', responses: {}, handler: async () => json(200, {}) })).toThrow(
+      'Route GET /not-in-the-table has no entry in src/http/routeTable.ts',
+    );
   });
 });
 
