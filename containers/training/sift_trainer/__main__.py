@@ -1,4 +1,4 @@
-from .train import main
+from .job.train import main
 import sys
 
 sys.exit(main())

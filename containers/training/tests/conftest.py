@@ -15,8 +15,9 @@ HERE = Path(__file__).resolve().parent
 PKG_ROOT = HERE.parent  # containers/training
 sys.path.insert(0, str(PKG_ROOT))
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from sift_trainer.process import configure_process  # noqa: E402
+
+configure_process()  # the test process runs the trainer's code in-process too: same environment as its entry points
 
 
 def write_job(root: Path, hp: Dict[str, Any], train: List[Dict[str, Any]], validation: Optional[List[Dict[str, Any]]] = None) -> Path:
@@ -43,7 +44,7 @@ def job_env(root: Path) -> Dict[str, str]:
 
 
 def run_job(root: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sift_trainer.train"], cwd=str(PKG_ROOT), env=job_env(root),
+    return subprocess.run([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(root),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -71,7 +72,7 @@ def encoder_base(tmp_path_factory) -> Path:
         return Path(mini)
     from gliner2 import ExtractorConfig, GLiNER2
 
-    from sift_trainer.common import minilm_dir
+    from sift_trainer.base_models import minilm_dir
 
     out = tmp_path_factory.mktemp("encoder_base") / "model"
     cfg = ExtractorConfig(model_name=str(minilm_dir()), max_width=8, counting_layer="count_lstm", token_pooling="first")
@@ -85,6 +86,6 @@ def decoder_base() -> Path:
     d = os.environ.get("SIFT_DECODER_MODEL_DIR")
     if d and Path(d).exists():
         return Path(d)
-    from sift_trainer.common import smollm2_gguf
+    from sift_trainer.base_models import smollm2_gguf
 
     return smollm2_gguf().parent

@@ -9,9 +9,9 @@ import random
 import pytest
 import torch
 
-from sift_trainer import cls_loss, common
-from sift_trainer.data import convert, infer_tasks
-from sift_trainer.prompt_budget import cap_class_negatives, sampled_dataset
+from sift_trainer.encoder import cls_loss, sampling
+from sift_trainer.data.rows import convert, infer_tasks
+from sift_trainer.encoder.prompt_budget import cap_class_negatives, sampled_dataset
 
 LABELS = [f"intent number {i}" for i in range(60)]
 
@@ -47,12 +47,12 @@ def test_softmax_loss_has_no_all_negative_shortcut():
 
 
 def test_installed_loss_is_the_softmax_over_the_prompt_labels(encoder_base):
-    from sift_trainer.encoder import load_model
+    from sift_trainer.encoder.training import load_model
 
     model = load_model(encoder_base)
     recs = _records(4)
     p = model.processor
-    p.sampling_config = common.sampling_config(single_label=True)
+    p.sampling_config = sampling.sampling_config(single_label=True)
     random.seed(0)
     batch = p.collate_fn_train([(r["input"], copy.deepcopy(r["output"])) for r in recs])
     cls_loss.install(model)
@@ -72,7 +72,7 @@ def test_installed_loss_is_the_softmax_over_the_prompt_labels(encoder_base):
 def test_every_single_label_prompt_carries_its_gold_label(encoder_base):
     """gliner2 drops labels and re-adds the gold one only half the time: a prompt whose target is all
     zeros teaches a single-label task nothing. Single-label jobs always re-add it."""
-    from sift_trainer.encoder import load_model
+    from sift_trainer.encoder.training import load_model
 
     p = load_model(encoder_base).processor
     recs = _records(8)
@@ -88,8 +88,8 @@ def test_every_single_label_prompt_carries_its_gold_label(encoder_base):
                 zero += sum(lab[0]) == 0
         return zero / total
 
-    assert zero_gold_share(common.sampling_config(single_label=False)) > 0.02
-    assert zero_gold_share(common.sampling_config(single_label=True)) == 0.0
+    assert zero_gold_share(sampling.sampling_config(single_label=False)) > 0.02
+    assert zero_gold_share(sampling.sampling_config(single_label=True)) == 0.0
 
 
 def test_training_prompts_hold_gold_and_a_fresh_sample_of_negatives():

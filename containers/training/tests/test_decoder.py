@@ -47,8 +47,8 @@ def test_gguf_lora_permutation_matches_base_gguf(decoder_base):
     import gguf
     import numpy as np
 
-    from sift_trainer.decoder import find_gguf
-    from sift_trainer.gguf_lora import permute
+    from sift_trainer.decoder.training import find_gguf
+    from sift_trainer.decoder.gguf_lora import permute
 
     path = find_gguf(decoder_base)
     if path is None:
@@ -76,7 +76,7 @@ def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
     rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 4]
     job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "nr_epochs": 3,
                                        "batch_size": 2, "validation_split": 0}, rows)
-    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.train"], cwd=str(PKG_ROOT), env=job_env(job),
+    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(job),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = []
     deadline = time.time() + 300
@@ -97,7 +97,7 @@ def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
 
 
 def test_learning_signal_reads_trl_logs_per_algorithm():
-    from sift_trainer.decoder import learning_signal
+    from sift_trainer.decoder.training import learning_signal
 
     assert learning_signal("dpo", {"loss": 0.6, "rewards/margins": 0.25, "rewards/accuracies": 0.75}) == {"reward_margin": 0.25, "reward_accuracy": 0.75}
     assert learning_signal("grpo", {"loss": 0.0, "reward": 0.5, "reward_std": 0.4}) == {"mean_reward": 0.5, "reward_std": 0.4}
@@ -106,7 +106,7 @@ def test_learning_signal_reads_trl_logs_per_algorithm():
 
 
 def test_signal_warnings_flag_jobs_without_a_learning_signal():
-    from sift_trainer.decoder import signal_warnings
+    from sift_trainer.decoder.training import signal_warnings
 
     flat = [{"mean_reward": 0.0, "reward_std": 0.0}] * 12
     [w] = signal_warnings("grpo", flat)
@@ -120,7 +120,7 @@ def test_signal_warnings_flag_jobs_without_a_learning_signal():
 
 
 def test_exact_match_ignores_case_punctuation_articles_and_spacing():
-    from sift_trainer.decoder import make_reward
+    from sift_trainer.decoder.training import make_reward
 
     em = make_reward("exact_match")
     assert em(["Paris.", " the  Eiffel Tower!", "Paris is nice", [{"role": "assistant", "content": "12"}]],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import events, run_job, write_job
-from sift_trainer import synthetic
+from sift_trainer.build import synthetic
 
 
 def _rows(seed: int):
@@ -96,7 +96,7 @@ def test_encoder_lora_with_validation_channel(tmp_path, encoder_base):
     assert (job / "model" / "adapter" / "adapter_config.json").exists()
     _check_model_dir(job / "model", ["entities"])
     # an adapter checkpoint is a valid base for a new job (applied to its recorded base and merged)
-    from sift_trainer.encoder import load_model
+    from sift_trainer.encoder.training import load_model
 
     m = load_model(Path(ckpts[0]["path"]))
     assert m.hidden_size == 384

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sift_trainer.data import infer_tasks
-from sift_trainer.metrics import from_api_result, score_predictions
+from sift_trainer.data.rows import infer_tasks
+from sift_trainer.data.metrics import from_api_result, score_predictions
 
 FIXTURE = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "evaluation" / "cases.json"
 if not FIXTURE.exists():  # the container image carries containers/training only
@@ -72,7 +72,7 @@ def test_from_api_result_shapes():
 
 def test_whitespace_class_is_str_isspace():
     # scoring.ts spells out the same character class; it must stay Python's str.split() whitespace
-    from sift_trainer.metrics import _WS, _norm, _ws
+    from sift_trainer.data.metrics import _WS, _norm, _ws
 
     differ = [hex(c) for c in range(0x110000) if 0xD800 > c or c > 0xDFFF if bool(_WS.fullmatch(chr(c))) != chr(c).isspace()]
     assert differ == []

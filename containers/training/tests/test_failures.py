@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from conftest import PKG_ROOT, events, job_env, run_job, write_job
-from sift_trainer import synthetic
+from sift_trainer.build import synthetic
 
 
 def _failure(job: Path) -> str:
@@ -62,7 +62,7 @@ def test_sigterm_saves_checkpoint_and_stops(tmp_path, encoder_base):
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 200, seed=9))
     job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 5,
                                        "batch_size": 2, "validation_split": 0}, rows)
-    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.train"], cwd=str(PKG_ROOT), env=job_env(job),
+    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(job),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = []
     deadline = time.time() + 240

@@ -1,4 +1,4 @@
-"""sift_trainer.import_checkpoint: a gliner2 checkpoint as a user downloads it -> Sift's served layout
+"""sift_trainer.export.import_checkpoint: a gliner2 checkpoint as a user downloads it -> Sift's served layout
 (the TS side, test/local/modelImport.test.ts, checks the engine's parity and serving)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PKG_ROOT, events, job_env
-from sift_trainer.import_checkpoint import CheckpointError, check_checkpoint
+from sift_trainer.export.import_checkpoint import CheckpointError, check_checkpoint
 
 CASE = {"name": "entities", "threshold": 0.3, "texts": ["Tim Cook leads Apple in Cupertino."],
         "schema": {"entities": [{"name": "person"}, {"name": "company"}], "classifications": [], "structures": [], "relations": []}}
@@ -34,7 +34,7 @@ def checkpoint_copy(src: Path, to: Path, link_weights: bool = False) -> Path:
 def convert(ckpt: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess:
     cases = tmp / "cases.json"
     cases.write_text(json.dumps([CASE]))
-    return subprocess.run([sys.executable, "-m", "sift_trainer.import_checkpoint", "convert", "--checkpoint", str(ckpt), "--out", str(out),
+    return subprocess.run([sys.executable, "-m", "sift_trainer.export.import_checkpoint", "convert", "--checkpoint", str(ckpt), "--out", str(out),
                            "--model-id", "fastino/gliner2-base-v1", "--cases", str(cases), "--reference", str(tmp / "ref.json")],
                           cwd=str(PKG_ROOT), env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"}, capture_output=True, text=True, timeout=600)
 
@@ -43,7 +43,7 @@ def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encode
     import torch
     from safetensors.torch import load_file
 
-    from sift_trainer.build_mini import weights_digest
+    from sift_trainer.build.build_mini import weights_digest
 
     ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt")
     # older checkpoints ship pickled weights: converted to model.safetensors, the same tensors

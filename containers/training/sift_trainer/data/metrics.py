@@ -26,7 +26,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .data import CLASSIFICATION_TASK, TaskInfo, _norm_entities, _norm_labels, _norm_relations, _norm_structures
+from .rows import CLASSIFICATION_TASK, TaskInfo, _norm_entities, _norm_labels, _norm_relations, _norm_structures
 
 
 class Counts:

@@ -12,10 +12,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import common
-from .common import Hyperparameters, JobPaths, emit, write_json
-from .data import DatasetError, split
-from .stop import StopRequested, stop_requested
+from .. import process
+from ..events import emit
+from ..files import write_json
+from ..job.hyperparameters import Hyperparameters
+from ..job.paths import JobPaths
+from ..data.rows import DatasetError, split
+from ..job.stop import StopRequested, stop_requested
 
 DEFAULT_EPOCHS = 1
 DEFAULT_LR = 2e-4
@@ -299,7 +302,7 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     import torch
     from peft import LoraConfig
 
-    common.set_threads()
+    process.set_threads()
     if hp.training_type != "lora":
         raise ValueError("decoder training is LoRA only (training_type must be 'lora')")
     algo = hp.training_algorithm

@@ -11,11 +11,15 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import cls_loss, common
-from .common import Hyperparameters, JobPaths, emit, write_json
-from .data import DatasetError, TaskInfo, convert, infer_tasks, split
+from . import cls_loss, sampling
+from .. import process
+from ..events import emit
+from ..files import write_json
+from ..job.hyperparameters import Hyperparameters
+from ..job.paths import JobPaths
+from ..data.rows import DatasetError, TaskInfo, convert, infer_tasks, split
 from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
-from .stop import StopRequested, stop_requested
+from ..job.stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
 
@@ -188,7 +192,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
                   val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     import torch
 
-    common.set_threads()
+    process.set_threads()
     torch.manual_seed(hp.seed)
     info = infer_tasks(train_rows + (val_rows or []))
     if val_rows is None:
@@ -202,7 +206,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     emit("model_loaded", base_model_path=str(base), hidden_size=int(model.hidden_size),
          parameters=int(sum(p.numel() for p in model.parameters())))
 
-    from .metrics import evaluate, learning_warnings
+    from ..data.metrics import evaluate, learning_warnings
 
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
@@ -211,7 +215,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label
     softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
-    model.processor.sampling_config = common.sampling_config(hp.extra.get("sampling"), single_label=softmax)
+    model.processor.sampling_config = sampling.sampling_config(hp.extra.get("sampling"), single_label=softmax)
     max_negatives = int(hp.extra.get("max_negative_labels", DEFAULT_MAX_CLASS_NEGATIVES)) if softmax else 0
     if softmax:
         cls_loss.install(model)
@@ -297,7 +301,7 @@ def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> Dic
     model.save_pretrained(str(out_dir))
     onnx_cfg = None
     if export_onnx:
-        from .export_onnx import export_fragments
+        from ..export.export_onnx import export_fragments
 
         onnx_cfg = export_fragments(model, out_dir)
     return {"onnx": onnx_cfg}

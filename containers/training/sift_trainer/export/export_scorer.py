@@ -18,7 +18,7 @@ Graphs written next to the other fragments in ``<model>/onnx/``:
 Verified against ``span_rep . query`` on random inputs (max abs logit diff recorded in
 gliner2_config.json under ``scorer``).
 
-usage: python -m sift_trainer.export_scorer MODEL_DIR
+usage: python -m sift_trainer.export.export_scorer MODEL_DIR
 """
 from __future__ import annotations
 

@@ -3,9 +3,9 @@ served model directory — the layout ``build_mini`` writes — and answer the p
 Python library, so the caller (``sift models import``, src/local/modelImport.ts) can check the TS
 engine against it before anything is published.
 
-    python -m sift_trainer.import_checkpoint convert --checkpoint DIR --out DIR --model-id ID \\
+    python -m sift_trainer.export.import_checkpoint convert --checkpoint DIR --out DIR --model-id ID \\
         [--cases CASES.json --reference OUT.json]
-    python -m sift_trainer.import_checkpoint download --repo ID --to DIR [--revision REV]
+    python -m sift_trainer.export.import_checkpoint download --repo ID --to DIR [--revision REV]
 
 Output of ``convert``: gliner2 checkpoint (``model.save_pretrained``: config.json, encoder_config/,
 model.safetensors, tokenizer files) + ``onnx/`` fragments (export_onnx.py) + ``tokenizer.json`` +
@@ -23,11 +23,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # conversion never touches the network
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-from . import common  # noqa: E402
-from .common import emit, write_json  # noqa: E402
+from .. import process
+from ..events import claim_stdout, emit
+from ..files import write_json
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # the counting layers export_onnx.py's count_embed fragment (and the TS engine) support
@@ -95,11 +93,11 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: Optional[List[Dict[str,
     check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
     import torch
 
-    from .build_mini import weights_digest
+    from ..build.build_mini import weights_digest
     from .export_onnx import export_fragments
     from .gliner2_reference import reference_results
 
-    common.set_threads()
+    process.set_threads()
     model = load_checkpoint(ckpt)
     emit("import_stage", stage="loaded", seconds=round(time.time() - t0, 1), parameters=int(sum(p.numel() for p in model.parameters())))
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +164,8 @@ def main(argv=None) -> int:
     d.add_argument("--to", required=True)
     d.add_argument("--revision")
     args = ap.parse_args(argv)
-    common.claim_stdout()
+    process.configure_process()  # HF_HUB_OFFLINE: conversion never touches the network
+    claim_stdout()
     try:
         if args.cmd == "download":
             path = download(args.repo, Path(args.to), args.revision)

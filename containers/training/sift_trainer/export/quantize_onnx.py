@@ -3,7 +3,7 @@
 ``onnx/encoder.int8.onnx``. The small head graphs stay fp32. The TS engine serves the int8 encoder
 when ``SIFT_ENCODER_PRECISION=int8`` and the file exists.
 
-usage: python -m sift_trainer.quantize_onnx MODEL_DIR [--per-tensor]
+usage: python -m sift_trainer.export.quantize_onnx MODEL_DIR [--per-tensor]
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""SageMaker-compatible training entrypoint: ``python -m sift_trainer.train``.
+"""SageMaker-compatible training entrypoint: ``python -m sift_trainer.job``.
 
 Reads ``<config>/hyperparameters.json`` and ``<data>/train/`` (+ optional ``<data>/validation/``), writes
 the model to ``<model>/``, checkpoints to ``<checkpoints>/``, and on error the reason to
 ``<output>/failure`` (exit 1). Paths follow the SageMaker contract under ``/opt/ml`` and can be
 overridden by ``SIFT_JOB_DIR`` (a root holding the same layout) and the SM_* env vars
-(see ``common.JobPaths``). Progress is reported as JSON lines on stdout:
+(see ``job.paths.JobPaths``). Progress is reported as JSON lines on stdout:
 
     {"event":"started",...}
     {"event":"progress","epoch":1,"step":3,"total_steps":30,"loss":1.23,...}
@@ -27,9 +27,14 @@ import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from . import common, stop
-from .common import SIFT_TRAINER_VERSION, HyperparameterError, JobPaths, emit, write_json
-from .data import DatasetError, is_decoder_rows, read_rows
+from .. import __version__ as SIFT_TRAINER_VERSION
+from ..events import claim_stdout, emit
+from ..files import write_json
+from ..process import configure_process
+from . import stop
+from .hyperparameters import HyperparameterError, load_hyperparameters
+from .paths import JobPaths
+from ..data.rows import DatasetError, is_decoder_rows, read_rows
 
 EXIT_STOPPED = 143
 
@@ -47,8 +52,8 @@ def _versions() -> Dict[str, str]:
 
 
 def _family(base: Path, rows: List[Dict[str, Any]]) -> str:
-    from .decoder import is_decoder_checkpoint
-    from .encoder import is_encoder_checkpoint
+    from ..decoder.training import is_decoder_checkpoint
+    from ..encoder.training import is_encoder_checkpoint
 
     if is_encoder_checkpoint(base):
         if is_decoder_rows(rows):
@@ -63,7 +68,7 @@ def _family(base: Path, rows: List[Dict[str, Any]]) -> str:
 
 def run(paths: JobPaths) -> int:
     t_start = time.time()
-    hp = common.load_hyperparameters(paths)
+    hp = load_hyperparameters(paths)
     emit("started", hyperparameters={k: v for k, v in hp.__dict__.items() if k != "extra"}, extra=hp.extra,
          model_dir=str(paths.model_dir), checkpoints_dir=str(paths.checkpoints_dir))
     base = Path(hp.base_model_path)
@@ -92,7 +97,7 @@ def run(paths: JobPaths) -> int:
     if family == "encoder":
         if hp.training_algorithm != "sft":
             raise HyperparameterError(f"encoder models train with 'sft' only (got {hp.training_algorithm!r})")
-        from .encoder import save_encoder_model, train_encoder
+        from ..encoder.training import save_encoder_model, train_encoder
 
         res = train_encoder(hp, paths, train_rows, val_rows)
         saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx)
@@ -117,7 +122,7 @@ def run(paths: JobPaths) -> int:
             "onnx": {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")} if onnx_cfg else None,
         })
     else:
-        from .decoder import save_decoder_model, train_decoder
+        from ..decoder.training import save_decoder_model, train_decoder
 
         res = train_decoder(hp, paths, train_rows, val_rows)
         files = save_decoder_model(res, paths.model_dir, merge=bool(hp.extra.get("save_merged", False)))
@@ -155,7 +160,8 @@ def _failure_text(exc: BaseException) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    common.claim_stdout()
+    configure_process()
+    claim_stdout()
     stop.install()
     paths = JobPaths.from_env()
     try:

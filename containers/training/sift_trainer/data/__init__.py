@@ -1,0 +1,1 @@
+"""Dataset rows (reading, validation, conversion, split) and the metrics computed on them."""
