@@ -20,7 +20,7 @@ export function defaultModelDir(): string {
   throw new Error('no built mini model found (run containers/training/setup.sh --mini-out …)');
 }
 
-/** Same flattening as sift_trainer/gliner2_reference.py `canon` (src/core/encoder/parity.ts). */
+/** Same flattening as sift_trainer/export/gliner2_reference.py `canon` (src/core/encoder/parity.ts). */
 export const canon = canonResult;
 
 async function main(): Promise<void> {

@@ -6,7 +6,7 @@
  * wnut17 test set (exact label+offsets).
  *
  *   npx tsx bench/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--skip-python]
- *   (int8: ~/.cache/sift/venv/bin/python -m sift_trainer.quantize_onnx MODEL_DIR, run in containers/training)
+ *   (int8: ~/.cache/sift/venv/bin/python -m sift_trainer.export.quantize_onnx MODEL_DIR, run in containers/training)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';

@@ -6,7 +6,7 @@ Three scorers over the same gold rows and the same predictions:
            span tags every token it overlaps (B- on the first, I- after).
   sift-ts  src/core/evaluation/scoring.ts through bench/evaluation-score.ts (exact label + start +
            end in code points; rows scored in shards and merged, as an evaluation does).
-  trainer  containers/training/sift_trainer/metrics.py (the same rules in Python, via from_api_result).
+  trainer  containers/training/sift_trainer/data/metrics.py (the same rules in Python, via from_api_result).
 
 Predictions are, by default, made from the gold deliberately imperfect but deterministic (k = the
 gold entity's index over the file, i = the row's index):
@@ -130,8 +130,8 @@ def ts_scores(rows_path: Path, preds_path: Path) -> Dict[str, Any]:
 
 
 def trainer_scores(rows, preds) -> Dict[str, Any]:
-    from sift_trainer.data import infer_tasks
-    from sift_trainer.metrics import from_api_result, score_predictions
+    from sift_trainer.data.rows import infer_tasks
+    from sift_trainer.data.metrics import from_api_result, score_predictions
 
     t0 = time.perf_counter()
     m = score_predictions(rows, [from_api_result(p) for p in preds], infer_tasks(rows))

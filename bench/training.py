@@ -3,7 +3,7 @@
 For each dataset (wnut17 = NER, banking77 = single-label classification) the same seeded subsample of the
 train split is fine-tuned from the offline mini model in two ways:
 
-  sift   ``python -m sift_trainer.train`` in containers/training, driven by a temporary SIFT_JOB_DIR
+  sift   ``python -m sift_trainer.job`` in containers/training, driven by a temporary SIFT_JOB_DIR
          (hyperparameters.json + input/data/train/rows.jsonl), exactly like a production job.
   plain  ``gliner2.GLiNER2.from_pretrained`` + ``gliner2.training.trainer.GLiNER2Trainer`` with a
          ``TrainingConfig`` carrying the same hyperparameters (epochs, encoder lr, seed, batch size),
@@ -11,7 +11,7 @@ train split is fine-tuned from the offline mini model in two ways:
 
 Each training run is a child process, so wall time and peak RSS (os.wait4 rusage of that child) are per run.
 Both resulting models are then scored here on the same test subsample with Sift's scorer
-(containers/training/sift_trainer/metrics.py: exact label+start+end span micro P/R/F1 for NER, micro F1 =
+(containers/training/sift_trainer/data/metrics.py: exact label+start+end span micro P/R/F1 for NER, micro F1 =
 accuracy for single-label classification).
 
 Run (repo root):  HF_HUB_OFFLINE=1 ~/.cache/sift/venv/bin/python bench/training.py [--train-rows N ...]
@@ -36,7 +36,7 @@ DATA_DIR = Path("/work/shared/data")
 DEFAULT_BASE = Path.home() / ".cache" / "sift" / "models" / "sift--gliner2-mini-v1"
 DATASETS = {"wnut17": "ner", "banking77": "classification"}
 
-sys.path.insert(0, str(TRAINING_DIR))  # sift_trainer.data / .metrics for the shared record format + scorer
+sys.path.insert(0, str(TRAINING_DIR))  # sift_trainer.data.rows / .metrics for the shared record format + scorer
 
 
 def read_rows(path: Path) -> List[Dict[str, Any]]:
@@ -85,7 +85,7 @@ def train_sift(args, base: Path, rows: List[Dict[str, Any]], work: Path, env: Di
     with open(job / "input" / "data" / "train" / "rows.jsonl", "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    res = run_child([sys.executable, "-m", "sift_trainer.train"], TRAINING_DIR,
+    res = run_child([sys.executable, "-m", "sift_trainer.job"], TRAINING_DIR,
                     dict(env, SIFT_JOB_DIR=str(job)), work / "sift.log")
     # the child's stdout is one JSON event per line; pick out the dataset split it actually trained on
     for line in (work / "sift.log").read_text().splitlines():
@@ -119,7 +119,7 @@ def plain_worker(spec_path: str) -> None:
 
 def to_gliner2_records(rows: List[Dict[str, Any]], info) -> List[Dict[str, Any]]:
     """Library record format {"input", "output"}; every label of the dataset is listed (absent = negative)."""
-    from sift_trainer.data import CLASSIFICATION_TASK
+    from sift_trainer.data.rows import CLASSIFICATION_TASK
 
     recs = []
     for r in rows:
@@ -138,7 +138,7 @@ def to_gliner2_records(rows: List[Dict[str, Any]], info) -> List[Dict[str, Any]]
 
 
 def train_plain(args, base: Path, rows: List[Dict[str, Any]], info, work: Path, env: Dict[str, str]) -> Dict[str, Any]:
-    from sift_trainer.data import split
+    from sift_trainer.data.rows import split
 
     # same rows Sift trains on: Sift's own deterministic split drops the validation part first
     train_rows, _ = split(rows, args.validation_split, args.seed)
@@ -156,7 +156,7 @@ def train_plain(args, base: Path, rows: List[Dict[str, Any]], info, work: Path, 
 # ------------------------------------------------------------------------------------------------ main
 def score(model_dir: Path, test_rows, info) -> float:
     from gliner2 import GLiNER2
-    from sift_trainer.metrics import evaluate
+    from sift_trainer.data.metrics import evaluate
 
     model = GLiNER2.from_pretrained(str(model_dir))
     model.eval()
@@ -172,7 +172,7 @@ def main() -> None:
                     help="classification: keep only the N most frequent labels (0 = all). With all 77 banking77 "
                          "labels gliner2's label-renaming augmentation pushes prompts past MiniLM's 512 positions: "
                          "the plain trainer crashes ('expanded size of the tensor (7xx) must match ... (512)'); "
-                         "Sift's trainer samples negative labels to fit (sift_trainer/prompt_budget.py)")
+                         "Sift's trainer samples negative labels to fit (sift_trainer/encoder/prompt_budget.py)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--lr", type=float, default=3e-5, help="encoder learning rate (Sift's full default)")
     ap.add_argument("--batch-size", type=int, default=8, help="plain path; Sift's default batch size is 8")
@@ -186,7 +186,7 @@ def main() -> None:
         return plain_worker(args.plain_worker)
 
     import torch
-    from sift_trainer.data import infer_tasks
+    from sift_trainer.data.rows import infer_tasks
 
     torch.set_num_threads(args.threads)
     env = dict(os.environ, HF_HUB_OFFLINE="1", SIFT_TORCH_THREADS=str(args.threads))

@@ -127,10 +127,10 @@ async function main() {
   } else {
     status.venv = { state: 'done' };
     save();
-    if (wanted.includes(MINI)) await buildModel(MINI, 'sift_trainer.build_mini');
+    if (wanted.includes(MINI)) await buildModel(MINI, 'sift_trainer.build.build_mini');
     // The decoder serves the GGUF (llama.cpp); training uses the HF checkpoint prepare_decoder writes.
     if (wanted.includes(DECODER)) {
-      await buildModel(DECODER, 'sift_trainer.prepare_decoder', () =>
+      await buildModel(DECODER, 'sift_trainer.build.prepare_decoder', () =>
         step(process.execPath, [join(root, 'scripts', 'fetch-decoder.mjs')], { cwd: root, env: { ...process.env, SIFT_MODELS_DIR: modelsDir } }),
       );
     }

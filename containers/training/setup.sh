@@ -44,8 +44,8 @@ fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ -n "$MINI_OUT" ]; then
-  (cd "$HERE" && "$VENV/bin/python" -m sift_trainer.build_mini --out "$MINI_OUT")
+  (cd "$HERE" && "$VENV/bin/python" -m sift_trainer.build.build_mini --out "$MINI_OUT")
 fi
 if [ -n "$DEC_OUT" ]; then
-  (cd "$HERE" && "$VENV/bin/python" -m sift_trainer.prepare_decoder --out "$DEC_OUT")
+  (cd "$HERE" && "$VENV/bin/python" -m sift_trainer.build.prepare_decoder --out "$DEC_OUT")
 fi

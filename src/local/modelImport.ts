@@ -4,7 +4,7 @@
  * start publishes into the model store), accepted only when the TS engine on the export answers the
  * parity cases as the Python library does on the checkpoint.
  *
- * The conversion is containers/training `sift_trainer.import_checkpoint` (export_onnx.py's fragments)
+ * The conversion is containers/training `sift_trainer.export.import_checkpoint` (export/export_onnx.py's fragments)
  * run in the trainer venv; it writes into a staging directory beside the target, and the directory
  * is renamed into place only after parity passes, so a refused import leaves nothing behind.
  */
@@ -81,12 +81,12 @@ interface TrainerEvent {
   seconds?: number;
 }
 
-/** Runs `python -m sift_trainer.import_checkpoint …`; resolves with its last event and a tail of stderr. */
+/** Runs `python -m sift_trainer.export.import_checkpoint …`; resolves with its last event and a tail of stderr. */
 export function runImportModule(args: string[], o: { python?: string | undefined; trainerDir?: string | undefined; env?: Record<string, string>; onEvent?: (e: TrainerEvent) => void }): Promise<{ code: number | null; last?: TrainerEvent; stderr: string }> {
   const python = o.python ?? DEFAULT_PYTHON;
   if (!existsSync(python)) return Promise.reject(new ModelImportError(`the trainer's Python is not at ${python} (run \`node scripts/setup.mjs\`, or set SIFT_PYTHON)`));
   return new Promise((ok, fail) => {
-    const child = spawn(python, ['-m', 'sift_trainer.import_checkpoint', ...args], {
+    const child = spawn(python, ['-m', 'sift_trainer.export.import_checkpoint', ...args], {
       cwd: o.trainerDir ?? join(REPO_ROOT, 'containers', 'training'),
       env: { ...process.env, PYTHONUNBUFFERED: '1', TOKENIZERS_PARALLELISM: 'false', ...o.env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -33,7 +33,7 @@ export interface RunnerOptions {
   workDir: string;
   /** Python with the training container's requirements (the project venv). */
   python: string;
-  /** `containers/training`: the entrypoint is `python -m sift_trainer.train` run from here. */
+  /** `containers/training`: the entrypoint is `python -m sift_trainer.job` run from here. */
   trainerDir: string;
   maxConcurrent: number;
   /** How long a stopped job may take to save its checkpoint before it is killed. */
@@ -197,7 +197,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   private execute(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<TrainerExit> {
     return new Promise((resolve, reject) => {
-      const child = spawn(this.opts.python, ['-m', 'sift_trainer.train'], {
+      const child = spawn(this.opts.python, ['-m', 'sift_trainer.job'], {
         cwd: this.opts.trainerDir,
         env: {
           ...process.env,

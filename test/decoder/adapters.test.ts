@@ -31,7 +31,7 @@ const JOB_RANDOM = '5b0c3c1e-1111-4a4a-8a8a-000000000001';
 const JOB_ZERO = '5b0c3c1e-2222-4a4a-8a8a-000000000002';
 const JOB_NO_GGUF = '5b0c3c1e-3333-4a4a-8a8a-000000000003';
 const SCRIPT = join(REPO_ROOT, 'test', 'decoder', 'make_lora_fixture.py');
-const EXPORTER = join(REPO_ROOT, 'containers', 'training', 'sift_trainer', 'gguf_lora.py');
+const EXPORTER = join(REPO_ROOT, 'containers', 'training', 'sift_trainer', 'decoder', 'gguf_lora.py');
 
 /** Builds (once; cached by the generator's and exporter's source) a LoRA fixture directory. */
 async function fixture(init: 'random' | 'zero'): Promise<string> {

@@ -1,6 +1,6 @@
 """Builds a small fine-tuned-decoder fixture: a PEFT LoRA on SmolLM2-135M-Instruct with seeded random
 (or zero) weights, exported to llama.cpp's GGUF LoRA format by the trainer's own exporter
-(containers/training/sift_trainer/gguf_lora.py). Writes, like a decoder training job's model dir:
+(containers/training/sift_trainer/decoder/gguf_lora.py). Writes, like a decoder training job's model dir:
 ``adapter/`` (PEFT safetensors), ``adapter.gguf`` and ``manifest.json``.
 
     python test/decoder/make_lora_fixture.py --base ~/.cache/sift/models/HuggingFaceTB--SmolLM2-135M-Instruct \
@@ -41,7 +41,7 @@ def main() -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from sift_trainer.gguf_lora import export_lora_gguf
+    from sift_trainer.decoder.gguf_lora import export_lora_gguf
 
     torch.manual_seed(args.seed)
     model = AutoModelForCausalLM.from_pretrained(str(args.base), dtype=torch.float32)

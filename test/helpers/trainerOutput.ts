@@ -19,11 +19,11 @@ async function matches(file: string, pattern: RegExp): Promise<string[]> {
 
 /** The encoder model files the trainer writes: its manifest's `files` map, the ONNX fragments, its own JSON files. */
 export async function trainerModelFiles(): Promise<string[]> {
-  const train = await readFile(join(TRAINER, 'train.py'), 'utf8');
+  const train = await readFile(join(TRAINER, 'job', 'train.py'), 'utf8');
   const filesBlock = /"files": \{([^}]*)\}/.exec(train)?.[1] ?? '';
   const manifestFiles = [...filesBlock.matchAll(/"\w+": "([^"]+)"/g)].map((m) => m[1]!).filter((f) => !f.endsWith('/'));
-  const written = await matches('train.py', /paths\.model_dir \/ "([^"]+)"/g);
-  const onnx = (await matches('export_onnx.py', /onnx_dir \/ "([^"]+)"/g)).map((f) => `onnx/${f}`);
+  const written = await matches('job/train.py', /paths\.model_dir \/ "([^"]+)"/g);
+  const onnx = (await matches('export/export_onnx.py', /onnx_dir \/ "([^"]+)"/g)).map((f) => `onnx/${f}`);
   const all = [...new Set([...manifestFiles, ...written, ...onnx])].sort();
   // the engine cannot load a model without these: if the trainer stops naming them, say so here
   // (src/core/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
@@ -69,7 +69,7 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
     else body = rel === 'model.safetensors' ? randomBytes(opts.weightsBytes ?? 3 * 1024 * 1024) : randomBytes(2048);
     modelFiles.set(rel, body);
   }
-  // a LoRA job also keeps its PEFT adapter (encoder.py: paths.model_dir / "adapter")
+  // a LoRA job also keeps its PEFT adapter (encoder/training.py: paths.model_dir / "adapter")
   modelFiles.set('adapter/adapter_config.json', Buffer.from('{"r":16}'));
   modelFiles.set('adapter/adapter_model.safetensors', randomBytes(4096));
   for (const [rel, body] of modelFiles) {
@@ -77,7 +77,7 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
     await writeFile(join(modelDir, rel), body);
   }
 
-  // encoder.py SiftExtractorTrainer._save_checkpoint: one directory per epoch, then `final`
+  // encoder/training.py SiftExtractorTrainer._save_checkpoint: one directory per epoch, then `final`
   const checkpoints: TrainerOutput['checkpoints'] = [];
   const names = ['checkpoint-epoch-1', 'checkpoint-epoch-2', 'final'];
   for (const [i, name] of names.entries()) {

@@ -119,11 +119,11 @@ it('reports a failed build with its reason instead of hanging', async () => {
     const s = await statusOf();
     return s.state === 'failed' ? s : undefined;
   });
-  expect(failed.models[MINI]).toMatchObject({ state: 'failed', error: 'sift_trainer.build_mini: RuntimeError: out of memory (fake)' });
+  expect(failed.models[MINI]).toMatchObject({ state: 'failed', error: 'sift_trainer.build.build_mini: RuntimeError: out of memory (fake)' });
   expect(failed.error).toContain('out of memory (fake)');
   const cli = await modelsStatus();
   expect(cli.code).toBe(1);
-  expect(cli.stdout).toContain('sift/gliner2-mini-v1: build failed: sift_trainer.build_mini: RuntimeError: out of memory (fake)');
+  expect(cli.stdout).toContain('sift/gliner2-mini-v1: build failed: sift_trainer.build.build_mini: RuntimeError: out of memory (fake)');
 });
 
 it('a build stopped by a signal says so, for every part it had not finished', async () => {

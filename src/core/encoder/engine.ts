@@ -158,7 +158,7 @@ export class EncoderModel {
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
     const files = [encFile, 'onnx/span_rep.onnx', 'onnx/count_pred.onnx', 'onnx/count_embed.onnx', 'onnx/classifier.onnx'];
-    // factorized scorer (sift_trainer.export_scorer) when exported: no per-span MLP
+    // factorized scorer (sift_trainer.export.export_scorer) when exported: no per-span MLP
     const factorized = opts.scorer !== 'span_rep' && existsSync(join(dir, 'onnx/span_factors.onnx')) && existsSync(join(dir, 'onnx/query_fold.onnx'));
     if (factorized) files.splice(1, 1, 'onnx/span_factors.onnx', 'onnx/query_fold.onnx');
     const sessions = await createSessions(

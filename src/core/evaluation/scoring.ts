@@ -2,7 +2,7 @@
  * The evaluation scorer: gold dataset rows vs encoder predictions → tp/fp/fn counts → P/R/F1.
  * Pure functions, no I/O. Used by evaluations (one `scoreRow` per row, shards merged with
  * `mergeCounts`, then `finalizeMetrics`) and mirrored rule for rule by the trainer's validation
- * metrics (containers/training/sift_trainer/metrics.py); test/fixtures/evaluation/cases.json holds
+ * metrics (containers/training/sift_trainer/data/metrics.py); test/fixtures/evaluation/cases.json holds
  * hand-computed cases that both languages must reproduce. docs/evaluation.md states the same rules.
  *
  * Matching rules

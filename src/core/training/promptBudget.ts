@@ -2,7 +2,7 @@
  * Job-creation check for label sets an encoder can never take (docs/encoder.md "Large label sets").
  *
  * The trainer fits long label sets into the encoder by sampling negative labels per example
- * (containers/training/sift_trainer/prompt_budget.py) and the engine runs them in label groups, so a
+ * (containers/training/sift_trainer/encoder/prompt_budget.py) and the engine runs them in label groups, so a
  * large label set is fine. What cannot work is one label whose own prompt — the label in its task
  * wrapper, in the largest form gliner2's training augmentation gives it — leaves less than
  * `MIN_TEXT_TOKENS` of room for text: every example carrying it would fail mid-training. Such a
