@@ -123,7 +123,7 @@ def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: Optio
 
 
 # ---------------------------------------------------------------------------
-# Training records (sift_trainer.data.row_to_record output)
+# Training records (sift_trainer.data.rows.row_to_record output)
 # ---------------------------------------------------------------------------
 
 def _structure_groups(out: Dict[str, Any]) -> Dict[str, List[str]]:
