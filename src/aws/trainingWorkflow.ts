@@ -89,8 +89,9 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   const job = await getTrainingJob(svc, input.teamId, input.jobId);
   if (job.status === 'complete') return { status: job.status };
   const artifact = input.trainingResult?.modelArtifacts;
-  if (!artifact?.startsWith(`s3://${svc.blobs.bucket}/`)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
-  const artifactKey = artifact.slice(`s3://${svc.blobs.bucket}/`.length);
+  const bucketUri = svc.blobs.uri('');
+  if (!artifact?.startsWith(bucketUri)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
+  const artifactKey = artifact.slice(bucketUri.length);
   const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
   await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
   const checkpoints = await listCheckpoints(svc, input.teamId, job.id);

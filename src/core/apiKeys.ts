@@ -1,4 +1,4 @@
-import { ConditionFailed } from '../adapters/RecordStore';
+import { ITEM_EXISTS, WriteConflict } from './ports';
 import type { Principal, Services } from './context';
 import { NotFoundError, UnauthorizedError } from './errors';
 import { API_KEY_PREFIX, newApiKey, newSessionToken, newUuid, sha256Hex } from './ids';
@@ -92,10 +92,10 @@ export async function revokeApiKey(svc: Services, teamId: string, keyId: string)
       set: { revoked_at: svc.now().toISOString() },
       // The key's GSI entry goes too: revoked keys leave the listing.
       remove: ['gsi1pk', 'gsi1sk'],
-      condition: { expression: 'attribute_exists(pk) AND revoked_at = :null', values: { ':null': null } },
+      condition: [{ itemExists: true }, { attr: 'revoked_at', equals: null }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new NotFoundError(`API key '${keyId}' not found`);
+    if (err instanceof WriteConflict) throw new NotFoundError(`API key '${keyId}' not found`);
     throw err;
   }
   svc.hotPath?.principals.deleteWhere((p) => p.key_id === keyId);
@@ -118,7 +118,7 @@ async function principalForKey(svc: Services, key: string): Promise<Principal> {
     lastUsedWrites.set(hash, now.getTime());
     await svc.records.update(pk, sk, {
       set: { last_used_at: now.toISOString() },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
   }
   const principal: Principal = { team_id: stored.team_id, key_id: stored.id, role: stored.role, via: 'api_key' };

@@ -1,12 +1,8 @@
-import type { BlobStore } from '../adapters/BlobStore';
-import type { RecordStore } from '../adapters/RecordStore';
-import type { WorkQueue } from '../adapters/WorkQueue';
 import type { GatewayKeys } from './gatewayKeys';
 import type { HotPath } from './hotPath';
 import type { ModelBuildTracker } from './modelBuild';
-import type { RateLimiter } from './rateLimits';
+import type { BlobStore, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
 import type { TrainingLauncher } from './training/launcher';
-import type { UsageSink } from './usage';
 import type { UsageMetrics } from './billing/usageMetrics';
 
 export interface SiftConfig {

@@ -9,7 +9,7 @@
  *   and reversible. Project writes are conditional on the previous target: two concurrent promotions
  *   can't silently overwrite each other.
  */
-import { ConditionFailed } from '../adapters/RecordStore';
+import { ITEM_EXISTS, WriteConflict } from './ports';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
 import { ConflictError, NotFoundError, ValidationError } from './errors';
@@ -84,10 +84,10 @@ export async function deployTrainingJob(svc: Services, teamId: string, jobId: st
     // conditional on the job still existing: a concurrent delete must not be resurrected
     return await svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, {
       set: { deployment },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new NotFoundError(`Training job '${jobId}' not found`);
+    if (err instanceof WriteConflict) throw new NotFoundError(`Training job '${jobId}' not found`);
     throw err;
   }
 }
@@ -106,7 +106,7 @@ export async function undeployTrainingJob(svc: Services, teamId: string, jobId: 
       `Training job '${job.id}' is serving project${serving.length > 1 ? 's' : ''} ${serving.map((p) => `'${p.name}'`).join(', ')}: promote another model there (or clear the project's deployment) first`,
     );
   }
-  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: { expression: 'attribute_exists(pk)' } });
+  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: ITEM_EXISTS });
 }
 
 async function retarget(
@@ -131,11 +131,11 @@ async function retarget(
       set: { active_training_job_id: entry.training_job_id, active_deployment_id: entry.id, updated_at: entry.created_at },
       condition:
         project.active_training_job_id === null
-          ? { expression: 'attribute_exists(pk) AND (attribute_not_exists(active_training_job_id) OR attribute_type(active_training_job_id, :null))', values: { ':null': 'NULL' } }
-          : { expression: 'attribute_exists(pk) AND active_training_job_id = :prev', values: { ':prev': project.active_training_job_id } },
+          ? [{ itemExists: true }, { anyOf: [{ attr: 'active_training_job_id', present: false }, { attr: 'active_training_job_id', equals: null }] }]
+          : [{ itemExists: true }, { attr: 'active_training_job_id', equals: project.active_training_job_id }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
+    if (err instanceof WriteConflict) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
     throw err;
   }
   await svc.records.put(historyItem(teamId, project.id, entry.created_at, entry.id), entry);

@@ -1,4 +1,4 @@
-import { ConditionFailed } from '../adapters/RecordStore';
+import { WriteConflict } from './ports';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { isUuid, newUuid } from './ids';
@@ -32,7 +32,7 @@ export async function createProject(svc: Services, teamId: string, input: { name
   try {
     await svc.records.put(nameItem(teamId, project.name), { project_id: project.id }, { ifAbsent: true });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`A project named '${project.name}' already exists`);
+    if (err instanceof WriteConflict) throw new ConflictError(`A project named '${project.name}' already exists`);
     throw err;
   }
   try {

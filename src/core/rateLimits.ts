@@ -1,10 +1,7 @@
-import type { RecordStore } from '../adapters/RecordStore';
+import type { LimitRule, RateLimiter, WindowState } from './ports';
 import { RateLimitError } from './errors';
 
-export interface LimitRule {
-  limit: number;
-  windowSeconds: number;
-}
+export type { LimitRule, RateLimiter, WindowState } from './ports';
 
 /** SPEC "Limits": the endpoint classes and their windows. */
 export const LIMIT_CLASSES = {
@@ -24,60 +21,11 @@ export type LimitClass = keyof typeof LIMIT_CLASSES;
 /** Applied to every request by client IP, before authentication. */
 export const EDGE_LIMIT: LimitRule = { limit: 100_000, windowSeconds: 60 };
 
-export interface WindowState {
-  count: number;
-  /** Seconds until the window resets. */
-  resetSeconds: number;
-}
-
-/** Fixed-window counters. In-memory for one process (local, ECS task); DynamoDB across Lambdas. */
-export interface RateLimiter {
-  hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState>;
-}
-
-function windowOf(rule: LimitRule, now: Date) {
+/** The fixed window `now` falls in: its start (epoch seconds) and the seconds until it resets. */
+export function windowOf(rule: LimitRule, now: Date) {
   const nowSeconds = now.getTime() / 1000;
   const start = Math.floor(nowSeconds / rule.windowSeconds) * rule.windowSeconds;
   return { start, resetSeconds: Math.max(1, Math.ceil(start + rule.windowSeconds - nowSeconds)) };
-}
-
-export class MemoryRateLimiter implements RateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-  private sweptAt = 0;
-
-  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
-    const { start, resetSeconds } = windowOf(rule, now);
-    const key = `${bucket}|${rule.windowSeconds}`;
-    const current = this.windows.get(key);
-    const state = current && current.start === start ? current : { start, count: 0 };
-    state.count += 1;
-    this.windows.set(key, state);
-    this.sweep(now.getTime() / 1000);
-    return { count: state.count, resetSeconds };
-  }
-
-  /** Drops finished windows now and then, so the map stays as small as the set of active callers. */
-  private sweep(nowSeconds: number): void {
-    if (nowSeconds - this.sweptAt < 60) return;
-    this.sweptAt = nowSeconds;
-    for (const [key, w] of this.windows) {
-      const windowSeconds = Number(key.slice(key.lastIndexOf('|') + 1));
-      if (w.start + windowSeconds <= nowSeconds) this.windows.delete(key);
-    }
-  }
-}
-
-export class DynamoRateLimiter implements RateLimiter {
-  constructor(private readonly records: RecordStore) {}
-
-  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
-    const { start, resetSeconds } = windowOf(rule, now);
-    const item = await this.records.update<{ count: number }>(`RATE#${bucket}#${rule.windowSeconds}`, String(start), {
-      add: { count: 1 },
-      set: { expiresAt: start + rule.windowSeconds * 2 },
-    });
-    return { count: item.count, resetSeconds };
-  }
 }
 
 export interface RateLimitHeaders {

@@ -1,5 +1,5 @@
 import { microsToUsd, usdOrNull, usdToMicros } from './billing/money';
-import { ConditionFailed } from '../adapters/RecordStore';
+import { WriteConflict } from './ports';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { newUuid } from './ids';
@@ -60,7 +60,7 @@ export async function createTeam(
     await svc.records.put({ ...teamKey(record.id), gsi1pk: 'TEAMS', gsi1sk: `${record.created_at}#${record.id}` }, record, { ifAbsent: true });
   } catch (err) {
     // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     throw new ConflictError(`team '${record.id}' already exists`);
   }
   return teamView(record);
@@ -86,7 +86,7 @@ async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney)
     return await svc.records.update<TeamRecord>(pk, sk, {
       set,
       remove: ['credit_balance_usd', 'daily_spend_cap_usd'],
-      condition: { expression: 'attribute_not_exists(credit_balance_micros) AND attribute_exists(pk)' },
+      condition: [{ attr: 'credit_balance_micros', present: false }, { itemExists: true }],
     });
   } catch {
     return (await svc.records.get<TeamRecord>(pk, sk)) ?? team;

@@ -1,5 +1,5 @@
 import { emitTrainingMinutes } from './billing/trainingMinutes';
-import { ConditionFailed } from '../adapters/RecordStore';
+import { WriteConflict } from './ports';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { JobDeployment } from './deployments';
 import type { Services } from './context';
@@ -250,12 +250,12 @@ export async function transitionJob(
   try {
     const after = await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
       set: { ...extra, ...times, status: to },
-      condition: { expression: '#s = :from', names: { '#s': 'status' }, values: { ':from': job.status } },
+      condition: [{ attr: 'status', equals: job.status }],
     });
     if (TERMINAL.includes(to)) emitTrainingMinutes(svc, after);
     return after;
   } catch (err) {
-    if (err instanceof ConditionFailed) {
+    if (err instanceof WriteConflict) {
       const current = await getTrainingJob(svc, teamId, id);
       throw new ConflictError(`Training job '${id}' changed to ${current.status} meanwhile; it cannot become ${to}`);
     }
@@ -279,9 +279,5 @@ export async function deleteTrainingJob(svc: Services, teamId: string, id: strin
   if (job.deployment) throw new ConflictError(`Training job '${id}' has an active inference deployment; undeploy it (DELETE /core/training-jobs/${id}/deploy) before deleting it`);
   await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
   await deleteCheckpointRecords(svc, teamId, id);
-  await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
-    expression: '#s = :s',
-    names: { '#s': 'status' },
-    values: { ':s': job.status },
-  });
+  await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, [{ attr: 'status', equals: job.status }]);
 }

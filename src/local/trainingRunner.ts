@@ -27,6 +27,7 @@ import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
 import { getTrainingJob, headlineMetrics, learningWarnings, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
+import { ITEM_EXISTS } from '../core/ports';
 
 export interface RunnerOptions {
   /** Job directories and the base-model cache live here. */
@@ -248,7 +249,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     await svc.records
       .update(`TEAM#${teamId}`, `JOB#${jobId}`, {
         set: { progress, ...(typeof e['loss'] === 'number' ? { last_loss: e['loss'] } : {}) },
-        condition: { expression: 'attribute_exists(pk)' },
+        condition: ITEM_EXISTS,
       })
       .catch(() => {});
   }

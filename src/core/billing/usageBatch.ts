@@ -9,7 +9,7 @@
  * partial success re-applies only the items that missed it. Per-request rows are plain puts of the
  * same item, idempotent by nature.
  */
-import { ConditionFailed, type RecordStore } from '../../adapters/RecordStore';
+import { WriteConflict, type RecordStore } from '../ports';
 import type { LimitClass } from '../rateLimits';
 
 /** What one billed request used (tokens, cost); the request itself is counted by the pipeline. */
@@ -111,16 +111,15 @@ export async function applyBatch(records: RecordStore, batch: UsageBatch): Promi
         await records.update(pk, it.sk, {
           add: it.add,
           set: { ...(it.set ?? {}), [seqAttr]: batch.seq },
-          condition: {
+          condition: [
+            { anyOf: [{ attr: seqAttr, present: false }, { attr: seqAttr, lessThan: batch.seq }] },
             // only a credit balance that exists is spent: a team billed in arrears has none
-            expression: `(attribute_not_exists(#seq) OR #seq < :seq)${it.prepaidOnly ? ' AND attribute_exists(credit_balance_micros)' : ''}`,
-            names: { '#seq': seqAttr },
-            values: { ':seq': batch.seq },
-          },
+            ...(it.prepaidOnly ? [{ attr: 'credit_balance_micros', present: true }] : []),
+          ],
         });
       } catch (err) {
         // already applied (a replay), or a team without prepaid credit: nothing to do
-        if (!(err instanceof ConditionFailed)) throw err;
+        if (!(err instanceof WriteConflict)) throw err;
       }
     }),
   );

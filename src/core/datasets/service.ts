@@ -1,8 +1,8 @@
+import { ITEM_EXISTS, WriteConflict } from '../ports';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConditionFailed } from '../../adapters/RecordStore';
 import type { Services } from '../context';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { newUuid } from '../ids';
@@ -80,13 +80,13 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     await svc.records.put(head, { name: input.dataset_name, latest_version: 1, created_at: now } satisfies DatasetHead, { ifAbsent: true });
     version = 1;
   } catch (err) {
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     if (!input.new_version) {
       throw new ConflictError(`A dataset named '${input.dataset_name}' already exists; pass "new_version": true to upload a new version of it`);
     }
     const updated = await svc.records.update<DatasetHead>(head.pk, head.sk, {
       add: { latest_version: 1 },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
     version = updated.latest_version;
   }
@@ -200,10 +200,10 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
   try {
     await svc.records.update(item.pk, item.sk, {
       set: { status: 'processing', size_bytes: head.size },
-      condition: { expression: '#s = :pending', names: { '#s': 'status' }, values: { ':pending': 'pending_upload' } },
+      condition: [{ attr: 'status', equals: 'pending_upload' }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
+    if (err instanceof WriteConflict) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
     throw err;
   }
   try {
@@ -214,7 +214,7 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
     await svc.records
       .update(item.pk, item.sk, {
         set: { status: 'pending_upload' },
-        condition: { expression: '#s = :p', names: { '#s': 'status' }, values: { ':p': 'processing' } },
+        condition: [{ attr: 'status', equals: 'processing' }],
       })
       .catch(() => {});
     throw err;
@@ -298,7 +298,7 @@ export async function failVersion(svc: Services, teamId: string, name: string, v
   const item = versionItem(teamId, name, version);
   await svc.records.update(item.pk, item.sk, {
     set: { status: 'failed', errors: [{ row: null, field: null, message }], error_count: 1, processed_at: svc.now().toISOString() },
-    condition: { expression: '#s = :p', names: { '#s': 'status' }, values: { ':p': 'processing' } },
+    condition: [{ attr: 'status', equals: 'processing' }],
   });
 }
 

@@ -5,6 +5,7 @@
  * calls the workflow Lambda, which forwards shards to the encoder service (the only place with
  * the engine). Every function is idempotent on its input, so Step Functions retries are safe.
  */
+import { ITEM_EXISTS } from '../ports';
 import { createInterface } from 'node:readline';
 import type { Services } from '../context';
 import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
@@ -212,7 +213,7 @@ export async function aggregateEvaluation(
   const metrics = finalizeMetrics(total);
   await svc.records.update(key.pk, key.sk, {
     set: { status: 'complete', metrics, finished_at: svc.now().toISOString(), error: null },
-    condition: { expression: 'attribute_exists(pk)' },
+    condition: ITEM_EXISTS,
   });
   return { status: 'complete', f1: metrics.f1 };
 }
