@@ -3,6 +3,7 @@
  * tasks around SageMaker's `createTrainingJob.sync`, and SageMaker state-change events update the
  * record in between. The job record and its files follow the same layout as local mode.
  */
+import { jobRefItem } from '../core/recordKeys';
 import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemaker';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { Parser } from 'tar';
@@ -23,9 +24,6 @@ export interface TrainingEnv {
   instanceType: string;
   maxRuntimeSeconds: number;
 }
-
-/** Finds a job's team from its id alone (SageMaker events carry only the job name). */
-export const jobRefItem = (jobId: string) => ({ pk: `JOBREF#${jobId}`, sk: 'REF' });
 
 export const sageMakerJobName = (env: Pick<TrainingEnv, 'jobNamePrefix'>, jobId: string) => `${env.jobNamePrefix}${jobId}`.slice(0, 63);
 

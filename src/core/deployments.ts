@@ -10,22 +10,16 @@
  *   can't silently overwrite each other.
  */
 import { ITEM_EXISTS, WriteConflict } from './ports';
+import { jobItem, projectDeploymentItem, projectDeploymentsPrefix, projectItem, teamPartition } from './recordKeys';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
 import { ConflictError, NotFoundError, ValidationError } from './errors';
 import { isUuid, newUuid } from './ids';
-import { deleteProject, getProject, listProjects, projectItem, type Project } from './projects';
+import { deleteProject, getProject, listProjects, type Project } from './projects';
 import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
-import { getTrainingJob, jobItem, type TrainingJob } from './trainingJobs';
+import { getTrainingJob, type JobDeployment, type TrainingJob } from './trainingJobs';
 
-export interface JobDeployment {
-  status: 'active';
-  /** The pinned checkpoint (the job's final model unless another one was named). */
-  checkpoint_id: string | null;
-  /** Blob prefix of the weights served (`manifest.json`, `onnx/`, `adapter.gguf`, …). */
-  blob_prefix: string;
-  deployed_at: string;
-}
+export type { JobDeployment } from './trainingJobs';
 
 export type ProjectDeploymentAction = 'promote' | 'rollback' | 'clear';
 
@@ -39,11 +33,6 @@ export interface ProjectDeployment {
   previous_training_job_id: string | null;
   created_at: string;
 }
-
-const historyItem = (teamId: string, projectId: string, createdAt: string, id: string) => ({
-  pk: `TEAM#${teamId}`,
-  sk: `PROJDEP#${projectId}#${createdAt}#${id}`,
-});
 
 /** Which files make a model directory servable by each engine (read from the training manifest). */
 async function servableWeights(svc: Services, job: TrainingJob, prefix: string, what: string): Promise<void> {
@@ -138,7 +127,7 @@ async function retarget(
     if (err instanceof WriteConflict) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
     throw err;
   }
-  await svc.records.put(historyItem(teamId, project.id, entry.created_at, entry.id), entry);
+  await svc.records.put(projectDeploymentItem(teamId, project.id, entry.created_at, entry.id), entry);
   return { project: updated, deployment: entry };
 }
 
@@ -158,7 +147,7 @@ export async function promoteToProject(
 
 export async function listProjectDeployments(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployments: ProjectDeployment[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#`, newestFirst: true });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id), newestFirst: true });
   return { project, deployments: items };
 }
 
@@ -199,9 +188,9 @@ export async function clearProjectDeployment(svc: Services, teamId: string, proj
 export async function deleteProjectAndHistory(svc: Services, teamId: string, projectIdOrName: string): Promise<void> {
   const project = await getProject(svc, teamId, projectIdOrName);
   await deleteProject(svc, teamId, project.id);
-  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#` });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id) });
   for (const d of items) {
-    const k = historyItem(teamId, project.id, d.created_at, d.id);
+    const k = projectDeploymentItem(teamId, project.id, d.created_at, d.id);
     await svc.records.delete(k.pk, k.sk);
   }
 }

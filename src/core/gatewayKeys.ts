@@ -8,6 +8,7 @@
  * Keys are made on a team's first authorized request (so teams from before this existed are covered),
  * remembered on a record of their own (never on the team record that GET /teams returns).
  */
+import { gatewayKeyItem } from './recordKeys';
 import { WriteConflict } from './ports';
 import type { Services } from './context';
 import type { Plan, Team } from './teams';
@@ -24,8 +25,6 @@ export interface TeamGatewayKey {
   plan: Plan;
   created_at: string;
 }
-
-export const gatewayKeyItem = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'GATEWAYKEY' });
 
 /**
  * The value the authorizer returns as `usageIdentifierKey` for this team, creating the key on first

@@ -1,3 +1,4 @@
+import { inferencePartition as PARTITION } from './recordKeys';
 import { ITEM_EXISTS, type Clause } from './ports';
 import type { Services } from './context';
 import { codePointSlice } from './datasets/rows';
@@ -41,8 +42,6 @@ export interface InferenceRecord {
   created_at: string;
   feedback: Feedback | null;
 }
-
-const PARTITION = (teamId: string) => `TEAM#${teamId}#INF`;
 
 export const newInferenceId = (): string => `inf_${newUlid()}`;
 

@@ -4,7 +4,9 @@
  * in-memory); the core never imports them (`npm run check:deps` keeps it so).
  */
 import type { Readable } from 'node:stream';
-import type { UsageBatch, UsageEvent } from './billing/usageBatch';
+import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
+
+export type { LimitRule, RateLimiter, WindowState };
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -142,20 +144,46 @@ export interface WorkQueue {
 // ---------------------------------------------------------------------------------------------
 // Limits and usage
 
-export interface LimitRule {
-  limit: number;
-  windowSeconds: number;
+/** What one billed request used (tokens, cost); the request itself is counted by the pipeline. */
+export interface BilledUsage {
+  inference_id: string;
+  /** Route path, e.g. `/v1/chat/completions` (a CloudWatch dimension: never per customer). */
+  endpoint: string;
+  /** The model as the caller named it (a catalog id, project or training job): the team's own breakdown. */
+  model: string;
+  /** The catalog model it runs on: finance's `model` dimension (bounded, never a customer's name). */
+  base_model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd_micros: number;
 }
 
-export interface WindowState {
-  count: number;
-  /** Seconds until the window resets. */
-  resetSeconds: number;
+export interface UsageEvent {
+  team_id: string;
+  /** ISO time the usage happened: it decides the UTC day and month counters. */
+  at: string;
+  limit_class: LimitClass;
+  /** Requests counted (1 for each authenticated request; 0 on a billed event, already counted). */
+  requests: number;
+  billed?: BilledUsage;
 }
 
-/** Fixed-window counters. In-memory for one process (local, ECS task); DynamoDB across Lambdas. */
-export interface RateLimiter {
-  hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState>;
+/** A row of the per-request listing (GET /billing/usage/requests/list). */
+export interface UsageRequestRow extends BilledUsage {
+  at: string;
+}
+
+/** One team's usage events as the exact writes that record them (billing/usageBatch.ts), kept in a spool or a queue message. */
+export interface UsageBatch {
+  writer: string;
+  seq: number;
+  team_id: string;
+  items: { sk: string; add: Record<string, number>; set?: Record<string, string>; prepaidOnly?: boolean }[];
+  requests: UsageRequestRow[];
+  /** Epoch seconds when the per-request rows expire (DynamoDB TTL). */
+  expires_at: number;
 }
 
 /** Where usage events go (billing/ledger.ts turns them into idempotent counter writes). */

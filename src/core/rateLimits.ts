@@ -1,7 +1,9 @@
-import type { LimitRule, RateLimiter, WindowState } from './ports';
 import { RateLimitError } from './errors';
 
-export type { LimitRule, RateLimiter, WindowState } from './ports';
+export interface LimitRule {
+  limit: number;
+  windowSeconds: number;
+}
 
 /** SPEC "Limits": the endpoint classes and their windows. */
 export const LIMIT_CLASSES = {
@@ -20,6 +22,20 @@ export type LimitClass = keyof typeof LIMIT_CLASSES;
 
 /** Applied to every request by client IP, before authentication. */
 export const EDGE_LIMIT: LimitRule = { limit: 100_000, windowSeconds: 60 };
+
+export interface WindowState {
+  count: number;
+  /** Seconds until the window resets. */
+  resetSeconds: number;
+}
+
+/**
+ * The rate-limiter port (re-exported by ports.ts): fixed-window counters. In-memory for one process
+ * (local, ECS task: adapters/memory); DynamoDB across Lambdas (adapters/dynamodb).
+ */
+export interface RateLimiter {
+  hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState>;
+}
 
 /** The fixed window `now` falls in: its start (epoch seconds) and the seconds until it resets. */
 export function windowOf(rule: LimitRule, now: Date) {

@@ -1,3 +1,4 @@
+import { byCreation, teamKey, TEAMS_INDEX } from './recordKeys';
 import { microsToUsd, usdOrNull, usdToMicros } from './billing/money';
 import { WriteConflict } from './ports';
 import type { Services } from './context';
@@ -31,8 +32,6 @@ export interface TeamRecord {
   created_at: string;
 }
 
-export const teamKey = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'TEAM' });
-
 export function teamView(r: TeamRecord & LegacyMoney): Team {
   return {
     id: r.id,
@@ -57,7 +56,7 @@ export async function createTeam(
     created_at: svc.now().toISOString(),
   };
   try {
-    await svc.records.put({ ...teamKey(record.id), gsi1pk: 'TEAMS', gsi1sk: `${record.created_at}#${record.id}` }, record, { ifAbsent: true });
+    await svc.records.put({ ...teamKey(record.id), gsi1pk: TEAMS_INDEX, gsi1sk: byCreation(record.created_at, record.id) }, record, { ifAbsent: true });
   } catch (err) {
     // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
     if (!(err instanceof WriteConflict)) throw err;
@@ -114,5 +113,5 @@ export async function getTeam(svc: Services, teamId: string): Promise<Team> {
 }
 
 export async function listTeams(svc: Services): Promise<Team[]> {
-  return (await svc.records.queryAll<TeamRecord & LegacyMoney>('TEAMS', { index: 'gsi1' })).map(teamView);
+  return (await svc.records.queryAll<TeamRecord & LegacyMoney>(TEAMS_INDEX, { index: 'gsi1' })).map(teamView);
 }

@@ -5,7 +5,8 @@
  */
 import type { WorkMessage, WorkQueue } from '../../src/core/ports';
 import { QueueUsageSpool } from '../../src/core/billing/spool';
-import { buildBatch, daySk, type UsageEvent } from '../../src/core/billing/usageBatch';
+import { buildBatch, type UsageEvent } from '../../src/core/billing/usageBatch';
+import { daySk } from '../../src/core/recordKeys';
 import { handleWorkMessage } from '../../src/core/worker';
 import { TestStack } from '../helpers/localStack';
 

@@ -5,12 +5,13 @@
  * `failed`, or `offered` with the candidate's and the baseline's scores on the same held-out traces.
  * Nothing is promoted without the caller: `promote` retargets the project like any deployment.
  */
+import { cycleItem, cyclesPrefix, projectItem, teamPartition } from '../recordKeys';
 import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
 import { promoteToProject, type ProjectDeployment } from '../deployments';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import { newUlid } from '../ids';
-import { getProject, projectItem, type Project } from '../projects';
+import { getProject, type Project } from '../projects';
 import { getTeam, type Plan } from '../teams';
 
 export type CycleStatus = 'running' | 'skipped' | 'failed' | 'offered' | 'promoted';
@@ -48,7 +49,6 @@ export interface AdaptiveCycle {
 /** SPEC: included on the Pro, Research and Custom plans, excluded from Free. */
 export const ADAPTIVE_PLANS: Plan[] = ['pro', 'research', 'custom'];
 
-export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({ pk: `TEAM#${teamId}`, sk: `ADAPTIVE#${projectId}#${cycleId}` });
 const newCycleId = () => `adc_${newUlid()}`;
 
 export async function getCycle(svc: Services, teamId: string, projectId: string, cycleId: string): Promise<AdaptiveCycle> {
@@ -65,7 +65,7 @@ export async function updateCycle(svc: Services, teamId: string, cycle: Pick<Ada
 
 /** A project's cycles by its id, newest first (cycle ids are ULIDs). */
 const cyclesOf = (svc: Services, teamId: string, projectId: string) =>
-  svc.records.queryAll<AdaptiveCycle>(`TEAM#${teamId}`, { beginsWith: `ADAPTIVE#${projectId}#`, newestFirst: true });
+  svc.records.queryAll<AdaptiveCycle>(teamPartition(teamId), { beginsWith: cyclesPrefix(projectId), newestFirst: true });
 
 export async function listCycles(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; cycles: AdaptiveCycle[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);

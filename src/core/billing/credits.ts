@@ -1,7 +1,8 @@
 import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
 import { BadRequestError, NotFoundError } from '../errors';
-import { teamKey, teamView, type Plan, type Team, type TeamRecord } from '../teams';
+import { teamKey } from '../recordKeys';
+import { teamView, type Plan, type Team, type TeamRecord } from '../teams';
 import { usdToMicros } from './money';
 
 /**

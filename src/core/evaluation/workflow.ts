@@ -15,7 +15,8 @@ import { encoderRuntime, type ResolvedEncoder } from '../encoder/runtime';
 import { ConflictError } from '../errors';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
-import { evaluationItem, getEvaluation, type Evaluation } from '../evaluations';
+import { getEvaluation, type Evaluation } from '../evaluations';
+import { evaluationItem } from '../recordKeys';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
 
