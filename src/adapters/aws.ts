@@ -7,9 +7,11 @@ import { QueueUsageSpool, type UsageSpool } from '../core/billing/spool';
 import { stdoutUsageMetrics, type UsageMetrics } from '../core/billing/usageMetrics';
 import { createLogger, type Logger } from '../http/logger';
 import type { BlobStore, WorkQueue } from '../core/ports';
+import { LazyDecoderRuntime } from './decoder';
 import { DynamoRateLimiter } from './dynamodb/rateLimiter';
 import { DynamoRecordStore } from './dynamodb/recordStore';
 import { MemoryRateLimiter } from './memory/rateLimiter';
+import { OnnxEncoderRuntime } from './onnx/encoderRuntime';
 import { S3BlobStore } from './s3/blobStore';
 import { SqsWorkQueue } from './sqs/workQueue';
 
@@ -78,6 +80,9 @@ export function createServices(w: AwsWiring): AwsServices {
       retentionDays: config.inferenceRetentionDays,
     }),
     usageMetrics,
+    // both start nothing until first used: a process that never runs a model loads none
+    encoder: new OnnxEncoderRuntime(),
+    decoder: new LazyDecoderRuntime(),
     now,
   };
 }

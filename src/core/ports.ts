@@ -4,9 +4,13 @@
  * in-memory); the core never imports them (`npm run check:deps` keeps it so).
  */
 import type { Readable } from 'node:stream';
+import type { PromptCache } from './decoder/promptCache';
+import type { DecoderBackend } from './decoder/types';
+import type { EncoderModel, Precision } from './encoder/engine';
 import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
+import type { Logger } from './logger';
 
-export type { LimitRule, RateLimiter, WindowState };
+export type { LimitRule, Logger, RateLimiter, WindowState };
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -205,9 +209,32 @@ export interface UsageSpool {
   replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }>;
 }
 
-/** The slice of a logger the core needs; Powertools' Logger satisfies it (JSON lines on stdout). */
-export interface Logger {
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
+// ---------------------------------------------------------------------------------------------
+// Model runtimes
+
+/** The weights one encoder model identifier serves: a model directory in the blob store. */
+export interface ServedEncoder {
+  /** The identifier the caller sent (named in errors). */
+  requested: string;
+  /** Blob-store prefix of the model directory (`…/onnx/`, `tokenizer.json`, `manifest.json`). */
+  prefix: string;
+}
+
+/**
+ * The encoder engine of this process (`svc.encoder`; adapters/onnx/encoderRuntime.ts): the one
+ * place extraction reaches it, so a wrapper (a cross-request batcher) can stand in for it.
+ */
+export interface EncoderRuntime {
+  /** A local copy of the model's serving files, fetched from the blob store once. */
+  localDir(blobs: BlobStore, model: ServedEncoder): Promise<string>;
+  /** Shared sessions for a model directory (loaded once; least recently used released over a memory bound). */
+  model(dir: string, precision?: Precision): Promise<EncoderModel>;
+  loadedModels(): string[];
+  close(): Promise<void>;
+}
+
+/** The decoder of this process (`svc.decoder`; adapters/decoder): its backend and prompt cache. */
+export interface DecoderRuntime {
+  backend: DecoderBackend;
+  cache: PromptCache;
 }

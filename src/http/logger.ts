@@ -1,7 +1,7 @@
 import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
-import type { Logger } from '../core/ports';
+import type { Logger } from '../core/logger';
 
-export type { Logger } from '../core/ports';
+export type { Logger } from '../core/logger';
 
 export function createLogger(level = process.env['SIFT_LOG_LEVEL'] ?? 'INFO'): Logger {
   const logger = new PowertoolsLogger({ serviceName: 'sift', logLevel: level as 'INFO' });

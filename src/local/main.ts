@@ -8,7 +8,6 @@ import { InProcessWorkQueue } from '../adapters/memory/workQueue';
 import type { WorkMessage } from '../core/ports';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { createHotPath } from '../core/hotPath';
-import { closeEncoderRuntime } from '../core/encoder/runtime';
 import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
 import { generateShard, generationTasks } from '../core/generation/workflow';
@@ -195,7 +194,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await workflows.idle();
       await services.hotPath?.writes.drain();
       await closeDecoder(services);
-      await closeEncoderRuntime(services);
+      await services.encoder?.close();
       await services.usage.close();
       await emulators.close();
       await new Promise<void>((ok) => (emfLog ? emfLog.end(() => ok()) : ok()));

@@ -51,7 +51,7 @@ export class InProcessPredictor implements EvaluationPredictor {
     const runtime = encoderRuntime(this.svc);
     let dir = this.models.get(model.prefix);
     if (!dir) {
-      dir = runtime.localDir(this.svc, model);
+      dir = runtime.localDir(this.svc.blobs, model);
       dir.catch(() => this.models.delete(model.prefix));
       this.models.set(model.prefix, dir);
     }
@@ -67,9 +67,9 @@ export class InProcessPredictor implements EvaluationPredictor {
 export async function evaluationModel(svc: Services, teamId: string, evaluation: Evaluation): Promise<ResolvedEncoder> {
   if (evaluation.training_job_id) {
     const job = await getTrainingJob(svc, teamId, evaluation.training_job_id);
-    return { requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
+    return { type: 'encoder', requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
   }
-  return { requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
+  return { type: 'encoder', requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
 }
 
 async function datasetOf(svc: Services, teamId: string, evaluation: Evaluation): Promise<DatasetVersion> {
@@ -190,7 +190,7 @@ export async function validationMetrics(svc: Services, predictor: EvaluationPred
     .map((l) => JSON.parse(l) as NormalizedRow);
   if (!rows.length) return null;
   const vocabulary = mergeVocabularies(await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))));
-  const model: ResolvedEncoder = { requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
+  const model: ResolvedEncoder = { type: 'encoder', requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
   return finalizeMetrics(await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary)));
 }
 

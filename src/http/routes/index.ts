@@ -8,8 +8,7 @@ import { openAiRoutes } from './compat/openai';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { generateRoutes } from './generate';
-import { inferenceRoutes } from './generateInference';
-import { glinerRoutes, registerEncoderRoutes } from './inference';
+import { glinerRoutes, inferenceRoutes } from './inference';
 import { metaRoutes } from './meta';
 import { baseModelRoutes, billingRoutes, evaluationRoutes, inferenceHistoryRoutes, projectRoutes } from './resources';
 import { teamBillingRoutes } from './teams';
@@ -19,7 +18,6 @@ export const API_VERSION = '0.1.0';
 
 /** Every route of the service, in the order the API reference lists them. */
 export function allRoutes(): RouteSpec[] {
-  registerEncoderRoutes();
   const routes: RouteSpec[] = [
     ...metaRoutes,
     ...apiKeyRoutes,
