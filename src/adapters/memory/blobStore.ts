@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
-import { text } from 'node:stream/consumers';
+import { buffer } from 'node:stream/consumers';
 import type { BlobHead, BlobStore } from '../../core/ports';
 
 /** The blob port in one process's memory (core unit tests). Presigned URLs are `memory://` placeholders nothing can fetch. */
@@ -10,7 +10,7 @@ export class MemoryBlobStore implements BlobStore {
   private writes = 0;
 
   async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body instanceof Uint8Array ? Buffer.from(body) : Buffer.from(await text(body));
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body instanceof Uint8Array ? Buffer.from(body) : await buffer(body);
     this.objects.set(key, { body: bytes, contentType, lastModified: new Date(), version: ++this.writes });
   }
 
@@ -44,7 +44,9 @@ export class MemoryBlobStore implements BlobStore {
   }
 
   async getText(key: string): Promise<string> {
-    return (await this.stream(key)).read()?.toString('utf8') ?? '';
+    const o = this.objects.get(key);
+    if (!o) throw Object.assign(new Error(`no object '${key}'`), { name: 'NoSuchKey' });
+    return o.body.toString('utf8');
   }
 
   async list(prefix: string): Promise<string[]> {
