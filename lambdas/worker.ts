@@ -3,7 +3,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { servicesFromEnv } from '../src/adapters/aws';
-import type { WorkMessage } from '../src/adapters/WorkQueue';
+import type { WorkMessage } from '../src/core/ports';
 import { handleWorkMessage } from '../src/core/worker';
 import { logger } from '../src/lambda/observability';
 

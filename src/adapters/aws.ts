@@ -2,14 +2,18 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { configFromEnv, defaultConfig, type Services, type SiftConfig } from '../core/context';
-import { DynamoRateLimiter, MemoryRateLimiter } from '../core/rateLimits';
 import { UsageLedger } from '../core/billing/ledger';
 import { QueueUsageSpool, type UsageSpool } from '../core/billing/spool';
 import { stdoutUsageMetrics, type UsageMetrics } from '../core/billing/usageMetrics';
 import { createLogger, type Logger } from '../http/logger';
-import { BlobStore } from './BlobStore';
-import { RecordStore } from './RecordStore';
-import { SqsWorkQueue, type WorkQueue } from './WorkQueue';
+import type { BlobStore, WorkQueue } from '../core/ports';
+import { LazyDecoderRuntime } from './decoder';
+import { DynamoRateLimiter } from './dynamodb/rateLimiter';
+import { DynamoRecordStore } from './dynamodb/recordStore';
+import { MemoryRateLimiter } from './memory/rateLimiter';
+import { OnnxEncoderRuntime } from './onnx/encoderRuntime';
+import { S3BlobStore } from './s3/blobStore';
+import { SqsWorkQueue } from './sqs/workQueue';
 
 export interface AwsWiring {
   table: string;
@@ -47,13 +51,16 @@ export function createS3Client(o: { region?: string; credentials?: { accessKeyId
   });
 }
 
+/** The service graph with its AWS adapters in view (set-up code: creating the table and bucket, SageMaker URIs, tests). */
+export type AwsServices = Services & { records: DynamoRecordStore; blobs: S3BlobStore };
+
 /** Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. */
-export function createServices(w: AwsWiring): Services {
+export function createServices(w: AwsWiring): AwsServices {
   const region = w.region ?? process.env['AWS_REGION'] ?? 'us-east-1';
   const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
   const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
   const s3 = createS3Client({ region, ...(w.credentials ? { credentials: w.credentials } : {}), ...(w.s3Endpoint ? { endpoint: w.s3Endpoint } : {}) });
-  const records = new RecordStore(dynamo, w.table);
+  const records = new DynamoRecordStore(dynamo, w.table);
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
   const now = () => new Date();
   const config = { ...defaultConfig, ...configFromEnv(), ...(w.config ?? {}) };
@@ -61,7 +68,7 @@ export function createServices(w: AwsWiring): Services {
   return {
     config,
     records,
-    blobs: new BlobStore(s3, w.bucket),
+    blobs: new S3BlobStore(s3, w.bucket),
     queue,
     rateLimiter: w.rateLimiter === 'memory' ? new MemoryRateLimiter() : new DynamoRateLimiter(records),
     usage: new UsageLedger({
@@ -73,6 +80,9 @@ export function createServices(w: AwsWiring): Services {
       retentionDays: config.inferenceRetentionDays,
     }),
     usageMetrics,
+    // both start nothing until first used: a process that never runs a model loads none
+    encoder: new OnnxEncoderRuntime(),
+    decoder: new LazyDecoderRuntime(),
     now,
   };
 }
@@ -81,7 +91,7 @@ export function createServices(w: AwsWiring): Services {
  * Wiring for Lambda and ECS, from the environment the CDK stack sets. Only the table is required:
  * the authorizer and the SageMaker-event function get no bucket or queue, and must not need one.
  */
-export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): Services {
+export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): AwsServices {
   const table = process.env['SIFT_TABLE'];
   if (!table) throw new Error('environment variable SIFT_TABLE is not set');
   const bucket = process.env['SIFT_BUCKET'];
@@ -95,7 +105,7 @@ export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): Services
     usage: rateLimiter === 'memory' ? 'buffered' : 'direct',
     config: { stage: process.env['SIFT_STAGE'] ?? 'prod' },
   });
-  if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET');
+  if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET') as S3BlobStore;
   return svc;
 }
 

@@ -21,7 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { CATALOG, findBaseModel } from '../core/catalog';
 import { baseModelPrefix, isUnpublishedFile, MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
 import { BUCKET_PREFIXES } from '../core/storageLayout';
-import type { BlobStore } from './BlobStore';
+import type { S3BlobStore } from './s3/blobStore';
 
 /** S3's limit for one PutObject: https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html */
 export const MAX_SINGLE_PUT_BYTES = 5 * 1024 ** 3;
@@ -141,7 +141,7 @@ export async function resolveModelSources(sources: string[], modelsDir: string):
   return [...new Set(dirs)];
 }
 
-async function remoteObject(blobs: BlobStore, key: string, signal?: AbortSignal): Promise<{ size: number; sha256?: string } | undefined> {
+async function remoteObject(blobs: S3BlobStore, key: string, signal?: AbortSignal): Promise<{ size: number; sha256?: string } | undefined> {
   try {
     const res = await blobs.s3.send(new HeadObjectCommand({ Bucket: blobs.bucket, Key: key }), signal ? { abortSignal: signal } : {});
     const sum = res.Metadata?.[SHA256_METADATA];
@@ -153,7 +153,7 @@ async function remoteObject(blobs: BlobStore, key: string, signal?: AbortSignal)
   }
 }
 
-async function putFile(blobs: BlobStore, key: string, body: Buffer | string, size: number, hex: string, contentType: string, signal?: AbortSignal) {
+async function putFile(blobs: S3BlobStore, key: string, body: Buffer | string, size: number, hex: string, contentType: string, signal?: AbortSignal) {
   await blobs.s3.send(
     new PutObjectCommand({
       Bucket: blobs.bucket,
@@ -170,7 +170,7 @@ async function putFile(blobs: BlobStore, key: string, body: Buffer | string, siz
 }
 
 /** Publishes one model directory; see the module comment for the guarantees. */
-export async function publishModelDir(blobs: BlobStore, dir: string, opts: PublishOptions = {}): Promise<PublishResult> {
+export async function publishModelDir(blobs: S3BlobStore, dir: string, opts: PublishOptions = {}): Promise<PublishResult> {
   const { modelId, manifest, listed } = await readModelDir(dir);
   const prefix = baseModelPrefix(modelId, opts.root ?? BUCKET_PREFIXES.models);
   const manifestKey = prefix + MANIFEST_FILE;
@@ -235,7 +235,7 @@ export async function publishModelDir(blobs: BlobStore, dir: string, opts: Publi
 }
 
 /** Publishes several model directories in order. */
-export async function publishModelDirs(blobs: BlobStore, dirs: string[], opts: PublishOptions = {}): Promise<PublishResult[]> {
+export async function publishModelDirs(blobs: S3BlobStore, dirs: string[], opts: PublishOptions = {}): Promise<PublishResult[]> {
   const results: PublishResult[] = [];
   for (const dir of dirs) results.push(await publishModelDir(blobs, dir, opts));
   return results;

@@ -3,6 +3,7 @@
  * tasks around SageMaker's `createTrainingJob.sync`, and SageMaker state-change events update the
  * record in between. The job record and its files follow the same layout as local mode.
  */
+import { jobRefItem } from '../core/recordKeys';
 import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemaker';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { Parser } from 'tar';
@@ -23,9 +24,6 @@ export interface TrainingEnv {
   instanceType: string;
   maxRuntimeSeconds: number;
 }
-
-/** Finds a job's team from its id alone (SageMaker events carry only the job name). */
-export const jobRefItem = (jobId: string) => ({ pk: `JOBREF#${jobId}`, sk: 'REF' });
 
 export const sageMakerJobName = (env: Pick<TrainingEnv, 'jobNamePrefix'>, jobId: string) => `${env.jobNamePrefix}${jobId}`.slice(0, 63);
 
@@ -89,8 +87,9 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   const job = await getTrainingJob(svc, input.teamId, input.jobId);
   if (job.status === 'complete') return { status: job.status };
   const artifact = input.trainingResult?.modelArtifacts;
-  if (!artifact?.startsWith(`s3://${svc.blobs.bucket}/`)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
-  const artifactKey = artifact.slice(`s3://${svc.blobs.bucket}/`.length);
+  const bucketUri = svc.blobs.uri('');
+  if (!artifact?.startsWith(bucketUri)) throw new Error(`unexpected model artifact location: ${String(artifact)}`);
+  const artifactKey = artifact.slice(bucketUri.length);
   const metrics = await unpackArchive(svc, artifactKey, modelPrefix(input.teamId, job.id));
   await svc.blobs.copy(artifactKey, archiveKey(input.teamId, job.id));
   const checkpoints = await listCheckpoints(svc, input.teamId, job.id);

@@ -1,5 +1,5 @@
 /** `sift models publish`: upload built or provided base-model directories into a deployed bucket. */
-import { BlobStore } from '../adapters/BlobStore';
+import { S3BlobStore } from '../adapters/s3/blobStore';
 import { createS3Client } from '../adapters/aws';
 import { ModelPublishError, publishModelDirs, resolveModelSources, type PublishEvent, type PublishResult } from '../adapters/modelPublisher';
 
@@ -39,7 +39,7 @@ export async function publishCommand(sources: string[], o: PublishCommandOptions
   const dirs = await resolveModelSources(sources, o.modelsDir);
   const s3 = createS3Client({ ...(o.region ? { region: o.region } : {}), ...(o.endpointUrl ? { endpoint: o.endpointUrl } : {}) });
   try {
-    return await publishModelDirs(new BlobStore(s3, o.bucket), dirs, { root: o.prefix, onEvent: (e) => write(describeEvent(e)), ...(signal ? { signal } : {}) });
+    return await publishModelDirs(new S3BlobStore(s3, o.bucket), dirs, { root: o.prefix, onEvent: (e) => write(describeEvent(e)), ...(signal ? { signal } : {}) });
   } finally {
     s3.destroy();
   }

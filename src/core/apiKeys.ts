@@ -1,4 +1,5 @@
-import { ConditionFailed } from '../adapters/RecordStore';
+import { apiKeyItem, byCreation, sessionItem, teamKeysIndex } from './recordKeys';
+import { ITEM_EXISTS, WriteConflict } from './ports';
 import type { Principal, Services } from './context';
 import { NotFoundError, UnauthorizedError } from './errors';
 import { API_KEY_PREFIX, newApiKey, newSessionToken, newUuid, sha256Hex } from './ids';
@@ -27,9 +28,6 @@ interface StoredSession {
   expires_at: string;
 }
 
-const keyItem = (hash: string) => ({ pk: `KEY#${hash}`, sk: 'KEY' });
-const sessionItem = (hash: string) => ({ pk: `SESSION#${hash}`, sk: 'SESSION' });
-const teamKeysIndex = (teamId: string) => `TEAM#${teamId}#KEYS`;
 
 const view = (k: StoredKey): ApiKeyView => ({
   id: k.id,
@@ -59,7 +57,7 @@ export async function createApiKey(
     revoked_at: null,
     key_hash: hash,
   };
-  await svc.records.put({ ...keyItem(hash), gsi1pk: teamKeysIndex(teamId), gsi1sk: `${stored.created_at}#${stored.id}` }, stored, {
+  await svc.records.put({ ...apiKeyItem(hash), gsi1pk: teamKeysIndex(teamId), gsi1sk: byCreation(stored.created_at, stored.id) }, stored, {
     ifAbsent: true,
   });
   return { ...view(stored), key };
@@ -67,7 +65,7 @@ export async function createApiKey(
 
 /** True when this exact key value is already stored (used to seed SIFT_ADMIN_KEY idempotently). */
 export async function apiKeyExists(svc: Services, key: string): Promise<boolean> {
-  const { pk, sk } = keyItem(sha256Hex(key));
+  const { pk, sk } = apiKeyItem(sha256Hex(key));
   return (await svc.records.get<StoredKey>(pk, sk)) !== undefined;
 }
 
@@ -86,16 +84,16 @@ async function findTeamKey(svc: Services, teamId: string, keyId: string): Promis
 /** Revocation is a conditional write on the key's own item, so the very next request sees it. */
 export async function revokeApiKey(svc: Services, teamId: string, keyId: string): Promise<void> {
   const found = await findTeamKey(svc, teamId, keyId);
-  const { pk, sk } = keyItem(found.key_hash);
+  const { pk, sk } = apiKeyItem(found.key_hash);
   try {
     await svc.records.update(pk, sk, {
       set: { revoked_at: svc.now().toISOString() },
       // The key's GSI entry goes too: revoked keys leave the listing.
       remove: ['gsi1pk', 'gsi1sk'],
-      condition: { expression: 'attribute_exists(pk) AND revoked_at = :null', values: { ':null': null } },
+      condition: [{ itemExists: true }, { attr: 'revoked_at', equals: null }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new NotFoundError(`API key '${keyId}' not found`);
+    if (err instanceof WriteConflict) throw new NotFoundError(`API key '${keyId}' not found`);
     throw err;
   }
   svc.hotPath?.principals.deleteWhere((p) => p.key_id === keyId);
@@ -109,7 +107,7 @@ async function principalForKey(svc: Services, key: string): Promise<Principal> {
   const hash = sha256Hex(key);
   const cached = svc.hotPath?.principals.get(hash);
   if (cached) return cached;
-  const { pk, sk } = keyItem(hash);
+  const { pk, sk } = apiKeyItem(hash);
   const stored = await svc.records.get<StoredKey>(pk, sk);
   if (!stored || stored.revoked_at) throw new UnauthorizedError('Invalid or revoked API key');
   const now = svc.now();
@@ -118,7 +116,7 @@ async function principalForKey(svc: Services, key: string): Promise<Principal> {
     lastUsedWrites.set(hash, now.getTime());
     await svc.records.update(pk, sk, {
       set: { last_used_at: now.toISOString() },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
   }
   const principal: Principal = { team_id: stored.team_id, key_id: stored.id, role: stored.role, via: 'api_key' };

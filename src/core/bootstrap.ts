@@ -1,3 +1,4 @@
+import { installationItem as INSTALL } from './recordKeys';
 import { apiKeyExists, createApiKey } from './apiKeys';
 import type { Services } from './context';
 import { findProcessingVersions } from './datasets/service';
@@ -12,8 +13,6 @@ interface Installation {
   operator_team_id: string;
   created_at: string;
 }
-
-const INSTALL = { pk: 'INSTALL', sk: 'INSTALL' };
 
 /**
  * First start: creates the operator team and its key (the given SIFT_ADMIN_KEY, or a new one that

@@ -1,12 +1,8 @@
-import type { BlobStore } from '../adapters/BlobStore';
-import type { RecordStore } from '../adapters/RecordStore';
-import type { WorkQueue } from '../adapters/WorkQueue';
 import type { GatewayKeys } from './gatewayKeys';
 import type { HotPath } from './hotPath';
 import type { ModelBuildTracker } from './modelBuild';
-import type { RateLimiter } from './rateLimits';
+import type { BlobStore, DecoderRuntime, EncoderRuntime, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
 import type { TrainingLauncher } from './training/launcher';
-import type { UsageSink } from './usage';
 import type { UsageMetrics } from './billing/usageMetrics';
 
 export interface SiftConfig {
@@ -71,6 +67,10 @@ export interface Services {
   gatewayKeys?: GatewayKeys;
   /** Starts Step Functions workflows (evaluation, generation): SFN on AWS, the same ASL in-process locally. */
   workflows?: WorkflowLauncher;
+  /** The encoder engine (onnxruntime): extraction, evaluation shards, labelling. Absent where none runs. */
+  encoder?: EncoderRuntime;
+  /** The decoder backend and its prompt cache (llama.cpp or a vLLM upstream). Absent where none runs. */
+  decoder?: DecoderRuntime;
   /** Models this installation is still building (local mode's background build); absent elsewhere. */
   modelBuilds?: ModelBuildTracker;
   now: () => Date;

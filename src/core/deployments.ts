@@ -9,23 +9,17 @@
  *   and reversible. Project writes are conditional on the previous target: two concurrent promotions
  *   can't silently overwrite each other.
  */
-import { ConditionFailed } from '../adapters/RecordStore';
+import { ITEM_EXISTS, WriteConflict } from './ports';
+import { jobItem, projectDeploymentItem, projectDeploymentsPrefix, projectItem, teamPartition } from './recordKeys';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
 import { ConflictError, NotFoundError, ValidationError } from './errors';
 import { isUuid, newUuid } from './ids';
-import { deleteProject, getProject, listProjects, projectItem, type Project } from './projects';
+import { deleteProject, getProject, listProjects, type Project } from './projects';
 import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
-import { getTrainingJob, jobItem, type TrainingJob } from './trainingJobs';
+import { getTrainingJob, type JobDeployment, type TrainingJob } from './trainingJobs';
 
-export interface JobDeployment {
-  status: 'active';
-  /** The pinned checkpoint (the job's final model unless another one was named). */
-  checkpoint_id: string | null;
-  /** Blob prefix of the weights served (`manifest.json`, `onnx/`, `adapter.gguf`, …). */
-  blob_prefix: string;
-  deployed_at: string;
-}
+export type { JobDeployment } from './trainingJobs';
 
 export type ProjectDeploymentAction = 'promote' | 'rollback' | 'clear';
 
@@ -39,11 +33,6 @@ export interface ProjectDeployment {
   previous_training_job_id: string | null;
   created_at: string;
 }
-
-const historyItem = (teamId: string, projectId: string, createdAt: string, id: string) => ({
-  pk: `TEAM#${teamId}`,
-  sk: `PROJDEP#${projectId}#${createdAt}#${id}`,
-});
 
 /** Which files make a model directory servable by each engine (read from the training manifest). */
 async function servableWeights(svc: Services, job: TrainingJob, prefix: string, what: string): Promise<void> {
@@ -84,10 +73,10 @@ export async function deployTrainingJob(svc: Services, teamId: string, jobId: st
     // conditional on the job still existing: a concurrent delete must not be resurrected
     return await svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, {
       set: { deployment },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new NotFoundError(`Training job '${jobId}' not found`);
+    if (err instanceof WriteConflict) throw new NotFoundError(`Training job '${jobId}' not found`);
     throw err;
   }
 }
@@ -106,7 +95,7 @@ export async function undeployTrainingJob(svc: Services, teamId: string, jobId: 
       `Training job '${job.id}' is serving project${serving.length > 1 ? 's' : ''} ${serving.map((p) => `'${p.name}'`).join(', ')}: promote another model there (or clear the project's deployment) first`,
     );
   }
-  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: { expression: 'attribute_exists(pk)' } });
+  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: ITEM_EXISTS });
 }
 
 async function retarget(
@@ -131,14 +120,14 @@ async function retarget(
       set: { active_training_job_id: entry.training_job_id, active_deployment_id: entry.id, updated_at: entry.created_at },
       condition:
         project.active_training_job_id === null
-          ? { expression: 'attribute_exists(pk) AND (attribute_not_exists(active_training_job_id) OR attribute_type(active_training_job_id, :null))', values: { ':null': 'NULL' } }
-          : { expression: 'attribute_exists(pk) AND active_training_job_id = :prev', values: { ':prev': project.active_training_job_id } },
+          ? [{ itemExists: true }, { anyOf: [{ attr: 'active_training_job_id', present: false }, { attr: 'active_training_job_id', equals: null }] }]
+          : [{ itemExists: true }, { attr: 'active_training_job_id', equals: project.active_training_job_id }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
+    if (err instanceof WriteConflict) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
     throw err;
   }
-  await svc.records.put(historyItem(teamId, project.id, entry.created_at, entry.id), entry);
+  await svc.records.put(projectDeploymentItem(teamId, project.id, entry.created_at, entry.id), entry);
   return { project: updated, deployment: entry };
 }
 
@@ -158,7 +147,7 @@ export async function promoteToProject(
 
 export async function listProjectDeployments(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployments: ProjectDeployment[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#`, newestFirst: true });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id), newestFirst: true });
   return { project, deployments: items };
 }
 
@@ -199,9 +188,9 @@ export async function clearProjectDeployment(svc: Services, teamId: string, proj
 export async function deleteProjectAndHistory(svc: Services, teamId: string, projectIdOrName: string): Promise<void> {
   const project = await getProject(svc, teamId, projectIdOrName);
   await deleteProject(svc, teamId, project.id);
-  const items = await svc.records.queryAll<ProjectDeployment>(`TEAM#${teamId}`, { beginsWith: `PROJDEP#${project.id}#` });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id) });
   for (const d of items) {
-    const k = historyItem(teamId, project.id, d.created_at, d.id);
+    const k = projectDeploymentItem(teamId, project.id, d.created_at, d.id);
     await svc.records.delete(k.pk, k.sk);
   }
 }

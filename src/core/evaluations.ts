@@ -1,3 +1,4 @@
+import { byCreation, evaluationItem, evaluationsIndex } from './recordKeys';
 import { baseModelManifestKey } from './modelLayout';
 import { findBaseModel } from './catalog';
 import { ENCODER_TASK_TYPES } from './datasets/rows';
@@ -26,8 +27,6 @@ export interface Evaluation {
   finished_at: string | null;
 }
 
-export const evaluationItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `EVAL#${id}` });
-const evalIndex = (teamId: string) => `TEAM#${teamId}#EVALS`;
 
 /**
  * Validates and records an evaluation, then starts its workflow (SPEC: `{id, status: running}`).
@@ -88,7 +87,7 @@ export async function createEvaluation(
     created_at: svc.now().toISOString(),
     finished_at: null,
   };
-  await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evalIndex(teamId), gsi1sk: `${evaluation.created_at}#${evaluation.id}` }, evaluation, {
+  await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evaluationsIndex(teamId), gsi1sk: byCreation(evaluation.created_at, evaluation.id) }, evaluation, {
     ifAbsent: true,
   });
   try {
@@ -110,7 +109,7 @@ export async function getEvaluation(svc: Services, teamId: string, id: string): 
 }
 
 export async function listEvaluations(svc: Services, teamId: string, filter: { project_id?: string | undefined }): Promise<Evaluation[]> {
-  const all = await svc.records.queryAll<Evaluation>(evalIndex(teamId), { index: 'gsi1', newestFirst: true });
+  const all = await svc.records.queryAll<Evaluation>(evaluationsIndex(teamId), { index: 'gsi1', newestFirst: true });
   return filter.project_id ? all.filter((e) => e.project_id === filter.project_id) : all;
 }
 

@@ -8,7 +8,8 @@
  * Keys are made on a team's first authorized request (so teams from before this existed are covered),
  * remembered on a record of their own (never on the team record that GET /teams returns).
  */
-import { ConditionFailed } from '../adapters/RecordStore';
+import { gatewayKeyItem } from './recordKeys';
+import { WriteConflict } from './ports';
 import type { Services } from './context';
 import type { Plan, Team } from './teams';
 
@@ -25,8 +26,6 @@ export interface TeamGatewayKey {
   created_at: string;
 }
 
-export const gatewayKeyItem = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'GATEWAYKEY' });
-
 /**
  * The value the authorizer returns as `usageIdentifierKey` for this team, creating the key on first
  * use (or when the team's plan changed). Concurrent first requests may each create one: the first to
@@ -40,9 +39,9 @@ export async function usageIdentifierFor(svc: Services, team: Pick<Team, 'id' | 
   const created = await svc.gatewayKeys.create(team);
   const record: TeamGatewayKey = { ...created, plan: team.plan, created_at: svc.now().toISOString() };
   try {
-    await svc.records.put(item, record, existing ? { condition: { expression: '#id = :old', names: { '#id': 'id' }, values: { ':old': existing.id } } } : { ifAbsent: true });
+    await svc.records.put(item, record, existing ? { condition: [{ attr: 'id', equals: existing.id }] } : { ifAbsent: true });
   } catch (err) {
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     await svc.gatewayKeys.delete(created.id);
     const winner = await svc.records.get<TeamGatewayKey>(item.pk, item.sk);
     return winner?.value;

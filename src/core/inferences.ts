@@ -1,3 +1,5 @@
+import { inferencePartition as PARTITION } from './recordKeys';
+import { ITEM_EXISTS, type Clause } from './ports';
 import type { Services } from './context';
 import { codePointSlice } from './datasets/rows';
 import { NotFoundError, ValidationError, type FieldError } from './errors';
@@ -41,8 +43,6 @@ export interface InferenceRecord {
   feedback: Feedback | null;
 }
 
-const PARTITION = (teamId: string) => `TEAM#${teamId}#INF`;
-
 export const newInferenceId = (): string => `inf_${newUlid()}`;
 
 /**
@@ -70,7 +70,7 @@ export interface InferenceFilter {
   training_job_id?: string | undefined;
 }
 
-/** Newest first. Filters run in DynamoDB; offset/limit are applied over the filtered sequence. */
+/** Newest first. Filters run in the store; offset/limit are applied over the filtered sequence. */
 export async function listInferences(svc: Services, teamId: string, filter: InferenceFilter) {
   await svc.hotPath?.writes.drain();
   if (filter.project_id !== undefined && !isUuid(filter.project_id)) {
@@ -78,22 +78,12 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
     const project = await getProject(svc, teamId, filter.project_id).catch(() => undefined);
     filter = { ...filter, project_id: project?.id ?? filter.project_id };
   }
-  const clauses: string[] = [];
-  const names: Record<string, string> = {};
-  const values: Record<string, unknown> = {};
+  const clauses: Clause[] = [];
   for (const field of ['model_id', 'project_id', 'training_job_id'] as const) {
     const v = filter[field];
-    if (v !== undefined) {
-      names[`#${field}`] = field;
-      values[`:${field}`] = v;
-      clauses.push(`#${field} = :${field}`);
-    }
+    if (v !== undefined) clauses.push({ attr: field, equals: v });
   }
-  if (filter.task !== undefined) {
-    names['#tasks'] = 'tasks';
-    values[':task'] = filter.task;
-    clauses.push('contains(#tasks, :task)');
-  }
+  if (filter.task !== undefined) clauses.push({ attr: 'tasks', contains: filter.task });
   const wanted = filter.offset + filter.limit + 1;
   const found: InferenceRecord[] = [];
   let startKey: Record<string, unknown> | undefined;
@@ -102,7 +92,7 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
       newestFirst: true,
       limit: Math.min(1000, wanted * 2),
       ...(startKey ? { startKey } : {}),
-      ...(clauses.length ? { filter: { expression: clauses.join(' AND '), names, values } } : {}),
+      ...(clauses.length ? { filter: clauses } : {}),
     });
     found.push(...page.items);
     startKey = page.nextKey;
@@ -136,7 +126,7 @@ export async function submitFeedback(
     if (problems.length) throw new ValidationError(problems);
   }
   const feedback: Feedback = { verdict: input.verdict, corrected_output: input.corrected_output ?? null, created_at: svc.now().toISOString() };
-  return svc.records.update<InferenceRecord>(PARTITION(teamId), id, { set: { feedback }, condition: { expression: 'attribute_exists(pk)' } });
+  return svc.records.update<InferenceRecord>(PARTITION(teamId), id, { set: { feedback }, condition: ITEM_EXISTS });
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

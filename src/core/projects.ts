@@ -1,4 +1,5 @@
-import { ConditionFailed } from '../adapters/RecordStore';
+import { PROJECTS_PREFIX, projectItem, projectNameItem, teamPartition } from './recordKeys';
+import { WriteConflict } from './ports';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { isUuid, newUuid } from './ids';
@@ -17,9 +18,7 @@ export interface Project {
   updated_at?: string;
 }
 
-export const projectItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECT#${id}` });
-/** A second item claims the name, so two projects of a team can never share one. */
-const nameItem = (teamId: string, name: string) => ({ pk: `TEAM#${teamId}`, sk: `PROJECTNAME#${name}` });
+/** A second item (projectNameItem) claims the name, so two projects of a team can never share one. */
 
 export async function createProject(svc: Services, teamId: string, input: { name: string; description?: string | undefined }): Promise<Project> {
   const project: Project = {
@@ -30,22 +29,22 @@ export async function createProject(svc: Services, teamId: string, input: { name
     created_at: svc.now().toISOString(),
   };
   try {
-    await svc.records.put(nameItem(teamId, project.name), { project_id: project.id }, { ifAbsent: true });
+    await svc.records.put(projectNameItem(teamId, project.name), { project_id: project.id }, { ifAbsent: true });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`A project named '${project.name}' already exists`);
+    if (err instanceof WriteConflict) throw new ConflictError(`A project named '${project.name}' already exists`);
     throw err;
   }
   try {
     await svc.records.put(projectItem(teamId, project.id), project, { ifAbsent: true });
   } catch (err) {
-    await svc.records.delete(nameItem(teamId, project.name).pk, nameItem(teamId, project.name).sk);
+    await svc.records.delete(projectNameItem(teamId, project.name).pk, projectNameItem(teamId, project.name).sk);
     throw err;
   }
   return project;
 }
 
 export async function listProjects(svc: Services, teamId: string): Promise<Project[]> {
-  const items = await svc.records.queryAll<Project>(`TEAM#${teamId}`, { beginsWith: 'PROJECT#' });
+  const items = await svc.records.queryAll<Project>(teamPartition(teamId), { beginsWith: PROJECTS_PREFIX });
   return items.sort((a, b) => b.created_at.localeCompare(a.created_at));
 }
 
@@ -53,7 +52,7 @@ export async function listProjects(svc: Services, teamId: string): Promise<Proje
 export async function getProject(svc: Services, teamId: string, idOrName: string): Promise<Project> {
   let id = isUuid(idOrName) ? idOrName : undefined;
   if (!id) {
-    const claim = await svc.records.get<{ project_id: string }>(nameItem(teamId, idOrName).pk, nameItem(teamId, idOrName).sk);
+    const claim = await svc.records.get<{ project_id: string }>(projectNameItem(teamId, idOrName).pk, projectNameItem(teamId, idOrName).sk);
     id = claim?.project_id;
   }
   const project = id ? await svc.records.get<Project>(projectItem(teamId, id).pk, projectItem(teamId, id).sk) : undefined;
@@ -64,5 +63,5 @@ export async function getProject(svc: Services, teamId: string, idOrName: string
 export async function deleteProject(svc: Services, teamId: string, idOrName: string): Promise<void> {
   const project = await getProject(svc, teamId, idOrName);
   await svc.records.delete(projectItem(teamId, project.id).pk, projectItem(teamId, project.id).sk);
-  await svc.records.delete(nameItem(teamId, project.name).pk, nameItem(teamId, project.name).sk);
+  await svc.records.delete(projectNameItem(teamId, project.name).pk, projectNameItem(teamId, project.name).sk);
 }

@@ -1,4 +1,3 @@
-import type { RecordStore } from '../adapters/RecordStore';
 import { RateLimitError } from './errors';
 import { EDGE_LIMIT, LIMIT_CLASSES, type LimitClass, type LimitRule } from './limits';
 
@@ -11,54 +10,19 @@ export interface WindowState {
   resetSeconds: number;
 }
 
-/** Fixed-window counters. In-memory for one process (local, ECS task); DynamoDB across Lambdas. */
+/**
+ * The rate-limiter port (re-exported by ports.ts): fixed-window counters. In-memory for one process
+ * (local, ECS task: adapters/memory); DynamoDB across Lambdas (adapters/dynamodb).
+ */
 export interface RateLimiter {
   hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState>;
 }
 
-function windowOf(rule: LimitRule, now: Date) {
+/** The fixed window `now` falls in: its start (epoch seconds) and the seconds until it resets. */
+export function windowOf(rule: LimitRule, now: Date) {
   const nowSeconds = now.getTime() / 1000;
   const start = Math.floor(nowSeconds / rule.windowSeconds) * rule.windowSeconds;
   return { start, resetSeconds: Math.max(1, Math.ceil(start + rule.windowSeconds - nowSeconds)) };
-}
-
-export class MemoryRateLimiter implements RateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-  private sweptAt = 0;
-
-  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
-    const { start, resetSeconds } = windowOf(rule, now);
-    const key = `${bucket}|${rule.windowSeconds}`;
-    const current = this.windows.get(key);
-    const state = current && current.start === start ? current : { start, count: 0 };
-    state.count += 1;
-    this.windows.set(key, state);
-    this.sweep(now.getTime() / 1000);
-    return { count: state.count, resetSeconds };
-  }
-
-  /** Drops finished windows now and then, so the map stays as small as the set of active callers. */
-  private sweep(nowSeconds: number): void {
-    if (nowSeconds - this.sweptAt < 60) return;
-    this.sweptAt = nowSeconds;
-    for (const [key, w] of this.windows) {
-      const windowSeconds = Number(key.slice(key.lastIndexOf('|') + 1));
-      if (w.start + windowSeconds <= nowSeconds) this.windows.delete(key);
-    }
-  }
-}
-
-export class DynamoRateLimiter implements RateLimiter {
-  constructor(private readonly records: RecordStore) {}
-
-  async hit(bucket: string, rule: LimitRule, now: Date): Promise<WindowState> {
-    const { start, resetSeconds } = windowOf(rule, now);
-    const item = await this.records.update<{ count: number }>(`RATE#${bucket}#${rule.windowSeconds}`, String(start), {
-      add: { count: 1 },
-      set: { expiresAt: start + rule.windowSeconds * 2 },
-    });
-    return { count: item.count, resetSeconds };
-  }
 }
 
 export interface RateLimitHeaders {

@@ -51,7 +51,7 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
     await check(`model:${model}`, report, async () => {
       // catalog ids only: they need no team (preloading is an operator setting)
       const runtime = encoderRuntime(svc);
-      await runtime.model(await runtime.localDir(svc, await resolveEncoderModel(svc, '-', model)));
+      await runtime.model(await runtime.localDir(svc.blobs, await resolveEncoderModel(svc, '-', model)));
     });
   }
   return report;

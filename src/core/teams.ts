@@ -1,5 +1,6 @@
+import { byCreation, teamKey, TEAMS_INDEX } from './recordKeys';
 import { microsToUsd, usdOrNull, usdToMicros } from './billing/money';
-import { ConditionFailed } from '../adapters/RecordStore';
+import { WriteConflict } from './ports';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { newUuid } from './ids';
@@ -31,8 +32,6 @@ export interface TeamRecord {
   created_at: string;
 }
 
-export const teamKey = (teamId: string) => ({ pk: `TEAM#${teamId}`, sk: 'TEAM' });
-
 export function teamView(r: TeamRecord & LegacyMoney): Team {
   return {
     id: r.id,
@@ -57,10 +56,10 @@ export async function createTeam(
     created_at: svc.now().toISOString(),
   };
   try {
-    await svc.records.put({ ...teamKey(record.id), gsi1pk: 'TEAMS', gsi1sk: `${record.created_at}#${record.id}` }, record, { ifAbsent: true });
+    await svc.records.put({ ...teamKey(record.id), gsi1pk: TEAMS_INDEX, gsi1sk: byCreation(record.created_at, record.id) }, record, { ifAbsent: true });
   } catch (err) {
     // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     throw new ConflictError(`team '${record.id}' already exists`);
   }
   return teamView(record);
@@ -86,7 +85,7 @@ async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney)
     return await svc.records.update<TeamRecord>(pk, sk, {
       set,
       remove: ['credit_balance_usd', 'daily_spend_cap_usd'],
-      condition: { expression: 'attribute_not_exists(credit_balance_micros) AND attribute_exists(pk)' },
+      condition: [{ attr: 'credit_balance_micros', present: false }, { itemExists: true }],
     });
   } catch {
     return (await svc.records.get<TeamRecord>(pk, sk)) ?? team;
@@ -114,5 +113,5 @@ export async function getTeam(svc: Services, teamId: string): Promise<Team> {
 }
 
 export async function listTeams(svc: Services): Promise<Team[]> {
-  return (await svc.records.queryAll<TeamRecord & LegacyMoney>('TEAMS', { index: 'gsi1' })).map(teamView);
+  return (await svc.records.queryAll<TeamRecord & LegacyMoney>(TEAMS_INDEX, { index: 'gsi1' })).map(teamView);
 }

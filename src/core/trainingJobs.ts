@@ -1,13 +1,13 @@
 import { emitTrainingMinutes } from './billing/trainingMinutes';
-import { ConditionFailed } from '../adapters/RecordStore';
+import { byCreation, checkpointItem, jobItem, jobsIndex } from './recordKeys';
+import { ITEM_EXISTS, WriteConflict } from './ports';
 import { findBaseModel, type BaseModel } from './catalog';
-import type { JobDeployment } from './deployments';
 import type { Services } from './context';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, type FieldError } from './errors';
 import { isUuid, newUuid } from './ids';
-import { deleteCheckpointRecords } from './training/artifacts';
+import { deleteCheckpointRecords, type CheckpointRef } from './training/artifacts';
 import { impossibleLabels } from './training/promptBudget';
 
 export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
@@ -94,15 +94,14 @@ export interface CreateJobInput {
   learning_rate?: number | undefined;
 }
 
-export const jobItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `JOB#${id}` });
-const jobsIndex = (teamId: string) => `TEAM#${teamId}#JOBS`;
-/** Checkpoint ids resolve to their job through this item (written by the training runner). */
-export const checkpointItem = (teamId: string, checkpointId: string) => ({ pk: `TEAM#${teamId}`, sk: `CKPT#${checkpointId}` });
-
-export interface CheckpointRef {
-  id: string;
-  job_id: string;
-  root_model: string;
+/** A job's inference deployment (deployments.ts): which weights the job id serves. */
+export interface JobDeployment {
+  status: 'active';
+  /** The pinned checkpoint (the job's final model unless another one was named). */
+  checkpoint_id: string | null;
+  /** Blob prefix of the weights served (`manifest.json`, `onnx/`, `adapter.gguf`, …). */
+  blob_prefix: string;
+  deployed_at: string;
 }
 
 
@@ -203,7 +202,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     started_at: null,
     finished_at: null,
   };
-  await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: `${job.created_at}#${job.id}` }, job, { ifAbsent: true });
+  await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: byCreation(job.created_at, job.id) }, job, { ifAbsent: true });
   try {
     await svc.training?.submit(teamId, job.id);
   } catch (err) {
@@ -231,6 +230,17 @@ export async function listTrainingJobs(svc: Services, teamId: string, filter: { 
 }
 
 /**
+ * Records a running job's progress (and its last loss, when the trainer reported one). Never
+ * creates a record: a job deleted meanwhile stays deleted (WriteConflict).
+ */
+export async function recordJobProgress(svc: Services, teamId: string, jobId: string, progress: NonNullable<TrainingJob['progress']>, lastLoss?: number): Promise<void> {
+  await svc.records.update(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk, {
+    set: { progress, ...(lastLoss !== undefined ? { last_loss: lastLoss } : {}) },
+    condition: ITEM_EXISTS,
+  });
+}
+
+/**
  * Moves a job along its state machine with a conditional write, so two writers (a stop request and
  * the runner) can never both win: the loser gets a 409 naming the state it lost to.
  */
@@ -250,12 +260,12 @@ export async function transitionJob(
   try {
     const after = await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
       set: { ...extra, ...times, status: to },
-      condition: { expression: '#s = :from', names: { '#s': 'status' }, values: { ':from': job.status } },
+      condition: [{ attr: 'status', equals: job.status }],
     });
     if (TERMINAL.includes(to)) emitTrainingMinutes(svc, after);
     return after;
   } catch (err) {
-    if (err instanceof ConditionFailed) {
+    if (err instanceof WriteConflict) {
       const current = await getTrainingJob(svc, teamId, id);
       throw new ConflictError(`Training job '${id}' changed to ${current.status} meanwhile; it cannot become ${to}`);
     }
@@ -279,9 +289,5 @@ export async function deleteTrainingJob(svc: Services, teamId: string, id: strin
   if (job.deployment) throw new ConflictError(`Training job '${id}' has an active inference deployment; undeploy it (DELETE /core/training-jobs/${id}/deploy) before deleting it`);
   await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
   await deleteCheckpointRecords(svc, teamId, id);
-  await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
-    expression: '#s = :s',
-    names: { '#s': 'status' },
-    values: { ':s': job.status },
-  });
+  await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, [{ attr: 'status', equals: job.status }]);
 }

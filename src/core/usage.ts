@@ -1,7 +1,8 @@
 import type { Services } from './context';
 import { PaymentRequiredError, RateLimitError, ValidationError } from './errors';
 import { microsToUsd, usdOrNull } from './billing/money';
-import { daySk, dayOf, isSeqAttr, monthSk, monthOf, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
+import { dayOf, isSeqAttr, monthOf, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
+import { daySk, monthSk, teamPartition, USAGE_DAYS_PREFIX, USAGE_REQUESTS_PREFIX } from './recordKeys';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
 import { getTeam, getTeamRecord } from './teams';
 
@@ -49,7 +50,7 @@ export async function checkSpendAllowance(svc: Services, teamId: string): Promis
   const cap = team.daily_spend_cap_micros;
   if (typeof cap === 'number') {
     const now = svc.now();
-    const day = await svc.records.get<Record<string, number>>(`TEAM#${teamId}`, daySk(dayOf(now.toISOString())));
+    const day = await svc.records.get<Record<string, number>>(teamPartition(teamId), daySk(dayOf(now.toISOString())));
     if ((day?.['cost_usd_micros'] ?? 0) >= cap) {
       throw new RateLimitError(
         `Daily spending cap of ${microsToUsd(cap)} USD reached; it clears at 00:00 UTC`,
@@ -119,11 +120,11 @@ export async function getUsage(svc: Services, teamId: string, days = 31) {
   await svc.usage.settled(teamId);
   const now = svc.now();
   const iso = now.toISOString();
-  const pk = `TEAM#${teamId}`;
+  const pk = teamPartition(teamId);
   const [team, month, dayItems] = await Promise.all([
     getTeamRecord(svc, teamId),
     svc.records.get<Stored>(pk, monthSk(monthOf(iso))),
-    svc.records.query<Stored & { day?: string }>(pk, { beginsWith: 'USAGE#DAY#', newestFirst: true, limit: days }),
+    svc.records.query<Stored & { day?: string }>(pk, { beginsWith: USAGE_DAYS_PREFIX, newestFirst: true, limit: days }),
   ]);
   const byDay = dayItems.items
     .filter((item) => typeof item.day === 'string')
@@ -165,10 +166,10 @@ export async function listUsageRequests(svc: Services, teamId: string, opts: { l
   } catch {
     throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   }
-  if (startKey && startKey['pk'] !== `TEAM#${teamId}`) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
+  if (startKey && startKey['pk'] !== teamPartition(teamId)) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   await svc.usage.settled(teamId);
-  const page = await svc.records.query<UsageRequestRow>(`TEAM#${teamId}`, {
-    beginsWith: 'USAGEREQ#',
+  const page = await svc.records.query<UsageRequestRow>(teamPartition(teamId), {
+    beginsWith: USAGE_REQUESTS_PREFIX,
     newestFirst: true,
     limit: opts.limit,
     ...(startKey ? { startKey } : {}),

@@ -1,4 +1,4 @@
-import type { WorkMessage } from '../adapters/WorkQueue';
+import type { WorkMessage } from './ports';
 import type { Services } from './context';
 import { applyBatch } from './billing/usageBatch';
 import { failVersion, processVersion } from './datasets/service';

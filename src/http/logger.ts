@@ -1,11 +1,7 @@
 import { Logger as PowertoolsLogger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '../core/logger';
 
-/** The slice of a logger the core needs; Powertools' Logger satisfies it (JSON lines on stdout). */
-export interface Logger {
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
-}
+export type { Logger } from '../core/logger';
 
 export function createLogger(level = process.env['SIFT_LOG_LEVEL'] ?? 'INFO'): Logger {
   const logger = new PowertoolsLogger({ serviceName: 'sift', logLevel: level as 'INFO' });

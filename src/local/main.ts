@@ -2,18 +2,18 @@ import type { Server } from 'node:http';
 import { createKeepAliveServer } from '../http/keepAlive';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { createServices } from '../adapters/aws';
+import { createServices, type AwsServices } from '../adapters/aws';
 import { closeDecoder } from '../adapters/decoder';
-import { InProcessWorkQueue, type WorkMessage } from '../adapters/WorkQueue';
+import { InProcessWorkQueue } from '../adapters/memory/workQueue';
+import type { WorkMessage } from '../core/ports';
 import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { createHotPath } from '../core/hotPath';
-import { closeEncoderRuntime } from '../core/encoder/runtime';
 import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
 import { generateShard, generationTasks } from '../core/generation/workflow';
 import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
 import type { Services, SiftConfig } from '../core/context';
-import { FileUsageSpool } from '../core/billing/spool';
+import { FileUsageSpool } from '../adapters/fs/usageSpool';
 import { emfUsageMetrics } from '../core/billing/usageMetrics';
 import { createWriteStream } from 'node:fs';
 import { mkdirSync } from 'node:fs';
@@ -55,7 +55,8 @@ export interface LocalOptions {
 
 export interface LocalService {
   url: string;
-  svc: Services;
+  /** The local stack's services, with the emulator-backed DynamoDB and S3 adapters in view. */
+  svc: AwsServices;
   app: SiftApp;
   /** Set on the very first start when no SIFT_ADMIN_KEY was given: print it once. */
   createdAdminKey?: string;
@@ -77,7 +78,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const emfLog = opts.metricsOut ? undefined : createWriteStream(join(dataDir, 'logs', 'metrics.emf.jsonl'), { flags: 'a' });
   const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(line + '\n'));
   const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
-  let svc: Services | undefined;
+  let svc: AwsServices | undefined;
   const queue = new InProcessWorkQueue(
     (message: WorkMessage) => handleWorkMessage(svc as Services, message),
     2,
@@ -104,7 +105,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const builds = new ModelBuildWatcher(
     modelsDir,
     async () => {
-      const published = await publishBuiltModels(svc as Services, modelsDir);
+      const published = await publishBuiltModels(svc as AwsServices, modelsDir);
       if (published.length) logger.info('published built models to the model store', { models: published });
     },
     opts.buildPollMs,
@@ -193,7 +194,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await workflows.idle();
       await services.hotPath?.writes.drain();
       await closeDecoder(services);
-      await closeEncoderRuntime(services);
+      await services.encoder?.close();
       await services.usage.close();
       await emulators.close();
       await new Promise<void>((ok) => (emfLog ? emfLog.end(() => ok()) : ok()));

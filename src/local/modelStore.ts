@@ -1,5 +1,5 @@
 import { modelDirsIn, publishModelDirs } from '../adapters/modelPublisher';
-import type { Services } from '../core/context';
+import type { AwsServices } from '../adapters/aws';
 
 /**
  * Publishes locally built or operator-provided weights (`<modelsDir>/<vendor>--<name>/` holding a
@@ -7,7 +7,7 @@ import type { Services } from '../core/context';
  * (src/adapters/modelPublisher.ts). Models whose manifest is already there unchanged are skipped
  * without hashing their files, so start-up stays fast.
  */
-export async function publishBuiltModels(svc: Services, modelsDir: string): Promise<string[]> {
+export async function publishBuiltModels(svc: Pick<AwsServices, 'blobs'>, modelsDir: string): Promise<string[]> {
   const results = await publishModelDirs(svc.blobs, await modelDirsIn(modelsDir), { trustManifest: true });
   return results.filter((r) => r.manifest === 'written').map((r) => r.modelId);
 }

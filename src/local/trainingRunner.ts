@@ -25,7 +25,7 @@ import {
 } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, learningWarnings, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, learningWarnings, recordJobProgress, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
 export interface RunnerOptions {
@@ -245,12 +245,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
     const progress = { epoch: Number(e['epoch'] ?? 0), step: Number(e['step'] ?? 0), total_steps: Number(e['total_steps'] ?? 0) };
-    await svc.records
-      .update(`TEAM#${teamId}`, `JOB#${jobId}`, {
-        set: { progress, ...(typeof e['loss'] === 'number' ? { last_loss: e['loss'] } : {}) },
-        condition: { expression: 'attribute_exists(pk)' },
-      })
-      .catch(() => {});
+    await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch(() => {});
   }
 
   /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */

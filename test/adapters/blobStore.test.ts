@@ -5,21 +5,21 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { BlobStore } from '../../src/adapters/BlobStore';
+import { S3BlobStore } from '../../src/adapters/s3/blobStore';
 import { createS3Client } from '../../src/adapters/aws';
 import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
 
 let dir: string;
 let emulators: Emulators;
 let s3: S3Client;
-let blobs: BlobStore;
+let blobs: S3BlobStore;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-blobs-'));
   emulators = await startEmulators(dir, { bucket: 'contract-bucket' });
   // the production client factory, pointed at the emulator
   s3 = createS3Client({ credentials: EMULATOR_CREDENTIALS, endpoint: emulators.s3Endpoint });
-  blobs = new BlobStore(s3, 'contract-bucket');
+  blobs = new S3BlobStore(s3, 'contract-bucket');
   await blobs.ensureBucket();
 });
 afterAll(async () => {
@@ -75,7 +75,7 @@ describe('put / head / stream / getText', () => {
 
   it('ensureBucket is idempotent and creates a missing bucket', async () => {
     await blobs.ensureBucket();
-    const other = new BlobStore(s3, 'created-on-demand');
+    const other = new S3BlobStore(s3, 'created-on-demand');
     await other.ensureBucket();
     await other.ensureBucket();
     await other.put('k', 'v');

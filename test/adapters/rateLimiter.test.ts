@@ -7,29 +7,23 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RecordStore } from '../../src/adapters/RecordStore';
+import { DynamoRecordStore } from '../../src/adapters/dynamodb/recordStore';
 import { RateLimitError } from '../../src/core/errors';
-import {
-  DynamoRateLimiter,
-  EDGE_LIMIT,
-  enforceEdgeLimit,
-  enforceLimits,
-  LIMIT_CLASSES,
-  MemoryRateLimiter,
-  type RateLimiter,
-} from '../../src/core/rateLimits';
+import { DynamoRateLimiter } from '../../src/adapters/dynamodb/rateLimiter';
+import { MemoryRateLimiter } from '../../src/adapters/memory/rateLimiter';
+import { EDGE_LIMIT, enforceEdgeLimit, enforceLimits, LIMIT_CLASSES, type RateLimiter } from '../../src/core/rateLimits';
 import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
 
 let dir: string;
 let emulators: Emulators;
 let client: DynamoDBClient;
-let records: RecordStore;
+let records: DynamoRecordStore;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-limits-'));
   emulators = await startEmulators(dir, { bucket: 'unused' });
   client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: EMULATOR_CREDENTIALS });
-  records = new RecordStore(client, 'limits');
+  records = new DynamoRecordStore(client, 'limits');
   await records.ensureTable();
 });
 afterAll(async () => {

@@ -3,9 +3,10 @@
  * work message; the worker applies it against the real store (dynalite), and a redelivery (SQS is
  * at-least-once) or a replay after a partial success changes nothing.
  */
-import type { WorkMessage, WorkQueue } from '../../src/adapters/WorkQueue';
+import type { WorkMessage, WorkQueue } from '../../src/core/ports';
 import { QueueUsageSpool } from '../../src/core/billing/spool';
-import { buildBatch, daySk, type UsageEvent } from '../../src/core/billing/usageBatch';
+import { buildBatch, type UsageEvent } from '../../src/core/billing/usageBatch';
+import { daySk } from '../../src/core/recordKeys';
 import { handleWorkMessage } from '../../src/core/worker';
 import { TestStack } from '../helpers/localStack';
 

@@ -1,5 +1,6 @@
 /** InProcessWorkQueue: the local stand-in for SQS. Deferred promises drive the handler: no timers. */
-import { InProcessWorkQueue, type WorkMessage } from '../../src/adapters/WorkQueue';
+import { InProcessWorkQueue } from '../../src/adapters/memory/workQueue';
+import type { WorkMessage } from '../../src/core/ports';
 
 /** These tests send dataset messages only; the version tells them apart. */
 const versionOf = (m: WorkMessage) => (m.type === 'dataset.process' ? m.version : -1);

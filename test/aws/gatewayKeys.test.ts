@@ -4,7 +4,8 @@
  */
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway';
 import { ApiGatewayKeys } from '../../src/aws/gatewayKeys';
-import { gatewayKeyItem, usageIdentifierFor } from '../../src/core/gatewayKeys';
+import { usageIdentifierFor } from '../../src/core/gatewayKeys';
+import { gatewayKeyItem } from '../../src/core/recordKeys';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { TestStack } from '../helpers/localStack';
 

@@ -1,5 +1,5 @@
 import { decoderRuntime } from '../../src/adapters/decoder';
-import { OPERATOR_KEY, type TestStack } from '../helpers/localStack';
+import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
 import { longSystem, MODEL, startCompatStack } from './helpers';
 
 let stack: TestStack;
@@ -183,31 +183,35 @@ describe('store, streaming and disconnects', () => {
   });
 });
 
-describe('schema extraction through the compatible routes (encoder extension point)', () => {
-  it('returns the encoder result as JSON content on chat and messages; decoders reject schema', async () => {
-    const { registerEncoderExtraction, getEncoderExtraction } = await import('../../src/http/routes/compat/common');
-    const previous = getEncoderExtraction();
-    const calls: { text: string; schema: unknown }[] = [];
-    // Stands in for the encoder runtime, which registers itself here; what is tested is the compat glue.
-    registerEncoderExtraction(async ({ text, schema }) => {
-      calls.push({ text, schema });
-      return { inference_id: 'inf_01TEST0000000000000000000A', result: { entities: [{ text: 'Ada', label: 'person', start: 0, end: 3 }] }, input_tokens: 3 };
-    });
-    try {
-      const schema = { entities: ['person'] };
-      const chat = await stack.call('POST', '/v1/chat/completions', { body: { model: 'fastino/gliner2-base-v1', schema, messages: [{ role: 'user', content: 'Ada wrote code.' }] } });
-      expect(chat.status).toBe(200);
-      expect(JSON.parse(chat.body.choices[0].message.content)).toEqual({ entities: [{ text: 'Ada', label: 'person', start: 0, end: 3 }] });
-      expect(chat.body.model).toBe('fastino/gliner2-base-v1');
-      const msg = await stack.call('POST', '/v1/messages', { body: { model: 'fastino/gliner2-base-v1', max_tokens: 1, schema, messages: [{ role: 'user', content: 'Ada wrote code.' }] } });
-      expect(msg.status).toBe(200);
-      expect(JSON.parse(msg.body.content[0].text).entities[0].label).toBe('person');
-      expect(calls.map((c) => c.text)).toEqual(['Ada wrote code.', 'Ada wrote code.']);
-      const decoderWithSchema = await stack.call('POST', '/v1/chat/completions', { body: { model: MODEL, schema, messages: [{ role: 'user', content: 'x' }] } });
-      expect(decoderWithSchema.status).toBe(400);
-      expect(decoderWithSchema.body.error.param).toBe('schema');
-    } finally {
-      registerEncoderExtraction(previous);
+describe('schema extraction through the compatible routes', () => {
+  // a stack with the built models published, so the mini encoder's weights are in the store
+  let withModels: TestStack;
+  beforeAll(async () => {
+    withModels = await TestStack.start({ withModels: true });
+  }, 180_000);
+  afterAll(async () => withModels?.stop());
+
+  it('runs the encoder on the last user message and returns its result as JSON content on chat and messages; decoders reject schema', async () => {
+    // the built mini encoder, through the same EncoderRuntime (svc.encoder) as POST /inference
+    const ENCODER = 'sift/gliner2-mini-v1';
+    const schema = { entities: ['person'] };
+    const text = 'Ada Lovelace wrote the first program.';
+    const native = await withModels.call('POST', '/inference', { body: { model_id: ENCODER, text, schema } });
+    expect(native.status).toBe(200);
+    const chat = await withModels.call('POST', '/v1/chat/completions', { body: { model: ENCODER, schema, messages: [{ role: 'user', content: text }] } });
+    expect(chat.status).toBe(200);
+    expect(chat.body.model).toBe(ENCODER);
+    expect(JSON.parse(chat.body.choices[0].message.content)).toEqual(native.body.result);
+    const msg = await withModels.call('POST', '/v1/messages', { body: { model: ENCODER, max_tokens: 1, schema, messages: [{ role: 'user', content: text }] } });
+    expect(msg.status).toBe(200);
+    expect(JSON.parse(msg.body.content[0].text)).toEqual(native.body.result);
+    // each is an inference of its own, stored with the text the encoder saw
+    for (const [id, endpoint] of [[chat.body.inference_id, '/v1/chat/completions'], [msg.body.inference_id, '/v1/messages']]) {
+      const stored = await withModels.call('GET', `/inferences/${id}`);
+      expect(stored.body).toMatchObject({ model_id: ENCODER, type: 'encoder', endpoint, input: { text, schema } });
     }
+    const decoderWithSchema = await withModels.call('POST', '/v1/chat/completions', { body: { model: MODEL, schema, messages: [{ role: 'user', content: 'x' }] } });
+    expect(decoderWithSchema.status).toBe(400);
+    expect(decoderWithSchema.body.error.param).toBe('schema');
   });
 });

@@ -14,7 +14,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { BlobStore } from '../../src/adapters/BlobStore';
+import { S3BlobStore } from '../../src/adapters/s3/blobStore';
 import { createS3Client } from '../../src/adapters/aws';
 import { LlamaCppDecoder } from '../../src/adapters/decoder/llamaCpp';
 import type { CachePlan, DecoderAdapterSpec, GenerationEvent } from '../../src/core/decoder/types';
@@ -61,7 +61,7 @@ async function greedy(d: LlamaCppDecoder, model: string): Promise<{ text: string
 let dir: string;
 let emulators: Emulators;
 let s3: S3Client;
-let blobs: BlobStore;
+let blobs: S3BlobStore;
 let decoder: LlamaCppDecoder;
 let streams: string[];
 
@@ -71,7 +71,7 @@ beforeAll(async () => {
   emulators = await startEmulators(join(dir, 's3'), { bucket: 'adapters-bucket' });
   // the production client factory, pointed at the emulator
   s3 = createS3Client({ credentials: EMULATOR_CREDENTIALS, endpoint: emulators.s3Endpoint });
-  blobs = new BlobStore(s3, 'adapters-bucket');
+  blobs = new S3BlobStore(s3, 'adapters-bucket');
   await blobs.ensureBucket();
   // Laid out as a decoder training job publishes its model dir (trainingRunner: putDirectory).
   await blobs.putDirectory(random, modelPrefix(TEAM, JOB_RANDOM));

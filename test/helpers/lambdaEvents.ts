@@ -1,6 +1,6 @@
 /** The event shapes AWS hands Sift's Lambda entry points (lambdas/*.ts), for tests that invoke them. */
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
-import type { Services } from '../../src/core/context';
+import type { AwsServices } from '../../src/adapters/aws';
 import { OPERATOR_KEY } from './localStack';
 
 /** An API Gateway REST proxy event (`/{proxy+}`), header names in the client's mixed case as API Gateway passes them. */
@@ -67,7 +67,7 @@ export const lambdaContext = {
 } as unknown as Context;
 
 /** The environment every Lambda entry point gets here: the stack's variables, the SDK pointed at the emulators. */
-export async function emulatorEnv(svc: Services) {
+export async function emulatorEnv(svc: AwsServices) {
   const ep = await svc.records.client.config.endpoint!();
   const s3 = await svc.blobs.s3.config.endpoint!();
   return {

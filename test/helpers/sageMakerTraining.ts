@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createReadStream } from 'node:fs';
 import type { EventBridgeEvent } from 'aws-lambda';
-import type { BlobStore } from '../../src/adapters/BlobStore';
+import type { S3BlobStore as BlobStore } from '../../src/adapters/s3/blobStore';
 import { violations } from './awsRequestRules';
 import type { FakeControlPlane } from './fakeControlPlane';
 import { packModelDir, type TrainerOutput } from './trainerOutput';

@@ -13,7 +13,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { BlobStore } from '../../src/adapters/BlobStore';
+import type { S3BlobStore as BlobStore } from '../../src/adapters/s3/blobStore';
 
 export const CHANNEL_ROOT = '/opt/ml/input/data';
 

@@ -78,7 +78,7 @@ describe('prepaid credit', () => {
   it('a team stored before micro-USD (USD fields) keeps its balance and cap, and spends from it', async () => {
     const team = await newTeam({});
     // the team item as the previous release wrote it
-    const { teamKey } = await import('../../src/core/teams');
+    const { teamKey } = await import('../../src/core/recordKeys');
     const { pk, sk } = teamKey(team.id);
     await stack.svc.records.update(pk, sk, { set: { credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 }, remove: ['credit_balance_micros', 'daily_spend_cap_micros'] });
     stack.svc.hotPath?.teams.deleteWhere(() => true);

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { WorkMessage } from '../../src/adapters/WorkQueue';
+import type { WorkMessage } from '../../src/core/ports';
 import { handleWorkMessage } from '../../src/core/worker';
 import { jsonl, TestStack } from '../helpers/localStack';
 

@@ -1,4 +1,5 @@
-import { checkpointItem, transitionJob } from '../../src/core/trainingJobs';
+import { checkpointItem } from '../../src/core/recordKeys';
+import { transitionJob } from '../../src/core/trainingJobs';
 import { TestStack, jsonl } from '../helpers/localStack';
 
 let stack: TestStack;

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RecordStore } from '../../src/adapters/RecordStore';
+import type { RecordStore } from '../../src/core/ports';
 import { expectedCostMicros, FAKE_MODEL, startFakeVllm, useFakeVllm, type FakeVllm } from '../helpers/fakeVllm';
 import { TestStack } from '../helpers/localStack';
 

@@ -4,6 +4,7 @@ import type { Services } from '../../core/context';
 import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
 import { decoderProfile } from '../../core/decoder/models';
 import { PromptCache } from '../../core/decoder/promptCache';
+import { ServiceUnavailableError } from '../../core/errors';
 import type { DecoderRuntime } from '../../core/decoder/service';
 import type { DecoderBackend } from '../../core/decoder/types';
 import { LlamaCppDecoder } from './llamaCpp';
@@ -19,8 +20,6 @@ export interface DecoderSetup {
   now?: () => number;
 }
 
-const runtimes = new WeakMap<Services, DecoderRuntime>();
-const setups = new WeakMap<Services, DecoderSetup>();
 
 /**
  * Where local GGUF weights are looked for, in order: $SIFT_DATA_DIR/models, ./.sift/models (where
@@ -57,35 +56,63 @@ export function backendFromEnv(): DecoderBackend {
   return new LlamaCppDecoder({ modelDirs: modelDirs(), adapterDir: join(CACHE_DIR, 'adapters'), ...(slots > 0 ? { slots } : {}) });
 }
 
-/** Sets the decoder for a service instance before its first use (tests, benchmarks, ECS wiring). */
-export function configureDecoder(svc: Services, setup: DecoderSetup): void {
-  if (runtimes.has(svc)) throw new Error('decoder already started for this service');
-  setups.set(svc, setup);
-}
+/**
+ * The decoder runtime a service graph carries (`svc.decoder`): the backend (and so the model) is
+ * created on first use, so a process that never generates (the authorizer, a worker) loads nothing.
+ */
+export class LazyDecoderRuntime implements DecoderRuntime {
+  private runtime: DecoderRuntime | undefined;
 
-export function decoderRuntime(svc: Services): DecoderRuntime {
-  let rt = runtimes.get(svc);
-  if (!rt) {
-    const setup = setups.get(svc) ?? {};
+  constructor(private readonly setup: DecoderSetup = {}) {}
+
+  get started(): boolean {
+    return this.runtime !== undefined;
+  }
+
+  get backend(): DecoderBackend {
+    return this.start().backend;
+  }
+
+  get cache(): PromptCache {
+    return this.start().cache;
+  }
+
+  private start(): DecoderRuntime {
+    if (this.runtime) return this.runtime;
     const envMin = Number(process.env['SIFT_DECODER_MIN_CACHE_TOKENS']);
-    const minOverride = setup.minCacheTokens ?? (envMin > 0 ? envMin : undefined);
-    const backend = setup.backend ?? backendFromEnv();
+    const minOverride = this.setup.minCacheTokens ?? (envMin > 0 ? envMin : undefined);
+    const backend = this.setup.backend ?? backendFromEnv();
     const cache = new PromptCache({
       minTokens: (model) => minOverride ?? decoderProfile(model).minCacheTokens,
-      ...(setup.now ? { now: setup.now } : {}),
+      ...(this.setup.now ? { now: this.setup.now } : {}),
       onEvict: (key) => (backend instanceof LlamaCppDecoder ? backend.evict(key) : undefined),
     });
-    rt = { backend, cache };
-    runtimes.set(svc, rt);
+    return (this.runtime = { backend, cache });
   }
-  return rt;
+
+  /** Frees the model and its KV snapshots (local mode shutdown); nothing to do if it never started. */
+  async close(): Promise<void> {
+    const rt = this.runtime;
+    this.runtime = undefined;
+    if (!rt) return;
+    rt.cache.clear();
+    await rt.backend.close();
+  }
+}
+
+/** Sets the decoder for a service instance before its first use (tests, benchmarks, ECS wiring). */
+export function configureDecoder(svc: Services, setup: DecoderSetup): void {
+  if (svc.decoder instanceof LazyDecoderRuntime && svc.decoder.started) throw new Error('decoder already started for this service');
+  svc.decoder = new LazyDecoderRuntime(setup);
+}
+
+/** The service's decoder runtime; a 503 where this process has none. */
+export function decoderRuntime(svc: Services): DecoderRuntime {
+  if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
+  return svc.decoder;
 }
 
 /** Frees the model and its KV snapshots (local mode shutdown). */
 export async function closeDecoder(svc: Services): Promise<void> {
-  const rt = runtimes.get(svc);
-  runtimes.delete(svc);
-  if (!rt) return;
-  rt.cache.clear();
-  await rt.backend.close();
+  if (svc.decoder instanceof LazyDecoderRuntime) await svc.decoder.close();
 }

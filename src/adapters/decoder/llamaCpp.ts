@@ -5,7 +5,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
-import type { BlobStore } from '../BlobStore';
+import type { BlobStore } from '../../core/ports';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../../core/errors';
 import { StopMatcher } from '../../core/decoder/stopText';
 import type {

@@ -1,5 +1,5 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import type { BlobStore } from '../BlobStore';
+import type { BlobStore } from '../../core/ports';
 import { ApiError, BadRequestError, ServiceUnavailableError } from '../../core/errors';
 import type {
   DecoderAdapterSpec,

@@ -5,12 +5,13 @@
  * `failed`, or `offered` with the candidate's and the baseline's scores on the same held-out traces.
  * Nothing is promoted without the caller: `promote` retargets the project like any deployment.
  */
-import { ConditionFailed } from '../../adapters/RecordStore';
+import { cycleItem, cyclesPrefix, projectItem, teamPartition } from '../recordKeys';
+import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
 import { promoteToProject, type ProjectDeployment } from '../deployments';
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
 import { newUlid } from '../ids';
-import { getProject, projectItem, type Project } from '../projects';
+import { getProject, type Project } from '../projects';
 import { getTeam, type Plan } from '../teams';
 
 export type CycleStatus = 'running' | 'skipped' | 'failed' | 'offered' | 'promoted';
@@ -48,7 +49,6 @@ export interface AdaptiveCycle {
 /** SPEC: included on the Pro, Research and Custom plans, excluded from Free. */
 export const ADAPTIVE_PLANS: Plan[] = ['pro', 'research', 'custom'];
 
-export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({ pk: `TEAM#${teamId}`, sk: `ADAPTIVE#${projectId}#${cycleId}` });
 const newCycleId = () => `adc_${newUlid()}`;
 
 export async function getCycle(svc: Services, teamId: string, projectId: string, cycleId: string): Promise<AdaptiveCycle> {
@@ -60,12 +60,12 @@ export async function getCycle(svc: Services, teamId: string, projectId: string,
 
 export async function updateCycle(svc: Services, teamId: string, cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>, set: Partial<AdaptiveCycle>): Promise<AdaptiveCycle> {
   const item = cycleItem(teamId, cycle.project_id, cycle.id);
-  return svc.records.update<AdaptiveCycle>(item.pk, item.sk, { set: { ...set, updated_at: svc.now().toISOString() }, condition: { expression: 'attribute_exists(pk)' } });
+  return svc.records.update<AdaptiveCycle>(item.pk, item.sk, { set: { ...set, updated_at: svc.now().toISOString() }, condition: ITEM_EXISTS });
 }
 
 /** A project's cycles by its id, newest first (cycle ids are ULIDs). */
 const cyclesOf = (svc: Services, teamId: string, projectId: string) =>
-  svc.records.queryAll<AdaptiveCycle>(`TEAM#${teamId}`, { beginsWith: `ADAPTIVE#${projectId}#`, newestFirst: true });
+  svc.records.queryAll<AdaptiveCycle>(teamPartition(teamId), { beginsWith: cyclesPrefix(projectId), newestFirst: true });
 
 export async function listCycles(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; cycles: AdaptiveCycle[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
@@ -113,10 +113,10 @@ export async function claimCycle(svc: Services, teamId: string, project: Project
   try {
     await svc.records.update(p.pk, p.sk, {
       set: { adaptive_cycle_id: cycle.id },
-      condition: { expression: 'attribute_exists(pk) AND (attribute_not_exists(adaptive_cycle_id) OR adaptive_cycle_id = :none)', values: { ':none': null } },
+      condition: [{ itemExists: true }, { anyOf: [{ attr: 'adaptive_cycle_id', present: false }, { attr: 'adaptive_cycle_id', equals: null }] }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) return undefined;
+    if (err instanceof WriteConflict) return undefined;
     throw err;
   }
   await svc.records.put(cycleItem(teamId, project.id, cycle.id), cycle, { ifAbsent: true });
@@ -134,9 +134,9 @@ export async function finishCycle(svc: Services, teamId: string, cycle: Adaptive
 export async function releaseProject(svc: Services, teamId: string, cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>): Promise<void> {
   const p = projectItem(teamId, cycle.project_id);
   await svc.records
-    .update(p.pk, p.sk, { remove: ['adaptive_cycle_id'], condition: { expression: 'adaptive_cycle_id = :me', values: { ':me': cycle.id } } })
+    .update(p.pk, p.sk, { remove: ['adaptive_cycle_id'], condition: [{ attr: 'adaptive_cycle_id', equals: cycle.id }] })
     .catch((err: unknown) => {
-      if (!(err instanceof ConditionFailed)) throw err;
+      if (!(err instanceof WriteConflict)) throw err;
     });
 }
 

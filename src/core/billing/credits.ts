@@ -1,7 +1,8 @@
-import { ConditionFailed } from '../../adapters/RecordStore';
+import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
 import { BadRequestError, NotFoundError } from '../errors';
-import { teamKey, teamView, type Plan, type Team, type TeamRecord } from '../teams';
+import { teamKey } from '../recordKeys';
+import { teamView, type Plan, type Team, type TeamRecord } from '../teams';
 import { usdToMicros } from './money';
 
 /**
@@ -13,12 +14,12 @@ export async function addCredits(svc: Services, teamId: string, amountUsd: numbe
   try {
     const after = await svc.records.update<TeamRecord>(pk, sk, {
       add: { credit_balance_micros: usdToMicros(amountUsd) },
-      condition: { expression: 'attribute_exists(pk) AND attribute_exists(credit_balance_micros)' },
+      condition: [{ itemExists: true }, { attr: 'credit_balance_micros', present: true }],
     });
     svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);
     return teamView(after);
   } catch (err) {
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     if (!(await svc.records.get(pk, sk))) throw new NotFoundError(`team '${teamId}' not found`);
     throw new BadRequestError(`team '${teamId}' is billed in arrears (credit_balance_usd is null): set a balance with PATCH /teams/${teamId} first`);
   }
@@ -42,11 +43,11 @@ export async function updateTeam(svc: Services, teamId: string, change: TeamChan
   if (change.credit_balance_usd === null) remove.push('credit_balance_micros');
   else if (change.credit_balance_usd !== undefined) set['credit_balance_micros'] = usdToMicros(change.credit_balance_usd);
   try {
-    const after = await svc.records.update<TeamRecord>(pk, sk, { set, remove, condition: { expression: 'attribute_exists(pk)' } });
+    const after = await svc.records.update<TeamRecord>(pk, sk, { set, remove, condition: ITEM_EXISTS });
     svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);
     return teamView(after);
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new NotFoundError(`team '${teamId}' not found`);
+    if (err instanceof WriteConflict) throw new NotFoundError(`team '${teamId}' not found`);
     throw err;
   }
 }

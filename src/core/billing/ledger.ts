@@ -7,22 +7,12 @@
  * (spool.ts) with a WARN line and a metric, and this writer takes a new id (the kept batch must
  * not be overtaken by a later, higher sequence number on the same items).
  */
-import type { RecordStore } from '../../adapters/RecordStore';
-import type { Logger } from '../../http/logger';
 import { newUuid } from '../ids';
-import type { UsageSpool } from './spool';
+import type { Logger, RecordStore, UsageSink, UsageSpool } from '../ports';
 import { applyBatch, buildBatch, type UsageBatch, type UsageEvent } from './usageBatch';
 import type { UsageMetrics } from './usageMetrics';
 
-export interface UsageSink {
-  /** Records one event. Billed usage is written at once (credit is spent before the team's next check). */
-  add(event: UsageEvent): Promise<void>;
-  /** Resolves once every event of the team added so far is written (or kept in the spool). */
-  settled(teamId: string): Promise<void>;
-  /** Writes everything pending and replays the spool; reads of the counters call it first. */
-  flush(): Promise<void>;
-  close(): Promise<void>;
-}
+export type { UsageSink } from '../ports';
 
 export interface LedgerOptions {
   records: RecordStore;

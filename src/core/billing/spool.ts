@@ -3,91 +3,10 @@
  * locally an append-only JSONL file (fsync'd) replayed on each flush and at start; on AWS the work
  * queue, whose worker applies them (SQS retries, then its DLQ, which is alarmed).
  */
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import type { WorkQueue } from '../../adapters/WorkQueue';
+import type { UsageSpool, WorkQueue } from '../ports';
 import type { UsageBatch } from './usageBatch';
 
-export interface UsageSpool {
-  /** Keeps a batch durably (resolves only once it is). */
-  append(batch: UsageBatch): Promise<void>;
-  /** Applies what is kept; keeps what still fails. Returns how many were applied and kept. */
-  replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }>;
-}
-
-async function writeDurably(path: string, text: string, flag: 'a' | 'w'): Promise<void> {
-  const fh = await open(path, flag);
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-export class FileUsageSpool implements UsageSpool {
-  /** Appends and replays take turns: a replay rewrites the file. */
-  private turn: Promise<unknown> = Promise.resolve();
-  /** Known to hold nothing (this process is the file's only writer): a flush then reads nothing. */
-  private empty = false;
-
-  constructor(readonly path: string) {}
-
-  private exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.turn.then(work, work);
-    this.turn = run.catch(() => {});
-    return run;
-  }
-
-  append(batch: UsageBatch): Promise<void> {
-    return this.exclusive(async () => {
-      await mkdir(dirname(this.path), { recursive: true });
-      await writeDurably(this.path, JSON.stringify(batch) + '\n', 'a');
-      this.empty = false;
-    });
-  }
-
-  replay(apply: (batch: UsageBatch) => Promise<void>): Promise<{ applied: number; kept: number }> {
-    return this.exclusive(async () => {
-      if (this.empty) return { applied: 0, kept: 0 };
-      let text: string;
-      try {
-        text = await readFile(this.path, 'utf8');
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        this.empty = true;
-        return { applied: 0, kept: 0 };
-      }
-      // a torn last line (a crash mid-append) was never acknowledged to the writer: skip it
-      const batches = text.split('\n').filter(Boolean).flatMap((line) => {
-        try {
-          return [JSON.parse(line) as UsageBatch];
-        } catch {
-          return [];
-        }
-      });
-      // (a file holding only a torn line is rewritten too: an append after it would join that line)
-      if (text === '') {
-        this.empty = true;
-        return { applied: 0, kept: 0 };
-      }
-      const kept: UsageBatch[] = [];
-      for (const b of batches) {
-        try {
-          await apply(b);
-        } catch {
-          kept.push(b);
-        }
-      }
-      // write the remainder beside the spool, then swap: a crash leaves the old (replayable) file
-      const tmp = join(dirname(this.path), `.${Date.now()}.usage-spool.tmp`);
-      await writeDurably(tmp, kept.map((b) => JSON.stringify(b) + '\n').join(''), 'w');
-      await rename(tmp, this.path);
-      this.empty = kept.length === 0;
-      return { applied: batches.length - kept.length, kept: kept.length };
-    });
-  }
-}
+export type { UsageSpool } from '../ports';
 
 /** AWS: a batch goes to the work queue as a `usage.apply` message (src/core/worker.ts applies it). */
 export class QueueUsageSpool implements UsageSpool {

@@ -9,58 +9,16 @@
  * partial success re-applies only the items that missed it. Per-request rows are plain puts of the
  * same item, idempotent by nature.
  */
-import { ConditionFailed, type RecordStore } from '../../adapters/RecordStore';
-import type { LimitClass } from '../rateLimits';
+import { daySk, monthSk, requestSk, TEAM_SK, teamPartition, USAGE_DAYS_PREFIX } from '../recordKeys';
+import { WriteConflict, type RecordStore, type UsageBatch, type UsageEvent, type UsageRequestRow } from '../ports';
 
-/** What one billed request used (tokens, cost); the request itself is counted by the pipeline. */
-export interface BilledUsage {
-  inference_id: string;
-  /** Route path, e.g. `/v1/chat/completions` (a CloudWatch dimension: never per customer). */
-  endpoint: string;
-  /** The model as the caller named it (a catalog id, project or training job): the team's own breakdown. */
-  model: string;
-  /** The catalog model it runs on: finance's `model` dimension (bounded, never a customer's name). */
-  base_model: string;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  cost_usd_micros: number;
-}
-
-export interface UsageEvent {
-  team_id: string;
-  /** ISO time the usage happened: it decides the UTC day and month counters. */
-  at: string;
-  limit_class: LimitClass;
-  /** Requests counted (1 for each authenticated request; 0 on a billed event, already counted). */
-  requests: number;
-  billed?: BilledUsage;
-}
+export type { BilledUsage, UsageBatch, UsageEvent, UsageRequestRow } from '../ports';
 
 export const TOKEN_COUNTERS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd_micros'] as const;
 export type TokenCounter = (typeof TOKEN_COUNTERS)[number];
 
-/** A row of the per-request listing (GET /billing/usage/requests/list). */
-export interface UsageRequestRow extends BilledUsage {
-  at: string;
-}
-
-export interface UsageBatch {
-  writer: string;
-  seq: number;
-  team_id: string;
-  items: { sk: string; add: Record<string, number>; set?: Record<string, string>; prepaidOnly?: boolean }[];
-  requests: UsageRequestRow[];
-  /** Epoch seconds when the per-request rows expire (DynamoDB TTL). */
-  expires_at: number;
-}
-
 export const dayOf = (iso: string) => iso.slice(0, 10);
 export const monthOf = (iso: string) => iso.slice(0, 7);
-export const daySk = (day: string) => `USAGE#DAY#${day}`;
-export const monthSk = (month: string) => `USAGE#MONTH#${month}`;
-export const requestSk = (row: { at: string; inference_id: string }) => `USAGEREQ#${row.at}#${row.inference_id}`;
 /** Breakdown attributes on the day and month items: `model|<id>|<counter>`, `endpoint|<path>|<counter>`. */
 export const breakdownAttr = (kind: 'model' | 'endpoint', key: string, counter: TokenCounter | 'requests') => `${kind}|${key}|${counter}`;
 const SEQ_PREFIX = 'seq|';
@@ -96,14 +54,14 @@ export function buildBatch(writer: string, seq: number, teamId: string, events: 
   // the day item names its day, so a range query of day items needs no key parsing
   const out: UsageBatch['items'] = [...items]
     .filter(([, add]) => Object.keys(add).length)
-    .map(([sk, add]) => ({ sk, add, ...(sk.startsWith('USAGE#DAY#') ? { set: { day: sk.slice('USAGE#DAY#'.length) } } : {}) }));
-  if (spent > 0) out.push({ sk: 'TEAM', add: { credit_balance_micros: -spent }, prepaidOnly: true });
+    .map(([sk, add]) => ({ sk, add, ...(sk.startsWith(USAGE_DAYS_PREFIX) ? { set: { day: sk.slice(USAGE_DAYS_PREFIX.length) } } : {}) }));
+  if (spent > 0) out.push({ sk: TEAM_SK, add: { credit_balance_micros: -spent }, prepaidOnly: true });
   return { writer, seq, team_id: teamId, items: out, requests, expires_at: expiresAt };
 }
 
 /** Applies a batch; every write is idempotent, so calling it again after any failure is safe. */
 export async function applyBatch(records: RecordStore, batch: UsageBatch): Promise<void> {
-  const pk = `TEAM#${batch.team_id}`;
+  const pk = teamPartition(batch.team_id);
   const seqAttr = `${SEQ_PREFIX}${batch.writer}`;
   await Promise.all(
     batch.items.map(async (it) => {
@@ -111,16 +69,15 @@ export async function applyBatch(records: RecordStore, batch: UsageBatch): Promi
         await records.update(pk, it.sk, {
           add: it.add,
           set: { ...(it.set ?? {}), [seqAttr]: batch.seq },
-          condition: {
+          condition: [
+            { anyOf: [{ attr: seqAttr, present: false }, { attr: seqAttr, lessThan: batch.seq }] },
             // only a credit balance that exists is spent: a team billed in arrears has none
-            expression: `(attribute_not_exists(#seq) OR #seq < :seq)${it.prepaidOnly ? ' AND attribute_exists(credit_balance_micros)' : ''}`,
-            names: { '#seq': seqAttr },
-            values: { ':seq': batch.seq },
-          },
+            ...(it.prepaidOnly ? [{ attr: 'credit_balance_micros', present: true }] : []),
+          ],
         });
       } catch (err) {
         // already applied (a replay), or a team without prepaid credit: nothing to do
-        if (!(err instanceof ConditionFailed)) throw err;
+        if (!(err instanceof WriteConflict)) throw err;
       }
     }),
   );

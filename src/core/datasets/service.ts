@@ -1,8 +1,9 @@
+import { datasetHeadItem, datasetVersionItem, datasetVersionsPrefix, teamPartition } from '../recordKeys';
+import { ITEM_EXISTS, WriteConflict } from '../ports';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConditionFailed } from '../../adapters/RecordStore';
 import type { Services } from '../context';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { newUuid } from '../ids';
@@ -43,11 +44,6 @@ interface DatasetHead {
 const MAX_ERRORS_ON_RECORD = 100;
 const MAX_ERRORS_IN_REPORT = 100_000;
 
-const headItem = (teamId: string, name: string) => ({ pk: `TEAM#${teamId}`, sk: `DATASET#${name}` });
-const versionItem = (teamId: string, name: string, version: number) => ({
-  pk: `TEAM#${teamId}`,
-  sk: `DSV#${name}#${String(version).padStart(6, '0')}`,
-});
 const prefixOf = (teamId: string, name: string) => `datasets/${teamId}/${name}/`;
 const versionPrefix = (teamId: string, name: string, version: number) => `${prefixOf(teamId, name)}v${version}/`;
 /** The upload id makes every reservation's key unique: an old URL can never write into a new version. */
@@ -74,19 +70,19 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     throw new PayloadTooLargeError(`size_bytes ${input.size_bytes} is over the ${svc.config.maxDatasetBytes} byte dataset limit`);
   }
   const now = svc.now().toISOString();
-  const head = headItem(teamId, input.dataset_name);
+  const head = datasetHeadItem(teamId, input.dataset_name);
   let version: number;
   try {
     await svc.records.put(head, { name: input.dataset_name, latest_version: 1, created_at: now } satisfies DatasetHead, { ifAbsent: true });
     version = 1;
   } catch (err) {
-    if (!(err instanceof ConditionFailed)) throw err;
+    if (!(err instanceof WriteConflict)) throw err;
     if (!input.new_version) {
       throw new ConflictError(`A dataset named '${input.dataset_name}' already exists; pass "new_version": true to upload a new version of it`);
     }
     const updated = await svc.records.update<DatasetHead>(head.pk, head.sk, {
       add: { latest_version: 1 },
-      condition: { expression: 'attribute_exists(pk)' },
+      condition: ITEM_EXISTS,
     });
     version = updated.latest_version;
   }
@@ -111,7 +107,7 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     created_at: now,
     processed_at: null,
   };
-  await svc.records.put(versionItem(teamId, input.dataset_name, version), record, { ifAbsent: true });
+  await svc.records.put(datasetVersionItem(teamId, input.dataset_name, version), record, { ifAbsent: true });
   const ttl = svc.config.uploadUrlTtlSeconds;
   return {
     dataset_name: input.dataset_name,
@@ -125,17 +121,17 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
 }
 
 export async function getVersion(svc: Services, teamId: string, name: string, version?: number): Promise<DatasetVersion> {
-  const head = await svc.records.get<DatasetHead>(headItem(teamId, name).pk, headItem(teamId, name).sk);
+  const head = await svc.records.get<DatasetHead>(datasetHeadItem(teamId, name).pk, datasetHeadItem(teamId, name).sk);
   if (!head) throw new NotFoundError(`Dataset '${name}' not found`);
   const v = version ?? head.latest_version;
-  const item = versionItem(teamId, name, v);
+  const item = datasetVersionItem(teamId, name, v);
   const record = await svc.records.get<DatasetVersion>(item.pk, item.sk);
   if (!record) throw new NotFoundError(`Dataset '${name}' has no version ${v}`);
   return record;
 }
 
 export async function listVersions(svc: Services, teamId: string, name: string): Promise<DatasetVersion[]> {
-  return svc.records.queryAll<DatasetVersion>(`TEAM#${teamId}`, { beginsWith: `DSV#${name}#` });
+  return svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix(name) });
 }
 
 /** A dataset as read by `GET /core/datasets/{name}`: its newest version's state plus every version. */
@@ -156,7 +152,7 @@ export async function latestReadyVersion(svc: Services, teamId: string, name: st
 
 /** Each dataset's newest version, from one query over the team's version items. */
 export async function listDatasets(svc: Services, teamId: string) {
-  const versions = await svc.records.queryAll<DatasetVersion>(`TEAM#${teamId}`, { beginsWith: 'DSV#' });
+  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
   const latest = new Map<string, DatasetVersion>();
   for (const v of versions) if ((latest.get(v.name)?.version ?? 0) < v.version) latest.set(v.name, v);
   return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -164,7 +160,7 @@ export async function listDatasets(svc: Services, teamId: string) {
 
 /** Deletes every version's records and files. Files first: a record never points at nothing. */
 export async function deleteDataset(svc: Services, teamId: string, name: string): Promise<void> {
-  const head = headItem(teamId, name);
+  const head = datasetHeadItem(teamId, name);
   if (!(await svc.records.get(head.pk, head.sk))) throw new NotFoundError(`Dataset '${name}' not found`);
   const versions = await listVersions(svc, teamId, name);
   if (versions.some((v) => v.status === 'processing')) {
@@ -172,7 +168,7 @@ export async function deleteDataset(svc: Services, teamId: string, name: string)
   }
   await svc.blobs.deletePrefix(prefixOf(teamId, name));
   for (const v of versions) {
-    const item = versionItem(teamId, name, v.version);
+    const item = datasetVersionItem(teamId, name, v.version);
     await svc.records.delete(item.pk, item.sk);
   }
   await svc.records.delete(head.pk, head.sk);
@@ -196,14 +192,14 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
       `The upload looks truncated or altered: size_bytes was declared as ${record.declared_size_bytes} but storage holds ${head.size} bytes; PUT the file again`,
     );
   }
-  const item = versionItem(teamId, name, record.version);
+  const item = datasetVersionItem(teamId, name, record.version);
   try {
     await svc.records.update(item.pk, item.sk, {
       set: { status: 'processing', size_bytes: head.size },
-      condition: { expression: '#s = :pending', names: { '#s': 'status' }, values: { ':pending': 'pending_upload' } },
+      condition: [{ attr: 'status', equals: 'pending_upload' }],
     });
   } catch (err) {
-    if (err instanceof ConditionFailed) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
+    if (err instanceof WriteConflict) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
     throw err;
   }
   try {
@@ -214,7 +210,7 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
     await svc.records
       .update(item.pk, item.sk, {
         set: { status: 'pending_upload' },
-        condition: { expression: '#s = :p', names: { '#s': 'status' }, values: { ':p': 'processing' } },
+        condition: [{ attr: 'status', equals: 'processing' }],
       })
       .catch(() => {});
     throw err;
@@ -228,7 +224,7 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
  * no longer `processing` is left alone, so a redelivered message does nothing.
  */
 export async function processVersion(svc: Services, teamId: string, name: string, version: number): Promise<void> {
-  const item = versionItem(teamId, name, version);
+  const item = datasetVersionItem(teamId, name, version);
   const record = await svc.records.get<DatasetVersion>(item.pk, item.sk);
   if (!record || record.status !== 'processing') return;
 
@@ -295,10 +291,10 @@ export async function processVersion(svc: Services, teamId: string, name: string
 
 /** Marks a version failed with one reason (used when processing itself crashed). */
 export async function failVersion(svc: Services, teamId: string, name: string, version: number, message: string): Promise<void> {
-  const item = versionItem(teamId, name, version);
+  const item = datasetVersionItem(teamId, name, version);
   await svc.records.update(item.pk, item.sk, {
     set: { status: 'failed', errors: [{ row: null, field: null, message }], error_count: 1, processed_at: svc.now().toISOString() },
-    condition: { expression: '#s = :p', names: { '#s': 'status' }, values: { ':p': 'processing' } },
+    condition: [{ attr: 'status', equals: 'processing' }],
   });
 }
 
@@ -334,6 +330,6 @@ function safeJson(v: string): unknown {
 
 /** Versions left `processing` by a crash: local mode re-queues them on start. */
 export async function findProcessingVersions(svc: Services, teamId: string) {
-  const versions = await svc.records.queryAll<DatasetVersion>(`TEAM#${teamId}`, { beginsWith: 'DSV#' });
+  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
   return versions.filter((v) => v.status === 'processing');
 }

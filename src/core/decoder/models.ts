@@ -1,8 +1,3 @@
-import type { Services } from '../context';
-import { resolveServingTarget } from '../deployments';
-import { ServiceUnavailableError } from '../errors';
-import { missingWeightsError } from '../modelBuild';
-import type { DecoderAdapterSpec, DecoderBackend } from './types';
 
 /**
  * How a model family caches (SPEC "Prompt caching rules"): `explicit` honours markers (Claude-style and
@@ -52,53 +47,4 @@ export function decoderProfile(model: string): DecoderProfile {
   if (/(^|\/)gpt-4/i.test(model)) return { ...DEFAULT_PROFILE, family: 'gpt-4' };
   if (/(^|\/)claude/i.test(model)) return { ...DEFAULT_PROFILE, family: 'claude', minCacheTokens: 4096 };
   return DEFAULT_PROFILE;
-}
-
-export type ResolvedModel =
-  | {
-      type: 'decoder';
-      /** The string the caller sent (echoed in responses). */
-      requested: string;
-      /** What the backend serves: a catalog id, or a training job id for fine-tuned weights. */
-      backendModel: string;
-      /** The catalog model at the root (pricing, limits, chat template). */
-      baseModel: string;
-      profile: DecoderProfile;
-      projectId: string | null;
-      trainingJobId: string | null;
-      /** Set for a fine-tuned job: the backend loads the adapter before generating. */
-      adapter?: DecoderAdapterSpec;
-    }
-  | { type: 'encoder'; requested: string; baseModel: string; projectId: string | null; trainingJobId: string | null };
-
-/**
- * SPEC "model identifiers" (deployments.ts): a catalog id, a deployed training job id, or a project
- * name or id (whatever the project serves now). A deployed decoder job is served as its base model
- * plus the job's LoRA adapter (`backend.ensureAdapter`).
- */
-export async function resolveModel(svc: Services, teamId: string, model: string, backend: DecoderBackend): Promise<ResolvedModel> {
-  const target = await resolveServingTarget(svc, teamId, model);
-  const trainingJobId = target.job?.id ?? null;
-  if (target.model.type === 'encoder') return { type: 'encoder', requested: model, baseModel: target.model.id, projectId: target.projectId, trainingJobId };
-  if (target.kind === 'catalog') {
-    if (!(await backend.hasModel(target.model.id))) {
-      throw missingWeightsError(svc, target.model.id, `Model '${model}' is in the catalog but its weights are not installed on this deployment`);
-    }
-    return { type: 'decoder', requested: model, backendModel: target.model.id, baseModel: target.model.id, profile: decoderProfile(target.model.id), projectId: null, trainingJobId: null };
-  }
-  if (!(await backend.hasModel(target.model.id))) {
-    throw new ServiceUnavailableError(`Base model '${target.model.id}' of training job '${target.job.id}' is not installed on this deployment`);
-  }
-  if (!backend.ensureAdapter) throw new ServiceUnavailableError(`The ${backend.name} backend cannot serve fine-tuned adapters`);
-  const adapter: DecoderAdapterSpec = { id: target.job.id, baseModel: target.model.id, blobPrefix: target.job.deployment.blob_prefix };
-  return {
-    type: 'decoder',
-    requested: model,
-    backendModel: target.job.id,
-    baseModel: target.model.id,
-    profile: decoderProfile(target.model.id),
-    projectId: target.projectId,
-    trainingJobId,
-    adapter,
-  };
 }

@@ -1,17 +1,15 @@
 import type { Principal, Services } from '../context';
+import type { DecoderRuntime } from '../ports';
 import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
 import { checkSpendAllowance, recordBilledUsage } from '../usage';
-import { CACHE_MULTIPLIERS, type ResolvedModel } from './models';
-import { PromptCache } from './promptCache';
-import type { DecoderBackend, DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
+import type { ResolvedModel } from '../models';
+import { CACHE_MULTIPLIERS } from './models';
+import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
-export interface DecoderRuntime {
-  backend: DecoderBackend;
-  cache: PromptCache;
-}
+export type { DecoderRuntime } from '../ports';
 
 export type StartUsage = Extract<GenerationEvent, { type: 'start' }>['usage'];
 

@@ -1,4 +1,4 @@
-import type { BlobStore } from '../../adapters/BlobStore';
+import type { BlobStore } from '../ports';
 /**
  * The decoder port: what every generation route needs from a backend (local llama.cpp, or an
  * OpenAI-compatible upstream such as vLLM). Routes never talk to a backend directly; they go through

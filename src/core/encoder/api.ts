@@ -9,7 +9,8 @@ import { newInferenceId, storeInference, type InferenceTask } from '../inference
 import { checkSpendAllowance, recordBilledUsage } from '../usage';
 import type { LimitClass } from '../rateLimits';
 import { EncoderInputError, type EncoderResult, type FieldValue, type Span } from './engine';
-import { encoderRuntime, resolveEncoderModel } from './runtime';
+import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
+import { encoderRuntime } from './runtime';
 import type { EncoderSchema, FieldSpec } from './schema';
 
 /** Documented limits (README "Encoder extraction limits"). */
@@ -171,7 +172,8 @@ export function tasksOf(schema: EncoderSchema): InferenceTask[] {
 export interface ExtractionArgs {
   svc: Services;
   principal: Principal;
-  modelId: string;
+  /** The request's model, resolved once (models.ts resolveModel). */
+  model: ResolvedEncoder;
   texts: string[];
   /** Whether `text` was an array (then `result` is an array). */
   batch: boolean;
@@ -195,10 +197,11 @@ export interface ExtractionOutput {
 /** Resolve, run, bill, persist. */
 export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput> {
   const started = performance.now();
-  const resolved = await resolveEncoderModel(a.svc, a.principal.team_id, a.modelId);
+  const resolved = a.model;
+  await ensureEncoderWeights(a.svc, resolved);
   await checkSpendAllowance(a.svc, a.principal.team_id);
   const runtime = encoderRuntime(a.svc);
-  const model = await runtime.model(await runtime.localDir(a.svc, resolved));
+  const model = await runtime.model(await runtime.localDir(a.svc.blobs, resolved));
   let out;
   try {
     out = await model.infer(a.texts, a.schema, { threshold: a.threshold ?? 0.5 });
@@ -214,7 +217,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   await recordBilledUsage(a.svc, a.principal.team_id, a.limitClass, {
     inference_id: inferenceId,
     endpoint: a.endpoint,
-    model: a.modelId,
+    model: resolved.requested,
     base_model: resolved.baseModel,
     input_tokens: out.inputTokens,
     output_tokens: 0,
@@ -227,7 +230,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     a.principal.team_id,
     {
       inference_id: inferenceId,
-      model_id: a.modelId,
+      model_id: resolved.requested,
       type: 'encoder',
       tasks: tasksOf(a.schema),
       project_id: resolved.projectId,
@@ -240,5 +243,5 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     },
     a.store,
   );
-  return { inference_id: inferenceId, model_id: a.modelId, type: 'encoder', latency_ms: latency, usage, result };
+  return { inference_id: inferenceId, model_id: resolved.requested, type: 'encoder', latency_ms: latency, usage, result };
 }

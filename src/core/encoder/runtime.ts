@@ -1,173 +1,26 @@
 /**
- * Serving side of the encoder engine: model id → exported weights in the model store → a local
- * copy → shared `EncoderModel` sessions (loaded once per model directory, LRU with a memory bound).
+ * Extraction's side of the model resolver (models.ts) and of the EncoderRuntime port (svc.encoder;
+ * adapters/onnx/encoderRuntime.ts runs the engine).
  */
-import { baseModelManifestKey } from '../modelLayout';
-import { createHash } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Services } from '../context';
-import { resolveServingTarget } from '../deployments';
-import { ServiceUnavailableError, ValidationError } from '../errors';
-import { missingWeightsError } from '../modelBuild';
-import { EncoderModel, type Precision } from './engine';
+import { ServiceUnavailableError } from '../errors';
+import { ensureEncoderWeights, resolveModel, type ResolvedEncoder } from '../models';
+import type { EncoderRuntime } from '../ports';
 
-export interface ResolvedEncoder {
-  requested: string;
-  /** The catalog model at the root of the weights. */
-  baseModel: string;
-  /** Blob-store prefix of the model directory (`…/onnx/`, `tokenizer.json`, `manifest.json`). */
-  prefix: string;
-  projectId: string | null;
-  trainingJobId: string | null;
-}
-
-const loc = ['body', 'model_id'];
+export type { ResolvedEncoder } from '../models';
 
 /**
- * SPEC model identifiers for extraction (deployments.ts): a catalog encoder id, a deployed training
- * job id, or a project name/id; the weights are those the deployment pins.
+ * For callers that only extract (workflows, readiness): a catalog encoder id, a deployed training
+ * job id, or a project name/id, resolved once, with its weights checked.
  */
 export async function resolveEncoderModel(svc: Services, teamId: string, model: string): Promise<ResolvedEncoder> {
-  const target = await resolveServingTarget(svc, teamId, model);
-  if (target.model.type !== 'encoder') {
-    const what = target.kind === 'catalog' ? `'${model}' is a decoder model` : target.projectId ? `project '${model}' serves a decoder model` : `training job '${model}' trained a decoder model`;
-    throw ValidationError.field(loc, `${what}: extraction needs an encoder; for generation send task: "generate" with messages`);
-  }
-  if (target.kind === 'catalog') {
-    if (!(await svc.blobs.head(baseModelManifestKey(model)))) {
-      throw missingWeightsError(svc, model, `Model '${model}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`);
-    }
-    return { requested: model, baseModel: model, prefix: `models/${model}/`, projectId: null, trainingJobId: null };
-  }
-  return { requested: model, baseModel: target.model.id, prefix: target.job.deployment.blob_prefix, projectId: target.projectId, trainingJobId: target.job.id };
+  const resolved = (await resolveModel(svc, { team_id: teamId }, model, { extraction: true })) as ResolvedEncoder;
+  await ensureEncoderWeights(svc, resolved);
+  return resolved;
 }
 
-/** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */
-const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
-
-export interface EncoderRuntimeOptions {
-  cacheDir?: string;
-  /** Bytes of ONNX weights kept loaded at once (least recently used models are released). */
-  maxLoadedBytes?: number;
-  precision?: Precision;
-  threads?: number;
-}
-
-export class EncoderRuntime {
-  readonly cacheDir: string;
-  private readonly maxBytes: number;
-  private readonly precision: Precision;
-  private readonly threads: number | undefined;
-  private readonly loaded = new Map<string, Promise<EncoderModel>>();
-  private readonly fetching = new Map<string, Promise<string>>();
-
-  constructor(opts: EncoderRuntimeOptions = {}) {
-    this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
-    this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
-    this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
-    this.threads = opts.threads;
-  }
-
-  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest). */
-  async localDir(svc: Services, model: ResolvedEncoder): Promise<string> {
-    const manifestKey = `${model.prefix}manifest.json`;
-    const manifest = (await svc.blobs.head(manifestKey)) ? await svc.blobs.getText(manifestKey) : '';
-    const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
-    const target = join(this.cacheDir, key);
-    const pending = this.fetching.get(target);
-    if (pending) return pending;
-    const p = (async () => {
-      const done = join(target, '.complete');
-      if (existsSync(done)) return target;
-      const keys = (await svc.blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
-      const missing = EncoderModel.requiredFiles('fp32').filter((f) => !keys.includes(model.prefix + f));
-      if (missing.length) throw new ServiceUnavailableError(`Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`);
-      // download beside the target, then rename: concurrent processes never see half a model
-      const staging = `${target}.part-${process.pid}-${Date.now()}`;
-      for (const k of keys) {
-        const file = join(staging, k.slice(model.prefix.length));
-        await mkdir(dirname(file), { recursive: true });
-        await pipeline(await svc.blobs.stream(k), createWriteStream(file));
-      }
-      await writeFile(join(staging, '.complete'), new Date().toISOString());
-      await rm(target, { recursive: true, force: true });
-      await rename(staging, target).catch(async (err) => {
-        await rm(staging, { recursive: true, force: true });
-        if (!existsSync(done)) throw err;
-      });
-      return target;
-    })();
-    this.fetching.set(target, p);
-    try {
-      return await p;
-    } finally {
-      this.fetching.delete(target);
-    }
-  }
-
-  /** Shared sessions for a model directory (loaded once; LRU-evicted over the memory bound). */
-  async model(dir: string, precision: Precision = this.precision): Promise<EncoderModel> {
-    const usePrecision = precision === 'int8' && !existsSync(join(dir, 'onnx/encoder.int8.onnx')) ? 'fp32' : precision;
-    const key = `${dir}#${usePrecision}`;
-    let p = this.loaded.get(key);
-    if (p) {
-      this.loaded.delete(key);
-      this.loaded.set(key, p); // most recently used last
-      return p;
-    }
-    p = EncoderModel.load(dir, { precision: usePrecision, ...(this.threads ? { threads: this.threads } : {}) });
-    this.loaded.set(key, p);
-    p.catch(() => this.loaded.delete(key));
-    const m = await p;
-    await this.evict(key);
-    return m;
-  }
-
-  private async evict(keep: string): Promise<void> {
-    const sizes = await Promise.all([...this.loaded.entries()].map(async ([k, p]) => [k, (await p.catch(() => undefined))?.bytes ?? 0] as const));
-    let total = sizes.reduce((n, [, b]) => n + b, 0);
-    for (const [k, b] of sizes) {
-      if (total <= this.maxBytes) break;
-      if (k === keep) continue;
-      const p = this.loaded.get(k);
-      this.loaded.delete(k);
-      total -= b;
-      // sessions in use by a running request finish first: release after a grace period
-      void p?.then((m) => setTimeout(() => void m.release().catch(() => {}), 30_000).unref());
-    }
-  }
-
-  loadedModels(): string[] {
-    return [...this.loaded.keys()];
-  }
-
-  async close(): Promise<void> {
-    const all = [...this.loaded.values()];
-    this.loaded.clear();
-    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));
-  }
-}
-
-const runtimes = new WeakMap<Services, EncoderRuntime>();
-/** One runtime per service container (sessions shared by every request of the process). */
+/** The process's encoder runtime; a 503 where this deployment has none. */
 export function encoderRuntime(svc: Services): EncoderRuntime {
-  let r = runtimes.get(svc);
-  if (!r) {
-    r = new EncoderRuntime();
-    runtimes.set(svc, r);
-  }
-  return r;
-}
-export async function closeEncoderRuntime(svc: Services): Promise<void> {
-  await runtimes.get(svc)?.close();
-  runtimes.delete(svc);
-}
-
-/** Reads a model's manifest (tests, diagnostics). */
-export async function readManifest(dir: string): Promise<Record<string, unknown>> {
-  return JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+  if (!svc.encoder) throw new ServiceUnavailableError('The encoder runtime is not available on this deployment');
+  return svc.encoder;
 }

@@ -5,6 +5,7 @@
  * calls the workflow Lambda, which forwards shards to the encoder service (the only place with
  * the engine). Every function is idempotent on its input, so Step Functions retries are safe.
  */
+import { ITEM_EXISTS } from '../ports';
 import { createInterface } from 'node:readline';
 import type { Services } from '../context';
 import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
@@ -14,7 +15,8 @@ import { encoderRuntime, type ResolvedEncoder } from '../encoder/runtime';
 import { ConflictError } from '../errors';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
-import { evaluationItem, getEvaluation, type Evaluation } from '../evaluations';
+import { getEvaluation, type Evaluation } from '../evaluations';
+import { evaluationItem } from '../recordKeys';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
 
@@ -49,7 +51,7 @@ export class InProcessPredictor implements EvaluationPredictor {
     const runtime = encoderRuntime(this.svc);
     let dir = this.models.get(model.prefix);
     if (!dir) {
-      dir = runtime.localDir(this.svc, model);
+      dir = runtime.localDir(this.svc.blobs, model);
       dir.catch(() => this.models.delete(model.prefix));
       this.models.set(model.prefix, dir);
     }
@@ -65,9 +67,9 @@ export class InProcessPredictor implements EvaluationPredictor {
 export async function evaluationModel(svc: Services, teamId: string, evaluation: Evaluation): Promise<ResolvedEncoder> {
   if (evaluation.training_job_id) {
     const job = await getTrainingJob(svc, teamId, evaluation.training_job_id);
-    return { requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
+    return { type: 'encoder', requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
   }
-  return { requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
+  return { type: 'encoder', requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
 }
 
 async function datasetOf(svc: Services, teamId: string, evaluation: Evaluation): Promise<DatasetVersion> {
@@ -188,7 +190,7 @@ export async function validationMetrics(svc: Services, predictor: EvaluationPred
     .map((l) => JSON.parse(l) as NormalizedRow);
   if (!rows.length) return null;
   const vocabulary = mergeVocabularies(await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))));
-  const model: ResolvedEncoder = { requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
+  const model: ResolvedEncoder = { type: 'encoder', requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
   return finalizeMetrics(await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary)));
 }
 
@@ -212,7 +214,7 @@ export async function aggregateEvaluation(
   const metrics = finalizeMetrics(total);
   await svc.records.update(key.pk, key.sk, {
     set: { status: 'complete', metrics, finished_at: svc.now().toISOString(), error: null },
-    condition: { expression: 'attribute_exists(pk)' },
+    condition: ITEM_EXISTS,
   });
   return { status: 'complete', f1: metrics.f1 };
 }

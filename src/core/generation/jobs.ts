@@ -3,6 +3,7 @@
  * complete | failed`; the finished job names the dataset version it produced. The work itself is
  * the generation state machine (generation/workflow.ts).
  */
+import { byCreation, generationItem, generationsIndex } from '../recordKeys';
 import { z } from 'zod';
 import type { Services } from '../context';
 import { NotFoundError, ValidationError } from '../errors';
@@ -42,8 +43,6 @@ export interface GenerationJob {
   finished_at: string | null;
 }
 
-export const generationItem = (teamId: string, id: string) => ({ pk: `TEAM#${teamId}`, sk: `GENJOB#${id}` });
-const generationIndex = (teamId: string) => `TEAM#${teamId}#GENJOBS`;
 
 export async function createGenerationJob(svc: Services, teamId: string, input: GenerationInput): Promise<GenerationJob> {
   const labels = [...new Set(input.labels ?? [])];
@@ -73,7 +72,7 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
     finished_at: null,
   };
   const key = generationItem(teamId, job.job_id);
-  await svc.records.put({ ...key, gsi1pk: generationIndex(teamId), gsi1sk: `${job.created_at}#${job.job_id}` }, job, { ifAbsent: true });
+  await svc.records.put({ ...key, gsi1pk: generationsIndex(teamId), gsi1sk: byCreation(job.created_at, job.job_id) }, job, { ifAbsent: true });
   try {
     if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
     await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId });
@@ -93,5 +92,5 @@ export async function getGenerationJob(svc: Services, teamId: string, id: string
 }
 
 export async function listGenerationJobs(svc: Services, teamId: string): Promise<GenerationJob[]> {
-  return svc.records.queryAll<GenerationJob>(generationIndex(teamId), { index: 'gsi1', newestFirst: true });
+  return svc.records.queryAll<GenerationJob>(generationsIndex(teamId), { index: 'gsi1', newestFirst: true });
 }

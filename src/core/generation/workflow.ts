@@ -12,7 +12,8 @@ import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '.
 import { resolveEncoderModel } from '../encoder/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { generationItem, getGenerationJob, type GenerationJob } from './jobs';
+import { getGenerationJob, type GenerationJob } from './jobs';
+import { generationItem } from '../recordKeys';
 
 export const GENERATION_SHARD = 25;
 /** Attempts per wanted example before a shard gives up (duplicates and empty outputs are retried). */

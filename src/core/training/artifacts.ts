@@ -1,6 +1,7 @@
 import { NotFoundError } from '../errors';
 import type { Services } from '../context';
-import { checkpointItem, getTrainingJob, type CheckpointRef } from '../trainingJobs';
+import { isUuid } from '../ids';
+import { checkpointItem, jobCheckpointItem, jobCheckpointsPrefix, jobItem, teamPartition } from '../recordKeys';
 
 /** Where a job's files live in the blob store (S3 on AWS, s3rver locally). */
 export const jobPrefix = (teamId: string, jobId: string) => `jobs/${teamId}/${jobId}/`;
@@ -9,6 +10,13 @@ export const modelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamI
 export const archiveKey = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model.tar.gz`;
 /** A log chunk is named by the offset of its first line, so readers can skip whole chunks. */
 export const logChunkKey = (teamId: string, jobId: string, firstOffset: number) => `${jobPrefix(teamId, jobId)}logs/${String(firstOffset).padStart(10, '0')}.jsonl`;
+
+/** What resolves a checkpoint id used as `base_model` to its job and root model. */
+export interface CheckpointRef {
+  id: string;
+  job_id: string;
+  root_model: string;
+}
 
 export interface Checkpoint extends CheckpointRef {
   /** Blob prefix holding the checkpoint's files (a gliner2 or PEFT checkpoint directory). */
@@ -21,11 +29,14 @@ export interface Checkpoint extends CheckpointRef {
   created_at: string;
 }
 
-/** Job → its checkpoints: items `JOBCKPT#<job>#<created>` beside the id lookup `CKPT#<id>`. */
-const jobCheckpointItem = (teamId: string, jobId: string, createdAt: string, id: string) => ({
-  pk: `TEAM#${teamId}`,
-  sk: `JOBCKPT#${jobId}#${createdAt}#${id}`,
-});
+/**
+ * 404 for a job that is not there, with getTrainingJob's answer; read here so that this module
+ * (which trainingJobs.ts and deployments.ts use) imports neither of them.
+ */
+async function requireJob(svc: Services, teamId: string, jobId: string): Promise<void> {
+  const found = isUuid(jobId) && (await svc.records.get(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk));
+  if (!found) throw new NotFoundError(`Training job '${jobId}' not found`);
+}
 
 /** Registers a checkpoint whose files are already in the blob store (files first, then records). */
 export async function registerCheckpoint(svc: Services, teamId: string, checkpoint: Checkpoint): Promise<void> {
@@ -34,8 +45,8 @@ export async function registerCheckpoint(svc: Services, teamId: string, checkpoi
 }
 
 export async function listCheckpoints(svc: Services, teamId: string, jobId: string): Promise<Checkpoint[]> {
-  await getTrainingJob(svc, teamId, jobId);
-  return svc.records.queryAll<Checkpoint>(`TEAM#${teamId}`, { beginsWith: `JOBCKPT#${jobId}#` });
+  await requireJob(svc, teamId, jobId);
+  return svc.records.queryAll<Checkpoint>(teamPartition(teamId), { beginsWith: jobCheckpointsPrefix(jobId) });
 }
 
 export async function getCheckpoint(svc: Services, teamId: string, checkpointId: string): Promise<Checkpoint> {
@@ -60,7 +71,7 @@ export async function markBestCheckpoint(svc: Services, teamId: string, jobId: s
 
 /** Removes a job's checkpoint records (its files go with the job prefix). */
 export async function deleteCheckpointRecords(svc: Services, teamId: string, jobId: string): Promise<void> {
-  const all = await svc.records.queryAll<Checkpoint>(`TEAM#${teamId}`, { beginsWith: `JOBCKPT#${jobId}#` });
+  const all = await svc.records.queryAll<Checkpoint>(teamPartition(teamId), { beginsWith: jobCheckpointsPrefix(jobId) });
   for (const c of all) {
     await svc.records.delete(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk);
     const item = jobCheckpointItem(teamId, jobId, c.created_at, c.id);

@@ -1,12 +1,9 @@
 import { z } from 'zod';
-import { startGeneration, usageFields } from '../../core/decoder/service';
+import { usageFields } from '../../core/decoder/service';
 import type { DecoderMessage, PromptPart } from '../../core/decoder/types';
-import { EncoderInferenceBody } from '../../core/encoder/api';
-import { BadRequestError, ServiceUnavailableError, ValidationError } from '../../core/errors';
-import { modelRunErrors } from './errorDocs';
-import { json, route, type ApiResponse, type HandlerContext } from '../types';
-import { documentedAs, nonBlank, parseWith } from '../validation';
-import { applyMarkerRules, defaultMaxTokens, parseCacheControl, resolveForRoute } from './compat/common';
+import { BadRequestError, ValidationError } from '../../core/errors';
+import { json, type ApiResponse, type HandlerContext } from '../types';
+import { defaultMaxTokens, generate, parseCacheControl, resolveForRoute } from './compat/common';
 
 const TextBlock = z.strictObject({ type: z.literal('text'), text: z.string(), cache_control: z.unknown().optional() });
 
@@ -52,7 +49,8 @@ function toPrompt(body: GenerateInferenceInput): DecoderMessage[] {
 }
 
 /**
- * `POST /inference` with `task: "generate"`: the decoder branch of the native inference route.
+ * `POST /inference` with `task: "generate"`: the decoder branch of the native inference route
+ * (routes/inference.ts owns the route).
  * Response: `{inference_id, model_id, type: "decoder", completion, finish_reason, stop_sequence,
  * latency_ms, usage: {prompt_tokens (non-cached), cache_read_tokens, cache_write_tokens,
  * completion_tokens, total_tokens}}`.
@@ -65,13 +63,13 @@ export async function generateInference(ctx: Omit<HandlerContext<unknown, unknow
     throw err;
   });
   if (resolved.type !== 'decoder') throw ValidationError.field(['body', 'model_id'], 'not a decoder model');
-  const prompt = applyMarkerRules({ kind: 'chat', messages: toPrompt(body) }, resolved, runtime, false);
-  const gen = await startGeneration({
+  const gen = await generate({
     svc,
     runtime,
     principal,
     model: resolved,
-    prompt,
+    prompt: { kind: 'chat', messages: toPrompt(body) },
+    strictMarkers: false,
     params: { maxTokens: body.max_tokens ?? defaultMaxTokens(resolved), temperature: body.temperature, topP: body.top_p, stop: body.stop ?? [] },
     endpoint: '/inference',
     limitClass: 'inference',
@@ -91,40 +89,3 @@ export async function generateInference(ctx: Omit<HandlerContext<unknown, unknow
     usage: usageFields(r.usage),
   });
 }
-
-/**
- * Extension point for the encoder branch of `POST /inference` (owned by the encoder runtime): it
- * registers a handler for every body whose `task` is not "generate".
- */
-export type EncoderInferenceHandler = (ctx: HandlerContext<Record<string, unknown>, unknown, unknown>) => Promise<ApiResponse>;
-let encoderInference: EncoderInferenceHandler | undefined;
-export function registerEncoderInference(handler: EncoderInferenceHandler | undefined): void {
-  encoderInference = handler;
-}
-
-/** Routes on `task`; documented as the two bodies the branches accept (encoder: no task, texts not blank). */
-const InferenceRouterBody = z.looseObject({ model_id: z.string().min(1), task: z.string().optional() });
-const documentedText = nonBlank('text must not be empty');
-const EncoderBranch: z.ZodType = EncoderInferenceBody.omit({ task: true }).extend({ text: z.union([documentedText, z.array(documentedText).min(1)]) });
-documentedAs.set(InferenceRouterBody, z.union([EncoderBranch, GenerateInferenceBody]));
-
-export const inferenceRoutes = [
-  route({
-    method: 'POST',
-    path: '/inference',
-    tag: 'inference',
-    summary: 'Native inference: encoder extraction (`schema`) or decoder generation (`task: "generate"`, `messages`)',
-    // Each branch validates strictly; this only routes on `task`.
-    body: InferenceRouterBody,
-    responses: {
-      200: { description: 'Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id' },
-      ...modelRunErrors,
-    },
-    handler: async (ctx) => {
-      if (ctx.body.task === 'generate') return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });
-      if (encoderInference) return encoderInference(ctx as HandlerContext<Record<string, unknown>, unknown, unknown>);
-      if (ctx.body.task !== undefined) throw ValidationError.field(['body', 'task'], `unknown task '${ctx.body.task}'; the decoder task is "generate"`);
-      throw new ServiceUnavailableError('Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model');
-    },
-  }),
-];

@@ -11,9 +11,8 @@ import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { evaluationRoutes } from './evaluations';
 import { generateRoutes } from './generate';
-import { inferenceRoutes } from './generateInference';
 import { inferenceHistoryRoutes } from './inferences';
-import { glinerRoutes, registerEncoderRoutes } from './inference';
+import { glinerRoutes, inferenceRoutes } from './inference';
 import { metaRoutes } from './meta';
 import { projectRoutes } from './projects';
 import { teamBillingRoutes } from './teams';
@@ -23,7 +22,6 @@ export const API_VERSION = '0.1.0';
 
 /** Every route of the service, in the order the API reference lists them. */
 export function allRoutes(): RouteSpec[] {
-  registerEncoderRoutes();
   const routes: RouteSpec[] = [
     ...metaRoutes,
     ...apiKeyRoutes,

@@ -1,17 +1,18 @@
 /**
- * Encoder extraction over HTTP: the encoder branch of `POST /inference` (registered into the
- * native inference route, which dispatches `task: "generate"` to the decoder), the per-head
- * `/gliner-2/*` endpoints (rate-limit class `gliner`), and extraction through the compatible
- * routes (`schema` extra field).
+ * Native inference over HTTP: `POST /inference` (extraction with a `schema`, or `task: "generate"`,
+ * which goes to the decoder branch in generateInference.ts) and the per-head `/gliner-2/*`
+ * endpoints (rate-limit class `gliner`). Extraction through the compatible routes (`schema` extra
+ * field) is compat/common.ts's extractThroughCompat. Each request resolves its model once.
  */
 import { z } from 'zod';
 import { checkTexts, EncoderInferenceBody, runExtraction, SchemaBody, toEncoderSchema, type ExtractionOutput } from '../../core/encoder/api';
-import { ValidationError } from '../../core/errors';
+import type { Principal, Services } from '../../core/context';
+import { ServiceUnavailableError, ValidationError } from '../../core/errors';
+import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
-import { nonBlank, parseWith } from '../validation';
-import { registerEncoderExtraction } from './compat/common';
+import { documentedAs, nonBlank, parseWith } from '../validation';
 import { modelRunErrors } from './errorDocs';
-import { registerEncoderInference } from './generateInference';
+import { generateInference, GenerateInferenceBody } from './generateInference';
 
 const ExtractionResponse = z.looseObject({
   inference_id: z.string(),
@@ -22,16 +23,20 @@ const ExtractionResponse = z.looseObject({
   result: z.unknown(),
 });
 
+/** The model of an extraction route, resolved once: a decoder here is a 422 on `body.model_id`. */
+const extractionModel = async (svc: Services, principal: Principal, model: string) => (await resolveModel(svc, principal, model, { extraction: true })) as ResolvedEncoder;
+
 /** `POST /inference` without `task: "generate"`: extraction with a `schema` (DESIGN §3). */
-export async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
+async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
   if (ctx.body.task !== undefined) throw ValidationError.field(['body', 'task'], `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`);
+  if (!ctx.svc.encoder) throw new ServiceUnavailableError('Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model');
   const body = parseWith(EncoderInferenceBody, ctx.body, 'body');
   const schema = toEncoderSchema(body.schema);
   const texts = checkTexts(body.text);
   const out = await runExtraction({
     svc: ctx.svc,
     principal: ctx.principal,
-    modelId: body.model_id,
+    model: await extractionModel(ctx.svc, ctx.principal, body.model_id),
     texts,
     batch: Array.isArray(body.text),
     schema,
@@ -43,6 +48,31 @@ export async function encoderInference(ctx: HandlerContext<Record<string, unknow
   });
   return json(200, out);
 }
+
+/** Routes on `task`; documented as the two bodies the branches accept (encoder: no task, texts not blank). */
+const InferenceRouterBody = z.looseObject({ model_id: z.string().min(1), task: z.string().optional() });
+const documentedText = nonBlank('text must not be empty');
+const EncoderBranch: z.ZodType = EncoderInferenceBody.omit({ task: true }).extend({ text: z.union([documentedText, z.array(documentedText).min(1)]) });
+documentedAs.set(InferenceRouterBody, z.union([EncoderBranch, GenerateInferenceBody]));
+
+export const inferenceRoutes = [
+  route({
+    method: 'POST',
+    path: '/inference',
+    tag: 'inference',
+    summary: 'Native inference: encoder extraction (`schema`) or decoder generation (`task: "generate"`, `messages`)',
+    // Each branch validates strictly; this only routes on `task`.
+    body: InferenceRouterBody,
+    responses: {
+      200: { description: 'Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id' },
+      ...modelRunErrors,
+    },
+    handler: async (ctx) => {
+      if (ctx.body.task === 'generate') return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });
+      return encoderInference(ctx as HandlerContext<Record<string, unknown>, unknown, unknown>);
+    },
+  }),
+];
 
 const common = {
   model_id: z.string().min(1),
@@ -74,7 +104,7 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
       const out: ExtractionOutput = await runExtraction({
         svc: ctx.svc,
         principal: ctx.principal,
-        modelId: b.model_id as string,
+        model: await extractionModel(ctx.svc, ctx.principal, b.model_id as string),
         texts,
         batch: Array.isArray(b.text),
         schema,
@@ -96,25 +126,3 @@ export const glinerRoutes = [
   glinerRoute('/gliner-2/relations', 'relations', 'Relation extraction: `relations` = names or {name, description?}'),
   glinerRoute('/gliner-2/extract', 'schema', 'Every head at once: `schema` as in POST /inference'),
 ];
-
-/** Wires the encoder into the shared inference route and the compatible routes. */
-export function registerEncoderRoutes(): void {
-  registerEncoderInference(encoderInference);
-  registerEncoderExtraction(async ({ svc, principal, model, text, schema, threshold, store, endpoint }) => {
-    const parsed = toEncoderSchema(parseWith(SchemaBody, schema, 'schema'), ['body', 'schema']);
-    const out = await runExtraction({
-      svc,
-      principal,
-      modelId: model.requested,
-      texts: checkTexts(text, ['body', 'messages']),
-      batch: false,
-      schema: parsed,
-      rawInput: { text, schema, ...(threshold !== undefined ? { threshold } : {}) },
-      threshold,
-      store,
-      endpoint,
-      limitClass: 'inference',
-    });
-    return { inference_id: out.inference_id, result: out.result, input_tokens: out.usage.input_tokens };
-  });
-}

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileUsageSpool } from '../../../src/core/billing/spool';
+import { FileUsageSpool } from '../../../src/adapters/fs/usageSpool';
 import type { UsageBatch } from '../../../src/core/billing/usageBatch';
 
 const batch = (id: string) => ({ id }) as unknown as UsageBatch;

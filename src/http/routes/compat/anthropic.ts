@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { modelRunErrors } from '../errorDocs';
-import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
+import type { Generation, GenerationResult } from '../../../core/decoder/service';
 import type { CacheMarker, DecoderMessage, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
+import type { ResolvedEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
-import { applyMarkerRules, getEncoderExtraction, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
+import { extractThroughCompat, generate, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
 import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
@@ -178,14 +179,13 @@ async function* messageStream(gen: Generation): AsyncGenerator<string> {
   yield sseEvent('message_stop', { type: 'message_stop' });
 }
 
-async function encoderMessages(ctx: HandlerContext<Body, unknown, unknown>, model: Parameters<NonNullable<ReturnType<typeof getEncoderExtraction>>>[0]['model']): Promise<ApiResponse> {
+async function encoderMessages(ctx: HandlerContext<Body, unknown, unknown>, model: ResolvedEncoder): Promise<ApiResponse> {
   const { body } = ctx;
-  const extraction = getEncoderExtraction();
-  if (!extraction || !body.schema) throw new BadRequestError('schema extraction is not available');
+  if (!body.schema) throw new BadRequestError('schema extraction is not available');
   if (body.stream) throw withHints(new BadRequestError('schema extraction does not stream; send stream: false'), 'stream');
   const user = [...body.messages].reverse().find((m) => m.role === 'user');
   const text = typeof user?.content === 'string' ? user.content : (user?.content ?? []).map((b) => String(b['text'] ?? '')).join('\n');
-  const out = await extraction({ svc: ctx.svc, principal: ctx.principal, model, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/messages' });
+  const out = await extractThroughCompat({ svc: ctx.svc, principal: ctx.principal, model, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/messages' });
   return json(200, {
     id: `msg_${out.inference_id}`,
     type: 'message',
@@ -215,13 +215,13 @@ export const anthropicRoutes = [
       if (resolved.type === 'encoder') return encoderMessages(ctx, resolved);
       checkTools(resolved as Decoder, body.tools, body.tool_choice?.type === 'none' ? 'none' : body.tool_choice);
       const { messages } = messagesToPrompt(body);
-      const prompt = applyMarkerRules({ kind: 'chat', messages, continueFinal: true }, resolved, runtime, true);
-      const gen = await startGeneration({
+      const gen = await generate({
         svc,
         runtime,
         principal,
-        model: resolved,
-        prompt,
+        model: resolved as Decoder,
+        prompt: { kind: 'chat', messages, continueFinal: true },
+        strictMarkers: true,
         params: {
           maxTokens: body.max_tokens,
           temperature: body.temperature,

@@ -1,37 +1,48 @@
 import { z } from 'zod';
 import { decoderRuntime } from '../../../adapters/decoder';
 import type { Principal, Services } from '../../../core/context';
-import { resolveModel, type ResolvedModel } from '../../../core/decoder/models';
+import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/encoder/api';
+import { resolveModel, type ResolvedEncoder, type ResolvedModel } from '../../../core/models';
 import { MAX_CACHE_MARKERS, DEFAULT_CACHE_TTL_SECONDS, parseTtl } from '../../../core/decoder/promptCache';
-import type { DecoderRuntime } from '../../../core/decoder/service';
+import { startGeneration, type DecoderRuntime, type Generation, type GenerationInput } from '../../../core/decoder/service';
 import type { CacheMarker, DecoderMessage, DecoderPrompt } from '../../../core/decoder/types';
 import { BadRequestError, ServiceUnavailableError, type ApiError } from '../../../core/errors';
 import type { ApiRequest } from '../../types';
+import { parseWith } from '../../validation';
 
 export type Decoder = Extract<ResolvedModel, { type: 'decoder' }>;
 
 /**
- * Extension point for the encoder runtime: extraction through the compatible routes (`schema` extra
- * field on chat/messages, SPEC "Compatible request extras"). The encoder module registers a function
- * that runs the schema on the text and returns the result object (sent back as JSON content).
+ * Extraction through the compatible routes (`schema` extra field on chat/messages, SPEC
+ * "Compatible request extras"): the encoder runs the schema on the text; the result object is sent
+ * back as JSON content.
  */
-export type EncoderExtraction = (args: {
+export async function extractThroughCompat(args: {
   svc: Services;
   principal: Principal;
-  model: Extract<ResolvedModel, { type: 'encoder' }>;
+  model: ResolvedEncoder;
   text: string;
   schema: Record<string, unknown>;
   threshold?: number | undefined;
   store: boolean;
   endpoint: string;
-}) => Promise<{ inference_id: string; result: unknown; input_tokens: number }>;
-
-let encoderExtraction: EncoderExtraction | undefined;
-export function registerEncoderExtraction(fn: EncoderExtraction | undefined): void {
-  encoderExtraction = fn;
-}
-export function getEncoderExtraction(): EncoderExtraction | undefined {
-  return encoderExtraction;
+}): Promise<{ inference_id: string; result: unknown; input_tokens: number }> {
+  const { svc, principal, model, text, schema, threshold, store, endpoint } = args;
+  const parsed = toEncoderSchema(parseWith(SchemaBody, schema, 'schema'), ['body', 'schema']);
+  const out = await runExtraction({
+    svc,
+    principal,
+    model,
+    texts: checkTexts(text, ['body', 'messages']),
+    batch: false,
+    schema: parsed,
+    rawInput: { text, schema, ...(threshold !== undefined ? { threshold } : {}) },
+    threshold,
+    store,
+    endpoint,
+    limitClass: 'inference',
+  });
+  return { inference_id: out.inference_id, result: out.result, input_tokens: out.usage.input_tokens };
 }
 
 export function withHints<E extends ApiError>(err: E, param?: string, code?: string): E {
@@ -40,7 +51,7 @@ export function withHints<E extends ApiError>(err: E, param?: string, code?: str
   return err;
 }
 
-/** Resolves `model` for a generation route; encoders need `schema` (and the encoder runtime). */
+/** Resolves `model` once for a generation route; encoders need `schema` (and the encoder runtime). */
 export async function resolveForRoute(
   svc: Services,
   principal: Principal,
@@ -50,7 +61,7 @@ export async function resolveForRoute(
   const runtime = decoderRuntime(svc);
   let resolved: ResolvedModel;
   try {
-    resolved = await resolveModel(svc, principal.team_id, model, runtime.backend);
+    resolved = await resolveModel(svc, principal, model);
   } catch (err) {
     if ((err as ApiError).status === 404) throw withHints(err as ApiError, 'model', 'model_not_found');
     throw err;
@@ -63,7 +74,7 @@ export async function resolveForRoute(
         'model_not_generative',
       );
     }
-    if (!encoderExtraction) throw new ServiceUnavailableError('The encoder runtime is not available on this deployment');
+    if (!svc.encoder) throw new ServiceUnavailableError('The encoder runtime is not available on this deployment');
   } else if (hasSchema) {
     throw withHints(new BadRequestError(`'schema' extraction needs an encoder model; '${model}' is a decoder`), 'schema', 'invalid_value');
   }
@@ -112,6 +123,15 @@ export function applyMarkerRules(prompt: DecoderPrompt, model: Decoder, runtime:
     }),
   }));
   return { kind: 'chat', messages };
+}
+
+/**
+ * The generation call of every decoder route (native `POST /inference` and the compatible ones):
+ * the prompt-caching marker rules on the prompt, then the generation (spend check, billing, storage).
+ */
+export function generate(input: GenerationInput & { strictMarkers: boolean }): Promise<Generation> {
+  const { strictMarkers, ...rest } = input;
+  return startGeneration({ ...rest, prompt: applyMarkerRules(input.prompt, input.model, input.runtime, strictMarkers) });
 }
 
 export function normalizeStop(stop: string | string[] | null | undefined): string[] {

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { modelRunErrors } from '../errorDocs';
-import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
+import type { Generation, GenerationResult } from '../../../core/decoder/service';
 import type { DecoderMessage, DecoderRole, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
+import type { ResolvedEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
 import {
-  applyMarkerRules,
   defaultMaxTokens,
-  getEncoderExtraction,
+  extractThroughCompat,
+  generate,
   normalizeStop,
   parseCacheControl,
   requireTextOnly,
@@ -169,14 +170,13 @@ function streamHeaders(gen: Generation): Record<string, string> {
 }
 
 /** Extraction through chat: the encoder runs `schema` on the last user message; the result is JSON content. */
-async function encoderChat(ctx: HandlerContext<ChatBody, unknown, unknown>, resolved: Parameters<NonNullable<ReturnType<typeof getEncoderExtraction>>>[0]['model']): Promise<ApiResponse> {
+async function encoderChat(ctx: HandlerContext<ChatBody, unknown, unknown>, resolved: ResolvedEncoder): Promise<ApiResponse> {
   const body = ctx.body;
-  const extraction = getEncoderExtraction();
-  if (!extraction || !body.schema) throw new BadRequestError('schema extraction is not available');
+  if (!body.schema) throw new BadRequestError('schema extraction is not available');
   if (body.stream) throw withHints(new BadRequestError('schema extraction does not stream; send stream: false'), 'stream', 'unsupported_parameter');
   const user = [...body.messages].reverse().find((m) => m.role === 'user');
   const text = typeof user?.content === 'string' ? user.content : (user?.content ?? []).map((p) => String((p as { text?: unknown }).text ?? '')).join('\n');
-  const out = await extraction({ svc: ctx.svc, principal: ctx.principal, model: resolved, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/chat/completions' });
+  const out = await extractThroughCompat({ svc: ctx.svc, principal: ctx.principal, model: resolved, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/chat/completions' });
   const content = JSON.stringify(out.result);
   return json(200, {
     id: `chatcmpl-${out.inference_id}`,
@@ -208,13 +208,13 @@ export const openAiRoutes = [
         throw withHints(new BadRequestError(`response_format '${body.response_format.type}' is not supported by '${body.model}'`), 'response_format', 'unsupported_parameter');
       }
       checkTools(resolved, body.tools, body.tool_choice);
-      const prompt = applyMarkerRules({ kind: 'chat', messages: chatToPrompt(body.messages) }, resolved, runtime, false);
-      const gen = await startGeneration({
+      const gen = await generate({
         svc,
         runtime,
         principal,
         model: resolved,
-        prompt,
+        prompt: { kind: 'chat', messages: chatToPrompt(body.messages) },
+        strictMarkers: false,
         params: {
           maxTokens: body.max_completion_tokens ?? body.max_tokens ?? defaultMaxTokens(resolved),
           temperature: body.temperature ?? undefined,
@@ -248,12 +248,13 @@ export const openAiRoutes = [
       if (body.logprobs !== undefined && body.logprobs !== null) throw withHints(new BadRequestError('logprobs are not supported by this model'), 'logprobs', 'unsupported_parameter');
       if (body.suffix) throw withHints(new BadRequestError('suffix (insertion) is not supported by this model'), 'suffix', 'unsupported_parameter');
       const promptText = Array.isArray(body.prompt) ? (body.prompt[0] as string) : body.prompt;
-      const gen = await startGeneration({
+      const gen = await generate({
         svc,
         runtime,
         principal,
         model: resolved,
         prompt: { kind: 'text', text: promptText },
+        strictMarkers: false,
         params: {
           maxTokens: body.max_tokens ?? 16,
           temperature: body.temperature ?? undefined,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { modelRunErrors } from '../errorDocs';
-import { startGeneration, type Generation, type GenerationResult } from '../../../core/decoder/service';
+import type { Generation, GenerationResult } from '../../../core/decoder/service';
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route } from '../../types';
-import { applyMarkerRules, defaultMaxTokens, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
+import { defaultMaxTokens, generate, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
 import { checkTools } from './openai';
 
 const Item = z.looseObject({ type: z.string().optional(), role: z.string().optional(), content: z.unknown().optional() });
@@ -172,13 +172,13 @@ export const responsesRoutes = [
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
       if (resolved.type !== 'decoder') throw new BadRequestError('unreachable');
       checkTools(resolved, body.tools, body.tool_choice);
-      const prompt = applyMarkerRules({ kind: 'chat', messages: responsesToPrompt(body) }, resolved, runtime, false);
-      const gen = await startGeneration({
+      const gen = await generate({
         svc,
         runtime,
         principal,
         model: resolved,
-        prompt,
+        prompt: { kind: 'chat', messages: responsesToPrompt(body) },
+        strictMarkers: false,
         params: {
           maxTokens: body.max_output_tokens ?? defaultMaxTokens(resolved),
           temperature: body.temperature ?? undefined,

@@ -1,26 +1,4 @@
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { UsageBatch } from '../core/billing/usageBatch';
-
-/** Background work: validate an uploaded dataset version, and (later) training/evaluation steps. */
-export type WorkMessage =
-  | { type: 'dataset.process'; team_id: string; dataset_name: string; version: number }
-  /** Usage a gateway could not write: applied idempotently by the worker (src/core/billing/usageBatch.ts). */
-  | { type: 'usage.apply'; batch: UsageBatch };
-
-export type WorkHandler = (message: WorkMessage) => Promise<void>;
-
-/** The queue port: SQS on AWS, an in-process queue in local mode. */
-export interface WorkQueue {
-  send(message: WorkMessage): Promise<void>;
-}
-
-export class SqsWorkQueue implements WorkQueue {
-  constructor(private readonly sqs: SQSClient, private readonly queueUrl: string) {}
-
-  async send(message: WorkMessage): Promise<void> {
-    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message) }));
-  }
-}
+import type { WorkHandler, WorkMessage, WorkQueue } from '../../core/ports';
 
 /**
  * Runs messages in this process with bounded concurrency. Durability comes from the records: on

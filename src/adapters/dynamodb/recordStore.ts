@@ -8,53 +8,52 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-
-/** Key attributes of the single table; everything else on an item is the record itself. */
-export interface ItemKeys {
-  pk: string;
-  sk: string;
-  gsi1pk?: string;
-  gsi1sk?: string;
-  /** Epoch seconds; DynamoDB TTL deletes the item some time after. */
-  expiresAt?: number;
-}
+import { ITEM_ABSENT, WriteConflict, type Clause, type Condition, type ItemKeys, type QueryOptions, type QueryPage, type RecordStore, type RecordUpdate } from '../../core/ports';
 
 const KEY_ATTRIBUTES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'expiresAt']);
 
-/** Thrown when a conditional write's condition does not hold (e.g. the name is taken). */
-export class ConditionFailed extends Error {
-  constructor() {
-    super('conditional write rejected');
-    this.name = 'ConditionFailed';
-  }
-}
-
-export interface Condition {
+/** A condition as DynamoDB takes it: an expression and its placeholders. */
+interface Expression {
   expression: string;
-  names?: Record<string, string>;
-  values?: Record<string, unknown>;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
 }
 
-export interface QueryOptions {
-  index?: 'gsi1';
-  beginsWith?: string;
-  newestFirst?: boolean;
-  limit?: number;
-  startKey?: Record<string, unknown>;
-  filter?: Condition;
-}
-
-export interface QueryPage<T> {
-  items: T[];
-  nextKey?: Record<string, unknown>;
+/**
+ * Turns the core's condition (ports.ts) into a DynamoDB condition expression. Placeholders are
+ * `#c<n>` / `:c<n>` (`prefix` keeps those of a filter and a condition apart from the update's `#u<n>`).
+ */
+export function toExpression(condition: Condition, prefix = 'c'): Expression {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  let n = 0;
+  const name = (attr: string) => {
+    n += 1;
+    names[`#${prefix}${n}`] = attr;
+    return `#${prefix}${n}`;
+  };
+  const value = (v: unknown) => {
+    n += 1;
+    values[`:${prefix}${n}`] = v;
+    return `:${prefix}${n}`;
+  };
+  const clause = (c: Clause): string => {
+    if ('itemExists' in c) return c.itemExists ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)';
+    if ('anyOf' in c) return `(${c.anyOf.map(clause).join(' OR ')})`;
+    if ('present' in c) return c.present ? `attribute_exists(${name(c.attr)})` : `attribute_not_exists(${name(c.attr)})`;
+    if ('equals' in c) return `${name(c.attr)} = ${value(c.equals)}`;
+    if ('lessThan' in c) return `${name(c.attr)} < ${value(c.lessThan)}`;
+    return `contains(${name(c.attr)}, ${value(c.contains)})`;
+  };
+  return { expression: condition.map(clause).join(' AND '), names, values };
 }
 
 /**
  * Records live in one DynamoDB table (pk/sk + gsi1). Local mode points the same client at dynalite,
- * so this class is the only records adapter. No transactions: dynalite has none, and every
- * invariant we need holds with single-item conditional writes.
+ * so this class is the records adapter of every deployment (memory.ts serves core unit tests). No
+ * transactions: dynalite has none, and every invariant we need holds with single-item conditional writes.
  */
-export class RecordStore {
+export class DynamoRecordStore implements RecordStore {
   readonly doc: DynamoDBDocumentClient;
 
   constructor(readonly client: DynamoDBClient, readonly table: string) {
@@ -72,12 +71,12 @@ export class RecordStore {
 
   async get<T>(pk: string, sk: string, consistent = true): Promise<T | undefined> {
     const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent }));
-    return RecordStore.strip<T>(res.Item);
+    return DynamoRecordStore.strip<T>(res.Item);
   }
 
-  /** Put a whole item. `ifAbsent` makes it a create that fails with ConditionFailed on a duplicate. */
+  /** Put a whole item. `ifAbsent` makes it a create that fails with WriteConflict on a duplicate. */
   async put(keys: ItemKeys, record: object, opts: { ifAbsent?: boolean; condition?: Condition } = {}): Promise<void> {
-    const condition = opts.ifAbsent ? { expression: 'attribute_not_exists(pk)' } : opts.condition;
+    const condition = opts.ifAbsent ? ITEM_ABSENT : opts.condition;
     await this.guard(
       this.doc.send(
         new PutCommand({
@@ -93,13 +92,10 @@ export class RecordStore {
    * Set and/or atomically add attributes on an existing item (or create it, for counters).
    * Returns the item as it is after the update.
    */
-  async update<T>(
-    pk: string,
-    sk: string,
-    change: { set?: Record<string, unknown>; add?: Record<string, number>; remove?: string[]; condition?: Condition },
-  ): Promise<T> {
-    const names: Record<string, string> = { ...(change.condition?.names ?? {}) };
-    const values: Record<string, unknown> = { ...(change.condition?.values ?? {}) };
+  async update<T>(pk: string, sk: string, change: RecordUpdate): Promise<T> {
+    const condition = change.condition?.length ? toExpression(change.condition) : undefined;
+    const names: Record<string, string> = { ...(condition?.names ?? {}) };
+    const values: Record<string, unknown> = { ...(condition?.values ?? {}) };
     const clauses: string[] = [];
     let i = 0;
     const setParts = Object.entries(change.set ?? {})
@@ -132,12 +128,12 @@ export class RecordStore {
           UpdateExpression: clauses.join(' '),
           ExpressionAttributeNames: names,
           ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
-          ...(change.condition ? { ConditionExpression: change.condition.expression } : {}),
+          ...(condition ? { ConditionExpression: condition.expression } : {}),
           ReturnValues: 'ALL_NEW',
         }),
       ),
     );
-    return RecordStore.strip<T>(res.Attributes) as T;
+    return DynamoRecordStore.strip<T>(res.Attributes) as T;
   }
 
   async delete(pk: string, sk: string, condition?: Condition): Promise<void> {
@@ -147,8 +143,9 @@ export class RecordStore {
   async query<T>(partition: string, opts: QueryOptions = {}): Promise<QueryPage<T>> {
     const pkName = opts.index ? 'gsi1pk' : 'pk';
     const skName = opts.index ? 'gsi1sk' : 'sk';
-    const names: Record<string, string> = { '#pk': pkName, ...(opts.filter?.names ?? {}) };
-    const values: Record<string, unknown> = { ':pk': partition, ...(opts.filter?.values ?? {}) };
+    const filter = opts.filter?.length ? toExpression(opts.filter, 'f') : undefined;
+    const names: Record<string, string> = { '#pk': pkName, ...(filter?.names ?? {}) };
+    const values: Record<string, unknown> = { ':pk': partition, ...(filter?.values ?? {}) };
     let keyCondition = '#pk = :pk';
     if (opts.beginsWith !== undefined) {
       names['#sk'] = skName;
@@ -164,11 +161,11 @@ export class RecordStore {
       ...(opts.index ? { IndexName: opts.index } : { ConsistentRead: true }),
       ...(opts.limit ? { Limit: opts.limit } : {}),
       ...(opts.startKey ? { ExclusiveStartKey: opts.startKey } : {}),
-      ...(opts.filter ? { FilterExpression: opts.filter.expression } : {}),
+      ...(filter ? { FilterExpression: filter.expression } : {}),
     };
     const res = await this.doc.send(new QueryCommand(input));
     return {
-      items: (res.Items ?? []).map((item) => RecordStore.strip<T>(item) as T),
+      items: (res.Items ?? []).map((item) => DynamoRecordStore.strip<T>(item) as T),
       ...(res.LastEvaluatedKey ? { nextKey: res.LastEvaluatedKey } : {}),
     };
   }
@@ -226,17 +223,18 @@ export class RecordStore {
     try {
       return await op;
     } catch (err) {
-      if ((err as { name?: string }).name === 'ConditionalCheckFailedException') throw new ConditionFailed();
+      if ((err as { name?: string }).name === 'ConditionalCheckFailedException') throw new WriteConflict();
       throw err;
     }
   }
 }
 
 function conditionParams(condition: Condition | undefined) {
-  if (!condition) return {};
+  if (!condition?.length) return {};
+  const c = toExpression(condition);
   return {
-    ConditionExpression: condition.expression,
-    ...(condition.names ? { ExpressionAttributeNames: condition.names } : {}),
-    ...(condition.values ? { ExpressionAttributeValues: condition.values } : {}),
+    ConditionExpression: c.expression,
+    ...(Object.keys(c.names).length ? { ExpressionAttributeNames: c.names } : {}),
+    ...(Object.keys(c.values).length ? { ExpressionAttributeValues: c.values } : {}),
   };
 }

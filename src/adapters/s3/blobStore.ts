@@ -14,6 +14,7 @@ import { createReadStream } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
+import type { BlobHead, BlobStore } from '../../core/ports';
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
@@ -21,20 +22,12 @@ async function filesUnder(dir: string): Promise<string[]> {
   return nested.flat();
 }
 
-export interface BlobHead {
-  size: number;
-  contentType?: string;
-  lastModified?: Date;
-  /** The object's ETag as S3 reports it (quotes included); changes whenever the object is rewritten. */
-  etag?: string;
-}
-
 /**
  * Datasets, checkpoints and archives. The same S3 SDK code runs against S3 on AWS and against
  * s3rver in local mode; uploads and downloads go straight to storage through presigned URLs, so
  * large files never pass through the API.
  */
-export class BlobStore {
+export class S3BlobStore implements BlobStore {
   constructor(readonly s3: S3Client, readonly bucket: string) {}
 
   async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {

@@ -1,0 +1,126 @@
+/**
+ * The encoder runtime of a process with onnxruntime (local mode, the ECS encoder service): model
+ * id → exported weights in the model store → a local copy (a cache directory, SIFT_ENCODER_CACHE_DIR)
+ * → shared `EncoderModel` sessions (loaded once per model directory, LRU with a memory bound).
+ * The core reaches it through the EncoderRuntime port (svc.encoder).
+ */
+import { createHash } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { EncoderModel, type Precision } from '../../core/encoder/engine';
+import { ServiceUnavailableError } from '../../core/errors';
+import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
+
+/** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */
+const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
+
+export interface EncoderRuntimeOptions {
+  cacheDir?: string;
+  /** Bytes of ONNX weights kept loaded at once (least recently used models are released). */
+  maxLoadedBytes?: number;
+  precision?: Precision;
+  threads?: number;
+}
+
+export class OnnxEncoderRuntime implements EncoderRuntime {
+  readonly cacheDir: string;
+  private readonly maxBytes: number;
+  private readonly precision: Precision;
+  private readonly threads: number | undefined;
+  private readonly loaded = new Map<string, Promise<EncoderModel>>();
+  private readonly fetching = new Map<string, Promise<string>>();
+
+  constructor(opts: EncoderRuntimeOptions = {}) {
+    this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
+    this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
+    this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
+    this.threads = opts.threads;
+  }
+
+  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest). */
+  async localDir(blobs: BlobStore, model: ServedEncoder): Promise<string> {
+    const manifestKey = `${model.prefix}manifest.json`;
+    const manifest = (await blobs.head(manifestKey)) ? await blobs.getText(manifestKey) : '';
+    const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
+    const target = join(this.cacheDir, key);
+    const pending = this.fetching.get(target);
+    if (pending) return pending;
+    const p = (async () => {
+      const done = join(target, '.complete');
+      if (existsSync(done)) return target;
+      const keys = (await blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
+      const missing = EncoderModel.requiredFiles('fp32').filter((f) => !keys.includes(model.prefix + f));
+      if (missing.length) throw new ServiceUnavailableError(`Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`);
+      // download beside the target, then rename: concurrent processes never see half a model
+      const staging = `${target}.part-${process.pid}-${Date.now()}`;
+      for (const k of keys) {
+        const file = join(staging, k.slice(model.prefix.length));
+        await mkdir(dirname(file), { recursive: true });
+        await pipeline(await blobs.stream(k), createWriteStream(file));
+      }
+      await writeFile(join(staging, '.complete'), new Date().toISOString());
+      await rm(target, { recursive: true, force: true });
+      await rename(staging, target).catch(async (err) => {
+        await rm(staging, { recursive: true, force: true });
+        if (!existsSync(done)) throw err;
+      });
+      return target;
+    })();
+    this.fetching.set(target, p);
+    try {
+      return await p;
+    } finally {
+      this.fetching.delete(target);
+    }
+  }
+
+  /** Shared sessions for a model directory (loaded once; LRU-evicted over the memory bound). */
+  async model(dir: string, precision: Precision = this.precision): Promise<EncoderModel> {
+    const usePrecision = precision === 'int8' && !existsSync(join(dir, 'onnx/encoder.int8.onnx')) ? 'fp32' : precision;
+    const key = `${dir}#${usePrecision}`;
+    let p = this.loaded.get(key);
+    if (p) {
+      this.loaded.delete(key);
+      this.loaded.set(key, p); // most recently used last
+      return p;
+    }
+    p = EncoderModel.load(dir, { precision: usePrecision, ...(this.threads ? { threads: this.threads } : {}) });
+    this.loaded.set(key, p);
+    p.catch(() => this.loaded.delete(key));
+    const m = await p;
+    await this.evict(key);
+    return m;
+  }
+
+  private async evict(keep: string): Promise<void> {
+    const sizes = await Promise.all([...this.loaded.entries()].map(async ([k, p]) => [k, (await p.catch(() => undefined))?.bytes ?? 0] as const));
+    let total = sizes.reduce((n, [, b]) => n + b, 0);
+    for (const [k, b] of sizes) {
+      if (total <= this.maxBytes) break;
+      if (k === keep) continue;
+      const p = this.loaded.get(k);
+      this.loaded.delete(k);
+      total -= b;
+      // sessions in use by a running request finish first: release after a grace period
+      void p?.then((m) => setTimeout(() => void m.release().catch(() => {}), 30_000).unref());
+    }
+  }
+
+  loadedModels(): string[] {
+    return [...this.loaded.keys()];
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.loaded.values()];
+    this.loaded.clear();
+    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));
+  }
+}
+
+/** Reads a model's manifest (tests, diagnostics). */
+export async function readManifest(dir: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+}

@@ -1,0 +1,76 @@
+/**
+ * Where every record lives in the records store (one table: pk/sk + the gsi1 index), in one place
+ * as storageLayout.ts is for the bucket. Everything a team owns sits under its partition
+ * `TEAM#<id>`, so one team's key can never address another team's records.
+ */
+
+export const teamPartition = (teamId: string) => `TEAM#${teamId}`;
+/** Index sort key of a listing ordered by creation (ids break ties). */
+export const byCreation = (createdAt: string, id: string) => `${createdAt}#${id}`;
+
+// The installation and teams
+export const installationItem = { pk: 'INSTALL', sk: 'INSTALL' } as const;
+export const teamKey = (teamId: string) => ({ pk: teamPartition(teamId), sk: 'TEAM' });
+/** Sort key of the team item, which also holds the prepaid balance that usage batches spend. */
+export const TEAM_SK = 'TEAM';
+/** gsi1 partition listing every team. */
+export const TEAMS_INDEX = 'TEAMS';
+export const gatewayKeyItem = (teamId: string) => ({ pk: teamPartition(teamId), sk: 'GATEWAYKEY' });
+
+// Keys and sessions: looked up by the hash of the secret, listed per team on gsi1
+export const apiKeyItem = (hash: string) => ({ pk: `KEY#${hash}`, sk: 'KEY' });
+export const sessionItem = (hash: string) => ({ pk: `SESSION#${hash}`, sk: 'SESSION' });
+export const teamKeysIndex = (teamId: string) => `TEAM#${teamId}#KEYS`;
+
+// Projects and their deployment history
+export const projectItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `PROJECT#${id}` });
+export const PROJECTS_PREFIX = 'PROJECT#';
+/** Claims a project name within the team (a conditional create). */
+export const projectNameItem = (teamId: string, name: string) => ({ pk: teamPartition(teamId), sk: `PROJECTNAME#${name}` });
+/** Append-only: one item per promote / rollback / clear, ordered by time. */
+export const projectDeploymentItem = (teamId: string, projectId: string, createdAt: string, id: string) => ({
+  pk: teamPartition(teamId),
+  sk: `PROJDEP#${projectId}#${createdAt}#${id}`,
+});
+export const projectDeploymentsPrefix = (projectId: string) => `PROJDEP#${projectId}#`;
+
+// Datasets: a head item per name (the version counter) and one item per version
+export const datasetHeadItem = (teamId: string, name: string) => ({ pk: teamPartition(teamId), sk: `DATASET#${name}` });
+export const datasetVersionItem = (teamId: string, name: string, version: number) => ({
+  pk: teamPartition(teamId),
+  sk: `DSV#${name}#${String(version).padStart(6, '0')}`,
+});
+/** Every version of one dataset (`name`), or of all datasets. */
+export const datasetVersionsPrefix = (name?: string) => (name === undefined ? 'DSV#' : `DSV#${name}#`);
+
+// Training jobs and their checkpoints
+export const jobItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `JOB#${id}` });
+export const jobsIndex = (teamId: string) => `TEAM#${teamId}#JOBS`;
+/** A checkpoint by its id (a checkpoint id is also a valid `base_model`). */
+export const checkpointItem = (teamId: string, checkpointId: string) => ({ pk: teamPartition(teamId), sk: `CKPT#${checkpointId}` });
+/** Job → its checkpoints, in creation order, beside the id lookup. */
+export const jobCheckpointItem = (teamId: string, jobId: string, createdAt: string, id: string) => ({
+  pk: teamPartition(teamId),
+  sk: `JOBCKPT#${jobId}#${createdAt}#${id}`,
+});
+export const jobCheckpointsPrefix = (jobId: string) => `JOBCKPT#${jobId}#`;
+/** SageMaker training job name → team and job (AWS only: events name the SageMaker job). */
+export const jobRefItem = (jobId: string) => ({ pk: `JOBREF#${jobId}`, sk: 'REF' });
+
+// Evaluations, generation jobs, adaptive cycles
+export const evaluationItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `EVAL#${id}` });
+export const evaluationsIndex = (teamId: string) => `TEAM#${teamId}#EVALS`;
+export const generationItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `GENJOB#${id}` });
+export const generationsIndex = (teamId: string) => `TEAM#${teamId}#GENJOBS`;
+export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({ pk: teamPartition(teamId), sk: `ADAPTIVE#${projectId}#${cycleId}` });
+export const cyclesPrefix = (projectId: string) => `ADAPTIVE#${projectId}#`;
+
+// Stored inferences: their own partition per team, sort key = the inference id (a ULID: time order)
+export const inferencePartition = (teamId: string) => `TEAM#${teamId}#INF`;
+
+// Usage: day and month counters and the per-request listing, in the team's partition
+export const daySk = (day: string) => `USAGE#DAY#${day}`;
+export const USAGE_DAYS_PREFIX = 'USAGE#DAY#';
+export const monthSk = (month: string) => `USAGE#MONTH#${month}`;
+export const requestSk = (row: { at: string; inference_id: string }) => `USAGEREQ#${row.at}#${row.inference_id}`;
+export const USAGE_REQUESTS_PREFIX = 'USAGEREQ#';
