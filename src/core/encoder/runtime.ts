@@ -13,7 +13,10 @@ import type { Services } from '../context';
 import { resolveServingTarget } from '../deployments';
 import { ServiceUnavailableError, ValidationError } from '../errors';
 import { missingWeightsError } from '../modelBuild';
-import { EncoderModel, type Precision } from './engine';
+import { createLogger } from '../../http/logger';
+import { batcherOptionsFromEnv, EncoderBatcher, type BatchedInferOptions, type BatcherOptions } from './batcher';
+import { EncoderModel, type InferOutput, type Precision } from './engine';
+import type { EncoderSchema } from './schema';
 
 export interface ResolvedEncoder {
   requested: string;
@@ -55,6 +58,8 @@ export interface EncoderRuntimeOptions {
   maxLoadedBytes?: number;
   precision?: Precision;
   threads?: number;
+  /** Batching across requests (batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
+  batching?: BatcherOptions;
 }
 
 export class EncoderRuntime {
@@ -64,8 +69,11 @@ export class EncoderRuntime {
   private readonly threads: number | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
   private readonly fetching = new Map<string, Promise<string>>();
+  /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
+  readonly batcher: EncoderBatcher;
 
   constructor(opts: EncoderRuntimeOptions = {}) {
+    this.batcher = new EncoderBatcher({ logger: createLogger(), ...batcherOptionsFromEnv(), ...opts.batching });
     this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
     this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
@@ -141,11 +149,17 @@ export class EncoderRuntime {
     }
   }
 
+  /** A request's extraction: `model.infer`, batched with concurrent requests for the same model and schema. */
+  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts: BatchedInferOptions = {}): Promise<InferOutput> {
+    return this.batcher.infer(model, texts, schema, opts);
+  }
+
   loadedModels(): string[] {
     return [...this.loaded.keys()];
   }
 
   async close(): Promise<void> {
+    this.batcher.close();
     const all = [...this.loaded.values()];
     this.loaded.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));

@@ -40,6 +40,7 @@ export async function encoderInference(ctx: HandlerContext<Record<string, unknow
     store: body.store ?? true,
     endpoint: '/inference',
     limitClass: 'inference',
+    signal: ctx.req.signal,
   });
   return json(200, out);
 }
@@ -85,6 +86,7 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
         store: (b.store as boolean | undefined) ?? true,
         endpoint: path,
         limitClass: 'gliner',
+        signal: ctx.req.signal,
       });
       return json(200, out);
     },
