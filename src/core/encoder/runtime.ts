@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Services } from '../context';
 import { resolveServingTarget } from '../deployments';
 import { ServiceUnavailableError, ValidationError } from '../errors';
+import { TtlCache } from '../hotPath';
 import { missingWeightsError } from '../modelBuild';
 import { createLogger } from '../../http/logger';
 import { batcherOptionsFromEnv, EncoderBatcher, type BatchedInferOptions, type BatcherOptions } from './batcher';
@@ -49,6 +50,12 @@ export async function resolveEncoderModel(svc: Services, teamId: string, model: 
   return { requested: model, baseModel: target.model.id, prefix: target.job.deployment.blob_prefix, projectId: target.projectId, trainingJobId: target.job.id };
 }
 
+/**
+ * How long a model directory checked against the store's manifest is trusted without checking again:
+ * the request path then costs no store round trips (a rebuilt model is picked up this much later).
+ */
+const CHECKED_DIR_TTL_MS = 5000;
+
 /** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */
 const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
 
@@ -69,6 +76,8 @@ export class EncoderRuntime {
   private readonly threads: number | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
   private readonly fetching = new Map<string, Promise<string>>();
+  /** Model prefix → its local copy, recently checked against the manifest in the store. */
+  private readonly checked = new TtlCache<string>(CHECKED_DIR_TTL_MS, 1000);
   /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
   readonly batcher: EncoderBatcher;
 
@@ -80,8 +89,16 @@ export class EncoderRuntime {
     this.threads = opts.threads;
   }
 
-  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest). */
+  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest, checked every few seconds). */
   async localDir(svc: Services, model: ResolvedEncoder): Promise<string> {
+    const recent = this.checked.get(model.prefix);
+    if (recent !== undefined && existsSync(join(recent, '.complete'))) return recent;
+    const dir = await this.fetchDir(svc, model);
+    this.checked.set(model.prefix, dir);
+    return dir;
+  }
+
+  private async fetchDir(svc: Services, model: ResolvedEncoder): Promise<string> {
     const manifestKey = `${model.prefix}manifest.json`;
     const manifest = (await svc.blobs.head(manifestKey)) ? await svc.blobs.getText(manifestKey) : '';
     const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
