@@ -13,7 +13,8 @@
  * four back to back (servers that are not under load sit idle) and ratios compare rows of one level.
  *
  *   npm run bench:concurrency [-- --seconds 20] [--clients 1,8,32,64] [--skip-python] [--skip-unbatched]
- *   SIFT_ENCODER_BATCH_WAIT_MS / _MAX_TEXTS / _MAX_CHARS / _IN_FLIGHT tune the batched service.
+ *   SIFT_ENCODER_BATCH_WAIT_MS / _MAX_TEXTS / _MAX_CHARS / _IN_FLIGHT / _PASS_TEXTS tune the batched
+ *   service; SIFT_ORT_WORKER=1 runs every engine's sessions in a worker thread.
  */
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -105,7 +106,7 @@ async function siftTarget(name: string, batching: boolean): Promise<Target> {
     }
   }
   const batcher = encoderRuntime(service.svc).batcher;
-  console.log(`${name}: wait ≤ ${batcher.maxWaitMs} ms, ≤ ${batcher.maxBatchTexts} texts / ${batcher.maxBatchChars} chars per engine call, ${batcher.maxInFlight} call(s) in flight per model`);
+  console.log(`${name}: wait ≤ ${batcher.maxWaitMs} ms, ≤ ${batcher.maxBatchTexts} texts / ${batcher.maxBatchChars} chars per engine call, ${batcher.passTexts} per encoder pass, ${batcher.maxInFlight} call(s) in flight per model`);
   let last = batcher.stats();
   t.note = () => {
     const now = batcher.stats();

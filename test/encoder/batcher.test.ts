@@ -72,6 +72,21 @@ describe('EncoderBatcher', () => {
     }
   }, 120_000);
 
+  it('the encoder pass size inside a shared call does not change any answer (padding is masked)', async () => {
+    const people = REQUESTS.filter((r) => r.schema === PEOPLE && r.threshold === undefined);
+    const outs: InferOutput[][] = [];
+    for (const passTexts of [1, 32]) {
+      const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: totalTexts(people), passTexts });
+      try {
+        outs.push(await Promise.all(people.map((r) => b.infer(model, r.texts, r.schema))));
+        expect(b.stats().requestsPerBatch).toEqual({ [people.length]: 1 });
+      } finally {
+        b.close();
+      }
+    }
+    expect(outs[0]).toEqual(outs[1]);
+  }, 120_000);
+
   it('keeps different schemas and thresholds in separate batches, with unbatched results for all', async () => {
     const b = new EncoderBatcher({ maxWaitMs: 0, maxBatchTexts: 64 });
     try {

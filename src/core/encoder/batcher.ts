@@ -19,8 +19,14 @@ import type { EncoderSchema } from './schema';
 export interface BatcherOptions {
   /** How long the first request to an idle model waits for batch-mates (ms). 0: start at once. */
   maxWaitMs?: number;
-  /** Texts per engine call (a request with more runs alone); also the engine's texts per encoder pass. */
+  /** Texts per engine call (a request with more runs alone). */
   maxBatchTexts?: number;
+  /**
+   * Records (texts or windows) per encoder pass inside an engine call (`InferOptions.batchSize`). On
+   * today's CPU engine a text costs more in a bigger pass (docs/encoder.md), so coalesced requests run
+   * in small passes there; raise it where bigger passes pay (GPU, a batch-friendly engine).
+   */
+  passTexts?: number;
   /** Characters per engine call over all its texts (a request with more runs alone). */
   maxBatchChars?: number;
   /** Engine calls running at once per model. */
@@ -85,10 +91,12 @@ export function batcherOptionsFromEnv(): BatcherOptions {
   const texts = envNumber('SIFT_ENCODER_BATCH_MAX_TEXTS');
   const chars = envNumber('SIFT_ENCODER_BATCH_MAX_CHARS');
   const inFlight = envNumber('SIFT_ENCODER_BATCH_IN_FLIGHT');
+  const pass = envNumber('SIFT_ENCODER_BATCH_PASS_TEXTS');
   if (wait !== undefined) o.maxWaitMs = wait;
   if (texts !== undefined) o.maxBatchTexts = texts;
   if (chars !== undefined) o.maxBatchChars = chars;
   if (inFlight !== undefined) o.maxInFlight = inFlight;
+  if (pass !== undefined) o.passTexts = pass;
   return o;
 }
 
@@ -103,6 +111,7 @@ export class EncoderBatcher {
   readonly maxBatchTexts: number;
   readonly maxBatchChars: number;
   readonly maxInFlight: number;
+  readonly passTexts: number;
   private readonly queues = new Map<EncoderModel, ModelQueue>();
   private totals = emptyStats();
   private sinceSummary = emptyStats();
@@ -113,6 +122,7 @@ export class EncoderBatcher {
     this.maxBatchTexts = Math.max(1, Math.floor(opts.maxBatchTexts ?? 32));
     this.maxBatchChars = Math.max(1, Math.floor(opts.maxBatchChars ?? 64_000));
     this.maxInFlight = Math.max(1, Math.floor(opts.maxInFlight ?? 1));
+    this.passTexts = Math.max(1, Math.floor(opts.passTexts ?? 8));
     const logger = opts.logger;
     if (logger) {
       this.summary = setInterval(() => {
@@ -221,7 +231,8 @@ export class EncoderBatcher {
   private forgetIfIdle(model: EncoderModel, q: ModelQueue): void {
     if (q.inFlight || q.groups.size) return;
     if (q.timer) clearTimeout(q.timer);
-    this.queues.delete(model);
+    // after close() a newer queue may stand for this model
+    if (this.queues.get(model) === q) this.queues.delete(model);
   }
 
   /**
@@ -290,8 +301,8 @@ export class EncoderBatcher {
     const started = performance.now();
     const texts = live.flatMap((e) => e.texts);
     try {
-      // one engine call; records are sorted by length inside it, `maxBatchTexts` per encoder pass
-      const out = await model.infer(texts, live[0]!.schema, { ...live[0]!.opts, batchSize: this.maxBatchTexts });
+      // one engine call; records are sorted by length inside it, `passTexts` per encoder pass
+      const out = await model.infer(texts, live[0]!.schema, { ...live[0]!.opts, batchSize: this.passTexts });
       this.record(live, started);
       let k = 0;
       for (const e of live) {
