@@ -6,7 +6,9 @@
 import type { Readable } from 'node:stream';
 import type { PromptCache } from './decoder/promptCache';
 import type { DecoderBackend } from './decoder/types';
-import type { EncoderModel, Precision } from './encoder/engine';
+import type { BatchedInferOptions } from './encoder/batcher';
+import type { EncoderModel, InferOutput, Precision } from './encoder/engine';
+import type { EncoderSchema } from './encoder/schema';
 import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
 import type { Logger } from './logger';
 
@@ -229,6 +231,8 @@ export interface EncoderRuntime {
   localDir(blobs: BlobStore, model: ServedEncoder): Promise<string>;
   /** Shared sessions for a model directory (loaded once; least recently used released over a memory bound). */
   model(dir: string, precision?: Precision): Promise<EncoderModel>;
+  /** One request's extraction on a loaded model; concurrent requests may share one engine call (batched). */
+  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts?: BatchedInferOptions): Promise<InferOutput>;
   loadedModels(): string[];
   close(): Promise<void>;
 }

@@ -10,9 +10,19 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { EncoderModel, type Precision } from '../../core/encoder/engine';
+import { batcherOptionsFromEnv, EncoderBatcher, type BatchedInferOptions, type BatcherOptions } from '../../core/encoder/batcher';
+import { EncoderModel, type InferOutput, type Precision } from '../../core/encoder/engine';
+import type { EncoderSchema } from '../../core/encoder/schema';
 import { ServiceUnavailableError } from '../../core/errors';
+import { TtlCache } from '../../core/hotPath';
+import { createLogger } from '../../http/logger';
 import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
+
+/**
+ * How long a model directory checked against the store's manifest is trusted without checking again:
+ * the request path then costs no store round trips (a rebuilt model is picked up this much later).
+ */
+const CHECKED_DIR_TTL_MS = 5000;
 
 /** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */
 const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
@@ -23,6 +33,8 @@ export interface EncoderRuntimeOptions {
   maxLoadedBytes?: number;
   precision?: Precision;
   threads?: number;
+  /** Batching across requests (core/encoder/batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
+  batching?: BatcherOptions;
 }
 
 export class OnnxEncoderRuntime implements EncoderRuntime {
@@ -32,16 +44,29 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
   private readonly threads: number | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
   private readonly fetching = new Map<string, Promise<string>>();
+  /** Model prefix → its local copy, recently checked against the manifest in the store. */
+  private readonly checked = new TtlCache<string>(CHECKED_DIR_TTL_MS, 1000);
+  /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
+  readonly batcher: EncoderBatcher;
 
   constructor(opts: EncoderRuntimeOptions = {}) {
+    this.batcher = new EncoderBatcher({ logger: createLogger(), ...batcherOptionsFromEnv(), ...opts.batching });
     this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
     this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
     this.threads = opts.threads;
   }
 
-  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest). */
+  /** Copies the model's serving files from the blob store once (keyed by prefix + manifest, checked every few seconds). */
   async localDir(blobs: BlobStore, model: ServedEncoder): Promise<string> {
+    const recent = this.checked.get(model.prefix);
+    if (recent !== undefined && existsSync(join(recent, '.complete'))) return recent;
+    const dir = await this.fetchDir(blobs, model);
+    this.checked.set(model.prefix, dir);
+    return dir;
+  }
+
+  private async fetchDir(blobs: BlobStore, model: ServedEncoder): Promise<string> {
     const manifestKey = `${model.prefix}manifest.json`;
     const manifest = (await blobs.head(manifestKey)) ? await blobs.getText(manifestKey) : '';
     const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
@@ -109,11 +134,17 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     }
   }
 
+  /** A request's extraction: `model.infer`, batched with concurrent requests for the same model and schema. */
+  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts: BatchedInferOptions = {}): Promise<InferOutput> {
+    return this.batcher.infer(model, texts, schema, opts);
+  }
+
   loadedModels(): string[] {
     return [...this.loaded.keys()];
   }
 
   async close(): Promise<void> {
+    this.batcher.close();
     const all = [...this.loaded.values()];
     this.loaded.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));

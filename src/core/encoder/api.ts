@@ -183,6 +183,8 @@ export interface ExtractionArgs {
   store: boolean;
   endpoint: string;
   limitClass: LimitClass;
+  /** The client went away: a request still queued for its batch leaves it. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ExtractionOutput {
@@ -204,7 +206,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   const model = await runtime.model(await runtime.localDir(a.svc.blobs, resolved));
   let out;
   try {
-    out = await model.infer(a.texts, a.schema, { threshold: a.threshold ?? 0.5 });
+    out = await runtime.infer(model, a.texts, a.schema, { threshold: a.threshold ?? 0.5, signal: a.signal });
   } catch (err) {
     if (err instanceof EncoderInputError) throw ValidationError.field(['body', 'schema'], err.message);
     throw err;

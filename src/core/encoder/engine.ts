@@ -70,6 +70,8 @@ export interface InferOutput {
   results: EncoderResult[];
   /** Encoder input tokens over all texts (and chunks). */
   inputTokens: number;
+  /** Per text: its encoder input tokens (sums to `inputTokens`); bills each request of a shared batch. */
+  textTokens: number[];
   /** Per text: how many chunks it was split into (1 = not chunked; the most over its label groups). */
   chunks: number[];
   /** Per text: how many label groups the schema was split into for it (1 = the whole prompt at once). */
@@ -262,12 +264,14 @@ export class EncoderModel {
     const results = new Array<EncoderResult>(texts.length);
     const chunks = new Array<number>(texts.length).fill(1);
     const groups = new Array<number>(texts.length).fill(1);
+    const textTokens = new Array<number>(texts.length).fill(0);
     let inputTokens = 0;
     if (direct.length) {
       const out = await this.inferDirect(direct.map((i) => texts[i]!), schema, opts);
       direct.forEach((ti, j) => {
         results[ti] = out.results[j]!;
         chunks[ti] = out.chunks[j]!;
+        textTokens[ti] = out.textTokens[j]!;
       });
       inputTokens += out.inputTokens;
     }
@@ -275,14 +279,17 @@ export class EncoderModel {
     for (const g of groupSchemas) {
       const out = await this.inferDirect(grouped.map((i) => texts[i]!), g, opts, true);
       out.results.forEach((r, j) => parts[j]!.push(r));
-      grouped.forEach((ti, j) => (chunks[ti] = Math.max(chunks[ti]!, out.chunks[j]!)));
+      grouped.forEach((ti, j) => {
+        chunks[ti] = Math.max(chunks[ti]!, out.chunks[j]!);
+        textTokens[ti]! += out.textTokens[j]!;
+      });
       inputTokens += out.inputTokens;
     }
     grouped.forEach((ti, j) => {
       results[ti] = mergeGroups(parts[j]!, schema, opts.threshold ?? 0.5);
       groups[ti] = groupSchemas.length;
     });
-    return { results, inputTokens, chunks, groups };
+    return { results, inputTokens, textTokens, chunks, groups };
   }
 
   /** Tokens of a schema's prompt with no text: schemas, separators, `[SEP_TEXT]` and the choice prefix. */
@@ -420,6 +427,8 @@ export class EncoderModel {
       idx.forEach((i, j) => (perRecord[i] = out[j]!));
     }
     const inputTokens = records.reduce((n, r) => n + r.ids.length, 0);
+    const textTokens = texts.map(() => 0);
+    for (const r of records) textTokens[r.textIndex]! += r.ids.length;
 
     // 4. merge chunks back per text
     const results: EncoderResult[] = [];
@@ -431,7 +440,7 @@ export class EncoderModel {
       k += n;
       results.push(n === 1 ? parts[0]! : mergeChunks(parts, recs, new CodePoints(texts[ti]!), schema));
     }
-    return { results, inputTokens, chunks, groups: texts.map(() => 1) };
+    return { results, inputTokens, textTokens, chunks, groups: texts.map(() => 1) };
   }
 
   private async chunk(ti: number, original: string, tasks: PromptTask[], prefix: string[], opts: InferOptions, maxPos: number): Promise<Record_[]> {

@@ -45,6 +45,7 @@ async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unk
     store: body.store ?? true,
     endpoint: '/inference',
     limitClass: 'inference',
+    signal: ctx.req.signal,
   });
   return json(200, out);
 }
@@ -113,6 +114,7 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
         store: (b.store as boolean | undefined) ?? true,
         endpoint: path,
         limitClass: 'gliner',
+        signal: ctx.req.signal,
       });
       return json(200, out);
     },
