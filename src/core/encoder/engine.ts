@@ -124,8 +124,8 @@ export class EncoderModel {
     bytes: number,
     tokenizer: Tokenizer,
     private readonly sessions: SessionSet,
-    /** Span scores via span_factors/query_fold instead of span_rep. */
-    readonly factorized = false,
+    /** How spans are scored: `span_scores.onnx` (one graph to probabilities) or `span_rep.onnx` + host dot products (older exports). */
+    readonly scorer: 'span_scores' | 'span_rep' = 'span_rep',
     /** count_embed_c1.onnx: the count embedding for slot 0 only (entities, C = 1). */
     private readonly hasC1 = false,
   ) {
@@ -149,7 +149,7 @@ export class EncoderModel {
     ];
   }
 
-  static async load(dir: string, opts: { precision?: Precision; threads?: number; scorer?: 'factorized' | 'span_rep' } = {}): Promise<EncoderModel> {
+  static async load(dir: string, opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep' } = {}): Promise<EncoderModel> {
     const precision = opts.precision ?? 'fp32';
     const missing = EncoderModel.requiredFiles(precision).filter((f) => !existsSync(join(dir, f)));
     if (missing.length) throw new Error(`encoder model at ${dir} is missing ${missing.join(', ')}`);
@@ -158,13 +158,13 @@ export class EncoderModel {
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
     const files = [encFile, 'onnx/span_rep.onnx', 'onnx/count_pred.onnx', 'onnx/count_embed.onnx', 'onnx/classifier.onnx'];
-    // factorized scorer (sift_trainer.export_scorer) when exported: no per-span MLP
-    const factorized = opts.scorer !== 'span_rep' && existsSync(join(dir, 'onnx/span_factors.onnx')) && existsSync(join(dir, 'onnx/query_fold.onnx'));
-    if (factorized) files.splice(1, 1, 'onnx/span_factors.onnx', 'onnx/query_fold.onnx');
+    // span_scores.onnx (sift_trainer.export_scorer) when exported: no per-span MLP, no host scoring loops
+    const scorer = opts.scorer !== 'span_rep' && existsSync(join(dir, 'onnx/span_scores.onnx')) && existsSync(join(dir, 'onnx/count_embed_c1.onnx')) ? 'span_scores' : 'span_rep';
+    if (scorer === 'span_scores') files.splice(1, 1, 'onnx/span_scores.onnx');
     const sessions = await createSessions(
       {
         encoder: join(dir, encFile),
-        ...(factorized ? { spanFactors: join(dir, 'onnx/span_factors.onnx'), queryFold: join(dir, 'onnx/query_fold.onnx') } : { spanRep: join(dir, 'onnx/span_rep.onnx') }),
+        ...(scorer === 'span_scores' ? { spanScores: join(dir, 'onnx/span_scores.onnx') } : { spanRep: join(dir, 'onnx/span_rep.onnx') }),
         countPred: join(dir, 'onnx/count_pred.onnx'),
         countEmbed: join(dir, 'onnx/count_embed.onnx'),
         ...(existsSync(join(dir, 'onnx/count_embed_c1.onnx')) ? { countEmbedC1: join(dir, 'onnx/count_embed_c1.onnx') } : {}),
@@ -177,7 +177,7 @@ export class EncoderModel {
     const tokenizer = TokenizerImpl.fromFile(join(dir, 'tokenizer.json'));
     tokenizer.disableTruncation();
     tokenizer.disablePadding();
-    return new EncoderModel(dir, config, precision, bytes, tokenizer, sessions, factorized, existsSync(join(dir, 'onnx/count_embed_c1.onnx')));
+    return new EncoderModel(dir, config, precision, bytes, tokenizer, sessions, scorer, existsSync(join(dir, 'onnx/count_embed_c1.onnx')));
   }
 
   async release(): Promise<void> {
@@ -414,10 +414,10 @@ export class EncoderModel {
     // batches of similar length (less padding); results go back to record order
     const order = records.map((_, i) => i).sort((a, b) => records[a]!.ids.length - records[b]!.ids.length || a - b);
     const perRecord: EncoderResult[] = new Array<EncoderResult>(records.length);
-    for (let b = 0; b < order.length; b += batchSize) {
-      const idx = order.slice(b, b + batchSize);
-      const out = await this.runBatch(idx.map((i) => records[i]!), tasks, threshold, raw);
-      idx.forEach((i, j) => (perRecord[i] = out[j]!));
+    for (const idx of paddedBatches(order.map((i) => records[i]!.ids.length), batchSize)) {
+      const ids = idx.map((j) => order[j]!);
+      const out = await this.runBatch(ids.map((i) => records[i]!), tasks, threshold, raw);
+      ids.forEach((i, j) => (perRecord[i] = out[j]!));
     }
     const inputTokens = records.reduce((n, r) => n + r.ids.length, 0);
 
@@ -491,29 +491,23 @@ export class EncoderModel {
     const spanTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind !== 'classifications');
     const clsTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind === 'classifications');
     let spanRep: Float32Array | undefined;
-    let SH: Float32Array | undefined;
-    let EH: Float32Array | undefined;
-    const H4 = 4 * D;
+    let we: Float32Array | undefined;
     const Lmax = Math.max(...batch.map((r) => r.wordPos.length));
     if (spanTasks.length) {
-      const we = new Float32Array(B * Lmax * D);
-      const si = new BigInt64Array(B * Lmax * W * 2);
-      batch.forEach((r, bi) => {
-        const L = r.wordPos.length;
-        r.wordPos.forEach((p, wi) => we.set(vec(bi, p), (bi * Lmax + wi) * D));
-        for (let i = 0; i < Lmax; i++)
-          for (let w = 0; w < W; w++) {
-            const o = ((bi * Lmax + i) * W + w) * 2;
-            const valid = i + w < L;
-            si[o] = valid ? BigInt(i) : 0n;
-            si[o + 1] = valid ? BigInt(i + w) : 0n;
-          }
-      });
-      if (this.factorized) {
-        const out = await this.sessions.run('spanFactors', { word_embs: { type: 'float32', data: we, dims: [B, Lmax, D] } });
-        SH = out.start_hidden!.data;
-        EH = out.end_hidden!.data;
-      } else {
+      we = new Float32Array(B * Lmax * D);
+      batch.forEach((r, bi) => r.wordPos.forEach((p, wi) => we!.set(vec(bi, p), (bi * Lmax + wi) * D)));
+      if (this.scorer === 'span_rep') {
+        const si = new BigInt64Array(B * Lmax * W * 2);
+        batch.forEach((r, bi) => {
+          const L = r.wordPos.length;
+          for (let i = 0; i < Lmax; i++)
+            for (let w = 0; w < W; w++) {
+              const o = ((bi * Lmax + i) * W + w) * 2;
+              const valid = i + w < L;
+              si[o] = valid ? BigInt(i) : 0n;
+              si[o + 1] = valid ? BigInt(i + w) : 0n;
+            }
+        });
         const out = await this.sessions.run('spanRep', { word_embs: { type: 'float32', data: we, dims: [B, Lmax, D] }, span_idx: { type: 'int64', data: si, dims: [B, Lmax * W, 2] } });
         spanRep = out.span_rep!.data;
       }
@@ -568,26 +562,28 @@ export class EncoderModel {
       } else for (const j of jobs) await runCountEmbed([j], one(j));
     }
 
-    // factorized scorer: fold every needed query (task, slot, field) through the last span layer
+    // span_scores: every needed query (task, instance slot, field) of every record in one run → [B, Qmax, Lmax, W]
     const qIndex = new Map<string, number>();
-    let QH: Float32Array | undefined;
-    let QB: Float32Array | undefined;
-    if (this.factorized && jobs.length) {
-      const qs: Float32Array[] = [];
+    let scores: Float32Array | undefined;
+    let Qmax = 0;
+    if (this.scorer === 'span_scores' && jobs.length) {
+      const perRecord = new Array<number>(B).fill(0);
+      const qs: Array<{ bi: number; q: number; v: Float32Array }> = [];
       for (const j of jobs) {
         const pj = proj.get(`${j.bi}:${j.k}`)!;
         const slots = spanTasks[j.k]!.t.kind === 'entities' ? 1 : counts[j.bi]![j.k]!;
         for (let c = 0; c < slots; c++)
           for (let m = 0; m < j.M; m++) {
-            qIndex.set(`${j.bi}:${j.k}:${c}:${m}`, qs.length);
-            qs.push(pj.data.subarray((c * pj.M + pj.off + m) * D, (c * pj.M + pj.off + m + 1) * D));
+            const q = perRecord[j.bi]!++;
+            qIndex.set(`${j.bi}:${j.k}:${c}:${m}`, q);
+            qs.push({ bi: j.bi, q, v: pj.data.subarray((c * pj.M + pj.off + m) * D, (c * pj.M + pj.off + m + 1) * D) });
           }
       }
-      const x = new Float32Array(qs.length * D);
-      qs.forEach((v, i) => x.set(v, i * D));
-      const out = await this.sessions.run('queryFold', { queries: { type: 'float32', data: x, dims: [qs.length, D] } });
-      QH = out.query_hidden!.data;
-      QB = out.query_bias!.data;
+      Qmax = Math.max(...perRecord);
+      const x = new Float32Array(B * Qmax * D);
+      for (const { bi, q, v } of qs) x.set(v, (bi * Qmax + q) * D);
+      const out = await this.sessions.run('spanScores', { word_embs: { type: 'float32', data: we!, dims: [B, Lmax, D] }, queries: { type: 'float32', data: x, dims: [B, Qmax, D] } });
+      scores = out.scores!.data;
     }
 
     // classification logits for all classification tasks
@@ -622,33 +618,12 @@ export class EncoderModel {
       const textLen = r.words.length;
       const P = r.prefix.length;
       const L = r.wordPos.length;
-      /** probabilities [textLen, W] (and prefix rows) for query (c, m) */
-      // factorized: all of this record's queries in one pass over its spans
-      const fact = new Map<string, Float64Array>();
-      if (this.factorized && SH && EH) {
-        const mine = [...qIndex.entries()].filter(([key]) => key.startsWith(`${bi}:`));
-        const outs = mine.map(() => new Float64Array(L * W).fill(Number.NaN));
-        const h = new Float32Array(H4);
-        for (let i = 0; i < L; i++)
-          for (let w = 0; w < W && i + w < L; w++) {
-            const sb = (bi * Lmax + i) * H4;
-            const eb = (bi * Lmax + i + w) * H4;
-            for (let d = 0; d < H4; d++) {
-              const v = SH[sb + d]! + EH[eb + d]!;
-              h[d] = v > 0 ? v : 0;
-            }
-            for (let qi = 0; qi < mine.length; qi++) {
-              const qb = mine[qi]![1] * H4;
-              let acc = 0;
-              for (let d = 0; d < H4; d++) acc += h[d]! * QH![qb + d]!;
-              outs[qi]![i * W + w] = sigmoid(acc + QB![mine[qi]![1]]!);
-            }
-          }
-        mine.forEach(([key], qi) => fact.set(key, outs[qi]!));
-      }
-      const scoresFor = (k: number, c: number, m: number): Float64Array => {
-        const f = fact.get(`${bi}:${k}:${c}:${m}`);
-        if (f) return f;
+      /** probabilities [L, W] (prefix rows, then text rows) for query (c, m) of task k */
+      const scoresFor = (k: number, c: number, m: number): Float32Array | Float64Array => {
+        if (scores) {
+          const q = qIndex.get(`${bi}:${k}:${c}:${m}`)!;
+          return scores.subarray((bi * Qmax + q) * Lmax * W, (bi * Qmax + q + 1) * Lmax * W);
+        }
         const pj = proj.get(`${bi}:${k}`)!;
         const q = pj.data.subarray((c * pj.M + pj.off + m) * D, (c * pj.M + pj.off + m + 1) * D);
         const out = new Float64Array(L * W).fill(Number.NaN);
@@ -661,7 +636,7 @@ export class EncoderModel {
           }
         return out;
       };
-      const findSpans = (probs: Float64Array, thr: number): Span[] => {
+      const findSpans = (probs: Float32Array | Float64Array, thr: number): Span[] => {
         const spans: Span[] = [];
         for (let j = 0; j < textLen; j++)
           for (let w = 0; w < W && j + w < textLen; w++) {
@@ -756,6 +731,35 @@ export class EncoderModel {
       return res;
     });
   }
+}
+
+/**
+ * Padded tokens a batch may cost over its real tokens. Every encoder row is padded to the longest
+ * in its batch, and the encoder's cost is linear in padded tokens at these lengths: one batch of 32
+ * tweets (49 tokens on average, 121 at most) computed 2.5× the tokens it needed, which is why
+ * texts/s fell as the batch grew.
+ */
+export const MAX_PADDING = 1.2;
+
+/**
+ * Splits records sorted by length (ascending) into batches of at most `batchSize` whose padded size
+ * (rows × longest) stays within `MAX_PADDING` × their real tokens. Returns positions into `lengths`.
+ */
+export function paddedBatches(lengths: number[], batchSize: number): number[][] {
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let real = 0;
+  lengths.forEach((len, i) => {
+    if (cur.length && (cur.length >= batchSize || len * (cur.length + 1) > MAX_PADDING * (real + len))) {
+      out.push(cur);
+      cur = [];
+      real = 0;
+    }
+    cur.push(i);
+    real += len;
+  });
+  if (cur.length) out.push(cur);
+  return out;
 }
 
 function stableSortDesc<T extends LabelScore>(xs: T[]): T[] {
