@@ -37,11 +37,15 @@ async function main(): Promise<void> {
   };
   // and the engine's stages: tokenization (tokenizeAll) and runBatch (sessions + JS scoring/decoding)
   const stage = new Map<string, number>();
-  const m = model as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-  for (const name of ['tokenizeAll', 'runBatch']) {
+  type Methods = Record<string, (...a: unknown[]) => Promise<unknown>>;
+  const targets: Array<[Methods, string]> = [
+    [(model as unknown as { tok: Methods }).tok, 'tokenizeAll'], // tokenize.ts PromptTokens
+    [model as unknown as Methods, 'runBatch'],
+  ];
+  for (const [m, name] of targets) {
     const f = m[name];
     if (typeof f !== 'function') continue;
-    const bound = f.bind(model);
+    const bound = f.bind(m);
     m[name] = async (...a: unknown[]) => {
       const t = performance.now();
       try {
