@@ -5,12 +5,17 @@
  * and schema (wnut17 test texts, its 6 entity types); plus entity F1 of fp32 and int8 on the
  * wnut17 test set (exact label+offsets).
  *
- *   npx tsx bench/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--skip-python]
- *   (int8: ~/.cache/sift/venv/bin/python -m sift_trainer.export.quantize_onnx MODEL_DIR, run in containers/training)
+ * Both sides run with `--threads` (default 1) intra-op threads. Besides wall-clock texts/s it reports
+ * CPU milliseconds per text (process CPU time, both sides): on a machine shared with other work, wall
+ * time swings with the load while CPU time per text stays put, so the speed-up is given for both.
+ *
+ *   npx tsx bench/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--threads 1] [--skip-python]
+ *   (exports since sift-gliner2-fragments/2 carry onnx/encoder.int8.onnx; older ones:
+ *    ~/.cache/sift/venv/bin/python -m sift_trainer.export.quantize_onnx MODEL_DIR, run in containers/training)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncoderModel, type Precision } from '../src/core/encoder/engine';
 import type { EncoderSchema } from '../src/core/encoder/schema';
@@ -23,6 +28,7 @@ const dir = args[0] && !args[0].startsWith('--') ? args[0] : defaultModelDir();
 const N = flag('--texts', 96);
 const F1_N = flag('--f1-texts', 1287);
 const BATCHES = [1, 8, 32];
+const THREADS = flag('--threads', 1);
 const DATA = process.env.SIFT_SHARED_DATA ?? join(process.cwd(), '..', 'shared', 'data');
 const LABELS = ['person', 'group', 'location', 'creative work', 'product', 'corporation'];
 const schema: EncoderSchema = { entities: LABELS.map((name) => ({ name })), classifications: [], structures: [], relations: [] };
@@ -45,14 +51,16 @@ interface Result {
   textsPerSec: number;
   p50: number;
   p99: number;
+  cpuMsPerText: number;
 }
 
 async function benchTs(precision: Precision): Promise<{ results: Result[]; model: EncoderModel }> {
-  const model = await EncoderModel.load(dir, { precision });
+  const model = await EncoderModel.load(dir, { precision, threads: THREADS });
   const results: Result[] = [];
   for (const bs of BATCHES) {
     await model.infer(texts.slice(0, bs), schema, { batchSize: bs }); // warm-up
     const lat: number[] = [];
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < texts.length; i += bs) {
       const t1 = performance.now();
@@ -60,7 +68,8 @@ async function benchTs(precision: Precision): Promise<{ results: Result[]; model
       lat.push(performance.now() - t1);
     }
     const secs = (performance.now() - t0) / 1000;
-    results.push({ engine: `TS onnxruntime ${precision}`, batch: bs, textsPerSec: texts.length / secs, p50: pct(lat, 50), p99: pct(lat, 99) });
+    const cpu = process.cpuUsage(c0);
+    results.push({ engine: `TS onnxruntime ${precision}`, batch: bs, textsPerSec: texts.length / secs, p50: pct(lat, 50), p99: pct(lat, 99), cpuMsPerText: (cpu.user + cpu.system) / 1000 / texts.length });
   }
   return { results, model };
 }
@@ -70,10 +79,10 @@ function benchPython(): Result[] {
   const tmp = mkdtempSync(join(tmpdir(), 'enc-bench-'));
   const cases = BATCHES.map((bs) => ({ name: `b${bs}`, texts, schema, batch_size: bs, threshold: 0.5 }));
   writeFileSync(join(tmp, 'cases.json'), JSON.stringify(cases));
-  const p = spawnSync(py, ['bench/gliner2_ref.py', 'bench', dir, join(tmp, 'cases.json'), join(tmp, 'out.json')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  const p = spawnSync(py, ['bench/gliner2_ref.py', 'bench', dir, join(tmp, 'cases.json'), join(tmp, 'out.json')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1', REF_THREADS: String(THREADS), OMP_NUM_THREADS: String(THREADS), MKL_NUM_THREADS: String(THREADS) } });
   if (p.status !== 0) throw new Error('python benchmark failed');
-  const out = JSON.parse(readFileSync(join(tmp, 'out.json'), 'utf8')) as Array<{ batch_size: number; texts: number; seconds: number; latencies_ms: number[] }>;
-  return out.map((o) => ({ engine: 'Python gliner2 (PyTorch CPU)', batch: o.batch_size, textsPerSec: o.texts / o.seconds, p50: pct(o.latencies_ms, 50), p99: pct(o.latencies_ms, 99) }));
+  const out = JSON.parse(readFileSync(join(tmp, 'out.json'), 'utf8')) as Array<{ batch_size: number; texts: number; seconds: number; cpu_seconds: number; latencies_ms: number[] }>;
+  return out.map((o) => ({ engine: 'Python gliner2 (PyTorch CPU)', batch: o.batch_size, textsPerSec: o.texts / o.seconds, p50: pct(o.latencies_ms, 50), p99: pct(o.latencies_ms, 99), cpuMsPerText: (o.cpu_seconds * 1000) / o.texts }));
 }
 
 async function f1(model: EncoderModel): Promise<{ p: number; r: number; f1: number }> {
@@ -94,7 +103,7 @@ async function f1(model: EncoderModel): Promise<{ p: number; r: number; f1: numb
 }
 
 async function main(): Promise<void> {
-  console.log(`model ${dir}; ${texts.length} wnut17 test texts, schema = ${LABELS.length} entity types; ${cpus().length} CPU cores; node ${process.version}`);
+  console.log(`model ${dir}; ${texts.length} wnut17 test texts, schema = ${LABELS.length} entity types; ${THREADS} thread(s) each side; ${cpus().length} CPU cores (load average ${loadavg()[0]!.toFixed(1)}); node ${process.version}`);
   const all: Result[] = [];
   const fp32 = await benchTs('fp32');
   all.push(...fp32.results);
@@ -102,16 +111,16 @@ async function main(): Promise<void> {
   const int8 = hasInt8 ? await benchTs('int8') : undefined;
   if (int8) all.push(...int8.results);
   if (!args.includes('--skip-python')) all.push(...benchPython());
-  console.log('\nengine                          batch   texts/s    p50 ms    p99 ms');
+  console.log('\nengine                          batch   texts/s    p50 ms    p99 ms  CPU ms/text');
   for (const b of BATCHES)
     for (const r of all.filter((x) => x.batch === b))
-      console.log(`${r.engine.padEnd(32)}${String(r.batch).padStart(5)}${r.textsPerSec.toFixed(1).padStart(10)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}`);
+      console.log(`${r.engine.padEnd(32)}${String(r.batch).padStart(5)}${r.textsPerSec.toFixed(1).padStart(10)}${r.p50.toFixed(1).padStart(10)}${r.p99.toFixed(1).padStart(10)}${r.cpuMsPerText.toFixed(1).padStart(13)}`);
   const py = all.filter((x) => x.engine.startsWith('Python'));
   if (py.length) {
-    console.log('\nspeed-up vs Python (texts/s):');
+    console.log('\nspeed-up vs Python (wall texts/s | CPU time per text):');
     for (const b of BATCHES) {
-      const base = py.find((x) => x.batch === b)!.textsPerSec;
-      console.log(`  batch ${b}: ` + all.filter((x) => x.batch === b && !x.engine.startsWith('Python')).map((x) => `${x.engine} ${(x.textsPerSec / base).toFixed(2)}×`).join(', '));
+      const base = py.find((x) => x.batch === b)!;
+      console.log(`  batch ${b}: ` + all.filter((x) => x.batch === b && !x.engine.startsWith('Python')).map((x) => `${x.engine} ${(x.textsPerSec / base.textsPerSec).toFixed(2)}× | ${(base.cpuMsPerText / x.cpuMsPerText).toFixed(2)}×`).join(', '));
     }
   }
   if (F1_N > 0) {

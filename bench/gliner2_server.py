@@ -20,7 +20,7 @@ import torch  # noqa: E402
 from gliner2 import GLiNER2  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "containers", "training"))
-from sift_trainer.gliner2_reference import build_schema  # noqa: E402
+from sift_trainer.export.gliner2_reference import build_schema  # noqa: E402
 
 
 def main():

@@ -10,7 +10,7 @@ import type * as Ort from 'onnxruntime-node';
 import { createLogger } from '../../http/logger';
 import { executionProviderFromEnv, ortProviders, withProviderFallback, type ExecutionProvider, type ProviderLog } from './executionProvider';
 
-export type SessionName = 'encoder' | 'spanRep' | 'spanFactors' | 'queryFold' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
+export type SessionName = 'encoder' | 'spanRep' | 'spanScores' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
 export interface Feed {
   type: 'int64' | 'float32';
   data: BigInt64Array | Float32Array;

@@ -9,6 +9,13 @@ Graphs written to ``<out>/onnx/``:
 | count_pred.onnx    | p_emb f32 [schemas, D]                                   | count_logits f32 [schemas, 20]   |
 | count_embed.onnx   | field_embs f32 [fields, D]                               | struct_proj f32 [20, fields, D]  |
 | classifier.onnx    | label_embs f32 [labels, D]                               | logits f32 [labels, 1]           |
+| span_scores.onnx, count_embed_c1.onnx | see export_scorer.py (what the TS engine scores spans with) | |
+| encoder.int8.onnx  | as encoder.onnx, dynamic int8 MatMul weights (quantize_onnx.py) | |
+
+The encoder is exported with eager attention (matmul → scale → add mask → softmax): the SDPA export of
+transformers 5 adds IsNaN/Where guards per layer that cost ~6% at batch 32 and block ONNX Runtime's
+graph optimizations; the step checks one Softmax per layer and no IsNaN so a transformers upgrade that
+changes the pattern fails the export instead of silently serving a slower graph.
 
 plus ``gliner2_config.json`` (max_width, hidden_size, counting_layer, max_count, special-token ids,
 word regex, append_period, parity diffs). Every graph is checked against PyTorch with onnxruntime.
@@ -27,6 +34,7 @@ import torch.nn as nn
 
 OPSET = 17
 MAX_COUNT = 20
+FORMAT = "sift-gliner2-fragments/2"  # /2: eager-attention encoder, span_scores.onnx, count_embed_c1.onnx, encoder.int8.onnx
 SPECIAL_TOKENS = ["[SEP_STRUCT]", "[SEP_TEXT]", "[P]", "[C]", "[E]", "[R]", "[L]", "[EXAMPLE]", "[OUTPUT]", "[DESCRIPTION]"]
 # gliner2 2.1.0 gliner2/processing/word_splitter.py WhitespaceTokenSplitter (re.VERBOSE | re.IGNORECASE);
 # WORD = [\w + every Unicode combining mark (category M) + U+200C + U+200D]
@@ -102,7 +110,28 @@ def _span_idx(L: int, W: int) -> torch.Tensor:
     return torch.stack([s, e], dim=-1).unsqueeze(0)
 
 
-def export_fragments(model, out_dir: Path, verify: bool = True) -> Dict[str, Any]:
+def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> Dict[str, Any]:
+    """Exports ``enc`` with eager attention and checks the graph has the eager pattern (see module doc)."""
+    import onnx
+
+    cfg = enc.config
+    before = getattr(cfg, "_attn_implementation", None)
+    cfg._attn_implementation = "eager"
+    try:
+        _export(_Encoder(enc), (ids, mask), path, ["input_ids", "attention_mask"], ["hidden"],
+                {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}, "hidden": {0: "batch", 1: "seq"}})
+    finally:
+        cfg._attn_implementation = before
+    ops = [n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node]
+    layers = int(getattr(cfg, "num_hidden_layers", 0))
+    softmax, isnan = ops.count("Softmax"), ops.count("IsNaN")
+    # checked for BERT-family encoders (the mini model); DeBERTa's disentangled attention is recorded only
+    if getattr(cfg, "model_type", "") == "bert" and (softmax != layers or isnan):
+        raise RuntimeError(f"encoder export: expected eager attention ({layers} Softmax, no IsNaN), got {softmax} Softmax and {isnan} IsNaN")
+    return {"attention": "eager", "softmax_nodes": softmax, "layers": layers}
+
+
+def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> Dict[str, Any]:
     """Export ``model`` (a merged span GLiNER2 model on CPU, fp32) into ``out_dir/onnx``."""
     t0 = time.time()
     onnx_dir = Path(out_dir) / "onnx"
@@ -115,8 +144,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True) -> Dict[str, Any
 
     ids = torch.tensor([tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))], dtype=torch.long)
     mask = torch.ones_like(ids)
-    _export(_Encoder(model.encoder), (ids, mask), onnx_dir / "encoder.onnx", ["input_ids", "attention_mask"], ["hidden"],
-            {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}, "hidden": {0: "batch", 1: "seq"}})
+    encoder_graph = _export_encoder_eager(model.encoder, ids, mask, onnx_dir / "encoder.onnx")
     L = 6
     we = torch.randn(1, L, D, generator=g)
     _export(_SpanRep(model.span_rep.span_rep_layer), (we, _span_idx(L, W)), onnx_dir / "span_rep.onnx", ["word_embs", "span_idx"], ["span_rep"],
@@ -177,7 +205,8 @@ def export_fragments(model, out_dir: Path, verify: bool = True) -> Dict[str, Any
 
     specials = {t: int(tok.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS}
     cfg = {
-        "format": "sift-gliner2-fragments/1",
+        "format": FORMAT,
+        "encoder_graph": encoder_graph,
         "architecture": "span",
         "opset": OPSET,
         "hidden_size": D,
@@ -208,6 +237,24 @@ def export_fragments(model, out_dir: Path, verify: bool = True) -> Dict[str, Any
         "parity_max_abs_diff": parity,
         "export_seconds": round(time.time() - t0, 2),
     }
+    with open(onnx_dir / "gliner2_config.json", "w") as f:
+        json.dump(cfg, f, indent=2)
+    # the serving graphs: span scoring in one graph (verified against span_rep), and the int8 encoder
+    from .export_scorer import export_scorer
+    from .quantize_onnx import quantize
+
+    export_scorer(model, Path(out_dir))
+    int8_error = None
+    if int8:
+        try:
+            quantize(Path(out_dir))
+        except Exception as e:  # noqa: BLE001 - the fp32 export stands; the service serves fp32 without the file
+            int8_error = f"{type(e).__name__}: {e}"[:500]
+            (onnx_dir / "encoder.int8.onnx").unlink(missing_ok=True)
+    cfg = json.loads((onnx_dir / "gliner2_config.json").read_text())
+    if int8_error:
+        cfg.setdefault("files", {})["encoder_int8"] = {"error": int8_error}
+    cfg["export_seconds"] = round(time.time() - t0, 2)
     with open(onnx_dir / "gliner2_config.json", "w") as f:
         json.dump(cfg, f, indent=2)
     return cfg

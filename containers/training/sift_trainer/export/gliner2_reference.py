@@ -41,8 +41,11 @@ def span_key(prefix, v):
     return f"{prefix}|{v['start']}|{v['end']}|{v['text']}"
 
 
-def canon(res, spec):
-    """Flatten a formatted gliner2 result (include_confidence + include_spans) to {key: score}."""
+def canon(res, spec, threshold=0.5):
+    """Flatten a formatted gliner2 result (include_confidence + include_spans) to {key: score}.
+
+    Multi-label classification keeps only labels at or above the threshold: where none reaches it gliner2
+    falls back to the best label, and Sift returns none by design (SPEC; docs/encoder.md)."""
     out = {}
     ents = res.get("entities")
     if isinstance(ents, dict):
@@ -57,6 +60,9 @@ def canon(res, spec):
         if v is None:
             continue
         items = v if isinstance(v, list) else [v]
+        if c.get("multiLabel"):
+            thr = c.get("threshold") if c.get("threshold") is not None else threshold
+            items = [it for it in items if it["confidence"] >= thr]
         items = sorted(items, key=lambda it: -it["confidence"])  # the API lists labels by score
         for rank, it in enumerate(items):
             out[f"C|{c['task']}|{rank}|{it['label']}"] = it["confidence"]
@@ -103,4 +109,4 @@ def run_case(model, case):
 
 def reference_results(model, cases):
     """Canonical results of ``model`` on every case: ``[{"name", "results": [{key: score}, ...]}]``."""
-    return [{"name": c["name"], "results": [canon(r, c["schema"]) for r in run_case(model, c)]} for c in cases]
+    return [{"name": c["name"], "results": [canon(r, c["schema"], c.get("threshold", 0.5)) for r in run_case(model, c)]} for c in cases]

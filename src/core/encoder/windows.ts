@@ -1,0 +1,92 @@
+/**
+ * Long texts (gliner2 `extract_long` semantics): overlapping word windows that fit the encoder with the
+ * prompt, and the merge of their results back into document offsets.
+ */
+import { resolveDisallow, type Span } from './decode';
+import type { PromptTask, EncoderSchema } from './schema';
+import { CodePoints, normalizeText, splitWords } from './text';
+import type { PromptTokens } from './tokenize';
+import { EncoderInputError, type ChoiceValue, type EncodedRecord, type EncoderResult, type FieldValue, type InferOptions, type LabelScore, type RelationInstance } from './types';
+
+/** Windows of `chunkWords` words (default 200, `chunkOverlap` 32 overlap), halved until each fits `maxPos`. */
+export async function textWindows(tok: PromptTokens, ti: number, original: string, tasks: PromptTask[], prefix: string[], opts: InferOptions, maxPos: number): Promise<EncodedRecord[]> {
+  const cps = new CodePoints(original);
+  const words = splitWords(original);
+  let size = opts.chunkWords ?? 200;
+  const overlapWanted = opts.chunkOverlap ?? 32;
+  for (;;) {
+    const overlap = Math.min(overlapWanted, Math.floor(size / 4));
+    const out: EncodedRecord[] = [];
+    let ok = true;
+    for (let sw = 0; sw < words.starts.length; sw += size - overlap) {
+      const ew = Math.min(sw + size, words.starts.length);
+      const startChar = words.starts[sw]!;
+      const text = normalizeText(cps.slice(startChar, words.ends[ew - 1]!));
+      const sp = splitWords(text);
+      // gliner2 runs windows with max_len = window size: the appended "." of a full window is cut
+      for (const k of ['words', 'raw', 'starts', 'ends'] as const) (sp[k] as unknown[]).splice(size);
+      await tok.tokenizeAll(sp.words);
+      const rec = tok.build({ textIndex: ti, text, offset: startChar, words: sp.words, starts: sp.starts, ends: sp.ends, prefix }, tasks);
+      if (rec.ids.length > maxPos) {
+        ok = false;
+        break;
+      }
+      out.push(rec);
+      if (ew === words.starts.length) break;
+    }
+    if (ok) return out;
+    if (size <= 8) throw new EncoderInputError('text cannot be split into windows that fit the model with this schema');
+    size = Math.floor(size / 2);
+  }
+}
+
+/** Merges the results of a text's overlapping windows (gliner2 `merge_chunk_results`, disallow policy). */
+export function mergeChunks(parts: EncoderResult[], original: CodePoints, schema: EncoderSchema): EncoderResult {
+  const fix = (s: Span): Span => ({ ...s, text: original.slice(s.start, s.end) });
+  const out: EncoderResult = { classifications: {}, structures: {}, relations: {} };
+  if (parts.some((p) => p.entities)) {
+    out.entities = {};
+    for (const e of schema.entities) {
+      const all = parts.flatMap((p) => p.entities?.[e.name] ?? []).map(fix);
+      out.entities[e.name] = resolveDisallow(all);
+    }
+  }
+  for (const c of schema.classifications) {
+    const cands = parts.map((p) => p.classifications[c.task]).filter((x): x is LabelScore[] => !!x && x.length > 0);
+    if (!cands.length) continue;
+    out.classifications[c.task] = cands.reduce((a, b) => ((b[0]?.score ?? 0) > (a[0]?.score ?? 0) ? b : a));
+  }
+  const key = (v: unknown): string => JSON.stringify(v, (k, x) => (k === 'score' ? undefined : x));
+  for (const s of schema.structures) {
+    const seen = new Map<string, number>();
+    const list: Array<Record<string, FieldValue>> = [];
+    for (const p of parts)
+      for (const inst of p.structures[s.name] ?? []) {
+        const fixed: Record<string, FieldValue> = {};
+        for (const [f, v] of Object.entries(inst)) fixed[f] = Array.isArray(v) ? (v as Array<Span | ChoiceValue>).map((x) => ('start' in x ? fix(x) : x)) as FieldValue : v && 'start' in v ? fix(v) : v;
+        const k = key(fixed);
+        if (!seen.has(k)) {
+          seen.set(k, list.length);
+          list.push(fixed);
+        }
+      }
+    out.structures[s.name] = list;
+  }
+  for (const r of schema.relations) {
+    const seen = new Map<string, number>();
+    const list: RelationInstance[] = [];
+    for (const p of parts)
+      for (const inst of p.relations[r.name] ?? []) {
+        const fixed = { head: fix(inst.head), tail: fix(inst.tail) };
+        const k = key(fixed);
+        const at = seen.get(k);
+        if (at === undefined) {
+          seen.set(k, list.length);
+          list.push(fixed);
+        } else if (Math.max(fixed.head.score, fixed.tail.score) > Math.max(list[at]!.head.score, list[at]!.tail.score)) list[at] = fixed;
+      }
+    out.relations[r.name] = list;
+  }
+  return out;
+}
+
