@@ -57,6 +57,12 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, dist = C
     return true;
   }
   const rel = decodeURIComponent(path.slice(CONSOLE_PATH.length + 1)) || 'index.html';
+  // the app reads config.json for the API's URL (written by the CDK deployment); here: this origin
+  if (rel === 'config.json') {
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
+    res.end('{}');
+    return true;
+  }
   const file = normalize(join(dist, rel));
   const inside = file.startsWith(dist + sep);
   const found = inside && existsSync(file) && statSync(file).isFile();

@@ -52,7 +52,7 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
               Sift console
             </Title>
             <Text size="sm">Sign in with an API key (svc_sk_…). It stays in this tab only.</Text>
-            <PasswordInput label="API key" value={key} onChange={(e) => setKey(e.currentTarget.value)} required autoFocus error={error} />
+            <PasswordInput label="API key" value={key} onChange={(e) => setKey(e.currentTarget.value)} required autoFocus error={error} aria-invalid={Boolean(error)} />
             <Button type="submit" loading={busy}>
               Sign in
             </Button>

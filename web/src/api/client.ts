@@ -42,11 +42,12 @@ export function errorDetail(body: unknown, status: number): string {
 const auth: Middleware = {
   onRequest({ request }) {
     const key = storedKey();
-    if (key) request.headers.set('authorization', `Bearer ${key}`);
+    if (key) request.headers.set('x-api-key', key); // SPEC "Authentication": X-API-Key on every route
     return request;
   },
-  onResponse({ response }) {
-    if (response.status === 401 && storedKey()) {
+  onResponse({ request, response }) {
+    // only when the key still stored is the one refused (not an older request's)
+    if (response.status === 401 && storedKey() && request.headers.get('x-api-key') === storedKey()) {
       storeKey(null);
       dispatchEvent(new Event('sift:signed-out'));
     }

@@ -78,7 +78,7 @@ export function ApiKeysPage() {
       <Loadable state={keys} label="Loading API keys" isEmpty={(d) => d.data.length === 0} empty="No API keys yet: create one above.">
         {(d) => <KeyTable keys={d.data} onRevoke={setRevoking} />}
       </Loadable>
-      <Modal opened={Boolean(revoking)} onClose={() => setRevoking(undefined)} title="Revoke this key?">
+      <Modal opened={Boolean(revoking)} onClose={() => setRevoking(undefined)} title="Revoke this key?" closeButtonProps={{ "aria-label": "Cancel" }}>
         <Stack>
           <div>Requests with “{revoking?.name}” fail with 401 from now on. This cannot be undone.</div>
           <Group justify="flex-end">

@@ -21,7 +21,7 @@ function putWithProgress(url: string, file: File, onProgress: (fraction: number)
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function Upload({ onDone }: { onDone: (v: Version) => void }) {
+function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: string[] }) {
   const [name, setName] = useState('');
   const [file, setFile] = useState<File>();
   const [progress, setProgress] = useState<number>();
@@ -45,7 +45,7 @@ function Upload({ onDone }: { onDone: (v: Version) => void }) {
     setError(undefined);
     try {
       setPhase('Requesting an upload URL');
-      const url = await must(api.POST('/core/datasets/upload/url', { body: { dataset_name: name, file_name: file.name, size_bytes: file.size } }));
+      const url = await must(api.POST('/core/datasets/upload/url', { body: { dataset_name: name, file_name: file.name, size_bytes: file.size, new_version: existing.includes(name) } }));
       setPhase('Uploading');
       await putWithProgress(url.upload_url, file, setProgress);
       setPhase('Validating');
@@ -87,7 +87,7 @@ function Upload({ onDone }: { onDone: (v: Version) => void }) {
           <input ref={input} type="file" accept=".jsonl,.json,.ndjson,.csv" hidden data-testid="dataset-file" onChange={(e) => pick(e.currentTarget.files?.[0])} />
         </div>
         <Group align="flex-end">
-          <TextInput label="Dataset name" description="Letters, digits, - and _; an existing name gets a new version" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <TextInput label="Dataset name" description={existing.includes(name) ? 'Exists: this upload becomes its next version' : 'Letters, digits, - and _; an existing name gets a new version'} value={name} onChange={(e) => setName(e.currentTarget.value)} />
           <Button onClick={upload} disabled={!file || !name} loading={Boolean(phase)}>
             Upload
           </Button>
@@ -179,6 +179,7 @@ export function DatasetsPage() {
         Datasets
       </Title>
       <Upload
+        existing={[...new Set(list.data?.data.map((v) => v.name) ?? [])]}
         onDone={(v) => {
           setOpen(v);
           list.reload();

@@ -41,9 +41,9 @@ function snippets(body: object) {
   const url = `${apiBase}/gliner-2/extract`;
   const json = JSON.stringify(body, null, 2);
   return {
-    curl: `curl -s ${url} \\\n  -H "Authorization: Bearer $SIFT_API_KEY" -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(body).replace(/'/g, `'\\''`)}'`,
-    Python: `import os, requests\n\nres = requests.post(\n    "${url}",\n    headers={"Authorization": f"Bearer {os.environ['SIFT_API_KEY']}"},\n    json=${json.replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')},\n)\nprint(res.json())`,
-    TypeScript: `const res = await fetch("${url}", {\n  method: "POST",\n  headers: { Authorization: \`Bearer \${process.env.SIFT_API_KEY}\`, "Content-Type": "application/json" },\n  body: JSON.stringify(${json}),\n});\nconsole.log(await res.json());`,
+    curl: `curl -s ${url} \\\n  -H "X-API-Key: $SIFT_API_KEY" -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(body).replace(/'/g, `'\\''`)}'`,
+    Python: `import os, requests\n\nres = requests.post(\n    "${url}",\n    headers={"X-API-Key": os.environ["SIFT_API_KEY"]},\n    json=${json.replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')},\n)\nprint(res.json())`,
+    TypeScript: `const res = await fetch("${url}", {\n  method: "POST",\n  headers: { "X-API-Key": process.env.SIFT_API_KEY!, "Content-Type": "application/json" },\n  body: JSON.stringify(${json}),\n});\nconsole.log(await res.json());`,
   };
 }
 
