@@ -6,12 +6,12 @@ import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3deploy from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct } from 'constructs';
-import type { SiftConfig } from '../config';
+import type { StageConfig } from '../config';
 import { acknowledge } from '../nag';
 import { REPO_ROOT } from '../paths';
 
 export interface ConsoleHostingProps {
-  readonly config: SiftConfig;
+  readonly config: StageConfig;
   /** The API's base URL; written to the console's config.json (the app reads it at start). */
   readonly apiUrl: string;
   /** The built console (`vite build` in web/, run by scripts/setup.mjs). */

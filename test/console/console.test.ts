@@ -30,6 +30,7 @@ let profile: string;
 let adminKey: string;
 const loadTimes: Record<string, number> = {};
 
+
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true });
   adminKey = (await stack.newTeam('console')).key;
@@ -59,11 +60,12 @@ afterAll(async () => {
 /** axe-core's WCAG 2 A/AA rules on the page as it is now: no serious or critical violation. */
 async function expectAccessible(name: string) {
   // transitions mid-way (a modal fading in) blend colours: check the settled page
-  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => undefined))));
+  await page.evaluate(() => Promise.all((globalThis as any).document.getAnimations().map((a: any) => a.finished.catch(() => undefined))));
   // evaluated through the DevTools protocol: the page's CSP (no inline scripts) stays in force
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  if (!(await page.evaluate(() => 'axe' in (globalThis as any)))) await page.evaluate(AXE);
   const violations = await page.evaluate(async () => {
-    const r = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa'] } });
+    const g = globalThis as any; // the page's window (this project's TypeScript has no DOM lib)
+    const r = await g.axe.run(g.document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa'] } });
     return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.map((n: any) => n.target.join(' ')).join(', ')})`);
   });
   expect({ page: name, violations }).toEqual({ page: name, violations: [] });
@@ -132,7 +134,7 @@ describe('the web console', () => {
     expect(created).toMatch(/^svc_sk_/);
     await page.getByRole('button', { name: 'Copy' }).click();
     await page.getByRole('button', { name: 'Copied' }).waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(created);
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(created);
     const row = page.getByRole('row', { name: /browser test key/ });
     await row.waitFor();
     expect(await row.textContent()).toContain('never');
@@ -204,7 +206,7 @@ describe('the web console', () => {
     let reached = false;
     for (let i = 0; i < 15 && !reached; i++) {
       await page.keyboard.press('Tab');
-      reached = await page.evaluate(() => document.activeElement?.textContent === 'Datasets');
+      reached = await page.evaluate(() => (globalThis as any).document.activeElement?.textContent === 'Datasets');
     }
     expect(reached).toBe(true);
     await page.keyboard.press('Enter');
