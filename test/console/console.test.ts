@@ -32,7 +32,7 @@ const loadTimes: Record<string, number> = {};
 
 
 beforeAll(async () => {
-  stack = await TestStack.start({ withModels: true });
+  stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1 });
   adminKey = (await stack.newTeam('console')).key;
   profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
   // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
@@ -183,6 +183,28 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('No problems found in 1 rows.').waitFor({ timeout: 60_000 });
     await page.getByText('Entity types: person').waitFor();
+  });
+
+  it('Training jobs: starts a small job from the form, streams its logs live and watches it finish', async () => {
+    await open('training', 'Training jobs');
+    await page.getByText('No training jobs yet').waitFor();
+    await page.getByRole('textbox', { name: /^Model name/ }).fill('people-v1');
+    await page.getByLabel(/^Base model/).first().click();
+    await page.getByRole('option', { name: /sift\/gliner2-mini-v1/ }).click();
+    await page.getByLabel(/^Dataset/).first().click();
+    await page.getByRole('option', { name: /people v2/ }).click();
+    await page.getByRole('textbox', { name: /^Epochs/ }).fill('1');
+    await expectAccessible('training-form');
+    await page.getByRole('button', { name: 'Start training' }).click();
+    const status = page.getByTestId('job-status');
+    await status.waitFor();
+    // the SSE log stream shows the trainer's lines while it runs, then its end event
+    await page.getByTestId('job-logs').getByText(/"event"/).first().waitFor({ timeout: 180_000 });
+    await page.getByText(/Logs \(ended: /).waitFor({ timeout: 240_000 });
+    await page.getByTestId('job-status').getByText('complete', { exact: true }).waitFor({ timeout: 30_000 });
+    await page.getByRole('button', { name: 'Deploy' }).waitFor();
+    await expectAccessible('training-job');
+    await screenshot('training');
   });
 
   it('Playground: runs the encoder and highlights the spans with their scores', async () => {

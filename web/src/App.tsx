@@ -5,12 +5,14 @@ import { api, errorDetail, storedKey, storeKey } from './api/client';
 import { ApiKeysPage } from './pages/ApiKeys';
 import { DatasetsPage } from './pages/Datasets';
 import { PlaygroundPage } from './pages/Playground';
+import { TrainingPage } from './pages/Training';
 import { UsagePage } from './pages/Usage';
 
 const pages = [
   { path: 'settings/api-keys', label: 'Settings → API Keys', Page: ApiKeysPage },
   { path: 'settings/credits', label: 'Settings → Credits / Usage', Page: UsagePage },
   { path: 'datasets', label: 'Datasets', Page: DatasetsPage },
+  { path: 'training', label: 'Training jobs', Page: TrainingPage },
   { path: 'playground', label: 'Playground', Page: PlaygroundPage },
 ] as const;
 
