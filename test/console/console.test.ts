@@ -200,9 +200,10 @@ describe('the web console', () => {
     await status.waitFor();
     // the SSE log stream shows the trainer's lines while it runs, then its end event
     await page.getByTestId('job-logs').getByText(/"event"/).first().waitFor({ timeout: 180_000 });
-    await page.getByText(/Logs \(ended: /).waitFor({ timeout: 240_000 });
+    await page.getByText('Logs (ended: complete)').waitFor({ timeout: 240_000 });
     await page.getByTestId('job-status').getByText('complete', { exact: true }).waitFor({ timeout: 30_000 });
     await page.getByRole('button', { name: 'Deploy' }).waitFor();
+    await page.getByRole('table', { name: 'Training jobs' }).getByRole('row', { name: /people-v1.*complete/i }).waitFor();
     await expectAccessible('training-job');
     await screenshot('training');
   });

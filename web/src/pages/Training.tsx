@@ -26,7 +26,7 @@ function useLiveLogs(jobId: string) {
       if (!res.ok || !res.body) throw new Error(`The log stream answered HTTP ${res.status}`);
       const parser = createParser({
         onEvent: (e) => {
-          if (e.event === 'end') setEnd(e.data);
+          if (e.event === 'end') setEnd(((): string => { try { return String((JSON.parse(e.data) as { status?: string }).status ?? e.data); } catch { return e.data; } })());
           else if (e.event === 'log') setLines((l) => [...l, JSON.parse(e.data) as LogLine]);
         },
       });
@@ -65,9 +65,13 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const checkpoints = useLoad(() => must(api.GET('/core/training-jobs/{id}/checkpoints', { params: { path: { id } } })), [id, logs.end]);
   // refresh the job while it runs; the log stream's end event says when it is over
   useEffect(() => {
-    if (logs.end) setTick((t) => t + 1);
+    if (logs.end) {
+      setTick((t) => t + 1);
+      onChanged(); // the list shows the final status too
+    }
     const timer = setInterval(() => !logs.end && setTick((t) => t + 1), 3000);
     return () => clearInterval(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [logs.end]);
   const act = (fn: () => Promise<unknown>) => async () => {
     setError(undefined);
