@@ -8,7 +8,6 @@
  * SPEC "Limits", access logs, WAF with the per-IP edge limit, CORS, and
  * gateway responses in the SPEC `{detail}` error shape.
  */
-import { ConsoleHosting } from './constructs/console-hosting';
 import { ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -461,7 +460,6 @@ export class ApiStack extends Stack {
     });
     wafLogging.node.addDependency(wafLogs);
 
-    new ConsoleHosting(this, 'Console', { config, apiUrl: this.api.url });
     new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Sift API base URL ({base_url})' });
     new CfnOutput(this, 'ApiId', { value: this.api.restApiId });
   }

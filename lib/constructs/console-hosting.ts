@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CfnOutput, Duration, Fn, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as cloudfront from 'aws-cdk-lib/aws-cloudfront';
 import * as origins from 'aws-cdk-lib/aws-cloudfront-origins';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -121,5 +121,18 @@ export class ConsoleHosting extends Construct {
 
     this.url = `https://${this.distribution.distributionDomainName}`;
     new CfnOutput(this, 'ConsoleUrl', { value: this.url, description: 'The web console; add it to consoleOrigins (cdk.json) for CORS' });
+  }
+}
+
+/**
+ * The console in a stack of its own: CDK's BucketDeployment brings a Python Lambda and a
+ * CloudFront invalidation grant that the Api stack's rules (Node.js Lambdas only, no wildcard
+ * resources outside logs/X-Ray) rightly refuse.
+ */
+export class ConsoleStack extends Stack {
+  readonly hosting: ConsoleHosting;
+  constructor(scope: Construct, id: string, props: StackProps & Omit<ConsoleHostingProps, 'distDir'>) {
+    super(scope, id, props);
+    this.hosting = new ConsoleHosting(this, 'Console', { config: props.config, apiUrl: props.apiUrl });
   }
 }
