@@ -25,7 +25,7 @@ program
       s3Port,
       ...(process.env['SIFT_ADMIN_KEY'] ? { adminKey: process.env['SIFT_ADMIN_KEY'] } : {}),
     });
-    const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`];
+    const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`, `Console: ${service.url}/console/`];
     if (service.createdAdminKey) {
       lines.push('', 'Created the operator API key (shown only this once; keep it):', `  ${service.createdAdminKey}`);
     }

@@ -2,6 +2,7 @@
  * Builds every Sift stack into an app (or a Stage). `bin/app.ts` and the CDK
  * tests both call this, so what the tests check is what `cdk deploy` deploys.
  */
+import { ConsoleStack } from './constructs/console-hosting';
 import { Tags, Validations, type Stage } from 'aws-cdk-lib';
 import type { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -63,6 +64,7 @@ export function buildSift(app: App | Stage, config: StageConfig, options: BuildO
     description: `Sift ${config.stage}: REST API, authorizers, control-plane Lambdas, WAF`,
   });
   api.addStackDependency(data);
+  new ConsoleStack(app, stackName(config, 'Console'), { config, apiUrl: api.api.url, description: `Sift ${config.stage}: the web console (S3 + CloudFront)` });
   const observability = new ObservabilityStack(app, stackName(config, 'Observability'), {
     config,
     api,

@@ -5,11 +5,14 @@
 //      the per-user cache (src/local/paths.ts reads the same locations) by scripts/build-models.mjs:
 //      in the background for `npm start` (the server answers meanwhile), in the foreground for
 //      `npm test` (`--for-tests`: the tests need the models);
-//   3. with --for-tests: the API document tools' venv (scripts/setup-api-check.sh).
+//   3. the web console (web/): its own npm dependencies and `vite build` into web/dist, which the
+//      local server serves at /console; both skipped while their inputs are unchanged (~5 s build);
+//   4. with --for-tests: the API document tools' venv (scripts/setup-api-check.sh) and Chromium for
+//      the console's browser tests (Debian's package: browser downloads from elsewhere do not work).
 // Node built-ins only: this runs before node_modules exists.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,6 +101,55 @@ function ensureApiCheckTools() {
   execFileSync('bash', [join(root, 'scripts', 'setup-api-check.sh')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
+/** Hashes every file under `dir` (sorted paths): the console is rebuilt only when a source changed. */
+function treeDigest(dir, h = createHash('sha256')) {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) treeDigest(p, h);
+    else h.update(p).update(readFileSync(p));
+  }
+  return h;
+}
+
+function ensureConsole() {
+  const web = join(root, 'web');
+  const depsStamp = join(web, 'node_modules', '.sift-setup');
+  const depsWant = digest(join(web, 'package-lock.json'));
+  if (!existsSync(depsStamp) || readFileSync(depsStamp, 'utf8') !== depsWant) {
+    log('installing the console\'s npm dependencies (web/)');
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: web, stdio: 'inherit' });
+    writeFileSync(depsStamp, depsWant);
+  }
+  const buildStamp = join(web, 'dist', '.sift-build');
+  const h = treeDigest(join(web, 'src'));
+  for (const f of ['index.html', 'vite.config.ts', 'package-lock.json']) h.update(readFileSync(join(web, f)));
+  const buildWant = h.digest('hex');
+  if (existsSync(buildStamp) && readFileSync(buildStamp, 'utf8') === buildWant) return;
+  log('building the web console (web/dist, served at /console)');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: web, stdio: ['ignore', 'ignore', 'inherit'] });
+  writeFileSync(buildStamp, buildWant);
+}
+
+// The console's browser tests drive Debian's Chromium (test/console/); install it when missing.
+const CHROMIUM = process.env.SIFT_CHROMIUM ?? '/usr/bin/chromium';
+function ensureChromium() {
+  if (existsSync(CHROMIUM)) return;
+  log(`installing Chromium for the console's browser tests (apt-get install chromium → ${CHROMIUM})`);
+  try {
+    const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
+    const apt = (...args) => execFileSync(sudo[0] ?? 'apt-get', [...sudo.slice(1), ...(sudo.length ? ['apt-get'] : []), ...args], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    apt('update');
+    apt('install', '-y', '--no-install-recommends', 'chromium');
+  } catch (err) {
+    // not fatal here: the browser test fails with a message that names what is missing
+    log(`could not install Chromium (${err.message}); the console's browser tests will fail until ${CHROMIUM} exists`);
+  }
+}
+
 ensureNodeModules();
 ensureTrainingAndModels();
-if (process.argv.includes('--for-tests')) ensureApiCheckTools();
+ensureConsole();
+if (process.argv.includes('--for-tests')) {
+  ensureApiCheckTools();
+  ensureChromium();
+}

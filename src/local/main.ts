@@ -22,6 +22,7 @@ import { SiftApp } from '../http/app';
 import { createLogger, type Logger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
+import { serveConsole } from './consoleAssets';
 import { nodeHandler } from './httpAdapter';
 import { ModelBuildWatcher } from './modelBuild';
 import { publishBuiltModels } from './modelStore';
@@ -162,7 +163,10 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       }, adaptiveEvery)
     : undefined;
   schedule?.unref();
-  const server: Server = createKeepAliveServer(nodeHandler(app, svc.config.maxBodyBytes));
+  const api = nodeHandler(app, svc.config.maxBodyBytes);
+  const server: Server = createKeepAliveServer((req, res) => {
+    if (!serveConsole(req, res)) void api(req, res);
+  });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());

@@ -1,0 +1,250 @@
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core) against the local
+ * service: sign in, create a key and see its secret once, read usage, upload a dataset and read its
+ * validation report, run the playground, revoke the key; axe-core on every page and keyboard use.
+ * With SIFT_CONSOLE_SCREENSHOTS=<dir> it also writes each page at desktop and narrow widths there
+ * (docs/console/ holds the committed ones).
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jest } from '@jest/globals';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { CONSOLE_DIST } from '../../src/local/consoleAssets';
+import { REPO_ROOT } from '../../src/local/paths';
+import { TestStack } from '../helpers/localStack';
+
+const CHROMIUM = process.env['SIFT_CHROMIUM'] ?? '/usr/bin/chromium';
+const SHOTS = process.env['SIFT_CONSOLE_SCREENSHOTS'];
+const AXE = readFileSync(join(REPO_ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+if (!existsSync(CHROMIUM)) throw new Error(`The console's browser tests need Chromium at ${CHROMIUM}: run \`node scripts/setup.mjs --for-tests\` (it runs apt-get install chromium) or set SIFT_CHROMIUM`);
+if (!existsSync(join(CONSOLE_DIST, 'index.html'))) throw new Error(`The console is not built (${CONSOLE_DIST}): run \`node scripts/setup.mjs --for-tests\``);
+
+jest.setTimeout(240_000);
+
+let stack: TestStack;
+let browser: BrowserContext;
+let page: Page;
+let profile: string;
+let adminKey: string;
+const loadTimes: Record<string, number> = {};
+
+
+beforeAll(async () => {
+  stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1 });
+  adminKey = (await stack.newTeam('console')).key;
+  profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
+  // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 900 },
+  });
+  const context = browser;
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.service.url });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (err) => {
+    throw err;
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  if (Object.keys(loadTimes).length) process.stdout.write(`console page load times (ms, local service, headless Chromium): ${JSON.stringify(loadTimes)}\n`);
+});
+
+/** axe-core's WCAG 2 A/AA rules on the page as it is now: no serious or critical violation. */
+async function expectAccessible(name: string) {
+  // transitions mid-way (a modal fading in) blend colours: check the settled page
+  await page.evaluate(() => Promise.all((globalThis as any).document.getAnimations().map((a: any) => a.finished.catch(() => undefined))));
+  // evaluated through the DevTools protocol: the page's CSP (no inline scripts) stays in force
+  if (!(await page.evaluate(() => 'axe' in (globalThis as any)))) await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    const g = globalThis as any; // the page's window (this project's TypeScript has no DOM lib)
+    const r = await g.axe.run(g.document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa'] } });
+    return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.map((n: any) => n.target.join(' ')).join(', ')})`);
+  });
+  expect({ page: name, violations }).toEqual({ page: name, violations: [] });
+}
+
+async function screenshot(name: string) {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(500); // the app shell's navbar slides out (a CSS transition)
+  await page.screenshot({ path: join(SHOTS, `${name}-narrow.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.waitForTimeout(500);
+}
+
+/** Opens a page by its route and waits for its heading; records the time to a rendered heading. */
+async function open(route: string, heading: string) {
+  const t0 = Date.now();
+  await page.goto(`${stack.service.url}/console/#/${route}`);
+  await page.reload(); // a full load of the page, not a hash change
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  loadTimes[route] = Date.now() - t0;
+}
+
+const keyCalls = (key: string) => fetch(`${stack.service.url}/api-keys`, { headers: { 'x-api-key': key } }).then((r) => r.status);
+
+describe('the web console', () => {
+  it('serves the built app at /console with a CSP, and sends /console to /console/', async () => {
+    const res = await fetch(`${stack.service.url}/console`, { redirect: 'manual' });
+    expect(res.status).toBe(308);
+    expect(res.headers.get('location')).toBe('/console/');
+    const index = await fetch(`${stack.service.url}/console/`);
+    expect(index.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await index.text()).toContain('<div id="root">');
+    expect((await fetch(`${stack.service.url}/console/../package.json`)).status).toBe(404);
+  });
+
+  it('refuses a wrong key on the sign-in form and signs in with a real one', async () => {
+    const t0 = Date.now();
+    await page.goto(`${stack.service.url}/console/`);
+    await page.getByLabel('API key').waitFor();
+    loadTimes['sign-in'] = Date.now() - t0;
+    await expectAccessible('sign-in');
+    await screenshot('sign-in');
+    await page.getByLabel('API key').fill('svc_sk_not-a-real-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('input[aria-invalid="true"]').waitFor();
+    expect(await page.getByText(/key/i).count()).toBeGreaterThan(1); // the server's detail under the field
+    expect(await page.getByRole('heading', { name: 'API keys' }).count()).toBe(0);
+    // keyboard only: type the key and press Enter
+    await page.getByLabel('API key').fill(adminKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+  });
+
+  let created = '';
+  it('API keys: creates a key, shows its secret once with a copy button, lists it, and the key works', async () => {
+    await open('settings/api-keys', 'API keys');
+    await expectAccessible('api-keys');
+    await page.getByRole('textbox', { name: /^Name/ }).fill('browser test key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const secret = page.getByTestId('new-key-secret');
+    await secret.waitFor();
+    created = (await secret.textContent()) ?? '';
+    expect(created).toMatch(/^svc_sk_/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(created);
+    const row = page.getByRole('row', { name: /browser test key/ });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('never');
+    expect(await keyCalls(created)).toBe(200);
+    await screenshot('api-keys');
+    // shown once: after a reload only the prefix is on the page
+    await page.reload();
+    await page.getByRole('row', { name: /browser test key/ }).waitFor();
+    expect(await page.content()).not.toContain(created);
+  });
+
+  it('Credits / usage: balance, cap, spend by day and the by-model and by-request tables', async () => {
+    const billed = await stack.call('POST', '/gliner-2/entities', { key: adminKey, body: { model_id: 'sift/gliner2-mini-v1', text: 'Ada Lovelace lived in London.', entities: ['person'] } });
+    expect(billed.status).toBe(200);
+    await stack.service.svc.usage.flush(); // usage is buffered; the page reads what is stored
+    await open('settings/credits', 'Credits and usage');
+    await page.getByRole('table', { name: 'Usage by model' }).getByRole('row', { name: /sift\/gliner2-mini-v1/ }).waitFor();
+    await page.getByRole('table', { name: 'Usage by request' }).getByRole('row', { name: /\/gliner-2\/entities|entities/ }).first().waitFor();
+    await page.getByTestId('stat-Credit balance').waitFor();
+    await page.getByRole('heading', { name: 'Spend by day' }).waitFor();
+    await page.getByRole('heading', { name: 'By request' }).waitFor();
+    await expectAccessible('credits');
+    await screenshot('credits');
+  });
+
+  it('Datasets: uploads by the presigned PUT and shows the validation report with row numbers', async () => {
+    await open('datasets', 'Datasets');
+    await page.getByText('No datasets yet').waitFor();
+    await expectAccessible('datasets-empty');
+    const rows = [
+      { text: 'Tim Cook works for Apple.', entities: [['Tim Cook', 'person'], ['apple', 'company']] },
+      { text: 'Satya Nadella runs Microsoft.', entities: [['Satya Nadella', 'person']] },
+    ];
+    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + '\n') });
+    await page.getByLabel('Dataset name').fill('people');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    const report = page.getByTestId('validation-report');
+    await report.waitFor({ timeout: 60_000 });
+    const errorRow = report.getByRole('row', { name: /entities\[1\]\.text/ });
+    expect(await errorRow.getByRole('cell').first().textContent()).toBe('1');
+    await page.getByText('failed', { exact: true }).first().waitFor();
+    await expectAccessible('datasets');
+    await screenshot('datasets');
+    // a good file: ready, with its heads and vocabulary
+    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(JSON.stringify(rows[1]) + '\n') });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByText('No problems found in 1 rows.').waitFor({ timeout: 60_000 });
+    await page.getByText('Entity types: person').waitFor();
+  });
+
+  it('Training jobs: starts a small job from the form, streams its logs live and watches it finish', async () => {
+    await open('training', 'Training jobs');
+    await page.getByText('No training jobs yet').waitFor();
+    await page.getByRole('textbox', { name: /^Model name/ }).fill('people-v1');
+    await page.getByLabel(/^Base model/).first().click();
+    await page.getByRole('option', { name: /sift\/gliner2-mini-v1/ }).click();
+    await page.getByLabel(/^Dataset/).first().click();
+    await page.getByRole('option', { name: /people v2/ }).click();
+    await page.getByRole('textbox', { name: /^Epochs/ }).fill('1');
+    await expectAccessible('training-form');
+    await page.getByRole('button', { name: 'Start training' }).click();
+    const status = page.getByTestId('job-status');
+    await status.waitFor();
+    // the SSE log stream shows the trainer's lines while it runs, then its end event
+    await page.getByTestId('job-logs').getByText(/"event"/).first().waitFor({ timeout: 180_000 });
+    await page.getByText('Logs (ended: complete)').waitFor({ timeout: 240_000 });
+    await page.getByTestId('job-status').getByText('complete', { exact: true }).waitFor({ timeout: 30_000 });
+    await page.getByRole('button', { name: 'Deploy' }).waitFor();
+    await page.getByRole('table', { name: 'Training jobs' }).getByRole('row', { name: /people-v1.*complete/i }).waitFor();
+    await expectAccessible('training-job');
+    await screenshot('training');
+  });
+
+  it('Playground: runs the encoder and highlights the spans with their scores', async () => {
+    await open('playground', 'Playground');
+    const model = page.getByRole('textbox', { name: 'Model' });
+    await model.waitFor();
+    await page.getByRole('button', { name: 'Run' }).click();
+    const text = page.getByTestId('highlighted-text');
+    await text.waitFor({ timeout: 120_000 });
+    const marks = text.locator('mark');
+    expect(await marks.count()).toBeGreaterThan(0);
+    expect(await marks.first().getAttribute('aria-label')).toMatch(/: (person|location|organization), score 0\.\d+/);
+    await page.getByRole('tab', { name: 'Python' }).click();
+    await page.getByText('requests.post(').waitFor();
+    await expectAccessible('playground');
+    await screenshot('playground');
+  });
+
+  it('keyboard: the navigation is reachable with Tab and opens a page with Enter', async () => {
+    await open('settings/api-keys', 'API keys');
+    let reached = false;
+    for (let i = 0; i < 15 && !reached; i++) {
+      await page.keyboard.press('Tab');
+      reached = await page.evaluate(() => (globalThis as any).document.activeElement?.textContent === 'Datasets');
+    }
+    expect(reached).toBe(true);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Datasets' }).waitFor();
+  });
+
+  it('API keys: revokes the key after a confirmation, and the key stops working', async () => {
+    await open('settings/api-keys', 'API keys');
+    await page.getByRole('button', { name: 'Revoke browser test key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Revoke this key?' });
+    await dialog.waitFor();
+    await expectAccessible('api-keys-revoke-dialog');
+    await dialog.getByRole('button', { name: 'Revoke' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await page.getByRole('row', { name: /browser test key/ }).waitFor({ state: 'detached' });
+    expect(await keyCalls(created)).toBe(401);
+  });
+});

@@ -1,0 +1,64 @@
+import { Alert, Button, Center, Loader, Stack, Text } from '@mantine/core';
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
+
+/** Loads `fn` on mount and on `reload()`; pages render its three states with <Loadable>. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
+  const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(fn, deps);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    run().then(
+      (data) => live && setState({ data, loading: false }),
+      (error: Error) => live && setState({ error, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [run, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+export function ErrorState({ error, onRetry }: { error: Error; onRetry?: () => void }) {
+  return (
+    <Alert color="red" title="Could not load" role="alert">
+      <Stack gap="xs" align="flex-start">
+        <Text size="sm">{error.message}</Text>
+        {onRetry && (
+          <Button size="xs" variant="light" color="red" onClick={onRetry}>
+            Retry
+          </Button>
+        )}
+      </Stack>
+    </Alert>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return (
+    <Text c="dimmed" ta="center" py="lg">
+      {children}
+    </Text>
+  );
+}
+
+export function Loading({ label }: { label: string }) {
+  return (
+    <Center py="lg" aria-busy="true">
+      <Loader size="sm" aria-label={label} />
+    </Center>
+  );
+}
+
+/** The loading / error / empty / loaded switch every page uses. */
+export function Loadable<T>({ state, label, isEmpty, empty, children }: { state: ReturnType<typeof useLoad<T>>; label: string; isEmpty?: (d: T) => boolean; empty?: ReactNode; children: (d: T) => ReactNode }) {
+  if (state.error) return <ErrorState error={state.error} onRetry={state.reload} />;
+  if (state.data === undefined) return <Loading label={label} />;
+  if (isEmpty?.(state.data)) return <Empty>{empty}</Empty>;
+  return <>{children(state.data)}</>;
+}
+
+export const fmtDate = (s: string | null | undefined) => (s ? new Date(s).toLocaleString() : '—');
+export const usd = (n: number | null | undefined) => (n === null || n === undefined ? 'unlimited' : `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 6 : 2)}`);

@@ -1,0 +1,179 @@
+import { Alert, Badge, Button, Code, CopyButton, Group, Mark, Paper, Select, Slider, Stack, Tabs, TagsInput, Text, Textarea, TextInput, Title, Tooltip } from '@mantine/core';
+import { useState } from 'react';
+import { api, apiBase, must } from '../api/client';
+import { Loadable, useLoad } from '../components/states';
+
+type Span = { text: string; label: string; score: number; start: number; end: number };
+type Result = { entities?: Span[]; classifications?: Record<string, { label: string; score: number }[]> };
+
+const palette = ['yellow', 'cyan', 'lime', 'grape', 'orange', 'pink', 'teal', 'indigo'];
+
+/** The text with each entity span marked (offsets are code points, as the API returns them). */
+function Highlighted({ text, spans, labels }: { text: string; spans: Span[]; labels: string[] }) {
+  const chars = Array.from(text);
+  const parts: React.ReactNode[] = [];
+  let at = 0;
+  for (const [i, s] of spans.entries()) {
+    if (s.start < at) continue; // overlapping spans: the first one wins in the text, all are in the table
+    parts.push(chars.slice(at, s.start).join(''));
+    const color = palette[labels.indexOf(s.label) % palette.length];
+    parts.push(
+      <Tooltip key={i} label={`${s.label} · ${s.score.toFixed(3)}`}>
+        <Mark color={color} px={2} tabIndex={0} aria-label={`${s.text}: ${s.label}, score ${s.score.toFixed(3)}`}>
+          {chars.slice(s.start, s.end).join('')}
+          <Text span size="xs" fw={700} ml={4}>
+            {s.label} {s.score.toFixed(2)}
+          </Text>
+        </Mark>
+      </Tooltip>,
+    );
+    at = s.end;
+  }
+  parts.push(chars.slice(at).join(''));
+  return (
+    <Text style={{ whiteSpace: 'pre-wrap', lineHeight: 2 }} data-testid="highlighted-text">
+      {parts}
+    </Text>
+  );
+}
+
+function snippets(body: object) {
+  const url = `${apiBase}/gliner-2/extract`;
+  const json = JSON.stringify(body, null, 2);
+  return {
+    curl: `curl -s ${url} \\\n  -H "X-API-Key: $SIFT_API_KEY" -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(body).replace(/'/g, `'\\''`)}'`,
+    Python: `import os, requests\n\nres = requests.post(\n    "${url}",\n    headers={"X-API-Key": os.environ["SIFT_API_KEY"]},\n    json=${json.replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')},\n)\nprint(res.json())`,
+    TypeScript: `const res = await fetch("${url}", {\n  method: "POST",\n  headers: { "X-API-Key": process.env.SIFT_API_KEY!, "Content-Type": "application/json" },\n  body: JSON.stringify(${json}),\n});\nconsole.log(await res.json());`,
+  };
+}
+
+export function PlaygroundPage() {
+  const models = useLoad(() => must(api.GET('/base-models')));
+  const [model, setModel] = useState<string | null>(null);
+  const [custom, setCustom] = useState('');
+  const [text, setText] = useState('Tim Cook met Satya Nadella in Zürich to talk about the new Apple campus.');
+  const [entities, setEntities] = useState<string[]>(['person', 'location', 'organization']);
+  const [task, setTask] = useState('sentiment');
+  const [labels, setLabels] = useState<string[]>(['positive', 'negative', 'neutral']);
+  const [threshold, setThreshold] = useState(0.5);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [res, setRes] = useState<{ result: Result; latency_ms: number; inference_id: string; text: string }>();
+
+  const modelId = custom.trim() || model || '';
+  const body = {
+    model_id: modelId,
+    text,
+    threshold,
+    schema: {
+      ...(entities.length ? { entities } : {}),
+      ...(task.trim() && labels.length ? { classifications: [{ task: task.trim(), labels }] } : {}),
+    },
+  };
+
+  async function run() {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const out = await must(api.POST('/gliner-2/extract', { body }));
+      setRes({ result: out.result as Result, latency_ms: out.latency_ms, inference_id: out.inference_id, text });
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <Stack>
+      <Title order={1} size="h2">
+        Playground
+      </Title>
+      <Loadable state={models} label="Loading models" isEmpty={(d) => d.data.length === 0} empty="No base models are installed.">
+        {(d) => {
+          const encoders = d.data.filter((m) => m.type === 'encoder');
+          const value = model ?? encoders.find((m) => m.available)?.id ?? null;
+          if (model === null && value) queueMicrotask(() => setModel(value));
+          return (
+            <Paper withBorder p="md">
+              <Stack>
+                <Group grow align="flex-start">
+                  <Select label="Model" description="A catalog encoder (unavailable ones are still building)" data={encoders.map((m) => ({ value: m.id, label: `${m.id}${m.available ? '' : ' (building)'}`, disabled: !m.available }))} value={value} onChange={setModel} allowDeselect={false} />
+                  <TextInput label="…or a trained model / project" description="A job's model name or a project id; overrides the catalog choice" value={custom} onChange={(e) => setCustom(e.currentTarget.value)} />
+                </Group>
+                <Textarea label="Text" autosize minRows={3} value={text} onChange={(e) => setText(e.currentTarget.value)} />
+                <TagsInput label="Entity types" description="Press Enter after each" value={entities} onChange={setEntities} />
+                <Group grow align="flex-start">
+                  <TextInput label="Classification task" description="Leave empty for none" value={task} onChange={(e) => setTask(e.currentTarget.value)} />
+                  <TagsInput label="Its labels" value={labels} onChange={setLabels} />
+                </Group>
+                <div>
+                  <Text size="sm" fw={500} id="threshold-label">
+                    Threshold: {threshold.toFixed(2)}
+                  </Text>
+                  <Slider min={0} max={1} step={0.05} value={threshold} onChange={setThreshold} thumbProps={{ 'aria-labelledby': 'threshold-label' }} />
+                </div>
+                <Group>
+                  <Button onClick={run} loading={busy} disabled={!modelId || !text.trim()}>
+                    Run
+                  </Button>
+                </Group>
+              </Stack>
+            </Paper>
+          );
+        }}
+      </Loadable>
+      {error && (
+        <Alert color="red" role="alert">
+          {error}
+        </Alert>
+      )}
+      {res && (
+        <Paper withBorder p="md" component="section" aria-label="Result">
+          <Stack>
+            <Group>
+              <Title order={2} size="h4">
+                Result
+              </Title>
+              <Badge variant="light">{res.latency_ms.toFixed(0)} ms</Badge>
+              <Code>{res.inference_id}</Code>
+            </Group>
+            {res.result.entities && (res.result.entities.length ? <Highlighted text={res.text} spans={res.result.entities} labels={entities} /> : <Text c="dimmed">No entity above the threshold.</Text>)}
+            {res.result.classifications &&
+              Object.entries(res.result.classifications).map(([t, ls]) => (
+                <Text key={t} size="sm">
+                  {t}: {ls.map((l) => `${l.label} (${l.score.toFixed(3)})`).join(', ') || 'no label above the threshold'}
+                </Text>
+              ))}
+          </Stack>
+        </Paper>
+      )}
+      <Paper withBorder p="md">
+        <Title order={2} size="h4" mb="xs">
+          Copy this request
+        </Title>
+        <Tabs defaultValue="curl">
+          <Tabs.List>
+            {Object.keys(snippets(body)).map((k) => (
+              <Tabs.Tab key={k} value={k}>
+                {k}
+              </Tabs.Tab>
+            ))}
+          </Tabs.List>
+          {Object.entries(snippets(body)).map(([k, code]) => (
+            <Tabs.Panel key={k} value={k} pt="xs">
+              <Code block>{code}</Code>
+              <CopyButton value={code}>
+                {({ copied, copy }) => (
+                  <Button size="xs" mt="xs" variant="light" onClick={copy}>
+                    {copied ? 'Copied' : `Copy as ${k}`}
+                  </Button>
+                )}
+              </CopyButton>
+            </Tabs.Panel>
+          ))}
+        </Tabs>
+      </Paper>
+    </Stack>
+  );
+}
