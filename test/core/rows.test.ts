@@ -208,6 +208,13 @@ describe('validateRow: decoder rows', () => {
     expect(fields(bad({ prompt: 'p', chosen: 'a', rejected: 'b', answer: 'c' }))).toEqual(['answer']);
     expect(fields(bad({ chosen: 'a', rejected: 'b' }))).toEqual(['prompt']);
     expect(fields(bad({ prompt: 'p', answer: 42 }))).toEqual(['answer']);
+    // a prompt may be the conversation so far (a worked example as earlier turns), ending with the user's turn
+    const shot = [{ role: 'user', content: 'Repeat: house' }, { role: 'assistant', content: 'house' }, { role: 'user', content: 'Repeat: tree' }];
+    expect(ok({ prompt: shot, answer: 'tree' }).tasks).toEqual(['grpo']);
+    expect(ok({ prompt: shot, chosen: 'tree', rejected: 'no' }).tasks).toEqual(['dpo']);
+    expect(fields(bad({ prompt: shot.slice(0, 2), answer: 'house' }))).toEqual(['prompt']);
+    expect(fields(bad({ prompt: [{ role: 'user', content: 7 }], answer: 'a' }))).toEqual(['prompt[0].content']);
+    expect(fields(bad({ prompt: [], answer: 'a' }))).toEqual(['prompt']);
   });
 });
 

@@ -125,3 +125,20 @@ def test_exact_match_ignores_case_punctuation_articles_and_spacing():
     em = make_reward("exact_match")
     assert em(["Paris.", " the  Eiffel Tower!", "Paris is nice", [{"role": "assistant", "content": "12"}]],
               ["paris", "Eiffel tower", "paris", "12"]) == [1.0, 1.0, 0.0, 1.0]
+
+
+def test_grpo_and_dpo_prompts_may_be_a_conversation_with_a_worked_example():
+    """A single-turn 'repeat the word' prompt gets ~0% exact matches from SmolLM2-135M at temperature 1, the
+    same prompt after one worked example (earlier user/assistant turns) ~56%: the conversation must reach TRL
+    as messages, content blocks as text, so that the chat template renders every turn."""
+    from sift_trainer.decoder import build_dataset
+
+    shot = [{"role": "user", "content": "Repeat the word: house"}, {"role": "assistant", "content": [{"type": "text", "text": "house"}]},
+            {"role": "user", "content": "Repeat the word: tree"}]
+    grpo = build_dataset([{"prompt": shot, "answer": "tree"}, {"prompt": "Repeat the word: cat", "answer": "cat"}], "grpo")
+    assert grpo[0]["prompt"] == [{"role": "user", "content": "Repeat the word: house"}, {"role": "assistant", "content": "house"},
+                                 {"role": "user", "content": "Repeat the word: tree"}]
+    assert grpo[1]["prompt"] == [{"role": "user", "content": "Repeat the word: cat"}]
+    dpo = build_dataset([{"prompt": shot, "chosen": "tree", "rejected": "house"}], "dpo")
+    assert dpo[0]["prompt"][1] == {"role": "assistant", "content": "house"}
+    assert dpo[0]["chosen"] == [{"role": "assistant", "content": "tree"}]

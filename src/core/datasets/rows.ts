@@ -53,7 +53,7 @@ export interface NormalizedRow {
   relations?: RelationLabel[];
   json_structures?: StructureInstance[];
   messages?: ChatMessage[];
-  prompt?: string;
+  prompt?: string | ChatMessage[];
   chosen?: string;
   rejected?: string;
   answer?: string;
@@ -290,45 +290,55 @@ function validateStructures(value: unknown, text: string, err: Report): Structur
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 
+/** A chat as a list of {role, content}; reports each bad message under `field[i]`. */
+function validMessages(field: string, messages: unknown, err: Report): messages is ChatMessage[] {
+  if (!Array.isArray(messages) || messages.length === 0) {
+    err(field, 'must be a non-empty array of {role, content}');
+    return false;
+  }
+  let ok = true;
+  messages.forEach((m, i) => {
+    const at = `${field}[${i}]`;
+    if (!isPlainObject(m)) {
+      ok = false;
+      return err(at, 'must be an object {role, content}');
+    }
+    if (typeof m['role'] !== 'string' || !ROLES.has(m['role'])) {
+      ok = false;
+      err(`${at}.role`, 'must be one of system, user, assistant, tool');
+    }
+    const content = m['content'];
+    const blocksOk =
+      Array.isArray(content) && content.length > 0 && content.every((b) => isPlainObject(b) && b['type'] === 'text' && typeof b['text'] === 'string');
+    if (typeof content !== 'string' && !blocksOk) {
+      ok = false;
+      err(`${at}.content`, 'must be a string or an array of {type: "text", text} blocks');
+    }
+  });
+  return ok;
+}
+
 function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
   if ('messages' in raw) {
     for (const c of ['prompt', 'chosen', 'rejected', 'answer']) if (c in raw) err(c, "not allowed together with 'messages'");
     const messages = raw['messages'];
-    if (!Array.isArray(messages) || messages.length === 0) {
-      err('messages', 'must be a non-empty array of {role, content}');
-      return [];
-    }
-    let ok = true;
-    messages.forEach((m, i) => {
-      const at = `messages[${i}]`;
-      if (!isPlainObject(m)) {
-        ok = false;
-        return err(at, 'must be an object {role, content}');
-      }
-      if (typeof m['role'] !== 'string' || !ROLES.has(m['role'])) {
-        ok = false;
-        err(`${at}.role`, 'must be one of system, user, assistant, tool');
-      }
-      const content = m['content'];
-      const blocksOk =
-        Array.isArray(content) && content.length > 0 && content.every((b) => isPlainObject(b) && b['type'] === 'text' && typeof b['text'] === 'string');
-      if (typeof content !== 'string' && !blocksOk) {
-        ok = false;
-        err(`${at}.content`, 'must be a string or an array of {type: "text", text} blocks');
-      }
-    });
-    if (ok && !messages.some((m) => (m as Record<string, unknown>)['role'] === 'assistant')) {
-      err('messages', 'needs at least one assistant message to learn from');
-      ok = false;
-    }
-    if (ok) row.messages = messages as ChatMessage[];
+    if (!validMessages('messages', messages, err)) return Array.isArray(messages) && messages.length > 0 ? ['sft'] : [];
+    if (!messages.some((m) => m.role === 'assistant')) err('messages', 'needs at least one assistant message to learn from');
+    else row.messages = messages;
     return ['sft'];
   }
-  if (!isNonEmptyString(raw['prompt'])) {
-    err('prompt', 'missing or empty (decoder rows have messages, or prompt with chosen/rejected or answer)');
+  const prompt = raw['prompt'];
+  if (Array.isArray(prompt)) {
+    // a conversation so far (e.g. a worked example as earlier turns); the model answers the last user turn
+    if (!validMessages('prompt', prompt, err)) return [];
+    if (prompt[prompt.length - 1]?.role !== 'user') err('prompt', 'a conversation prompt must end with a user message');
+    row.prompt = prompt;
+  } else if (isNonEmptyString(prompt)) {
+    row.prompt = prompt;
+  } else {
+    err('prompt', 'missing or empty (decoder rows have messages, or prompt (a string or a list of messages) with chosen/rejected or answer)');
     return [];
   }
-  row.prompt = raw['prompt'];
   if ('chosen' in raw || 'rejected' in raw) {
     if ('answer' in raw) err('answer', "not allowed in a preference (chosen/rejected) row");
     for (const c of ['chosen', 'rejected'] as const) {

@@ -118,6 +118,13 @@ def prepare_base(gguf: Path, out_dir: Path) -> Path:
 # Datasets
 # ---------------------------------------------------------------------------
 
+def _text(content: Any) -> Any:
+    """Message content as text (content blocks joined); anything else is left for the caller to reject."""
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return content
+
+
 def _check_messages(msgs: Any, i: int) -> List[Dict[str, str]]:
     if not isinstance(msgs, list) or not msgs:
         raise ValueError(f"row {i}: 'messages' must be a non-empty list")
@@ -125,9 +132,7 @@ def _check_messages(msgs: Any, i: int) -> List[Dict[str, str]]:
     for m in msgs:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant"):
             raise ValueError(f"row {i}: each message needs role system|user|assistant")
-        c = m.get("content")
-        if isinstance(c, list):  # content blocks -> text
-            c = "".join(b.get("text", "") for b in c if isinstance(b, dict))
+        c = _text(m.get("content"))
         if not isinstance(c, str):
             raise ValueError(f"row {i}: message content must be a string or text blocks")
         out.append({"role": m["role"], "content": c})
@@ -139,8 +144,8 @@ def _check_messages(msgs: Any, i: int) -> List[Dict[str, str]]:
 def _prompt_msgs(p: Any, i: int) -> List[Dict[str, str]]:
     if isinstance(p, str):
         return [{"role": "user", "content": p}]
-    if isinstance(p, list):
-        return [{"role": m["role"], "content": m["content"]} for m in p]
+    if isinstance(p, list):  # the conversation so far, e.g. a worked example as earlier turns
+        return [{"role": m["role"], "content": _text(m["content"])} for m in p]
     raise ValueError(f"row {i}: 'prompt' must be a string or a list of messages")
 
 
@@ -239,8 +244,8 @@ def signal_warnings(algorithm: str, signals: List[Dict[str, float]]) -> List[str
     if algorithm == "grpo" and all(s["reward_std"] == 0.0 for s in signals):
         mean = signals[-1]["mean_reward"]
         return [f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
-                "signal. Use a reward the base model sometimes earns ('contains' or 'numeric'), more generations, or a "
-                "higher temperature"]
+                "signal. Show the answer's format in the prompt (a worked example as an earlier turn), use a reward the "
+                "base model sometimes earns ('contains'), or more generations"]
     if algorithm == "dpo" and len(signals) > 1 and max(s["reward_margin"] for s in signals[1:]) <= signals[0]["reward_margin"]:
         return [f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
                 "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help"]
