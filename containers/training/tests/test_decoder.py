@@ -131,7 +131,7 @@ def test_grpo_and_dpo_prompts_may_be_a_conversation_with_a_worked_example():
     """A single-turn 'repeat the word' prompt gets ~0% exact matches from SmolLM2-135M at temperature 1, the
     same prompt after one worked example (earlier user/assistant turns) ~56%: the conversation must reach TRL
     as messages, content blocks as text, so that the chat template renders every turn."""
-    from sift_trainer.decoder import build_dataset
+    from sift_trainer.decoder.training import build_dataset
 
     shot = [{"role": "user", "content": "Repeat the word: house"}, {"role": "assistant", "content": [{"type": "text", "text": "house"}]},
             {"role": "user", "content": "Repeat the word: tree"}]
