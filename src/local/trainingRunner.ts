@@ -229,6 +229,9 @@ export class LocalTrainingRunner implements TrainingLauncher {
         } else if (event.event === 'checkpoint') {
           sawFinal ||= event['is_final'] === true;
           pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
+        } else if (event.event === 'schedule' && job.epochs_from_data && typeof event['epochs'] === 'number') {
+          // the epochs the trainer sized from the dataset replace the catalog default on the record
+          pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs']));
         } else if (event.event === 'completed') {
           completed = event;
         }
@@ -250,6 +253,12 @@ export class LocalTrainingRunner implements TrainingLauncher {
         set: { progress, ...(typeof e['loss'] === 'number' ? { last_loss: e['loss'] } : {}) },
         condition: { expression: 'attribute_exists(pk)' },
       })
+      .catch(() => {});
+  }
+
+  private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
+    await svc.records
+      .update(`TEAM#${teamId}`, `JOB#${jobId}`, { set: { nr_epochs: epochs }, condition: { expression: 'attribute_exists(pk)' } })
       .catch(() => {});
   }
 

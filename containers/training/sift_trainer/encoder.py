@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import checkpoint_selection, cls_loss, common
+from . import checkpoint_selection, cls_loss, common, schedule
 from .common import Hyperparameters, JobPaths, emit, write_json
 from .data import DatasetError, TaskInfo, convert, infer_tasks, split
 from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
@@ -19,10 +19,7 @@ from .stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
 
-DEFAULT_EPOCHS = 3
-DEFAULT_LR_FULL = 3e-5  # encoder lr; heads use task_lr
-DEFAULT_TASK_LR_FULL = 5e-4
-DEFAULT_LR_LORA = 5e-4
+# epochs, batch size, learning rates and warm-up when the job does not set them: schedule.py
 #: single-label classification: non-gold labels per training prompt (sampled softmax; 0 = all)
 DEFAULT_MAX_CLASS_NEGATIVES = 15
 EVAL_ROWS_PER_EPOCH = 400
@@ -187,21 +184,15 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
-    epochs = hp.nr_epochs or DEFAULT_EPOCHS
-    bs = hp.batch_size or 8
-    if lora:
-        encoder_lr = DEFAULT_LR_FULL
-        task_lr = hp.learning_rate or DEFAULT_LR_LORA
-    else:
-        # (higher rates for classification-only jobs were tried and did not leave the plateau in the
-        # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
-        encoder_lr = hp.learning_rate or DEFAULT_LR_FULL
-        task_lr = float(hp.extra.get("task_lr") or DEFAULT_TASK_LR_FULL)
+    # epochs from the dataset's size, rates per training type; explicit hyperparameters win (schedule.py)
+    # (higher rates for classification-only jobs were tried and did not leave the plateau in the
+    # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
+    plan = schedule.plan(hp, n_train)
     kwargs = dict(
-        output_dir=str(out_dir), experiment_name="sift", num_epochs=epochs, max_steps=hp.max_steps,
-        batch_size=bs, eval_batch_size=8, encoder_lr=encoder_lr, task_lr=task_lr,
+        output_dir=str(out_dir), experiment_name="sift", num_epochs=plan.epochs, max_steps=plan.max_steps,
+        batch_size=plan.batch_size, eval_batch_size=8, encoder_lr=plan.encoder_lr, task_lr=plan.task_lr,
         max_grad_norm=float(hp.extra.get("max_grad_norm", 1.0)),
-        warmup_ratio=float(hp.extra.get("warmup_ratio", 0.1)), scheduler_type=str(hp.extra.get("scheduler", "linear")),
+        warmup_ratio=plan.warmup_ratio, scheduler_type=str(hp.extra.get("scheduler", "linear")),
         fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
         eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
         eval_steps=max(1, hp.checkpoint_every_steps or 500),
@@ -240,6 +231,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
     cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows))
+    emit("schedule", **schedule.plan(hp, len(train_records)).to_dict())
     # single-label classification: softmax cross-entropy over gold + sampled negatives (cls_loss.py);
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label

@@ -114,12 +114,20 @@ def test_lora_training_exports_the_best_adapter(tmp_path, encoder_base):
 
 
 def test_without_held_out_rows_the_last_weights_are_the_model(tmp_path, encoder_base):
+    """No nr_epochs: the trainer sizes the run from the data (8 rows: 1 step an epoch, the epoch cap)."""
+    from sift_trainer import schedule
+
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 8, seed=2))
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 1,
+    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full",
                                        "validation_split": 0, "seed": 1, "export_onnx": False}, rows)
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
+    plan = next(e for e in ev if e["event"] == "schedule")
+    assert plan["epochs"] == schedule.MAX_EPOCHS and plan["steps_per_epoch"] == 1 and "nr_epochs" in plan["automatic"]
+    progress = [e for e in ev if e["event"] == "progress"]
+    assert progress[-1]["step"] == progress[-1]["total_steps"] == plan["planned_steps"]
     assert not [e for e in ev if e["event"] == "best_checkpoint"]
     saved = json.loads((job / "output" / "data" / "metrics.json").read_text())
     assert saved["checkpoint_selection"] == "last" and saved["best_step"] is None and saved["evaluated_on"] == "train"
+    assert saved["trained_steps"] == plan["planned_steps"]
