@@ -59,6 +59,17 @@ export const CATALOG: readonly BaseModel[] = [
 
 export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find((m) => m.id === id);
 
+/**
+ * LoRA on an encoder trains only low-rank updates and needs a higher rate than full fine-tuning
+ * (docs/training.md "Defaults that train well on small data"); a base model's `learning_rate` is
+ * its full fine-tuning rate.
+ */
+export const ENCODER_LORA_LEARNING_RATE = 1e-3;
+
+export function defaultLearningRate(model: BaseModel, trainingType: 'lora' | 'full'): number {
+  return model.type === 'encoder' && trainingType === 'lora' ? ENCODER_LORA_LEARNING_RATE : model.default_hyperparameters.learning_rate;
+}
+
 /** A model's weights are present when its manifest is in the model store (`baseModelManifestKey`). */
 export async function listBaseModels(
   svc: Services,

@@ -1,7 +1,7 @@
 import { emitTrainingMinutes } from './billing/trainingMinutes';
 import { byCreation, checkpointItem, jobItem, jobsIndex } from './recordKeys';
 import { ITEM_EXISTS, WriteConflict } from './ports';
-import { findBaseModel, type BaseModel } from './catalog';
+import { defaultLearningRate, findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
@@ -42,6 +42,12 @@ export interface TrainingJob {
   training_algorithm: 'sft' | 'dpo' | 'grpo';
   rl_config: RlConfig | null;
   nr_epochs: number;
+  /**
+   * True when the request named no `nr_epochs` and the encoder trainer sizes the epochs from the
+   * dataset (a floor of optimizer steps); `nr_epochs` then holds the catalog default until the
+   * trainer reports the epochs it plans.
+   */
+  epochs_from_data?: boolean;
   learning_rate: number;
   status: JobStatus;
   progress: { epoch: number; step: number; total_steps: number } | null;
@@ -192,7 +198,8 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     training_algorithm: algorithm,
     rl_config: input.rl_config ?? null,
     nr_epochs: input.nr_epochs ?? root.default_hyperparameters.nr_epochs,
-    learning_rate: input.learning_rate ?? root.default_hyperparameters.learning_rate,
+    ...(input.nr_epochs === undefined && root.type === 'encoder' ? { epochs_from_data: true } : {}),
+    learning_rate: input.learning_rate ?? defaultLearningRate(root, trainingType),
     status: 'requested',
     progress: null,
     metrics: null,

@@ -229,6 +229,9 @@ export class LocalTrainingRunner implements TrainingLauncher {
         } else if (event.event === 'checkpoint') {
           sawFinal ||= event['is_final'] === true;
           pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
+        } else if (event.event === 'schedule' && job.epochs_from_data && typeof event['epochs'] === 'number') {
+          // the epochs the trainer sized from the dataset replace the catalog default on the record
+          pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs']));
         } else if (event.event === 'completed') {
           completed = event;
         }
@@ -246,6 +249,12 @@ export class LocalTrainingRunner implements TrainingLauncher {
   private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
     const progress = { epoch: Number(e['epoch'] ?? 0), step: Number(e['step'] ?? 0), total_steps: Number(e['total_steps'] ?? 0) };
     await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch(() => {});
+  }
+
+  private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
+    await svc.records
+      .update(`TEAM#${teamId}`, `JOB#${jobId}`, { set: { nr_epochs: epochs }, condition: { expression: 'attribute_exists(pk)' } })
+      .catch(() => {});
   }
 
   /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */

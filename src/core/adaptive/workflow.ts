@@ -125,7 +125,8 @@ export async function startCandidate(svc: Services, s: State): Promise<{ jobId: 
     base_model: baseline.final_checkpoint_id!,
     datasets: [{ name: cycle.datasets.train.name, version: cycle.datasets.train.version }],
     training_type: baseline.training_type,
-    nr_epochs: baseline.nr_epochs,
+    // a baseline whose epochs the trainer sized from its data lets the candidate's be sized from its own
+    ...(baseline.epochs_from_data ? {} : { nr_epochs: baseline.nr_epochs }),
     learning_rate: baseline.learning_rate,
   });
   await updateCycle(svc, teamId, cycle, { stage: 'training', candidate_training_job_id: job.id });

@@ -11,7 +11,8 @@ export function trainerHyperparameters(job: TrainingJob, baseModelPath: string):
     model_name: job.model_name,
     training_type: job.training_type,
     training_algorithm: job.training_algorithm,
-    nr_epochs: job.nr_epochs,
+    // an encoder job without nr_epochs lets the trainer size the epochs from the dataset (schedule.py)
+    ...(job.epochs_from_data ? {} : { nr_epochs: job.nr_epochs }),
     learning_rate: job.learning_rate,
     rl_config: job.rl_config ?? {},
     seed: 42,

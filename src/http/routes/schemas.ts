@@ -48,6 +48,10 @@ export const TrainingJobSchema = z
     training_algorithm: z.enum(['sft', 'dpo', 'grpo']),
     rl_config: z.record(z.string(), z.unknown()).nullable(),
     nr_epochs: z.number(),
+    epochs_from_data: z
+      .boolean()
+      .optional()
+      .describe('True when the request named no nr_epochs: the encoder trainer sizes the epochs from the dataset (nr_epochs is updated once it has planned them)'),
     learning_rate: z.number(),
     status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']),
     progress: z.object({ epoch: z.number(), step: z.number(), total_steps: z.number() }).nullable(),

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import cls_loss, sampling
+from . import checkpoint_selection, cls_loss, sampling, schedule
 from .. import process
 from ..events import emit
 from ..files import write_json
@@ -23,10 +23,7 @@ from ..job.stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
 
-DEFAULT_EPOCHS = 3
-DEFAULT_LR_FULL = 3e-5  # encoder lr; heads use task_lr
-DEFAULT_TASK_LR_FULL = 5e-4
-DEFAULT_LR_LORA = 5e-4
+# epochs, batch size, learning rates and warm-up when the job does not set them: schedule.py
 #: single-label classification: non-gold labels per training prompt (sampled softmax; 0 = all)
 DEFAULT_MAX_CLASS_NEGATIVES = 15
 EVAL_ROWS_PER_EPOCH = 400
@@ -88,12 +85,15 @@ def _make_trainer_class():
         """gliner2 trainer + structured progress/checkpoint events + graceful stop."""
 
         sift_base_model_path: str = ""
-        sift_best: Optional[float] = None
         sift_last_eval: Dict[str, Any] = {}
         sift_checkpoints: List[Dict[str, Any]] = []
         sift_stopped_checkpoint: Optional[Dict[str, Any]] = None
         sift_fitter: Optional[PromptFitter] = None
         sift_max_class_negatives: Optional[int] = None
+        sift_eval_dataset: Any = None
+        sift_last_eval_step: int = -1
+        #: the evaluated checkpoint the job's model comes from (checkpoint_selection.py); None = the last weights
+        sift_selected: Optional[Dict[str, Any]] = None
 
         def _log_metrics(self, metrics, prefix: str = ""):
             super()._log_metrics(metrics, prefix)
@@ -111,6 +111,7 @@ def _make_trainer_class():
                     raise StopRequested(self.sift_checkpoints[-1] if self.sift_checkpoints else None)
             elif prefix == "eval":
                 self.sift_last_eval = {k: v for k, v in metrics.items() if k not in ("step", "epoch")}
+                self.sift_last_eval_step = int(self.global_step)
                 emit("metrics", scope="validation", step=int(self.global_step), epoch=int(self.epoch) + 1,
                      metrics=self.sift_last_eval)
 
@@ -118,35 +119,64 @@ def _make_trainer_class():
             # examples whose schema prompt could exceed the encoder's positions: gold + sampled negatives
             # single-label classification: gold + a few sampled negatives per read (cls_loss.py)
             ds = super()._prepare_data(data, is_train)
+            if not is_train:
+                self.sift_eval_dataset = ds
             if ds is None or (self.sift_fitter is None and self.sift_max_class_negatives is None):
                 return ds
             return sampled_dataset(ds, self.sift_fitter, int(self.config.seed), training=is_train,
                                    max_class_negatives=self.sift_max_class_negatives)
 
+        def _select_best_weights(self) -> None:
+            """Before the final save: put the best evaluated weights back into the model (checkpoint_selection.py)."""
+            if self.compute_metrics is None or self.sift_eval_dataset is None:
+                return  # nothing held out: the last weights are the model
+            if self.sift_last_eval_step != int(self.global_step):
+                # steps trained after the last evaluation (eval every N steps): score them like any checkpoint
+                self._evaluate(self.sift_eval_dataset)
+            last = {"name": "final", "step": int(self.global_step), "epoch": int(self.epoch) + 1,
+                    "metrics": {k: self.sift_last_eval[k] for k in ("f1", "precision", "recall", "eval_loss") if k in self.sift_last_eval}}
+            chosen = checkpoint_selection.select_best(self.sift_checkpoints + [last])
+            if chosen is None:
+                return
+            if chosen is not last:
+                checkpoint_selection.restore_weights(self.model, Path(chosen["path"]),
+                                                     adapter=bool(self.config.use_lora and self.config.save_adapter_only))
+                self.sift_last_eval = dict(chosen["metrics"])
+            self.sift_selected = {"name": chosen["name"], "step": chosen["step"], "epoch": chosen["epoch"],
+                                  "metrics": dict(chosen["metrics"]), "last_step": int(self.global_step),
+                                  "last_metrics": dict(last["metrics"])}
+            emit("best_checkpoint", selected_by="validation_f1", **self.sift_selected)
+
         def _save_checkpoint(self, name: str):
             if name == "best":
                 return  # is_best is tracked on the epoch checkpoints instead of a duplicate directory
+            if name == "final":
+                self._select_best_weights()
             super()._save_checkpoint(name)
             ckpt_dir = self.output_dir / name
             metrics = dict(self.sift_last_eval)
-            is_best = False
-            f1 = metrics.get("f1")
-            if f1 is not None and (self.sift_best is None or f1 > self.sift_best):
-                is_best = True
+            step, epoch = int(self.global_step), int(self.epoch) + 1
+            if name == "final" and self.sift_selected is not None:  # the final checkpoint holds the selected weights
+                step, epoch = self.sift_selected["step"], self.sift_selected["epoch"]
             cid = str(uuid.uuid4())
             meta = {
-                "id": cid, "name": name, "family": "encoder", "step": int(self.global_step), "epoch": int(self.epoch) + 1,
+                "id": cid, "name": name, "family": "encoder", "step": step, "epoch": epoch,
                 "metrics": {k: metrics[k] for k in ("f1", "precision", "recall", "eval_loss") if k in metrics},
-                "is_best": is_best, "is_final": name == "final",
+                "is_best": False, "is_final": name == "final",
                 "kind": "adapter" if (self.config.use_lora and self.config.save_adapter_only) else "full",
                 "base_model_path": self.sift_base_model_path,
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "path": str(ckpt_dir),
             }
-            if is_best:
-                self.sift_best = f1
-                for c in self.sift_checkpoints:
-                    c["is_best"] = False
+            if name == "final" and self.sift_selected is not None:
+                meta["selected_from"] = self.sift_selected["name"]
+                meta["trained_steps"] = int(self.global_step)
+            best = checkpoint_selection.select_best(self.sift_checkpoints + [meta])
+            for c in self.sift_checkpoints:
+                if c["is_best"] != (c is best):  # the flag moved: keep the earlier checkpoint's file true
+                    c["is_best"] = c is best
+                    write_json(Path(c["path"]) / "sift_checkpoint.json", c)
+            meta["is_best"] = meta is best
             write_json(ckpt_dir / "sift_checkpoint.json", meta)
             self.sift_checkpoints.append(meta)
             emit("checkpoint", **meta)
@@ -158,21 +188,15 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
-    epochs = hp.nr_epochs or DEFAULT_EPOCHS
-    bs = hp.batch_size or 8
-    if lora:
-        encoder_lr = DEFAULT_LR_FULL
-        task_lr = hp.learning_rate or DEFAULT_LR_LORA
-    else:
-        # (higher rates for classification-only jobs were tried and did not leave the plateau in the
-        # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
-        encoder_lr = hp.learning_rate or DEFAULT_LR_FULL
-        task_lr = float(hp.extra.get("task_lr") or DEFAULT_TASK_LR_FULL)
+    # epochs from the dataset's size, rates per training type; explicit hyperparameters win (schedule.py)
+    # (higher rates for classification-only jobs were tried and did not leave the plateau in the
+    # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
+    plan = schedule.plan(hp, n_train)
     kwargs = dict(
-        output_dir=str(out_dir), experiment_name="sift", num_epochs=epochs, max_steps=hp.max_steps,
-        batch_size=bs, eval_batch_size=8, encoder_lr=encoder_lr, task_lr=task_lr,
+        output_dir=str(out_dir), experiment_name="sift", num_epochs=plan.epochs, max_steps=plan.max_steps,
+        batch_size=plan.batch_size, eval_batch_size=8, encoder_lr=plan.encoder_lr, task_lr=plan.task_lr,
         max_grad_norm=float(hp.extra.get("max_grad_norm", 1.0)),
-        warmup_ratio=float(hp.extra.get("warmup_ratio", 0.1)), scheduler_type=str(hp.extra.get("scheduler", "linear")),
+        warmup_ratio=plan.warmup_ratio, scheduler_type=str(hp.extra.get("scheduler", "linear")),
         fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
         eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
         eval_steps=max(1, hp.checkpoint_every_steps or 500),
@@ -211,6 +235,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
     cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows))
+    emit("schedule", **schedule.plan(hp, len(train_records)).to_dict())
     # single-label classification: softmax cross-entropy over gold + sampled negatives (cls_loss.py);
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label
@@ -281,6 +306,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     if final_metrics:
         if baseline_metrics:
             final_metrics["baseline_f1"] = baseline_metrics.get("f1", 0.0)
+        final_metrics.update(_selection_metrics(trainer))
         final_metrics["warnings"] = learning_warnings(baseline_metrics, final_metrics, len(val_rows))
         for warning in final_metrics["warnings"]:
             emit("warning", message=warning)
@@ -293,6 +319,15 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         # the held-out rows themselves: the service re-scores the exported model on them with its evaluator
         "validation_data": val_rows,
     }
+
+
+def _selection_metrics(trainer) -> Dict[str, Any]:
+    """Which weights the model is: the best validation checkpoint's epoch and step, or the last ones."""
+    chosen = trainer.sift_selected
+    if chosen is None:
+        return {"checkpoint_selection": "last", "best_epoch": None, "best_step": None, "trained_steps": int(trainer.global_step)}
+    return {"checkpoint_selection": "best_validation_f1", "best_epoch": chosen["epoch"], "best_step": chosen["step"],
+            "best_checkpoint": chosen["name"], "trained_steps": chosen["last_step"]}
 
 
 def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> Dict[str, Any]:

@@ -1,0 +1,180 @@
+/**
+ * Fine-tuning quality, side by side in one run: Sift (a job through the public HTTP API of a locally
+ * started service, with the service's defaults, scored by POST /core/evaluations on held-out rows)
+ * vs the plain `gliner2` trainer with the library's own defaults (bench/quality_plain.py, the same
+ * base model and the same training rows, scored by Sift's Python scorer: the same exact-span micro
+ * F1 rules). Prints test F1 and wall time per dataset and training size.
+ *
+ *   npm run bench:quality -- [--sets wnut17,conll04-entities,conll04-relations,banking77,snips,restaurant8k]
+ *                            [--sizes 100,300,1000] [--test-rows 300] [--skip-plain] [--training-type lora|full]
+ *
+ * Data: SIFT_SHARED_DATA or ../shared/data (read at run time; nothing from it is kept in the repo).
+ * Training uses one torch thread per trainer (SIFT_TORCH_THREADS, default 1) so runs on a shared
+ * machine are comparable; a 1,000-row run takes tens of minutes per set on 2 CPU cores.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../src/http/logger';
+import { startLocal } from '../src/local/main';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/local/paths';
+
+type Row = Record<string, unknown> & { text: string };
+const BASE_MODEL = 'sift/gliner2-mini-v1';
+const OPERATOR = 'svc_sk_bench-quality-operator-key-0123456789abcdefghij';
+
+/** Each benchmark set: a shared dataset and the columns of its rows that the set trains and scores. */
+const SETS: Record<string, { dir: string; keep: string[] }> = {
+  wnut17: { dir: 'wnut17', keep: ['entities'] },
+  'conll04-entities': { dir: 'conll04', keep: ['entities'] },
+  'conll04-relations': { dir: 'conll04', keep: ['relations'] },
+  banking77: { dir: 'banking77', keep: ['label'] },
+  snips: { dir: 'snips', keep: ['label', 'entities'] },
+  restaurant8k: { dir: 'restaurant8k', keep: ['json_structures'] },
+};
+
+const args = process.argv.slice(2);
+const opt = (name: string, d: string) => (args.includes(name) ? String(args[args.indexOf(name) + 1]) : d);
+const sets = opt('--sets', Object.keys(SETS).join(',')).split(',');
+const sizes = opt('--sizes', '100,300,1000').split(',').map(Number);
+const testRows = Number(opt('--test-rows', '300'));
+const trainingType = opt('--training-type', '');
+const skipPlain = args.includes('--skip-plain');
+const DATA = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
+const threads = process.env['SIFT_TORCH_THREADS'] ?? '1';
+process.env['SIFT_TORCH_THREADS'] = threads; // the service's trainer child inherits it
+for (const s of sets) if (!SETS[s]) throw new Error(`unknown set '${s}' (known: ${Object.keys(SETS).join(', ')})`);
+
+/** Seeded shuffle (mulberry32): the same rows every run, and never a file's sorted head. */
+function shuffled<T>(xs: T[], seed: number): T[] {
+  let a = seed >>> 0;
+  const rand = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(rand() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+async function readRows(set: string, split: 'train' | 'test'): Promise<Row[]> {
+  const { dir, keep } = SETS[set]!;
+  const raw = await readFile(join(DATA, dir, `${split}.jsonl`), 'utf8');
+  return raw
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Row)
+    .map((r) => Object.fromEntries([['text', r.text], ...keep.filter((k) => k in r).map((k) => [k, r[k]])]) as Row)
+    .filter((r) => keep.some((k) => k in r));
+}
+
+interface Result {
+  set: string;
+  rows: number;
+  path: string;
+  f1: number | null;
+  wall: number | null;
+  note: string;
+}
+
+async function main() {
+  const dir = await mkdtemp(join(tmpdir(), 'sift-bench-quality-'));
+  const service = await startLocal({ port: 0, dataDir: dir, adminKey: OPERATOR, logger: silentLogger, maxTrainingJobs: 1, modelsDir: DEFAULT_MODELS_DIR });
+  const call = async (method: string, path: string, body?: unknown, key = OPERATOR) => {
+    const res = await fetch(service.url + path, {
+      method,
+      headers: { 'x-api-key': key, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as any };
+  };
+  const until = async <T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => {
+    for (;;) {
+      const v = await read();
+      if (done(v)) return v;
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  };
+  const results: Result[] = [];
+  try {
+    const team = await call('POST', '/teams', { name: 'bench-quality' });
+    const key = team.body.api_key.key as string;
+    const models = (await call('GET', '/base-models', undefined, key)).body.data as { id: string; available: boolean }[];
+    if (!models.find((m) => m.id === BASE_MODEL)?.available) throw new Error(`${BASE_MODEL} is not built: run npm start (or node scripts/setup.mjs) first`);
+    const upload = async (name: string, rows: Row[]) => {
+      const url = await call('POST', '/core/datasets/upload/url', { dataset_name: name, file_name: 'rows.jsonl' }, key);
+      if (url.status !== 200) throw new Error(`upload url for ${name}: ${url.status} ${JSON.stringify(url.body)}`);
+      const put = await fetch(url.body.upload_url, { method: 'PUT', body: rows.map((r) => JSON.stringify(r)).join('\n') + '\n' });
+      if (!put.ok) throw new Error(`PUT ${name}: ${put.status}`);
+      await call('POST', '/core/datasets/upload/process', { dataset_name: name, version: url.body.version }, key);
+      const ds = await until(
+        () => call('GET', `/core/datasets/${name}/${url.body.version}`, undefined, key),
+        (r) => !['processing', 'pending_upload'].includes(r.body?.status),
+      );
+      if (ds.body.status !== 'ready') throw new Error(`dataset ${name} is ${ds.body.status}: ${JSON.stringify(ds.body).slice(0, 400)}`);
+    };
+    for (const set of sets) {
+      const train = shuffled(await readRows(set, 'train'), 13);
+      const test = shuffled(await readRows(set, 'test'), 17).slice(0, testRows);
+      const testName = `${set}-test`;
+      await upload(testName, test);
+      for (const n of sizes) {
+        const rows = train.slice(0, n);
+        const name = `${set}-${n}`;
+        await upload(name, rows);
+        // Sift: a job with the service's defaults, then an evaluation of the finished job on the test rows
+        const t0 = Date.now();
+        const created = await call('POST', '/core/training-jobs', {
+          model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
+        }, key);
+        if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+        const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
+        const wall = (Date.now() - t0) / 1000;
+        if (job.body.status !== 'complete') {
+          results.push({ set, rows: n, path: 'sift', f1: null, wall, note: `job ${job.body.status}: ${String(job.body.error).slice(0, 120)}` });
+        } else {
+          const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
+          const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
+          results.push({
+            set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
+            note: `${job.body.training_type}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${job.body.warnings?.length ? '; warned' : ''}`,
+          });
+        }
+        process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
+        if (skipPlain) continue;
+        const spec = join(dir, `${name}.plain.json`);
+        await writeFile(spec, JSON.stringify({ base: join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), train: rows, test, threads: Number(threads), seed: 42 }));
+        const p = spawnSync(DEFAULT_PYTHON, ['bench/quality_plain.py', spec], { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1' }, maxBuffer: 1 << 26 });
+        const line = p.stdout.trim().split('\n').at(-1) ?? '';
+        if (p.status === 0 && line.startsWith('{')) {
+          const r = JSON.parse(line) as { f1: number; wall_s: number; epochs: number; batch_size: number; steps: number };
+          results.push({ set, rows: n, path: 'plain gliner2', f1: r.f1, wall: r.wall_s, note: `full, ${r.epochs} epochs, batch ${r.batch_size}, ${r.steps} steps` });
+        } else {
+          const why = (p.stderr || '').trim().split('\n').filter((l) => /Error|error/.test(l)).at(-1) ?? `exit ${p.status}`;
+          results.push({ set, rows: n, path: 'plain gliner2', f1: null, wall: null, note: `failed: ${why.slice(0, 140)}` });
+        }
+        process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
+      }
+    }
+  } finally {
+    await service.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+  const f = (v: number | null, d: number) => (v === null ? '-' : v.toFixed(d));
+  process.stdout.write(`\ntest rows per set: ${testRows}; torch threads per trainer: ${threads}; wall = job created -> complete (sift), load + train (plain)\n`);
+  process.stdout.write(`| set | train rows | trainer | test F1 | wall s | notes |\n|---|---:|---|---:|---:|---|\n`);
+  for (const r of results) process.stdout.write(`| ${r.set} | ${r.rows} | ${r.path} | ${f(r.f1, 3)} | ${f(r.wall, 0)} | ${r.note} |\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

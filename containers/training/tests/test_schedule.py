@@ -1,0 +1,40 @@
+"""Epochs sized from the dataset, rates per training type; explicit hyperparameters always win (schedule.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sift_trainer.encoder import schedule
+from sift_trainer.job.hyperparameters import Hyperparameters
+
+
+def hp(**kw) -> Hyperparameters:
+    return Hyperparameters.from_dict({"base_model_path": "/base", **kw})
+
+
+@pytest.mark.parametrize("rows, epochs", [(8, 30), (180, 11), (900, 3), (10_000, 3)])
+def test_epochs_reach_a_floor_of_optimizer_steps(rows, epochs):
+    plan = schedule.plan(hp(), rows)
+    assert plan.epochs == epochs and "nr_epochs" in plan.automatic
+    if epochs < schedule.MAX_EPOCHS:  # below the cap the floor is met: small data gets enough updates
+        assert plan.planned_steps >= schedule.MIN_OPTIMIZER_STEPS
+    assert plan.planned_steps == epochs * -(-rows // schedule.DEFAULT_BATCH_SIZE)
+
+
+def test_rates_per_training_type():
+    lora, full = schedule.plan(hp(training_type="lora"), 200), schedule.plan(hp(training_type="full"), 200)
+    assert lora.task_lr == schedule.DEFAULT_LR_LORA
+    assert (full.encoder_lr, full.task_lr) == (schedule.DEFAULT_LR_FULL, schedule.DEFAULT_TASK_LR_FULL)
+    assert lora.warmup_ratio == full.warmup_ratio == schedule.WARMUP_RATIO
+
+
+def test_explicit_hyperparameters_win():
+    plan = schedule.plan(hp(training_type="full", nr_epochs="3", learning_rate="2e-4", task_lr="1e-3", batch_size="4",
+                            warmup_ratio="0.3"), 200)
+    assert (plan.epochs, plan.batch_size, plan.encoder_lr, plan.task_lr, plan.warmup_ratio) == (3, 4, 2e-4, 1e-3, 0.3)
+    assert plan.automatic == []
+    lora = schedule.plan(hp(training_type="lora", learning_rate="5e-5"), 200)
+    assert lora.task_lr == 5e-5 and "learning_rate" not in lora.automatic
+    # max_steps alone bounds the run: the epoch count is not sized up past it
+    capped = schedule.plan(hp(max_steps="7"), 200)
+    assert capped.planned_steps == 7 and "nr_epochs" not in capped.automatic

@@ -1,0 +1,47 @@
+import { trainerHyperparameters } from '../../../src/core/training/hyperparameters';
+import type { TrainingJob } from '../../../src/core/trainingJobs';
+import { TestStack, jsonl } from '../../helpers/localStack';
+
+/** What a job created through the API tells the trainer: defaults it may size itself, explicit values always. */
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await TestStack.start();
+  const ner = jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]);
+  const chat = jsonl([{ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }]);
+  expect((await stack.uploadDataset('ner-set', ner)).status).toBe('ready');
+  expect((await stack.uploadDataset('chat-set', chat)).status).toBe('ready');
+});
+afterAll(async () => stack.stop());
+
+const create = (body: Record<string, unknown>) => stack.call('POST', '/core/training-jobs', { body });
+
+describe('trainer hyperparameters of a job', () => {
+  it('lets the trainer size the epochs when the request names none; explicit hyperparameters always reach it', async () => {
+    const get = async (body: Record<string, unknown>) => {
+      const res = await create({ model_name: 'hp', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'ner-set' }], ...body });
+      expect(res.status).toBe(201);
+      return (await stack.call('GET', `/core/training-jobs/${res.body.id}`)).body as TrainingJob;
+    };
+    const auto = await get({});
+    expect(auto).toMatchObject({ training_type: 'lora', learning_rate: 1e-3, epochs_from_data: true });
+    const autoHp = trainerHyperparameters(auto, '/base');
+    expect(autoHp).not.toHaveProperty('nr_epochs');
+    expect(autoHp).toMatchObject({ learning_rate: '0.001', training_type: 'lora' });
+
+    const full = await get({ training_type: 'full' });
+    expect(full.learning_rate).toBe(1e-4); // the mini model's full fine-tuning rate from the catalog
+    expect(full.epochs_from_data).toBe(true);
+
+    const explicit = await get({ training_type: 'full', nr_epochs: 4, learning_rate: 2e-4 });
+    expect(explicit).toMatchObject({ nr_epochs: 4, learning_rate: 2e-4 });
+    expect(explicit.epochs_from_data).toBeUndefined();
+    expect(trainerHyperparameters(explicit, '/base')).toMatchObject({ nr_epochs: '4', learning_rate: '0.0002' });
+
+    // decoders keep their catalog epochs: their trainer does not size them
+    const chat = await create({ model_name: 'chat', base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', datasets: [{ name: 'chat-set' }] });
+    const decoder = (await stack.call('GET', `/core/training-jobs/${chat.body.id}`)).body as TrainingJob;
+    expect(decoder).toMatchObject({ nr_epochs: 3, learning_rate: 2e-4 });
+    expect(trainerHyperparameters(decoder, '/base')).toMatchObject({ nr_epochs: '3' });
+  });
+
+});
