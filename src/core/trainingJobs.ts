@@ -247,6 +247,11 @@ export async function recordJobProgress(svc: Services, teamId: string, jobId: st
   });
 }
 
+/** The epochs the trainer planned for a job that left them to it (sized from the dataset: `epochs_from_data`). */
+export async function recordJobEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
+  await svc.records.update(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk, { set: { nr_epochs: epochs }, condition: ITEM_EXISTS });
+}
+
 /**
  * Moves a job along its state machine with a conditional write, so two writers (a stop request and
  * the runner) can never both win: the loser gets a 409 naming the state it lost to.

@@ -25,7 +25,7 @@ import {
 } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, learningWarnings, recordJobProgress, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { getTrainingJob, headlineMetrics, learningWarnings, recordJobEpochs, recordJobProgress, transitionJob, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
 export interface RunnerOptions {
@@ -252,9 +252,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
   }
 
   private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
-    await svc.records
-      .update(`TEAM#${teamId}`, `JOB#${jobId}`, { set: { nr_epochs: epochs }, condition: { expression: 'attribute_exists(pk)' } })
-      .catch(() => {});
+    await recordJobEpochs(svc, teamId, jobId, epochs).catch(() => {});
   }
 
   /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */
