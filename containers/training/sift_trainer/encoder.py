@@ -11,10 +11,10 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import cls_loss, common
+from . import cls_loss, cls_warmup, common
 from .common import Hyperparameters, JobPaths, emit, write_json
 from .data import DatasetError, TaskInfo, convert, infer_tasks, split
-from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
+from .prompt_budget import GroupedExtractor, PromptFitter, cap_class_negatives, check_records, max_positions, sampled_dataset
 from .stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
@@ -184,6 +184,21 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     return TrainingConfig(**kwargs)
 
 
+def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> None:
+    """Single-label classification-only jobs: no encoder dropout, then the head fitted alone (cls_warmup.py)."""
+    if not hp.extra.get("encoder_dropout", False):
+        cls_warmup.quiet_encoder_dropout(model)
+
+    def prepare(rec, rng):
+        if max_negatives > 0:
+            rec = {**rec, "output": cap_class_negatives(rec["output"], rng, max_negatives)}
+        return fitter.fit(rec, rng, worst=False) if fitter is not None else rec
+
+    steps = int(hp.extra.get("head_warmup_steps", cls_warmup.DEFAULT_HEAD_WARMUP_STEPS))
+    if steps > 0:
+        emit("head_warmup", **cls_warmup.fit_head(model, records, prepare, steps=steps, seed=hp.seed))
+
+
 def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
                   val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     import torch
@@ -246,6 +261,9 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     baseline_metrics = evaluate(scorer(model), val_rows, info) if val_rows else {}
     if baseline_metrics:
         emit("metrics", scope="baseline", step=0, metrics=baseline_metrics)
+
+    if softmax and info.heads == ["classification"]:
+        _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
     Trainer = _make_trainer_class()
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
