@@ -185,7 +185,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
 
 
 def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> None:
-    """Single-label classification-only jobs: no encoder dropout, then the head fitted alone (cls_warmup.py)."""
+    """Single-label classification-only jobs: no encoder dropout, then (full) the head fitted alone (cls_warmup.py)."""
     if not hp.extra.get("encoder_dropout", False):
         cls_warmup.quiet_encoder_dropout(model)
 
@@ -195,7 +195,8 @@ def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[Pr
         return fitter.fit(rec, rng, worst=False) if fitter is not None else rec
 
     steps = int(hp.extra.get("head_warmup_steps", cls_warmup.DEFAULT_HEAD_WARMUP_STEPS))
-    if steps > 0:
+    # LoRA checkpoints are adapters over the *recorded* base: a head changed outside the adapter would be lost
+    if steps > 0 and hp.training_type == "full":
         emit("head_warmup", **cls_warmup.fit_head(model, records, prepare, steps=steps, seed=hp.seed))
 
 
