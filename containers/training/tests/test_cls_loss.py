@@ -117,3 +117,33 @@ def test_training_prompts_hold_gold_and_a_fresh_sample_of_negatives():
     # a task already within the cap is passed through as is
     small = recs[0]["output"]
     assert cap_class_negatives(small, random.Random(0), len(LABELS)) is small
+
+
+def test_head_warmup_fits_the_head_on_frozen_features_and_training_runs_without_encoder_dropout(encoder_base):
+    """cls_warmup.py: after the warm-up the head ranks the training prompts' gold labels above chance,
+    the encoder is unchanged, and training-mode [L] outputs no longer carry dropout noise."""
+    from sift_trainer.encoder import cls_warmup
+    from sift_trainer.encoder.training import load_model
+
+    model = load_model(encoder_base)
+    topics = ["weather", "music", "food", "money", "travel", "health"]
+    rows = [{"text": f"{opener} {t} {closer}", "label": t} for t in topics
+            for opener, closer in (("a question about", "today"), ("tell me more on", "please"))]
+    recs = convert(rows, infer_tasks(rows))
+    before = {k: v.clone() for k, v in model.encoder.state_dict().items()}
+
+    def prepare(rec, rng):
+        return {**rec, "output": cap_class_negatives(rec["output"], rng, 3)}  # gold + 3
+
+    out = cls_warmup.fit_head(model, recs, prepare, steps=600, seed=0)
+    assert out["prompts"] == 12 * out["label_orders"] and out["steps"] == 600
+    assert out["train_accuracy"] > 1 / 4 + 0.2 and out["train_loss"] < math.log(4) - 0.15, out  # 4 labels per prompt
+    assert all(torch.equal(before[k], v) for k, v in model.encoder.state_dict().items())
+
+    assert cls_warmup.quiet_encoder_dropout(model) > 0
+    model.train()
+    b = model.processor.collate_fn_inference([(r["input"], copy.deepcopy(r["output"])) for r in recs[:2]])
+    with torch.no_grad():
+        first = model._encode_batch(b)[1][0][0][1]
+        again = model._encode_batch(b)[1][0][0][1]
+    assert torch.equal(first, again)

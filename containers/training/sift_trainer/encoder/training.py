@@ -11,14 +11,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import checkpoint_selection, cls_loss, sampling, schedule
+from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
 from .. import process
 from ..events import emit
 from ..files import write_json
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..data.rows import DatasetError, TaskInfo, convert, infer_tasks, split
-from .prompt_budget import GroupedExtractor, PromptFitter, check_records, max_positions, sampled_dataset
+from .prompt_budget import GroupedExtractor, PromptFitter, cap_class_negatives, check_records, max_positions, sampled_dataset
 from ..job.stop import StopRequested, stop_requested
 
 log = logging.getLogger("sift_trainer.encoder")
@@ -212,6 +212,22 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     return TrainingConfig(**kwargs)
 
 
+def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> None:
+    """Single-label classification-only jobs: no encoder dropout, then (full) the head fitted alone (cls_warmup.py)."""
+    if not hp.extra.get("encoder_dropout", False):
+        cls_warmup.quiet_encoder_dropout(model)
+
+    def prepare(rec, rng):
+        if max_negatives > 0:
+            rec = {**rec, "output": cap_class_negatives(rec["output"], rng, max_negatives)}
+        return fitter.fit(rec, rng, worst=False) if fitter is not None else rec
+
+    steps = int(hp.extra.get("head_warmup_steps", cls_warmup.DEFAULT_HEAD_WARMUP_STEPS))
+    # LoRA checkpoints are adapters over the *recorded* base: a head changed outside the adapter would be lost
+    if steps > 0 and hp.training_type == "full":
+        emit("head_warmup", **cls_warmup.fit_head(model, records, prepare, steps=steps, seed=hp.seed))
+
+
 def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
                   val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     import torch
@@ -275,6 +291,9 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     baseline_metrics = evaluate(scorer(model), val_rows, info) if val_rows else {}
     if baseline_metrics:
         emit("metrics", scope="baseline", step=0, metrics=baseline_metrics)
+
+    if softmax and info.heads == ["classification"]:
+        _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
     Trainer = _make_trainer_class()
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
