@@ -6,23 +6,12 @@
  * batch sizes use a long wait and an exact batch size: they never depend on timing.
  * Needs the set-up's mini model (~/.cache/sift/models or SIFT_MODELS_DIR); fails if absent.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { EncoderBatcher } from '../../src/core/encoder/batcher';
-import { EncoderInputError, EncoderModel, type InferOutput } from '../../src/core/encoder/engine';
+import { EncoderInputError, type InferOutput } from '../../src/core/encoder/engine';
 import type { EncoderSchema } from '../../src/core/encoder/schema';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { useMiniModel } from '../helpers/miniModel';
 
-const DIR = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
-let model: EncoderModel;
-
-beforeAll(async () => {
-  if (!existsSync(join(DIR, 'onnx'))) throw new Error(`the mini model is not at ${DIR}: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`);
-  model = await EncoderModel.load(DIR);
-}, 120_000);
-afterAll(async () => {
-  await model?.release();
-});
+const miniModel = useMiniModel();
 
 const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({ entities: [], classifications: [], structures: [], relations: [], ...s });
 const PEOPLE = schema({ entities: [{ name: 'person' }, { name: 'location' }, { name: 'organization' }] });
@@ -47,7 +36,7 @@ const UNSPLITTABLE = Array(40).fill(HARD_WORD).join(' ');
 const totalTexts = (rs: Array<{ texts: string[] }>) => rs.reduce((n, r) => n + r.texts.length, 0);
 
 /** What a request would get from the engine called on its own (today's unbatched path). */
-const alone = (r: (typeof REQUESTS)[number]) => model.infer(r.texts, r.schema, { threshold: r.threshold ?? 0.5 });
+const alone = (r: (typeof REQUESTS)[number]) => miniModel().infer(r.texts, r.schema, { threshold: r.threshold ?? 0.5 });
 
 describe('EncoderBatcher', () => {
   it('coalesces concurrent requests with the same schema into one engine call, and each gets what it gets alone', async () => {
@@ -55,7 +44,7 @@ describe('EncoderBatcher', () => {
     // a long wait and a batch exactly the size of the load: the batch starts when the last one arrives
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: totalTexts(people) });
     try {
-      const batched = await Promise.all(people.map((r) => b.infer(model, r.texts, r.schema)));
+      const batched = await Promise.all(people.map((r) => b.infer(miniModel(), r.texts, r.schema)));
       expect(b.stats()).toMatchObject({ batches: 1, requests: people.length, texts: totalTexts(people), requestsPerBatch: { [people.length]: 1 } });
       const expected: InferOutput[] = [];
       for (const r of people) expected.push(await alone(r));
@@ -78,7 +67,7 @@ describe('EncoderBatcher', () => {
     for (const passTexts of [1, 32]) {
       const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: totalTexts(people), passTexts });
       try {
-        outs.push(await Promise.all(people.map((r) => b.infer(model, r.texts, r.schema))));
+        outs.push(await Promise.all(people.map((r) => b.infer(miniModel(), r.texts, r.schema))));
         expect(b.stats().requestsPerBatch).toEqual({ [people.length]: 1 });
       } finally {
         b.close();
@@ -90,7 +79,7 @@ describe('EncoderBatcher', () => {
   it('keeps different schemas and thresholds in separate batches, with unbatched results for all', async () => {
     const b = new EncoderBatcher({ maxWaitMs: 0, maxBatchTexts: 64 });
     try {
-      const batched = await Promise.all(REQUESTS.map((r) => b.infer(model, r.texts, r.schema, { threshold: r.threshold })));
+      const batched = await Promise.all(REQUESTS.map((r) => b.infer(miniModel(), r.texts, r.schema, { threshold: r.threshold })));
       const expected: InferOutput[] = [];
       for (const r of REQUESTS) expected.push(await alone(r));
       expect(batched).toEqual(expected);
@@ -108,12 +97,12 @@ describe('EncoderBatcher', () => {
     const good = REQUESTS.slice(0, 3);
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: totalTexts(good) + 1 });
     try {
-      const bad = b.infer(model, [UNSPLITTABLE], PEOPLE);
-      const settled = await Promise.allSettled([...good.map((r) => b.infer(model, r.texts, r.schema)), bad]);
+      const bad = b.infer(miniModel(), [UNSPLITTABLE], PEOPLE);
+      const settled = await Promise.allSettled([...good.map((r) => b.infer(miniModel(), r.texts, r.schema)), bad]);
       expect(settled.slice(0, 3).every((s) => s.status === 'fulfilled')).toBe(true);
       expect(settled[3]!.status).toBe('rejected');
       expect((settled[3] as PromiseRejectedResult).reason).toBeInstanceOf(EncoderInputError);
-      await expect(model.infer([UNSPLITTABLE], PEOPLE)).rejects.toThrow((settled[3] as PromiseRejectedResult).reason.message);
+      await expect(miniModel().infer([UNSPLITTABLE], PEOPLE)).rejects.toThrow((settled[3] as PromiseRejectedResult).reason.message);
       const expected: InferOutput[] = [];
       for (const r of good) expected.push(await alone(r));
       expect(settled.slice(0, 3).map((s) => (s as PromiseFulfilledResult<InferOutput>).value)).toEqual(expected);
@@ -130,23 +119,23 @@ describe('EncoderBatcher', () => {
     try {
       const ac = new AbortController();
       const text = (i: number) => [`Angela Merkel met Joe Biden in Berlin, meeting ${i}.`];
-      const first = b.infer(model, text(1), PEOPLE);
-      const leaving = b.infer(model, text(2), PEOPLE, { signal: ac.signal });
+      const first = b.infer(miniModel(), text(1), PEOPLE);
+      const leaving = b.infer(miniModel(), text(2), PEOPLE, { signal: ac.signal });
       ac.abort();
       await expect(leaving).rejects.toMatchObject({ name: 'AbortError' });
       // the aborted one no longer counts towards the batch: two more fill it
-      const outs = await Promise.all([first, b.infer(model, text(3), PEOPLE), b.infer(model, text(4), PEOPLE)]);
+      const outs = await Promise.all([first, b.infer(miniModel(), text(3), PEOPLE), b.infer(miniModel(), text(4), PEOPLE)]);
       expect(outs).toEqual([await alone({ texts: text(1), schema: PEOPLE }), await alone({ texts: text(3), schema: PEOPLE }), await alone({ texts: text(4), schema: PEOPLE })]);
       expect(b.stats()).toMatchObject({ batches: 1, requestsPerBatch: { 3: 1 }, aborted: 1 });
 
       // aborted while its batch runs: it rejects, its batch-mates resolve
       const ac2 = new AbortController();
-      const running = [b.infer(model, text(5), PEOPLE, { signal: ac2.signal }), b.infer(model, text(6), PEOPLE), b.infer(model, text(7), PEOPLE)];
+      const running = [b.infer(miniModel(), text(5), PEOPLE, { signal: ac2.signal }), b.infer(miniModel(), text(6), PEOPLE), b.infer(miniModel(), text(7), PEOPLE)];
       ac2.abort();
       const settled = await Promise.allSettled(running);
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
       // a signal aborted before the call never queues
-      await expect(b.infer(model, text(8), PEOPLE, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+      await expect(b.infer(miniModel(), text(8), PEOPLE, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
     } finally {
       b.close();
     }
@@ -156,7 +145,7 @@ describe('EncoderBatcher', () => {
     const b = new EncoderBatcher({ maxWaitMs: 20, maxBatchTexts: 32 });
     try {
       // nobody else comes: without the bound this would wait forever (the test would time out)
-      const out = await b.infer(model, ['Tim Cook met Satya Nadella in Zürich.'], PEOPLE);
+      const out = await b.infer(miniModel(), ['Tim Cook met Satya Nadella in Zürich.'], PEOPLE);
       expect(out.results).toHaveLength(1);
       expect(b.stats().requestsPerBatch).toEqual({ 1: 1 });
     } finally {
@@ -165,7 +154,7 @@ describe('EncoderBatcher', () => {
     const full = new EncoderBatcher({ maxWaitMs: 3_600_000, maxBatchTexts: 2 });
     try {
       // an hour's wait, but two texts fill the batch: it starts at once
-      const outs = await Promise.all([full.infer(model, ['Tim Cook spoke.'], PEOPLE), full.infer(model, ['Satya Nadella listened.'], PEOPLE)]);
+      const outs = await Promise.all([full.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE), full.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE)]);
       expect(outs).toHaveLength(2);
       expect(full.stats().requestsPerBatch).toEqual({ 2: 1 });
     } finally {
@@ -177,7 +166,7 @@ describe('EncoderBatcher', () => {
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: 2, maxBatchChars: 10_000 });
     try {
       const three = REQUESTS[2]!; // 3 texts > 2: alone, at once
-      const outs = await Promise.all([b.infer(model, three.texts, three.schema), b.infer(model, ['Tim Cook spoke.'], PEOPLE), b.infer(model, ['Satya Nadella listened.'], PEOPLE)]);
+      const outs = await Promise.all([b.infer(miniModel(), three.texts, three.schema), b.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE), b.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE)]);
       expect(outs[0]).toEqual(await alone(three));
       expect(b.stats().requestsPerBatch).toEqual({ 1: 1, 2: 1 });
     } finally {
@@ -186,7 +175,7 @@ describe('EncoderBatcher', () => {
     const c = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: 32, maxBatchChars: 40 });
     try {
       // 25 + 25 characters > 40: two batches of one (each fills the character bound on its own)
-      await Promise.all([c.infer(model, ['Tim Cook spoke in Berlin.'], PEOPLE), c.infer(model, ['Ada Lovelace wrote notes.'], PEOPLE)]);
+      await Promise.all([c.infer(miniModel(), ['Tim Cook spoke in Berlin.'], PEOPLE), c.infer(miniModel(), ['Ada Lovelace wrote notes.'], PEOPLE)]);
       expect(c.stats().requestsPerBatch).toEqual({ 1: 2 });
     } finally {
       c.close();
@@ -195,7 +184,7 @@ describe('EncoderBatcher', () => {
 
   it('close() rejects requests still queued', async () => {
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: 32 });
-    const pending = b.infer(model, ['Tim Cook spoke.'], PEOPLE);
+    const pending = b.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE);
     b.close();
     await expect(pending).rejects.toThrow(/closed/);
   });

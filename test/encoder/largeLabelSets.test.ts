@@ -3,22 +3,11 @@
  * does not fit is run in label groups and merged (engine.ts `labelGroups` / `mergeGroups`).
  * Needs the set-up's mini model (~/.cache/sift/models or SIFT_MODELS_DIR); fails if absent.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { EncoderInputError, EncoderModel, type EncoderResult } from '../../src/core/encoder/engine';
+import { EncoderInputError, type EncoderResult } from '../../src/core/encoder/engine';
 import type { EncoderSchema } from '../../src/core/encoder/schema';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { useMiniModel } from '../helpers/miniModel';
 
-const DIR = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
-let model: EncoderModel;
-
-beforeAll(async () => {
-  if (!existsSync(join(DIR, 'onnx'))) throw new Error(`the mini model is not at ${DIR}: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`);
-  model = await EncoderModel.load(DIR);
-}, 120_000);
-afterAll(async () => {
-  await model?.release();
-});
+const miniModel = useMiniModel();
 
 const A = ['garden', 'piano', 'poetry', 'knitting', 'volcano', 'origami', 'pottery', 'chess', 'astronomy', 'fossil', 'ballet', 'sculpture'];
 const B = ['lesson schedule', 'history archive', 'supply catalogue', 'contest result', 'festival program', 'repair manual', 'museum exhibit', 'society member', 'magazine issue', 'workshop venue'];
@@ -33,9 +22,9 @@ describe('schemas longer than the encoder (label groups)', () => {
   it('120 entity types: runs in groups, finds the unambiguous entities, nothing outside the label set', async () => {
     const s = schema({ entities: TYPES.map((name) => ({ name })) });
     expect(TYPES).toHaveLength(120);
-    expect(await model.promptTokens(s)).toBeGreaterThan(512);
+    expect(await miniModel().promptTokens(s)).toBeGreaterThan(512);
     const texts = ['Tim Cook met Satya Nadella in Paris last week.', 'Angela Merkel flew from Berlin to Rome on Monday.'];
-    const out = await model.infer(texts, s);
+    const out = await miniModel().infer(texts, s);
     expect(out.groups).toEqual([2, 2]);
     out.results.forEach((r, i) => {
       for (const e of flat(r)) {
@@ -50,9 +39,9 @@ describe('schemas longer than the encoder (label groups)', () => {
     expect(found(1)).toEqual(expect.arrayContaining(['person:Angela Merkel', 'city:Rome']));
     // what the groups found, and only that: the merged answer is the union of each group run alone
     // (which distractor spans a model scores above 0.5 is the model's quality, not the mechanism's)
-    const groups = await model.labelGroups(s);
+    const groups = await miniModel().labelGroups(s);
     expect(groups).toHaveLength(2);
-    const alone = await Promise.all(groups.map((g) => model.infer(texts, g)));
+    const alone = await Promise.all(groups.map((g) => miniModel().infer(texts, g)));
     texts.forEach((_, i) => {
       const union = alone.flatMap((run) => flat(run.results[i]!)).map((e) => `${e.label}:${e.text}:${e.start}`).sort();
       expect(flat(out.results[i]!).map((e) => `${e.label}:${e.text}:${e.start}`).sort()).toEqual(union);
@@ -62,8 +51,8 @@ describe('schemas longer than the encoder (label groups)', () => {
   it('a schema that fits is untouched: forcing a budget it fits in gives the direct result bit for bit', async () => {
     const s = schema({ entities: TYPES.slice(55, 75).map((name) => ({ name })), classifications: [{ task: 'sentiment', labels: ['positive', 'negative', 'neutral'], multiLabel: false }] });
     const texts = ['Tim Cook loves Paris, it is wonderful.'];
-    const direct = await model.infer(texts, s);
-    const same = await model.infer(texts, s, { labelGroupTokens: 512 });
+    const direct = await miniModel().infer(texts, s);
+    const same = await miniModel().infer(texts, s, { labelGroupTokens: 512 });
     expect(direct.groups).toEqual([1]);
     expect(same).toEqual(direct);
   });
@@ -79,12 +68,12 @@ describe('schemas longer than the encoder (label groups)', () => {
     });
     const texts = ['Tim Cook absolutely loves Paris, the food was wonderful and he is very happy.'];
     const budget = 80;
-    const groups = await model.labelGroups(s, budget);
+    const groups = await miniModel().labelGroups(s, budget);
     expect(groups.length).toBeGreaterThan(3);
     expect(groups.filter((g) => g.classifications.some((c) => c.task === 'sentiment')).length).toBeGreaterThan(1);
     expect(groups.filter((g) => g.entities.length).length).toBeGreaterThan(1);
-    for (const g of groups) expect(await model.promptTokens(g)).toBeLessThanOrEqual(budget);
-    const got = await model.infer(texts, s, { labelGroupTokens: budget });
+    for (const g of groups) expect(await miniModel().promptTokens(g)).toBeLessThanOrEqual(budget);
+    const got = await miniModel().infer(texts, s, { labelGroupTokens: budget });
     expect(got.groups).toEqual([groups.length]);
     const r = got.results[0]!;
 
@@ -92,7 +81,7 @@ describe('schemas longer than the encoder (label groups)', () => {
     const wantEntities: Record<string, unknown> = {};
     const logit = new Map<string, number>();
     for (const g of groups) {
-      const ref = (await model.infer(texts, { ...g, classifications: g.classifications.map((c) => ({ ...c, multiLabel: true, threshold: 0, topK: undefined })) })).results[0]!;
+      const ref = (await miniModel().infer(texts, { ...g, classifications: g.classifications.map((c) => ({ ...c, multiLabel: true, threshold: 0, topK: undefined })) })).results[0]!;
       Object.assign(wantEntities, ref.entities ?? {});
       for (const c of g.classifications) for (const x of ref.classifications[c.task]!) logit.set(`${c.task}|${x.label}`, Math.log(x.score / (1 - x.score)));
     }
@@ -121,7 +110,7 @@ describe('schemas longer than the encoder (label groups)', () => {
     const names = Array.from({ length: 198 }, (_, i) => `${DISTRACT[i % 120]} ${i}`);
     const s = schema({ entities: [{ name: 'person' }, ...names.map((name) => ({ name })), { name: 'city' }] });
     const text = Array.from({ length: 30 }, (_, i) => `Report ${i}: Tim Cook visited Paris and met several partners there.`).join(' ');
-    const out = await model.infer([text], s);
+    const out = await miniModel().infer([text], s);
     expect(out.groups[0]).toBeGreaterThan(2);
     expect(out.chunks[0]).toBeGreaterThan(1);
     const ents = flat(out.results[0]!);
@@ -135,7 +124,7 @@ describe('schemas longer than the encoder (label groups)', () => {
   it('a single label that cannot fit even alone is an input error naming it', async () => {
     const huge = '!'.repeat(100);
     const s = schema({ entities: [{ name: 'person' }, { name: huge, description: '?'.repeat(500) }] });
-    await expect(model.infer(['hello'], s)).rejects.toThrow(EncoderInputError);
-    await expect(model.infer(['hello'], s)).rejects.toThrow(/entity type '!{100}' alone serializes to \d+ tokens/);
+    await expect(miniModel().infer(['hello'], s)).rejects.toThrow(EncoderInputError);
+    await expect(miniModel().infer(['hello'], s)).rejects.toThrow(/entity type '!{100}' alone serializes to \d+ tokens/);
   });
 });
