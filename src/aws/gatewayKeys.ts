@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, GetUsagePlansCommand } from '@aws-sdk/client-api-gateway';
-import type { GatewayKeys } from '../core/gatewayKeys';
+import type { GatewayKeys } from '../core/ports';
 import type { Plan, Team } from '../core/teams';
 
 export const usagePlanName = (stage: string, plan: Plan) => `sift-${stage}-${plan}`;

@@ -1,7 +1,6 @@
-import type { GatewayKeys } from './gatewayKeys';
+import type { DecoderRuntime } from './decoder/runtime';
 import type { HotPath } from './hotPath';
-import type { ModelBuildTracker } from './modelBuild';
-import type { BlobStore, DecoderRuntime, EncoderRuntime, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
+import type { BlobStore, EncoderRuntime, GatewayKeys, ModelBuildTracker, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageMetrics } from './billing/usageMetrics';
 
@@ -76,11 +75,4 @@ export interface Services {
   now: () => Date;
 }
 
-/** Who is calling: resolved from the API key or session token on every authenticated request. */
-export interface Principal {
-  team_id: string;
-  key_id: string;
-  /** operator: the installation's bootstrap key (manages teams); admin: manages its team's keys. */
-  role: 'operator' | 'admin' | 'member';
-  via: 'api_key' | 'session';
-}
+export type { Principal } from './identity';

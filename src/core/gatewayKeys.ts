@@ -13,12 +13,6 @@ import { WriteConflict } from './ports';
 import type { Services } from './context';
 import type { Plan, Team } from './teams';
 
-/** The API Gateway side: creates a key inside a plan's usage plan, deletes one. */
-export interface GatewayKeys {
-  create(team: Pick<Team, 'id' | 'plan'>): Promise<{ id: string; value: string }>;
-  delete(id: string): Promise<void>;
-}
-
 export interface TeamGatewayKey {
   id: string;
   value: string;

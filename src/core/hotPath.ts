@@ -10,8 +10,7 @@
  * reads through this process wait for it — and a crash in that window loses it, as it loses the
  * usage counters buffered for the same second.
  */
-import type { Principal } from './context';
-import type { Team } from './teams';
+import type { Principal, Team } from './identity';
 
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();

@@ -4,27 +4,8 @@
  * 503 with `Retry-After` and the build's progress instead of a plain "not available".
  */
 import type { Services } from './context';
+import type { ModelBuildProgress } from './ports';
 import { ServiceUnavailableError } from './errors';
-
-export interface ModelBuildProgress {
-  state: 'pending' | 'building' | 'failed';
-  /** What the build is doing: `venv`, `starting`, `training`, `evaluated`, … */
-  stage?: string;
-  step?: number;
-  total?: number;
-  eta_seconds?: number;
-  /** Why a failed build failed. */
-  error?: string;
-  /** Where the build writes its output. */
-  log?: string;
-}
-
-export interface ModelBuildTracker {
-  /** The build's progress for a model it has not finished; undefined when no build concerns it. */
-  progress(modelId: string): ModelBuildProgress | undefined;
-  /** Resolves once the training venv and these models are built (or no build concerns them); rejects with the reason when the build failed. */
-  whenBuilt(modelIds: string[], signal?: AbortSignal): Promise<void>;
-}
 
 /** One line a person can read: "training step 120/700, about 6 min left". */
 export function describeBuild(p: ModelBuildProgress): string {

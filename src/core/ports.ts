@@ -4,13 +4,12 @@
  * in-memory); the core never imports them (`npm run check:deps` keeps it so).
  */
 import type { Readable } from 'node:stream';
-import type { PromptCache } from './decoder/promptCache';
-import type { DecoderBackend } from './decoder/types';
 import type { BatchedInferOptions } from './encoder/batcher';
 import type { EncoderModel, InferOutput, Precision } from './encoder/engine';
 import type { EncoderSchema } from './encoder/schema';
 import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
 import type { Logger } from './logger';
+import type { Team } from './identity';
 
 export type { LimitRule, Logger, RateLimiter, WindowState };
 
@@ -237,8 +236,31 @@ export interface EncoderRuntime {
   close(): Promise<void>;
 }
 
-/** The decoder of this process (`svc.decoder`; adapters/decoder): its backend and prompt cache. */
-export interface DecoderRuntime {
-  backend: DecoderBackend;
-  cache: PromptCache;
+// ---------------------------------------------------------------------------------------------
+// Installation services (AWS API Gateway keys; local mode's model builds)
+
+/** The API Gateway side: creates a key inside a plan's usage plan, deletes one. */
+export interface GatewayKeys {
+  create(team: Pick<Team, 'id' | 'plan'>): Promise<{ id: string; value: string }>;
+  delete(id: string): Promise<void>;
+}
+
+export interface ModelBuildProgress {
+  state: 'pending' | 'building' | 'failed';
+  /** What the build is doing: `venv`, `starting`, `training`, `evaluated`, … */
+  stage?: string;
+  step?: number;
+  total?: number;
+  eta_seconds?: number;
+  /** Why a failed build failed. */
+  error?: string;
+  /** Where the build writes its output. */
+  log?: string;
+}
+
+export interface ModelBuildTracker {
+  /** The build's progress for a model it has not finished; undefined when no build concerns it. */
+  progress(modelId: string): ModelBuildProgress | undefined;
+  /** Resolves once the training venv and these models are built (or no build concerns them); rejects with the reason when the build failed. */
+  whenBuilt(modelIds: string[], signal?: AbortSignal): Promise<void>;
 }

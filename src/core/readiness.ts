@@ -7,7 +7,8 @@ import { baseModelManifestKey } from './modelLayout';
 import { CATALOG } from './catalog';
 import type { Services } from './context';
 import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
-import { describeBuild, type ModelBuildProgress } from './modelBuild';
+import { describeBuild } from './modelBuild';
+import type { ModelBuildProgress } from './ports';
 
 export interface ReadinessReport {
   ready: boolean;

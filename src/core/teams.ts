@@ -4,20 +4,9 @@ import { WriteConflict } from './ports';
 import type { Services } from './context';
 import { ConflictError, NotFoundError } from './errors';
 import { newUuid } from './ids';
+import type { Plan, Team } from './identity';
 
-export type Plan = 'free' | 'pro' | 'research' | 'custom';
-
-/** A team as the API shows it (USD). */
-export interface Team {
-  id: string;
-  name: string;
-  plan: Plan;
-  /** USD per UTC day; null means no cap. */
-  daily_spend_cap_usd: number | null;
-  /** Remaining prepaid credit in USD; null means billed in arrears (no credit limit). */
-  credit_balance_usd: number | null;
-  created_at: string;
-}
+export type { Plan, Team } from './identity';
 
 /**
  * The team item as stored: money in integer micro-USD. `credit_balance_micros` is absent (not null)

@@ -7,7 +7,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ModelBuildProgress, ModelBuildTracker } from '../core/modelBuild';
+import type { ModelBuildProgress, ModelBuildTracker } from '../core/ports';
 
 /** What scripts/build-models.mjs writes to `<modelsDir>/.sift-build.json`. */
 export interface BuildStatusFile {

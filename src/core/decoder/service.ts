@@ -1,5 +1,5 @@
 import type { Principal, Services } from '../context';
-import type { DecoderRuntime } from '../ports';
+import type { DecoderRuntime } from './runtime';
 import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
@@ -9,7 +9,7 @@ import { CACHE_MULTIPLIERS } from './models';
 import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
-export type { DecoderRuntime } from '../ports';
+export type { DecoderRuntime } from './runtime';
 
 export type StartUsage = Extract<GenerationEvent, { type: 'start' }>['usage'];
 
