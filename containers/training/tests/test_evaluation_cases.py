@@ -71,7 +71,7 @@ def test_from_api_result_shapes():
 
 
 def test_whitespace_class_is_str_isspace():
-    # scoring.ts spells out the same character class; it must stay Python's str.split() whitespace
+    # src/core/evaluation/scoring/normalize.ts spells out the same character class; it must stay Python's str.split() whitespace
     from sift_trainer.data.metrics import _WS, _norm, _ws
 
     differ = [hex(c) for c in range(0x110000) if 0xD800 > c or c > 0xDFFF if bool(_WS.fullmatch(chr(c))) != chr(c).isspace()]

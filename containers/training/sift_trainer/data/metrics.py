@@ -48,7 +48,7 @@ class Counts:
                 "support": self.tp + self.fn, "tp": self.tp, "fp": self.fp, "fn": self.fn}
 
 
-# str.isspace() characters, spelled out exactly as in scoring.ts
+# str.isspace() characters, spelled out exactly as in src/core/evaluation/scoring/normalize.ts
 _WS = re.compile("[\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
 
 

@@ -1,0 +1,108 @@
+/** Counts → metrics: empty and merged counts, P/R/F1 arithmetic, breakdowns and the confusion matrix. */
+import { getOwn, mergeTallies, setOwn } from './tally';
+import { DEFAULT_MAX_EXAMPLES, NO_PREDICTION, type Breakdown, type EvaluationCounts, type EvaluationMetrics, type Tally, type TallyMap } from './types';
+
+export function emptyCounts(maxExamples = DEFAULT_MAX_EXAMPLES): EvaluationCounts {
+  return {
+    rows: 0,
+    scored: { entities: 0, classification: 0, structures: 0, relations: 0 },
+    per_entity: {},
+    per_label: {},
+    per_field: {},
+    per_relation: {},
+    confusion: {},
+    examples: [],
+    max_examples: maxExamples,
+  };
+}
+
+/** Sums two counts (associative and commutative except for which examples are kept: `a`'s first). Inputs are not modified. */
+export function mergeCounts(a: EvaluationCounts, b: EvaluationCounts): EvaluationCounts {
+  const confusion: EvaluationCounts['confusion'] = {};
+  for (const m of [a.confusion, b.confusion]) {
+    for (const [g, row] of Object.entries(m)) {
+      const out = getOwn(confusion, g) ?? setOwn(confusion, g, {});
+      for (const [p, n] of Object.entries(row)) setOwn(out, p, (getOwn(out, p) ?? 0) + n);
+    }
+  }
+  const max = Math.min(a.max_examples, b.max_examples);
+  return {
+    rows: a.rows + b.rows,
+    scored: {
+      entities: a.scored.entities + b.scored.entities,
+      classification: a.scored.classification + b.scored.classification,
+      structures: a.scored.structures + b.scored.structures,
+      relations: a.scored.relations + b.scored.relations,
+    },
+    per_entity: mergeTallies(a.per_entity, b.per_entity),
+    per_label: mergeTallies(a.per_label, b.per_label),
+    per_field: mergeTallies(a.per_field, b.per_field),
+    per_relation: mergeTallies(a.per_relation, b.per_relation),
+    confusion,
+    examples: [...a.examples, ...b.examples].slice(0, max),
+    max_examples: max,
+  };
+}
+
+const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
+
+/** P/R/F1 of one tally; 0/0 → 0. */
+export function prf(t: Tally): Breakdown {
+  const p = t.tp + t.fp ? t.tp / (t.tp + t.fp) : 0;
+  const r = t.tp + t.fn ? t.tp / (t.tp + t.fn) : 0;
+  const f = p + r ? (2 * p * r) / (p + r) : 0;
+  return { f1: round6(f), precision: round6(p), recall: round6(r), support: t.tp + t.fn, tp: t.tp, fp: t.fp, fn: t.fn };
+}
+
+const sortedKeys = (m: object) => Object.keys(m).sort();
+
+/** Micro-averaged metrics with per-type breakdowns (only for heads that were scored), confusion and examples. */
+export function finalizeMetrics(counts: EvaluationCounts): EvaluationMetrics {
+  const total: Tally = { tp: 0, fp: 0, fn: 0 };
+  const support: EvaluationMetrics['support'] = { rows: counts.rows };
+  const breakdown = (m: TallyMap) => {
+    const out: Record<string, Breakdown> = {};
+    let gold = 0;
+    for (const k of sortedKeys(m)) {
+      const t = m[k]!;
+      total.tp += t.tp;
+      total.fp += t.fp;
+      total.fn += t.fn;
+      gold += t.tp + t.fn;
+      setOwn(out, k, prf(t));
+    }
+    return { out, gold };
+  };
+  const overall: Partial<EvaluationMetrics> = {};
+  // head scored → its tallies, its breakdown key, its support key
+  const heads = [
+    [counts.scored.entities, 'per_entity', 'entities'],
+    [counts.scored.classification, 'per_label', 'labels'],
+    [counts.scored.structures, 'per_field', 'fields'],
+    [counts.scored.relations, 'per_relation', 'relations'],
+  ] as const;
+  for (const [scored, key, supportKey] of heads) {
+    if (!scored) continue;
+    const b = breakdown(counts[key]);
+    overall[key] = b.out;
+    support[supportKey] = b.gold;
+  }
+  const { f1, precision, recall } = prf(total);
+  const metrics: EvaluationMetrics = { f1, precision, recall, ...overall, support };
+  const golds = sortedKeys(counts.confusion);
+  if (golds.length) {
+    const predicted = new Set<string>();
+    for (const g of golds) for (const p of Object.keys(counts.confusion[g]!)) predicted.add(p);
+    const labels = [...new Set([...golds, ...predicted])].filter((l) => l !== NO_PREDICTION).sort();
+    if (predicted.has(NO_PREDICTION)) labels.push(NO_PREDICTION);
+    metrics.confusion = {
+      labels,
+      matrix: labels.map((g) => {
+        const row = getOwn(counts.confusion, g) ?? {};
+        return labels.map((p) => getOwn(row, p) ?? 0);
+      }),
+    };
+  }
+  if (counts.examples.length) metrics.examples = counts.examples;
+  return metrics;
+}
