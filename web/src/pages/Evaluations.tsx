@@ -36,7 +36,8 @@ interface Metrics {
 }
 const metricsOf = (e: Evaluation) => (e.metrics as Metrics | null) ?? undefined;
 
-const statusColor: Record<Evaluation['status'], string> = { running: 'blue', complete: 'green', failed: 'red' };
+// dark enough for AA contrast as an outlined badge (the Training page's colours)
+const statusColor: Record<Evaluation['status'], string> = { running: '#1864ab', complete: '#22672f', failed: '#b02525' };
 const pct = (n: number | undefined) => (n === undefined ? '—' : `${(n * 100).toFixed(1)}%`);
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const breakdowns = [
@@ -82,8 +83,8 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
             Run an evaluation
           </Title>
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <Select label="Model" description="A trained encoder, or a catalog encoder as the baseline" data={choices} value={model} onChange={setModel} required searchable nothingFoundMessage="No encoder model" />
-            <Select label="Dataset" description="A ready, labelled dataset version: its gold answers are scored" data={ready.map((d) => ({ value: `${d.name}@${d.version}`, label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}` }))} value={dataset} onChange={setDataset} required nothingFoundMessage="No ready dataset: upload one first" />
+            <Select label="Model" description="A trained encoder, or a catalog encoder as the baseline" data={choices} value={model} onChange={setModel} allowDeselect={false} required searchable nothingFoundMessage="No encoder model" />
+            <Select label="Dataset" description="A ready, labelled dataset version: its gold answers are scored" data={ready.map((d) => ({ value: `${d.name}@${d.version}`, label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}` }))} value={dataset} onChange={setDataset} allowDeselect={false} required nothingFoundMessage="No ready dataset: upload one first" />
           </SimpleGrid>
           <Group>
             <Button type="submit" loading={busy} disabled={!model || !dataset}>
@@ -216,10 +217,11 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [ev.data]);
+  const status = ev.data?.status;
   useEffect(() => {
-    if (ev.data && !running) onChanged();
+    if (status && status !== 'running') onChanged();
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [running]);
+  }, [status]);
   return (
     <Paper withBorder p="md" component="section" aria-label={`Evaluation ${id}`}>
       <Loadable state={ev} label="Loading the evaluation">
@@ -231,7 +233,7 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
                 <Title order={2} size="h4">
                   {e.base_model} on {e.dataset_name} v{e.dataset_version}
                 </Title>
-                <Badge color={statusColor[e.status]} data-testid="evaluation-status">
+                <Badge variant="outline" color={statusColor[e.status]} data-testid="evaluation-status">
                   {e.status}
                 </Badge>
               </Group>
@@ -420,7 +422,7 @@ export function EvaluationsPage() {
                         {e.dataset_name} v{e.dataset_version}
                       </Table.Td>
                       <Table.Td>
-                        <Badge color={statusColor[e.status]}>{e.status}</Badge>
+                        <Badge variant="outline" color={statusColor[e.status]}>{e.status}</Badge>
                       </Table.Td>
                       <Table.Td>{pct(metricsOf(e)?.f1)}</Table.Td>
                       <Table.Td>{fmtDate(e.created_at)}</Table.Td>

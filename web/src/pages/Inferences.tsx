@@ -12,7 +12,7 @@ const json = (v: unknown) => JSON.stringify(v, null, 2);
 
 function FeedbackBadge({ f }: { f: Inference['feedback'] }) {
   if (!f) return <Text size="sm">—</Text>;
-  return <Badge color={f.verdict === 'correct' ? 'green' : 'orange'}>{f.verdict}</Badge>;
+  return <Badge variant="outline" color={f.verdict === 'correct' ? '#22672f' : '#9c3d00'}>{f.verdict}</Badge>;
 }
 
 /** Correct, or incorrect with the corrected output (the server checks it has the output's shape). */
@@ -56,10 +56,10 @@ function Feedback({ inf, onSaved }: { inf: Inference; onSaved: () => void }) {
         <Text size="sm">Was this output right? Feedback (and corrections) become training data for the project&apos;s next adaptive cycle.</Text>
       )}
       <Group>
-        <Button color="green" variant="light" onClick={() => send('correct')} loading={busy && !correcting}>
+        <Button variant="default" onClick={() => send('correct')} loading={busy && !correcting}>
           Mark correct
         </Button>
-        <Button color="orange" variant="light" onClick={() => setCorrecting((c) => !c)} aria-expanded={correcting}>
+        <Button variant="default" onClick={() => setCorrecting((c) => !c)} aria-expanded={correcting}>
           Mark incorrect…
         </Button>
       </Group>
@@ -67,7 +67,7 @@ function Feedback({ inf, onSaved }: { inf: Inference; onSaved: () => void }) {
         <Stack gap="xs">
           <Textarea label="Corrected output (JSON)" description="Edit the output to what it should have been: same heads as the original" autosize minRows={6} maxRows={20} value={corrected} onChange={(e) => setCorrected(e.currentTarget.value)} styles={{ input: { fontFamily: 'monospace' } }} />
           <Group>
-            <Button color="orange" onClick={() => send('incorrect')} loading={busy}>
+            <Button onClick={() => send('incorrect')} loading={busy}>
               Save correction
             </Button>
           </Group>
