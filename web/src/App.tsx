@@ -7,6 +7,7 @@ import { DatasetsPage } from './pages/Datasets';
 import { EvaluationsPage } from './pages/Evaluations';
 import { InferencesPage } from './pages/Inferences';
 import { PlaygroundPage } from './pages/Playground';
+import { ProjectsPage } from './pages/Projects';
 import { TrainingPage } from './pages/Training';
 import { UsagePage } from './pages/Usage';
 
@@ -17,6 +18,7 @@ const pages = [
   { path: 'training', label: 'Training jobs', Page: TrainingPage },
   { path: 'evaluations', label: 'Evaluations', Page: EvaluationsPage },
   { path: 'inferences', label: 'Inference history', Page: InferencesPage },
+  { path: 'projects', label: 'Projects and deployments', Page: ProjectsPage },
   { path: 'playground', label: 'Playground', Page: PlaygroundPage },
 ] as const;
 
