@@ -2,7 +2,7 @@
  * The web console in a real browser (Debian's Chromium through playwright-core) against the local
  * service: sign in, create a key and see its secret once, read usage, upload a dataset and read its
  * validation report, run the playground, run and compare evaluations (the confusion matrix heat map),
- * give feedback in the inference history, revoke the key; axe-core on every page and keyboard use.
+ * give feedback in the inference history, promote and roll back a project's model, revoke the key; axe-core on every page and keyboard use.
  * With SIFT_CONSOLE_SCREENSHOTS=<dir> it also writes each page at desktop and narrow widths there
  * (docs/console/ holds the committed ones).
  */
@@ -14,6 +14,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/local/consoleAssets';
 import { REPO_ROOT } from '../../src/local/paths';
 import { TestStack } from '../helpers/localStack';
+import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
 const CHROMIUM = process.env['SIFT_CHROMIUM'] ?? '/usr/bin/chromium';
 const SHOTS = process.env['SIFT_CONSOLE_SCREENSHOTS'];
@@ -29,12 +30,13 @@ let browser: BrowserContext;
 let page: Page;
 let profile: string;
 let adminKey: string;
+let adminTeamId: string;
 const loadTimes: Record<string, number> = {};
 
 
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1 });
-  adminKey = (await stack.newTeam('console')).key;
+  ({ key: adminKey, teamId: adminTeamId } = await stack.newTeam('console'));
   profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
   // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
   browser = await chromium.launchPersistentContext(profile, {
@@ -310,6 +312,33 @@ describe('the web console', () => {
     await page.getByRole('alert').getByText(/nonsense_head|corrected_output/).waitFor();
     await expectAccessible('inference-feedback');
     await screenshot('inferences');
+  });
+
+  it('Projects: creates a project, promotes two models, rolls back to the first and shows the history', async () => {
+    // a second complete model to promote (the mini model's weights, recorded as a finished job)
+    await seedCompleteEncoderJob(stack, adminTeamId, 'people', 'people-v2');
+    await open('projects', 'Projects');
+    await page.getByText('No projects yet').waitFor();
+    await expectAccessible('projects-empty');
+    await page.getByRole('textbox', { name: /^Project name/ }).fill('support-ner');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByText('Nothing deployed yet').waitFor();
+    const serving = page.getByTestId('current-model');
+    for (const model of ['people-v1', 'people-v2']) {
+      await page.getByLabel(/^Promote a trained model/).first().click();
+      await page.getByRole('option', { name: new RegExp(`^${model} `) }).click();
+      await page.getByRole('button', { name: 'Promote', exact: true }).click();
+      await serving.getByText(new RegExp(`^${model} `)).waitFor();
+    }
+    await page.getByRole('button', { name: 'Roll back to the previous model' }).click();
+    await serving.getByText(/^people-v1 /).waitFor();
+    const history = page.getByRole('table', { name: 'Deployment history' });
+    await history.getByRole('row', { name: /rollback.*people-v1.*people-v2/ }).waitFor();
+    expect(await history.getByRole('row', { name: /promote/ }).count()).toBe(2);
+    await page.getByRole('table', { name: 'Projects' }).getByRole('row', { name: /support-ner.*people-v1/ }).waitFor();
+    await page.getByText('No adaptive cycles yet.').waitFor();
+    await expectAccessible('projects');
+    await screenshot('projects');
   });
 
   it('keyboard: the navigation is reachable with Tab and opens a page with Enter', async () => {

@@ -186,7 +186,7 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
           Start a cycle
         </Button>
       </Group>
-      <Text size="sm">A cycle picks the served model&apos;s inferences with feedback, trains a candidate on them and evaluates it against the current model on a holdout.</Text>
+      <Text size="sm">A cycle turns the served encoder&apos;s own traffic into training data (feedback is gold; confident outputs are replayed), trains a candidate, and scores it against the current model on the same held-out traces. Nothing is promoted without you.</Text>
       {error && (
         <Alert color="red" role="alert">
           {error}
