@@ -1250,6 +1250,8 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             nr_epochs: number;
+            /** @description True when the request named no nr_epochs: the encoder trainer sizes the epochs from the dataset (nr_epochs is updated once it has planned them) */
+            epochs_from_data?: boolean;
             learning_rate: number;
             /** @enum {string} */
             status: "requested" | "running" | "complete" | "failed" | "stopped";
