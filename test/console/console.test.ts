@@ -1,7 +1,8 @@
 /**
  * The web console in a real browser (Debian's Chromium through playwright-core) against the local
  * service: sign in, create a key and see its secret once, read usage, upload a dataset and read its
- * validation report, run the playground, revoke the key; axe-core on every page and keyboard use.
+ * validation report, run the playground, run and compare evaluations (the confusion matrix heat map),
+ * give feedback in the inference history, promote and roll back a project's model, revoke the key; axe-core on every page and keyboard use.
  * With SIFT_CONSOLE_SCREENSHOTS=<dir> it also writes each page at desktop and narrow widths there
  * (docs/console/ holds the committed ones).
  */
@@ -13,6 +14,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/local/consoleAssets';
 import { REPO_ROOT } from '../../src/local/paths';
 import { TestStack } from '../helpers/localStack';
+import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
 const CHROMIUM = process.env['SIFT_CHROMIUM'] ?? '/usr/bin/chromium';
 const SHOTS = process.env['SIFT_CONSOLE_SCREENSHOTS'];
@@ -28,12 +30,13 @@ let browser: BrowserContext;
 let page: Page;
 let profile: string;
 let adminKey: string;
+let adminTeamId: string;
 const loadTimes: Record<string, number> = {};
 
 
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1 });
-  adminKey = (await stack.newTeam('console')).key;
+  ({ key: adminKey, teamId: adminTeamId } = await stack.newTeam('console'));
   profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
   // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
   browser = await chromium.launchPersistentContext(profile, {
@@ -74,6 +77,7 @@ async function expectAccessible(name: string) {
 async function screenshot(name: string) {
   if (!SHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
+  await page.evaluate(() => (globalThis as any).scrollTo(0, 0)); // a full-page shot of a scrolled page draws the fixed header mid-way
   await page.screenshot({ path: join(SHOTS, `${name}-desktop.png`), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(500); // the app shell's navbar slides out (a CSS transition)
@@ -222,6 +226,119 @@ describe('the web console', () => {
     await page.getByText('requests.post(').waitFor();
     await expectAccessible('playground');
     await screenshot('playground');
+  });
+
+  it('Evaluations: runs an evaluation on a classification dataset and shows the confusion matrix heat map', async () => {
+    await open('evaluations', 'Evaluations');
+    await page.getByText('No evaluations yet').waitFor();
+    await expectAccessible('evaluations-empty');
+    const sentiment = [
+      { text: 'I love this product, it works great.', label: 'positive' },
+      { text: 'Terrible, it broke after a day.', label: 'negative' },
+      { text: 'Absolutely wonderful experience, would buy again.', label: 'positive' },
+      { text: 'Awful support and a broken screen.', label: 'negative' },
+    ];
+    expect((await stack.uploadDataset('sentiment', sentiment.map((r) => JSON.stringify(r)).join('\n') + '\n', { key: adminKey })).status).toBe('ready');
+    await page.reload();
+    await page.getByLabel(/^Model/).first().click();
+    await page.getByRole('option', { name: 'sift/gliner2-mini-v1' }).click();
+    await page.getByLabel(/^Dataset/).first().click();
+    await page.getByRole('option', { name: /sentiment v1/ }).click();
+    await page.getByRole('button', { name: 'Run evaluation' }).click();
+    await page.getByTestId('evaluation-status').getByText('complete', { exact: true }).waitFor({ timeout: 120_000 });
+    // the heat map: gold rows × predicted columns, every gold row counted once, shaded by its share
+    const matrix = page.getByTestId('confusion-matrix');
+    await matrix.getByRole('rowheader', { name: 'positive' }).waitFor();
+    await matrix.getByRole('columnheader', { name: 'negative' }).waitFor();
+    const counts = await matrix.locator('td').evaluateAll((tds) => tds.map((td: any) => Number(td.dataset.count)));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(sentiment.length);
+    const shades = await matrix.locator('td').evaluateAll((tds) => tds.map((td: any) => td.style.backgroundColor));
+    expect(new Set(shades).size).toBeGreaterThan(1); // counts differ, so colours differ
+    await page.getByRole('table', { name: 'Metrics by label' }).getByRole('row', { name: /^positive/ }).waitFor();
+    await page.getByTestId('stat-Rows scored').getByText('4').waitFor();
+    await expectAccessible('evaluation');
+    await screenshot('evaluations');
+  });
+
+  it('Evaluations: compares the base model with the trained model side by side', async () => {
+    await open('evaluations', 'Evaluations');
+    for (const model of [/^people-v1/, /^sift\/gliner2-mini-v1$/]) {
+      await page.getByLabel(/^Model/).first().click();
+      await page.getByRole('option', { name: model }).click();
+      await page.getByLabel(/^Dataset/).first().click();
+      await page.getByRole('option', { name: /people v2/ }).click();
+      await page.getByRole('button', { name: 'Run evaluation' }).click();
+      await page.getByTestId('evaluation-status').getByText('complete', { exact: true }).waitFor({ timeout: 120_000 });
+    }
+    await page.getByRole('table', { name: 'Metrics by entity type' }).getByRole('row', { name: /^person/ }).waitFor();
+    const rows = page.getByRole('table', { name: 'Evaluations' }).getByRole('row', { name: /people v2.*complete/ });
+    await rows.nth(1).waitFor({ timeout: 120_000 }); // the list shows both finished
+    expect(await rows.count()).toBe(2);
+    // keyboard: tick both with Space
+    for (const i of [0, 1]) {
+      await rows.nth(i).getByRole('checkbox').focus();
+      await page.keyboard.press('Space');
+    }
+    const compare = page.getByTestId('evaluation-compare');
+    await compare.getByRole('row', { name: /F1 · entity type person/ }).waitFor();
+    expect(await compare.getByRole('row', { name: /^Micro F1/ }).textContent()).toMatch(/pts|—/);
+    await expectAccessible('evaluations-compare');
+  });
+
+  it('Inference history: filters by task, opens one and records feedback, and a correction is checked', async () => {
+    await open('inferences', 'Inference history');
+    const table = page.getByRole('table', { name: 'Inferences' });
+    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();
+    await page.getByLabel(/^Task/).first().click();
+    await page.getByRole('option', { name: 'generate', exact: true }).click();
+    await page.getByText('No inference matches these filters.').waitFor();
+    await page.getByLabel(/^Task/).first().click();
+    await page.getByRole('option', { name: 'ner', exact: true }).click();
+    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();
+    await expectAccessible('inferences');
+    await table.getByRole('button', { name: /^Open inference/ }).first().click();
+    await page.getByTestId('inference-output').waitFor();
+    await page.getByRole('button', { name: 'Mark correct' }).click();
+    await page.getByTestId('feedback-saved').getByText('correct', { exact: true }).waitFor();
+    await table.getByRole('row').filter({ hasText: 'correct' }).first().waitFor();
+    // a correction that is not JSON is refused here; one of the wrong shape by the server, with its detail
+    await page.getByRole('button', { name: 'Mark incorrect…' }).click();
+    const box = page.getByLabel(/^Corrected output/);
+    await box.fill('{not json');
+    await page.getByRole('button', { name: 'Save correction' }).click();
+    await page.getByRole('alert').getByText(/not valid JSON/).waitFor();
+    await box.fill('{"nonsense_head": 1}');
+    await page.getByRole('button', { name: 'Save correction' }).click();
+    await page.getByRole('alert').getByText(/nonsense_head|corrected_output/).waitFor();
+    await expectAccessible('inference-feedback');
+    await screenshot('inferences');
+  });
+
+  it('Projects: creates a project, promotes two models, rolls back to the first and shows the history', async () => {
+    // a second complete model to promote (the mini model's weights, recorded as a finished job)
+    await seedCompleteEncoderJob(stack, adminTeamId, 'people', 'people-v2');
+    await open('projects', 'Projects');
+    await page.getByText('No projects yet').waitFor();
+    await expectAccessible('projects-empty');
+    await page.getByRole('textbox', { name: /^Project name/ }).fill('support-ner');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    await page.getByText('Nothing deployed yet').waitFor();
+    const serving = page.getByTestId('current-model');
+    for (const model of ['people-v1', 'people-v2']) {
+      await page.getByLabel(/^Promote a trained model/).first().click();
+      await page.getByRole('option', { name: new RegExp(`^${model} `) }).click();
+      await page.getByRole('button', { name: 'Promote', exact: true }).click();
+      await serving.getByText(new RegExp(`^${model} `)).waitFor();
+    }
+    await page.getByRole('button', { name: 'Roll back to the previous model' }).click();
+    await serving.getByText(/^people-v1 /).waitFor();
+    const history = page.getByRole('table', { name: 'Deployment history' });
+    await history.getByRole('row', { name: /rollback.*people-v1.*people-v2/ }).waitFor();
+    expect(await history.getByRole('row', { name: /promote/ }).count()).toBe(2);
+    await page.getByRole('table', { name: 'Projects' }).getByRole('row', { name: /support-ner.*people-v1/ }).waitFor();
+    await page.getByText('No adaptive cycles yet.').waitFor();
+    await expectAccessible('projects');
+    await screenshot('projects');
   });
 
   it('keyboard: the navigation is reachable with Tab and opens a page with Enter', async () => {

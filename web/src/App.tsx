@@ -4,7 +4,10 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { api, errorDetail, storedKey, storeKey } from './api/client';
 import { ApiKeysPage } from './pages/ApiKeys';
 import { DatasetsPage } from './pages/Datasets';
+import { EvaluationsPage } from './pages/Evaluations';
+import { InferencesPage } from './pages/Inferences';
 import { PlaygroundPage } from './pages/Playground';
+import { ProjectsPage } from './pages/Projects';
 import { TrainingPage } from './pages/Training';
 import { UsagePage } from './pages/Usage';
 
@@ -13,6 +16,9 @@ const pages = [
   { path: 'settings/credits', label: 'Settings → Credits / Usage', Page: UsagePage },
   { path: 'datasets', label: 'Datasets', Page: DatasetsPage },
   { path: 'training', label: 'Training jobs', Page: TrainingPage },
+  { path: 'evaluations', label: 'Evaluations', Page: EvaluationsPage },
+  { path: 'inferences', label: 'Inference history', Page: InferencesPage },
+  { path: 'projects', label: 'Projects and deployments', Page: ProjectsPage },
   { path: 'playground', label: 'Playground', Page: PlaygroundPage },
 ] as const;
 
