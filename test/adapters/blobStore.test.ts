@@ -1,7 +1,7 @@
 /** BlobStore contract, against s3rver (the same S3 SDK code that runs against S3), presigned URLs over real HTTP. */
 import type { S3Client } from '@aws-sdk/client-s3';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createReadStream, unlinkSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -81,6 +81,26 @@ describe('put / head / stream / getText', () => {
     await other.put('k', 'v');
     expect(await other.getText('k')).toBe('v');
     expect(await blobs.head('k')).toBeUndefined();
+  });
+});
+
+describe('putDirectory', () => {
+  it('uploads every file under the directory; one that vanishes after the listing is skipped, not a failed upload', async () => {
+    const src = join(dir, 'ckpt');
+    await mkdir(join(src, 'sub'), { recursive: true });
+    await writeFile(join(src, 'adapter.bin'), Buffer.from([1, 2, 3]));
+    await writeFile(join(src, 'sub', 'meta.json'), '{"step":22}');
+    await writeFile(join(src, 'meta.json.tmp'), 'being renamed'); // a writer's temp file, listed, then gone
+    const seen: string[] = [];
+    await blobs.putDirectory(src, 'ckpt/', (file) => {
+      seen.push(file);
+      // the first file the upload reaches removes the temp file, as a trainer's rename would mid-upload
+      if (seen.length === 1) unlinkSync(join(src, 'meta.json.tmp'));
+      return false;
+    });
+    expect(seen).toHaveLength(3);
+    expect((await blobs.list('ckpt/')).sort()).toEqual(['ckpt/adapter.bin', 'ckpt/sub/meta.json']);
+    expect(await blobs.getText('ckpt/sub/meta.json')).toBe('{"step":22}');
   });
 });
 

@@ -28,7 +28,13 @@ export class MemoryBlobStore implements BlobStore {
     for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
       if (!entry.isFile()) continue;
       const file = join(entry.parentPath, entry.name);
-      if (!skip(file)) await this.put(prefix + relative(dir, file).split(sep).join('/'), await readFile(file));
+      if (skip(file)) continue;
+      // a file that vanished since the listing (a writer's temp file renamed into place) is skipped, as in S3BlobStore
+      const body = await readFile(file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      });
+      if (body) await this.put(prefix + relative(dir, file).split(sep).join('/'), body);
     }
   }
 

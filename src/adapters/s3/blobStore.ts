@@ -10,8 +10,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { createReadStream } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobHead, BlobStore } from '../../core/ports';
@@ -43,11 +42,20 @@ export class S3BlobStore implements BlobStore {
     return `s3://${this.bucket}/${key}`;
   }
 
-  /** Uploads every file under `dir` to `prefix` + its relative path (`/`-separated); `skip` filters. */
+  /**
+   * Uploads every file under `dir` to `prefix` + its relative path (`/`-separated); `skip` filters. A
+   * writer may still be busy in `dir` (a trainer renaming a temp file into place): each file is opened
+   * before its upload starts, so one that vanished since the listing is skipped instead of failing the
+   * request's body stream mid-upload, and an opened file survives a rename.
+   */
   async putDirectory(dir: string, prefix: string, skip: (file: string) => boolean = () => false): Promise<void> {
     for (const file of await filesUnder(dir)) {
       if (skip(file)) continue;
-      await this.put(prefix + relative(dir, file).split(sep).join('/'), createReadStream(file));
+      const handle = await open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined;
+        throw err;
+      });
+      if (handle) await this.put(prefix + relative(dir, file).split(sep).join('/'), handle.createReadStream());
     }
   }
 
