@@ -78,6 +78,8 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
     } catch (err) {
       if (!controller.signal.aborted) setError((err as Error).message);
     } finally {
+      // a reply stopped or failed before its first token is not part of the conversation
+      setMessages((ms) => (ms[ms.length - 1]?.content === '' ? ms.slice(0, -1) : ms));
       setStreaming(false);
       abort.current = null;
     }
