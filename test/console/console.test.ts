@@ -212,20 +212,87 @@ describe('the web console', () => {
     await screenshot('training');
   });
 
-  it('Playground: runs the encoder and highlights the spans with their scores', async () => {
+  it('Playground: runs the encoder with a structure and a relation, highlights the spans and shows both tables', async () => {
     await open('playground', 'Playground');
     const model = page.getByRole('textbox', { name: 'Model' });
     await model.waitFor();
+    await page.getByLabel('Text', { exact: true }).fill('John Smith works for Acme Corp in Berlin.');
+    await page.getByRole('button', { name: 'Add a structure' }).click();
+    await page.getByLabel('Structure 1 name').fill('employment');
+    await page.getByLabel('Name of structure 1 field 1').fill('employee');
+    await page.getByLabel('Description of structure 1 field 1').fill('the person employed');
+    await page.getByRole('button', { name: 'Add a field to structure 1' }).click();
+    await page.getByLabel('Name of structure 1 field 2').fill('employer');
+    await page.getByRole('combobox', { name: 'Relation types' }).fill('works for');
+    await page.keyboard.press('Enter');
+    // the request carries them as the API's schema takes them
+    const request = page.locator('pre:visible', { hasText: '"relations":["works for"]' }); // the curl tab
+    await request.waitFor();
+    expect(await request.textContent()).toContain('"employment":{"fields":[{"name":"employee","dtype":"str","description":"the person employed"},{"name":"employer","dtype":"str"}]}');
+    const thumb = page.getByRole('slider', { name: /Threshold/ });
+    for (let i = 0; i < 6; i++) await thumb.press('ArrowLeft'); // 0.5 → 0.2, as the encoder tests use for relations
+    await page.getByText('Threshold: 0.20').waitFor();
     await page.getByRole('button', { name: 'Run' }).click();
     const text = page.getByTestId('highlighted-text');
     await text.waitFor({ timeout: 120_000 });
     const marks = text.locator('mark');
     expect(await marks.count()).toBeGreaterThan(0);
-    expect(await marks.first().getAttribute('aria-label')).toMatch(/: (person|location|organization), score 0\.\d+/);
-    await page.getByRole('tab', { name: 'Python' }).click();
-    await page.getByText('requests.post(').waitFor();
+    expect(await marks.first().getAttribute('aria-label')).toMatch(/: (person|location|organization), score [01]\.\d{3}$/);
+    const structure = page.getByRole('table', { name: 'Structure employment' });
+    await structure.getByRole('columnheader', { name: 'employee' }).waitFor();
+    await structure.getByRole('columnheader', { name: 'employer' }).waitFor();
+    expect(await structure.getByRole('row').count()).toBeGreaterThan(1);
+    const relations = page.getByRole('table', { name: 'Relations' });
+    await relations.getByRole('row', { name: /^works for/ }).first().waitFor();
+    expect(await relations.getByRole('row', { name: /^works for/ }).first().textContent()).toMatch(/0\.\d{3}$/);
+    await page.getByRole('tablist', { name: 'Copy this request', exact: true }).getByRole('tab', { name: 'Python' }).click();
+    await page.getByText('requests.post(').first().waitFor();
     await expectAccessible('playground');
     await screenshot('playground');
+  });
+
+  it('Playground: the chat streams a reply from the local decoder token by token, then shows its usage; stop and errors work', async () => {
+    await open('playground', 'Playground');
+    const chat = page.getByRole('region', { name: 'Chat with a decoder' });
+    await chat.getByRole('combobox', { name: /^Decoder/ }).waitFor();
+    expect(await chat.getByRole('combobox', { name: /^Decoder/ }).inputValue()).toMatch(/SmolLM2/);
+    // record every text the reply shows while it streams
+    await page.evaluate(() => {
+      const g = globalThis as any;
+      g.__replies = [];
+      new g.MutationObserver(() => {
+        const el = g.document.querySelectorAll('[data-testid="assistant-message"]');
+        const last = el[el.length - 1];
+        if (last) g.__replies.push(last.textContent);
+      }).observe(g.document.querySelector('[data-testid="chat-messages"]'), { subtree: true, childList: true, characterData: true });
+    });
+    await chat.getByLabel('Message').fill('Name three colours.');
+    await chat.getByRole('button', { name: 'Send' }).click();
+    await chat.getByRole('button', { name: 'Stop' }).waitFor(); // visible while it streams
+    const usage = chat.getByTestId('chat-usage');
+    await usage.waitFor({ timeout: 120_000 });
+    expect(await usage.textContent()).toMatch(/^\d+ prompt \+ [1-9]\d* completion = \d+ tokens$/);
+    const final = (await chat.getByTestId('assistant-message').last().textContent()) ?? '';
+    expect(final.trim().length).toBeGreaterThan(0);
+    const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter((t) => t && t !== '…');
+    expect(seen.length).toBeGreaterThan(2); // more than one update: streamed, not shown at once
+    for (const t of seen) expect(final.startsWith(t)).toBe(true); // each update extends the reply
+    await chat.getByRole('button', { name: 'Send' }).waitFor();
+    await page.getByRole('tablist', { name: 'Copy this chat request' }).getByRole('tab', { name: 'TypeScript' }).click();
+    await page.getByText('TextDecoderStream').first().waitFor();
+    await expectAccessible('playground-chat');
+    await screenshot('playground-chat');
+    // stop: the stream is cut and the panel is ready again, with no error
+    await chat.getByLabel('Message').fill('Write a long story about a dragon.');
+    await chat.getByRole('button', { name: 'Send' }).click();
+    await chat.getByRole('button', { name: 'Stop' }).click();
+    await chat.getByRole('button', { name: 'Send' }).waitFor();
+    expect(await chat.getByRole('alert').count()).toBe(0);
+    // an unknown model: the API's error message is shown
+    await chat.getByRole('textbox', { name: /^…or a trained decoder/ }).fill('no-such-decoder');
+    await chat.getByLabel('Message').fill('Hi');
+    await chat.getByRole('button', { name: 'Send' }).click();
+    await chat.getByRole('alert').getByText(/no-such-decoder|not found|model/i).waitFor();
   });
 
   it('Evaluations: runs an evaluation on a classification dataset and shows the confusion matrix heat map', async () => {
@@ -291,7 +358,9 @@ describe('the web console', () => {
     await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();
     await page.getByLabel(/^Task/).first().click();
     await page.getByRole('option', { name: 'generate', exact: true }).click();
-    await page.getByText('No inference matches these filters.').waitFor();
+    // only the playground chat's decoder calls are left
+    await table.getByRole('row', { name: /SmolLM2/ }).first().waitFor();
+    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor({ state: 'detached' });
     await page.getByLabel(/^Task/).first().click();
     await page.getByRole('option', { name: 'ner', exact: true }).click();
     await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();

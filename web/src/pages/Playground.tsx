@@ -1,10 +1,14 @@
-import { Alert, Badge, Button, Code, CopyButton, Group, Mark, Paper, Select, Slider, Stack, Tabs, TagsInput, Text, Textarea, TextInput, Title, Tooltip } from '@mantine/core';
+import { Alert, Badge, Button, Code, Group, Mark, Paper, Select, Slider, Stack, TagsInput, Text, Textarea, TextInput, Title, Tooltip } from '@mantine/core';
 import { useState } from 'react';
-import { api, apiBase, must } from '../api/client';
+import { api, must } from '../api/client';
 import { Loadable, useLoad } from '../components/states';
+import { ChatPanel } from './playground/Chat';
+import { CopyRequest } from './playground/CopyRequest';
+import { snippets } from './playground/snippets';
+import { RelationTable, StructureBuilder, structuresSchema, StructureTables, type RelationResults, type Structure, type StructureResults } from './playground/Structures';
 
 type Span = { text: string; label: string; score: number; start: number; end: number };
-type Result = { entities?: Span[]; classifications?: Record<string, { label: string; score: number }[]> };
+type Result = { entities?: Span[]; classifications?: Record<string, { label: string; score: number }[]>; structures?: StructureResults; relations?: RelationResults };
 
 const palette = ['yellow', 'cyan', 'lime', 'grape', 'orange', 'pink', 'teal', 'indigo'];
 
@@ -37,16 +41,6 @@ function Highlighted({ text, spans, labels }: { text: string; spans: Span[]; lab
   );
 }
 
-function snippets(body: object) {
-  const url = `${apiBase}/gliner-2/extract`;
-  const json = JSON.stringify(body, null, 2);
-  return {
-    curl: `curl -s ${url} \\\n  -H "X-API-Key: $SIFT_API_KEY" -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(body).replace(/'/g, `'\\''`)}'`,
-    Python: `import os, requests\n\nres = requests.post(\n    "${url}",\n    headers={"X-API-Key": os.environ["SIFT_API_KEY"]},\n    json=${json.replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None')},\n)\nprint(res.json())`,
-    TypeScript: `const res = await fetch("${url}", {\n  method: "POST",\n  headers: { "X-API-Key": process.env.SIFT_API_KEY!, "Content-Type": "application/json" },\n  body: JSON.stringify(${json}),\n});\nconsole.log(await res.json());`,
-  };
-}
-
 export function PlaygroundPage() {
   const models = useLoad(() => must(api.GET('/base-models')));
   const [model, setModel] = useState<string | null>(null);
@@ -55,6 +49,8 @@ export function PlaygroundPage() {
   const [entities, setEntities] = useState<string[]>(['person', 'location', 'organization']);
   const [task, setTask] = useState('sentiment');
   const [labels, setLabels] = useState<string[]>(['positive', 'negative', 'neutral']);
+  const [structures, setStructures] = useState<Structure[]>([]);
+  const [relations, setRelations] = useState<string[]>([]);
   const [threshold, setThreshold] = useState(0.5);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
@@ -68,6 +64,8 @@ export function PlaygroundPage() {
     schema: {
       ...(entities.length ? { entities } : {}),
       ...(task.trim() && labels.length ? { classifications: [{ task: task.trim(), labels }] } : {}),
+      ...(Object.keys(structuresSchema(structures)).length ? { structures: structuresSchema(structures) } : {}),
+      ...(relations.length ? { relations } : {}),
     },
   };
 
@@ -107,6 +105,8 @@ export function PlaygroundPage() {
                   <TextInput label="Classification task" description="Leave empty for none" value={task} onChange={(e) => setTask(e.currentTarget.value)} />
                   <TagsInput label="Its labels" value={labels} onChange={setLabels} />
                 </Group>
+                <StructureBuilder value={structures} onChange={setStructures} />
+                <TagsInput label="Relation types" description="Relations between spans, e.g. works for; press Enter after each" value={relations} onChange={setRelations} />
                 <div>
                   <Text size="sm" fw={500} id="threshold-label">
                     Threshold: {threshold.toFixed(2)}
@@ -145,35 +145,15 @@ export function PlaygroundPage() {
                   {t}: {ls.map((l) => `${l.label} (${l.score.toFixed(3)})`).join(', ') || 'no label above the threshold'}
                 </Text>
               ))}
+            {res.result.structures && <StructureTables results={res.result.structures} />}
+            {res.result.relations && <RelationTable results={res.result.relations} />}
           </Stack>
         </Paper>
       )}
-      <Paper withBorder p="md">
-        <Title order={2} size="h4" mb="xs">
-          Copy this request
-        </Title>
-        <Tabs defaultValue="curl">
-          <Tabs.List>
-            {Object.keys(snippets(body)).map((k) => (
-              <Tabs.Tab key={k} value={k}>
-                {k}
-              </Tabs.Tab>
-            ))}
-          </Tabs.List>
-          {Object.entries(snippets(body)).map(([k, code]) => (
-            <Tabs.Panel key={k} value={k} pt="xs">
-              <Code block>{code}</Code>
-              <CopyButton value={code}>
-                {({ copied, copy }) => (
-                  <Button size="xs" mt="xs" variant="light" onClick={copy}>
-                    {copied ? 'Copied' : `Copy as ${k}`}
-                  </Button>
-                )}
-              </CopyButton>
-            </Tabs.Panel>
-          ))}
-        </Tabs>
-      </Paper>
+      <CopyRequest title="Copy this request" code={snippets('/gliner-2/extract', body)} />
+      <Loadable state={models} label="Loading decoders" isEmpty={(d) => !d.data.some((m) => m.type === 'decoder')} empty="No decoder models are installed.">
+        {(d) => <ChatPanel decoders={d.data.filter((m) => m.type === 'decoder')} />}
+      </Loadable>
     </Stack>
   );
 }

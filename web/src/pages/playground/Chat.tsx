@@ -1,0 +1,142 @@
+import { Alert, Badge, Button, Group, Paper, Select, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { createParser } from 'eventsource-parser';
+import { useRef, useState } from 'react';
+import { apiBase, errorDetail, storedKey } from '../../api/client';
+import { CopyRequest } from './CopyRequest';
+import { snippets } from './snippets';
+
+type Message = { role: 'user' | 'assistant'; content: string };
+type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+type Chunk = { choices?: { delta?: { content?: string | null } }[]; usage?: Usage | null; error?: { message?: string } };
+type Decoder = { id: string; available: boolean };
+
+/** The OpenAI error envelope's message, or the API's `detail`. */
+function failure(body: unknown, status: number): string {
+  const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof message === 'string' ? message : errorDetail(body, status);
+}
+
+/** A chat with a decoder through POST /v1/chat/completions, the reply streamed token by token (SSE). */
+export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
+  const [model, setModel] = useState<string | null>(null);
+  const [custom, setCustom] = useState('');
+  const [messages, setMessages] = useState<Message[]>([]);
+  const [draft, setDraft] = useState('What is the capital of France?');
+  const [streaming, setStreaming] = useState(false);
+  const [usage, setUsage] = useState<Usage>();
+  const [error, setError] = useState<string>();
+  const abort = useRef<AbortController | null>(null);
+
+  const picked = model ?? decoders.find((m) => m.available)?.id ?? null;
+  const modelId = custom.trim() || picked || '';
+  const nextMessages: Message[] = [...messages, ...(draft.trim() ? [{ role: 'user' as const, content: draft.trim() }] : [])];
+  const body = { model: modelId, messages: nextMessages, stream: true, stream_options: { include_usage: true }, max_tokens: 64 };
+
+  async function send() {
+    const sent = body;
+    setMessages([...sent.messages, { role: 'assistant', content: '' }]);
+    setDraft('');
+    setUsage(undefined);
+    setError(undefined);
+    setStreaming(true);
+    const controller = new AbortController();
+    abort.current = controller;
+    const append = (text: string) =>
+      setMessages((ms) => {
+        const last = ms[ms.length - 1]!;
+        return [...ms.slice(0, -1), { ...last, content: last.content + text }];
+      });
+    try {
+      const res = await fetch(`${apiBase}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': storedKey() ?? '' },
+        body: JSON.stringify(sent),
+        signal: controller.signal,
+      });
+      if (!res.ok || !res.body) {
+        const errBody = await res.json().catch(() => undefined);
+        throw new Error(failure(errBody, res.status));
+      }
+      let streamError: string | undefined;
+      const parser = createParser({
+        onEvent: (e) => {
+          if (e.data === '[DONE]') return;
+          const chunk = JSON.parse(e.data) as Chunk;
+          if (chunk.error) streamError = failure(chunk, 500);
+          const text = chunk.choices?.[0]?.delta?.content;
+          if (text) append(text);
+          if (chunk.usage) setUsage(chunk.usage);
+        },
+      });
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+      if (streamError) throw new Error(streamError);
+    } catch (err) {
+      if (!controller.signal.aborted) setError((err as Error).message);
+    } finally {
+      // a reply stopped or failed before its first token is not part of the conversation
+      setMessages((ms) => (ms[ms.length - 1]?.content === '' ? ms.slice(0, -1) : ms));
+      setStreaming(false);
+      abort.current = null;
+    }
+  }
+
+  return (
+    <Stack>
+      <Paper withBorder p="md" component="section" aria-label="Chat with a decoder">
+        <Stack>
+          <Title order={2} size="h4">
+            Chat with a decoder
+          </Title>
+          <Group grow align="flex-start">
+            <Select label="Decoder" description="A catalog decoder (unavailable ones are still building)" data={decoders.map((m) => ({ value: m.id, label: `${m.id}${m.available ? '' : ' (building)'}`, disabled: !m.available }))} value={picked} onChange={setModel} allowDeselect={false} />
+            <TextInput label="…or a trained decoder / project" description="A job's model name or a project id; overrides the catalog choice" value={custom} onChange={(e) => setCustom(e.currentTarget.value)} />
+          </Group>
+          <Stack gap="xs" data-testid="chat-messages" aria-live="polite">
+            {messages.length === 0 && <Text c="dimmed">No messages yet.</Text>}
+            {messages.map((m, i) => (
+              <Paper key={i} p="xs" bg={m.role === 'user' ? 'gray.1' : 'blue.0'} data-role={m.role}>
+                <Text size="xs" fw={700}>
+                  {m.role === 'user' ? 'You' : 'Assistant'}
+                </Text>
+                <Text style={{ whiteSpace: 'pre-wrap' }} data-testid={m.role === 'assistant' ? 'assistant-message' : undefined}>
+                  {m.content || (streaming && i === messages.length - 1 ? '…' : '')}
+                </Text>
+              </Paper>
+            ))}
+          </Stack>
+          <Textarea label="Message" autosize minRows={2} value={draft} onChange={(e) => setDraft(e.currentTarget.value)} />
+          <Group>
+            {streaming ? (
+              <Button color="red" variant="light" onClick={() => abort.current?.abort()}>
+                Stop
+              </Button>
+            ) : (
+              <Button onClick={send} disabled={!modelId || !draft.trim()}>
+                Send
+              </Button>
+            )}
+            <Button variant="subtle" onClick={() => (setMessages([]), setUsage(undefined), setError(undefined))} disabled={streaming || messages.length === 0}>
+              Clear
+            </Button>
+            {usage && (
+              <Badge variant="light" data-testid="chat-usage">
+                {usage.prompt_tokens} prompt + {usage.completion_tokens} completion = {usage.total_tokens} tokens
+              </Badge>
+            )}
+          </Group>
+          {error && (
+            <Alert color="red" role="alert">
+              {error}
+            </Alert>
+          )}
+        </Stack>
+      </Paper>
+      <CopyRequest title="Copy this chat request" code={snippets('/v1/chat/completions', body, true)} />
+    </Stack>
+  );
+}
