@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -31,6 +31,12 @@ export interface EncoderRuntimeOptions {
   cacheDir?: string;
   /** Bytes of ONNX weights kept loaded at once (least recently used models are released). */
   maxLoadedBytes?: number;
+  /**
+   * Bytes of model copies kept in `cacheDir` (least recently used copies not loaded are deleted).
+   * Each trained model adds its export (~200 MB for the mini model); unbounded, a server that serves
+   * many jobs fills its disk.
+   */
+  maxCacheBytes?: number;
   precision?: Precision;
   threads?: number;
   /** Batching across requests (core/encoder/batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
@@ -40,6 +46,7 @@ export interface EncoderRuntimeOptions {
 export class OnnxEncoderRuntime implements EncoderRuntime {
   readonly cacheDir: string;
   private readonly maxBytes: number;
+  private readonly maxCacheBytes: number;
   private readonly precision: Precision;
   private readonly threads: number | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
@@ -53,6 +60,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     this.batcher = new EncoderBatcher({ logger: createLogger(), ...batcherOptionsFromEnv(), ...opts.batching });
     this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
+    this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env['SIFT_ENCODER_CACHE_MAX_BYTES'] ?? 8 * 1024 ** 3);
     this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
     this.threads = opts.threads;
   }
@@ -75,7 +83,12 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     if (pending) return pending;
     const p = (async () => {
       const done = join(target, '.complete');
-      if (existsSync(done)) return target;
+      if (existsSync(done)) {
+        // the marker's mtime is the copy's last use: pruneCache keeps the most recently used
+        const now = new Date();
+        await utimes(done, now, now).catch(() => {});
+        return target;
+      }
       const keys = (await blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
       const missing = EncoderModel.requiredFiles('fp32').filter((f) => !keys.includes(model.prefix + f));
       if (missing.length) throw new ServiceUnavailableError(`Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`);
@@ -92,6 +105,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
         await rm(staging, { recursive: true, force: true });
         if (!existsSync(done)) throw err;
       });
+      await this.pruneCache(target).catch((err: unknown) => createLogger().warn('encoder cache prune failed', { error: String(err) }));
       return target;
     })();
     this.fetching.set(target, p);
@@ -99,6 +113,30 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
       return await p;
     } finally {
       this.fetching.delete(target);
+    }
+  }
+
+  /**
+   * Deletes the least recently used complete copies until the cache fits `maxCacheBytes`; never the
+   * copy just fetched, one whose sessions are loaded, or one being fetched. A deleted copy that is
+   * asked for again is fetched again (`localDir` checks its `.complete` marker).
+   */
+  async pruneCache(keep: string): Promise<void> {
+    const names = await readdir(this.cacheDir).catch(() => [] as string[]);
+    const inUse = new Set([keep, ...this.fetching.keys(), ...[...this.loaded.keys()].map((k) => k.slice(0, k.lastIndexOf('#')))]);
+    const copies = [];
+    for (const name of names) {
+      const dir = join(this.cacheDir, name);
+      const marker = await stat(join(dir, '.complete')).catch(() => undefined);
+      if (!marker) continue; // a staging directory or a foreign file: not ours to judge
+      copies.push({ dir, lastUsed: marker.mtimeMs, bytes: await bytesUnder(dir) });
+    }
+    let total = copies.reduce((n, c) => n + c.bytes, 0);
+    for (const c of copies.sort((a, b) => a.lastUsed - b.lastUsed)) {
+      if (total <= this.maxCacheBytes) break;
+      if (inUse.has(c.dir)) continue;
+      await rm(c.dir, { recursive: true, force: true });
+      total -= c.bytes;
     }
   }
 
@@ -149,6 +187,14 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     this.loaded.clear();
     await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));
   }
+}
+
+async function bytesUnder(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name)).catch(() => undefined))?.size ?? 0;
+  }
+  return total;
 }
 
 /** Reads a model's manifest (tests, diagnostics). */
