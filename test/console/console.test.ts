@@ -2,7 +2,8 @@
  * The web console in a real browser (Debian's Chromium through playwright-core) against the local
  * service: sign in, create a key and see its secret once, read usage, upload a dataset and read its
  * validation report, run the playground, run and compare evaluations (the confusion matrix heat map),
- * give feedback in the inference history, promote and roll back a project's model, revoke the key; axe-core on every page and keyboard use.
+ * give feedback in the inference history, promote and roll back a project's model, review a project's
+ * uncertain traces and promote the adaptive cycle's candidate, revoke the key; axe-core on every page and keyboard use.
  * With SIFT_CONSOLE_SCREENSHOTS=<dir> it also writes each page at desktop and narrow widths there
  * (docs/console/ holds the committed ones).
  */
@@ -35,7 +36,8 @@ const loadTimes: Record<string, number> = {};
 
 
 beforeAll(async () => {
-  stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1 });
+  // three reviewed traces are enough for a cycle here (two to train on, one held out)
+  stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1, workflowPollMs: 500, config: { adaptiveMinExamples: 3 } });
   ({ key: adminKey, teamId: adminTeamId } = await stack.newTeam('console'));
   profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
   // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
@@ -266,7 +268,7 @@ describe('the web console', () => {
         if (last) g.__replies.push(last.textContent);
       }).observe(g.document.querySelector('[data-testid="chat-messages"]'), { subtree: true, childList: true, characterData: true });
     });
-    await chat.getByLabel('Message').fill('Name three colours.');
+    await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Name three colours.');
     await chat.getByRole('button', { name: 'Send' }).click();
     await chat.getByRole('button', { name: 'Stop' }).waitFor(); // visible while it streams
     const usage = chat.getByTestId('chat-usage');
@@ -283,16 +285,78 @@ describe('the web console', () => {
     await expectAccessible('playground-chat');
     await screenshot('playground-chat');
     // stop: the stream is cut and the panel is ready again, with no error
-    await chat.getByLabel('Message').fill('Write a long story about a dragon.');
+    await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Write a long story about a dragon.');
     await chat.getByRole('button', { name: 'Send' }).click();
     await chat.getByRole('button', { name: 'Stop' }).click();
     await chat.getByRole('button', { name: 'Send' }).waitFor();
     expect(await chat.getByRole('alert').count()).toBe(0);
     // an unknown model: the API's error message is shown
     await chat.getByRole('textbox', { name: /^…or a trained decoder/ }).fill('no-such-decoder');
-    await chat.getByLabel('Message').fill('Hi');
+    await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Hi');
     await chat.getByRole('button', { name: 'Send' }).click();
     await chat.getByRole('alert').getByText(/no-such-decoder|not found|model/i).waitFor();
+  });
+
+  it('Playground: the chat sends its system prompt, temperature and max tokens, and streams from both /v1/chat/completions and /v1/messages', async () => {
+    await open('playground', 'Playground');
+    const chat = page.getByRole('region', { name: 'Chat with a decoder' });
+    await chat.getByRole('combobox', { name: /^Decoder/ }).waitFor();
+    const sent: { url: string; body: any }[] = [];
+    const onRequest = (r: import('playwright-core').Request) => {
+      if (/\/v1\/(chat\/completions|messages)$/.test(r.url())) sent.push({ url: r.url(), body: r.postDataJSON() });
+    };
+    page.on('request', onRequest);
+    await chat.getByRole('textbox', { name: /^System prompt/ }).fill('You are a terse assistant.');
+    await chat.getByRole('textbox', { name: /^Temperature/ }).fill('0');
+    await chat.getByRole('textbox', { name: /^Max tokens/ }).fill('6');
+    const latestChat = async () => (await stack.call('GET', '/inferences?task=generate&limit=1', { key: adminKey })).body.data[0];
+    const usage = chat.getByTestId('chat-usage');
+    const completionTokens = async () => Number(/\+ (\d+) completion/.exec((await usage.textContent()) ?? '')?.[1]);
+
+    for (const [api, path] of [
+      ['OpenAI', '/v1/chat/completions'],
+      ['Anthropic', '/v1/messages'],
+    ] as const) {
+      await chat.getByRole('radio', { name: new RegExp(`^${api}:`) }).check();
+      // the copy-as snippets follow the choice
+      await page.getByRole('tablist', { name: 'Copy this chat request' }).getByRole('tab', { name: 'curl' }).click();
+      await page.locator('pre:visible', { hasText: `${stack.service.url}${path}` }).waitFor();
+      await page.evaluate(() => {
+        const g = globalThis as any;
+        g.__replies = [];
+        new g.MutationObserver(() => {
+          const el = g.document.querySelectorAll('[data-testid="assistant-message"]');
+          const last = el[el.length - 1];
+          if (last) g.__replies.push(last.textContent);
+        }).observe(g.document.querySelector('[data-testid="chat-messages"]'), { subtree: true, childList: true, characterData: true });
+      });
+      await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Count from one to twenty.');
+      await chat.getByRole('button', { name: 'Send' }).click();
+      await chat.getByRole('button', { name: 'Stop' }).waitFor();
+      await chat.getByRole('button', { name: 'Send' }).waitFor({ timeout: 120_000 });
+      expect(await chat.getByRole('alert').count()).toBe(0);
+      await usage.waitFor();
+      const tokens = await completionTokens();
+      expect(tokens).toBeGreaterThan(0);
+      expect(tokens).toBeLessThanOrEqual(6); // max tokens reached the decoder
+      const final = (await chat.getByTestId('assistant-message').last().textContent()) ?? '';
+      const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter((t) => t && t !== '…');
+      expect(seen.length).toBeGreaterThan(1); // streamed: the reply grew on the page
+      for (const t of seen) expect(final.startsWith(t)).toBe(true);
+      // what the browser sent, in each API's own shape
+      const request = sent.at(-1)!;
+      expect(request.url).toBe(`${stack.service.url}${path}`);
+      if (api === 'OpenAI') expect(request.body).toMatchObject({ stream: true, max_tokens: 6, temperature: 0, messages: [{ role: 'system', content: 'You are a terse assistant.' }, { role: 'user', content: 'Count from one to twenty.' }] });
+      else expect(request.body).toMatchObject({ stream: true, max_tokens: 6, temperature: 0, system: 'You are a terse assistant.', messages: [{ role: 'user', content: 'Count from one to twenty.' }, { role: 'assistant' }, { role: 'user', content: 'Count from one to twenty.' }] });
+      // and what the server stored: the endpoint, the system prompt, a reply cut at the token limit
+      const stored = await latestChat();
+      expect(stored.endpoint).toBe(path);
+      expect(stored.usage.completion_tokens).toBe(tokens);
+      expect(JSON.stringify(stored.input)).toContain('You are a terse assistant.');
+      expect(stored.output.completion).toBe(final);
+    }
+    page.off('request', onRequest);
+    await expectAccessible('playground-chat-settings');
   });
 
   it('Evaluations: runs an evaluation on a classification dataset and shows the confusion matrix heat map', async () => {
@@ -409,6 +473,101 @@ describe('the web console', () => {
     await expectAccessible('projects');
     await screenshot('projects');
   });
+
+  it('Projects: reviews the traces a cycle asks about, a second cycle trains a candidate from that feedback, and its promote button serves it', async () => {
+    const projectId = ((await stack.call('GET', '/projects', { key: adminKey })).body.data as { id: string; name: string }[]).find((p) => p.name === 'support-ner')!.id;
+    // traffic under the project's id: a person who is also the customer (two types for one span: the
+    // model cannot be sure, so these traces are the informative ones), and two classifications
+    const people: Record<string, string> = {
+      'Ada Lovelace asked Babbage Ltd for a refund.': 'Ada Lovelace',
+      'Grace Hopper reported a bug to Remington Rand.': 'Grace Hopper',
+      'Alan Turing cannot log in to the Bletchley portal.': 'Alan Turing',
+      'Katherine Johnson wants NASA to resend the invoice.': 'Katherine Johnson',
+      'Linus Torvalds says the Transmeta order never arrived.': 'Linus Torvalds',
+      'Margaret Hamilton was charged twice by Draper Labs.': 'Margaret Hamilton',
+    };
+    const schema = {
+      entities: ['person', 'customer', 'company'],
+      classifications: [
+        { task: 'priority', labels: ['urgent', 'normal', 'low'] },
+        { task: 'sentiment', labels: ['positive', 'negative'] },
+      ],
+    };
+    for (const text of Object.keys(people)) expect((await stack.call('POST', '/inference', { key: adminKey, body: { model_id: projectId, text, schema, threshold: 0.3 } })).status).toBe(200);
+    const feedbackOf = async (id: string) => (await stack.call('GET', `/inferences/${id}`, { key: adminKey })).body.feedback;
+
+    await open('projects', 'Projects');
+    await page.getByRole('button', { name: 'Open project support-ner' }).click();
+    await page.getByText('Nothing to review yet').waitFor();
+    await page.getByRole('button', { name: 'Start a cycle' }).click();
+    // too little feedback: the cycle is skipped and says why; the page follows it without a reload
+    const cycles = page.getByRole('table', { name: 'Adaptive cycles' });
+    await cycles.getByRole('row', { name: /skipped/ }).getByText(/0 reviewed traces .* a cycle needs 3/).waitFor({ timeout: 60_000 });
+    const review = page.getByRole('region', { name: 'Traces waiting for review' });
+    const traces = review.getByRole('article');
+    await traces.first().waitFor();
+    expect(await traces.count()).toBeGreaterThanOrEqual(3);
+    await review.getByTestId('review-progress').getByText(/^0 of \d+ reviewed/).waitFor();
+    await expectAccessible('projects-review');
+
+    // one marked correct: stored on the inference
+    const ids = await traces.evaluateAll((els) => els.map((el: any) => el.dataset.inferenceId as string));
+    await traces.nth(0).getByRole('button', { name: 'Mark correct' }).click();
+    await traces.nth(0).getByTestId('trace-feedback').getByText('marked correct').waitFor();
+    expect(await feedbackOf(ids[0]!)).toMatchObject({ verdict: 'correct', corrected_output: null });
+
+    // one corrected: every predicted span removed, the real person added by its text, the priority changed
+    const second = traces.nth(1);
+    const text = (await stack.call('GET', `/inferences/${ids[1]}`, { key: adminKey })).body.input.text as string;
+    await second.getByRole('button', { name: 'Correct it…' }).click();
+    for (let n = await second.getByRole('button', { name: /^Remove / }).count(); n > 0; n--) await second.getByRole('button', { name: /^Remove / }).first().click();
+    await second.getByText('No entities').waitFor();
+    await second.getByRole('textbox', { name: /^Missing span/ }).fill('Nobody Here');
+    await second.getByRole('button', { name: 'Add span' }).click();
+    await second.getByRole('alert').getByText(/is not in the text/).waitFor();
+    await second.getByRole('textbox', { name: /^Missing span/ }).fill(people[text]!);
+    await second.getByRole('button', { name: 'Add span' }).click();
+    await second.getByRole('table', { name: /^Corrected entities/ }).getByRole('row', { name: new RegExp(`${people[text]} person`) }).waitFor();
+    await second.getByRole('combobox', { name: 'Label for priority' }).click();
+    await page.getByRole('option', { name: 'urgent' }).click();
+    await expectAccessible('projects-review-correction');
+    await second.getByRole('button', { name: 'Save correction' }).click();
+    await second.getByTestId('trace-feedback').getByText('marked incorrect').waitFor();
+    const start = Array.from(text.slice(0, text.indexOf(people[text]!))).length;
+    expect(await feedbackOf(ids[1]!)).toMatchObject({
+      verdict: 'incorrect',
+      corrected_output: { entities: [{ text: people[text], label: 'person', start, end: start + people[text]!.length }], classifications: { priority: 'urgent' } },
+    });
+    await traces.nth(2).getByRole('button', { name: 'Mark correct' }).click();
+    await traces.nth(2).getByTestId('trace-feedback').getByText('marked correct').waitFor();
+    await review.getByTestId('review-progress').getByText(/^3 of \d+ reviewed/).waitFor();
+    await screenshot('projects-review');
+
+    // enough feedback now: the next cycle trains a candidate from the deployed model, scores both, offers it
+    await page.getByRole('button', { name: 'Start a cycle' }).click();
+    await cycles.getByRole('row', { name: /running/ }).waitFor();
+    // the newest cycle is the first row
+    await cycles.getByRole('row').nth(1).getByText(/^(offered|failed|skipped)$/).waitFor({ timeout: 480_000 });
+    const cycle = (await stack.call('GET', `/projects/${projectId}/adaptive-cycles`, { key: adminKey })).body.data[0];
+    expect({ status: cycle.status, reason: cycle.reason }).toEqual({ status: 'offered', reason: null });
+    const comparison = page.getByRole('region', { name: 'Candidate vs deployed model' });
+    const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
+    expect(await comparison.getByRole('row', { name: /^F1/ }).textContent()).toBe(`F1${pct(cycle.comparison.baseline.f1)}${pct(cycle.comparison.candidate.f1)}${(cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1 > 0 ? '+' : '') + ((cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1) * 100).toFixed(1)} pts`);
+    await comparison.getByTestId('recommendation').getByText(`recommendation: ${cycle.comparison.recommendation}`).waitFor();
+    await expectAccessible('projects-adaptive');
+    await screenshot('projects-adaptive');
+    const serving = page.getByTestId('current-model');
+    expect(await serving.textContent()).toMatch(/people-v1/); // offered, not promoted
+
+    // the promote button: the project serves the candidate, and the cycle says so
+    await comparison.getByRole('button', { name: 'Promote the candidate', exact: true }).click();
+    await serving.getByText(/^support-ner-adaptive-/).waitFor();
+    const project = (await stack.call('GET', `/projects/${projectId}`, { key: adminKey })).body;
+    expect(project.active_training_job_id).toBe(cycle.candidate_training_job_id);
+    expect((await stack.call('GET', `/projects/${projectId}/adaptive-cycles/${cycle.id}`, { key: adminKey })).body.status).toBe('promoted');
+    await comparison.getByText(/^Promoted: the project serves this candidate/).waitFor();
+    await page.getByRole('table', { name: 'Deployment history' }).getByRole('row', { name: /promote.*support-ner-adaptive-.*people-v1/ }).waitFor();
+  }, 600_000);
 
   it('keyboard: the navigation is reachable with Tab and opens a page with Enter', async () => {
     await open('settings/api-keys', 'API keys');

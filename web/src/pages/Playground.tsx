@@ -1,6 +1,7 @@
-import { Alert, Badge, Button, Code, Group, Mark, Paper, Select, Slider, Stack, TagsInput, Text, Textarea, TextInput, Title, Tooltip } from '@mantine/core';
+import { Alert, Badge, Button, Code, Group, Paper, Select, Slider, Stack, TagsInput, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { api, must } from '../api/client';
+import { Highlighted } from '../components/Highlighted';
 import { Loadable, useLoad } from '../components/states';
 import { ChatPanel } from './playground/Chat';
 import { CopyRequest } from './playground/CopyRequest';
@@ -9,37 +10,6 @@ import { RelationTable, StructureBuilder, structuresSchema, StructureTables, typ
 
 type Span = { text: string; label: string; score: number; start: number; end: number };
 type Result = { entities?: Span[]; classifications?: Record<string, { label: string; score: number }[]>; structures?: StructureResults; relations?: RelationResults };
-
-const palette = ['yellow', 'cyan', 'lime', 'grape', 'orange', 'pink', 'teal', 'indigo'];
-
-/** The text with each entity span marked (offsets are code points, as the API returns them). */
-function Highlighted({ text, spans, labels }: { text: string; spans: Span[]; labels: string[] }) {
-  const chars = Array.from(text);
-  const parts: React.ReactNode[] = [];
-  let at = 0;
-  for (const [i, s] of spans.entries()) {
-    if (s.start < at) continue; // overlapping spans: the first one wins in the text, all are in the table
-    parts.push(chars.slice(at, s.start).join(''));
-    const color = palette[labels.indexOf(s.label) % palette.length];
-    parts.push(
-      <Tooltip key={i} label={`${s.label} · ${s.score.toFixed(3)}`}>
-        <Mark color={color} px={2} tabIndex={0} aria-label={`${s.text}: ${s.label}, score ${s.score.toFixed(3)}`}>
-          {chars.slice(s.start, s.end).join('')}
-          <Text span size="xs" fw={700} ml={4}>
-            {s.label} {s.score.toFixed(2)}
-          </Text>
-        </Mark>
-      </Tooltip>,
-    );
-    at = s.end;
-  }
-  parts.push(chars.slice(at).join(''));
-  return (
-    <Text style={{ whiteSpace: 'pre-wrap', lineHeight: 2 }} data-testid="highlighted-text">
-      {parts}
-    </Text>
-  );
-}
 
 export function PlaygroundPage() {
   const models = useLoad(() => must(api.GET('/base-models')));

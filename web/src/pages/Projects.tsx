@@ -1,8 +1,10 @@
 import { Alert, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
 import { Empty, fmtDate, Loadable, useLoad } from '../components/states';
+import { CycleComparison } from './projects/Comparison';
+import { ReviewQueue } from './projects/Review';
 
 type Project = components['schemas']['Project'];
 type Cycle = components['schemas']['AdaptiveCycle'];
@@ -176,6 +178,18 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
       setBusy(undefined);
     }
   }
+  const running = cycles.data?.data.some((c) => c.status === 'running') ?? false;
+  const [wasRunning, setWasRunning] = useState(false);
+  useEffect(() => {
+    if (running !== wasRunning) setWasRunning(running);
+    if (wasRunning && !running) onChanged(); // a finished cycle made a candidate job: names come from the job list
+    if (!running) return;
+    const timer = setInterval(cycles.reload, 3000); // a running cycle moves through its stages on the server
+    return () => clearInterval(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [running]);
+  const promote = (c: Cycle) => act(c.id, () => must(api.POST('/projects/{id}/adaptive-cycles/{cycle_id}/promote', { params: { path: { id: project.id, cycle_id: c.id } } })));
+  const compared = cycles.data?.data.find((c) => c.comparison);
   return (
     <Stack gap="sm">
       <Group justify="space-between">
@@ -222,7 +236,7 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
                     <Table.Td>{c.reason ?? '—'}</Table.Td>
                     <Table.Td>
                       {c.status === 'offered' ? (
-                        <Button size="xs" loading={busy === c.id} onClick={() => act(c.id, () => must(api.POST('/projects/{id}/adaptive-cycles/{cycle_id}/promote', { params: { path: { id: project.id, cycle_id: c.id } } })))}>
+                        <Button size="xs" variant="light" loading={busy === c.id} onClick={() => promote(c)} aria-label={`Promote the candidate of the cycle of ${fmtDate(c.created_at)}`}>
                           Promote candidate
                         </Button>
                       ) : (
@@ -236,6 +250,8 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
           </Table.ScrollContainer>
         )}
       </Loadable>
+      {compared && <CycleComparison cycle={compared} name={(id) => jobName(jobs, id)} onPromote={() => promote(compared)} busy={busy === compared.id} />}
+      {cycles.data && <ReviewQueue cycles={cycles.data.data} />}
     </Stack>
   );
 }
@@ -285,7 +301,17 @@ export function ProjectsPage() {
           list.reload();
         }}
       />
-      {open && <Detail key={open} id={open} jobs={allJobs} onChanged={list.reload} />}
+      {open && (
+        <Detail
+          key={open}
+          id={open}
+          jobs={allJobs}
+          onChanged={() => {
+            list.reload();
+            jobs.reload();
+          }}
+        />
+      )}
       <Loadable state={list} label="Loading projects" isEmpty={(d) => d.data.length === 0} empty="No projects yet: create one above.">
         {(d) => (
           <Table.ScrollContainer minWidth={600}>
