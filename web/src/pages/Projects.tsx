@@ -124,7 +124,7 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
               <Table.Thead>
                 <Table.Tr>
                   <Table.Th>When</Table.Th>
-                  <Table.Th>Action</Table.Th>
+                  <Table.Th style={{ minWidth: 110 }}>Action</Table.Th>
                   <Table.Th>Model</Table.Th>
                   <Table.Th>Replaced</Table.Th>
                   <Table.Th>Roll back</Table.Th>
@@ -208,16 +208,16 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
       )}
       <Loadable state={cycles} label="Loading adaptive cycles" isEmpty={(d) => d.data.length === 0} empty="No adaptive cycles yet.">
         {(d) => (
-          <Table.ScrollContainer minWidth={720}>
+          <Table.ScrollContainer minWidth={900}>
             <Table striped aria-label="Adaptive cycles">
               <Table.Thead>
                 <Table.Tr>
                   <Table.Th>Started</Table.Th>
-                  <Table.Th>Status</Table.Th>
+                  <Table.Th style={{ minWidth: 110 }}>Status</Table.Th>
                   <Table.Th>Stage</Table.Th>
                   <Table.Th>Candidate</Table.Th>
                   <Table.Th>F1 candidate / current</Table.Th>
-                  <Table.Th>Note</Table.Th>
+                  <Table.Th style={{ minWidth: 260 }}>Note</Table.Th>
                   <Table.Th>Promote</Table.Th>
                 </Table.Tr>
               </Table.Thead>

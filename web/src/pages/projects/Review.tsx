@@ -33,7 +33,7 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
   const output = (inf.output ?? {}) as Output;
   const { entityTypes, classifications } = requestSchema(inf);
   const ner = inf.tasks.includes('ner');
-  const short = inf.inference_id.slice(0, 8);
+  const short = inf.inference_id.slice(-8); // ids start with their timestamp: the end tells traces apart
   const [editing, setEditing] = useState(false);
   const [entities, setEntities] = useState<Span[]>(() => (output.entities ?? []).map(({ text, label, start, end }) => ({ text, label, start, end })));
   const [labels, setLabels] = useState<Record<string, string[]>>(() => Object.fromEntries(classifications.map((c) => [c.task, (output.classifications?.[c.task] ?? []).map((l) => l.label)])));
