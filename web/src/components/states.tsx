@@ -1,6 +1,27 @@
 import { Alert, Button, Center, Loader, Stack, Text } from '@mantine/core';
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
 
+/**
+ * A form's action: `busy` while `run(fn)` runs, and the message of the error it threw (cleared when it
+ * runs again) for the form to show.
+ */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const run = useCallback(async (fn: () => Promise<void>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await fn();
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, setError, run };
+}
+
 /** Loads `fn` on mount and on `reload()`; pages render its three states with <Loadable>. */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });

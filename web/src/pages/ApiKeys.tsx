@@ -2,7 +2,7 @@ import { Alert, Button, Code, CopyButton, Group, Modal, Select, Stack, Table, Te
 import { useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { fmtDate, Loadable, useLoad } from '../components/states';
+import { fmtDate, Loadable, useLoad, useAction } from '../components/states';
 
 type Created = { name: string; key: string };
 
@@ -11,24 +11,17 @@ export function ApiKeysPage() {
   const [name, setName] = useState('');
   const [role, setRole] = useState<'member' | 'admin'>('member');
   const [created, setCreated] = useState<Created>();
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useAction();
   const [revoking, setRevoking] = useState<{ id: string; name: string }>();
 
   async function create(e: FormEvent) {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const key = await must(api.POST('/api-keys', { body: { name, role } }));
       setCreated({ name: key.name, key: key.key });
       setName('');
       keys.reload();
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   async function revoke(id: string) {

@@ -2,7 +2,7 @@ import { Alert, Badge, Button, Checkbox, Code, Group, Paper, Select, SimpleGrid,
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad } from '../components/states';
+import { Empty, fmtDate, Loadable, useLoad, useAction } from '../components/states';
 
 type Evaluation = components['schemas']['Evaluation'];
 
@@ -53,8 +53,7 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
   const datasets = useLoad(() => must(api.GET('/core/datasets')));
   const [model, setModel] = useState<string | null>(null);
   const [dataset, setDataset] = useState<string | null>(null);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   // evaluations score extraction models: encoder catalog models (a baseline) and complete encoder jobs
   const choices = [
     { group: 'Trained models', items: (jobs.data?.data ?? []).filter((j) => j.model_type === 'encoder' && j.status === 'complete').map((j) => ({ value: j.id, label: `${j.model_name} (job ${j.id.slice(0, 8)})` })) },
@@ -63,17 +62,11 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
   const ready = datasets.data?.data.filter((d) => d.status === 'ready') ?? [];
   async function submit(e: FormEvent) {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const [name, version] = (dataset ?? '').split('@');
       const started = await must(api.POST('/core/evaluations', { body: { base_model: model ?? '', dataset_name: name!, ...(version ? { dataset_version: Number(version) } : {}) } }));
       onStarted(started.id);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <Paper withBorder p="md">

@@ -2,7 +2,7 @@ import { Alert, Badge, Button, Code, Group, Paper, Select, Slider, Stack, TagsIn
 import { useState } from 'react';
 import { api, must } from '../api/client';
 import { Highlighted } from '../components/Highlighted';
-import { Loadable, useLoad } from '../components/states';
+import { Loadable, useLoad, useAction } from '../components/states';
 import { ChatPanel } from './playground/Chat';
 import { CopyRequest } from './playground/CopyRequest';
 import { snippets } from './playground/snippets';
@@ -22,8 +22,7 @@ export function PlaygroundPage() {
   const [structures, setStructures] = useState<Structure[]>([]);
   const [relations, setRelations] = useState<string[]>([]);
   const [threshold, setThreshold] = useState(0.5);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, run: act } = useAction();
   const [res, setRes] = useState<{ result: Result; latency_ms: number; inference_id: string; text: string }>();
 
   const modelId = custom.trim() || model || '';
@@ -40,16 +39,10 @@ export function PlaygroundPage() {
   };
 
   async function run() {
-    setBusy(true);
-    setError(undefined);
-    try {
+    await act(async () => {
       const out = await must(api.POST('/gliner-2/extract', { body }));
       setRes({ result: out.result as Result, latency_ms: out.latency_ms, inference_id: out.inference_id, text });
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

@@ -2,7 +2,7 @@ import { Alert, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Ta
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad } from '../components/states';
+import { Empty, fmtDate, Loadable, useAction, useLoad } from '../components/states';
 import { CycleComparison } from './projects/Comparison';
 import { ReviewQueue } from './projects/Review';
 
@@ -24,22 +24,15 @@ const jobName = (jobs: Job[], id: string | null | undefined) => {
 function CreateForm({ onCreated }: { onCreated: (p: Project) => void }) {
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   async function submit(e: FormEvent) {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const p = await must(api.POST('/projects', { body: { name, ...(description ? { description } : {}) } }));
       setName('');
       setDescription('');
       onCreated(p);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <Paper withBorder p="md">

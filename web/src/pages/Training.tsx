@@ -4,7 +4,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api, apiBase, must, storedKey } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad } from '../components/states';
+import { Empty, fmtDate, Loadable, useLoad, useAction } from '../components/states';
 
 type Job = components['schemas']['TrainingJob'];
 type LogLine = { offset: number; ts: string; stream: string; line: string };
@@ -209,16 +209,13 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
   const [trainingType, setTrainingType] = useState<'lora' | 'full'>('lora');
   const [epochs, setEpochs] = useState<number | string>('');
   const [lr, setLr] = useState<number | string>('');
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const trainable = models.data?.data.filter((m) => m.supports_training) ?? [];
   const ready = datasets.data?.data.filter((d) => d.status === 'ready') ?? [];
   const chosen = trainable.find((m) => m.id === base);
   async function submit(e: FormEvent) {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const [name, version] = (dataset ?? '').split('@');
       const job = await must(
         api.POST('/core/training-jobs', {
@@ -226,11 +223,7 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
         }),
       );
       onStarted(job.id);
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
   return (
     <Paper withBorder p="md">
