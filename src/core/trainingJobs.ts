@@ -79,11 +79,15 @@ export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
  */
 export function learningWarnings(trainerMetrics: unknown, headline: TrainingJob['metrics']): string[] {
   const r = (trainerMetrics ?? {}) as Record<string, unknown>;
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((w): w is string => typeof w === 'string') : []);
+  // what the trainer could not do with the data as given (e.g. a one-label classification head it left out)
+  const data = strings(r['data_warnings']);
   const baseline = r['baseline_f1'];
-  if (typeof baseline !== 'number') return Array.isArray(r['warnings']) ? r['warnings'].filter((w): w is string => typeof w === 'string') : [];
-  if (!headline || r['evaluated_on'] === 'train') return [];
-  if (headline.f1 > baseline) return [];
+  if (typeof baseline !== 'number') return [...data, ...strings(r['warnings'])];
+  if (!headline || r['evaluated_on'] === 'train') return data;
+  if (headline.f1 > baseline) return data;
   return [
+    ...data,
     `validation F1 ${headline.f1.toFixed(4)} does not beat the base model's ${baseline.toFixed(4)} on the same held-out rows: ` +
       'the fine-tuned model is no better than the model it started from (more rows or epochs, a higher learning rate, or fewer labels may help)',
   ];

@@ -6,7 +6,7 @@ import pytest
 
 from sift_trainer.job.hyperparameters import HyperparameterError, Hyperparameters
 from sift_trainer.job.paths import JobPaths
-from sift_trainer.data.rows import DatasetError, convert, infer_tasks, split
+from sift_trainer.data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from sift_trainer.data.metrics import score_predictions
 from sift_trainer.build import synthetic
 
@@ -92,3 +92,25 @@ def test_split_is_deterministic():
     tr, va = split(list(range(20)), 0.2, seed=1)
     assert len(va) == 4 and sorted(tr + va) == list(range(20))
     assert split(list(range(20)), 0.2, seed=1) == (tr, va)
+
+
+def test_one_label_classification_beside_entities_is_left_out_with_a_warning():
+    rows = [{"text": "Ada Lovelace wrote it.", "entities": [{"text": "Ada Lovelace", "label": "person"}], "label": "normal"},
+            {"text": "Alan Turing read it.", "entities": [{"text": "Alan Turing", "label": "person"}], "label": "normal"}]
+    info = require_trainable(infer_tasks(rows))
+    assert info.heads == ["entities"] and info.class_labels == []
+    assert "classifications" not in info.schema()
+    assert len(info.warnings) == 1 and "only 'normal'" in info.warnings[0] and "(entities)" in info.warnings[0]
+    records = convert(rows, info)
+    assert all("classifications" not in r["output"] for r in records)
+
+
+def test_one_label_classification_alone_is_a_dataset_error():
+    with pytest.raises(DatasetError, match="at least two distinct labels"):
+        require_trainable(infer_tasks([{"text": "a", "label": "x"}, {"text": "b", "label": "x"}]))
+    with pytest.raises(DatasetError, match="'labels' column holds only 'x'"):
+        require_trainable(infer_tasks([{"text": "a", "labels": ["x"]}, {"text": "b", "labels": []}]))
+    assert require_trainable(infer_tasks([{"text": "a", "label": "x"}, {"text": "b", "label": "y"}])).heads == ["classification"]
+    assert require_trainable(infer_tasks([{"text": "a", "labels": ["x"]}, {"text": "b", "labels": ["y"]}])).heads == ["classification"]
+    # scoring is not training: a few rows with one label are scored as they are
+    assert infer_tasks([{"text": "a", "label": "x"}]).heads == ["classification"]

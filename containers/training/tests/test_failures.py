@@ -84,3 +84,13 @@ def test_sigterm_saves_checkpoint_and_stops(tmp_path, encoder_base):
     assert (Path(ck["path"]) / "sift_checkpoint.json").exists()
     assert not (job / "output" / "failure").exists()
     assert not (job / "model" / "manifest.json").exists()
+
+
+def test_one_label_classification_only(tmp_path, encoder_base):
+    # every row the same single label: nothing to choose between (gliner2 itself would crash on it)
+    rows = [{"text": f"row {i} is fine", "label": "normal"} for i in range(6)]
+    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base)}, rows)
+    p = run_job(job, timeout=120)
+    assert p.returncode == 1
+    text = _failure(job)
+    assert "invalid dataset" in text and "'label' column holds only 'normal'" in text and "at least two distinct labels" in text

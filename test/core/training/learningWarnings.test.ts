@@ -26,4 +26,14 @@ describe('learningWarnings: a job that does not beat its base model says so', ()
     expect(learningWarnings({ baseline_f1: 0.5, evaluated_on: 'train' }, headline(0.1))).toEqual([]);
     expect(learningWarnings(null, headline(0.1))).toEqual([]);
   });
+
+  it("keeps what the trainer could not do with the data (a one-label classification head it left out), whatever the F1", () => {
+    const data = "the 'label' column holds only 'normal' across the dataset: classification needs at least two distinct labels to choose between, so the classification head was not trained; the other heads (entities) were";
+    expect(learningWarnings({ baseline_f1: 0.2, evaluated_on: 'validation', data_warnings: [data] }, headline(0.5))).toEqual([data]);
+    const both = learningWarnings({ baseline_f1: 0.5, evaluated_on: 'validation', data_warnings: [data] }, headline(0.4));
+    expect(both[0]).toBe(data);
+    expect(both[1]).toMatch(/does not beat the base model/);
+    expect(learningWarnings({ baseline_f1: 0.2, evaluated_on: 'train', data_warnings: [data] }, headline(0.1))).toEqual([data]);
+    expect(learningWarnings({ data_warnings: [data] }, null)).toEqual([data]);
+  });
 });

@@ -74,6 +74,8 @@ class TaskInfo:
     structures: Dict[str, List[str]] = field(default_factory=dict)  # name -> fields (first-seen order)
     structure_list_fields: Dict[str, List[str]] = field(default_factory=dict)
     relations: List[str] = field(default_factory=list)
+    # what the dataset asked for that training cannot do, and what was done instead (job warnings)
+    warnings: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -238,6 +240,27 @@ def infer_tasks(rows: List[Dict[str, Any]]) -> TaskInfo:
             f"(found columns: {sorted({k for r in rows[:50] for k in r})})")
     return info
 
+
+
+def require_trainable(info: TaskInfo) -> TaskInfo:
+    """Training's own rule on top of ``infer_tasks`` (scoring a few rows may see one label; training may not).
+
+    A classification head whose dataset holds fewer than two distinct labels has nothing to choose
+    between (gliner2 refuses such a task): the other heads are trained and ``info.warnings`` says so,
+    or, when it is the only head, the dataset is refused with the reason.
+    """
+    if "classification" not in info.heads or len(info.class_labels) >= 2:
+        return info
+    column = "labels" if info.multi_label else "label"
+    found = f"only {info.class_labels[0]!r}" if info.class_labels else "no label at all"
+    why = (f"the '{column}' column holds {found} across the dataset: classification needs at least two "
+           "distinct labels to choose between")
+    if info.heads == ["classification"]:
+        raise DatasetError(f"{why}; add rows of the other labels", [{"row": None, "field": column, "message": why}])
+    info.heads.remove("classification")
+    info.class_labels = []
+    info.warnings.append(f"{why}, so the classification head was not trained; the other heads ({', '.join(info.heads)}) were")
+    return info
 
 def _contains(text: str, value: str) -> bool:
     return value.lower() in text.lower()

@@ -17,7 +17,7 @@ from ..events import emit
 from ..files import write_json
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
-from ..data.rows import DatasetError, TaskInfo, convert, infer_tasks, split
+from ..data.rows import DatasetError, TaskInfo, convert, infer_tasks, require_trainable, split
 from .prompt_budget import GroupedExtractor, PromptFitter, cap_class_negatives, check_records, max_positions, sampled_dataset
 from ..job.stop import StopRequested, stop_requested
 
@@ -234,12 +234,14 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
 
     process.set_threads()
     torch.manual_seed(hp.seed)
-    info = infer_tasks(train_rows + (val_rows or []))
+    info = require_trainable(infer_tasks(train_rows + (val_rows or [])))
     if val_rows is None:
         train_rows, val_rows = split(train_rows, hp.validation_split, hp.seed)
     train_records = convert(train_rows, info)
     convert(val_rows, info)  # validates the validation rows with the same rules
     emit("dataset", train_rows=len(train_rows), validation_rows=len(val_rows), tasks=info.to_dict())
+    for warning in info.warnings:
+        emit("warning", message=warning)
 
     base = Path(hp.base_model_path)
     model = load_model(base)
@@ -327,6 +329,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
             final_metrics["baseline_f1"] = baseline_metrics.get("f1", 0.0)
         final_metrics.update(_selection_metrics(trainer))
         final_metrics["warnings"] = learning_warnings(baseline_metrics, final_metrics, len(val_rows))
+        final_metrics["data_warnings"] = list(info.warnings)
         for warning in final_metrics["warnings"]:
             emit("warning", message=warning)
         emit("metrics", scope="final", step=int(trainer.global_step), metrics=final_metrics)
