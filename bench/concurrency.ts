@@ -11,24 +11,26 @@
  *      the same text, no HTTP): the ceiling the service should approach.
  * On a shared machine the load from others drifts over minutes, so each concurrency level runs all
  * four back to back (servers that are not under load sit idle) and ratios compare rows of one level.
+ * Each server runs in its own process (the Sift one: bench/concurrency-server.ts), so the load
+ * generator in this process shares no event loop with either; the Sift rows add the server's CPU
+ * time per request (all its threads), the number that moves least with other jobs' load.
  *
  *   npm run bench:concurrency [-- --seconds 20] [--clients 1,8,32,64] [--skip-python] [--skip-unbatched]
  *   SIFT_ENCODER_BATCH_WAIT_MS / _MAX_TEXTS / _MAX_CHARS / _IN_FLIGHT / _PASS_TEXTS tune the batched
  *   service; SIFT_ORT_WORKER=1 runs every engine's sessions in a worker thread.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { EncoderModel } from '../src/core/encoder/engine';
-import { OnnxEncoderRuntime } from '../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../src/core/encoder/runtime';
+import type { BatchStats } from '../src/core/encoder/batcher';
 import type { EncoderSchema } from '../src/core/encoder/schema';
-import { silentLogger } from '../src/http/logger';
-import { startLocal, type LocalService } from '../src/local/main';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/local/paths';
+import type { ServerReady } from './concurrency-server';
 
 const args = process.argv.slice(2);
 const opt = (n: string, d: string) => (args.includes(n) ? args[args.indexOf(n) + 1]! : d);
@@ -36,18 +38,21 @@ const SECONDS = Number(opt('--seconds', '20'));
 const CLIENTS = opt('--clients', '1,8,32,64').split(',').map(Number);
 const MODEL = 'sift/gliner2-mini-v1';
 const DIR = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
-const OPERATOR = 'svc_sk_bench-concurrency-operator-key-0123456789abcd';
 const TEXT = 'Tim Cook met Satya Nadella at the Microsoft campus in Redmond on Tuesday.';
 const LABELS = ['person', 'group', 'location', 'creative work', 'product', 'corporation'];
 const BODY = JSON.stringify({ model_id: MODEL, text: TEXT, schema: { entities: LABELS }, store: false });
 const ENGINE_BATCHES = [1, 8, 32];
+/** /proc/<pid>/stat counts CPU time in these (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = 100;
 
 interface Target {
   name: string;
   url: string;
   headers: Record<string, string>;
   /** What the server did during a run (batch sizes), read after it. */
-  note?: () => string;
+  note?: () => Promise<string>;
+  /** CPU time the server process has used so far, all threads (ms). */
+  cpuMs?: () => Promise<number>;
   close(): Promise<void>;
 }
 
@@ -58,6 +63,8 @@ interface Row {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU ms per request (servers) or per text (engine); NaN where unknown. */
+  cpu: number;
   note: string;
 }
 
@@ -73,50 +80,55 @@ async function load(t: Target, clients: number): Promise<Row> {
   // warm-up at this concurrency (connections open, batches settle), then the measured run
   await autocannon({ url: t.url, method: 'POST', headers: t.headers, body: BODY, connections: clients, duration: Math.min(5, SECONDS), timeout: 120 });
   await drain(t);
-  t.note?.();
+  await t.note?.();
+  const cpu0 = (await t.cpuMs?.()) ?? NaN;
   const r = await autocannon({ url: t.url, method: 'POST', headers: t.headers, body: BODY, connections: clients, duration: SECONDS, timeout: 120 });
-  const note = t.note?.() ?? '';
+  const cpu = ((await t.cpuMs?.()) ?? NaN) - cpu0;
+  const cpuPerReq = cpu / Math.max(1, r.requests.total);
+  const note = [...(Number.isNaN(cpu) ? [] : [`server CPU ${cpuPerReq.toFixed(1)} ms/req`]), (await t.note?.()) ?? ''].join(', ');
   await drain(t);
-  return { server: t.name, clients, rps: r.requests.total / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, note };
+  return { server: t.name, clients, rps: r.requests.total / SECONDS, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts + r.non2xx, cpu: cpuPerReq, note };
 }
 
-/** A local Sift service; `batching` false: every request its own engine call at once (no coalescing). */
+/**
+ * A local Sift service in its own process (bench/concurrency-server.ts); `batching` false: every
+ * request its own engine call at once (no coalescing).
+ */
 async function siftTarget(name: string, batching: boolean): Promise<Target> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'sift-bench-concurrency-'));
-  const service: LocalService = await startLocal({ port: 0, dataDir, adminKey: OPERATOR, logger: silentLogger, maxTrainingJobs: 0, modelsDir: DEFAULT_MODELS_DIR });
-  const team = await fetch(`${service.url}/teams`, { method: 'POST', headers: { 'x-api-key': OPERATOR, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
-  const key = ((await team.json()) as { api_key: { key: string } }).api_key.key;
-  // the runtime (and its batcher) is made on the first request and reads its settings then
-  const saved = { ...process.env };
-  if (!batching) Object.assign(process.env, { SIFT_ENCODER_BATCH_WAIT_MS: '0', SIFT_ENCODER_BATCH_MAX_TEXTS: '1', SIFT_ENCODER_BATCH_IN_FLIGHT: '1000' });
+  const env = { ...process.env, ...(batching ? {} : { SIFT_ENCODER_BATCH_WAIT_MS: '0', SIFT_ENCODER_BATCH_MAX_TEXTS: '1', SIFT_ENCODER_BATCH_IN_FLIGHT: '1000' }) };
+  const child = fork(fileURLToPath(new URL('./concurrency-server.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const ready = await new Promise<ServerReady>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${name}: the server exited (${code}) before it was ready`)));
+    child.once('message', (m) => resolve(m as ServerReady));
+  });
+  const stats = () =>
+    new Promise<{ stats: BatchStats; cpuMs: number }>((resolve) => {
+      child.once('message', (m) => resolve(m as { stats: BatchStats; cpuMs: number }));
+      child.send('stats');
+    });
   const t: Target = {
     name,
-    url: `${service.url}/inference`,
-    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    url: `${ready.url}/inference`,
+    headers: { 'x-api-key': ready.key, 'content-type': 'application/json' },
     close: async () => {
-      await service.close();
-      await rm(dataDir, { recursive: true, force: true });
+      const exited = new Promise((r) => child.once('exit', r));
+      child.send('close');
+      await exited;
     },
   };
-  try {
-    await drain(t);
-  } finally {
-    for (const k of ['SIFT_ENCODER_BATCH_WAIT_MS', 'SIFT_ENCODER_BATCH_MAX_TEXTS', 'SIFT_ENCODER_BATCH_IN_FLIGHT']) {
-      if (saved[k] === undefined) delete process.env[k];
-      else process.env[k] = saved[k];
-    }
-  }
-  const batcher = (encoderRuntime(service.svc) as OnnxEncoderRuntime).batcher;
-  console.log(`${name}: wait ≤ ${batcher.maxWaitMs} ms, ≤ ${batcher.maxBatchTexts} texts / ${batcher.maxBatchChars} chars per engine call, ${batcher.passTexts} per encoder pass, ${batcher.maxInFlight} call(s) in flight per model`);
-  let last = batcher.stats();
-  t.note = () => {
-    const now = batcher.stats();
-    const batches = now.batches - last.batches;
-    const requests = now.requests - last.requests;
-    const note = `${(requests / Math.max(1, batches)).toFixed(1)} req/call, engine ${((now.runMs - last.runMs) / Math.max(1, batches)).toFixed(0)} ms/call, queued ${((now.queuedMs - last.queuedMs) / Math.max(1, requests)).toFixed(0)} ms/req`;
+  await drain(t);
+  console.log(`${name}: ${ready.settings}`);
+  let last = await stats();
+  t.note = async () => {
+    const now = await stats();
+    const batches = now.stats.batches - last.stats.batches;
+    const requests = now.stats.requests - last.stats.requests;
+    const per = (x: number, n: number) => x / Math.max(1, n);
+    const note = `${per(requests, batches).toFixed(1)} req/call, engine ${per(now.stats.runMs - last.stats.runMs, batches).toFixed(0)} ms/call, queued ${per(now.stats.queuedMs - last.stats.queuedMs, requests).toFixed(0)} ms/req`;
     last = now;
     return note;
   };
+  t.cpuMs = async () => (await stats()).cpuMs;
   return t;
 }
 
@@ -129,11 +141,17 @@ async function pythonTarget(): Promise<Target> {
       if (m) resolve(Number(m[1]));
     });
   });
+  // CPU time of the server process (all its threads), from /proc (Linux); none elsewhere
+  const cpuMs = async () => {
+    const f = (await readFile(`/proc/${child.pid}/stat`, 'utf8').catch(() => '')).split(') ')[1]?.split(' ');
+    return f ? ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS : NaN;
+  };
   const t: Target = {
     name: 'Python gliner2 HTTP',
     url: `http://127.0.0.1:${port}/inference`,
     headers: { 'content-type': 'application/json' },
-    note: () => 'one request at a time',
+    note: async () => 'one request at a time',
+    cpuMs,
     close: async () => {
       child.kill('SIGTERM');
     },
@@ -150,6 +168,7 @@ async function engineSweep(model: EncoderModel): Promise<Row[]> {
     const texts = Array<string>(bs).fill(TEXT);
     await model.infer(texts, schema, { batchSize: bs });
     const lat: number[] = [];
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     while (performance.now() - t0 < (SECONDS * 1000) / 4 || lat.length < 2) {
       const t1 = performance.now();
@@ -157,8 +176,10 @@ async function engineSweep(model: EncoderModel): Promise<Row[]> {
       lat.push(performance.now() - t1);
     }
     const tps = (lat.length * bs) / ((performance.now() - t0) / 1000);
+    const cpu = process.cpuUsage(cpu0);
+    const cpuPerText = (cpu.user + cpu.system) / 1000 / (lat.length * bs);
     lat.sort((a, b) => a - b);
-    rows.push({ server: `engine in-process, batch ${bs}`, clients: 0, rps: tps, p50: Math.round(lat[Math.floor(lat.length / 2)]!), p99: Math.round(lat[Math.min(lat.length - 1, Math.ceil(lat.length * 0.99) - 1)]!), errors: 0, note: 'texts/s; ms per call' });
+    rows.push({ server: `engine in-process, batch ${bs}`, clients: 0, rps: tps, p50: Math.round(lat[Math.floor(lat.length / 2)]!), p99: Math.round(lat[Math.min(lat.length - 1, Math.ceil(lat.length * 0.99) - 1)]!), errors: 0, cpu: cpuPerText, note: `texts/s; ms per call; CPU ${cpuPerText.toFixed(1)} ms/text` });
   }
   return rows;
 }
@@ -191,13 +212,19 @@ async function main(): Promise<void> {
           (unbatched && !unbatched.server.startsWith('Python') ? `, ${(batched!.rps / unbatched.rps).toFixed(2)}× unbatched (p99/p50 ${(unbatched.p99 / Math.max(1, unbatched.p50)).toFixed(2)})` : '') +
           (py ? `, ${(batched!.rps / py.rps).toFixed(2)}× Python (p99/p50 ${(py.p99 / Math.max(1, py.p50)).toFixed(2)})` : ''),
       );
+      // CPU time per request moves far less with other jobs' load than wall-clock throughput does
+      const leanest = sweep.reduce((a, b) => (b.cpu < a.cpu ? b : a));
+      summary.push(
+        `      CPU per request: batched ${batched!.cpu.toFixed(1)} ms = ${(leanest.cpu / batched!.cpu).toFixed(2)}× the engine's leanest (${leanest.cpu.toFixed(1)} ms/text, ${leanest.server.replace('engine in-process, ', '')})` +
+          (py && !Number.isNaN(py.cpu) ? `, ${(py.cpu / batched!.cpu).toFixed(2)}× Python's efficiency (${py.cpu.toFixed(1)} ms/req)` : ''),
+      );
       console.log('');
     }
   } finally {
     await engine.release();
     for (const t of targets) await t.close();
   }
-  console.log('goals at 32 clients: ≥ 0.8× engine best, p99 ≤ 3× p50, ≥ 2× the Python server');
+  console.log('goals at 32 clients: ≥ 0.8× engine best, p99 ≤ 3× p50, ≥ 2× the Python server (throughput; the CPU lines say the same per CPU ms)');
   summary.forEach((s) => console.log(s));
   console.log(`load average at the end ${loadavg().map((x) => x.toFixed(1)).join(' ')} (shared machine: other jobs' load moves every number here)`);
 }

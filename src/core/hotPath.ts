@@ -1,14 +1,16 @@
 /**
  * What a long-lived server process (local mode, the ECS gateway) keeps to stay off the store on the
- * inference path: the principals of recently seen keys and their teams for a few seconds, and stored
- * inferences written just after the response instead of before it. Lambdas don't use it (API Gateway
+ * inference path: the principals of recently seen keys and their teams for a few seconds, which
+ * catalog models' weights were found in the model store, and stored inferences written just after
+ * the response instead of before it. Lambdas don't use it (API Gateway
  * caches their authorizer; each invocation may be the last).
  *
  * The trade-offs, all bounded: a key revoked through another process keeps working here for at most
  * `ttlMs` (revoking through this process takes effect at once, as on AWS the authorizer's own 60 s
  * cache already allows); a stored inference becomes readable a few milliseconds after its response —
  * reads through this process wait for it — and a crash in that window loses it, as it loses the
- * usage counters buffered for the same second.
+ * usage counters buffered for the same second. Catalog weights removed from the store are noticed
+ * up to `ttlMs` late; weights published are seen at once (only their presence is kept).
  */
 import type { Principal, Team } from './identity';
 
@@ -64,9 +66,11 @@ export class PendingWrites {
 export interface HotPath {
   principals: TtlCache<Principal>;
   teams: TtlCache<Team>;
+  /** Manifest keys of catalog models whose weights were found in the model store (models.ts ensureEncoderWeights). */
+  storedWeights: TtlCache<true>;
   writes: PendingWrites;
 }
 
 export function createHotPath(onWriteError: (id: string, error: unknown) => void, ttlMs = 5000): HotPath {
-  return { principals: new TtlCache(ttlMs), teams: new TtlCache(ttlMs), writes: new PendingWrites(onWriteError) };
+  return { principals: new TtlCache(ttlMs), teams: new TtlCache(ttlMs), storedWeights: new TtlCache(ttlMs, 1000), writes: new PendingWrites(onWriteError) };
 }

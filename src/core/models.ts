@@ -81,9 +81,19 @@ export async function resolveModel(svc: Services, principal: Pick<Principal, 'te
   };
 }
 
-/** A catalog encoder's weights must be in the model store (a deployed job's always are): else 503. */
+/**
+ * A catalog encoder's weights must be in the model store (a deployed job's always are): else 503.
+ * A long-lived server remembers for a few seconds that they were (hotPath.ts), so the request path
+ * makes no store round trip for them; a miss is checked again on every request.
+ */
 export async function ensureEncoderWeights(svc: Services, model: ResolvedEncoder): Promise<void> {
-  if (model.trainingJobId !== null || (await svc.blobs.head(baseModelManifestKey(model.baseModel)))) return;
+  if (model.trainingJobId !== null) return;
+  const key = baseModelManifestKey(model.baseModel);
+  if (svc.hotPath?.storedWeights.get(key)) return;
+  if (await svc.blobs.head(key)) {
+    svc.hotPath?.storedWeights.set(key, true);
+    return;
+  }
   throw missingWeightsError(
     svc,
     model.baseModel,

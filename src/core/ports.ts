@@ -87,6 +87,12 @@ export interface RecordStore {
   get<T>(pk: string, sk: string, consistent?: boolean): Promise<T | undefined>;
   /** Puts a whole item. `ifAbsent` makes it a create that fails with WriteConflict on a duplicate. */
   put(keys: ItemKeys, record: object, opts?: { ifAbsent?: boolean; condition?: Condition }): Promise<void>;
+  /**
+   * Puts many whole items, unconditionally, in as few store calls as it can (DynamoDB: BatchWriteItem,
+   * 25 per call): the per-request usage rows of a usage batch. Order is not kept; of two items with
+   * the same keys the later one stays.
+   */
+  putAll(items: Array<{ keys: ItemKeys; record: object }>): Promise<void>;
   /** Sets / adds / removes attributes and returns the item as it is after the update. */
   update<T>(pk: string, sk: string, change: RecordUpdate): Promise<T>;
   delete(pk: string, sk: string, condition?: Condition): Promise<void>;

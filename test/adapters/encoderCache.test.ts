@@ -3,7 +3,7 @@
  * least recently used copies go first, the copy in use never does, and a pruned model comes back.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncoderModel } from '../../src/core/encoder/engine';
@@ -87,5 +87,22 @@ test('a bound smaller than one model keeps the copy just fetched', async () => {
   const runtime = new OnnxEncoderRuntime({ cacheDir, maxCacheBytes: 1 });
   const dirA = await runtime.localDir(blobs, served('a'));
   expect(existsSync(join(dirA, '.complete'))).toBe(true);
+  await runtime.close();
+});
+
+test('a re-published model is picked up within the checked-copy TTL; while its manifest is withdrawn, no copy is made', async () => {
+  const blobs = await storeWith(['a']);
+  const runtime = new OnnxEncoderRuntime({ cacheDir, checkedTtlMs: 100 });
+  const first = await runtime.localDir(blobs, served('a'));
+  // re-publishing: the manifest goes first, the changed file comes, the new manifest last
+  await blobs.deletePrefix('models/a/manifest.json');
+  expect(await runtime.localDir(blobs, served('a'))).toBe(first); // within the TTL: the checked copy
+  await new Promise((r) => setTimeout(r, 150));
+  await expect(runtime.localDir(blobs, served('a'))).rejects.toMatchObject({ status: 503, message: expect.stringContaining('not in the model store') });
+  await blobs.put('models/a/onnx/encoder.onnx', new Uint8Array(FILE_BYTES).fill(7));
+  await blobs.put('models/a/manifest.json', JSON.stringify({ id: 'a', build: 2 }));
+  const second = await runtime.localDir(blobs, served('a'));
+  expect(second).not.toBe(first);
+  expect((await readFile(join(second, 'onnx/encoder.onnx')))[0]).toBe(7);
   await runtime.close();
 });

@@ -34,6 +34,17 @@ export function recordStoreContract(store: () => RecordStore): void {
       expect(await store().get(pk, 'A')).toEqual({ list: [1] });
     });
 
+    it('putAll writes every item, more than one store call takes, the later of two same-keyed items winning', async () => {
+      const pk = partition('putAll');
+      const items = Array.from({ length: 60 }, (_, i) => ({ keys: { pk, sk: `R#${String(i).padStart(2, '0')}`, expiresAt: 4102444800 }, record: { i, pk: 'spoofed' } }));
+      items.push({ keys: { pk, sk: 'R#07', expiresAt: 4102444800 }, record: { i: 700, pk: 'spoofed' } });
+      await store().putAll(items);
+      await store().putAll([]);
+      const rows = await store().queryAll<{ i: number }>(pk);
+      expect(rows.map((r) => r.i)).toEqual(Array.from({ length: 60 }, (_, i) => (i === 7 ? 700 : i)));
+      expect(await store().get(pk, 'R#59')).toEqual({ i: 59 });
+    });
+
     it('ifAbsent makes put a create: a duplicate throws WriteConflict and leaves the first', async () => {
       const pk = partition('create');
       await store().put({ pk, sk: 'A' }, { v: 1 }, { ifAbsent: true });

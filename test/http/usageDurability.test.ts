@@ -31,6 +31,7 @@ const isUsageWrite = (sk: string, change?: { add?: Record<string, number> }) =>
 function injectStoreFaults(records: RecordStore) {
   const update = records.update.bind(records);
   const put = records.put.bind(records);
+  const putAll = records.putAll.bind(records);
   let refuseLeft = 0;
   let loseReplies = 0;
   const stats = { refused: 0, lostReplies: 0 };
@@ -57,6 +58,15 @@ function injectStoreFaults(records: RecordStore) {
     }
     return put(keys, record, opts);
   }) as RecordStore['put'];
+  // the per-request usage rows go in batch writes
+  records.putAll = async (items) => {
+    if (items.some((it) => isUsageWrite(it.keys.sk)) && refuseLeft > 0) {
+      refuseLeft--;
+      stats.refused++;
+      throw unavailable();
+    }
+    return putAll(items);
+  };
   return {
     stats,
     down: (n = Infinity) => (refuseLeft = n),

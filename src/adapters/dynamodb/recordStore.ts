@@ -1,5 +1,6 @@
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchWriteCommand,
   DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
@@ -11,6 +12,10 @@ import {
 import { ITEM_ABSENT, WriteConflict, type Clause, type Condition, type ItemKeys, type QueryOptions, type QueryPage, type RecordStore, type RecordUpdate } from '../../core/ports';
 
 const KEY_ATTRIBUTES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'expiresAt']);
+/** BatchWriteItem's limit of requests per call. */
+const BATCH_WRITE_MAX = 25;
+/** Times items a batch write left unprocessed (throttling) are sent again before it fails. */
+const UNPROCESSED_RETRIES = 6;
 
 /** A condition as DynamoDB takes it: an expression and its placeholders. */
 interface Expression {
@@ -86,6 +91,25 @@ export class DynamoRecordStore implements RecordStore {
         }),
       ),
     );
+  }
+
+  /** BatchWriteItem in groups of 25 (its limit); items DynamoDB leaves unprocessed are sent again with backoff. */
+  async putAll(items: Array<{ keys: ItemKeys; record: object }>): Promise<void> {
+    // one call may not name the same key twice: the later item wins, as with single puts in order
+    const unique = new Map<string, Record<string, unknown>>();
+    for (const { keys, record } of items) unique.set(JSON.stringify([keys.pk, keys.sk]), { ...record, ...keys });
+    const all = [...unique.values()];
+    for (let i = 0; i < all.length; i += BATCH_WRITE_MAX) {
+      let requests = all.slice(i, i + BATCH_WRITE_MAX).map((Item) => ({ PutRequest: { Item } }));
+      for (let attempt = 0; requests.length; attempt++) {
+        if (attempt > 0) {
+          if (attempt > UNPROCESSED_RETRIES) throw new Error(`DynamoDB left ${requests.length} of a batch write's items unprocessed after ${attempt} attempts`);
+          await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+        }
+        const res = await this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } }));
+        requests = (res.UnprocessedItems?.[this.table] ?? []) as typeof requests;
+      }
+    }
   }
 
   /**

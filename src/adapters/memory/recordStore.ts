@@ -62,6 +62,10 @@ export class MemoryRecordStore implements RecordStore {
     this.items.set(id, structuredClone(withoutUndefined({ ...record, ...keys })) as Item);
   }
 
+  async putAll(items: Array<{ keys: ItemKeys; record: object }>): Promise<void> {
+    for (const { keys, record } of items) await this.put(keys, record);
+  }
+
   async update<T>(pk: string, sk: string, change: RecordUpdate): Promise<T> {
     const id = MemoryRecordStore.id(pk, sk);
     const current = this.items.get(id);

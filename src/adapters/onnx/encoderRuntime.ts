@@ -41,6 +41,8 @@ export interface EncoderRuntimeOptions {
   threads?: number;
   /** Batching across requests (core/encoder/batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
   batching?: BatcherOptions;
+  /** How long a checked local copy is trusted (ms); default 5 s. */
+  checkedTtlMs?: number;
 }
 
 export class OnnxEncoderRuntime implements EncoderRuntime {
@@ -52,7 +54,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
   private readonly fetching = new Map<string, Promise<string>>();
   /** Model prefix → its local copy, recently checked against the manifest in the store. */
-  private readonly checked = new TtlCache<string>(CHECKED_DIR_TTL_MS, 1000);
+  private readonly checked: TtlCache<string>;
   /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
   readonly batcher: EncoderBatcher;
 
@@ -63,6 +65,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env['SIFT_ENCODER_CACHE_MAX_BYTES'] ?? 8 * 1024 ** 3);
     this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
     this.threads = opts.threads;
+    this.checked = new TtlCache<string>(opts.checkedTtlMs ?? CHECKED_DIR_TTL_MS, 1000);
   }
 
   /** Copies the model's serving files from the blob store once (keyed by prefix + manifest, checked every few seconds). */
@@ -76,7 +79,10 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
 
   private async fetchDir(blobs: BlobStore, model: ServedEncoder): Promise<string> {
     const manifestKey = `${model.prefix}manifest.json`;
-    const manifest = (await blobs.head(manifestKey)) ? await blobs.getText(manifestKey) : '';
+    // the manifest is written last and withdrawn while a model is re-published: without it the
+    // files may be half old, half new (the request path no longer HEADs it: models.ts)
+    if (!(await blobs.head(manifestKey))) throw new ServiceUnavailableError(`Model '${model.requested}' is not in the model store (no ${manifestKey}); it may be being published`);
+    const manifest = await blobs.getText(manifestKey);
     const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
     const target = join(this.cacheDir, key);
     const pending = this.fetching.get(target);

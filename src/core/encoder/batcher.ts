@@ -23,8 +23,8 @@ export interface BatcherOptions {
   maxBatchTexts?: number;
   /**
    * Records (texts or windows) per encoder pass inside an engine call (`InferOptions.batchSize`). On
-   * today's CPU engine a text costs more in a bigger pass (docs/encoder.md), so coalesced requests run
-   * in small passes there; raise it where bigger passes pay (GPU, a batch-friendly engine).
+   * the CPU engine a text costs the same in passes of 8, 16 or 32 (docs/encoder.md "Benchmark"), so
+   * the smaller pass (less memory, less padding) stays the default; raise it where bigger passes pay (GPU).
    */
   passTexts?: number;
   /** Characters per engine call over all its texts (a request with more runs alone). */
