@@ -437,6 +437,11 @@ describe('the web console', () => {
     // a correction that is not JSON is refused here; one of the wrong shape by the server, with its detail
     await page.getByRole('button', { name: 'Mark incorrect…' }).click();
     const box = page.getByLabel(/^Corrected output/);
+    // pre-filled with the output in the shape a correction takes: spans without their scores
+    const prefilled = await box.inputValue();
+    const template = JSON.parse(prefilled) as { entities: Record<string, unknown>[] };
+    expect(template.entities.length).toBeGreaterThan(0);
+    for (const span of template.entities) expect(Object.keys(span).sort()).toEqual(['end', 'label', 'start', 'text']);
     await box.fill('{not json');
     await page.getByRole('button', { name: 'Save correction' }).click();
     await page.getByRole('alert').getByText(/not valid JSON/).waitFor();
@@ -444,6 +449,10 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Save correction' }).click();
     await page.getByRole('alert').getByText(/nonsense_head|corrected_output/).waitFor();
     await expectAccessible('inference-feedback');
+    // the pre-filled correction is accepted as it is
+    await box.fill(prefilled);
+    await page.getByRole('button', { name: 'Save correction' }).click();
+    await page.getByTestId('feedback-saved').getByText('incorrect', { exact: true }).waitFor();
     await screenshot('inferences');
   });
 

@@ -15,10 +15,38 @@ function FeedbackBadge({ f }: { f: Inference['feedback'] }) {
   return <Badge variant="outline" color={f.verdict === 'correct' ? '#22672f' : '#9c3d00'}>{f.verdict}</Badge>;
 }
 
+type Label = string | { label?: string };
+
+/**
+ * The output in the shape `corrected_output` takes, to edit from: its heads only, spans without their
+ * scores, classification labels by name (a list for multi-label tasks) — the server refuses `score`.
+ */
+export function correctionTemplate(inf: Inference): unknown {
+  const out = inf.output;
+  if (!out || typeof out !== 'object' || Array.isArray(out)) return out; // a batch: edited as it is
+  const o = out as Record<string, unknown>;
+  const schema = inf.input['schema'] as { classifications?: { task: string; multi_label?: boolean }[] } | undefined;
+  const multi = new Map((schema?.classifications ?? []).map((c) => [c.task, c.multi_label === true]));
+  const t: Record<string, unknown> = {};
+  if (Array.isArray(o['entities'])) {
+    t['entities'] = (o['entities'] as { text: string; label: string; start: number; end: number }[]).map(({ text, label, start, end }) => ({ text, label, start, end }));
+  }
+  if (o['classifications'] && typeof o['classifications'] === 'object') {
+    t['classifications'] = Object.fromEntries(
+      Object.entries(o['classifications'] as Record<string, Label | Label[]>).map(([task, v]) => {
+        const labels = (Array.isArray(v) ? v : [v]).map((l) => (typeof l === 'string' ? l : l.label ?? ''));
+        return [task, multi.get(task) ? labels : labels[0] ?? ''];
+      }),
+    );
+  }
+  for (const key of ['structures', 'relations', 'completion']) if (key in o) t[key] = o[key];
+  return t;
+}
+
 /** Correct, or incorrect with the corrected output (the server checks it has the output's shape). */
 function Feedback({ inf, onSaved }: { inf: Inference; onSaved: () => void }) {
   const [correcting, setCorrecting] = useState(false);
-  const [corrected, setCorrected] = useState(() => json(inf.output));
+  const [corrected, setCorrected] = useState(() => json(correctionTemplate(inf)));
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   async function send(verdict: 'correct' | 'incorrect') {
