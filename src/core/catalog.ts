@@ -64,7 +64,7 @@ export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find
  * (docs/training.md "Defaults that train well on small data"); a base model's `learning_rate` is
  * its full fine-tuning rate.
  */
-export const ENCODER_LORA_LEARNING_RATE = 1e-3;
+export const ENCODER_LORA_LEARNING_RATE = 3e-4;
 
 export function defaultLearningRate(model: BaseModel, trainingType: 'lora' | 'full'): number {
   return model.type === 'encoder' && trainingType === 'lora' ? ENCODER_LORA_LEARNING_RATE : model.default_hyperparameters.learning_rate;

@@ -34,7 +34,7 @@ describe('POST /core/training-jobs', () => {
       // no nr_epochs in the request: the trainer sizes the epochs from the dataset (schedule.py)
       epochs_from_data: true,
       // LoRA on an encoder: the LoRA rate, not the base model's full fine-tuning rate
-      learning_rate: 1e-3,
+      learning_rate: 3e-4,
       datasets: [{ name: 'ner-set', version: 1 }],
       task_types: ['ner'],
       model_type: 'encoder',

@@ -135,3 +135,45 @@ def test_without_held_out_rows_the_last_weights_are_the_model(tmp_path, encoder_
     saved = json.loads((job / "output" / "data" / "metrics.json").read_text())
     assert saved["checkpoint_selection"] == "last" and saved["best_step"] is None and saved["evaluated_on"] == "train"
     assert saved["trained_steps"] == plan["planned_steps"]
+
+
+def test_too_few_held_out_annotations_keep_the_last_weights(tmp_path, encoder_base):
+    """Held-out rows with a handful of entities cannot rank checkpoints: the last weights, no early stop."""
+    from sift_trainer.encoder import checkpoint_selection
+
+    if not (Path(encoder_base) / "manifest.json").exists():
+        pytest.skip("needs the built mini model (SIFT_MINI_MODEL_DIR, as npm run test:trainer sets)")
+    rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 40, seed=5))
+    val = [r for r in rows[24:] if r["entities"]][:2]
+    support = sum(len(r["entities"]) for r in val)
+    assert 0 < support < checkpoint_selection.MIN_SELECTION_SUPPORT
+    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 2,
+                                       "batch_size": 4, "checkpoint_every_steps": 2, "seed": 4, "early_stopping_patience": 1,
+                                       "export_onnx": False}, _mislabelled(rows[:24]), val)
+    p = run_job(job)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ev = events(p.stdout)
+    decided = next(e for e in ev if e["event"] == "checkpoint_selection")
+    assert decided["policy"] == "last" and decided["validation_support"] == support
+    assert not [e for e in ev if e["event"] == "best_checkpoint"]
+    progress = [e for e in ev if e["event"] == "progress"]
+    assert progress[-1]["step"] == progress[-1]["total_steps"]  # patience 1 did not end the run on noise
+    saved = json.loads((job / "output" / "data" / "metrics.json").read_text())
+    assert saved["checkpoint_selection"] == "last" and saved["evaluated_on"] == "validation"
+    assert "gold annotations" in saved["checkpoint_selection_reason"]
+    ckpts = [e for e in ev if e["event"] == "checkpoint"]
+    last = max((c for c in ckpts if not c["is_final"]), key=lambda c: c["step"])
+    assert last["step"] == progress[-1]["step"]
+    assert _same_tensors(job / "model" / "model.safetensors", Path(last["path"]) / "model.safetensors")
+
+
+def test_selection_policy_follows_the_held_out_support():
+    from sift_trainer.encoder import checkpoint_selection as cs
+
+    few = {"per_head": {"entities": {"support": 2}}}
+    many = {"per_head": {"entities": {"support": 15}, "relations": {"support": 10}}}
+    assert cs.validation_support(few) == 2 and cs.validation_support(many) == 25 and cs.validation_support({}) == 0
+    assert cs.policy(None, 2)[0] == "last" and cs.policy("auto", 25)[0] == "best"
+    assert cs.policy("best", 2) == ("best", "requested") and cs.policy("last", 500) == ("last", "requested")
+    with pytest.raises(ValueError, match="checkpoint_selection"):
+        cs.policy("newest", 5)

@@ -23,10 +23,10 @@ describe('trainer hyperparameters of a job', () => {
       return (await stack.call('GET', `/core/training-jobs/${res.body.id}`)).body as TrainingJob;
     };
     const auto = await get({});
-    expect(auto).toMatchObject({ training_type: 'lora', learning_rate: 1e-3, epochs_from_data: true });
+    expect(auto).toMatchObject({ training_type: 'lora', learning_rate: 3e-4, epochs_from_data: true });
     const autoHp = trainerHyperparameters(auto, '/base');
     expect(autoHp).not.toHaveProperty('nr_epochs');
-    expect(autoHp).toMatchObject({ learning_rate: '0.001', training_type: 'lora' });
+    expect(autoHp).toMatchObject({ learning_rate: '0.0003', training_type: 'lora' });
 
     const full = await get({ training_type: 'full' });
     expect(full.learning_rate).toBe(1e-4); // the mini model's full fine-tuning rate from the catalog

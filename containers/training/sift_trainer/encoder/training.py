@@ -94,6 +94,8 @@ def _make_trainer_class():
         sift_last_eval_step: int = -1
         #: the evaluated checkpoint the job's model comes from (checkpoint_selection.py); None = the last weights
         sift_selected: Optional[Dict[str, Any]] = None
+        #: too few held-out annotations to rank checkpoints (checkpoint_selection.policy): the last weights stay
+        sift_keep_last: bool = False
 
         def _log_metrics(self, metrics, prefix: str = ""):
             super()._log_metrics(metrics, prefix)
@@ -128,8 +130,8 @@ def _make_trainer_class():
 
         def _select_best_weights(self) -> None:
             """Before the final save: put the best evaluated weights back into the model (checkpoint_selection.py)."""
-            if self.compute_metrics is None or self.sift_eval_dataset is None:
-                return  # nothing held out: the last weights are the model
+            if self.compute_metrics is None or self.sift_eval_dataset is None or self.sift_keep_last:
+                return  # nothing held out, or too little to choose by: the last weights are the model
             if self.sift_last_eval_step != int(self.global_step):
                 # steps trained after the last evaluation (eval every N steps): score them like any checkpoint
                 self._evaluate(self.sift_eval_dataset)
@@ -294,6 +296,15 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     if baseline_metrics:
         emit("metrics", scope="baseline", step=0, metrics=baseline_metrics)
 
+    # the held-out rows pick the job's weights only when they hold enough gold annotations to rank them
+    selection, selection_reason = checkpoint_selection.policy(
+        hp.extra.get("checkpoint_selection"), checkpoint_selection.validation_support(baseline_metrics))
+    if val_rows:
+        emit("checkpoint_selection", policy=selection, reason=selection_reason,
+             validation_support=checkpoint_selection.validation_support(baseline_metrics))
+    if selection == "last":
+        cfg.early_stopping = False  # a stop decided by the same noisy F1 would end the run at random
+
     if softmax and info.heads == ["classification"]:
         _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
@@ -301,6 +312,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
     trainer.sift_base_model_path = str(base.resolve())
     trainer.sift_checkpoints = []
+    trainer.sift_keep_last = selection == "last"
     trainer.sift_fitter = fitter
     trainer.sift_max_class_negatives = max_negatives if max_negatives > 0 else None
     t0 = time.time()
@@ -328,6 +340,8 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         if baseline_metrics:
             final_metrics["baseline_f1"] = baseline_metrics.get("f1", 0.0)
         final_metrics.update(_selection_metrics(trainer))
+        if val_rows:
+            final_metrics["checkpoint_selection_reason"] = selection_reason
         final_metrics["warnings"] = learning_warnings(baseline_metrics, final_metrics, len(val_rows))
         final_metrics["data_warnings"] = list(info.warnings)
         for warning in final_metrics["warnings"]:
