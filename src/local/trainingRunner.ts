@@ -5,11 +5,13 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { create as createTar } from 'tar';
 import { findBaseModel } from '../core/catalog';
 import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
+import { WriteConflict } from '../core/ports';
 import { newUuid } from '../core/ids';
 import { InProcessPredictor, validationMetrics } from '../core/evaluation/workflow';
 import {
@@ -46,6 +48,9 @@ export interface RunnerOptions {
    */
   whenBuilt?: (modelIds: string[], signal: AbortSignal) => Promise<void>;
 }
+
+const EPOCHS_WRITE_ATTEMPTS = 4;
+const EPOCHS_RETRY_DELAY_MS = 250;
 
 type TrainerEvent = { event: string; [k: string]: unknown };
 type TrainerExit = { code: number | null; signal: string | null; sawFinal: boolean; completed?: TrainerEvent };
@@ -231,7 +236,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
           pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
         } else if (event.event === 'schedule' && job.epochs_from_data && typeof event['epochs'] === 'number') {
           // the epochs the trainer sized from the dataset replace the catalog default on the record
-          pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs']));
+          pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs'], log));
         } else if (event.event === 'completed') {
           completed = event;
         }
@@ -251,8 +256,29 @@ export class LocalTrainingRunner implements TrainingLauncher {
     await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch(() => {});
   }
 
-  private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
-    await recordJobEpochs(svc, teamId, jobId, epochs).catch(() => {});
+  /**
+   * The planned epochs are written once, and the job shows them ("N epochs") for good: a failed write
+   * is retried, and one that still fails is logged with the job id and said in the job's log, since
+   * the record then keeps the catalog default. A job deleted meanwhile (WriteConflict) is not retried.
+   */
+  private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number, log: LogWriter): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await recordJobEpochs(svc, teamId, jobId, epochs);
+        return;
+      } catch (error) {
+        if (error instanceof WriteConflict) {
+          this.opts.logger.warn('planned epochs not recorded: the job is gone', { job_id: jobId, epochs });
+          return;
+        }
+        if (attempt >= EPOCHS_WRITE_ATTEMPTS) {
+          this.opts.logger.error('could not record the planned epochs of a training job', { job_id: jobId, epochs, attempts: attempt, error });
+          log.system(`WARNING: the trainer planned ${epochs} epochs but the job record could not be updated (${(error as Error).message}); it still shows the default`);
+          return;
+        }
+        await delay(EPOCHS_RETRY_DELAY_MS * attempt);
+      }
+    }
   }
 
   /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */

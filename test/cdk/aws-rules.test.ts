@@ -4,6 +4,7 @@
  * the keep-alive order behind the ALB (template + the decoder's entrypoint + the gateway's server).
  */
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -176,8 +177,12 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
       const timeout = Number(/timeout=(\d+)/.exec(res.headers.get('keep-alive') ?? '')?.[1]);
       expect(timeout).toBeGreaterThan(albIdle);
     } finally {
+      // waited for: a gateway still exiting when the file ends keeps Jest's worker from exiting
+      const exited = gateway.exitCode !== null || gateway.signalCode !== null ? Promise.resolve() : once(gateway, 'exit');
       gateway.kill('SIGKILL');
+      await exited;
     }
+    expect(gateway.signalCode ?? gateway.exitCode).not.toBeNull();
   }, 60_000);
 
   it("the gateway's node:http server keeps connections longer, with headersTimeout above its keep-alive", async () => {

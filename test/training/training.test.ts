@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { list as listTar } from 'tar';
+import { getCheckpoint } from '../../src/core/training/artifacts';
 import { TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
@@ -174,7 +175,12 @@ describe('decoder training', () => {
     expect(job.error).toBeNull();
     expect(job.status).toBe('complete');
     const ckpts = (await stack.call('GET', `/core/training-jobs/${created.body.id}/checkpoints`)).body.checkpoints;
-    expect(ckpts.some((c: any) => c.is_final)).toBe(true);
+    const final = ckpts.filter((c: any) => c.is_final);
+    expect(final).toHaveLength(1);
+    // the stored copy of the final checkpoint says so too (the trainer wrote it before announcing the checkpoint)
+    const finalCkpt = await getCheckpoint(stack.svc, (await stack.call('GET', '/billing/usage/requests')).body.team_id, final[0].id);
+    const meta = JSON.parse(await stack.svc.blobs.getText(`${finalCkpt.blob_prefix}sift_checkpoint.json`));
+    expect(meta).toMatchObject({ id: final[0].id, is_final: true, family: 'decoder' });
 
     // deployed, the job serves chat through its LoRA on the local llama.cpp backend
     const chat = { model: created.body.id, max_tokens: 8, temperature: 0, messages: [{ role: 'user', content: 'What is 3 plus 3?' }] };

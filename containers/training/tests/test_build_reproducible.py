@@ -1,4 +1,4 @@
-"""The offline base model build is reproducible: the same build hash gives the same weights.
+"""The offline base model build is reproducible: the same training hash gives the same weights.
 
 Two small builds of ``sift/gliner2-mini-v1`` (same code and parameters, fewer examples) run in fresh
 processes under different outside conditions — a different thread setting, a different str hash seed
@@ -34,7 +34,7 @@ def test_two_builds_under_different_conditions_write_identical_weights(tmp_path)
         second = _build(tmp_path / "b", {"SIFT_TORCH_THREADS": "2", "PYTHONHASHSEED": "random"})
     finally:
         burner.kill()
-    assert first["build_hash"] == second["build_hash"]
+    assert first["training_hash"] == second["training_hash"]
     assert first["build_params"]["threads"] == 2
     assert len(first["weights_sha256"]) == 64
     assert first["weights_sha256"] == second["weights_sha256"]

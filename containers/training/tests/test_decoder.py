@@ -16,14 +16,20 @@ QA = [("What is 2 + 2?", "4"), ("What color is the sky on a clear day?", "Blue."
 def test_decoder_lora_sft(tmp_path, decoder_base):
     rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 2]
     job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "training_algorithm": "sft",
-                                       "nr_epochs": 1, "learning_rate": 2e-4, "batch_size": 4, "validation_split": 0.2, "seed": 1}, rows)
+                                       "nr_epochs": 1, "learning_rate": 2e-4, "batch_size": 4, "validation_split": 0.2, "seed": 1,
+                                       "checkpoint_every_steps": 2}, rows)
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
     assert ev[-1]["event"] == "completed"
     prog = [e for e in ev if e["event"] == "progress"]
     assert prog and prog[-1]["step"] == prog[-1]["total_steps"]
-    assert [e for e in ev if e["event"] == "checkpoint"]
+    ckpts = [e for e in ev if e["event"] == "checkpoint"]
+    assert len(ckpts) == 2  # steps 2 and 4
+    assert [c["is_final"] for c in ckpts] == [False] * (len(ckpts) - 1) + [True]
+    for c in ckpts:
+        # the event hands the directory over for upload: its files are what the event said, untouched since
+        assert json.loads((Path(c["path"]) / "sift_checkpoint.json").read_text()) == {k: v for k, v in c.items() if k not in ("event", "ts")}
     manifest = json.loads((job / "model" / "manifest.json").read_text())
     assert manifest["family"] == "decoder" and manifest["training_algorithm"] == "sft"
     assert "eval_loss" in manifest["metrics"]

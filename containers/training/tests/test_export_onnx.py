@@ -46,13 +46,13 @@ def test_mini_build_reexports_trained_weights_when_only_the_export_changed(tmp_p
     shutil.copytree(encoder_base, out, ignore=shutil.ignore_patterns("onnx"))
     (out / "onnx").mkdir()
     (out / "onnx" / "encoder.onnx").write_bytes(b"stale")  # an older export
-    bh = build_mini.build_hash(dict(build_mini.DEFAULTS))
-    (out / "manifest.json").write_text(json.dumps({"build_hash": bh, "build_params": build_mini.DEFAULTS, "export_hash": "older"}))
+    th = build_mini.training_hash(dict(build_mini.DEFAULTS))
+    (out / "manifest.json").write_text(json.dumps({"training_hash": th, "build_params": build_mini.DEFAULTS, "export_hash": "older"}))
     (out / "model.safetensors").touch(exist_ok=True)
     weights = (out / "model.safetensors").read_bytes()
-    assert build_mini.is_built(out, bh)
+    assert build_mini.is_built(out, th)
 
-    done = build_mini.reexport(out, 1, bh)
+    done = build_mini.reexport(out, 1, th)
     assert done["format"] == "sift-gliner2-fragments/2"
     m = json.loads((out / "manifest.json").read_text())
     assert m["export_hash"] == build_mini.export_hash() and m["onnx"]["format"] == "sift-gliner2-fragments/2"

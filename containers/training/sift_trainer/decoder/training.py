@@ -290,8 +290,11 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, 
 
         def on_save(self, args, state, control, **kw):
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            # Known here, not after train(): the event hands the directory over for upload, so its
+            # sift_checkpoint.json must be final when the event goes out (the last step always saves).
+            is_final = state.global_step >= state.max_steps and not stop_requested()
             meta = {"id": str(uuid.uuid4()), "name": ckpt.name, "step": int(state.global_step),
-                    "epoch": max(1, int(math.ceil(state.epoch or 0))), "metrics": dict(self.last_eval), "is_best": False, "is_final": False,
+                    "epoch": max(1, int(math.ceil(state.epoch or 0))), "metrics": dict(self.last_eval), "is_best": False, "is_final": is_final,
                     "kind": "adapter", "family": "decoder", "algorithm": algorithm, "base_model_path": base_model_path,
                     "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "path": str(ckpt)}
             if ckpt.exists():
@@ -369,11 +372,6 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     train_seconds = time.time() - t0
     if stop_requested():
         raise StopRequested(checkpoints[-1] if checkpoints else None)
-    if checkpoints and checkpoints[-1]["step"] == int(trainer.state.global_step):
-        checkpoints[-1]["is_final"] = True
-        p = Path(checkpoints[-1]["path"]) / "sift_checkpoint.json"
-        if p.exists():
-            write_json(p, checkpoints[-1])
     metrics: Dict[str, Any] = {"train_loss": float(result.training_loss)}
     warnings = signal_warnings(algo, cb.signals)
     for warning in warnings:
