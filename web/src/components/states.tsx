@@ -22,6 +22,15 @@ export function useAction() {
   return { busy, error, setError, run };
 }
 
+/** A form's error message, announced to screen readers (nothing while there is none). */
+export function FormError({ error }: { error: string | undefined }) {
+  return error ? (
+    <Alert color="red" role="alert">
+      {error}
+    </Alert>
+  ) : null;
+}
+
 /** Loads `fn` on mount and on `reload()`; pages render its three states with <Loadable>. */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });

@@ -1,8 +1,8 @@
-import { Alert, Badge, Button, Code, Group, Paper, Progress, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, Paper, Progress, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useRef, useState, type DragEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad } from '../components/states';
+import { Empty, fmtDate, FormError, Loadable, useLoad } from '../components/states';
 
 type Version = components['schemas']['DatasetVersion'];
 const statusColor: Record<Version['status'], string> = { pending_upload: 'gray', processing: 'blue', ready: 'green', failed: 'red' };
@@ -98,11 +98,7 @@ function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: 
             {progress !== undefined && <Progress value={progress * 100} aria-label="Upload progress" />}
           </Stack>
         )}
-        {error && (
-          <Alert color="red" role="alert">
-            {error}
-          </Alert>
-        )}
+        <FormError error={error} />
       </Stack>
     </Paper>
   );

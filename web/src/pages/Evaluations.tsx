@@ -2,7 +2,7 @@ import { Alert, Badge, Button, Checkbox, Code, Group, Paper, Select, SimpleGrid,
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad, useAction } from '../components/states';
+import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 
 type Evaluation = components['schemas']['Evaluation'];
 
@@ -84,11 +84,7 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
               Run evaluation
             </Button>
           </Group>
-          {error && (
-            <Alert color="red" role="alert">
-              {error}
-            </Alert>
-          )}
+          <FormError error={error} />
         </Stack>
       </form>
     </Paper>

@@ -1,9 +1,9 @@
-import { Alert, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { useState } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { fmtDate, Loadable, useLoad } from '../components/states';
+import { fmtDate, FormError, Loadable, useLoad } from '../components/states';
 
 type Inference = components['schemas']['InferenceRecord'];
 type Task = 'ner' | 'classification' | 'structures' | 'relations' | 'generate';
@@ -101,11 +101,7 @@ function Feedback({ inf, onSaved }: { inf: Inference; onSaved: () => void }) {
           </Group>
         </Stack>
       )}
-      {error && (
-        <Alert color="red" role="alert">
-          {error}
-        </Alert>
-      )}
+      <FormError error={error} />
     </Stack>
   );
 }

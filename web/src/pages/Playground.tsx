@@ -1,8 +1,8 @@
-import { Alert, Badge, Button, Code, Group, Paper, Select, Slider, Stack, TagsInput, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, Paper, Select, Slider, Stack, TagsInput, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { api, must } from '../api/client';
 import { Highlighted } from '../components/Highlighted';
-import { Loadable, useLoad, useAction } from '../components/states';
+import { FormError, Loadable, useAction, useLoad } from '../components/states';
 import { ChatPanel } from './playground/Chat';
 import { CopyRequest } from './playground/CopyRequest';
 import { snippets } from './playground/snippets';
@@ -86,11 +86,7 @@ export function PlaygroundPage() {
           );
         }}
       </Loadable>
-      {error && (
-        <Alert color="red" role="alert">
-          {error}
-        </Alert>
-      )}
+      <FormError error={error} />
       {res && (
         <Paper withBorder p="md" component="section" aria-label="Result">
           <Stack>

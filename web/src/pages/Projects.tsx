@@ -1,8 +1,8 @@
-import { Alert, Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useAction, useLoad } from '../components/states';
+import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 import { CycleComparison } from './projects/Comparison';
 import { ReviewQueue } from './projects/Review';
 
@@ -50,11 +50,7 @@ function CreateForm({ onCreated }: { onCreated: (p: Project) => void }) {
               Create project
             </Button>
           </Group>
-          {error && (
-            <Alert color="red" role="alert">
-              {error}
-            </Alert>
-          )}
+          <FormError error={error} />
         </Stack>
       </form>
     </Paper>
@@ -105,11 +101,7 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
           </Button>
         </Group>
       </form>
-      {error && (
-        <Alert color="red" role="alert">
-          {error}
-        </Alert>
-      )}
+      <FormError error={error} />
       <Loadable state={history} label="Loading the deployment history" isEmpty={(d) => d.data.length === 0} empty="Nothing deployed yet: promote a trained model.">
         {(d) => (
           <Table.ScrollContainer minWidth={640}>
@@ -194,11 +186,7 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
         </Button>
       </Group>
       <Text size="sm">A cycle turns the served encoder&apos;s own traffic into training data (feedback is gold; confident outputs are replayed), trains a candidate, and scores it against the current model on the same held-out traces. Nothing is promoted without you.</Text>
-      {error && (
-        <Alert color="red" role="alert">
-          {error}
-        </Alert>
-      )}
+      <FormError error={error} />
       <Loadable state={cycles} label="Loading adaptive cycles" isEmpty={(d) => d.data.length === 0} empty="No adaptive cycles yet.">
         {(d) => (
           <Table.ScrollContainer minWidth={900}>

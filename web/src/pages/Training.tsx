@@ -4,7 +4,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api, apiBase, must, storedKey } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, Loadable, useLoad, useAction } from '../components/states';
+import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 
 type Job = components['schemas']['TrainingJob'];
 type LogLine = { offset: number; ts: string; stream: string; line: string };
@@ -147,11 +147,7 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
                 ))}
               </SimpleGrid>
             )}
-            {error && (
-              <Alert color="red" role="alert">
-                {error}
-              </Alert>
-            )}
+            <FormError error={error} />
             <Title order={3} size="h5">
               Loss
             </Title>
@@ -240,11 +236,7 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
             <NumberInput label="Epochs" description={`Passes over the data (default ${chosen?.default_hyperparameters.nr_epochs ?? 'the model’s'})`} min={1} max={100} value={epochs} onChange={setEpochs} />
             <NumberInput label="Learning rate" description={`Step size (default ${chosen?.default_hyperparameters.learning_rate ?? 'the model’s'})`} min={0} max={1} step={0.00001} decimalScale={8} value={lr} onChange={setLr} />
           </SimpleGrid>
-          {error && (
-            <Alert color="red" role="alert">
-              {error}
-            </Alert>
-          )}
+          <FormError error={error} />
           <Group>
             <Button type="submit" loading={busy}>
               Start training

@@ -1,9 +1,10 @@
-import { Alert, Badge, Button, Group, NumberInput, Paper, Radio, Select, SimpleGrid, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Group, NumberInput, Paper, Radio, Select, SimpleGrid, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
 import { createParser } from 'eventsource-parser';
 import { useRef, useState } from 'react';
 import { apiBase, errorDetail, storedKey } from '../../api/client';
 import { CopyRequest } from './CopyRequest';
 import { snippets } from './snippets';
+import { FormError } from '../../components/states';
 
 type Message = { role: 'user' | 'assistant'; content: string };
 type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
@@ -174,11 +175,7 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
               </Badge>
             )}
           </Group>
-          {error && (
-            <Alert color="red" role="alert">
-              {error}
-            </Alert>
-          )}
+          <FormError error={error} />
         </Stack>
       </Paper>
       <CopyRequest title="Copy this chat request" code={snippets(paths[flavour], body, true)} />

@@ -1,9 +1,9 @@
-import { Alert, Badge, Button, Group, MultiSelect, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Badge, Button, Group, MultiSelect, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useState } from 'react';
 import { api, must } from '../../api/client';
 import type { components } from '../../api/schema';
 import { Highlighted, type Span } from '../../components/Highlighted';
-import { fmtDate, Loadable, useLoad } from '../../components/states';
+import { fmtDate, FormError, Loadable, useLoad } from '../../components/states';
 
 type Inference = components['schemas']['InferenceRecord'];
 type Cycle = components['schemas']['AdaptiveCycle'];
@@ -153,11 +153,7 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
             </Group>
           </Stack>
         )}
-        {error && (
-          <Alert color="red" role="alert">
-            {error}
-          </Alert>
-        )}
+        <FormError error={error} />
       </Stack>
     </Paper>
   );
