@@ -1,4 +1,4 @@
-import { Alert, Button, Center, Loader, Stack, Text } from '@mantine/core';
+import { Alert, Button, Center, Loader, Stack, Table, Text } from '@mantine/core';
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
 
 /**
@@ -20,6 +20,27 @@ export function useAction() {
     }
   }, []);
   return { busy, error, setError, run };
+}
+
+/**
+ * A list page's table: striped, scrolling sideways below `minWidth`, named for screen readers by
+ * `label`, one header per column; `children` are its rows.
+ */
+export function DataTable({ label, minWidth, hover, columns, children }: { label: string; minWidth: number; hover?: boolean; columns: string[]; children: ReactNode }) {
+  return (
+    <Table.ScrollContainer minWidth={minWidth}>
+      <Table striped highlightOnHover={hover ?? false} aria-label={label}>
+        <Table.Thead>
+          <Table.Tr>
+            {columns.map((c) => (
+              <Table.Th key={c}>{c}</Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>{children}</Table.Tbody>
+      </Table>
+    </Table.ScrollContainer>
+  );
 }
 
 /** A form's error message, announced to screen readers (nothing while there is none). */

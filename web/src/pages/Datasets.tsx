@@ -2,7 +2,7 @@ import { Badge, Button, Code, Group, Paper, Progress, Stack, Table, Text, TextIn
 import { useRef, useState, type DragEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, FormError, Loadable, useLoad } from '../components/states';
+import { DataTable, Empty, fmtDate, FormError, Loadable, useLoad } from '../components/states';
 
 type Version = components['schemas']['DatasetVersion'];
 const statusColor: Record<Version['status'], string> = { pending_upload: 'gray', processing: 'blue', ready: 'green', failed: 'red' };
@@ -184,40 +184,25 @@ export function DatasetsPage() {
       {open && <Report key={`${open.name}/${open.version}`} v={open} />}
       <Loadable state={list} label="Loading datasets" isEmpty={(d) => d.data.length === 0} empty="No datasets yet: upload one above.">
         {(d) => (
-          <Table.ScrollContainer minWidth={600}>
-            <Table striped highlightOnHover aria-label="Dataset versions">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Version</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Rows</Table.Th>
-                  <Table.Th>Errors</Table.Th>
-                  <Table.Th>Uploaded</Table.Th>
-                  <Table.Th>Report</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {d.data.map((v) => (
-                  <Table.Tr key={`${v.name}/${v.version}`}>
-                    <Table.Td>{v.name}</Table.Td>
-                    <Table.Td>{v.version}</Table.Td>
-                    <Table.Td>
-                      <Badge color={statusColor[v.status]}>{v.status}</Badge>
-                    </Table.Td>
-                    <Table.Td>{v.row_count ?? '—'}</Table.Td>
-                    <Table.Td>{v.error_count}</Table.Td>
-                    <Table.Td>{fmtDate(v.created_at)}</Table.Td>
-                    <Table.Td>
-                      <Button size="xs" variant="subtle" onClick={() => setOpen(v)} aria-label={`Open ${v.name} version ${v.version}`}>
-                        Open
-                      </Button>
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
+          <DataTable label="Dataset versions" minWidth={600} hover columns={['Name', 'Version', 'Status', 'Rows', 'Errors', 'Uploaded', 'Report']}>
+            {d.data.map((v) => (
+              <Table.Tr key={`${v.name}/${v.version}`}>
+                <Table.Td>{v.name}</Table.Td>
+                <Table.Td>{v.version}</Table.Td>
+                <Table.Td>
+                  <Badge color={statusColor[v.status]}>{v.status}</Badge>
+                </Table.Td>
+                <Table.Td>{v.row_count ?? '—'}</Table.Td>
+                <Table.Td>{v.error_count}</Table.Td>
+                <Table.Td>{fmtDate(v.created_at)}</Table.Td>
+                <Table.Td>
+                  <Button size="xs" variant="subtle" onClick={() => setOpen(v)} aria-label={`Open ${v.name} version ${v.version}`}>
+                    Open
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </DataTable>
         )}
       </Loadable>
       {list.data && list.data.data.length > 0 && !open && <Empty>Open a version to see its heads, vocabulary and validation report.</Empty>}

@@ -2,7 +2,7 @@ import { Alert, Badge, Button, Checkbox, Code, Group, Paper, Select, SimpleGrid,
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
+import { DataTable, Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 
 type Evaluation = components['schemas']['Evaluation'];
 
@@ -387,44 +387,29 @@ export function EvaluationsPage() {
         {(d) => (
           <Stack gap={4}>
             <Text size="sm">Tick two evaluations to compare them side by side.</Text>
-            <Table.ScrollContainer minWidth={720}>
-              <Table striped highlightOnHover aria-label="Evaluations">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Compare</Table.Th>
-                    <Table.Th>Model</Table.Th>
-                    <Table.Th>Dataset</Table.Th>
-                    <Table.Th>Status</Table.Th>
-                    <Table.Th>F1</Table.Th>
-                    <Table.Th>Started</Table.Th>
-                    <Table.Th>Details</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {d.data.map((e) => (
-                    <Table.Tr key={e.id}>
-                      <Table.Td>
-                        <Checkbox aria-label={`Compare evaluation of ${e.base_model} on ${e.dataset_name} v${e.dataset_version} (${e.id.slice(0, 8)})`} checked={picked.includes(e.id)} onChange={(x) => toggle(e.id, x.currentTarget.checked)} disabled={e.status !== 'complete'} />
-                      </Table.Td>
-                      <Table.Td>{e.base_model}</Table.Td>
-                      <Table.Td>
-                        {e.dataset_name} v{e.dataset_version}
-                      </Table.Td>
-                      <Table.Td>
-                        <Badge variant="outline" color={statusColor[e.status]}>{e.status}</Badge>
-                      </Table.Td>
-                      <Table.Td>{pct(metricsOf(e)?.f1)}</Table.Td>
-                      <Table.Td>{fmtDate(e.created_at)}</Table.Td>
-                      <Table.Td>
-                        <Button size="xs" variant="subtle" onClick={() => setOpen(e.id)} aria-label={`Open evaluation ${e.id.slice(0, 8)}`}>
-                          Open
-                        </Button>
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+            <DataTable label="Evaluations" minWidth={720} hover columns={['Compare', 'Model', 'Dataset', 'Status', 'F1', 'Started', 'Details']}>
+              {d.data.map((e) => (
+                <Table.Tr key={e.id}>
+                  <Table.Td>
+                    <Checkbox aria-label={`Compare evaluation of ${e.base_model} on ${e.dataset_name} v${e.dataset_version} (${e.id.slice(0, 8)})`} checked={picked.includes(e.id)} onChange={(x) => toggle(e.id, x.currentTarget.checked)} disabled={e.status !== 'complete'} />
+                  </Table.Td>
+                  <Table.Td>{e.base_model}</Table.Td>
+                  <Table.Td>
+                    {e.dataset_name} v{e.dataset_version}
+                  </Table.Td>
+                  <Table.Td>
+                    <Badge variant="outline" color={statusColor[e.status]}>{e.status}</Badge>
+                  </Table.Td>
+                  <Table.Td>{pct(metricsOf(e)?.f1)}</Table.Td>
+                  <Table.Td>{fmtDate(e.created_at)}</Table.Td>
+                  <Table.Td>
+                    <Button size="xs" variant="subtle" onClick={() => setOpen(e.id)} aria-label={`Open evaluation ${e.id.slice(0, 8)}`}>
+                      Open
+                    </Button>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </DataTable>
           </Stack>
         )}
       </Loadable>

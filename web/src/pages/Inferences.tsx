@@ -3,7 +3,7 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { useState } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { fmtDate, FormError, Loadable, useLoad } from '../components/states';
+import { DataTable, fmtDate, FormError, Loadable, useLoad } from '../components/states';
 
 type Inference = components['schemas']['InferenceRecord'];
 type Task = 'ner' | 'classification' | 'structures' | 'relations' | 'generate';
@@ -190,40 +190,25 @@ export function InferencesPage() {
       <Loadable state={list} label="Loading inferences" isEmpty={(d) => d.data.length === 0 && offset === 0} empty={filtered ? 'No inference matches these filters.' : 'No inferences stored yet: run the playground or call the API (inferences are kept unless a request sets store: false).'}>
         {(d) => (
           <Stack gap="xs">
-            <Table.ScrollContainer minWidth={760}>
-              <Table striped highlightOnHover aria-label="Inferences">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>When</Table.Th>
-                    <Table.Th>Model</Table.Th>
-                    <Table.Th>Endpoint</Table.Th>
-                    <Table.Th>Tasks</Table.Th>
-                    <Table.Th>Latency</Table.Th>
-                    <Table.Th>Feedback</Table.Th>
-                    <Table.Th>Details</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {d.data.map((i) => (
-                    <Table.Tr key={i.inference_id}>
-                      <Table.Td>{fmtDate(i.created_at)}</Table.Td>
-                      <Table.Td>{i.model_id}</Table.Td>
-                      <Table.Td>{i.endpoint}</Table.Td>
-                      <Table.Td>{i.tasks.join(', ') || '—'}</Table.Td>
-                      <Table.Td>{i.latency_ms} ms</Table.Td>
-                      <Table.Td>
-                        <FeedbackBadge f={i.feedback} />
-                      </Table.Td>
-                      <Table.Td>
-                        <Button size="xs" variant="subtle" onClick={() => setOpen(i.inference_id)} aria-label={`Open inference ${i.inference_id.slice(0, 8)}`}>
-                          Open
-                        </Button>
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            </Table.ScrollContainer>
+            <DataTable label="Inferences" minWidth={760} hover columns={['When', 'Model', 'Endpoint', 'Tasks', 'Latency', 'Feedback', 'Details']}>
+              {d.data.map((i) => (
+                <Table.Tr key={i.inference_id}>
+                  <Table.Td>{fmtDate(i.created_at)}</Table.Td>
+                  <Table.Td>{i.model_id}</Table.Td>
+                  <Table.Td>{i.endpoint}</Table.Td>
+                  <Table.Td>{i.tasks.join(', ') || '—'}</Table.Td>
+                  <Table.Td>{i.latency_ms} ms</Table.Td>
+                  <Table.Td>
+                    <FeedbackBadge f={i.feedback} />
+                  </Table.Td>
+                  <Table.Td>
+                    <Button size="xs" variant="subtle" onClick={() => setOpen(i.inference_id)} aria-label={`Open inference ${i.inference_id.slice(0, 8)}`}>
+                      Open
+                    </Button>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </DataTable>
             <Group justify="space-between">
               <Text size="sm">
                 {d.data.length ? `${offset + 1}–${offset + d.data.length}` : 'None'} {d.has_more ? '(more after)' : ''}

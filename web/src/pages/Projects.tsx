@@ -2,7 +2,7 @@ import { Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Te
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
+import { DataTable, Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 import { CycleComparison } from './projects/Comparison';
 import { ReviewQueue } from './projects/Review';
 
@@ -295,32 +295,20 @@ export function ProjectsPage() {
       )}
       <Loadable state={list} label="Loading projects" isEmpty={(d) => d.data.length === 0} empty="No projects yet: create one above.">
         {(d) => (
-          <Table.ScrollContainer minWidth={600}>
-            <Table striped highlightOnHover aria-label="Projects">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Name</Table.Th>
-                  <Table.Th>Serving</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                  <Table.Th>Details</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {d.data.map((p) => (
-                  <Table.Tr key={p.id}>
-                    <Table.Td>{p.name}</Table.Td>
-                    <Table.Td>{jobName(allJobs, p.active_training_job_id)}</Table.Td>
-                    <Table.Td>{fmtDate(p.created_at)}</Table.Td>
-                    <Table.Td>
-                      <Button size="xs" variant="subtle" onClick={() => setOpen(p.id)} aria-label={`Open project ${p.name}`}>
-                        Open
-                      </Button>
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
+          <DataTable label="Projects" minWidth={600} hover columns={['Name', 'Serving', 'Created', 'Details']}>
+            {d.data.map((p) => (
+              <Table.Tr key={p.id}>
+                <Table.Td>{p.name}</Table.Td>
+                <Table.Td>{jobName(allJobs, p.active_training_job_id)}</Table.Td>
+                <Table.Td>{fmtDate(p.created_at)}</Table.Td>
+                <Table.Td>
+                  <Button size="xs" variant="subtle" onClick={() => setOpen(p.id)} aria-label={`Open project ${p.name}`}>
+                    Open
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </DataTable>
         )}
       </Loadable>
       {list.data && list.data.data.length > 0 && !open && <Empty>Open a project to promote a model, roll back or run an adaptive cycle.</Empty>}

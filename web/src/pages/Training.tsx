@@ -4,7 +4,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api, apiBase, must, storedKey } from '../api/client';
 import type { components } from '../api/schema';
-import { Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
+import { DataTable, Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
 
 type Job = components['schemas']['TrainingJob'];
 type LogLine = { offset: number; ts: string; stream: string; line: string };
@@ -270,41 +270,28 @@ export function TrainingPage() {
       </Group>
       <Loadable state={jobs} label="Loading training jobs" isEmpty={(d) => d.data.length === 0} empty="No training jobs yet: start one above.">
         {(d) => (
-          <Table.ScrollContainer minWidth={640}>
-            <Table striped aria-label="Training jobs">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Model</Table.Th>
-                  <Table.Th>Base</Table.Th>
-                  <Table.Th>Status</Table.Th>
-                  <Table.Th>Created</Table.Th>
-                  <Table.Th>Actions</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {d.data.map((j) => (
-                  <Table.Tr key={j.id}>
-                    <Table.Td>{j.model_name}</Table.Td>
-                    <Table.Td>{j.base_model}</Table.Td>
-                    <Table.Td>
-                      <Badge variant="outline" color={statusColor(j.status)}>{j.status}</Badge>
-                    </Table.Td>
-                    <Table.Td>{fmtDate(j.created_at)}</Table.Td>
-                    <Table.Td>
-                      <Group gap={4}>
-                        <Button size="xs" variant="subtle" onClick={() => setOpen(j.id)} aria-label={`Open ${j.model_name}`}>
-                          Open
-                        </Button>
-                        <Button size="xs" variant="subtle" color="red" onClick={() => setDeleting(j)} aria-label={`Delete ${j.model_name}`}>
-                          Delete
-                        </Button>
-                      </Group>
-                    </Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
-          </Table.ScrollContainer>
+          <DataTable label="Training jobs" minWidth={640} columns={['Model', 'Base', 'Status', 'Created', 'Actions']}>
+            {d.data.map((j) => (
+              <Table.Tr key={j.id}>
+                <Table.Td>{j.model_name}</Table.Td>
+                <Table.Td>{j.base_model}</Table.Td>
+                <Table.Td>
+                  <Badge variant="outline" color={statusColor(j.status)}>{j.status}</Badge>
+                </Table.Td>
+                <Table.Td>{fmtDate(j.created_at)}</Table.Td>
+                <Table.Td>
+                  <Group gap={4}>
+                    <Button size="xs" variant="subtle" onClick={() => setOpen(j.id)} aria-label={`Open ${j.model_name}`}>
+                      Open
+                    </Button>
+                    <Button size="xs" variant="subtle" color="red" onClick={() => setDeleting(j)} aria-label={`Delete ${j.model_name}`}>
+                      Delete
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </DataTable>
         )}
       </Loadable>
       <Modal opened={Boolean(deleting)} onClose={() => setDeleting(undefined)} title="Delete this training job?" closeButtonProps={{ 'aria-label': 'Cancel' }}>
