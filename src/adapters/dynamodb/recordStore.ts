@@ -1,4 +1,4 @@
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DeleteCommand,
@@ -241,6 +241,9 @@ export class DynamoRecordStore implements RecordStore {
         ],
       }),
     );
+    // CreateTable returns while the table is still CREATING (on AWS and in dynalite alike), and a
+    // table that is not ACTIVE answers ResourceNotFoundException: wait for ACTIVE before returning
+    await waitUntilTableExists({ client: this.client, maxWaitTime: 120, minDelay: 1, maxDelay: 2 }, { TableName: this.table });
   }
 
   private async guard<R>(op: Promise<R>): Promise<R> {
