@@ -42,7 +42,9 @@ function ensureNodeModules() {
     stdio: 'inherit',
     env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip', NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' },
   });
-  writeFileSync(stamp, want);
+  // the stamp is the lock file as the install left it: npm may add entries to it (other platforms'
+  // optional binaries), and a stamp of the lock from before would re-run the install every time
+  writeFileSync(stamp, digest(join(root, 'package-lock.json')));
 }
 
 // `--for-tests` (npm test) / `--foreground`: wait for the build instead of starting it in the background
