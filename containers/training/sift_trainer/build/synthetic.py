@@ -20,8 +20,6 @@ from __future__ import annotations
 import random
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import realistic
-
 # ---------------------------------------------------------------------------
 # Vocabularies (invented or generic values; no external data)
 # ---------------------------------------------------------------------------
@@ -499,15 +497,11 @@ def gen_mixed(g: Gen) -> Dict[str, Any]:
     return ex
 
 
-# Realistic entity and relation rows (``realistic.py``: hundreds of values per kind, real-text registers,
-# label schemes) carry most of the span learning; the template rows above keep the label-synonym, structure
-# and classification teaching they were written for.
-GENERATORS = [(gen_entities, 0.2), (realistic.gen_entities, 0.26), (gen_classification, 0.2), (gen_structure, 0.12),
-              (gen_relation, 0.07), (realistic.gen_relation, 0.08), (gen_mixed, 0.07)]
+GENERATORS = [(gen_entities, 0.34), (gen_classification, 0.26), (gen_structure, 0.18), (gen_relation, 0.14), (gen_mixed, 0.08)]
 
 
 # second build stage: the classifier learns slower than the span heads in the mixed stage
-CLASSIFICATION_FOCUS = [(gen_entities, 0.1), (realistic.gen_entities, 0.1), (gen_classification, 0.5), (gen_structure, 0.12), (gen_relation, 0.1), (gen_mixed, 0.08)]
+CLASSIFICATION_FOCUS = [(gen_entities, 0.2), (gen_classification, 0.5), (gen_structure, 0.12), (gen_relation, 0.1), (gen_mixed, 0.08)]
 
 
 def generate(n: int, seed: int = 0, mixture=None) -> List[Dict[str, Any]]:
