@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RecordStore } from '../../src/core/ports';
+import { teamPartition } from '../../src/core/recordKeys';
 import { expectedCostMicros, FAKE_MODEL, startFakeVllm, useFakeVllm, type FakeVllm } from '../helpers/fakeVllm';
 import { TestStack } from '../helpers/localStack';
 
@@ -24,11 +25,15 @@ const isUsageWrite = (sk: string, change?: { add?: Record<string, number> }) =>
   sk.startsWith('USAGE') || (sk === 'TEAM' && change?.add?.['credit_balance_micros'] !== undefined);
 
 /**
- * Makes the store fail under usage writes: `down(n)` refuses the next n of them (`down()`: all, until
- * `heal`; nothing written);
+ * Makes the store fail under one team's usage writes: `down(n)` refuses the next n of them
+ * (`down()`: all, until `heal`; nothing written);
  * `loseReplies(n)` lets the next n land and then throws as if the reply was lost. Other writes pass.
+ * Only the team's own partition fails: the ledger writes one batch per team at a time, so n counts
+ * that team's attempts (3 writes each). Shared with another team's batch in flight (the default
+ * team's unbilled requests), the 12 refusals left each batch one attempt short of being spooled.
  */
-function injectStoreFaults(records: RecordStore) {
+function injectStoreFaults(records: RecordStore, teamId: string) {
+  const pk = teamPartition(teamId);
   const update = records.update.bind(records);
   const put = records.put.bind(records);
   const putAll = records.putAll.bind(records);
@@ -36,14 +41,14 @@ function injectStoreFaults(records: RecordStore) {
   let loseReplies = 0;
   const stats = { refused: 0, lostReplies: 0 };
   const unavailable = () => Object.assign(new Error('injected: store unavailable'), { name: 'ServiceUnavailable' });
-  records.update = (async (pk: string, sk: string, change: Parameters<RecordStore['update']>[2]) => {
-    if (isUsageWrite(sk, change) && refuseLeft > 0) {
+  records.update = (async (p: string, sk: string, change: Parameters<RecordStore['update']>[2]) => {
+    if (p === pk && isUsageWrite(sk, change) && refuseLeft > 0) {
       refuseLeft--;
       stats.refused++;
       throw unavailable();
     }
-    const out = await update(pk, sk, change);
-    if (isUsageWrite(sk, change) && loseReplies > 0) {
+    const out = await update(p, sk, change);
+    if (p === pk && isUsageWrite(sk, change) && loseReplies > 0) {
       loseReplies--;
       stats.lostReplies++;
       throw unavailable();
@@ -51,7 +56,7 @@ function injectStoreFaults(records: RecordStore) {
     return out;
   }) as RecordStore['update'];
   records.put = (async (keys: Parameters<RecordStore['put']>[0], record: object, opts?: Parameters<RecordStore['put']>[2]) => {
-    if (isUsageWrite(keys.sk) && refuseLeft > 0) {
+    if (keys.pk === pk && isUsageWrite(keys.sk) && refuseLeft > 0) {
       refuseLeft--;
       stats.refused++;
       throw unavailable();
@@ -60,7 +65,7 @@ function injectStoreFaults(records: RecordStore) {
   }) as RecordStore['put'];
   // the per-request usage rows go in batch writes
   records.putAll = async (items) => {
-    if (items.some((it) => isUsageWrite(it.keys.sk)) && refuseLeft > 0) {
+    if (items.some((it) => it.keys.pk === pk && isUsageWrite(it.keys.sk)) && refuseLeft > 0) {
       refuseLeft--;
       stats.refused++;
       throw unavailable();
@@ -114,7 +119,7 @@ it('200 concurrent billed requests with the store failing mid-run: each billed e
   try {
     useFakeVllm(stack, vllm);
     const team = (await stack.call('POST', '/teams', { body: { name: 'busy', credit_balance_usd: 1 } })).body;
-    const faults = injectStoreFaults(stack.svc.records);
+    const faults = injectStoreFaults(stack.svc.records, team.team.id);
     vllm.pieceDelayMs = 2;
     // the faults start when 40 (and 120) answers are back, with the rest still in flight
     let answered = 0;
@@ -151,7 +156,7 @@ it('usage still in the spool when the process stops is written on the next start
     let stack = await TestStack.start({ dataDir });
     useFakeVllm(stack, vllm);
     const team = (await stack.call('POST', '/teams', { body: { name: 'restart', credit_balance_usd: 1 } })).body;
-    const faults = injectStoreFaults(stack.svc.records);
+    const faults = injectStoreFaults(stack.svc.records, team.team.id);
     faults.down();
     const responses = await Promise.all(Array.from({ length: 5 }, () => chat(stack, team.api_key.key)));
     expect(responses.map((r) => r.status)).toEqual(Array(5).fill(200));
