@@ -1,5 +1,5 @@
 /** Encoder batches (src/core/encoder/batches.ts): every record once, in order, each batch within its row and padding bounds. */
-import { MAX_PADDING, paddedBatches } from '../../src/core/encoder/batches';
+import { MAX_BATCH_TOKENS, MAX_PADDING, paddedBatches } from '../../src/core/encoder/batches';
 
 const check = (lengths: number[], batchSize: number) => {
   const batches = paddedBatches(lengths, batchSize);
@@ -9,6 +9,7 @@ const check = (lengths: number[], batchSize: number) => {
     const longest = Math.max(...b.map((i) => lengths[i]!));
     const real = b.reduce((n, i) => n + lengths[i]!, 0);
     if (b.length > 1) expect(longest * b.length).toBeLessThanOrEqual(MAX_PADDING * real);
+    if (b.length > 1) expect(longest * b.length).toBeLessThanOrEqual(MAX_BATCH_TOKENS);
   }
   return batches;
 };
@@ -24,6 +25,11 @@ describe('paddedBatches', () => {
     expect(batches.length).toBeGreaterThan(1);
     // one batch of all of them would pad 14 rows to 121 tokens: 1694 tokens for 776 real ones
     expect(121 * lengths.length).toBeGreaterThan(MAX_PADDING * lengths.reduce((a, b) => a + b, 0));
+  });
+
+  it('short records fill a pass of 32; full-length windows go 8 at a time (the padded-token bound)', () => {
+    expect(check(Array(40).fill(20), 32).map((b) => b.length)).toEqual([32, 8]);
+    expect(check(Array(20).fill(512), 32).map((b) => b.length)).toEqual([8, 8, 4]);
   });
 
   it('a single long record goes alone; batch size 1 gives one record per batch', () => {

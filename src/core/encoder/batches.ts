@@ -9,15 +9,24 @@
 export const MAX_PADDING = 1.2;
 
 /**
+ * Padded tokens per batch: eight full 512-token windows, the activation memory a pass of the old
+ * default of 8 records could reach. Short texts fill a pass of 32 (the serving default; faster per
+ * text under load, docs/encoder.md "Batching across requests"); long windows still go 8 at a time.
+ */
+export const MAX_BATCH_TOKENS = 8 * 512;
+
+/**
  * Splits records sorted by length (ascending) into batches of at most `batchSize` whose padded size
- * (rows × longest) stays within `MAX_PADDING` × their real tokens. Returns positions into `lengths`.
+ * (rows × longest) stays within `MAX_PADDING` × their real tokens and within `MAX_BATCH_TOKENS`.
+ * Returns positions into `lengths`.
  */
 export function paddedBatches(lengths: number[], batchSize: number): number[][] {
   const out: number[][] = [];
   let cur: number[] = [];
   let real = 0;
   lengths.forEach((len, i) => {
-    if (cur.length && (cur.length >= batchSize || len * (cur.length + 1) > MAX_PADDING * (real + len))) {
+    const padded = len * (cur.length + 1);
+    if (cur.length && (cur.length >= batchSize || padded > MAX_PADDING * (real + len) || padded > MAX_BATCH_TOKENS)) {
       out.push(cur);
       cur = [];
       real = 0;
