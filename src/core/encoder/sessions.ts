@@ -70,14 +70,28 @@ class InWorker implements SessionSet {
     w.on('message', (m: { id: number; res?: Record<string, Output>; error?: string }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
-      this.pending.delete(m.id);
+      this.settle(m.id);
       if (m.error) p.fail(new Error(m.error));
       else p.ok(m.res!);
     });
     w.on('error', (e) => {
       for (const p of this.pending.values()) p.fail(e);
       this.pending.clear();
+      w.unref();
     });
+    // After the listeners: adding a 'message' listener refs the worker's port again (Node's
+    // worker_threads docs, port.ref()), and a ref'd idle worker keeps its process from ever exiting.
+    w.unref();
+  }
+  /** The worker holds the process open only while a call is in flight: an idle, unreleased set never does. */
+  private send(id: number, msg: object, ok: (v: Record<string, Output>) => void, fail: (e: Error) => void): void {
+    if (this.pending.size === 0) this.w.ref();
+    this.pending.set(id, { ok, fail });
+    this.w.postMessage(msg);
+  }
+  private settle(id: number): void {
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.w.unref();
   }
   static async create(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<InWorker> {
     const w = new Worker(new URL('./ortWorker.mjs', import.meta.url), { workerData: { files, options } });
@@ -90,22 +104,15 @@ class InWorker implements SessionSet {
       await w.terminate(); // sessions it did create go with it
       throw err;
     }
-    w.unref();
     return new InWorker(w);
   }
   run(name: SessionName, feeds: Record<string, Feed>): Promise<Record<string, Output>> {
     const id = this.next++;
-    return new Promise((ok, fail) => {
-      this.pending.set(id, { ok, fail });
-      this.w.postMessage({ id, name, feeds });
-    });
+    return new Promise((ok, fail) => this.send(id, { id, name, feeds }, ok, fail));
   }
   async release(): Promise<void> {
     const id = this.next++;
-    await new Promise((ok, fail) => {
-      this.pending.set(id, { ok: ok as () => void, fail });
-      this.w.postMessage({ id, release: true });
-    }).catch(() => undefined);
+    await new Promise((ok, fail) => this.send(id, { id, release: true }, ok, fail)).catch(() => undefined);
     await this.w.terminate();
   }
 }
