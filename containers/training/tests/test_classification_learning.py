@@ -59,3 +59,28 @@ def test_many_label_classification_beats_the_base_model(tmp_path, encoder_base):
     assert m["baseline_f1"] < chance + 0.15, m["baseline_f1"]
     assert m["f1"] >= m["baseline_f1"] + 0.3, (m["baseline_f1"], m["f1"])
     assert m["warnings"] == []
+
+
+# LoRA is the API's default training type: the same fix has to reach it, and its adapters have to carry
+# the warmed-up head (they are applied to the recorded base when a checkpoint is loaded or deployed)
+def test_lora_classification_learns_and_its_adapters_carry_the_trained_head(tmp_path, encoder_base):
+    import torch
+
+    from sift_trainer.encoder.training import load_model, train_encoder
+
+    train, val = _rows(8, seed=1), _rows(4, seed=2)
+    hp = Hyperparameters.from_dict({"base_model_path": str(encoder_base), "training_type": "lora",
+                                    "nr_epochs": 8, "seed": 3})
+    res = train_encoder(hp, JobPaths.from_env({"SIFT_JOB_DIR": str(tmp_path / "job")}), train, val)
+    m = res["metrics"]
+    assert m["f1"] >= m["baseline_f1"] + 0.3, (m["baseline_f1"], m["f1"])
+    assert m["warnings"] == []
+
+    final = next(c for c in res["checkpoints"] if c["is_final"])
+    assert final["kind"] == "adapter"
+    reloaded = load_model(final["path"])  # the recorded base + this adapter, merged
+    trained = res["model"].classifier.state_dict()
+    for name, weight in reloaded.classifier.state_dict().items():
+        assert torch.allclose(weight, trained[name], atol=1e-6), name
+    base = load_model(encoder_base).classifier.state_dict()
+    assert any(not torch.allclose(w, base[n]) for n, w in trained.items())  # the head did move

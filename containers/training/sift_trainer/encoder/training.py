@@ -96,6 +96,31 @@ def _make_trainer_class():
         sift_selected: Optional[Dict[str, Any]] = None
         #: too few held-out annotations to rank checkpoints (checkpoint_selection.policy): the last weights stay
         sift_keep_last: bool = False
+        #: LoRA jobs whose classification head was warmed up (cls_warmup.py): the whole head trains and is
+        #: saved in every adapter, so a checkpoint applied to the recorded base carries the warmed-up head.
+        #: A class attribute because gliner2's __init__ applies LoRA before the instance can be configured.
+        sift_head_in_adapter: bool = False
+
+        def _setup_lora(self):
+            if not (self.config.use_lora and self.sift_head_in_adapter):
+                return super()._setup_lora()
+            # gliner2's Extractor.apply_lora, with the head moved from the LoRA targets to PEFT's
+            # modules_to_save (a full trainable copy, saved with the adapter and kept by merge_and_unload)
+            from gliner2.training.lora import _cast_lora_dtype, _PeftLoraLayer
+            from gliner2.training.lora_targets import _resolve_targets
+            from peft import LoraConfig, get_peft_model
+
+            for p in self.model.parameters():
+                p.requires_grad = False
+            targets = [t for t in self.config.lora_target_modules if t not in ("classifier", "classification_head")]
+            cfg = LoraConfig(r=self.config.lora_r, lora_alpha=self.config.lora_alpha,
+                             lora_dropout=self.config.lora_dropout, target_modules=_resolve_targets(self.model, targets),
+                             bias="none", use_dora=self.config.lora_use_dora, modules_to_save=["classifier"],
+                             base_model_name_or_path=getattr(self.model, "name_or_path", "") or None)
+            self.model = get_peft_model(self.model, cfg)
+            _cast_lora_dtype(self.model)
+            self.lora_layers = {n: m for n, m in self.model.named_modules() if isinstance(m, _PeftLoraLayer)}
+            self.model._lora_layers = self.lora_layers
 
         def _log_metrics(self, metrics, prefix: str = ""):
             super()._log_metrics(metrics, prefix)
@@ -214,8 +239,10 @@ def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: 
     return TrainingConfig(**kwargs)
 
 
-def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> None:
-    """Single-label classification-only jobs: no encoder dropout, then (full) the head fitted alone (cls_warmup.py)."""
+def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> bool:
+    """Single-label classification-only jobs: no encoder dropout, then the head fitted alone (cls_warmup.py).
+
+    Returns whether the head was fitted (a LoRA job then keeps the whole head in its adapter)."""
     if not hp.extra.get("encoder_dropout", False):
         cls_warmup.quiet_encoder_dropout(model)
 
@@ -225,9 +252,10 @@ def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[Pr
         return fitter.fit(rec, rng, worst=False) if fitter is not None else rec
 
     steps = int(hp.extra.get("head_warmup_steps", cls_warmup.DEFAULT_HEAD_WARMUP_STEPS))
-    # LoRA checkpoints are adapters over the *recorded* base: a head changed outside the adapter would be lost
-    if steps > 0 and hp.training_type == "full":
-        emit("head_warmup", **cls_warmup.fit_head(model, records, prepare, steps=steps, seed=hp.seed))
+    if steps <= 0:
+        return False
+    emit("head_warmup", **cls_warmup.fit_head(model, records, prepare, steps=steps, seed=hp.seed))
+    return True
 
 
 def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
@@ -305,10 +333,11 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     if selection == "last":
         cfg.early_stopping = False  # a stop decided by the same noisy F1 would end the run at random
 
-    if softmax and info.heads == ["classification"]:
-        _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
+    head_warmed = softmax and info.heads == ["classification"] \
+        and _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
     Trainer = _make_trainer_class()
+    Trainer.sift_head_in_adapter = bool(head_warmed and hp.training_type == "lora")
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
     trainer.sift_base_model_path = str(base.resolve())
     trainer.sift_checkpoints = []
