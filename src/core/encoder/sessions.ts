@@ -77,7 +77,6 @@ class InWorker implements SessionSet {
     w.on('error', (e) => {
       for (const p of this.pending.values()) p.fail(e);
       this.pending.clear();
-      w.unref();
     });
     // After the listeners: adding a 'message' listener refs the worker's port again (Node's
     // worker_threads docs, port.ref()), and a ref'd idle worker keeps its process from ever exiting.

@@ -333,11 +333,12 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     if selection == "last":
         cfg.early_stopping = False  # a stop decided by the same noisy F1 would end the run at random
 
-    head_warmed = softmax and info.heads == ["classification"] \
-        and _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
+    head_warmed = False
+    if softmax and info.heads == ["classification"]:
+        head_warmed = _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
     Trainer = _make_trainer_class()
-    Trainer.sift_head_in_adapter = bool(head_warmed and hp.training_type == "lora")
+    Trainer.sift_head_in_adapter = head_warmed and hp.training_type == "lora"
     trainer = Trainer(model, cfg, compute_metrics=compute_metrics if val_rows else None)
     trainer.sift_base_model_path = str(base.resolve())
     trainer.sift_checkpoints = []
