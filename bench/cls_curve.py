@@ -25,6 +25,21 @@ sys.path.insert(0, str(REPO / "containers" / "training"))
 DATA = Path(os.environ.get("SIFT_SHARED_DATA", REPO.parent / "shared" / "data")) / "banking77"
 
 
+def banking_subset(n_labels: int, rows: int, held_out: int, seed: int = 0):
+    """(train, test) rows of ``n_labels`` seeded-random banking77 intents: ``rows`` training and ``held_out``
+    test rows per intent (the test rows from the set's own test split)."""
+    read = lambda f: [json.loads(line) for line in open(DATA / f)]  # noqa: E731
+    train_all, test_all = read("train.jsonl"), read("test.jsonl")
+    rng = random.Random(seed)
+    labels = sorted({r["label"] for r in train_all})
+    rng.shuffle(labels)
+    labels = labels[:n_labels]
+    train = [r for lab in labels for r in rng.sample([r for r in train_all if r["label"] == lab], rows)]
+    test = [r for lab in labels for r in rng.sample([r for r in test_all if r["label"] == lab], held_out)]
+    rng.shuffle(train)
+    return train, test
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--labels", type=int, default=20)
@@ -40,15 +55,7 @@ def main() -> None:
     from sift_trainer.job.hyperparameters import Hyperparameters
     from sift_trainer.job.paths import JobPaths
 
-    read = lambda f: [json.loads(line) for line in open(DATA / f)]  # noqa: E731
-    train_all, test_all = read("train.jsonl"), read("test.jsonl")
-    rng = random.Random(a.seed)
-    labels = sorted({r["label"] for r in train_all})
-    rng.shuffle(labels)
-    labels = labels[:a.labels]
-    train = [r for lab in labels for r in rng.sample([r for r in train_all if r["label"] == lab], a.rows)]
-    val = [r for lab in labels for r in rng.sample([r for r in test_all if r["label"] == lab], a.held_out)]
-    rng.shuffle(train)
+    train, val = banking_subset(a.labels, a.rows, a.held_out, a.seed)
 
     curve = []
     emit = events.emit
