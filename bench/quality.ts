@@ -7,7 +7,8 @@
  *
  *   npm run bench:quality -- [--sets wnut17,conll04-entities,conll04-relations,banking77,snips,restaurant8k]
  *                            [--sizes 100,300,1000] [--test-rows 300] [--skip-plain] [--training-type lora|full]
- *                            [--epochs N]   (nr_epochs for the Sift jobs; default: the service's own choice)
+ *                            [--epochs N] [--learning-rate R]   (nr_epochs / learning_rate for the Sift jobs;
+ *                                                                 default: the service's own choice)
  *
  * Data: SIFT_SHARED_DATA or ../shared/data (read at run time; nothing from it is kept in the repo).
  * Training uses one torch thread per trainer (SIFT_TORCH_THREADS, default 1) so runs on a shared
@@ -42,6 +43,7 @@ const sizes = opt('--sizes', '100,300,1000').split(',').map(Number);
 const testRows = Number(opt('--test-rows', '300'));
 const trainingType = opt('--training-type', '');
 const epochs = opt('--epochs', '');
+const learningRate = opt('--learning-rate', '');
 const skipPlain = args.includes('--skip-plain');
 const DATA = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
 const threads = process.env['SIFT_TORCH_THREADS'] ?? '1';
@@ -137,6 +139,7 @@ async function main() {
         const created = await call('POST', '/core/training-jobs', {
           model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
           ...(epochs ? { nr_epochs: Number(epochs) } : {}),
+          ...(learningRate ? { learning_rate: Number(learningRate) } : {}),
         }, key);
         if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
         const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
@@ -155,7 +158,7 @@ async function main() {
           const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
           results.push({
             set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
-            note: `${job.body.training_type}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
+            note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
           });
         }
         process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
