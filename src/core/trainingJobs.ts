@@ -166,6 +166,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
   const datasets: { name: string; version: number }[] = [];
   const tasks = new Set<string>();
   const tooLong: FieldError[] = [];
+  let trainingRows = 0;
   for (const [i, ref] of input.datasets.entries()) {
     const version = ref.version !== undefined ? await getVersion(svc, teamId, ref.name, ref.version) : await latestReadyVersion(svc, teamId, ref.name);
     if (!version) {
@@ -185,6 +186,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     }
     fits.forEach((t) => tasks.add(t));
     datasets.push({ name: ref.name, version: version.version });
+    trainingRows += version.row_count ?? 0;
     // a label that can never fit the encoder's positions would fail the job mid-training (training/promptBudget.ts)
     if (root.type === 'encoder') tooLong.push(...impossibleLabels(root.id, ref.name, version, ['body', 'datasets', i]));
   }
@@ -203,7 +205,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     rl_config: input.rl_config ?? null,
     nr_epochs: input.nr_epochs ?? root.default_hyperparameters.nr_epochs,
     ...(input.nr_epochs === undefined && root.type === 'encoder' ? { epochs_from_data: true } : {}),
-    learning_rate: input.learning_rate ?? defaultLearningRate(root, trainingType),
+    learning_rate: input.learning_rate ?? defaultLearningRate(root, trainingType, trainingRows),
     status: 'requested',
     progress: null,
     metrics: null,

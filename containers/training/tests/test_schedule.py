@@ -28,6 +28,18 @@ def test_rates_per_training_type():
     assert lora.warmup_ratio == full.warmup_ratio == schedule.WARMUP_RATIO
 
 
+def test_lora_rate_by_rows():
+    # few passes over many rows get the larger LoRA rate; many passes over few rows keep the smaller one
+    small = schedule.plan(hp(training_type="lora"), schedule.LORA_MANY_ROWS_MIN_TRAIN - 1)
+    large = schedule.plan(hp(training_type="lora"), schedule.LORA_MANY_ROWS_MIN_TRAIN)
+    assert small.task_lr == small.encoder_lr == schedule.DEFAULT_LR_LORA
+    assert large.task_lr == large.encoder_lr == schedule.DEFAULT_LR_LORA_MANY_ROWS
+    assert "learning_rate" in large.automatic
+    assert schedule.plan(hp(training_type="lora", learning_rate="2e-4"), 5_000).task_lr == 2e-4
+    # full fine-tuning's rates do not depend on the size
+    assert schedule.plan(hp(training_type="full"), 5_000).encoder_lr == schedule.DEFAULT_LR_FULL
+
+
 def test_explicit_hyperparameters_win():
     plan = schedule.plan(hp(training_type="full", nr_epochs="3", learning_rate="2e-4", task_lr="1e-3", batch_size="4",
                             warmup_ratio="0.3"), 200)
