@@ -6,7 +6,7 @@
  * F1 rules). Prints test F1 and wall time per dataset and training size.
  *
  *   npm run bench:quality -- [--sets wnut17,conll04-entities,conll04-relations,banking77,snips,restaurant8k]
- *                            [--sizes 100,300,1000] [--test-rows 300] [--skip-plain] [--training-type lora|full]
+ *                            [--sizes 100,300,1000] [--test-rows 300] [--skip-plain | --skip-sift] [--training-type lora|full]
  *                            [--epochs N] [--learning-rate R]   (nr_epochs / learning_rate for the Sift jobs;
  *                                                                 default: the service's own choice)
  *
@@ -45,6 +45,7 @@ const trainingType = opt('--training-type', '');
 const epochs = opt('--epochs', '');
 const learningRate = opt('--learning-rate', '');
 const skipPlain = args.includes('--skip-plain');
+const skipSift = args.includes('--skip-sift'); // the reference side alone (e.g. for a size Sift already ran)
 const DATA = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
 const threads = process.env['SIFT_TORCH_THREADS'] ?? '1';
 process.env['SIFT_TORCH_THREADS'] = threads; // the service's trainer child inherits it
@@ -134,34 +135,36 @@ async function main() {
         const rows = train.slice(0, n);
         const name = `${set}-${n}`;
         await upload(name, rows);
-        // Sift: a job with the service's defaults, then an evaluation of the finished job on the test rows
-        const t0 = Date.now();
-        const created = await call('POST', '/core/training-jobs', {
-          model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
-          ...(epochs ? { nr_epochs: Number(epochs) } : {}),
-          ...(learningRate ? { learning_rate: Number(learningRate) } : {}),
-        }, key);
-        if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
-        const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
-        const wall = (Date.now() - t0) / 1000;
-        if (job.body.status !== 'complete') {
-          results.push({ set, rows: n, path: 'sift', f1: null, wall, note: `job ${job.body.status}: ${String(job.body.error).slice(0, 120)}` });
-        } else {
-          // the learning curve: validation F1 of each saved checkpoint, in training order
-          const saved = (await call('GET', `/core/training-jobs/${created.body.id}/checkpoints`, undefined, key)).body?.checkpoints ?? [];
-          const curve = (saved as { epoch: number | null; metrics?: { f1?: number } }[])
-            // the chosen checkpoint is listed again as the final model: one point per epoch
-            .filter((c, i, all) => typeof c.metrics?.f1 === 'number' && all.findIndex((o) => o.epoch === c.epoch) === i)
-            .map((c) => `${c.epoch ?? '?'}:${c.metrics!.f1!.toFixed(3)}`)
-            .join(' ');
-          const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
-          const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
-          results.push({
-            set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
-            note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
-          });
+        if (!skipSift) {
+          // Sift: a job with the service's defaults, then an evaluation of the finished job on the test rows
+          const t0 = Date.now();
+          const created = await call('POST', '/core/training-jobs', {
+            model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
+            ...(epochs ? { nr_epochs: Number(epochs) } : {}),
+            ...(learningRate ? { learning_rate: Number(learningRate) } : {}),
+          }, key);
+          if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+          const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
+          const wall = (Date.now() - t0) / 1000;
+          if (job.body.status !== 'complete') {
+            results.push({ set, rows: n, path: 'sift', f1: null, wall, note: `job ${job.body.status}: ${String(job.body.error).slice(0, 120)}` });
+          } else {
+            // the learning curve: validation F1 of each saved checkpoint, in training order
+            const saved = (await call('GET', `/core/training-jobs/${created.body.id}/checkpoints`, undefined, key)).body?.checkpoints ?? [];
+            const curve = (saved as { epoch: number | null; metrics?: { f1?: number } }[])
+              // the chosen checkpoint is listed again as the final model: one point per epoch
+              .filter((c, i, all) => typeof c.metrics?.f1 === 'number' && all.findIndex((o) => o.epoch === c.epoch) === i)
+              .map((c) => `${c.epoch ?? '?'}:${c.metrics!.f1!.toFixed(3)}`)
+              .join(' ');
+            const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
+            const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
+            results.push({
+              set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
+              note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
+            });
+          }
+          process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
         }
-        process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
         if (skipPlain) continue;
         const spec = join(dir, `${name}.plain.json`);
         await writeFile(spec, JSON.stringify({ base: join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), train: rows, test, threads: Number(threads), seed: 42 }));
