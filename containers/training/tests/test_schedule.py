@@ -12,7 +12,7 @@ def hp(**kw) -> Hyperparameters:
     return Hyperparameters.from_dict({"base_model_path": "/base", **kw})
 
 
-@pytest.mark.parametrize("rows, epochs", [(8, 30), (180, 11), (900, 3), (10_000, 3)])
+@pytest.mark.parametrize("rows, epochs", [(8, 30), (180, 11), (270, 8), (900, 6), (10_000, 6)])
 def test_epochs_reach_a_floor_of_optimizer_steps(rows, epochs):
     plan = schedule.plan(hp(), rows)
     assert plan.epochs == epochs and "nr_epochs" in plan.automatic

@@ -20,7 +20,10 @@ from ..job.hyperparameters import Hyperparameters
 DEFAULT_BATCH_SIZE = 8
 #: at least this many optimizer steps when the epoch count is the trainer's choice
 MIN_OPTIMIZER_STEPS = 250
-MIN_EPOCHS = 3
+#: at least this many passes: on 922 conll04 rows 3 epochs (309 steps) left LoRA under-trained
+#: (validation F1 still rising, test 0.681) and 6 reached the issue's target (test 0.757,
+#: docs/training.md "The issue's targets at 1,000 rows"); smaller sets already get more from the floor
+MIN_EPOCHS = 6
 MAX_EPOCHS = 30
 WARMUP_RATIO = 0.1
 
