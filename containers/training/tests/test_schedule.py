@@ -21,6 +21,14 @@ def test_epochs_reach_a_floor_of_optimizer_steps(rows, epochs):
     assert plan.planned_steps == epochs * -(-rows // schedule.DEFAULT_BATCH_SIZE)
 
 
+def test_classification_only_jobs_keep_three_epochs():
+    # many rows: entity jobs get MIN_EPOCHS passes, a single-label classification job only 3
+    assert schedule.plan(hp(), 900).epochs == schedule.MIN_EPOCHS == 6
+    assert schedule.plan(hp(), 900, classification_only=True).epochs == schedule.MIN_EPOCHS_CLASSIFICATION == 3
+    # few rows: the step floor decides for both
+    assert schedule.plan(hp(), 180, classification_only=True).epochs == 11
+
+
 def test_rates_per_training_type():
     lora, full = schedule.plan(hp(training_type="lora"), 200), schedule.plan(hp(training_type="full"), 200)
     assert lora.task_lr == schedule.DEFAULT_LR_LORA
