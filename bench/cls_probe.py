@@ -54,7 +54,7 @@ def text_embeddings(model, rows):
     return torch.nn.functional.normalize(torch.cat(out), dim=-1)
 
 
-def label_route_accuracy(model, train, test, labels, steps: int) -> float:
+def label_route_accuracy(model, train, test, steps: int) -> float:
     """Fit a fresh copy of the classification head on frozen [L] outputs of all-label prompts; test accuracy."""
     import torch
     import torch.nn.functional as F
@@ -123,7 +123,7 @@ def main() -> None:
         text_linear = float((linear(Xte).argmax(-1) == yte).float().mean())
     text_centroid = float(((Xte @ centroids.T).argmax(-1) == yte).float().mean())
     t1 = time.time()
-    label_route = label_route_accuracy(model, train, test, labels, a.head_steps)
+    label_route = label_route_accuracy(model, train, test, a.head_steps)
     print(json.dumps({
         "labels": len(labels), "train_rows": len(train), "test_rows": len(test), "chance": round(1 / len(labels), 4),
         "text_route_linear": round(text_linear, 4), "text_route_centroid": round(text_centroid, 4),

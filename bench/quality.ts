@@ -126,6 +126,34 @@ async function main() {
       );
       if (ds.body.status !== 'ready') throw new Error(`dataset ${name} is ${ds.body.status}: ${JSON.stringify(ds.body).slice(0, 400)}`);
     };
+    /** Sift's side: a job with the service's defaults, then an evaluation of the finished job on the test rows. */
+    const siftResult = async (set: string, n: number, name: string, testName: string): Promise<Result> => {
+      const t0 = Date.now();
+      const created = await call('POST', '/core/training-jobs', {
+        model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
+        ...(epochs ? { nr_epochs: Number(epochs) } : {}),
+        ...(learningRate ? { learning_rate: Number(learningRate) } : {}),
+      }, key);
+      if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+      const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
+      const wall = (Date.now() - t0) / 1000;
+      if (job.body.status !== 'complete') {
+        return { set, rows: n, path: 'sift', f1: null, wall, note: `job ${job.body.status}: ${String(job.body.error).slice(0, 120)}` };
+      }
+      // the learning curve: validation F1 of each saved checkpoint, in training order
+      const saved = (await call('GET', `/core/training-jobs/${created.body.id}/checkpoints`, undefined, key)).body?.checkpoints ?? [];
+      const curve = (saved as { epoch: number | null; metrics?: { f1?: number } }[])
+        // the chosen checkpoint is listed again as the final model: one point per epoch
+        .filter((c, i, all) => typeof c.metrics?.f1 === 'number' && all.findIndex((o) => o.epoch === c.epoch) === i)
+        .map((c) => `${c.epoch ?? '?'}:${c.metrics!.f1!.toFixed(3)}`)
+        .join(' ');
+      const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
+      const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
+      return {
+        set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
+        note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
+      };
+    };
     for (const set of sets) {
       const train = shuffled(await readRows(set, 'train'), 13);
       const test = shuffled(await readRows(set, 'test'), 17).slice(0, testRows);
@@ -136,33 +164,7 @@ async function main() {
         const name = `${set}-${n}`;
         await upload(name, rows);
         if (!skipSift) {
-          // Sift: a job with the service's defaults, then an evaluation of the finished job on the test rows
-          const t0 = Date.now();
-          const created = await call('POST', '/core/training-jobs', {
-            model_name: name, base_model: BASE_MODEL, datasets: [{ name }], ...(trainingType ? { training_type: trainingType } : {}),
-            ...(epochs ? { nr_epochs: Number(epochs) } : {}),
-            ...(learningRate ? { learning_rate: Number(learningRate) } : {}),
-          }, key);
-          if (created.status !== 201) throw new Error(`job for ${name}: ${created.status} ${JSON.stringify(created.body)}`);
-          const job = await until(() => call('GET', `/core/training-jobs/${created.body.id}`, undefined, key), (r) => ['complete', 'failed', 'stopped'].includes(r.body.status));
-          const wall = (Date.now() - t0) / 1000;
-          if (job.body.status !== 'complete') {
-            results.push({ set, rows: n, path: 'sift', f1: null, wall, note: `job ${job.body.status}: ${String(job.body.error).slice(0, 120)}` });
-          } else {
-            // the learning curve: validation F1 of each saved checkpoint, in training order
-            const saved = (await call('GET', `/core/training-jobs/${created.body.id}/checkpoints`, undefined, key)).body?.checkpoints ?? [];
-            const curve = (saved as { epoch: number | null; metrics?: { f1?: number } }[])
-              // the chosen checkpoint is listed again as the final model: one point per epoch
-              .filter((c, i, all) => typeof c.metrics?.f1 === 'number' && all.findIndex((o) => o.epoch === c.epoch) === i)
-              .map((c) => `${c.epoch ?? '?'}:${c.metrics!.f1!.toFixed(3)}`)
-              .join(' ');
-            const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
-            const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
-            results.push({
-              set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall,
-              note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
-            });
-          }
+          results.push(await siftResult(set, n, name, testName));
           process.stdout.write(`${JSON.stringify(results.at(-1))}\n`);
         }
         if (skipPlain) continue;

@@ -24,7 +24,7 @@ MIN_OPTIMIZER_STEPS = 250
 #: (validation F1 still rising, test 0.681) and 6 reached the issue's target (test 0.757,
 #: docs/training.md "The issue's targets at 1,000 rows"); smaller sets already get more from the floor
 MIN_EPOCHS = 6
-#: ... except single-label classification-only jobs (the head warm-up path, cls_warmup.py): banking77
+#: ... except single-label classification-only jobs (those the head warm-up is for, cls_warmup.py): banking77
 #: on 1,000 rows scored 0.257 after 3 epochs and 0.210 after 6 (LoRA 1e-3; validation at chance for
 #: the first 4 of the 6, while the rate stayed high)
 MIN_EPOCHS_CLASSIFICATION = 3

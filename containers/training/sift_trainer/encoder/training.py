@@ -211,14 +211,13 @@ def _make_trainer_class():
     return SiftExtractorTrainer
 
 
-def _training_config(hp: Hyperparameters, out_dir: Path, n_train: int, has_val: bool, classification_only: bool = False):
+def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool):
+    """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
+    (schedule.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
+    in the real trainer: docs/training.md "Classification with many labels"; the defaults stay.)"""
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
-    # epochs from the dataset's size, rates per training type; explicit hyperparameters win (schedule.py)
-    # (higher rates for classification-only jobs were tried and did not leave the plateau in the
-    # real trainer: docs/training.md "Classification with many labels"; the defaults stay)
-    plan = schedule.plan(hp, n_train, classification_only)
     kwargs = dict(
         output_dir=str(out_dir), experiment_name="sift", num_epochs=plan.epochs, max_steps=plan.max_steps,
         batch_size=plan.batch_size, eval_batch_size=8, encoder_lr=plan.encoder_lr, task_lr=plan.task_lr,
@@ -286,8 +285,9 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label
     classification_only = single_label and info.heads == ["classification"]
-    cfg = _training_config(hp, ckpt_root, len(train_records), bool(val_rows), classification_only)
-    emit("schedule", **schedule.plan(hp, len(train_records), classification_only).to_dict())
+    plan = schedule.plan(hp, len(train_records), classification_only)
+    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows))
+    emit("schedule", **plan.to_dict())
     softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
     model.processor.sampling_config = sampling.sampling_config(hp.extra.get("sampling"), single_label=softmax)
     max_negatives = int(hp.extra.get("max_negative_labels", DEFAULT_MAX_CLASS_NEGATIVES)) if softmax else 0
@@ -335,7 +335,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
         cfg.early_stopping = False  # a stop decided by the same noisy F1 would end the run at random
 
     head_warmed = False
-    if softmax and info.heads == ["classification"]:
+    if softmax and classification_only:
         head_warmed = _warm_up_classifier(hp, model, train_records, fitter, max_negatives)
 
     Trainer = _make_trainer_class()
