@@ -34,14 +34,25 @@ export function toApiRequest(req: IncomingMessage, body: Buffer, signal: AbortSi
 }
 
 export async function writeApiResponse(res: ServerResponse, response: ApiResponse, signal: AbortSignal): Promise<void> {
-  res.writeHead(response.status, response.headers ?? {});
   if (response.stream) {
-    for await (const chunk of response.stream) {
-      if (signal.aborted) break;
-      res.write(chunk);
+    const chunks = response.stream[Symbol.asyncIterator]();
+    try {
+      res.writeHead(response.status, response.headers ?? {});
+      while (!signal.aborted) {
+        const next = await chunks.next();
+        if (next.done || signal.aborted) break;
+        res.write(next.value);
+      }
+      res.end();
+    } finally {
+      // Always, also when the client left before the first chunk was read: the stream's owner frees
+      // what it holds there (a decoder slot, the request's billing). A no-op on a finished stream.
+      await chunks.return?.();
     }
-    res.end();
-  } else if (response.raw !== undefined) {
+    return;
+  }
+  res.writeHead(response.status, response.headers ?? {});
+  if (response.raw !== undefined) {
     res.end(response.raw);
   } else if (response.body !== undefined) {
     res.end(JSON.stringify(response.body));

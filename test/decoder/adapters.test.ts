@@ -51,7 +51,7 @@ const PROMPT = { kind: 'chat' as const, messages: [{ role: 'user' as const, part
 async function greedy(d: LlamaCppDecoder, model: string): Promise<{ text: string; completionTokens: number }> {
   let text = '';
   let completionTokens = -1;
-  for await (const ev of d.generate({ model, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })) {
+  for await (const ev of d.generate({ model, scope: TEAM, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })) {
     if (ev.type === 'text') text += ev.text;
     if (ev.type === 'done') completionTokens = ev.usage.completionTokens;
   }
@@ -155,7 +155,7 @@ describe('LlamaCppDecoder.ensureAdapter', () => {
 
   it('keeps at most maxAdapterContexts adapter contexts, never disposing one a generation holds', async () => {
     // maxAdapterContexts is 1 here. Hold a generation on the random adapter mid-stream…
-    const held = decoder.generate({ model: JOB_RANDOM, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })[
+    const held = decoder.generate({ model: JOB_RANDOM, scope: TEAM, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })[
       Symbol.asyncIterator
     ]();
     const first = await held.next();

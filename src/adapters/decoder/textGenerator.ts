@@ -9,6 +9,11 @@ import { decoderRuntime } from './index';
 export const GENERATION_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
 
 const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
+/**
+ * The workflow's own KV scope: its prompts never share computed state with a team's requests (a
+ * team id is a UUID, never this), and nothing about its reuse reaches a caller.
+ */
+const WORKFLOW_SCOPE = 'sift:generation-workflow';
 
 export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GENERATION_MODEL'] ?? GENERATION_MODEL): TextGenerator {
   return {
@@ -18,6 +23,7 @@ export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GE
       let text = '';
       const events = backend.generate({
         model,
+        scope: WORKFLOW_SCOPE,
         prompt: { kind: 'chat', messages: [{ role: 'system', parts: [{ text: system }] }, { role: 'user', parts: [{ text: user }] }] },
         params: { maxTokens: opts.maxTokens, temperature: opts.temperature, seed: opts.seed, stop: [] },
         cache: noCache,

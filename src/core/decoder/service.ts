@@ -3,7 +3,7 @@ import type { DecoderRuntime } from './runtime';
 import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
-import { checkSpendAllowance, recordBilledUsage } from '../usage';
+import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
 import type { ResolvedModel } from '../models';
 import { CACHE_MULTIPLIERS } from './models';
 import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
@@ -20,16 +20,33 @@ export interface GenerationResult {
   usage: GenerationUsage;
 }
 
+/**
+ * The text of a generation, piece by piece; the return value is the final result. Iterate once.
+ * `return()` ends the generation (`Generation.close`), also before the first `next()`: unlike a
+ * plain async generator's, it works on a stream that never started.
+ */
+export interface GenerationStream extends AsyncIterator<string, GenerationResult, undefined> {
+  next(): Promise<IteratorResult<string, GenerationResult>>;
+  return(): Promise<IteratorReturnResult<GenerationResult>>;
+  [Symbol.asyncIterator](): GenerationStream;
+}
+
 export interface Generation {
   inferenceId: string;
   /** Unix seconds. */
   created: number;
   model: Extract<ResolvedModel, { type: 'decoder' }>;
   start: StartUsage;
-  /** Text pieces as they come; the return value is the final result. Iterate once. */
-  stream: AsyncGenerator<string, GenerationResult, void>;
+  stream: GenerationStream;
   /** Runs the stream to the end and returns the result (non-streaming routes). */
   collect(): Promise<GenerationResult>;
+  /**
+   * Ends the generation; idempotent. A backend still running is cancelled and read to its end (so
+   * it frees its slot and reports what it computed), then the request is billed and the inference
+   * stored (unless `store:false`) — exactly once, whoever gets here first: the stream's end, its
+   * `return()`, or a route's error path. Resolves to the final result.
+   */
+  close(): Promise<GenerationResult>;
 }
 
 export interface GenerationInput {
@@ -57,11 +74,14 @@ export function costMicros(model: Extract<ResolvedModel, { type: 'decoder' }>, u
   return Math.round(usd * 1e6);
 }
 
+type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
+
 /**
  * One generation through the decoder port, shared by every route: checks the spend allowance, runs
- * prefill (so every caller error surfaces before a stream starts), then streams. Usage is billed and
- * the inference stored (unless `store:false`) when the stream ends — also when the client went away
- * and the generation was cancelled.
+ * prefill (so every caller error surfaces before a stream starts), then streams. The generation
+ * always ends through `close()` — at the stream's end, on `stream.return()`, or when a route fails
+ * after this returns — which cancels a backend still running, bills what was computed (a prefill
+ * whose caller went away included) and stores the inference, once.
  */
 export async function startGeneration(input: GenerationInput): Promise<Generation> {
   const { svc, runtime, principal, model, prompt, params } = input;
@@ -75,28 +95,44 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
   const inferenceId = newInferenceId();
   const created = Math.floor(svc.now().getTime() / 1000);
   const scope = principal.team_id;
+  // The backend stops on the caller's signal, or on ours when the generation is closed early.
+  const cancel = new AbortController();
+  const signal = input.signal ? AbortSignal.any([input.signal, cancel.signal]) : cancel.signal;
   const events = runtime.backend.generate(
     {
       model: model.backendModel,
+      scope,
       prompt,
       params,
       cache: { plan: (tokenized) => runtime.cache.plan(scope, model.backendModel, tokenized) },
     },
-    input.signal,
+    signal,
   )[Symbol.asyncIterator]();
+  // A backend that fails before `start` has freed what it held and computed nothing billable.
   const first = await events.next();
-  if (first.done || first.value.type !== 'start') throw new Error('decoder backend ended before starting');
+  if (first.done || first.value.type !== 'start') {
+    cancel.abort();
+    await events.return?.(undefined);
+    throw new Error('decoder backend ended before starting');
+  }
   const start = first.value.usage;
 
-  let finished = false;
-  const finish = async (text: string, done: Extract<GenerationEvent, { type: 'done' }>): Promise<GenerationResult> => {
-    finished = true;
-    const u = done.usage;
-    const result: GenerationResult = { text, finishReason: done.finishReason, stopSequence: done.stopSequence, usage: u };
+  let text = '';
+  /** Text events received, delivered or not: a lower bound on the tokens of a failed generation. */
+  let pieces = 0;
+  let done: DoneEvent | undefined;
+  /** The backend's iteration is over (ended or failed): nothing more to read from it. */
+  let ended = false;
+  let failed = false;
+  let step: Promise<unknown> | undefined;
+  let closing: Promise<GenerationResult> | undefined;
+
+  const bill = async (result: GenerationResult): Promise<void> => {
+    const u = result.usage;
     await recordBilledUsage(svc, principal.team_id, input.limitClass, {
       inference_id: inferenceId,
       endpoint: input.endpoint,
-      model: model.requested,
+      ...billedModel(model),
       base_model: model.baseModel,
       input_tokens: Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens),
       output_tokens: u.completionTokens,
@@ -116,58 +152,104 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
         training_job_id: model.trainingJobId,
         endpoint: input.endpoint,
         input: input.recordInput,
-        output: { completion: text, finish_reason: done.finishReason, stop_sequence: done.stopSequence },
+        output: { completion: result.text, finish_reason: result.finishReason, stop_sequence: result.stopSequence },
         usage: usageFields(u),
         latency_ms: Math.round(performance.now() - started),
       },
       input.store,
     );
-    return result;
   };
 
-  async function* stream(): AsyncGenerator<string, GenerationResult, void> {
-    let text = '';
-    let done: Extract<GenerationEvent, { type: 'done' }> | undefined;
-    try {
-      for (;;) {
-        const next = await events.next();
-        if (next.done) break;
-        const ev = next.value;
-        if (ev.type === 'text') {
-          text += ev.text;
-          yield ev.text;
-        } else if (ev.type === 'done') done = ev;
-      }
-    } finally {
-      // The consumer stopped early (client gone): let the backend see the abort and report usage.
-      if (!done) {
+  const settle = async (): Promise<GenerationResult> => {
+    // A read in flight lands first (its outcome, error included, belongs to its own caller).
+    if (step) await step.then(noop, noop);
+    if (!ended) {
+      // Closed early: the backend sees a cancellation at its next check and reports its usage.
+      cancel.abort();
+      try {
         for (;;) {
-          const next = await events.next().catch(() => ({ done: true as const, value: undefined }));
+          const next = await events.next();
           if (next.done) break;
           if (next.value.type === 'done') done = next.value;
+          else if (next.value.type === 'text') pieces++;
         }
+      } catch {
+        // The backend failed while winding down; what it computed is billed below all the same.
+        failed = true;
       }
-      if (!finished && done) await finish(text, done);
+      ended = true;
     }
-    if (!done) throw new Error('decoder backend ended without a result');
-    return { text, finishReason: done.finishReason, stopSequence: done.stopSequence, usage: done.usage };
-  }
+    const result: GenerationResult = done
+      ? { text, finishReason: done.finishReason, stopSequence: done.stopSequence, usage: done.usage }
+      : // No final usage from the backend (it failed): its prefill, and a token per text piece.
+        { text, finishReason: failed ? 'error' : 'cancelled', stopSequence: null, usage: { ...start, completionTokens: pieces } };
+    await bill(result);
+    return result;
+  };
+  const close = (): Promise<GenerationResult> => (closing ??= settle());
 
-  const gen = stream();
+  /** The next text piece, or undefined once the backend's iteration is over. */
+  const read = async (): Promise<string | undefined> => {
+    for (;;) {
+      const next = await events.next();
+      if (next.done) return undefined;
+      const ev = next.value;
+      if (ev.type === 'text') {
+        text += ev.text;
+        pieces++;
+        return ev.text;
+      }
+      if (ev.type === 'done') done = ev;
+    }
+  };
+
+  const stream: GenerationStream = {
+    async next() {
+      if (closing) return { done: true, value: await closing };
+      const pending = read();
+      step = pending;
+      let piece: string | undefined;
+      try {
+        piece = await pending;
+      } catch (err) {
+        ended = true;
+        failed = true;
+        await close();
+        throw err;
+      } finally {
+        step = undefined;
+      }
+      if (piece !== undefined) return { done: false, value: piece };
+      ended = true;
+      const result = await close();
+      if (!done) throw new Error('decoder backend ended without a result');
+      return { done: true, value: result };
+    },
+    async return() {
+      return { done: true, value: await close() };
+    },
+    [Symbol.asyncIterator]() {
+      return stream;
+    },
+  };
+
   return {
     inferenceId,
     created,
     model,
     start,
-    stream: gen,
+    stream,
     async collect() {
       for (;;) {
-        const next = await gen.next();
+        const next = await stream.next();
         if (next.done) return next.value;
       }
     },
+    close,
   };
 }
+
+const noop = () => undefined;
 
 /** SPEC "Token usage fields" (native shape): prompt_tokens are the non-cached input tokens. */
 export function usageFields(u: GenerationUsage) {

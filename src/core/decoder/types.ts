@@ -72,7 +72,11 @@ export interface CacheHooks {
   plan(prompt: TokenizedPrompt): CachePlan;
 }
 
-export type FinishReason = 'stop' | 'length' | 'stop_sequence' | 'cancelled';
+/**
+ * `cancelled`: the caller went away (or the route ended the generation early). `error`: the backend
+ * failed after it started; set by the core for the stored record, never sent by a backend.
+ */
+export type FinishReason = 'stop' | 'length' | 'stop_sequence' | 'cancelled' | 'error';
 
 export interface GenerationUsage {
   promptTokens: number;
@@ -97,6 +101,12 @@ export type GenerationEvent =
 export interface GenerateRequest {
   /** The backend's own model key (catalog id, or a served adapter name upstream). */
   model: string;
+  /**
+   * The tenant the request runs for (the team id). A backend reuses computed prompt state (KV
+   * cache) only between requests of the same scope, and reports only that reuse: another team's
+   * prompt must never make a request faster or change what it reports.
+   */
+  scope: string;
   prompt: DecoderPrompt;
   params: SamplingParams;
   cache: CacheHooks;
@@ -128,7 +138,10 @@ export interface DecoderBackend {
   contextSize(model: string): Promise<number>;
   /**
    * Streams one generation. The first event is `start` (after prefill, before the first token);
-   * the last is `done`, also when `signal` aborts (finishReason `cancelled`, usage so far).
+   * the last is `done`, also when `signal` aborts (finishReason `cancelled`, usage so far: a
+   * prefill that ran is reported in `promptTokens`). Once `start` is out, a consumer that stops
+   * must abort `signal` and read on to `done` (the core's `Generation.close` does): the backend
+   * frees what it holds (a slot) and reports what was computed only there.
    */
   generate(req: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent>;
   /** Token count of a prompt (for `/v1/messages/count_tokens`-style checks and limits). */

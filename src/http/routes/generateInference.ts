@@ -3,7 +3,7 @@ import { usageFields } from '../../core/decoder/service';
 import type { DecoderMessage, PromptPart } from '../../core/decoder/types';
 import { BadRequestError, ValidationError } from '../../core/errors';
 import { json, type ApiResponse, type HandlerContext } from '../types';
-import { defaultMaxTokens, generate, parseCacheControl, resolveForRoute } from './compat/common';
+import { defaultMaxTokens, generate, parseCacheControl, resolveForRoute, respondWith } from './compat/common';
 
 const TextBlock = z.strictObject({ type: z.literal('text'), text: z.string(), cache_control: z.unknown().optional() });
 
@@ -77,15 +77,17 @@ export async function generateInference(ctx: Omit<HandlerContext<unknown, unknow
     recordInput: { messages: body.messages },
     signal: req.signal,
   });
-  const r = await gen.collect();
-  return json(200, {
-    inference_id: gen.inferenceId,
-    model_id: body.model_id,
-    type: 'decoder',
-    completion: r.text,
-    finish_reason: r.finishReason === 'stop_sequence' ? 'stop' : r.finishReason,
-    stop_sequence: r.stopSequence,
-    latency_ms: Math.round(performance.now() - started),
-    usage: usageFields(r.usage),
+  return respondWith(gen, async () => {
+    const r = await gen.collect();
+    return json(200, {
+      inference_id: gen.inferenceId,
+      model_id: body.model_id,
+      type: 'decoder',
+      completion: r.text,
+      finish_reason: r.finishReason === 'stop_sequence' ? 'stop' : r.finishReason,
+      stop_sequence: r.stopSequence,
+      latency_ms: Math.round(performance.now() - started),
+      usage: usageFields(r.usage),
+    });
   });
 }

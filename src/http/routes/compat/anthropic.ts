@@ -5,7 +5,7 @@ import type { CacheMarker, DecoderMessage, FinishReason, GenerationUsage, Prompt
 import { BadRequestError } from '../../../core/errors';
 import type { ResolvedEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
-import { extractThroughCompat, generate, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
+import { extractThroughCompat, generate, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, respondWith, streamResponse, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
 import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
@@ -235,8 +235,11 @@ export const anthropicRoutes = [
         recordInput: { messages: body.messages, ...(body.system !== undefined ? { system: body.system } : {}) },
         signal: req.signal,
       });
-      if (!body.stream) return json(200, messageBody(gen, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: guardStream(messageStream(gen), anthropicStreamError) };
+      return respondWith(gen, async () =>
+        body.stream
+          ? streamResponse(gen, { ...SSE_HEADERS, ...genHeaders(gen) }, messageStream(gen), anthropicStreamError)
+          : json(200, messageBody(gen, await gen.collect()), genHeaders(gen)),
+      );
     },
   }),
 ];

@@ -7,7 +7,7 @@ import { MAX_CACHE_MARKERS, DEFAULT_CACHE_TTL_SECONDS, parseTtl } from '../../..
 import { startGeneration, type DecoderRuntime, type Generation, type GenerationInput } from '../../../core/decoder/service';
 import type { CacheMarker, DecoderMessage, DecoderPrompt } from '../../../core/decoder/types';
 import { BadRequestError, ServiceUnavailableError, type ApiError } from '../../../core/errors';
-import type { ApiRequest } from '../../types';
+import type { ApiRequest, ApiResponse } from '../../types';
 import { parseWith } from '../../validation';
 
 export type Decoder = Extract<ResolvedModel, { type: 'decoder' }>;
@@ -202,3 +202,60 @@ export async function* guardStream(events: AsyncGenerator<string>, onError: (mes
 }
 export const openAiStreamError = (message: string) => sseData({ error: { message, type: 'server_error', param: null, code: null } });
 export const anthropicStreamError = (message: string) => sseEvent('error', { type: 'error', error: { type: 'api_error', message } });
+
+/**
+ * The response of a generation route, built so that the generation always ends — slot freed, usage
+ * billed once, inference stored — whatever happens after `generate` returned: a failure while
+ * building the response closes it before the error answers; a streamed response owns it.
+ */
+export async function respondWith(gen: Generation, build: () => ApiResponse | Promise<ApiResponse>): Promise<ApiResponse> {
+  let response: ApiResponse;
+  try {
+    response = await build();
+  } catch (err) {
+    // A failure to close (billing or storage) replaces this error: it is the one that loses data.
+    await gen.close();
+    throw err;
+  }
+  // A response without a stream is complete, and so is its generation (a no-op after collect()).
+  if (!response.stream) await gen.close();
+  return response;
+}
+
+/**
+ * A 200 SSE response of `events` (the route's rendering of `gen.stream`, failures reported
+ * in-stream). Its iterator closes the generation when it ends, fails, or is stopped by `return()`
+ * — also before its first `next()`: a client that leaves before the first chunk never starts the
+ * route's generator, whose own `finally` would then never run.
+ */
+export function streamResponse(gen: Generation, headers: Record<string, string>, events: AsyncGenerator<string>, onError: (message: string) => string): ApiResponse {
+  return { status: 200, headers, stream: closingStream(guardStream(events, onError), gen) };
+}
+
+function closingStream(source: AsyncGenerator<string>, gen: Generation): AsyncIterableIterator<string> {
+  const iterator: AsyncIterableIterator<string> = {
+    async next() {
+      let step: IteratorResult<string>;
+      try {
+        step = await source.next();
+      } catch (err) {
+        await gen.close();
+        throw err;
+      }
+      if (step.done) await gen.close();
+      return step;
+    },
+    async return() {
+      try {
+        await source.return(undefined);
+      } finally {
+        await gen.close();
+      }
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
+}

@@ -14,8 +14,9 @@ import {
   requireTextOnly,
   resolveForRoute,
   genHeaders,
-  guardStream,
   openAiStreamError,
+  respondWith,
+  streamResponse,
   sseData,
   SSE_HEADERS,
   withHints,
@@ -229,8 +230,11 @@ export const openAiRoutes = [
         recordInput: { messages: body.messages },
         signal: req.signal,
       });
-      if (!body.stream) return json(200, chatResponse(gen, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: streamHeaders(gen), stream: guardStream(chatStream(gen, body.stream_options?.include_usage === true), openAiStreamError) };
+      return respondWith(gen, async () =>
+        body.stream
+          ? streamResponse(gen, streamHeaders(gen), chatStream(gen, body.stream_options?.include_usage === true), openAiStreamError)
+          : json(200, chatResponse(gen, await gen.collect()), genHeaders(gen)),
+      );
     },
   }),
   route({
@@ -269,32 +273,34 @@ export const openAiRoutes = [
         recordInput: { prompt: promptText },
         signal: req.signal,
       });
-      const base = { id: `cmpl-${gen.inferenceId}`, object: 'text_completion', created: gen.created, model: gen.model.requested, system_fingerprint: FINGERPRINT };
-      const echo = body.echo ? promptText : '';
-      if (!body.stream) {
-        const r = await gen.collect();
-        return json(
-          200,
-          { ...base, choices: [{ text: echo + r.text, index: 0, logprobs: null, finish_reason: openAiFinish(r.finishReason) }], usage: openAiUsage(r.usage), inference_id: gen.inferenceId },
-          genHeaders(gen),
-        );
-      }
-      const includeUsage = body.stream_options?.include_usage === true;
-      async function* events(): AsyncGenerator<string> {
-        const usageNull = includeUsage ? { usage: null } : {};
-        if (echo) yield sseData({ ...base, choices: [{ text: echo, index: 0, logprobs: null, finish_reason: null }], ...usageNull });
-        for (;;) {
-          const next = await gen.stream.next();
-          if (next.done) {
-            yield sseData({ ...base, choices: [{ text: '', index: 0, logprobs: null, finish_reason: openAiFinish(next.value.finishReason) }], ...usageNull });
-            if (includeUsage) yield sseData({ ...base, choices: [], usage: openAiUsage(next.value.usage) });
-            break;
-          }
-          yield sseData({ ...base, choices: [{ text: next.value, index: 0, logprobs: null, finish_reason: null }], ...usageNull });
+      return respondWith(gen, async () => {
+        const base = { id: `cmpl-${gen.inferenceId}`, object: 'text_completion', created: gen.created, model: gen.model.requested, system_fingerprint: FINGERPRINT };
+        const echo = body.echo ? promptText : '';
+        if (!body.stream) {
+          const r = await gen.collect();
+          return json(
+            200,
+            { ...base, choices: [{ text: echo + r.text, index: 0, logprobs: null, finish_reason: openAiFinish(r.finishReason) }], usage: openAiUsage(r.usage), inference_id: gen.inferenceId },
+            genHeaders(gen),
+          );
         }
-        yield 'data: [DONE]\n\n';
-      }
-      return { status: 200, headers: streamHeaders(gen), stream: guardStream(events(), openAiStreamError) };
+        const includeUsage = body.stream_options?.include_usage === true;
+        async function* events(): AsyncGenerator<string> {
+          const usageNull = includeUsage ? { usage: null } : {};
+          if (echo) yield sseData({ ...base, choices: [{ text: echo, index: 0, logprobs: null, finish_reason: null }], ...usageNull });
+          for (;;) {
+            const next = await gen.stream.next();
+            if (next.done) {
+              yield sseData({ ...base, choices: [{ text: '', index: 0, logprobs: null, finish_reason: openAiFinish(next.value.finishReason) }], ...usageNull });
+              if (includeUsage) yield sseData({ ...base, choices: [], usage: openAiUsage(next.value.usage) });
+              break;
+            }
+            yield sseData({ ...base, choices: [{ text: next.value, index: 0, logprobs: null, finish_reason: null }], ...usageNull });
+          }
+          yield 'data: [DONE]\n\n';
+        }
+        return streamResponse(gen, streamHeaders(gen), events(), openAiStreamError);
+      });
     },
   }),
 ];

@@ -4,7 +4,7 @@ import type { Generation, GenerationResult } from '../../../core/decoder/service
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route } from '../../types';
-import { defaultMaxTokens, generate, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, guardStream, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
+import { defaultMaxTokens, generate, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, respondWith, streamResponse, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
 import { checkTools } from './openai';
 
 const Item = z.looseObject({ type: z.string().optional(), role: z.string().optional(), content: z.unknown().optional() });
@@ -191,8 +191,13 @@ export const responsesRoutes = [
         recordInput: { input: body.input, ...(body.instructions ? { instructions: body.instructions } : {}) },
         signal: req.signal,
       });
-      if (!body.stream) return json(200, responseObject(gen, body, await gen.collect()), genHeaders(gen));
-      return { status: 200, headers: { ...SSE_HEADERS, ...genHeaders(gen) }, stream: guardStream(responseStream(gen, body), (message) => sseEvent('error', { type: 'error', code: 'server_error', message, param: null, sequence_number: 0 })) };
+      return respondWith(gen, async () =>
+        body.stream
+          ? streamResponse(gen, { ...SSE_HEADERS, ...genHeaders(gen) }, responseStream(gen, body), (message) =>
+              sseEvent('error', { type: 'error', code: 'server_error', message, param: null, sequence_number: 0 }),
+            )
+          : json(200, responseObject(gen, body, await gen.collect()), genHeaders(gen)),
+      );
     },
   }),
 ];
