@@ -1,12 +1,13 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Llama, LlamaContext } from 'node-llama-cpp';
 import type { BlobStore } from '../../core/ports';
 import { NotFoundError, ServiceUnavailableError } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import { createLogger } from '../../http/logger';
 import type { DecoderAdapterSpec, DecoderBackend, DecoderPrompt, GenerateRequest, GenerationEvent } from '../../core/decoder/types';
-import { adapterStem, adapterVersion, downloadAdapter, removeStaleAdapterFiles, unloadLora } from './llamaCpp/adapterFiles';
+import { adapterStem, adapterVersion, downloadAdapter, removeFile, removeStaleAdapterFiles, unloadLora } from './llamaCpp/adapterFiles';
 import { SMOLLM_SYSTEM, tokenizeChatMl } from './llamaCpp/chatml';
 import { generateOn } from './llamaCpp/generation';
 import { KvSnapshots } from './llamaCpp/kvSnapshots';
@@ -45,13 +46,15 @@ export class LlamaCppDecoder implements DecoderBackend {
   private readonly snapshots: KvSnapshots;
   private readonly paths = new Map<string, string>();
   private closed = false;
+  private readonly logger: Logger;
   /** Adapter files fetched from the blob store (diagnostics and tests). */
   adapterDownloads = 0;
 
   constructor(private readonly opts: LlamaCppOptions) {
     this.stateDir = opts.stateDir ?? join(tmpdir(), `sift-kv-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
     this.adapterDir = opts.adapterDir ?? join(this.stateDir, 'adapters');
-    this.snapshots = new KvSnapshots(this.stateDir);
+    this.logger = opts.logger ?? createLogger();
+    this.snapshots = new KvSnapshots(this.stateDir, this.logger);
   }
 
   /** The GGUF of a catalog model, if present in one of the model dirs. */
@@ -118,15 +121,29 @@ export class LlamaCppDecoder implements DecoderBackend {
     }
     const stem = adapterStem(spec.id);
     const filePath = join(this.adapterDir, `${stem}-${version}.gguf`);
-    if (await downloadAdapter(blobs, key, filePath, head.size, spec.id)) this.adapterDownloads++;
+    if (await downloadAdapter(blobs, key, filePath, head.size, spec.id, this.logger)) this.adapterDownloads++;
     this.adapters.set(spec.id, { spec, version, filePath, checkedAt: Date.now() });
     if (known) {
       // A new version: requests from now on get a new context; the old one goes once idle.
       const old = this.ready.get(spec.id);
       if (old) this.detach(old);
       else this.contexts.delete(spec.id);
-      removeStaleAdapterFiles(this.adapterDir, stem, filePath, (path) => [...this.live].some((l) => l.loraPath === path));
+      removeStaleAdapterFiles(this.adapterDir, stem, filePath, (path) => [...this.live].some((l) => l.loraPath === path), this.logger);
     }
+  }
+
+  /**
+   * Slots generating now and requests waiting for one, over every context not yet disposed
+   * (diagnostics; tests check that an abandoned request gave its slot back).
+   */
+  slotUse(): { busy: number; waiting: number } {
+    let busy = 0;
+    let waiting = 0;
+    for (const l of this.live) {
+      busy += l.slots.filter((s) => s.busy).length;
+      waiting += l.waiters.length;
+    }
+    return { busy, waiting };
   }
 
   /** Served ids with an adapter context (least recently used first), and adapter contexts not yet disposed: diagnostics. */
@@ -154,6 +171,7 @@ export class LlamaCppDecoder implements DecoderBackend {
         const template = String((m.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template ?? '');
         return { model: m, defaultSystem: template.includes('SmolLM') ? SMOLLM_SYSTEM : null };
       })();
+      // The failure reaches every caller through `p`; this only forgets it, so the next request retries.
       p.catch(() => this.bases.delete(model));
       this.bases.set(model, p);
     }
@@ -182,7 +200,7 @@ export class LlamaCppDecoder implements DecoderBackend {
           });
         } catch (err) {
           if (!adapter) throw err;
-          await unloadLora(base.model, adapter.filePath);
+          await unloadLora(base.model, adapter.filePath, this.logger);
           throw new ServiceUnavailableError(
             `The adapter of training job '${adapter.spec.id}' could not be applied to '${adapter.spec.baseModel}': ${(err as Error).message}`,
           );
@@ -208,6 +226,7 @@ export class LlamaCppDecoder implements DecoderBackend {
         return l;
       })();
       entry = p;
+      // As above: callers see the failure through `p`; a later request creates the context again.
       p.catch(() => {
         if (this.contexts.get(model) === entry) this.contexts.delete(model);
       });
@@ -268,14 +287,23 @@ export class LlamaCppDecoder implements DecoderBackend {
     this.disposeWhenIdle(l);
   }
 
+  private async disposeContext(l: Loaded): Promise<void> {
+    try {
+      await l.context.dispose();
+    } catch (error) {
+      // Nothing reaches the context any more either way; its memory may stay until the process ends.
+      this.logger.error('llama.cpp context dispose failed', { model: l.key, error });
+    }
+  }
+
   private disposeWhenIdle(l: Loaded): void {
     if (l.leases > 0 || l.disposing) return;
     l.disposing = (async () => {
-      await l.context.dispose().catch(() => undefined);
+      await this.disposeContext(l);
       if (l.loraPath) {
-        await unloadLora(l.model, l.loraPath);
+        await unloadLora(l.model, l.loraPath, this.logger);
         // A superseded version's file goes with its last context.
-        if (this.adapters.get(l.key)?.filePath !== l.loraPath) await unlink(l.loraPath).catch(() => undefined);
+        if (this.adapters.get(l.key)?.filePath !== l.loraPath) await removeFile(l.loraPath, this.logger);
       }
       this.live.delete(l);
     })();
@@ -311,18 +339,19 @@ export class LlamaCppDecoder implements DecoderBackend {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all([...this.contexts.values()].map((p) => p.catch(() => undefined)));
+    // A context or model that failed to load was reported to its request and holds nothing to free.
+    await Promise.allSettled(this.contexts.values());
     this.contexts.clear();
     this.ready.clear();
-    for (const l of this.live) await (l.disposing ?? l.context.dispose().catch(() => undefined));
+    for (const l of this.live) await (l.disposing ?? this.disposeContext(l));
     this.live.clear();
     for (const p of this.bases.values()) {
-      const b = await p.catch(() => undefined);
-      await b?.model.dispose();
+      const [loaded] = await Promise.allSettled([p]);
+      if (loaded.status === 'fulfilled') await loaded.value.model.dispose();
     }
     this.bases.clear();
-    const llama = await this.llama?.catch(() => undefined);
-    await llama?.dispose();
+    const [llama] = await Promise.allSettled([this.llama ?? Promise.resolve(undefined)]);
+    if (llama.status === 'fulfilled') await llama.value?.dispose();
     this.snapshots.removeAll();
   }
 }

@@ -8,6 +8,18 @@ import type { LlamaModel } from 'node-llama-cpp';
 import { ServiceUnavailableError } from '../../../core/errors';
 import type { BlobStore } from '../../../core/ports';
 import type { DecoderAdapterSpec } from '../../../core/decoder/types';
+import type { Logger } from '../../../core/logger';
+
+const isMissing = (err: unknown) => (err as NodeJS.ErrnoException)?.code === 'ENOENT';
+
+/** Deletes a cache file that is no longer wanted; already gone is fine, any other failure is logged (the file only costs disk). */
+export async function removeFile(path: string, logger: Logger): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if (!isMissing(error)) logger.warn('could not delete a decoder cache file', { path, error });
+  }
+}
 
 /** Hash of the adapter blob's identity (etag, size, mtime): a new version gets a new file and context. */
 export function adapterVersion(spec: DecoderAdapterSpec, head: NonNullable<Awaited<ReturnType<BlobStore['head']>>>): string {
@@ -24,8 +36,12 @@ export const adapterStem = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
  * Downloads `key` to `filePath` unless a file of `size` bytes is already there (temp name, then
  * rename, so a crash never leaves a partial file under the real name). True when it downloaded.
  */
-export async function downloadAdapter(blobs: BlobStore, key: string, filePath: string, size: number, jobId: string): Promise<boolean> {
-  const have = await stat(filePath).catch(() => undefined);
+export async function downloadAdapter(blobs: BlobStore, key: string, filePath: string, size: number, jobId: string, logger: Logger): Promise<boolean> {
+  // Only a missing file means "download it"; any other failure to look is a real error.
+  const have = await stat(filePath).catch((err: unknown) => {
+    if (isMissing(err)) return undefined;
+    throw err;
+  });
   if (have && have.size === size) return false;
   await mkdir(dirname(filePath), { recursive: true });
   const tmp = `${filePath}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
@@ -35,7 +51,8 @@ export async function downloadAdapter(blobs: BlobStore, key: string, filePath: s
     if (got !== size) throw new ServiceUnavailableError(`Adapter of training job '${jobId}' downloaded ${got} of ${size} bytes; retry shortly`);
     await rename(tmp, filePath);
   } catch (err) {
-    await unlink(tmp).catch(() => undefined);
+    // The download's failure is the one reported; the partial file is cleaned up as well as can be.
+    await removeFile(tmp, logger);
     throw err;
   }
   return true;
@@ -45,13 +62,21 @@ export async function downloadAdapter(blobs: BlobStore, key: string, filePath: s
  * Files of older versions of an adapter are deleted; one a context still applies goes when that
  * context is disposed (disposeWhenIdle).
  */
-export function removeStaleAdapterFiles(adapterDir: string, stem: string, keep: string, inUse: (path: string) => boolean): void {
+export function removeStaleAdapterFiles(adapterDir: string, stem: string, keep: string, inUse: (path: string) => boolean, logger: Logger): void {
   void (async () => {
-    for (const name of await readdir(adapterDir).catch(() => [] as string[])) {
+    let names: string[];
+    try {
+      names = await readdir(adapterDir);
+    } catch (error) {
+      // Runs in the background after a new version is in place: stale files only cost disk.
+      if (!isMissing(error)) logger.warn('could not list the decoder adapter cache', { path: adapterDir, error });
+      return;
+    }
+    for (const name of names) {
       const path = join(adapterDir, name);
       if (!name.startsWith(`${stem}-`) || !name.endsWith('.gguf') || path === keep) continue;
       if (inUse(path)) continue;
-      await unlink(path).catch(() => undefined);
+      await removeFile(path, logger);
     }
   })();
 }
@@ -62,12 +87,17 @@ export function removeStaleAdapterFiles(adapterDir: string, stem: string, keep: 
  * disposal, so it is removed from that cache and freed here. Without that internal map (another
  * node-llama-cpp version) the weights simply stay loaded until the base model goes.
  */
-export async function unloadLora(model: LlamaModel, filePath: string): Promise<void> {
+export async function unloadLora(model: LlamaModel, filePath: string, logger: Logger): Promise<void> {
   const cache = (model as unknown as { _loraAdapters?: unknown })._loraAdapters;
   if (!(cache instanceof Map)) return;
   const path = resolve(process.cwd(), filePath);
   const lora = cache.get(path) as { dispose?: () => Promise<void> } | undefined;
   if (!lora || typeof lora.dispose !== 'function') return;
   cache.delete(path);
-  await lora.dispose().catch(() => undefined);
+  try {
+    await lora.dispose();
+  } catch (error) {
+    // Already out of the model's cache, so never applied again; its weights may stay in memory.
+    logger.error('llama.cpp LoRA adapter dispose failed', { path, error });
+  }
 }

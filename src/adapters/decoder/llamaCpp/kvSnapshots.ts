@@ -1,13 +1,17 @@
 /** Prefix KV snapshots of prompt-cache entries, one file per entry under the state dir. */
 import { mkdirSync, rmSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LlamaContextSequence } from 'node-llama-cpp';
+import type { Logger } from '../../../core/logger';
+import { removeFile } from './adapterFiles';
 
 export class KvSnapshots {
   private readonly files = new Map<string, string>();
 
-  constructor(private readonly stateDir: string) {}
+  constructor(
+    private readonly stateDir: string,
+    private readonly logger: Logger,
+  ) {}
 
   /** The snapshot file of a cache entry, if one was written. */
   get(key: string): string | undefined {
@@ -22,8 +26,8 @@ export class KvSnapshots {
   }
 
   private path(key: string): string {
-  mkdirSync(this.stateDir, { recursive: true });
-  return join(this.stateDir, `${key}.kv`);
+    mkdirSync(this.stateDir, { recursive: true });
+    return join(this.stateDir, `${key}.kv`);
   }
 
   /** Cache ledger eviction hook: the KV snapshot of an expired entry goes too. */
@@ -31,7 +35,8 @@ export class KvSnapshots {
     const path = this.files.get(key);
     if (!path) return;
     this.files.delete(key);
-    unlink(path).catch(() => undefined);
+    // The entry is already gone from the ledger; a file left behind only costs disk until close.
+    void removeFile(path, this.logger);
   }
 
   /** Deletes every snapshot (the decoder is closing). */

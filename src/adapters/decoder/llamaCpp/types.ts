@@ -1,6 +1,7 @@
 /** Options and the in-memory state of the llama.cpp decoder: contexts, their slots, adapters. */
 import type { LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp';
 import type { DecoderAdapterSpec } from '../../../core/decoder/types';
+import type { Logger } from '../../../core/logger';
 
 export interface LlamaCppOptions {
   /** Directories searched for `<model id>/*.gguf`, in order. */
@@ -22,6 +23,8 @@ export interface LlamaCppOptions {
   adapterSlots?: number;
   /** How long a ready adapter is served before its blob is checked again for a new version. Default 60 s. */
   adapterRecheckMs?: number;
+  /** Where failures that must not stop a request (file clean-up, disposal) are reported. Default: JSON lines on stdout. */
+  logger?: Logger;
 }
 
 /** One sequence of a context; it keeps its KV state between requests for prefix reuse. */
@@ -29,6 +32,8 @@ export interface Slot {
   seq: LlamaContextSequence;
   busy: boolean;
   lastUsed: number;
+  /** Whose KV state the slot holds (the team of its last request); undefined when empty or unknown. */
+  scope?: string | undefined;
 }
 
 /** Loaded base weights, shared by the base context and every adapter context on top of them. */
