@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
+import type { Logger } from '../../core/logger';
 import type { BlobStore } from '../../core/ports';
+import { createLogger } from '../../http/logger';
 import { ApiError, BadRequestError, ServiceUnavailableError } from '../../core/errors';
 import type {
   DecoderAdapterSpec,
@@ -27,6 +30,16 @@ export interface OpenAiUpstreamOptions {
    * from S3 and loads the first time a vLLM task sees it.
    */
   adapterName?: (spec: DecoderAdapterSpec) => string;
+  logger?: Logger;
+}
+
+/**
+ * vLLM's `cache_salt` for a scope (team): its automatic prefix cache reuses blocks only between
+ * requests with the same salt, so neither reuse, its speed-up nor `cached_tokens` crosses teams.
+ * Hashed, so the upstream's logs never carry team ids.
+ */
+export function cacheSalt(scope: string): string {
+  return createHash('sha256').update(`sift-prefix-cache\u0000${scope}`).digest('base64url');
 }
 
 /**
@@ -69,9 +82,11 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   /** Adapters checked by `ensureAdapter`: job id → upstream name and base model. */
   private readonly adapters = new Map<string, { name: string; baseModel: string }>();
   private readonly ensuring = new Map<string, Promise<void>>();
+  private readonly logger: Logger;
 
   constructor(private readonly opts: OpenAiUpstreamOptions) {
     this.fetch = opts.fetch ?? fetch;
+    this.logger = opts.logger ?? createLogger();
   }
 
   private upstreamModel(model: string): string {
@@ -115,7 +130,12 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
 
   private async models() {
     if (this.modelList && Date.now() - this.modelList.at < 30_000) return this.modelList;
-    const res = await this.fetch(`${this.opts.baseUrl}/v1/models`, { headers: this.headers() });
+    let res: Response;
+    try {
+      res = await this.fetch(`${this.opts.baseUrl}/v1/models`, { headers: this.headers() });
+    } catch (err) {
+      throw new ServiceUnavailableError(`Decoder upstream unreachable: ${(err as Error).message}`);
+    }
     if (!res.ok) throw new ServiceUnavailableError(`Decoder upstream answered ${res.status} on /v1/models`);
     const body = (await res.json()) as { data?: { id: string; max_model_len?: number }[] };
     const ids = new Set((body.data ?? []).map((m) => m.id));
@@ -124,18 +144,15 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     return this.modelList;
   }
 
+  /** An upstream that cannot be asked is a 503, never "this model is not installed". */
   async hasModel(model: string): Promise<boolean> {
     // An adapter is listed by vLLM only on tasks that have loaded it; ensureAdapter vouched for it.
     if (this.adapters.has(model)) return true;
-    try {
-      return (await this.models()).ids.has(this.upstreamModel(model));
-    } catch {
-      return false;
-    }
+    return (await this.models()).ids.has(this.upstreamModel(model));
   }
 
   async contextSize(model: string): Promise<number> {
-    const fromServer = (await this.models().catch(() => undefined))?.maxLen.get(this.upstreamModel(this.baseOf(model)));
+    const fromServer = (await this.models()).maxLen.get(this.upstreamModel(this.baseOf(model)));
     return fromServer ?? this.opts.contextSize ?? 8192;
   }
 
@@ -150,6 +167,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       ...(p.topK !== undefined ? { top_k: p.topK } : {}),
       ...(p.seed !== undefined ? { seed: p.seed } : {}),
       ...(p.stop.length ? { stop: p.stop } : {}),
+      cache_salt: cacheSalt(req.scope),
       ...(req.prompt.kind === 'chat' && req.prompt.continueFinal && req.prompt.messages.at(-1)?.role === 'assistant'
         ? { add_generation_prompt: false, continue_final_message: true }
         : {}),
@@ -174,6 +192,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
 
   async *generate(req: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent> {
     const path = req.prompt.kind === 'text' ? '/v1/completions' : '/v1/chat/completions';
+    // Gone before anything was sent: nothing computed, nothing billed.
+    if (signal?.aborted) throw new ServiceUnavailableError('The request was cancelled before it reached the decoder upstream');
     const controller = new AbortController();
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -187,14 +207,22 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
         signal: controller.signal,
       });
     } catch (err) {
+      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      if (signal?.aborted) throw err;
-      throw new ServiceUnavailableError(`Decoder upstream unreachable: ${(err as Error).message}`);
+      if (!signal?.aborted) throw new ServiceUnavailableError(`Decoder upstream unreachable: ${(err as Error).message}`);
+      // The caller left while the upstream had the request (its prefill runs before any header):
+      // that prompt is billed, as the local engine bills a prefill whose caller left.
+      const promptTokens = await this.promptTokensOfCancelled(req);
+      const usage: GenerationUsage = { promptTokens, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, engineReusedTokens: 0 };
+      yield { type: 'start', usage };
+      yield { type: 'done', finishReason: 'cancelled', stopSequence: null, usage };
+      return;
     } finally {
       clearTimeout(timer);
     }
     if (!res.ok || !res.body) {
       signal?.removeEventListener('abort', onAbort);
+      // The status is the failure reported; an unreadable error body only loses its detail.
       const text = await res.text().catch(() => '');
       let message = text.slice(0, 500);
       try {
@@ -216,7 +244,7 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     try {
       promptTokens = await this.countTokens(req.model, req.prompt);
     } catch {
-      /* reported at the end instead */
+      /* reported at the end instead (a cancelled stream asks again: promptTokensOfCancelled) */
     }
     yield { type: 'start', usage: { promptTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, engineReusedTokens: 0 } };
     const usage: GenerationUsage = {
@@ -259,9 +287,21 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     if (signal?.aborted) {
       finish = 'cancelled';
       usage.completionTokens ||= chunks;
+      // No final usage chunk came: the prompt as counted at the start, or counted now.
+      if (usage.promptTokens === 0) usage.promptTokens = await this.promptTokensOfCancelled(req);
     }
     // vLLM does not say which stop string matched, so `stop_sequence` stays null upstream.
     yield { type: 'done', finishReason: finish, stopSequence, usage };
+  }
+
+  /** The prompt size of a request whose caller left before the upstream reported usage. */
+  private async promptTokensOfCancelled(req: GenerateRequest): Promise<number> {
+    try {
+      return await this.countTokens(req.model, req.prompt);
+    } catch (error) {
+      this.logger.warn('could not count the prompt of a cancelled upstream generation; it is billed without its prompt', { model: req.model, error });
+      return 0;
+    }
   }
 
   async close(): Promise<void> {}
