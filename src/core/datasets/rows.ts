@@ -2,6 +2,9 @@
  * Row rules for training datasets (SPEC "Training dataset rows", DESIGN §3 "Training rows").
  * Pure functions: one raw row in, one normalized row or a list of problems out.
  */
+import { CodePointIndex, occurringIn } from './textIndex';
+
+export { textWork as validationWork } from './textIndex';
 
 export interface RowError {
   /** 1-based row number (JSONL line, CSV record, JSON array element); null for dataset-wide problems. */
@@ -65,12 +68,80 @@ const DECODER_COLUMNS = ['messages', 'prompt', 'chosen', 'rejected', 'answer'] a
 const COMMON_COLUMNS = ['id', 'metadata'] as const;
 const KNOWN_COLUMNS = new Set<string>([...ENCODER_COLUMNS, ...DECODER_COLUMNS, ...COMMON_COLUMNS]);
 
+/**
+ * Bounds on what one row may hold and on what its errors may say, so that a hostile row costs
+ * time and memory in proportion to its size (security review F4): a 1 MiB row once produced GBs of
+ * error text. README "Datasets" states them.
+ */
+export const ROW_LIMITS = {
+  /** Errors reported per row; the rest become one "… and K more errors in this row". */
+  errorsPerRow: 20,
+  /** Characters of a row's own value echoed in a message (then an ellipsis and the full length). */
+  echoChars: 200,
+  /** Longest `field` path and `message` kept: only a pathological name or value reaches them. */
+  fieldChars: 300,
+  messageChars: 1000,
+  entities: 5_000,
+  relations: 5_000,
+  structures: 1_000,
+} as const;
+
+/** Names that mean something to every JavaScript object: never a structure or field name (F13). */
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
+
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
+const count = (n: number) => n.toLocaleString('en-US');
 
 /** Offsets are Unicode code points (Python semantics), not UTF-16 units. */
 export function codePointSlice(text: string, start: number, end: number): string {
   return Array.from(text).slice(start, end).join('');
+}
+
+/** Code points in `s` (a lone surrogate counts as one, as in Array.from). */
+function codePointLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i + 1 < s.length; i += 1) {
+    const c = s.charCodeAt(i);
+    const d = s.charCodeAt(i + 1);
+    if (c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff) {
+      n -= 1;
+      i += 1;
+    }
+  }
+  return n;
+}
+
+/** The first `max` code points of `s`, never half a surrogate pair. */
+function head(s: string, max: number): string {
+  let units = 0;
+  for (let cps = 0; cps < max && units < s.length; cps += 1) {
+    const c = s.charCodeAt(units);
+    units += c >= 0xd800 && c <= 0xdbff && units + 1 < s.length ? 2 : 1;
+  }
+  return s.slice(0, units);
+}
+
+/**
+ * A row's value quoted in a message: whole up to `ROW_LIMITS.echoChars` code points, else its start,
+ * an ellipsis and its full length. `length` is the value's length in code points when the caller
+ * holds only a prefix of it.
+ */
+export function echo(value: string, length?: number): string {
+  const max = ROW_LIMITS.echoChars;
+  const full = length ?? codePointLength(value);
+  return full <= max ? `'${value}'` : `'${head(value, max)}…' (${count(full)} characters)`;
+}
+
+function bounded(s: string, max: number): string {
+  return s.length <= max ? s : `${head(s, max)}…`;
+}
+
+/** Caps a row error's field and message (the reader's and the summary's errors as well as ours). */
+export function boundRowError(e: RowError): RowError {
+  const field = e.field === null ? null : bounded(e.field, ROW_LIMITS.fieldChars);
+  const message = bounded(e.message, ROW_LIMITS.messageChars);
+  return field === e.field && message === e.message ? e : { row: e.row, field, message };
 }
 
 export interface RowResult {
@@ -79,23 +150,41 @@ export interface RowResult {
   errors: RowError[];
 }
 
+/** Reports one problem; a message that echoes row values is a function, built only if it is kept. */
+type Report = (field: string | null, message: string | (() => string)) => void;
+
+/**
+ * Validates one row in time linear in its size: the text is indexed once (code points, substring
+ * search) whatever the number of entities, relations and structure values.
+ */
 export function validateRow(raw: unknown, rowNumber: number): RowResult {
   const errors: RowError[] = [];
-  const err = (field: string | null, message: string) => errors.push({ row: rowNumber, field, message });
+  let unreported = 0;
+  const err: Report = (field, message) => {
+    if (errors.length >= ROW_LIMITS.errorsPerRow) {
+      unreported += 1;
+      return;
+    }
+    errors.push(boundRowError({ row: rowNumber, field, message: typeof message === 'function' ? message() : message }));
+  };
+  const result = (r: RowResult): RowResult => {
+    if (unreported > 0) r.errors.push({ row: rowNumber, field: null, message: `… and ${count(unreported)} more errors in this row` });
+    return r;
+  };
   if (!isPlainObject(raw)) {
     err(null, 'row must be a JSON object');
-    return { tasks: [], errors };
+    return result({ tasks: [], errors });
   }
   for (const key of Object.keys(raw)) {
     if (!KNOWN_COLUMNS.has(key)) {
-      err(key, `unknown column '${key}' (allowed: ${[...KNOWN_COLUMNS].join(', ')})`);
+      err(key, () => `unknown column ${echo(key)} (allowed: ${[...KNOWN_COLUMNS].join(', ')})`);
     }
   }
   const hasEncoder = ENCODER_COLUMNS.some((c) => c in raw);
   const hasDecoder = DECODER_COLUMNS.some((c) => c in raw);
   if (hasEncoder && hasDecoder) {
     err(null, 'row mixes encoder columns (text, label, entities, ...) with decoder columns (messages, prompt, ...)');
-    return { tasks: [], errors };
+    return result({ tasks: [], errors });
   }
   const row: NormalizedRow = {};
   if ('id' in raw) {
@@ -107,10 +196,69 @@ export function validateRow(raw: unknown, rowNumber: number): RowResult {
     else err('metadata', 'must be an object');
   }
   const tasks = hasDecoder ? validateDecoderRow(raw, row, err) : validateEncoderRow(raw, row, err);
-  return errors.length ? { tasks, errors } : { row, tasks, errors };
+  return result(errors.length ? { tasks, errors } : { row, tasks, errors });
 }
 
-type Report = (field: string | null, message: string) => void;
+/** A list column over its per-row cap is reported once, naming the column, and not looked into. */
+function overCap(value: unknown, column: string, max: number, err: Report): boolean {
+  if (!Array.isArray(value) || value.length <= max) return false;
+  err(column, `has ${count(value.length)} items; a row may have at most ${count(max)}`);
+  return true;
+}
+
+/**
+ * The row's text with its checks: code points and substring search, each computed once for the
+ * row. Every string a substring rule may ask about is gathered first (the same walk the rules make),
+ * so one pass over the text answers them all.
+ */
+class RowText {
+  readonly codePoints: CodePointIndex;
+  private readonly asked = new Set<string>();
+  private present: Set<string> | undefined;
+
+  constructor(
+    readonly text: string,
+    raw: Record<string, unknown>,
+  ) {
+    this.codePoints = new CodePointIndex(text);
+    const ask = (v: unknown) => {
+      if (typeof v === 'string') this.asked.add(v);
+    };
+    const entities = raw['entities'];
+    if (Array.isArray(entities) && entities.length <= ROW_LIMITS.entities) {
+      for (const item of entities) {
+        if (Array.isArray(item)) ask(item[0]);
+        else if (isPlainObject(item)) ask(item['text']);
+      }
+    }
+    const relations = raw['relations'];
+    if (Array.isArray(relations) && relations.length <= ROW_LIMITS.relations) {
+      for (const item of relations) {
+        if (isPlainObject(item)) {
+          ask(item['head']);
+          ask(item['tail']);
+        }
+      }
+    }
+    const structures = raw['json_structures'];
+    if (Array.isArray(structures) && structures.length <= ROW_LIMITS.structures) {
+      for (const instance of structures) {
+        if (!isPlainObject(instance)) continue;
+        for (const fields of Object.values(instance)) {
+          if (!isPlainObject(fields)) continue;
+          for (const v of Object.values(fields)) (Array.isArray(v) ? v : [v]).forEach(ask);
+        }
+      }
+    }
+  }
+
+  /** `text.includes(value)`, answered for every gathered value by one scan of the text. */
+  contains(value: string): boolean {
+    if (!this.asked.has(value)) return this.text.includes(value);
+    this.present ??= occurringIn(this.text, this.asked);
+    return this.present.has(value);
+  }
+}
 
 function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
   const tasks: TaskType[] = [];
@@ -124,6 +272,7 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
     return tasks;
   }
   row.text = text;
+  const rowText = new RowText(text, raw);
   if ('label' in raw && 'labels' in raw) err('label', "a row has either 'label' (single-label) or 'labels' (multi-label), not both");
   if ('label' in raw) {
     if (isNonEmptyString(raw['label'])) {
@@ -144,21 +293,21 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
     }
   }
   if ('entities' in raw) {
-    const entities = validateEntities(raw['entities'], text, err);
+    const entities = validateEntities(raw['entities'], rowText, err);
     if (entities) {
       row.entities = entities;
       tasks.push('ner');
     }
   }
   if ('relations' in raw) {
-    const relations = validateRelations(raw['relations'], text, err);
+    const relations = validateRelations(raw['relations'], rowText, err);
     if (relations) {
       row.relations = relations;
       tasks.push('relations');
     }
   }
   if ('json_structures' in raw) {
-    const structures = validateStructures(raw['json_structures'], text, err);
+    const structures = validateStructures(raw['json_structures'], rowText, err);
     if (structures) {
       row.json_structures = structures;
       tasks.push('structures');
@@ -170,13 +319,20 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
   return tasks;
 }
 
-function validateEntities(value: unknown, text: string, err: Report): EntityLabel[] | undefined {
+/** "unknown key(s): a, b", naming at most a few of them. */
+function unknownKeys(extra: string[]): string {
+  const shown = extra.slice(0, 5).map((k) => echo(k));
+  return `unknown key(s): ${shown.join(', ')}${extra.length > shown.length ? ` and ${count(extra.length - shown.length)} more` : ''}`;
+}
+
+function validateEntities(value: unknown, rowText: RowText, err: Report): EntityLabel[] | undefined {
   if (!Array.isArray(value)) {
     err('entities', 'must be an array of {text, label, start?, end?} objects or [text, label] pairs');
     return undefined;
   }
+  if (overCap(value, 'entities', ROW_LIMITS.entities, err)) return undefined;
   const out: EntityLabel[] = [];
-  const length = Array.from(text).length;
+  const codePoints = rowText.codePoints;
   value.forEach((item, i) => {
     const at = `entities[${i}]`;
     let entity: EntityLabel | undefined;
@@ -185,7 +341,7 @@ function validateEntities(value: unknown, text: string, err: Report): EntityLabe
       else err(at, 'a pair must be [entity text, label], both non-empty strings');
     } else if (isPlainObject(item)) {
       const extra = Object.keys(item).filter((k) => !['text', 'label', 'start', 'end'].includes(k));
-      if (extra.length) err(at, `unknown key(s): ${extra.join(', ')}`);
+      if (extra.length) err(at, () => unknownKeys(extra));
       if (!isNonEmptyString(item['text'])) err(`${at}.text`, 'must be a non-empty string');
       if (!isNonEmptyString(item['label'])) err(`${at}.label`, 'must be a non-empty string');
       if (isNonEmptyString(item['text']) && isNonEmptyString(item['label'])) {
@@ -196,11 +352,13 @@ function validateEntities(value: unknown, text: string, err: Report): EntityLabe
         else if (hasStart) {
           const start = item['start'];
           const end = item['end'];
-          if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (end as number) <= (start as number) || (end as number) > length) {
-            err(at, `start/end must be integers with 0 <= start < end <= ${length} (code points)`);
+          if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (end as number) <= (start as number) || (end as number) > codePoints.length) {
+            err(at, `start/end must be integers with 0 <= start < end <= ${codePoints.length} (code points)`);
             entity = undefined;
-          } else if (codePointSlice(text, start as number, end as number) !== entity.text) {
-            err(at, `text[${start}:${end}] is '${codePointSlice(text, start as number, end as number)}', not '${entity.text}' (offsets count code points)`);
+          } else if (!codePoints.sliceEquals(start as number, end as number, entity.text)) {
+            const [s, e, wanted] = [start as number, end as number, entity.text];
+            // the slice is echoed by its first code points only: a wrong offset must not copy the text
+            err(at, () => `text[${s}:${e}] is ${echo(codePoints.slice(s, e, ROW_LIMITS.echoChars + 1), e - s)}, not ${echo(wanted)} (offsets count code points)`);
             entity = undefined;
           } else {
             entity.start = start as number;
@@ -209,8 +367,9 @@ function validateEntities(value: unknown, text: string, err: Report): EntityLabe
         }
       }
     } else err(at, 'must be an object {text, label, start?, end?} or a [text, label] pair');
-    if (entity && entity.start === undefined && !text.includes(entity.text)) {
-      err(`${at}.text`, `'${entity.text}' is not a verbatim substring of text`);
+    if (entity && entity.start === undefined && !rowText.contains(entity.text)) {
+      const missing = entity.text;
+      err(`${at}.text`, () => `${echo(missing)} is not a verbatim substring of text`);
       entity = undefined;
     }
     if (entity) out.push(entity);
@@ -218,17 +377,18 @@ function validateEntities(value: unknown, text: string, err: Report): EntityLabe
   return out;
 }
 
-function validateRelations(value: unknown, text: string, err: Report): RelationLabel[] | undefined {
+function validateRelations(value: unknown, rowText: RowText, err: Report): RelationLabel[] | undefined {
   if (!Array.isArray(value)) {
     err('relations', 'must be an array of {relation, head, tail} objects');
     return undefined;
   }
+  if (overCap(value, 'relations', ROW_LIMITS.relations, err)) return undefined;
   const out: RelationLabel[] = [];
   value.forEach((item, i) => {
     const at = `relations[${i}]`;
     if (!isPlainObject(item)) return err(at, 'must be an object {relation, head, tail}');
     const extra = Object.keys(item).filter((k) => !['relation', 'head', 'tail'].includes(k));
-    if (extra.length) err(at, `unknown key(s): ${extra.join(', ')}`);
+    if (extra.length) err(at, () => unknownKeys(extra));
     let ok = extra.length === 0;
     if (!isNonEmptyString(item['relation'])) {
       err(`${at}.relation`, 'must be a non-empty string');
@@ -239,8 +399,8 @@ function validateRelations(value: unknown, text: string, err: Report): RelationL
       if (!isNonEmptyString(v)) {
         err(`${at}.${side}`, 'must be a non-empty string');
         ok = false;
-      } else if (!text.includes(v)) {
-        err(`${at}.${side}`, `'${v}' is not a verbatim substring of text`);
+      } else if (!rowText.contains(v)) {
+        err(`${at}.${side}`, () => `${echo(v)} is not a verbatim substring of text`);
         ok = false;
       }
     }
@@ -249,11 +409,12 @@ function validateRelations(value: unknown, text: string, err: Report): RelationL
   return out;
 }
 
-function validateStructures(value: unknown, text: string, err: Report): StructureInstance[] | undefined {
+function validateStructures(value: unknown, rowText: RowText, err: Report): StructureInstance[] | undefined {
   if (!Array.isArray(value)) {
     err('json_structures', 'must be a list of {structure_name: {field: value}} objects');
     return undefined;
   }
+  if (overCap(value, 'json_structures', ROW_LIMITS.structures, err)) return undefined;
   const out: StructureInstance[] = [];
   let ok = true;
   value.forEach((instance, i) => {
@@ -263,6 +424,11 @@ function validateStructures(value: unknown, text: string, err: Report): Structur
       return err(at, 'must be an object {structure_name: {field: value}}');
     }
     for (const [name, fields] of Object.entries(instance)) {
+      if (RESERVED_NAMES.has(name)) {
+        ok = false;
+        err(`${at}.${name}`, `'${name}' cannot name a structure (it is reserved on every JavaScript object); rename it`);
+        continue;
+      }
       if (!isPlainObject(fields) || Object.keys(fields).length === 0) {
         ok = false;
         err(`${at}.${name}`, 'must be an object mapping field names to values');
@@ -270,15 +436,20 @@ function validateStructures(value: unknown, text: string, err: Report): Structur
       }
       for (const [field, v] of Object.entries(fields)) {
         const fat = `${at}.${name}.${field}`;
+        if (RESERVED_NAMES.has(field)) {
+          ok = false;
+          err(fat, `'${field}' cannot name a field (it is reserved on every JavaScript object); rename it`);
+          continue;
+        }
         const values = Array.isArray(v) ? v : [v];
         values.forEach((s, j) => {
           const where = Array.isArray(v) ? `${fat}[${j}]` : fat;
           if (typeof s !== 'string' || s.length === 0) {
             ok = false;
             err(where, 'must be a non-empty string (a str field) or an array of strings (a list field)');
-          } else if (!text.includes(s)) {
+          } else if (!rowText.contains(s)) {
             ok = false;
-            err(where, `'${s}' is not a verbatim substring of text`);
+            err(where, () => `${echo(s)} is not a verbatim substring of text`);
           }
         });
       }

@@ -155,13 +155,15 @@ export async function scoreRows(predictor: EvaluationPredictor, model: ResolvedE
 /** The union of several dataset versions' vocabularies (a job may train on several datasets). */
 export function mergeVocabularies(versions: DatasetVocabulary[]): DatasetVocabulary {
   const union = (xs: (readonly string[] | undefined)[]) => [...new Set(xs.flatMap((x) => [...(x ?? [])]))];
-  const structures: NonNullable<DatasetVocabulary['structures']> = {};
+  // Maps, not objects: structure and field names are the caller's data (`__proto__` is a name like any other, F13)
+  const structures = new Map<string, Map<string, { dtype: 'str' | 'list' }>>();
   for (const v of versions) {
     for (const [name, fields] of Object.entries(v.structures ?? {})) {
-      structures[name] ??= {};
+      const merged = structures.get(name) ?? new Map<string, { dtype: 'str' | 'list' }>();
+      structures.set(name, merged);
       for (const [field, spec] of Object.entries(fields)) {
         // a field that is a list anywhere is a list
-        structures[name][field] = structures[name][field]?.dtype === 'list' ? structures[name][field] : spec;
+        if (merged.get(field)?.dtype !== 'list') merged.set(field, spec);
       }
     }
   }
@@ -170,7 +172,8 @@ export function mergeVocabularies(versions: DatasetVocabulary[]): DatasetVocabul
     label_vocabulary: union(versions.map((v) => v.label_vocabulary)),
     entity_types: union(versions.map((v) => v.entity_types)),
     relation_types: union(versions.map((v) => v.relation_types)),
-    structures,
+    // fromEntries defines own properties, so no name reaches a prototype
+    structures: Object.fromEntries([...structures].map(([name, fields]) => [name, Object.fromEntries(fields)])),
   };
 }
 
