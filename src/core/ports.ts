@@ -160,8 +160,15 @@ export interface BilledUsage {
   inference_id: string;
   /** Route path, e.g. `/v1/chat/completions` (a CloudWatch dimension: never per customer). */
   endpoint: string;
-  /** The model as the caller named it (a catalog id, project or training job): the team's own breakdown. */
+  /** The model as the caller named it (a catalog id, project name or id, training job id): the per-request row shows it. */
   model: string;
+  /**
+   * What the team's usage breakdown is keyed by: the project id, else the training job id, else the
+   * catalog id (`billedModel` in usage.ts). Absent: `model`.
+   */
+  model_id?: string;
+  /** A readable name for `model_id`, where it has one (the project's name, as the request named it). */
+  model_name?: string;
   /** The catalog model it runs on: finance's `model` dimension (bounded, never a customer's name). */
   base_model: string;
   input_tokens: number;
@@ -186,12 +193,21 @@ export interface UsageRequestRow extends BilledUsage {
   at: string;
 }
 
+/** One counter item's update in a usage batch: atomic additions, plain attributes, and whether it only applies to a prepaid balance. */
+export interface UsageBatchItem {
+  sk: string;
+  add: Record<string, number>;
+  set?: Record<string, string>;
+  prepaidOnly?: boolean;
+}
+
 /** One team's usage events as the exact writes that record them (billing/usageBatch.ts), kept in a spool or a queue message. */
 export interface UsageBatch {
+  /** `w<yyyymmdd>-<hex>`: the writer's UTC day bounds its sequence attributes (usageBatch.ts); `w<hex>` before that. */
   writer: string;
   seq: number;
   team_id: string;
-  items: { sk: string; add: Record<string, number>; set?: Record<string, string>; prepaidOnly?: boolean }[];
+  items: UsageBatchItem[];
   requests: UsageRequestRow[];
   /** Epoch seconds when the per-request rows expire (DynamoDB TTL). */
   expires_at: number;
@@ -205,6 +221,11 @@ export interface UsageSink {
   settled(teamId: string): Promise<void>;
   /** Writes everything pending and replays the spool; reads of the counters call it first. */
   flush(): Promise<void>;
+  /**
+   * Applies a batch kept earlier (a spool line, a `usage.apply` message) idempotently; what it can
+   * no longer apply safely is reported and kept for reconciliation, never dropped.
+   */
+  applyKept(batch: UsageBatch): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -74,3 +74,20 @@ export const USAGE_DAYS_PREFIX = 'USAGE#DAY#';
 export const monthSk = (month: string) => `USAGE#MONTH#${month}`;
 export const requestSk = (row: { at: string; inference_id: string }) => `USAGEREQ#${row.at}#${row.inference_id}`;
 export const USAGE_REQUESTS_PREFIX = 'USAGEREQ#';
+/**
+ * Billed usage of one model or endpoint in one UTC day or month: an item each, so no caller-chosen
+ * string ever becomes an attribute name (DynamoDB's 400 KB item limit). `key` is the canonical
+ * model id or the route path, hashed where it would make a long sort key (usageBatch.ts). A prefix
+ * of its own, not `USAGE#DAY#`: the day listing's query must not page through them.
+ */
+export type UsagePeriod = 'DAY' | 'MONTH';
+export type UsageBreakdown = 'MODEL' | 'ENDPOINT';
+export const usageBreakdownPrefix = (period: UsagePeriod, when: string, kind: UsageBreakdown) => `USAGEBY#${period}#${when}#${kind}#`;
+export const usageBreakdownSk = (period: UsagePeriod, when: string, kind: UsageBreakdown, key: string) => usageBreakdownPrefix(period, when, kind) + key;
+/**
+ * A usage batch a replay could not apply safely (its writer's sequence numbers were pruned from
+ * an item it touches), kept for reconciliation: one installation-wide partition an operator
+ * queries, keyed so that reporting the same batch twice writes one item.
+ */
+export const staleUsageItem = (teamId: string, writer: string, seq: number) => ({ pk: 'USAGESTALE', sk: `${teamId}#${writer}#${String(seq).padStart(12, '0')}` });
+export const STALE_USAGE_PARTITION = 'USAGESTALE';

@@ -1,8 +1,9 @@
 import type { Services } from './context';
 import { PaymentRequiredError, RateLimitError, ValidationError } from './errors';
 import { microsToUsd, usdOrNull } from './billing/money';
-import { dayOf, isSeqAttr, monthOf, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
-import { daySk, monthSk, teamPartition, USAGE_DAYS_PREFIX, USAGE_REQUESTS_PREFIX } from './recordKeys';
+import { BILLED_REQUESTS, BREAKDOWN_COUNTERS, dayOf, monthOf, parseLegacyBreakdownAttr, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
+import type { QueryPage } from './ports';
+import { daySk, monthSk, teamPartition, USAGE_DAYS_PREFIX, USAGE_REQUESTS_PREFIX, usageBreakdownPrefix, type UsageBreakdown, type UsagePeriod } from './recordKeys';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
 import { getTeam, getTeamRecord } from './teams';
 
@@ -12,6 +13,17 @@ export type { BilledUsage } from './billing/usageBatch';
 /** Counts one authenticated request against today's and this month's counters. */
 export function recordRequest(svc: Services, teamId: string, limitClass: LimitClass): Promise<void> {
   return svc.usage.add({ team_id: teamId, at: svc.now().toISOString(), limit_class: limitClass, requests: 1 });
+}
+
+/**
+ * The model fields of a billed request: the caller's string for its row, the canonical id its
+ * breakdown is keyed by (project id, else training job id, else catalog id: a project's usage
+ * stays one row whether it was called by name or id, and no caller-chosen string keys it), and
+ * the project's name when the caller used it.
+ */
+export function billedModel(m: { requested: string; baseModel: string; projectId: string | null; trainingJobId: string | null }): Pick<BilledUsage, 'model' | 'model_id' | 'model_name'> {
+  const id = m.projectId ?? m.trainingJobId ?? m.baseModel;
+  return { model: m.requested, model_id: id, ...(m.projectId !== null && m.requested !== m.projectId ? { model_name: m.requested } : {}) };
 }
 
 /**
@@ -63,6 +75,23 @@ export async function checkSpendAllowance(svc: Services, teamId: string): Promis
 
 type Stored = Record<string, number | string | undefined>;
 
+/**
+ * Bounds of one usage read (so no team can make one huge): breakdown items read per period and
+ * kind (one query page), and rows shown; what is not shown is one `other` row — the period's
+ * totals less the rows shown, so the rows always add up to the totals.
+ */
+export const USAGE_READ_LIMITS = {
+  periodItems: 500,
+  periodRows: 50,
+  /** Per day of `by_day` (up to 366 days: one query each). */
+  dayItems: 50,
+  dayRows: 10,
+  /** Day queries in flight at once. */
+  dayQueriesAtOnce: 8,
+} as const;
+/** `model` / `endpoint` of the row that sums what is not listed. */
+export const OTHER_ROW_KEY = '(other)';
+
 interface Totals {
   requests: number;
   input_tokens: number;
@@ -85,31 +114,65 @@ function totalsFrom(get: (counter: string) => number): Totals {
   };
 }
 
-/** One day or month item → totals, requests per limit class, billed usage by model and endpoint. */
-function readCounters(stored: Stored | undefined) {
-  const s = stored ?? {};
-  const num = (k: string) => (typeof s[k] === 'number' ? (s[k] as number) : 0);
+const numberIn = (s: Stored | undefined) => (k: string) => (typeof s?.[k] === 'number' ? (s[k] as number) : 0);
+
+/** A day or month totals item → totals and requests per limit class. */
+function readTotals(stored: Stored | undefined) {
   const byEndpointClass: Record<string, number> = {};
-  const groups = { model: new Map<string, Record<string, number>>(), endpoint: new Map<string, Record<string, number>>() };
-  for (const [k, v] of Object.entries(s)) {
-    if (typeof v !== 'number' || isSeqAttr(k)) continue;
-    if (k.startsWith('requests_')) byEndpointClass[k.slice('requests_'.length)] = v;
-    const parts = k.split('|');
-    if (parts.length === 3 && (parts[0] === 'model' || parts[0] === 'endpoint')) {
-      const g = groups[parts[0]];
-      const entry = g.get(parts[1]!) ?? {};
-      entry[parts[2]!] = v;
-      g.set(parts[1]!, entry);
-    }
+  for (const [k, v] of Object.entries(stored ?? {})) {
+    if (typeof v === 'number' && k.startsWith('requests_')) byEndpointClass[k.slice('requests_'.length)] = v;
   }
-  const list = (kind: 'model' | 'endpoint') =>
-    [...groups[kind]].map(([key, c]) => ({ [kind]: key, ...totalsFrom((n) => c[n] ?? 0) })).sort((a, b) => b.cost_usd - a.cost_usd);
-  return {
-    ...totalsFrom(num),
-    requests_by_endpoint: byEndpointClass,
-    by_model: list('model'),
-    by_endpoint: list('endpoint'),
-  };
+  return { ...totalsFrom(numberIn(stored)), requests_by_endpoint: byEndpointClass };
+}
+
+type BreakdownRow<F extends string> = Totals & { [K in F]: string } & { name?: string; other?: true };
+
+/**
+ * Billed usage by model or endpoint in one period: the breakdown items read (`page`), plus the
+ * attributes an item written before breakdown items existed still holds (`model|<m>|<counter>`
+ * on the totals item: read as they are). Largest cost first; past `shown` rows, or when the read
+ * stopped at its bound, one `other` row holds the rest of the period's totals.
+ */
+function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored | undefined, page: QueryPage<Stored>, shown: number): BreakdownRow<F>[] {
+  const kind = field === 'model' ? 'MODEL' : 'ENDPOINT';
+  const rows = new Map<string, { name?: string; c: Record<string, number> }>();
+  const row = (key: string) => rows.get(key) ?? (rows.set(key, { c: {} }), rows.get(key)!);
+  let oldLayoutRequests = 0;
+  for (const [name, v] of Object.entries(totals ?? {})) {
+    const old = typeof v === 'number' ? parseLegacyBreakdownAttr(name) : undefined;
+    if (old?.kind !== kind) continue;
+    const c = row(old.key).c;
+    c[old.counter] = (c[old.counter] ?? 0) + (v as number);
+    if (old.counter === 'requests') oldLayoutRequests += v as number;
+  }
+  for (const item of page.items) {
+    const key = item[field];
+    if (typeof key !== 'string') continue;
+    const r = row(key);
+    for (const counter of BREAKDOWN_COUNTERS) r.c[counter] = (r.c[counter] ?? 0) + numberIn(item)(counter);
+    if (typeof item['name'] === 'string') r.name = item['name'];
+  }
+  const sorted = [...rows].sort(([ka, a], [kb, b]) => (b.c['cost_usd_micros'] ?? 0) - (a.c['cost_usd_micros'] ?? 0) || (b.c['requests'] ?? 0) - (a.c['requests'] ?? 0) || (ka < kb ? -1 : ka > kb ? 1 : 0));
+  const listed = sorted.slice(0, shown);
+  const out = listed.map(([key, r]) => ({ [field]: key, ...(r.name ? { name: r.name } : {}), ...totalsFrom((n) => r.c[n] ?? 0) }) as BreakdownRow<F>);
+  if (sorted.length > shown || page.nextKey) {
+    const total = numberIn(totals);
+    const rest = (counter: string) => {
+      const whole = counter === 'requests' ? total(BILLED_REQUESTS) + oldLayoutRequests : total(counter);
+      return Math.max(0, whole - listed.reduce((sum, [, r]) => sum + (r.c[counter] ?? 0), 0));
+    };
+    if (BREAKDOWN_COUNTERS.some((c) => rest(c) > 0)) out.push({ [field]: OTHER_ROW_KEY, other: true, ...totalsFrom(rest) } as BreakdownRow<F>);
+  }
+  return out;
+}
+
+const breakdownPage = (svc: Services, teamId: string, period: UsagePeriod, when: string, kind: UsageBreakdown, limit: number) =>
+  svc.records.query<Stored>(teamPartition(teamId), { beginsWith: usageBreakdownPrefix(period, when, kind), limit });
+
+async function inChunks<T, R>(items: T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(fn))));
+  return out;
 }
 
 /**
@@ -120,27 +183,41 @@ export async function getUsage(svc: Services, teamId: string, days = 31) {
   await svc.usage.settled(teamId);
   const now = svc.now();
   const iso = now.toISOString();
+  const [day, month] = [dayOf(iso), monthOf(iso)];
   const pk = teamPartition(teamId);
-  const [team, month, dayItems] = await Promise.all([
+  const L = USAGE_READ_LIMITS;
+  const [team, todayItem, monthItem, dayItems, todayModels, todayEndpoints, monthModels, monthEndpoints] = await Promise.all([
     getTeamRecord(svc, teamId),
-    svc.records.get<Stored>(pk, monthSk(monthOf(iso))),
+    svc.records.get<Stored>(pk, daySk(day)),
+    svc.records.get<Stored>(pk, monthSk(month)),
     svc.records.query<Stored & { day?: string }>(pk, { beginsWith: USAGE_DAYS_PREFIX, newestFirst: true, limit: days }),
+    breakdownPage(svc, teamId, 'DAY', day, 'MODEL', L.periodItems),
+    breakdownPage(svc, teamId, 'DAY', day, 'ENDPOINT', L.periodItems),
+    breakdownPage(svc, teamId, 'MONTH', month, 'MODEL', L.periodItems),
+    breakdownPage(svc, teamId, 'MONTH', month, 'ENDPOINT', L.periodItems),
   ]);
-  const byDay = dayItems.items
-    .filter((item) => typeof item.day === 'string')
-    .map((item) => {
-      const c = readCounters(item);
-      return { day: item.day as string, ...totalsOf(c), by_model: c.by_model };
-    });
-  const today = readCounters(await svc.records.get<Stored>(pk, daySk(dayOf(iso))));
+  const period = (totals: Stored | undefined, models: QueryPage<Stored>, endpoints: QueryPage<Stored>) => ({
+    ...readTotals(totals),
+    by_model: breakdownRows('model', totals, models, L.periodRows),
+    by_endpoint: breakdownRows('endpoint', totals, endpoints, L.periodRows),
+  });
+  const today = period(todayItem, todayModels, todayEndpoints);
+  const byDay = await inChunks(
+    dayItems.items.filter((item) => typeof item.day === 'string'),
+    L.dayQueriesAtOnce,
+    async (item) => {
+      const models = await breakdownPage(svc, teamId, 'DAY', item.day as string, 'MODEL', L.dayItems);
+      return { day: item.day as string, ...totalsOf(readTotals(item)), by_model: breakdownRows('model', item, models, L.dayRows) };
+    },
+  );
   const cap = team.daily_spend_cap_micros;
   return {
     team_id: team.id,
     plan: team.plan,
-    day: dayOf(iso),
-    month: monthOf(iso),
+    day,
+    month,
     today,
-    this_month: readCounters(month),
+    this_month: period(monthItem, monthModels, monthEndpoints),
     by_day: byDay,
     daily_spend_cap_usd: usdOrNull(cap),
     remaining_daily_allowance_usd: cap === null ? null : microsToUsd(Math.max(0, cap - Math.round(today.cost_usd * 1e6))),

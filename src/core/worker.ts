@@ -1,6 +1,5 @@
 import type { WorkMessage } from './ports';
 import type { Services } from './context';
-import { applyBatch } from './billing/usageBatch';
 import { failVersion, processVersion } from './datasets/service';
 
 /**
@@ -18,8 +17,9 @@ export async function handleWorkMessage(svc: Services, message: WorkMessage): Pr
       }
       return;
     case 'usage.apply':
-      // idempotent: a redelivery after a partial success re-applies only what is missing
-      await applyBatch(svc.records, message.batch);
+      // idempotent: a redelivery after a partial success re-applies only what is missing; a batch
+      // too old to apply safely is kept for reconciliation (billing/ledger.ts)
+      await svc.usage.applyKept(message.batch);
       return;
   }
 }

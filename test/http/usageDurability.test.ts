@@ -29,8 +29,10 @@ const isUsageWrite = (sk: string, change?: { add?: Record<string, number> }) =>
  * (`down()`: all, until `heal`; nothing written);
  * `loseReplies(n)` lets the next n land and then throws as if the reply was lost. Other writes pass.
  * Only the team's own partition fails: the ledger writes one batch per team at a time, so n counts
- * that team's attempts (3 writes each). Shared with another team's batch in flight (the default
- * team's unbilled requests), the 12 refusals left each batch one attempt short of being spooled.
+ * that team's attempts (8 writes each: the day and month totals, the model's and the endpoint's
+ * day and month items, the team item, and the request rows). Shared with another team's batch in
+ * flight (the default team's unbilled requests), the refusals left each batch one attempt short of
+ * being spooled.
  */
 function injectStoreFaults(records: RecordStore, teamId: string) {
   const pk = teamPartition(teamId);
@@ -126,8 +128,8 @@ it('200 concurrent billed requests with the store failing mid-run: each billed e
     const requests = Array.from({ length: 200 }, async () => {
       const res = await chat(stack, team.api_key.key);
       answered++;
-      // 12 refusals outlast one batch's 4 attempts of its day, month and team writes: it is spooled
-      if (answered === 40) faults.down(12);
+      // 32 refusals outlast one batch's 4 attempts of its 8 writes: it is spooled
+      if (answered === 40) faults.down(32);
       if (answered === 120) faults.loseReplies(6); // written, but the writer is told it failed
       return res;
     });

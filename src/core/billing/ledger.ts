@@ -5,11 +5,17 @@
  *
  * A failed batch is retried with bounded backoff; one that still fails is handed to the spool
  * (spool.ts) with a WARN line and a metric, and this writer takes a new id (the kept batch must
- * not be overtaken by a later, higher sequence number on the same items).
+ * not be overtaken by a later, higher sequence number on the same items). The writer also takes a
+ * new id at each UTC midnight: its id names its day, which bounds its attributes (usageBatch.ts).
+ *
+ * A kept batch that can no longer be applied safely (its writer's attributes were pruned from an
+ * item: usageBatch.ts) is written to the stale-usage record for reconciliation, with an ERROR line
+ * and the `UsageBatchesStale` metric.
  */
 import { newUuid } from '../ids';
 import type { Logger, RecordStore, UsageSink, UsageSpool } from '../ports';
-import { applyBatch, buildBatch, type UsageBatch, type UsageEvent } from './usageBatch';
+import { staleUsageItem } from '../recordKeys';
+import { applyBatch, buildBatch, newWriterId, type UsageBatch, type UsageBatchItem, type UsageEvent } from './usageBatch';
 import type { UsageMetrics } from './usageMetrics';
 
 export type { UsageSink } from '../ports';
@@ -27,6 +33,8 @@ export interface LedgerOptions {
   mode: 'write-through' | 'background';
   /** Days the per-request rows are kept. */
   retentionDays: number;
+  /** The clock (tests); default the system's. */
+  now?: () => Date;
 }
 
 const MAX_EVENTS_PER_BATCH = 500;
@@ -34,8 +42,11 @@ const FLUSH_EVERY_MS = 1000;
 /** Delays between attempts of one batch before it is spooled. */
 const RETRY_DELAYS_MS = [25, 100, 400];
 
+const freshWriter = (now: Date) => newWriterId(now, newUuid().replaceAll('-', ''));
+
 export class UsageLedger implements UsageSink {
-  private writer = `w${newUuid().replaceAll('-', '')}`;
+  private readonly now: () => Date;
+  private writer: string;
   private seq = 0;
   private readonly pending = new Map<string, UsageEvent[]>();
   private readonly chains = new Map<string, Promise<void>>();
@@ -44,6 +55,8 @@ export class UsageLedger implements UsageSink {
   private readonly timer?: NodeJS.Timeout;
 
   constructor(private readonly o: LedgerOptions) {
+    this.now = o.now ?? (() => new Date());
+    this.writer = freshWriter(this.now());
     if (o.mode === 'background') {
       this.timer = setInterval(() => void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })), FLUSH_EVERY_MS);
       this.timer.unref();
@@ -70,8 +83,13 @@ export class UsageLedger implements UsageSink {
     const stranded = this.stranded;
     this.stranded = [];
     for (const b of stranded) await this.keep(b);
-    const { applied, kept } = await this.o.spool.replay((b) => applyBatch(this.o.records, b));
+    const { applied, kept } = await this.o.spool.replay((b) => this.applyKept(b));
     if (applied) this.o.logger.info('replayed spooled usage', { applied, kept });
+  }
+
+  async applyKept(batch: UsageBatch): Promise<void> {
+    const { stale } = await applyBatch(this.o.records, batch, { now: this.now() });
+    if (stale.length) await this.keepStale(batch, stale);
   }
 
   async close(): Promise<void> {
@@ -88,7 +106,9 @@ export class UsageLedger implements UsageSink {
         if (!events?.length) return;
         const take = events.splice(0, MAX_EVENTS_PER_BATCH);
         if (events.length === 0) this.pending.delete(teamId);
-        const expiresAt = Math.floor(Date.now() / 1000) + this.o.retentionDays * 86_400;
+        const now = this.now();
+        const expiresAt = Math.floor(now.getTime() / 1000) + this.o.retentionDays * 86_400;
+        if (!this.writer.startsWith(newWriterId(now, ''))) this.retire(now);
         await this.write(buildBatch(this.writer, ++this.seq, teamId, take, expiresAt));
       }
     });
@@ -104,7 +124,7 @@ export class UsageLedger implements UsageSink {
     let lastError: unknown;
     for (let attempt = 0; attempt <= delays.length; attempt++) {
       try {
-        await applyBatch(this.o.records, batch);
+        await this.applyKept(batch);
         return;
       } catch (err) {
         lastError = err;
@@ -113,10 +133,30 @@ export class UsageLedger implements UsageSink {
     }
     // A later batch of this writer must not carry a higher sequence number to the same items
     // before this one is replayed.
-    this.writer = `w${newUuid().replaceAll('-', '')}`;
-    this.seq = 0;
+    this.retire(this.now());
     this.o.logger.warn('usage write failed after retries; kept for replay', { team_id: batch.team_id, events: batch.requests.length, error: lastError as Error });
     await this.keep(batch);
+  }
+
+  private retire(now: Date): void {
+    this.writer = freshWriter(now);
+    this.seq = 0;
+  }
+
+  /**
+   * Never applied blindly, never dropped: the refused items go to the stale-usage record (one item
+   * per batch; a second report of the same batch rewrites it) before the batch counts as handled.
+   */
+  private async keepStale(batch: UsageBatch, stale: UsageBatchItem[]): Promise<void> {
+    const at = this.now().toISOString();
+    await this.o.records.put(staleUsageItem(batch.team_id, batch.writer, batch.seq), { team_id: batch.team_id, writer: batch.writer, seq: batch.seq, items: stale, reported_at: at });
+    this.o.metrics.stale(1);
+    this.o.logger.error('usage batch too old to apply safely (its writer was pruned from the items named); kept for reconciliation', {
+      team_id: batch.team_id,
+      writer: batch.writer,
+      seq: batch.seq,
+      items: stale.map((it) => it.sk),
+    });
   }
 
   private async keep(batch: UsageBatch): Promise<void> {

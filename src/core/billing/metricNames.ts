@@ -18,6 +18,8 @@ export type UsageMetric = (typeof USAGE_METRICS)[number];
 
 /** Operational: usage batches that could not be written and were kept in the spool / queue. */
 export const SPOOLED_METRIC = 'UsageBatchesSpooled';
+/** Operational: kept usage batches too old to apply safely, written to the stale-usage record for reconciliation (billing/usageBatch.ts). */
+export const STALE_METRIC = 'UsageBatchesStale';
 
 /** The `endpoint` dimension value of training compute. */
 export const TRAINING_ENDPOINT = '/core/training-jobs';

@@ -8,19 +8,20 @@
  */
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { BilledUsage } from './usageBatch';
-import { METRICS_NAMESPACE, SPOOLED_METRIC, TRAINING_ENDPOINT, type UsageMetric } from './metricNames';
+import { METRICS_NAMESPACE, SPOOLED_METRIC, STALE_METRIC, TRAINING_ENDPOINT, type UsageMetric } from './metricNames';
 import { microsToUsd } from './money';
 
 export interface UsageMetrics {
   billed(usage: BilledUsage): void;
   trainingMinutes(model: string, gpuMinutes: number): void;
   spooled(batches: number): void;
+  stale(batches: number): void;
 }
 
 export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
   const metrics = new Metrics({ namespace: METRICS_NAMESPACE });
   metrics.clearDefaultDimensions();
-  const emit = (dimensions: Record<string, string>, values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC, number>>) => {
+  const emit = (dimensions: Record<string, string>, values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC, number>>) => {
     metrics.addDimensions(dimensions);
     for (const [name, value] of Object.entries(values)) {
       metrics.addMetric(name, name === 'CostUsd' ? MetricUnit.NoUnit : MetricUnit.Count, value);
@@ -45,6 +46,7 @@ export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
       ),
     trainingMinutes: (model, minutes) => emit({ endpoint: TRAINING_ENDPOINT, model }, { GpuMinutes: minutes }),
     spooled: (n) => emit({ component: 'usage' }, { [SPOOLED_METRIC]: n }),
+    stale: (n) => emit({ component: 'usage' }, { [STALE_METRIC]: n }),
   };
 }
 

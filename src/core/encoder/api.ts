@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Principal, Services } from '../context';
 import { PayloadTooLargeError, ValidationError, type FieldError } from '../errors';
 import { newInferenceId, storeInference, type InferenceTask } from '../inferences';
-import { checkSpendAllowance, recordBilledUsage } from '../usage';
+import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
 import type { LimitClass } from '../rateLimits';
 import { EncoderInputError, type EncoderResult, type FieldValue, type Span } from './engine';
 import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
@@ -219,7 +219,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   await recordBilledUsage(a.svc, a.principal.team_id, a.limitClass, {
     inference_id: inferenceId,
     endpoint: a.endpoint,
-    model: resolved.requested,
+    ...billedModel(resolved),
     base_model: resolved.baseModel,
     input_tokens: out.inputTokens,
     output_tokens: 0,

@@ -1,6 +1,6 @@
 /** /billing/usage/*: a team's request counts, limits and spend. */
 import { z } from 'zod';
-import { getUsage, listUsageRequests } from '../../core/usage';
+import { getUsage, listUsageRequests, OTHER_ROW_KEY, USAGE_READ_LIMITS } from '../../core/usage';
 import { json, route } from '../types';
 import { queryInt } from '../validation';
 
@@ -12,11 +12,18 @@ const UsageTotals = {
   cache_write_tokens: z.number(),
   cost_usd: z.number(),
 };
+const other = z.boolean().optional().describe(`true on the one row (its key is \`${OTHER_ROW_KEY}\`) that sums what the rows above leave out of the period's totals`);
+const ModelUsage = z.object({
+  model: z.string().describe('the project id, training job id or catalog id (usage recorded before ids: the string the request sent)'),
+  name: z.string().optional().describe("a project's name, as requests named it"),
+  other,
+  ...UsageTotals,
+});
 const UsagePeriod = z.object({
   ...UsageTotals,
   requests_by_endpoint: z.record(z.string(), z.number()).describe('every authenticated request, by rate-limit class'),
-  by_model: z.array(z.object({ model: z.string(), ...UsageTotals })).describe('billed requests by the model named in the request'),
-  by_endpoint: z.array(z.object({ endpoint: z.string(), ...UsageTotals })).describe('billed requests by route'),
+  by_model: z.array(ModelUsage).describe(`billed requests by model, largest cost first: at most ${USAGE_READ_LIMITS.periodRows} rows, then one \`other\` row`),
+  by_endpoint: z.array(z.object({ endpoint: z.string(), other, ...UsageTotals })).describe('billed requests by route'),
 });
 const UsageSchema = z
   .object({
@@ -26,7 +33,9 @@ const UsageSchema = z
     month: z.string(),
     today: UsagePeriod,
     this_month: UsagePeriod,
-    by_day: z.array(z.object({ day: z.string(), ...UsageTotals, by_model: z.array(z.object({ model: z.string(), ...UsageTotals })) })).describe('newest first; days with usage'),
+    by_day: z
+      .array(z.object({ day: z.string(), ...UsageTotals, by_model: z.array(ModelUsage).describe(`at most ${USAGE_READ_LIMITS.dayRows} rows, then one \`other\` row`) }))
+      .describe('newest first; days with usage'),
     daily_spend_cap_usd: z.number().nullable(),
     remaining_daily_allowance_usd: z.number().nullable(),
     credit_balance_usd: z.number().nullable(),
