@@ -1289,9 +1289,14 @@ export interface components {
                 requests_by_endpoint: {
                     [key: string]: number;
                 };
-                /** @description billed requests by the model named in the request */
+                /** @description billed requests by model, largest cost first: at most 50 rows, then one `other` row */
                 by_model: {
+                    /** @description the project id, training job id or catalog id (usage recorded before ids: the string the request sent) */
                     model: string;
+                    /** @description a project's name, as requests named it */
+                    name?: string;
+                    /** @description true on the one row (its key is `(other)`) that sums what the rows above leave out of the period's totals */
+                    other?: boolean;
                     requests: number;
                     input_tokens: number;
                     output_tokens: number;
@@ -1302,6 +1307,8 @@ export interface components {
                 /** @description billed requests by route */
                 by_endpoint: {
                     endpoint: string;
+                    /** @description true on the one row (its key is `(other)`) that sums what the rows above leave out of the period's totals */
+                    other?: boolean;
                     requests: number;
                     input_tokens: number;
                     output_tokens: number;
@@ -1321,9 +1328,14 @@ export interface components {
                 requests_by_endpoint: {
                     [key: string]: number;
                 };
-                /** @description billed requests by the model named in the request */
+                /** @description billed requests by model, largest cost first: at most 50 rows, then one `other` row */
                 by_model: {
+                    /** @description the project id, training job id or catalog id (usage recorded before ids: the string the request sent) */
                     model: string;
+                    /** @description a project's name, as requests named it */
+                    name?: string;
+                    /** @description true on the one row (its key is `(other)`) that sums what the rows above leave out of the period's totals */
+                    other?: boolean;
                     requests: number;
                     input_tokens: number;
                     output_tokens: number;
@@ -1334,6 +1346,8 @@ export interface components {
                 /** @description billed requests by route */
                 by_endpoint: {
                     endpoint: string;
+                    /** @description true on the one row (its key is `(other)`) that sums what the rows above leave out of the period's totals */
+                    other?: boolean;
                     requests: number;
                     input_tokens: number;
                     output_tokens: number;
@@ -1351,8 +1365,14 @@ export interface components {
                 cache_read_tokens: number;
                 cache_write_tokens: number;
                 cost_usd: number;
+                /** @description at most 10 rows, then one `other` row */
                 by_model: {
+                    /** @description the project id, training job id or catalog id (usage recorded before ids: the string the request sent) */
                     model: string;
+                    /** @description a project's name, as requests named it */
+                    name?: string;
+                    /** @description true on the one row (its key is `(other)`) that sums what the rows above leave out of the period's totals */
+                    other?: boolean;
                     requests: number;
                     input_tokens: number;
                     output_tokens: number;

@@ -38,7 +38,9 @@ export function UsagePage() {
       </Title>
       <Loadable state={usage} label="Loading usage">
         {(u) => {
-          const models = u.this_month.by_model.filter((m) => m.model.toLowerCase().includes(modelFilter.toLowerCase()));
+          // a project's row is keyed by its id and carries its name; the last row may sum the rest
+          const modelLabel = (m: (typeof u.this_month.by_model)[number]) => (m.other ? 'Other models' : m.name ?? m.model);
+          const models = u.this_month.by_model.filter((m) => `${modelLabel(m)} ${m.model}`.toLowerCase().includes(modelFilter.toLowerCase()));
           return (
             <Stack>
               <SimpleGrid cols={{ base: 1, xs: 2, md: 4 }}>
@@ -80,7 +82,7 @@ export function UsagePage() {
                 <Text size="xs" c="dimmed" mb="xs">
                   Cache reads are prompt tokens served from the prompt cache (billed at the cache-read rate); cache writes are tokens stored in it.
                 </Text>
-                {models.length === 0 ? <Empty>No usage by model{modelFilter ? ' matches the filter' : ' this month'}.</Empty> : <UsageTable rows={models.map((m) => ({ key: m.model, ...m }))} first="Model" />}
+                {models.length === 0 ? <Empty>No usage by model{modelFilter ? ' matches the filter' : ' this month'}.</Empty> : <UsageTable rows={models.map((m) => ({ key: m.model, ...m, extra: modelLabel(m) }))} first="Model" />}
               </Paper>
               <RequestList />
             </Stack>
