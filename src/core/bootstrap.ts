@@ -1,7 +1,7 @@
 import { installationItem as INSTALL } from './recordKeys';
 import { apiKeyExists, createApiKey } from './apiKeys';
 import type { Services } from './context';
-import { findProcessingVersions } from './datasets/service';
+import { recoverProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
 import { listGenerationJobs } from './generation/jobs';
 import { listProjects } from './projects';
@@ -37,7 +37,8 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
 }
 
 /**
- * After a crash or restart (local mode): datasets left `processing` are validated again, jobs still
+ * After a crash or restart (local mode): datasets left `processing` are validated again (or failed,
+ * once their attempts are spent: datasets/service.ts MAX_PROCESSING_ATTEMPTS), jobs still
  * `requested` are queued again, jobs that were `running` are marked `failed` with the reason —
  * their process died with the service, so they are never left looking alive — and evaluations
  * and generation jobs still `running` are started again.
@@ -45,10 +46,9 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
 export async function recoverInterruptedWork(svc: Services): Promise<{ datasets: number; jobs: number; workflows: number }> {
   const recovered = { datasets: 0, jobs: 0, workflows: 0 };
   for (const team of await listTeams(svc)) {
-    for (const v of await findProcessingVersions(svc, team.id)) {
-      await svc.queue.send({ type: 'dataset.process', team_id: team.id, dataset_name: v.name, version: v.version });
-      recovered.datasets += 1;
-    }
+    // validated again, unless the process died in every attempt so far: then failed, not re-queued
+    const datasets = await recoverProcessingVersions(svc, team.id);
+    recovered.datasets += datasets.requeued + datasets.failed;
     for (const job of await listTrainingJobs(svc, team.id)) {
       if (job.status === 'running') {
         await transitionJob(svc, team.id, job.id, 'failed', {

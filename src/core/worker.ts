@@ -1,16 +1,23 @@
 import type { WorkMessage } from './ports';
 import type { Services } from './context';
 import { failVersion, processVersion } from './datasets/service';
+import type { DatasetValidator } from './datasets/validation';
+
+/** How this runtime runs the heavy parts of a message (local mode: dataset rows in a worker thread). */
+export interface WorkerRuntime {
+  validateDataset?: DatasetValidator;
+}
 
 /**
  * Runs one background message. Shared by the SQS Lambda and the in-process queue. A message that
- * throws marks its record failed with the reason, so nothing stays `processing` forever.
+ * throws marks its record failed with the reason, so nothing stays `processing` forever; one whose
+ * process dies instead is ended by the attempt limit (datasets/service.ts MAX_PROCESSING_ATTEMPTS).
  */
-export async function handleWorkMessage(svc: Services, message: WorkMessage): Promise<void> {
+export async function handleWorkMessage(svc: Services, message: WorkMessage, runtime: WorkerRuntime = {}): Promise<void> {
   switch (message.type) {
     case 'dataset.process':
       try {
-        await processVersion(svc, message.team_id, message.dataset_name, message.version);
+        await processVersion(svc, message.team_id, message.dataset_name, message.version, runtime.validateDataset);
       } catch (err) {
         await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch(() => {});
         throw err;

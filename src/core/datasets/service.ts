@@ -1,14 +1,15 @@
 import { datasetHeadItem, datasetVersionItem, datasetVersionsPrefix, teamPartition } from '../recordKeys';
-import { ITEM_EXISTS, WriteConflict } from '../ports';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { ITEM_EXISTS, WriteConflict, type Condition } from '../ports';
+import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Services } from '../context';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { newUuid } from '../ids';
-import { ByteTally, formatOf, readRows } from './reader';
-import { DatasetSummary, validateRow, type RowError } from './rows';
+import { formatOf } from './reader';
+import type { RowError } from './rows';
+import { limitBytes, SourceChangedError, validateDataset, type DatasetValidator } from './validation';
 
 export type DatasetStatus = 'pending_upload' | 'processing' | 'ready' | 'failed';
 
@@ -33,6 +34,12 @@ export interface DatasetVersion {
   error_count: number;
   created_at: string;
   processed_at: string | null;
+  /**
+   * Bookkeeping of processing, kept off the API (`publicVersion`): attempts started (each claimed
+   * by a conditional write before the file is read) and when the last one started.
+   */
+  processing_attempts?: number;
+  processing_started_at?: string;
 }
 
 interface DatasetHead {
@@ -42,7 +49,28 @@ interface DatasetHead {
 }
 
 const MAX_ERRORS_ON_RECORD = 100;
-const MAX_ERRORS_IN_REPORT = 100_000;
+
+/**
+ * Attempts at processing one version. An attempt whose process dies (out of memory, a time limit,
+ * a crash) leaves the version `processing`; the next delivery of its message claims another. On
+ * AWS SQS delivers a message at most 3 times (lib/data-stack.ts, maxReceiveCount), so the third
+ * delivery must find the limit reached and mark the version failed, not die again into the DLQ.
+ * Local start-up (`recoverProcessingVersions`) applies the same limit instead of re-queueing.
+ */
+export const MAX_PROCESSING_ATTEMPTS = 2;
+
+/**
+ * A `processing` version whose last attempt started longer ago than this is stuck (its message was
+ * lost) and no longer blocks DELETE: every worker run ends well within it (Lambda: 15 minutes, SQS
+ * redelivery after 90), and a late worker's writes are conditional on the record it claimed.
+ */
+export const PROCESSING_STALE_MS = 6 * 3600_000;
+
+/** The version as the API shows it: the processing bookkeeping stays internal. */
+function publicVersion(v: DatasetVersion): DatasetVersion {
+  const { processing_attempts: _attempts, processing_started_at: _started, ...shown } = v;
+  return shown;
+}
 
 const prefixOf = (teamId: string, name: string) => `datasets/${teamId}/${name}/`;
 const versionPrefix = (teamId: string, name: string, version: number) => `${prefixOf(teamId, name)}v${version}/`;
@@ -113,7 +141,8 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     dataset_name: input.dataset_name,
     version,
     status: record.status,
-    upload_url: await svc.blobs.presignPut(sourceKey(teamId, record), ttl),
+    // a declared size is signed into the URL: storage refuses a body of any other length
+    upload_url: await svc.blobs.presignPut(sourceKey(teamId, record), ttl, input.size_bytes !== undefined ? { contentLength: input.size_bytes } : {}),
     method: 'PUT' as const,
     expires_in: ttl,
     max_bytes: svc.config.maxDatasetBytes,
@@ -127,7 +156,7 @@ export async function getVersion(svc: Services, teamId: string, name: string, ve
   const item = datasetVersionItem(teamId, name, v);
   const record = await svc.records.get<DatasetVersion>(item.pk, item.sk);
   if (!record) throw new NotFoundError(`Dataset '${name}' has no version ${v}`);
-  return record;
+  return publicVersion(record);
 }
 
 export async function listVersions(svc: Services, teamId: string, name: string): Promise<DatasetVersion[]> {
@@ -155,16 +184,24 @@ export async function listDatasets(svc: Services, teamId: string) {
   const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
   const latest = new Map<string, DatasetVersion>();
   for (const v of versions) if ((latest.get(v.name)?.version ?? 0) < v.version) latest.set(v.name, v);
-  return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name)).map(publicVersion);
 }
 
-/** Deletes every version's records and files. Files first: a record never points at nothing. */
+/**
+ * Deletes every version's records and files. Files first: a record never points at nothing. A
+ * version being processed blocks it (409) unless it is stuck: no attempt started within
+ * PROCESSING_STALE_MS.
+ */
 export async function deleteDataset(svc: Services, teamId: string, name: string): Promise<void> {
   const head = datasetHeadItem(teamId, name);
   if (!(await svc.records.get(head.pk, head.sk))) throw new NotFoundError(`Dataset '${name}' not found`);
   const versions = await listVersions(svc, teamId, name);
-  if (versions.some((v) => v.status === 'processing')) {
-    throw new ConflictError(`Dataset '${name}' has a version being processed; delete it once processing ends`);
+  const now = svc.now().getTime();
+  const busy = versions.find((v) => v.status === 'processing' && now - Date.parse(v.processing_started_at ?? v.created_at) < PROCESSING_STALE_MS);
+  if (busy) {
+    throw new ConflictError(
+      `Dataset '${name}' has a version being processed (version ${busy.version}); delete it once processing ends (a version that stays processing for ${PROCESSING_STALE_MS / 3600_000} hours without a new attempt can be deleted)`,
+    );
   }
   await svc.blobs.deletePrefix(prefixOf(teamId, name));
   for (const v of versions) {
@@ -195,7 +232,7 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
   const item = datasetVersionItem(teamId, name, record.version);
   try {
     await svc.records.update(item.pk, item.sk, {
-      set: { status: 'processing', size_bytes: head.size },
+      set: { status: 'processing', size_bytes: head.size, processing_started_at: svc.now().toISOString() },
       condition: [{ attr: 'status', equals: 'pending_upload' }],
     });
   } catch (err) {
@@ -212,7 +249,10 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
         set: { status: 'pending_upload' },
         condition: [{ attr: 'status', equals: 'processing' }],
       })
-      .catch(() => {});
+      .catch((resetError: unknown) => {
+        // already moved on (a worker took it after all): nothing to put back; a store failure propagates
+        if (!(resetError instanceof WriteConflict)) throw resetError;
+      });
     throw err;
   }
   return { dataset_name: name, version: record.version, status: 'processing' as const };
@@ -220,72 +260,116 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
 
 /**
  * Step 4 (worker): read the file once, validate every row, and either publish the normalized rows
- * and flip the version to `ready`, or mark it `failed` with the full report. Idempotent: a version
- * no longer `processing` is left alone, so a redelivered message does nothing.
+ * and flip the version to `ready`, or mark it `failed` with the report. Idempotent: a version no
+ * longer `processing` is left alone, so a redelivered message does nothing. Each attempt is claimed
+ * first (`claimAttempt`): a version whose attempts keep killing their worker ends `failed`.
+ * `validate` runs the rows (local mode passes one that runs them in a worker thread).
  */
-export async function processVersion(svc: Services, teamId: string, name: string, version: number): Promise<void> {
+export async function processVersion(svc: Services, teamId: string, name: string, version: number, validate: DatasetValidator = validateDataset): Promise<void> {
+  const record = await claimAttempt(svc, teamId, name, version);
+  if (!record) return;
   const item = datasetVersionItem(teamId, name, version);
-  const record = await svc.records.get<DatasetVersion>(item.pk, item.sk);
-  if (!record || record.status !== 'processing') return;
-
-  const format = formatOf(record.file_name) ?? 'jsonl';
-  const summary = new DatasetSummary();
-  const errors: RowError[] = [];
-  let errorCount = 0;
-  const note = (e: RowError) => {
-    errorCount += 1;
-    if (errors.length < MAX_ERRORS_IN_REPORT) errors.push(e);
-  };
-  let rowsRead = 0;
-  const tally = new ByteTally();
   const dir = await mkdtemp(join(tmpdir(), 'sift-ds-'));
   const rowsFile = join(dir, 'rows.jsonl');
   try {
-    const out = createWriteStream(rowsFile);
-    const source = await svc.blobs.stream(sourceKey(teamId, record));
-    for await (const parsed of readRows(format, tally.tap(source), {
-      maxRowBytes: svc.config.maxRowBytes,
-      maxJsonBytes: 64 * 1024 * 1024,
-    })) {
-      rowsRead += 1;
-      if ('error' in parsed) {
-        note({ row: parsed.row || null, field: null, message: parsed.error });
-        continue;
-      }
-      const result = validateRow(format === 'csv' ? csvRow(parsed.value) : parsed.value, parsed.row);
-      result.errors.forEach(note);
-      if (!result.row) continue;
-      summary.add(result.row, result.tasks, parsed.row).forEach(note);
-      if (errorCount === 0 && !out.write(JSON.stringify(result.row) + '\n')) await new Promise((r) => out.once('drain', () => r(undefined)));
+    // Read no more than was checked when processing started (F9: a re-PUT in between is refused, not streamed).
+    const checked = record.size_bytes;
+    const source = limitBytes(await svc.blobs.stream(sourceKey(teamId, record)), checked ?? svc.config.maxDatasetBytes, checked !== null);
+    let outcome;
+    try {
+      outcome = await validate(source, {
+        format: formatOf(record.file_name) ?? 'jsonl',
+        maxRowBytes: svc.config.maxRowBytes,
+        maxJsonBytes: 64 * 1024 * 1024,
+        rowsFile,
+        declaredSha256: record.declared_sha256,
+      });
+    } catch (err) {
+      if (!(err instanceof SourceChangedError)) throw err;
+      await failVersion(svc, teamId, name, version, err.message);
+      return;
     }
-    await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
-    summary.finish(rowsRead).forEach(note);
-    const sha256 = tally.hash.digest('hex');
-    if (record.declared_sha256 && record.declared_sha256 !== sha256) {
-      note({ row: null, field: null, message: `the file's sha256 is ${sha256}, not the declared ${record.declared_sha256}: the upload is truncated or altered` });
-    }
+    // The result lands only on the record this attempt claimed: not on a version deleted meanwhile
+    // (or one re-created under the same name), nor after another attempt finished it.
+    const claimed: Condition = [
+      { attr: 'status', equals: 'processing' },
+      { attr: 'upload_id', equals: record.upload_id },
+    ];
     const processedAt = svc.now().toISOString();
-    if (errorCount > 0) {
-      await svc.blobs.put(reportKey(teamId, name, version), JSON.stringify({ error_count: errorCount, errors }), 'application/json');
-      await svc.records.update(item.pk, item.sk, {
+    if (outcome.errorCount > 0) {
+      const key = reportKey(teamId, name, version);
+      await svc.blobs.put(key, JSON.stringify({ error_count: outcome.errorCount, errors: outcome.errors }), 'application/json');
+      await settle(svc, record, key, item, {
         set: {
           status: 'failed',
-          sha256,
-          size_bytes: tally.bytes,
-          errors: errors.slice(0, MAX_ERRORS_ON_RECORD),
-          error_count: errorCount,
+          sha256: outcome.sha256,
+          size_bytes: outcome.bytes,
+          errors: outcome.errors.slice(0, MAX_ERRORS_ON_RECORD),
+          error_count: outcome.errorCount,
           processed_at: processedAt,
-          row_count: summary.rowCount,
+          row_count: outcome.summary.row_count,
         },
+        condition: claimed,
       });
       return;
     }
-    await svc.blobs.put(rowsKey(teamId, name, version), createReadStream(rowsFile), 'application/x-ndjson');
-    await svc.records.update(item.pk, item.sk, {
-      set: { ...summary.describe(), status: 'ready', sha256, size_bytes: tally.bytes, processed_at: processedAt },
+    const key = rowsKey(teamId, name, version);
+    await svc.blobs.put(key, createReadStream(rowsFile), 'application/x-ndjson');
+    await settle(svc, record, key, item, {
+      set: { ...outcome.summary, status: 'ready', sha256: outcome.sha256, size_bytes: outcome.bytes, processed_at: processedAt },
+      condition: claimed,
     });
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Claims one processing attempt (a conditional write: still `processing`, attempts under the limit)
+ * and returns the record as claimed; undefined when there is nothing to do. A version out of
+ * attempts is marked failed here, so a message that keeps killing its worker ends.
+ */
+async function claimAttempt(svc: Services, teamId: string, name: string, version: number): Promise<DatasetVersion | undefined> {
+  const item = datasetVersionItem(teamId, name, version);
+  try {
+    return await svc.records.update<DatasetVersion>(item.pk, item.sk, {
+      add: { processing_attempts: 1 },
+      set: { processing_started_at: svc.now().toISOString() },
+      condition: [
+        { attr: 'status', equals: 'processing' },
+        { anyOf: [{ attr: 'processing_attempts', present: false }, { attr: 'processing_attempts', lessThan: MAX_PROCESSING_ATTEMPTS }] },
+      ],
+    });
+  } catch (err) {
+    if (!(err instanceof WriteConflict)) throw err;
+  }
+  const current = await svc.records.get<DatasetVersion>(item.pk, item.sk, true);
+  if (current?.status === 'processing') await failExhausted(svc, teamId, current);
+  return undefined;
+}
+
+/** Marks a version failed whose every attempt ended without a result. */
+async function failExhausted(svc: Services, teamId: string, v: DatasetVersion): Promise<void> {
+  const attempts = v.processing_attempts ?? 0;
+  const message =
+    `validation of this version stopped the worker ${attempts} time${attempts === 1 ? '' : 's'}: each attempt ended without a result ` +
+    '(its process ran out of memory or time, or crashed), so it is not tried again; check the largest rows, then upload the file as a new version';
+  await failVersion(svc, teamId, v.name, v.version, message).catch((err: unknown) => {
+    if (!(err instanceof WriteConflict)) throw err; // another attempt settled it meanwhile
+  });
+}
+
+/**
+ * The attempt's final write, on the record it claimed. When that record is gone or is another
+ * upload's, the file just written belongs to nobody and is removed again.
+ */
+async function settle(svc: Services, claimed: DatasetVersion, writtenKey: string, item: { pk: string; sk: string }, change: { set: Record<string, unknown>; condition: Condition }): Promise<void> {
+  try {
+    await svc.records.update(item.pk, item.sk, change);
+  } catch (err) {
+    if (!(err instanceof WriteConflict)) throw err;
+    const current = await svc.records.get<DatasetVersion>(item.pk, item.sk, true);
+    if (current?.upload_id !== claimed.upload_id) await svc.blobs.deletePrefix(writtenKey);
   }
 }
 
@@ -309,27 +393,27 @@ export async function getReport(svc: Services, teamId: string, name: string, ver
   return { dataset_name: name, version, status: record.status, ...report };
 }
 
-/** CSV cells are strings; `labels` may be given as a JSON array or `a|b|c`. Empty cells are absent. */
-function csvRow(value: unknown): unknown {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, string>)) {
-    if (v === '') continue;
-    if (k === 'labels') out[k] = v.trim().startsWith('[') ? safeJson(v) : v.split('|').map((s) => s.trim());
-    else out[k] = v;
-  }
-  return out;
-}
-
-function safeJson(v: string): unknown {
-  try {
-    return JSON.parse(v);
-  } catch {
-    return v;
-  }
-}
-
-/** Versions left `processing` by a crash: local mode re-queues them on start. */
+/** Versions left `processing` by a crash or a restart. */
 export async function findProcessingVersions(svc: Services, teamId: string) {
   const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
   return versions.filter((v) => v.status === 'processing');
+}
+
+/**
+ * Local start-up: each version left `processing` is queued again, unless its attempts are spent
+ * (the process died during each of them): that one is marked failed, so a file that kills its
+ * worker cannot make the server crash at every start.
+ */
+export async function recoverProcessingVersions(svc: Services, teamId: string): Promise<{ requeued: number; failed: number }> {
+  const recovered = { requeued: 0, failed: 0 };
+  for (const v of await findProcessingVersions(svc, teamId)) {
+    if ((v.processing_attempts ?? 0) >= MAX_PROCESSING_ATTEMPTS) {
+      await failExhausted(svc, teamId, v);
+      recovered.failed += 1;
+    } else {
+      await svc.queue.send({ type: 'dataset.process', team_id: teamId, dataset_name: v.name, version: v.version });
+      recovered.requeued += 1;
+    }
+  }
+  return recovered;
 }
