@@ -18,6 +18,9 @@ export interface Project {
   updated_at?: string;
 }
 
+/** The longest project name the API accepts (src/http/validation.ts `resourceName`). */
+const MAX_PROJECT_NAME_CHARS = 128;
+
 /** A second item (projectNameItem) claims the name, so two projects of a team can never share one. */
 
 export async function createProject(svc: Services, teamId: string, input: { name: string; description?: string | undefined }): Promise<Project> {
@@ -51,6 +54,8 @@ export async function listProjects(svc: Services, teamId: string): Promise<Proje
 /** Accepts a project id or a project name (both identify a project on every route). */
 export async function getProject(svc: Services, teamId: string, idOrName: string): Promise<Project> {
   let id = isUuid(idOrName) ? idOrName : undefined;
+  // no project has a longer name (validation.ts resourceName), and as a key it could pass the store's limit (DynamoDB: 1 KB)
+  if (!id && idOrName.length > MAX_PROJECT_NAME_CHARS) throw new NotFoundError(`Project '${idOrName.slice(0, MAX_PROJECT_NAME_CHARS)}…' not found`);
   if (!id) {
     const claim = await svc.records.get<{ project_id: string }>(projectNameItem(teamId, idOrName).pk, projectNameItem(teamId, idOrName).sk);
     id = claim?.project_id;

@@ -27,7 +27,9 @@ const REQUEST_ID_RE = /^[A-Za-z0-9._-]{8,128}$/;
  * parse/validate → handler → usage counters. Adapters only translate requests and responses.
  */
 export class SiftApp {
-  private readonly router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
+  // find-my-way matches no parameter over 100 characters by default: a 128-character project or
+  // dataset name (validation.ts resourceName) must still address its routes
+  private readonly router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false, maxParamLength: 256 });
 
   constructor(
     private readonly svc: Services,
