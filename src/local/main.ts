@@ -29,6 +29,7 @@ import { publishBuiltModels } from './modelStore';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
 import { LocalTrainingRunner } from './trainingRunner';
 import { LocalWorkflowRunner } from './workflows';
+import { DEFAULT_VALIDATION_HEAP_MB, ValidationProcesses } from './validationProcess';
 
 export interface LocalOptions {
   port: number;
@@ -52,6 +53,8 @@ export interface LocalOptions {
   metricsOut?: (line: string) => void;
   /** How often the background model build's status file is read, ms (default 1000). */
   buildPollMs?: number;
+  /** Heap limit of each dataset validation child process, MB (default SIFT_VALIDATION_HEAP_MB or 1024). */
+  validationHeapMb?: number;
 }
 
 export interface LocalService {
@@ -80,8 +83,10 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(line + '\n'));
   const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
   let svc: AwsServices | undefined;
+  // dataset rows are validated in child processes with a bounded heap, never on the thread that serves requests
+  const validation = new ValidationProcesses({ heapMb: opts.validationHeapMb ?? (Number(process.env['SIFT_VALIDATION_HEAP_MB']) || DEFAULT_VALIDATION_HEAP_MB) });
   const queue = new InProcessWorkQueue(
-    (message: WorkMessage) => handleWorkMessage(svc as Services, message),
+    (message: WorkMessage) => handleWorkMessage(svc as Services, message, { validateDataset: validation.validate }),
     2,
     (err, message) => logger.error('background work failed', { message, error: err }),
   );
@@ -195,6 +200,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       await runner.shutdown();
       builds.close();
       await queue.idle();
+      await validation.close();
       await workflows.idle();
       await services.hotPath?.writes.drain();
       await closeDecoder(services);
