@@ -21,6 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { CATALOG, findBaseModel } from '../core/catalog';
 import { baseModelPrefix, isUnpublishedFile, MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
 import { BUCKET_PREFIXES } from '../core/storageLayout';
+import { missingAsUndefined } from './fs/missingFile';
 import type { S3BlobStore } from './s3/blobStore';
 
 /** S3's limit for one PutObject: https://docs.aws.amazon.com/AmazonS3/latest/userguide/upload-objects.html */
@@ -84,7 +85,7 @@ async function sha256(path: string): Promise<string> {
 
 /** The catalog id a model directory holds: its manifest's `model_id`, which must agree with the directory name. */
 export async function readModelDir(dir: string): Promise<{ modelId: string; manifest: Buffer; listed: string[] }> {
-  const manifest = await readFile(join(dir, MANIFEST_FILE)).catch(() => undefined);
+  const manifest = await readFile(join(dir, MANIFEST_FILE)).catch(missingAsUndefined);
   if (!manifest) throw new ModelPublishError(`${dir} has no ${MANIFEST_FILE}: not a model directory (expected <vendor>--<name>/ with a manifest, as set-up builds them)`);
   let parsed: { model_id?: unknown; files?: unknown };
   try {
@@ -103,12 +104,12 @@ export async function readModelDir(dir: string): Promise<{ modelId: string; mani
 
 /** Every `<vendor>--<name>/` under `modelsDir` that holds a manifest and names a catalog model. */
 export async function modelDirsIn(modelsDir: string): Promise<string[]> {
-  const entries = await readdir(modelsDir, { withFileTypes: true }).catch(() => []);
+  const entries = (await readdir(modelsDir, { withFileTypes: true }).catch(missingAsUndefined)) ?? [];
   const dirs: string[] = [];
   for (const e of entries) {
     if (!e.isDirectory() || !e.name.includes('--')) continue;
     const dir = join(modelsDir, e.name);
-    if ((await stat(join(dir, MANIFEST_FILE)).catch(() => undefined)) && findBaseModel(modelIdFromDirName(e.name))) dirs.push(dir);
+    if ((await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined)) && findBaseModel(modelIdFromDirName(e.name))) dirs.push(dir);
   }
   return dirs.sort();
 }
@@ -120,9 +121,9 @@ export async function modelDirsIn(modelsDir: string): Promise<string[]> {
 export async function resolveModelSources(sources: string[], modelsDir: string): Promise<string[]> {
   const dirs: string[] = [];
   for (const source of sources) {
-    const info = await stat(source).catch(() => undefined);
+    const info = await stat(source).catch(missingAsUndefined);
     if (info?.isDirectory()) {
-      if (await stat(join(source, MANIFEST_FILE)).catch(() => undefined)) dirs.push(source);
+      if (await stat(join(source, MANIFEST_FILE)).catch(missingAsUndefined)) dirs.push(source);
       else {
         const found = await modelDirsIn(source);
         if (!found.length) throw new ModelPublishError(`${source} holds no model directories (<vendor>--<name>/ with a ${MANIFEST_FILE}, named after a catalog model)`);
@@ -130,7 +131,7 @@ export async function resolveModelSources(sources: string[], modelsDir: string):
       }
     } else if (findBaseModel(source)) {
       const dir = join(modelsDir, modelDirName(source));
-      if (!(await stat(join(dir, MANIFEST_FILE)).catch(() => undefined))) {
+      if (!(await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined))) {
         throw new ModelPublishError(`'${source}' is not built or provided: no ${join(dir, MANIFEST_FILE)} (build it with \`node scripts/setup.mjs\`, or put its files there)`);
       }
       dirs.push(dir);

@@ -62,7 +62,10 @@ export class ApiGatewayKeys implements GatewayKeys {
     try {
       await this.client.send(new CreateUsagePlanKeyCommand({ usagePlanId, keyId: key.id, keyType: 'API_KEY' }));
     } catch (err) {
-      await this.delete(key.id).catch(() => {}); // don't leave a key outside every plan
+      // don't leave a key outside every plan; if that fails too, both failures are the error
+      await this.delete(key.id).catch((deleteError: unknown) => {
+        throw new AggregateError([err, deleteError], `could not add API key ${key.id} to its usage plan, nor delete it afterwards`);
+      });
       throw err;
     }
     return { id: key.id, value };

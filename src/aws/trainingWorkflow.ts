@@ -13,7 +13,7 @@ import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
-import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
+import { encoderServiceUrl, RemoteTaskError, runOnEncoderService } from './encoderTasks';
 import { archiveKey, getCheckpoint, jobPrefix, listCheckpoints, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
 import type { TrainingLauncher } from '../core/training/launcher';
@@ -117,7 +117,12 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   if (job.model_type === 'encoder' && encoderServiceUrl()) {
     // the same evaluator and engine as evaluations (the encoder service scores the held-out rows);
     // if it can't, the trainer's own validation metrics (same rules) stand
-    const served = headlineMetrics(await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch(() => null));
+    const served = headlineMetrics(
+      await runOnEncoderService('training.validate', { teamId: input.teamId, jobId: job.id }).catch((err: unknown) => {
+        if (err instanceof RemoteTaskError) return null; // the service could not score them (unreachable, or it answered an error)
+        throw err;
+      }),
+    );
     if (served) headline = served;
   }
   const warnings = learningWarnings(metrics, headline);

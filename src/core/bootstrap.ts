@@ -1,5 +1,6 @@
 import { installationItem as INSTALL } from './recordKeys';
 import { apiKeyExists, createApiKey } from './apiKeys';
+import { changedOrGoneAsUndefined } from './errors';
 import type { Services } from './context';
 import { recoverProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
@@ -53,7 +54,7 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
       if (job.status === 'running') {
         await transitionJob(svc, team.id, job.id, 'failed', {
           error: 'Sift stopped while this job was running, and its training process ended with it. Checkpoints saved before that are kept; continue from one with base_model.',
-        }).catch(() => {});
+        }).catch(changedOrGoneAsUndefined);
         recovered.jobs += 1;
       } else if (job.status === 'requested') {
         await svc.training?.submit(team.id, job.id);

@@ -13,7 +13,7 @@ import { ITEM_EXISTS, WriteConflict } from './ports';
 import { jobItem, projectDeploymentItem, projectDeploymentsPrefix, projectItem, teamPartition } from './recordKeys';
 import { findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
-import { ConflictError, NotFoundError, ValidationError } from './errors';
+import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } from './errors';
 import { isUuid, newUuid } from './ids';
 import { deleteProject, getProject, listProjects, type Project } from './projects';
 import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
@@ -52,7 +52,7 @@ export async function deployTrainingJob(svc: Services, teamId: string, jobId: st
   let checkpointId: string | null;
   let prefix: string;
   if (opts.checkpoint_id !== undefined) {
-    const ckpt = isUuid(opts.checkpoint_id) ? await getCheckpoint(svc, teamId, opts.checkpoint_id).catch(() => undefined) : undefined;
+    const ckpt = isUuid(opts.checkpoint_id) ? await getCheckpoint(svc, teamId, opts.checkpoint_id).catch(notFoundAsUndefined) : undefined;
     if (!ckpt || ckpt.job_id !== job.id) {
       throw ValidationError.field(['body', 'checkpoint_id'], `'${opts.checkpoint_id}' is not a checkpoint of training job '${job.id}' (GET /core/training-jobs/${job.id}/checkpoints lists them)`, 'unknown_checkpoint');
     }
@@ -139,7 +139,7 @@ export async function promoteToProject(
   input: { training_job_id: string; checkpoint_id?: string | undefined },
 ): Promise<{ project: Project; deployment: ProjectDeployment }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const known = isUuid(input.training_job_id) ? await getTrainingJob(svc, teamId, input.training_job_id).catch(() => undefined) : undefined;
+  const known = isUuid(input.training_job_id) ? await getTrainingJob(svc, teamId, input.training_job_id).catch(notFoundAsUndefined) : undefined;
   if (!known) throw ValidationError.field(['body', 'training_job_id'], `no training job '${input.training_job_id}' exists`, 'unknown_training_job');
   const job = await deployTrainingJob(svc, teamId, known.id, { checkpoint_id: input.checkpoint_id });
   return retarget(svc, teamId, project, 'promote', job);
@@ -171,7 +171,7 @@ export async function rollbackProject(
     target = deployments.find((d) => d.training_job_id !== null && d.training_job_id !== project.active_training_job_id);
     if (!target) throw new ConflictError(`Project '${project.name}' has no earlier deployment to roll back to`);
   }
-  const job = await getTrainingJob(svc, teamId, target.training_job_id!).catch(() => undefined);
+  const job = await getTrainingJob(svc, teamId, target.training_job_id!).catch(notFoundAsUndefined);
   if (!job) throw new ConflictError(`Training job '${target.training_job_id}' of deployment '${target.id}' was deleted; it can't be served again`);
   const deployed = await deployTrainingJob(svc, teamId, job.id, target.checkpoint_id && target.checkpoint_id !== job.final_checkpoint_id ? { checkpoint_id: target.checkpoint_id } : {});
   return retarget(svc, teamId, project, 'rollback', deployed);
@@ -210,12 +210,12 @@ export async function resolveServingTarget(svc: Services, teamId: string, model:
   if (base) return { kind: 'catalog', model: base, projectId: null, job: null };
   let job: TrainingJob | undefined;
   let projectId: string | null = null;
-  if (isUuid(model)) job = await getTrainingJob(svc, teamId, model).catch(() => undefined);
+  if (isUuid(model)) job = await getTrainingJob(svc, teamId, model).catch(notFoundAsUndefined);
   if (!job) {
-    const project = await getProject(svc, teamId, model).catch(() => undefined);
+    const project = await getProject(svc, teamId, model).catch(notFoundAsUndefined);
     if (!project) throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
     if (!project.active_training_job_id) throw new ConflictError(`Project '${model}' has no active inference deployment: deploy a trained model to it first`);
-    job = await getTrainingJob(svc, teamId, project.active_training_job_id).catch(() => undefined);
+    job = await getTrainingJob(svc, teamId, project.active_training_job_id).catch(notFoundAsUndefined);
     if (!job) throw new ConflictError(`Project '${model}' has no active inference deployment: its training job was deleted`);
     projectId = project.id;
   }

@@ -120,3 +120,45 @@ export class ServiceUnavailableError extends ApiError {
     if (retryAfterSeconds !== undefined) this.headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
   }
 }
+
+/** How long a caller waits before retrying a request a store could not serve (Retry-After). */
+export const STORE_RETRY_AFTER_SECONDS = 3;
+
+/**
+ * A store the service depends on did not answer: throttled, a server error, unreachable. The
+ * adapters raise it (src/adapters/storeErrors.ts) in the core's terms, so neither the core nor the
+ * pipeline sees AWS types; it is never "not found". Callers get 503 + Retry-After; the cause goes
+ * to the log with the request id (src/http/app.ts).
+ */
+export class StoreUnavailableError extends ServiceUnavailableError {
+  override readonly cause: unknown;
+
+  constructor(
+    readonly store: 'records' | 'blobs',
+    /** What went wrong, in a few words ("throttled", "unreachable", "server error"). */
+    readonly reason: string,
+    cause: unknown,
+  ) {
+    super(`The ${store === 'records' ? 'record' : 'blob'} store is unavailable (${reason}); retry in a few seconds`, STORE_RETRY_AFTER_SECONDS);
+    this.cause = cause;
+  }
+}
+
+/**
+ * For `.catch(notFoundAsUndefined)`: a lookup whose target may be missing answers undefined for
+ * exactly that (NotFoundError); every other failure, a store outage above all, propagates.
+ */
+export function notFoundAsUndefined(err: unknown): undefined {
+  if (err instanceof NotFoundError) return undefined;
+  throw err;
+}
+
+/**
+ * For `.catch(changedOrGoneAsUndefined)` on a compensating state change (mark a job failed after its
+ * launch failed): a record that meanwhile moved on (ConflictError) or was deleted (NotFoundError)
+ * needs no change; every other failure propagates.
+ */
+export function changedOrGoneAsUndefined(err: unknown): undefined {
+  if (err instanceof ConflictError || err instanceof NotFoundError) return undefined;
+  throw err;
+}

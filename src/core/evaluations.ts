@@ -5,7 +5,7 @@ import { ENCODER_TASK_TYPES } from './datasets/rows';
 import { getProject } from './projects';
 import type { Services } from './context';
 import { latestReadyVersion, getVersion } from './datasets/service';
-import { ConflictError, NotFoundError, ValidationError } from './errors';
+import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } from './errors';
 import { missingWeightsError } from './modelBuild';
 import { isUuid, newUuid } from './ids';
 import { getTrainingJob } from './trainingJobs';
@@ -41,7 +41,7 @@ export async function createEvaluation(
   let trainingJobId: string | null = null;
   let projectId = input.project_id ?? null;
   if (isUuid(input.base_model) && !findBaseModel(input.base_model)) {
-    const job = await getTrainingJob(svc, teamId, input.base_model).catch(() => undefined);
+    const job = await getTrainingJob(svc, teamId, input.base_model).catch(notFoundAsUndefined);
     if (!job) throw ValidationError.field(['body', 'base_model'], `no training job '${input.base_model}' exists`, 'unknown_model');
     if (job.model_type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `training job '${job.id}' trained a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
     if (job.status !== 'complete') throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be evaluated`);
@@ -55,7 +55,7 @@ export async function createEvaluation(
     }
   }
   if (projectId !== null) {
-    const project = await getProject(svc, teamId, projectId).catch(() => undefined);
+    const project = await getProject(svc, teamId, projectId).catch(notFoundAsUndefined);
     if (!project) throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
     projectId = project.id;
   }

@@ -2,7 +2,7 @@ import { inferencePartition as PARTITION } from './recordKeys';
 import { ITEM_EXISTS, type Clause } from './ports';
 import type { Services } from './context';
 import { codePointSlice } from './datasets/rows';
-import { NotFoundError, ValidationError, type FieldError } from './errors';
+import { NotFoundError, ValidationError, notFoundAsUndefined, type FieldError } from './errors';
 import { isUuid, newUlid } from './ids';
 import { getProject } from './projects';
 
@@ -75,7 +75,7 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
   await svc.hotPath?.writes.drain();
   if (filter.project_id !== undefined && !isUuid(filter.project_id)) {
     // a project name filters like its id (records store the id); an unknown name matches nothing
-    const project = await getProject(svc, teamId, filter.project_id).catch(() => undefined);
+    const project = await getProject(svc, teamId, filter.project_id).catch(notFoundAsUndefined);
     filter = { ...filter, project_id: project?.id ?? filter.project_id };
   }
   const clauses: Clause[] = [];

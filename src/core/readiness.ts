@@ -42,9 +42,15 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
   if (svc.modelBuilds) {
     for (const m of CATALOG) {
       const p = svc.modelBuilds.progress(m.id);
-      if (!p || (await svc.blobs.head(baseModelManifestKey(m.id)).catch(() => undefined))) continue;
+      if (!p) continue;
+      // a blob store that cannot say whether the model is published is its own failed check, not a build in progress
+      const published = await svc.blobs.head(baseModelManifestKey(m.id)).then(Boolean, (err: unknown) => {
+        report.checks[`build:${m.id}`] = { ok: false, detail: `could not check the model store: ${(err as Error).message}`.slice(0, 300), ms: 0 };
+        return undefined;
+      });
+      if (published) continue;
       report.ready = false;
-      report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
+      if (published === false) report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
       (report.builds ??= {})[m.id] = p;
     }
   }

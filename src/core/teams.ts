@@ -76,7 +76,9 @@ async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney)
       remove: ['credit_balance_usd', 'daily_spend_cap_usd'],
       condition: [{ attr: 'credit_balance_micros', present: false }, { itemExists: true }],
     });
-  } catch {
+  } catch (err) {
+    // migrated meanwhile (or deleted): read what is there now; a store failure propagates
+    if (!(err instanceof WriteConflict)) throw err;
     return (await svc.records.get<TeamRecord>(pk, sk)) ?? team;
   }
 }

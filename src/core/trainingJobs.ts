@@ -5,7 +5,7 @@ import { defaultLearningRate, findBaseModel, type BaseModel } from './catalog';
 import type { Services } from './context';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
-import { ConflictError, NotFoundError, ValidationError, type FieldError } from './errors';
+import { ConflictError, NotFoundError, ValidationError, changedOrGoneAsUndefined, type FieldError } from './errors';
 import { isUuid, newUuid } from './ids';
 import { deleteCheckpointRecords, type CheckpointRef } from './training/artifacts';
 import { impossibleLabels } from './training/promptBudget';
@@ -222,7 +222,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     // nothing will ever run it (e.g. Step Functions refused the execution): the record says so
     // instead of staying `requested`, and the caller gets the error
     const reason = `the training workflow could not be started: ${(err as Error).message}`.slice(0, 4000);
-    await transitionJob(svc, teamId, job.id, 'failed', { error: reason }).catch(() => undefined);
+    await transitionJob(svc, teamId, job.id, 'failed', { error: reason }).catch(changedOrGoneAsUndefined);
     throw err;
   }
   return job;

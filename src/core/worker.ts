@@ -1,4 +1,4 @@
-import type { WorkMessage } from './ports';
+import { WriteConflict, type WorkMessage } from './ports';
 import type { Services } from './context';
 import { failVersion, processVersion } from './datasets/service';
 import type { DatasetValidator } from './datasets/validation';
@@ -19,7 +19,10 @@ export async function handleWorkMessage(svc: Services, message: WorkMessage, run
       try {
         await processVersion(svc, message.team_id, message.dataset_name, message.version, runtime.validateDataset);
       } catch (err) {
-        await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch(() => {});
+        await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch((recordError: unknown) => {
+          // a version no longer `processing` (finished or deleted meanwhile) keeps its state; a store failure here propagates (the message is retried)
+          if (!(recordError instanceof WriteConflict)) throw recordError;
+        });
         throw err;
       }
       return;

@@ -7,6 +7,8 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  StoreUnavailableError,
+  UnauthorizedError,
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../core/errors';
@@ -129,8 +131,10 @@ export class SiftApp {
     if (!req.headers['x-api-key'] && !req.headers['authorization']) return undefined;
     try {
       return await authenticate(this.svc, req);
-    } catch {
-      return undefined;
+    } catch (err) {
+      // a key that is not valid is ignored here; a store that could not check it is an error (503)
+      if (err instanceof UnauthorizedError) return undefined;
+      throw err;
     }
   }
 
@@ -168,6 +172,10 @@ export class SiftApp {
 
   private errorResponse(err: unknown, requestId: string, req: ApiRequest, spec?: RouteSpec): ApiResponse {
     const format = errorFormatFor(req.path, spec);
+    // the caller gets 503 + Retry-After; the operator gets the cause, findable by the request id
+    if (err instanceof StoreUnavailableError) {
+      this.logger.error('store unavailable', { request_id: requestId, method: req.method, path: spec?.path ?? req.path, store: err.store, reason: err.reason, error: err.cause });
+    }
     if (err instanceof ApiError) return renderError(format, err, requestId);
     this.logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });
     return renderError(format, undefined, requestId);

@@ -59,7 +59,12 @@ const errorSchema = (format: ErrorFormat, status: string) => ({
 
 /** Errors every route of a given kind can answer with, beside those it documents itself. */
 function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number, string> {
-  const errors: Record<number, string> = { 429: 'Rate limit exceeded (Retry-After)', 500: 'Unexpected server error' };
+  const errors: Record<number, string> = {
+    429: 'Rate limit exceeded (Retry-After)',
+    500: 'Unexpected server error',
+    // every route reaches a store (keys, limits, records): one that is throttled or down is a 503, never a 404 (StoreUnavailableError)
+    503: 'A store the service depends on is unavailable; retry after Retry-After seconds',
+  };
   if (spec.auth !== 'public') errors[401] = 'API key missing, invalid or revoked';
   if (spec.auth === 'operator') errors[403] = 'Needs the operator key';
   // internal routes answer 404 to anyone without the internal token; a path names a resource that may not exist

@@ -153,7 +153,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     if (recovered.datasets + recovered.jobs + recovered.workflows) logger.info('recovered interrupted work', recovered);
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
-    await svc.usage.close().catch(() => {});
+    // the start's own error is the one to throw; closing the usage ledger may fail for the same reason (the store), so it is logged
+    await svc.usage.close().catch((error: unknown) => logger.error('could not close the usage ledger after a failed start', { error }));
     emfLog?.end();
     builds.close();
     await emulators.close();

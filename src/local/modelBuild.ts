@@ -7,6 +7,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { missingAsUndefined } from '../adapters/fs/missingFile';
 import type { ModelBuildProgress, ModelBuildTracker } from '../core/ports';
 
 /** What scripts/build-models.mjs writes to `<modelsDir>/.sift-build.json`. */
@@ -33,7 +34,7 @@ const alive = (pid: number): boolean => {
 
 /** The status file, with a crashed build (its process gone, the file still `running`) reported as failed. */
 export async function readBuildStatus(modelsDir: string): Promise<BuildStatusFile | undefined> {
-  const text = await readFile(buildStatusPath(modelsDir), 'utf8').catch(() => undefined);
+  const text = await readFile(buildStatusPath(modelsDir), 'utf8').catch(missingAsUndefined);
   if (text === undefined) return undefined;
   let status: BuildStatusFile;
   try {
@@ -131,7 +132,7 @@ export class ModelBuildWatcher implements ModelBuildTracker {
     if (this.polling) return;
     this.polling = true;
     try {
-      const info = await stat(buildStatusPath(this.modelsDir)).catch(() => undefined);
+      const info = await stat(buildStatusPath(this.modelsDir)).catch(missingAsUndefined);
       // a running build is re-read even when unchanged: its process may have died
       if (!info || (info.mtimeMs === this.mtimeMs && this.status?.state !== 'running')) return;
       this.mtimeMs = info.mtimeMs;

@@ -14,6 +14,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { missingAsUndefined } from '../adapters/fs/missingFile';
 import { CATALOG, findBaseModel, type BaseModel } from '../core/catalog';
 import { EncoderModel } from '../core/encoder/engine';
 import { canonResult, compareCanon, type CanonResult } from '../core/encoder/parity';
@@ -63,7 +64,7 @@ export function importableModel(id: string): BaseModel {
 
 /** The id a checkpoint names: a Sift manifest's `model_id`, a hub cache path (`models--<vendor>--<name>/snapshots/…`), or a `<vendor>--<name>` directory. */
 export async function modelIdFromCheckpoint(dir: string): Promise<string | undefined> {
-  const manifest = await readFile(join(dir, MANIFEST_FILE), 'utf8').catch(() => undefined);
+  const manifest = await readFile(join(dir, MANIFEST_FILE), 'utf8').catch(missingAsUndefined);
   if (manifest) {
     const id = (JSON.parse(manifest) as { model_id?: unknown }).model_id;
     if (typeof id === 'string') return id;

@@ -10,6 +10,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { ITEM_ABSENT, WriteConflict, type Clause, type Condition, type ItemKeys, type QueryOptions, type QueryPage, type RecordStore, type RecordUpdate } from '../../core/ports';
+import { StoreUnavailableError } from '../../core/errors';
+import { storeFailure } from '../storeErrors';
 
 const KEY_ATTRIBUTES = new Set(['pk', 'sk', 'gsi1pk', 'gsi1sk', 'expiresAt']);
 /** BatchWriteItem's limit of requests per call. */
@@ -75,7 +77,7 @@ export class DynamoRecordStore implements RecordStore {
   }
 
   async get<T>(pk: string, sk: string, consistent = true): Promise<T | undefined> {
-    const res = await this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent }));
+    const res = await this.guard(this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent })));
     return DynamoRecordStore.strip<T>(res.Item);
   }
 
@@ -103,10 +105,13 @@ export class DynamoRecordStore implements RecordStore {
       let requests = all.slice(i, i + BATCH_WRITE_MAX).map((Item) => ({ PutRequest: { Item } }));
       for (let attempt = 0; requests.length; attempt++) {
         if (attempt > 0) {
-          if (attempt > UNPROCESSED_RETRIES) throw new Error(`DynamoDB left ${requests.length} of a batch write's items unprocessed after ${attempt} attempts`);
+          // items left unprocessed are throttled items (BatchWriteItem's documented reason)
+          if (attempt > UNPROCESSED_RETRIES) {
+            throw new StoreUnavailableError('records', 'throttled', new Error(`DynamoDB left ${requests.length} of a batch write's items unprocessed after ${attempt} attempts`));
+          }
           await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
         }
-        const res = await this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } }));
+        const res = await this.guard(this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } })));
         requests = (res.UnprocessedItems?.[this.table] ?? []) as typeof requests;
       }
     }
@@ -187,7 +192,7 @@ export class DynamoRecordStore implements RecordStore {
       ...(opts.startKey ? { ExclusiveStartKey: opts.startKey } : {}),
       ...(filter ? { FilterExpression: filter.expression } : {}),
     };
-    const res = await this.doc.send(new QueryCommand(input));
+    const res = await this.guard(this.doc.send(new QueryCommand(input)));
     return {
       items: (res.Items ?? []).map((item) => DynamoRecordStore.strip<T>(item) as T),
       ...(res.LastEvaluatedKey ? { nextKey: res.LastEvaluatedKey } : {}),
@@ -213,7 +218,7 @@ export class DynamoRecordStore implements RecordStore {
       await this.client.send(new DescribeTableCommand({ TableName: this.table }));
       return;
     } catch (err) {
-      if (!(err instanceof ResourceNotFoundException)) throw err;
+      if (!(err instanceof ResourceNotFoundException)) throw storeFailure('records', err);
     }
     await this.client.send(
       new CreateTableCommand({
@@ -246,12 +251,13 @@ export class DynamoRecordStore implements RecordStore {
     await waitUntilTableExists({ client: this.client, maxWaitTime: 120, minDelay: 1, maxDelay: 2 }, { TableName: this.table });
   }
 
+  /** Every store call goes through here: SDK errors leave the adapter in the core's terms (WriteConflict, StoreUnavailableError). */
   private async guard<R>(op: Promise<R>): Promise<R> {
     try {
       return await op;
     } catch (err) {
       if ((err as { name?: string }).name === 'ConditionalCheckFailedException') throw new WriteConflict();
-      throw err;
+      throw storeFailure('records', err);
     }
   }
 }

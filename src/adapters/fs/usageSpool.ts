@@ -24,7 +24,7 @@ export class FileUsageSpool implements UsageSpool {
 
   private exclusive<T>(work: () => Promise<T>): Promise<T> {
     const run = this.turn.then(work, work);
-    this.turn = run.catch(() => {});
+    this.turn = run.catch(() => {}); // the caller gets run's failure; the turn only orders the next one
     return run;
   }
 

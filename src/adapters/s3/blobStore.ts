@@ -14,6 +14,7 @@ import { open, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobHead, BlobStore } from '../../core/ports';
+import { storeFailure } from '../storeErrors';
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
@@ -30,11 +31,11 @@ export class S3BlobStore implements BlobStore {
   constructor(readonly s3: S3Client, readonly bucket: string) {}
 
   async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
-    await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
+    await this.guard(this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType })));
   }
 
   async copy(fromKey: string, toKey: string): Promise<void> {
-    await this.s3.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: `${this.bucket}/${encodeURI(fromKey)}` }));
+    await this.guard(this.s3.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: `${this.bucket}/${encodeURI(fromKey)}` })));
   }
 
   /** `s3://bucket/key`, the form SageMaker channels and outputs take. */
@@ -71,17 +72,17 @@ export class S3BlobStore implements BlobStore {
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e.name === 'NotFound' || e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
-      throw err;
+      throw storeFailure('blobs', err);
     }
   }
 
   async stream(key: string): Promise<Readable> {
-    const res = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    const res = await this.guard(this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
     return res.Body as Readable;
   }
 
   async getText(key: string): Promise<string> {
-    const res = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+    const res = await this.guard(this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
     return (await res.Body?.transformToString('utf-8')) ?? '';
   }
 
@@ -93,7 +94,7 @@ export class S3BlobStore implements BlobStore {
     const keys: string[] = [];
     let marker: string | undefined;
     do {
-      const res = await this.s3.send(new ListObjectsCommand({ Bucket: this.bucket, Prefix: prefix, ...(marker ? { Marker: marker } : {}) }));
+      const res = await this.guard(this.s3.send(new ListObjectsCommand({ Bucket: this.bucket, Prefix: prefix, ...(marker ? { Marker: marker } : {}) })));
       const page = (res.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : []));
       keys.push(...page);
       marker = res.IsTruncated ? (res.NextMarker ?? page[page.length - 1]) : undefined;
@@ -105,7 +106,7 @@ export class S3BlobStore implements BlobStore {
     const keys = await this.list(prefix);
     for (let i = 0; i < keys.length; i += 1000) {
       const batch = keys.slice(i, i + 1000);
-      await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })) } }));
+      await this.guard(this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })) } })));
     }
     return keys.length;
   }
@@ -134,8 +135,19 @@ export class S3BlobStore implements BlobStore {
   async ensureBucket(): Promise<void> {
     try {
       await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
-    } catch {
+    } catch (err) {
+      // only a bucket that is not there is created; an unreachable store is not "no bucket"
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode !== 404) throw storeFailure('blobs', err);
       await this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }));
+    }
+  }
+
+  /** SDK errors leave the adapter in the core's terms (StoreUnavailableError for throttling, 5xx, network). */
+  private async guard<R>(op: Promise<R>): Promise<R> {
+    try {
+      return await op;
+    } catch (err) {
+      throw storeFailure('blobs', err);
     }
   }
 }

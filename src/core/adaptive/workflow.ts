@@ -7,6 +7,7 @@
  */
 import type { Services } from '../context';
 import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '../datasets/produced';
+import { notFoundAsUndefined } from '../errors';
 import { createEvaluation, getEvaluation } from '../evaluations';
 import { listInferences } from '../inferences';
 import { getProject, listProjects, type Project } from '../projects';
@@ -56,7 +57,7 @@ export async function selectProjects(svc: Services, input: { trigger?: string; t
 
 async function baselineJob(svc: Services, teamId: string, cycle: AdaptiveCycle): Promise<TrainingJob | string> {
   if (!cycle.baseline_training_job_id) return 'the project had no deployed model when the cycle started';
-  const job = await getTrainingJob(svc, teamId, cycle.baseline_training_job_id).catch(() => undefined);
+  const job = await getTrainingJob(svc, teamId, cycle.baseline_training_job_id).catch(notFoundAsUndefined);
   if (!job) return `the deployed training job ${cycle.baseline_training_job_id} no longer exists`;
   if (job.model_type !== 'encoder') return 'the project serves a decoder; the adaptive loop improves encoder (extraction) models from scored traces';
   if (job.status !== 'complete' || !job.final_checkpoint_id) return `the deployed training job ${job.id} has no final checkpoint to continue from`;
@@ -189,7 +190,7 @@ export async function offerCandidate(svc: Services, s: State): Promise<{ status:
 
 /** `adaptive.failed`: the reason goes on the cycle, and the project is free for the next one. */
 export async function recordCycleFailure(svc: Services, s: State): Promise<{ status: string }> {
-  const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId).catch(() => undefined);
+  const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId).catch(notFoundAsUndefined);
   if (!cycle || cycle.status !== 'running') return { status: cycle?.status ?? 'deleted' };
   await finishCycle(svc, s.project.teamId, cycle, { status: 'failed', reason: failureReason(s.error, 'the adaptive workflow failed') });
   return { status: 'failed' };

@@ -111,6 +111,7 @@ class InWorker implements SessionSet {
   }
   async release(): Promise<void> {
     const id = this.next++;
+    // it fails only when the worker died (its 'error' event): terminate() below ends it, and its sessions, either way
     await new Promise((ok, fail) => this.send(id, { id, release: true }, ok, fail)).catch(() => undefined);
     await this.w.terminate();
   }

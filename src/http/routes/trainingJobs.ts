@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConflictError } from '../../core/errors';
+import { ConflictError, notFoundAsUndefined } from '../../core/errors';
 import { archiveKey, listCheckpoints, readLogs, type LogLine } from '../../core/training/artifacts';
 import { deployTrainingJob, undeployTrainingJob } from '../../core/deployments';
 import { TERMINAL, createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob, type TrainingJob } from '../../core/trainingJobs';
@@ -221,7 +221,7 @@ async function* tailLogs(svc: Services, teamId: string, jobId: string, from: num
     for (const line of lines) yield `event: log\nid: ${line.offset}\ndata: ${JSON.stringify(line)}\n\n`;
     if (lines.length) offset = (lines[lines.length - 1] as LogLine).offset + 1;
     if (lines.length === 0) {
-      const job = await getTrainingJob(svc, teamId, jobId).catch(() => undefined);
+      const job = await getTrainingJob(svc, teamId, jobId).catch(notFoundAsUndefined);
       if (!job || TERMINAL.includes(job.status)) {
         // One more read: the runner flushes its last lines just before the status flips.
         const tail = await readLogs(svc, teamId, jobId, offset, 1000);
