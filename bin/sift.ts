@@ -2,6 +2,8 @@
 /** The `sift` command: run the local service, print the OpenAPI document, publish model weights. */
 import { Command } from 'commander';
 import { followJob, startTraining } from '../src/cli/train';
+import { exitCleanlyOnFatalErrors } from '../src/http/fatalErrors';
+import { createLogger } from '../src/http/logger';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
@@ -18,7 +20,9 @@ program
   .action(async (opts: { port: string; host: string; dataDir: string }) => {
     const port = Number(opts.port);
     const s3Port = process.env['SIFT_S3_PORT'] ? Number(process.env['SIFT_S3_PORT']) : port === 0 ? 0 : port + 1;
+    const logger = createLogger();
     const service = await startLocal({
+      logger,
       port,
       host: opts.host,
       dataDir: opts.dataDir,
@@ -39,6 +43,10 @@ program
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
+    // An error nobody caught: log it, close the service (usage written, stores closed) and exit 1
+    // for whatever supervises `sift serve` to restart it; the next start recovers interrupted work.
+    // The policy and why: src/http/fatalErrors.ts.
+    exitCleanlyOnFatalErrors({ logger, shutdown: () => service.close() });
   });
 
 program
@@ -50,7 +58,9 @@ program
     (await import('../src/core/encoder/executionProvider')).executionProviderFromEnv();
     // the same server the encoder image runs (bin/gateway.ts)
     const { serveGateway } = await import('../src/gateway/server');
-    serveGateway(Number(opts.port));
+    const gateway = serveGateway(Number(opts.port));
+    // as bin/gateway.ts: log, drain and flush, exit 1 (src/http/fatalErrors.ts)
+    exitCleanlyOnFatalErrors({ logger: gateway.logger, shutdown: gateway.shutdown });
   });
 
 program

@@ -6,33 +6,47 @@
  * carries src/ and bin/gateway.ts, never lib/ (CDK) or local-mode code, and `--check` proves it
  * by loading this module graph (test/deploy/images.test.ts runs it against the replayed image).
  */
+import type { Server } from 'node:http';
 import { servicesFromEnv } from '../adapters/aws';
 import { createHotPath } from '../core/hotPath';
+import type { Logger } from '../core/logger';
 import { SiftApp } from '../http/app';
-import { createKeepAliveServer } from '../http/keepAlive';
 import { createLogger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { internalRoutes } from '../http/routes/internal';
-import { nodeHandler } from '../local/httpAdapter';
+import { createApiServer } from '../local/httpAdapter';
 
-export function serveGateway(port: number): void {
+export interface Gateway {
+  server: Server;
+  logger: Logger;
+  /** Stops accepting requests, lets those in flight finish, then writes what was buffered (inferences, usage). */
+  shutdown(): Promise<void>;
+}
+
+export function serveGateway(port: number): Gateway {
   // One long-lived process per task: limits and usage are kept in memory and flushed each second.
   const svc = servicesFromEnv('memory');
   const logger = createLogger();
   svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
   // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
   const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
-  // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts)
-  const server = createKeepAliveServer(nodeHandler(app, svc.config.maxBodyBytes));
+  // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts); no request can throw out of its listener
+  const server = createApiServer(app, svc.config.maxBodyBytes, { logger });
   server.listen(port, '0.0.0.0', () => process.stdout.write(`Sift gateway listening on :${port}\n`));
+  const shutdown = async () => {
+    await new Promise<void>((ok) => server.close(() => ok()));
+    await svc.hotPath?.writes.drain();
+    await svc.usage.flush();
+  };
   // ECS stops a task with SIGTERM: finish the writes made after responses and the buffered usage first
-  process.once('SIGTERM', () =>
-    server.close(() => {
-      void (async () => {
-        await svc.hotPath?.writes.drain();
-        await svc.usage.flush();
-        process.exit(0);
-      })();
-    }),
-  );
+  process.once('SIGTERM', () => {
+    void shutdown().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error('shutdown on SIGTERM failed', { error });
+        process.exit(1);
+      },
+    );
+  });
+  return { server, logger, shutdown };
 }

@@ -18,6 +18,7 @@ import { recordRequest } from '../core/usage';
 import type { Logger } from './logger';
 import { errorFormatFor, renderError } from './errorFormats';
 import { INTERNAL_TOKEN_HEADER, internalTokenMatches } from './internalAuth';
+import { jsonBodyProblem } from './jsonBody';
 import type { ApiRequest, ApiResponse, HttpMethod, RouteSpec } from './types';
 import { parseWith } from './validation';
 
@@ -154,11 +155,16 @@ export class SiftApp {
     } catch {
       throw ValidationError.field(['body'], 'Request body is not valid UTF-8', 'json_invalid');
     }
+    let value: unknown;
     try {
-      return JSON.parse(text);
+      value = JSON.parse(text);
     } catch (err) {
       throw ValidationError.field(['body'], `Malformed JSON: ${(err as Error).message}`, 'json_invalid');
     }
+    // too deep, a non-finite number, a `__proto__` key: refused here, before anything recurses over it (jsonBody.ts)
+    const problem = jsonBodyProblem(value);
+    if (problem) throw new ValidationError([problem]);
+    return value;
   }
 
   /** Routes without a body schema take none, so nothing a client sends is silently dropped. */

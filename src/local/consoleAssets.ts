@@ -1,6 +1,8 @@
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { decodePath, type RequestTarget } from './httpAdapter';
 import { REPO_ROOT } from './paths';
 
 /** Where `vite build` (scripts/setup.mjs) writes the console; served at /console by the local server. */
@@ -35,10 +37,12 @@ export const CONSOLE_CSP = [
 
 /**
  * Serves the built console for GET/HEAD under /console; answers false for every other request (the
- * API handles those). Hashed assets are cached for a year, index.html never.
+ * API handles those). Hashed assets are cached for a year, index.html never. It runs inside the
+ * node:http adapter's guard (httpAdapter.ts), which parsed the target: a malformed target or
+ * percent-encoding never gets here, and what this throws is answered there (400 or 500).
  */
-export function serveConsole(req: IncomingMessage, res: ServerResponse, dist = CONSOLE_DIST): boolean {
-  const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+export async function serveConsole(req: IncomingMessage, res: ServerResponse, target: RequestTarget, dist = CONSOLE_DIST): Promise<boolean> {
+  const path = target.path;
   if (path !== CONSOLE_PATH && !path.startsWith(CONSOLE_PATH + '/')) return false;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' });
@@ -56,7 +60,7 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, dist = C
     res.end(JSON.stringify({ detail: `The console is not built: run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/ into ${dist})` }));
     return true;
   }
-  const rel = decodeURIComponent(path.slice(CONSOLE_PATH.length + 1)) || 'index.html';
+  const rel = decodePath(path.slice(CONSOLE_PATH.length + 1)) || 'index.html';
   // the app reads config.json for the API's URL (written by the CDK deployment); here: this origin
   if (rel === 'config.json') {
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
@@ -80,6 +84,7 @@ export function serveConsole(req: IncomingMessage, res: ServerResponse, dist = C
     ...(html ? { 'content-security-policy': CONSOLE_CSP, 'referrer-policy': 'no-referrer' } : {}),
   });
   if (req.method === 'HEAD') res.end();
-  else createReadStream(file).pipe(res);
+  // pipeline, not pipe: a read error (the file replaced by a rebuild) rejects here, into the guard, instead of an unhandled 'error' event
+  else await pipeline(createReadStream(file), res);
   return true;
 }

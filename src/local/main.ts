@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import { createKeepAliveServer } from '../http/keepAlive';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createServices, type AwsServices } from '../adapters/aws';
@@ -23,7 +22,7 @@ import { createLogger, type Logger } from '../http/logger';
 import { allRoutes } from '../http/routes';
 import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
 import { serveConsole } from './consoleAssets';
-import { nodeHandler } from './httpAdapter';
+import { createApiServer } from './httpAdapter';
 import { ModelBuildWatcher } from './modelBuild';
 import { publishBuiltModels } from './modelStore';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
@@ -169,10 +168,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       }, adaptiveEvery)
     : undefined;
   schedule?.unref();
-  const api = nodeHandler(app, svc.config.maxBodyBytes);
-  const server: Server = createKeepAliveServer((req, res) => {
-    if (!serveConsole(req, res)) void api(req, res);
-  });
+  // the console's files and the API behind one guarded listener: no request can throw out of it (httpAdapter.ts)
+  const server: Server = createApiServer(app, svc.config.maxBodyBytes, { logger, front: serveConsole });
   await new Promise<void>((ok, fail) => {
     server.once('error', fail);
     server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());
