@@ -40,6 +40,8 @@ class SlotBackend implements DecoderBackend {
   busy = 0;
   holdPrefill: { reached: Deferred; release: Deferred } | undefined;
   failAt: number | undefined;
+  /** Throws instead of reporting `done` when it finds the request cancelled (a failing wind-down). */
+  failOnCancel = false;
   /** Requests that started with a `start` usage whose engineReusedTokens throws when first read. */
   poisonStart = false;
   async hasModel(): Promise<boolean> {
@@ -81,6 +83,7 @@ class SlotBackend implements DecoderBackend {
       yield { type: 'start', usage: start };
       for (let i = 0; i < req.params.maxTokens; i++) {
         if (signal?.aborted) {
+          if (this.failOnCancel) throw new Error('engine failure while cancelling');
           finishReason = 'cancelled';
           break;
         }
@@ -189,6 +192,16 @@ describe.each(Object.keys(ROUTES))('%s, streamed: the generation ends wherever t
     const { written, inferenceId } = await run(path, ROUTES[path]!(true), 'none');
     expect(written.join('')).toMatch(/error/);
     await expectEnded(inferenceId, 'error', 2);
+  });
+
+  it('an engine failure while winding down a cancelled stream: billed and stored first, then the failure surfaces', async () => {
+    backend.failOnCancel = true;
+    await expect(run(path, ROUTES[path]!(true), 'headers')).rejects.toThrow('engine failure while cancelling');
+    expect(backend.busy).toBe(0);
+    const rows = await allRows();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: 0 });
+    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({ finish_reason: 'error' });
   });
 
   it('client gone during prefill of a non-streamed request: billed once, stored as cancelled', async () => {

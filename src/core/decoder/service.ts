@@ -163,6 +163,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
   const settle = async (): Promise<GenerationResult> => {
     // A read in flight lands first (its outcome, error included, belongs to its own caller).
     if (step) await step.then(noop, noop);
+    let windDownError: unknown;
     if (!ended) {
       // Closed early: the backend sees a cancellation at its next check and reports its usage.
       cancel.abort();
@@ -173,8 +174,9 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
           if (next.value.type === 'done') done = next.value;
           else if (next.value.type === 'text') pieces++;
         }
-      } catch {
-        // The backend failed while winding down; what it computed is billed below all the same.
+      } catch (err) {
+        // Billed and stored first (what it computed is owed all the same), then reported below.
+        windDownError = err;
         failed = true;
       }
       ended = true;
@@ -184,6 +186,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
       : // No final usage from the backend (it failed): its prefill, and a token per text piece.
         { text, finishReason: failed ? 'error' : 'cancelled', stopSequence: null, usage: { ...start, completionTokens: pieces } };
     await bill(result);
+    if (windDownError !== undefined) throw windDownError;
     return result;
   };
   const close = (): Promise<GenerationResult> => (closing ??= settle());
