@@ -13,6 +13,7 @@ import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
 import { ConflictError } from '../core/errors';
 import { newUuid } from '../core/ids';
+import { safeRelativePath } from '../core/safePath';
 import { encoderServiceUrl, RemoteTaskError, runOnEncoderService } from './encoderTasks';
 import { archiveKey, getCheckpoint, jobPrefix, listCheckpoints, markBestCheckpoint, modelPrefix, registerCheckpoint } from '../core/training/artifacts';
 import { trainerHyperparameters } from '../core/training/hyperparameters';
@@ -181,12 +182,27 @@ export async function applySageMakerEvent(svc: Services, env: Pick<TrainingEnv, 
   await transitionJob(svc, ref.team_id, jobId, to, to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {}).catch(ignoreConflict);
 }
 
+/**
+ * The archive's files under `prefix`. Entry names come from the archive (node-tar's Parser, unlike its
+ * Unpack, does not sanitize them), so each must be a safe relative path: one that is not fails the
+ * step, and nothing after it is written (files before it stay under the job's own model prefix,
+ * which a job that failed never serves).
+ */
 async function unpackArchive(svc: Services, key: string, prefix: string): Promise<Record<string, number> | null> {
   let metrics: Record<string, number> | null = null;
   const uploads: Promise<void>[] = [];
+  let unsafe: Error | undefined;
   const parser = new Parser({
     onReadEntry: (entry) => {
-      if (entry.type !== 'File') {
+      if (entry.type !== 'File' || unsafe) {
+        entry.resume();
+        return;
+      }
+      let path: string;
+      try {
+        path = safeRelativePath(entry.path, `the model archive ${key}`);
+      } catch (err) {
+        unsafe = err as Error;
         entry.resume();
         return;
       }
@@ -194,12 +210,11 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
       entry.on('data', (c: Buffer) => chunks.push(c));
       entry.on('end', () => {
         const body = Buffer.concat(chunks);
-        const path = entry.path.replace(/^\.\//, '');
         if (path === 'metrics.json') {
           const parsed = JSON.parse(body.toString('utf8')) as { metrics?: Record<string, number> } & Record<string, unknown>;
           metrics = (parsed.metrics ?? parsed) as Record<string, number>;
         }
-        uploads.push(svc.blobs.put(prefix + path, body));
+        if (!unsafe) uploads.push(svc.blobs.put(prefix + path, body));
       });
     },
   });
@@ -211,6 +226,7 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
     source.pipe(parser as unknown as NodeJS.WritableStream);
   });
   await Promise.all(uploads);
+  if (unsafe) throw unsafe;
   return metrics;
 }
 

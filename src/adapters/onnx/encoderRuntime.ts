@@ -14,9 +14,11 @@ import { batcherOptionsFromEnv, EncoderBatcher, type BatchedInferOptions, type B
 import { EncoderModel, type InferOutput, type Precision } from '../../core/encoder/engine';
 import type { EncoderSchema } from '../../core/encoder/schema';
 import { ServiceUnavailableError } from '../../core/errors';
+import { containedPath } from '../../core/safePath';
 import { TtlCache } from '../../core/hotPath';
 import { createLogger } from '../../http/logger';
 import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
+import { missingAsUndefined } from '../fs/missingFile';
 
 /**
  * How long a model directory checked against the store's manifest is trusted without checking again:
@@ -24,7 +26,11 @@ import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports'
  */
 const CHECKED_DIR_TTL_MS = 5000;
 
-/** Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. */
+/**
+ * Files the engine reads; the rest of a model directory (safetensors, adapters) is not fetched. Each
+ * is copied to the key's path under the model's directory only if it stays inside it (containedPath:
+ * `onnx/../../x` passes this filter).
+ */
 const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
 
 export interface EncoderRuntimeOptions {
@@ -90,9 +96,12 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     const p = (async () => {
       const done = join(target, '.complete');
       if (existsSync(done)) {
-        // the marker's mtime is the copy's last use: pruneCache keeps the most recently used
+        // the marker's mtime is the copy's last use: pruneCache keeps the most recently used. A
+        // marker pruned meanwhile is fetched again next time; any other failure only costs LRU order.
         const now = new Date();
-        await utimes(done, now, now).catch(() => {});
+        await utimes(done, now, now)
+          .catch(missingAsUndefined)
+          .catch((err: unknown) => createLogger().warn('encoder cache: could not mark a model copy as used', { dir: target, error: String(err) }));
         return target;
       }
       const keys = (await blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
@@ -101,7 +110,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
       // download beside the target, then rename: concurrent processes never see half a model
       const staging = `${target}.part-${process.pid}-${Date.now()}`;
       for (const k of keys) {
-        const file = join(staging, k.slice(model.prefix.length));
+        const file = containedPath(staging, k.slice(model.prefix.length), `model store key ${k}`);
         await mkdir(dirname(file), { recursive: true });
         await pipeline(await blobs.stream(k), createWriteStream(file));
       }
@@ -128,13 +137,13 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
    * asked for again is fetched again (`localDir` checks its `.complete` marker).
    */
   async pruneCache(keep: string): Promise<void> {
-    const names = await readdir(this.cacheDir).catch(() => [] as string[]);
+    const names = (await readdir(this.cacheDir).catch(missingAsUndefined)) ?? []; // no cache directory yet: nothing to prune
     const inUse = new Set([keep, ...this.fetching.keys(), ...[...this.loaded.keys()].map((k) => k.slice(0, k.lastIndexOf('#')))]);
     const copies = [];
     for (const name of names) {
       const dir = join(this.cacheDir, name);
-      const marker = await stat(join(dir, '.complete')).catch(() => undefined);
-      if (!marker) continue; // a staging directory or a foreign file: not ours to judge
+      const marker = await stat(join(dir, '.complete')).catch(missingAsUndefined);
+      if (!marker) continue; // no marker: a staging directory or a foreign file, not ours to judge
       copies.push({ dir, lastUsed: marker.mtimeMs, bytes: await bytesUnder(dir) });
     }
     let total = copies.reduce((n, c) => n + c.bytes, 0);
@@ -158,6 +167,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     }
     p = EncoderModel.load(dir, { precision: usePrecision, ...(this.threads ? { threads: this.threads } : {}) });
     this.loaded.set(key, p);
+    // a load that failed is forgotten (the next request tries again); its error reaches the caller below
     p.catch(() => this.loaded.delete(key));
     const m = await p;
     await this.evict(key);
@@ -165,6 +175,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
   }
 
   private async evict(keep: string): Promise<void> {
+    // a load that failed holds no memory (its error went to the request that started it)
     const sizes = await Promise.all([...this.loaded.entries()].map(async ([k, p]) => [k, (await p.catch(() => undefined))?.bytes ?? 0] as const));
     let total = sizes.reduce((n, [, b]) => n + b, 0);
     for (const [k, b] of sizes) {
@@ -174,7 +185,12 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
       this.loaded.delete(k);
       total -= b;
       // sessions in use by a running request finish first: release after a grace period
-      void p?.then((m) => setTimeout(() => void m.release().catch(() => {}), 30_000).unref());
+      void p?.then((m) =>
+        setTimeout(
+          () => void m.release().catch((err: unknown) => createLogger().warn('encoder: releasing an evicted model failed', { model: k, error: String(err) })),
+          30_000,
+        ).unref(),
+      );
     }
   }
 
@@ -191,6 +207,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
     this.batcher.close();
     const all = [...this.loaded.values()];
     this.loaded.clear();
+    // a load that failed has nothing to release
     await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.release()));
   }
 }
@@ -198,7 +215,8 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
 async function bytesUnder(dir: string): Promise<number> {
   let total = 0;
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name)).catch(() => undefined))?.size ?? 0;
+    // a file removed while we count adds nothing
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name)).catch(missingAsUndefined))?.size ?? 0;
   }
   return total;
 }
