@@ -117,6 +117,13 @@ export interface BlobHead {
   etag?: string;
 }
 
+/** What a presigned PUT binds besides its key: signed into the URL, so the storage enforces them. */
+export interface PresignPutBounds {
+  contentType?: string;
+  /** The exact body size in bytes. */
+  contentLength?: number;
+}
+
 /** Datasets, checkpoints, models and archives, under `/`-separated keys (storageLayout.ts). */
 export interface BlobStore {
   put(key: string, body: string | Uint8Array | Readable, contentType?: string): Promise<void>;
@@ -131,8 +138,11 @@ export interface BlobStore {
   /** Every key under `prefix`. */
   list(prefix: string): Promise<string[]>;
   deletePrefix(prefix: string): Promise<number>;
-  /** A URL that lets its holder PUT exactly this key until it expires; no API key needed. */
-  presignPut(key: string, expiresInSeconds: number, contentType?: string): Promise<string>;
+  /**
+   * A URL that lets its holder PUT exactly this key until it expires; no API key needed. With
+   * `contentLength` the storage refuses a body of any other length (the length is signed).
+   */
+  presignPut(key: string, expiresInSeconds: number, bounds?: PresignPutBounds): Promise<string>;
   presignGet(key: string, expiresInSeconds: number, downloadName?: string): Promise<string>;
 }
 

@@ -10,9 +10,11 @@ import { create as createTar } from 'tar';
 import { findBaseModel } from '../core/catalog';
 import type { Services } from '../core/context';
 import { rowsKey } from '../core/datasets/service';
-import { ConflictError } from '../core/errors';
+import { ConflictError, NotFoundError } from '../core/errors';
 import { WriteConflict } from '../core/ports';
 import { newUuid } from '../core/ids';
+import { containedPath } from '../core/safePath';
+import { missingAsUndefined } from '../adapters/fs/missingFile';
 import { InProcessPredictor, validationMetrics } from '../core/evaluation/workflow';
 import {
   archiveKey,
@@ -47,6 +49,29 @@ export interface RunnerOptions {
    * `requested`, and fail with the reason.
    */
   whenBuilt?: (modelIds: string[], signal: AbortSignal) => Promise<void>;
+}
+
+/**
+ * The only variables of the service's environment a trainer sees (F15c): what a process needs, the
+ * thread and math-library settings sift_trainer/process.py and torch read, and where torch and
+ * Hugging Face keep their caches. Everything else stays out — SIFT_ADMIN_KEY, AWS credentials, the
+ * internal token — since the trainer runs checkpoint and dataset content the service did not write.
+ */
+export const TRAINER_ENV_NAMES = [
+  'PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TMP', 'TEMP',
+  'SIFT_TORCH_THREADS', 'OMP_NUM_THREADS', 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS',
+  'TORCH_HOME', 'HF_HOME', 'HF_HUB_CACHE', 'HF_DATASETS_CACHE', 'XDG_CACHE_HOME',
+  'CUDA_VISIBLE_DEVICES', 'PYTORCH_CUDA_ALLOC_CONF',
+] as const;
+
+/** The trainer's environment: the allow-listed variables that are set, then the job's own. */
+export function trainerEnv(jobDir: string, from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of TRAINER_ENV_NAMES) {
+    const value = from[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, SIFT_JOB_DIR: jobDir, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' };
 }
 
 const EPOCHS_WRITE_ATTEMPTS = 4;
@@ -124,7 +149,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
   private async run(teamId: string, jobId: string): Promise<void> {
     const svc = this.svc();
     if (this.opts.whenBuilt) {
-      const requested = await getTrainingJob(svc, teamId, jobId).catch(() => undefined);
+      const requested = await getTrainingJob(svc, teamId, jobId).catch((err: unknown) => {
+        if (err instanceof NotFoundError) return undefined; // deleted while it waited: nothing to run
+        throw err;
+      });
       if (!requested) return;
       try {
         await this.opts.whenBuilt(findBaseModel(requested.base_model) ? [requested.base_model] : [], this.closing.signal);
@@ -151,10 +179,12 @@ export class LocalTrainingRunner implements TrainingLauncher {
       await this.finish(svc, teamId, job, dir, exit, log);
     } catch (err) {
       log.system(`runner error: ${(err as Error).message}`);
-      await log.flush().catch(() => {});
+      // the job still fails with the reason on its record when its log cannot be written
+      await log.flush().catch((error: unknown) => this.opts.logger.error('could not write a failed training job\'s log', { job_id: jobId, error }));
       await this.fail(svc, teamId, jobId, (err as Error).message);
     } finally {
-      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      // `force` already ignores a missing directory; anything else leaves files behind, said here
+      await rm(dir, { recursive: true, force: true }).catch((error: unknown) => this.opts.logger.warn('could not remove a training job directory', { job_id: jobId, dir, error }));
     }
   }
 
@@ -192,7 +222,8 @@ export class LocalTrainingRunner implements TrainingLauncher {
     if (await exists(done)) return target;
     await rm(target, { recursive: true, force: true });
     for (const key of await svc.blobs.list(prefix)) {
-      const file = join(target, key.slice(prefix.length));
+      // a key's suffix names a file under the cache directory only if it stays inside it
+      const file = containedPath(target, key.slice(prefix.length), `model store key ${key}`);
       await mkdir(dirname(file), { recursive: true });
       await pipeline(await svc.blobs.stream(key), createWriteStream(file));
     }
@@ -204,14 +235,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     return new Promise((resolve, reject) => {
       const child = spawn(this.opts.python, ['-m', 'sift_trainer.job'], {
         cwd: this.opts.trainerDir,
-        env: {
-          ...process.env,
-          SIFT_JOB_DIR: dir,
-          PYTHONUNBUFFERED: '1',
-          HF_HUB_OFFLINE: '1',
-          TRANSFORMERS_OFFLINE: '1',
-          TOKENIZERS_PARALLELISM: 'false',
-        },
+        env: trainerEnv(dir),
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       this.running.set(job.id, child);
@@ -253,7 +277,11 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
     const progress = { epoch: Number(e['epoch'] ?? 0), step: Number(e['step'] ?? 0), total_steps: Number(e['total_steps'] ?? 0) };
-    await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch(() => {});
+    // progress is rewritten every second: a failed write is logged, not retried; a job deleted meanwhile needs none
+    await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch((error: unknown) => {
+      if (error instanceof WriteConflict) return;
+      this.opts.logger.warn('could not record a training job\'s progress', { job_id: jobId, error });
+    });
   }
 
   /**
@@ -309,7 +337,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
       return;
     }
     if (exit.code !== 0 || !exit.completed) {
-      const failure = await readFile(join(dir, 'output', 'failure'), 'utf8').catch(() => '');
+      const failure = (await readFile(join(dir, 'output', 'failure'), 'utf8').catch(missingAsUndefined)) ?? ''; // the trainer may die before writing one
       const reason = failure.trim() || `the trainer exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`} and wrote no failure file`;
       await this.fail(svc, teamId, job.id, reason);
       return;
@@ -320,7 +348,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
     await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
     const metrics = (exit.completed['metrics'] as Record<string, number> | undefined) ?? null;
-    const trainerMetrics = JSON.parse(await readFile(join(modelDir, 'metrics.json'), 'utf8').catch(() => 'null')) as unknown;
+    const trainerMetrics = JSON.parse((await readFile(join(modelDir, 'metrics.json'), 'utf8').catch(missingAsUndefined)) ?? 'null') as unknown; // none: no learning warnings
     // The trainer normally reports its final checkpoint; if it did not, the model itself is one.
     if (!exit.sawFinal) {
       await registerCheckpoint(svc, teamId, {
@@ -374,10 +402,7 @@ function parseEvent(line: string): TrainerEvent | undefined {
 }
 
 async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
+  return (await stat(path).catch(missingAsUndefined)) !== undefined;
 }
 
 /** Buffers log lines and writes them as chunk objects every second or 500 lines. */

@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import type { BlobHead, BlobStore } from '../../core/ports';
+import type { BlobHead, BlobStore, PresignPutBounds } from '../../core/ports';
 
 /** The blob port in one process's memory (core unit tests). Presigned URLs are `memory://` placeholders nothing can fetch. */
 export class MemoryBlobStore implements BlobStore {
@@ -65,8 +65,8 @@ export class MemoryBlobStore implements BlobStore {
     return keys.length;
   }
 
-  async presignPut(key: string, expiresInSeconds: number): Promise<string> {
-    return `${this.uri(key)}?put&expires=${expiresInSeconds}`;
+  async presignPut(key: string, expiresInSeconds: number, bounds: PresignPutBounds = {}): Promise<string> {
+    return `${this.uri(key)}?put&expires=${expiresInSeconds}${bounds.contentLength !== undefined ? `&content-length=${bounds.contentLength}` : ''}`;
   }
 
   async presignGet(key: string, expiresInSeconds: number): Promise<string> {

@@ -13,7 +13,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { open, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { BlobHead, BlobStore } from '../../core/ports';
+import type { BlobHead, BlobStore, PresignPutBounds } from '../../core/ports';
 import { storeFailure } from '../storeErrors';
 
 async function filesUnder(dir: string): Promise<string[]> {
@@ -111,11 +111,23 @@ export class S3BlobStore implements BlobStore {
     return keys.length;
   }
 
-  /** A URL that lets its holder PUT exactly this key until it expires; no API key needed. */
-  presignPut(key: string, expiresInSeconds: number, contentType?: string): Promise<string> {
+  /**
+   * A URL that lets its holder PUT exactly this key until it expires; no API key needed. A
+   * `contentLength` becomes a signed `content-length` header (X-Amz-SignedHeaders): S3 recomputes
+   * the signature from the request's own headers, so a body of any other length is refused with
+   * 403 SignatureDoesNotMatch — "If you include any headers in the signature calculation, you must
+   * include them in the request" (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html).
+   * Locally the store's front checks the same signature (src/local/storeFront.ts).
+   */
+  presignPut(key: string, expiresInSeconds: number, bounds: PresignPutBounds = {}): Promise<string> {
     return getSignedUrl(
       this.s3,
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, ...(contentType ? { ContentType: contentType } : {}) }),
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ...(bounds.contentType ? { ContentType: bounds.contentType } : {}),
+        ...(bounds.contentLength !== undefined ? { ContentLength: bounds.contentLength } : {}),
+      }),
       { expiresIn: expiresInSeconds },
     );
   }
