@@ -7,6 +7,7 @@ import type { Principal, Services } from '../context';
 import { PayloadTooLargeError, ValidationError, type FieldError } from '../errors';
 import { newInferenceId, storeInference, type InferenceTask } from '../inferences';
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
+import { ENCODER_PRICE_PER_MTOK } from '../billing/prices';
 import type { LimitClass } from '../rateLimits';
 import { EncoderInputError, type EncoderResult, type FieldValue, type Span } from './engine';
 import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
@@ -27,9 +28,6 @@ export const ENCODER_LIMITS = {
   maxLabelChars: 100,
   maxDescriptionChars: 500,
 } as const;
-
-/** USD per million input tokens for encoder extraction. */
-export const ENCODER_PRICE_PER_MTOK = 0.02;
 
 const name = z.string().min(1).max(ENCODER_LIMITS.maxLabelChars);
 const description = z.string().max(ENCODER_LIMITS.maxDescriptionChars);
