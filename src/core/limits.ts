@@ -31,3 +31,22 @@ export function perMinuteLimit(limitClass: LimitClass): number {
   if (!rule) throw new Error(`limit class ${limitClass} has no per-minute window`);
   return rule.limit;
 }
+
+/** What a team can have running at once, per kind of compute (computeSlots.ts enforces it). */
+export type ComputeKind = 'training' | 'evaluation' | 'generation';
+
+/**
+ * Compute a team may have running at once, per plan: training jobs `requested|running`,
+ * evaluations `running`, generation jobs `queued|running`. Over it: 429, `X-RateLimit-Reason:
+ * concurrent_jobs`. Free may train (SPEC excludes only the adaptive loop from Free), one job at a
+ * time; these numbers also bound how far a prepaid balance can go below 0 (README "Overdraft bound").
+ */
+export const CONCURRENT_COMPUTE: Record<'free' | 'pro' | 'research' | 'custom', Record<ComputeKind, number>> = {
+  free: { training: 1, evaluation: 1, generation: 1 },
+  pro: { training: 4, evaluation: 4, generation: 4 },
+  research: { training: 8, evaluation: 8, generation: 8 },
+  custom: { training: 16, evaluation: 16, generation: 16 },
+};
+
+/** Retry-After of a concurrent-compute 429: jobs run for minutes, so sooner is pointless. */
+export const CONCURRENT_COMPUTE_RETRY_SECONDS = 60;

@@ -65,6 +65,10 @@ export const generationsIndex = (teamId: string) => `TEAM#${teamId}#GENJOBS`;
 export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({ pk: teamPartition(teamId), sk: `ADAPTIVE#${projectId}#${cycleId}` });
 export const cyclesPrefix = (projectId: string) => `ADAPTIVE#${projectId}#`;
 
+// Compute running at once: slot n of a kind is held by one job, evaluation or generation (computeSlots.ts)
+export const computeSlotItem = (teamId: string, kind: string, n: number) => ({ pk: teamPartition(teamId), sk: `ACTIVE#${kind}#${String(n).padStart(4, '0')}` });
+export const computeSlotsPrefix = (kind: string) => `ACTIVE#${kind}#`;
+
 // Stored inferences: their own partition per team, sort key = the inference id (a ULID: time order)
 export const inferencePartition = (teamId: string) => `TEAM#${teamId}#INF`;
 
