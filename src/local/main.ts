@@ -20,7 +20,7 @@ import { handleWorkMessage } from '../core/worker';
 import { SiftApp } from '../http/app';
 import { createLogger, type Logger } from '../http/logger';
 import { allRoutes } from '../http/routes';
-import { EMULATOR_CREDENTIALS, startEmulators } from './emulators';
+import { startEmulators } from './emulators';
 import { serveConsole } from './consoleAssets';
 import { createApiServer } from './httpAdapter';
 import { ModelBuildWatcher } from './modelBuild';
@@ -69,6 +69,17 @@ export interface LocalService {
   close(): Promise<void>;
 }
 
+/**
+ * The origins the console is loaded from: this server's. A loopback or wildcard bind is reached as
+ * 127.0.0.1, localhost or [::1] alike (the S3 endpoint is on 127.0.0.1 only, so a browser elsewhere
+ * cannot upload in any case).
+ */
+export function consoleOrigins(host: string, port: number): string[] {
+  const loopback = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
+  if (['127.0.0.1', 'localhost', '::1', '0.0.0.0', '::'].includes(host)) return loopback;
+  return [`http://${host.includes(':') ? `[${host}]` : host}:${port}`, ...loopback];
+}
+
 const TABLE = 'sift-records';
 const BUCKET = 'sift-data';
 
@@ -94,7 +105,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     bucket: BUCKET,
     dynamoEndpoint: emulators.dynamoEndpoint,
     s3Endpoint: emulators.s3Endpoint,
-    credentials: EMULATOR_CREDENTIALS,
+    // this start's random secret: the stores' fronts refuse anything not signed with it
+    credentials: emulators.credentials,
     queue,
     rateLimiter: 'memory',
     usage: 'buffered',
@@ -175,6 +187,8 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());
   });
   const address = server.address() as AddressInfo;
+  // the console (served here) uploads straight to the S3 endpoint: only its origin gets CORS there
+  emulators.allowBrowserOrigins(consoleOrigins(opts.host ?? '127.0.0.1', address.port));
   const services = svc;
   return {
     url: `http://${address.address}:${address.port}`,

@@ -13,7 +13,8 @@ declare module 'dynalite' {
 declare module 's3rver' {
   interface S3rverOptions {
     address?: string;
-    port?: number;
+    /** A TCP port, or a unix socket path. */
+    port?: number | string;
     directory: string;
     silent?: boolean;
     configureBuckets?: { name: string; configs?: string[] }[];

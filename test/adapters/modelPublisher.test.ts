@@ -15,7 +15,7 @@ import { publishModelDir, resolveModelSources, type PublishEvent } from '../../s
 import { prepareTraining } from '../../src/aws/trainingWorkflow';
 import { publishCommand } from '../../src/cli/models';
 import { createTrainingJob } from '../../src/core/trainingJobs';
-import { EMULATOR_CREDENTIALS } from '../../src/local/emulators';
+import { STORE_CREDENTIALS_FILE } from '../../src/local/emulators';
 import { publishBuiltModels } from '../../src/local/modelStore';
 import { jsonl, TestStack } from '../helpers/localStack';
 import { CHANNEL_ROOT, materializeChannel, type S3PrefixChannel } from '../helpers/sagemakerChannel';
@@ -170,8 +170,9 @@ describe('sources and the CLI path', () => {
     await buildModelDir(root);
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
     const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
-    process.env['AWS_ACCESS_KEY_ID'] = EMULATOR_CREDENTIALS.accessKeyId;
-    process.env['AWS_SECRET_ACCESS_KEY'] = EMULATOR_CREDENTIALS.secretAccessKey;
+    const credentials = await stack.svc.blobs.s3.config.credentials();
+    process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
     const lines: string[] = [];
     try {
       const opts = { bucket: stack.svc.blobs.bucket, prefix: 'models/', modelsDir: root, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
@@ -195,7 +196,9 @@ describe('sources and the CLI path', () => {
     const root = join(work, 'bin');
     await buildModelDir(root);
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
-    const env = { ...process.env, AWS_ACCESS_KEY_ID: EMULATOR_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: EMULATOR_CREDENTIALS.secretAccessKey, AWS_REGION: 'us-east-1' };
+    // the local stores' credentials as a user's tool finds them: the file each start writes in the data dir
+    const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, AWS_PROFILE: _profile, ...ambient } = process.env;
+    const env = { ...ambient, AWS_SHARED_CREDENTIALS_FILE: join(stack.dataDir, STORE_CREDENTIALS_FILE), AWS_REGION: 'us-east-1' };
     // async: this process hosts the S3 emulator the CLI talks to
     const sift = (...args: string[]) => promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env, encoding: 'utf8' });
     expect((await sift('--help')).stdout).toMatch(/^  models +Base-model weights in a deployed bucket$/m);

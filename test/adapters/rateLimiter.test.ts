@@ -12,7 +12,7 @@ import { RateLimitError } from '../../src/core/errors';
 import { DynamoRateLimiter } from '../../src/adapters/dynamodb/rateLimiter';
 import { MemoryRateLimiter } from '../../src/adapters/memory/rateLimiter';
 import { EDGE_LIMIT, enforceEdgeLimit, enforceLimits, LIMIT_CLASSES, type RateLimiter } from '../../src/core/rateLimits';
-import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
+import { startEmulators, type Emulators } from '../../src/local/emulators';
 
 let dir: string;
 let emulators: Emulators;
@@ -22,7 +22,7 @@ let records: DynamoRecordStore;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-limits-'));
   emulators = await startEmulators(dir, { bucket: 'unused' });
-  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: EMULATOR_CREDENTIALS });
+  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: emulators.credentials });
   records = new DynamoRecordStore(client, 'limits');
   await records.ensureTable();
 });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoRecordStore, toExpression } from '../../src/adapters/dynamodb/recordStore';
 import { WriteConflict } from '../../src/core/ports';
-import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
+import { startEmulators, type Emulators } from '../../src/local/emulators';
 import { recordStoreContract } from '../helpers/recordStoreContract';
 
 let dir: string;
@@ -17,7 +17,7 @@ let store: DynamoRecordStore;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-records-'));
   emulators = await startEmulators(dir, { bucket: 'unused' });
-  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: EMULATOR_CREDENTIALS });
+  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: emulators.credentials });
   store = new DynamoRecordStore(client, 'contract');
   await store.ensureTable();
 });

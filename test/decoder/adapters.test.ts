@@ -20,7 +20,7 @@ import { LlamaCppDecoder } from '../../src/adapters/decoder/llamaCpp';
 import type { CachePlan, DecoderAdapterSpec, GenerationEvent } from '../../src/core/decoder/types';
 import { ServiceUnavailableError } from '../../src/core/errors';
 import { modelPrefix } from '../../src/core/training/artifacts';
-import { EMULATOR_CREDENTIALS, startEmulators, type Emulators } from '../../src/local/emulators';
+import { startEmulators, type Emulators } from '../../src/local/emulators';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../../src/local/paths';
 
 jest.setTimeout(600_000);
@@ -70,7 +70,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-adapters-'));
   emulators = await startEmulators(join(dir, 's3'), { bucket: 'adapters-bucket' });
   // the production client factory, pointed at the emulator
-  s3 = createS3Client({ credentials: EMULATOR_CREDENTIALS, endpoint: emulators.s3Endpoint });
+  s3 = createS3Client({ credentials: emulators.credentials, endpoint: emulators.s3Endpoint });
   blobs = new S3BlobStore(s3, 'adapters-bucket');
   await blobs.ensureBucket();
   // Laid out as a decoder training job publishes its model dir (trainingRunner: putDirectory).

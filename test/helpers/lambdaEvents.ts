@@ -70,6 +70,8 @@ export const lambdaContext = {
 export async function emulatorEnv(svc: AwsServices) {
   const ep = await svc.records.client.config.endpoint!();
   const s3 = await svc.blobs.s3.config.endpoint!();
+  // the stores' fronts accept only this start's credentials, as the service's own clients sign with
+  const credentials = await svc.records.client.config.credentials();
   return {
     SIFT_STAGE: 'test',
     AWS_REGION: 'us-east-1',
@@ -77,8 +79,8 @@ export async function emulatorEnv(svc: AwsServices) {
     SIFT_BUCKET: 'sift-data',
     AWS_ENDPOINT_URL_DYNAMODB: `${ep.protocol}//${ep.hostname}:${ep.port}`,
     AWS_ENDPOINT_URL_S3: `${s3.protocol}//${s3.hostname}:${s3.port}`,
-    AWS_ACCESS_KEY_ID: 'S3RVER',
-    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
     AWS_MAX_ATTEMPTS: '1',
     POWERTOOLS_METRICS_DISABLED: 'true',
     POWERTOOLS_TRACE_ENABLED: 'false',

@@ -300,11 +300,15 @@ describe('bad input', () => {
     expect(v.size_bytes).toBe(Buffer.byteLength(body));
   }, 30_000);
 
-  it('truncated upload: declared size_bytes ≠ stored → 409, version stays pending_upload; a full re-PUT then works', async () => {
+  it('truncated upload: the signed size refuses a short PUT; a short object storage holds anyway → 409, version stays pending_upload; a full re-PUT then works', async () => {
     const name = uniq('truncated');
     const content = jsonl([{ text: 'one', label: 'a' }, { text: 'two', label: 'b' }]);
     const url = await reserve(name, { size_bytes: Buffer.byteLength(content) });
-    await put(url.upload_url, content.slice(0, 20));
+    // the declared size is signed into the URL: storage itself refuses another length
+    expect((await fetch(url.upload_url, { method: 'PUT', body: content.slice(0, 20) })).status).toBe(403);
+    // a truncated object that got there some other way (a URL issued before sizes were signed)
+    const key = decodeURIComponent(new URL(url.upload_url).pathname).split('/').slice(2).join('/');
+    await stack.svc.blobs.put(key, content.slice(0, 20));
     const res = await processCall(name, url.version);
     expect(res.status).toBe(409);
     expect(res.body.detail).toMatch(/truncated/);

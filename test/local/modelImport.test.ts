@@ -18,7 +18,6 @@ import { canonResult, compareCanon } from '../../src/core/encoder/parity';
 import type { EncoderSchema } from '../../src/core/encoder/schema';
 import { importCheckpoint, modelIdFromCheckpoint, ModelImportError } from '../../src/local/modelImport';
 import { pullModel } from '../../src/local/modelPull';
-import { EMULATOR_CREDENTIALS } from '../../src/local/emulators';
 import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
 import { TestStack } from '../helpers/localStack';
 
@@ -63,8 +62,9 @@ describe('sift models import', () => {
     const stack = await TestStack.start();
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
     const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
-    process.env['AWS_ACCESS_KEY_ID'] = EMULATOR_CREDENTIALS.accessKeyId;
-    process.env['AWS_SECRET_ACCESS_KEY'] = EMULATOR_CREDENTIALS.secretAccessKey;
+    const credentials = await stack.svc.blobs.s3.config.credentials();
+    process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
+    process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
     try {
       const lines: string[] = [];
       const opts = { as: AS, modelsDir, prefix: 'models/', bucket: stack.svc.blobs.bucket, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
