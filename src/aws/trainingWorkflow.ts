@@ -3,7 +3,8 @@
  * tasks around SageMaker's `createTrainingJob.sync`, and SageMaker state-change events update the
  * record in between. The job record and its files follow the same layout as local mode.
  */
-import { jobRefItem } from '../core/recordKeys';
+import { jobItem, jobRefItem } from '../core/recordKeys';
+import { ITEM_EXISTS } from '../core/ports';
 import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemaker';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { Parser } from 'tar';
@@ -55,6 +56,8 @@ export class StepFunctionsTrainingLauncher implements TrainingLauncher {
 export async function prepareTraining(svc: Services, env: TrainingEnv, input: { jobId: string; teamId: string }) {
   const job = await getTrainingJob(svc, input.teamId, input.jobId);
   if (job.status !== 'requested') throw new ConflictError(`Training job ${job.id} is ${job.status}; not starting it`);
+  // what a minute of it costs (core/billing/prices.ts): whichever function ends the job reads it here
+  await svc.records.update(jobItem(input.teamId, job.id).pk, jobItem(input.teamId, job.id).sk, { set: { instance_type: env.instanceType }, condition: ITEM_EXISTS });
   const base = jobPrefix(input.teamId, job.id);
   for (const d of job.datasets) {
     await svc.blobs.copy(rowsKey(input.teamId, d.name, d.version), `${base}input/train/${d.name}-v${d.version}.jsonl`);
@@ -84,7 +87,7 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
  * trainer left in S3, and completes the record with the trainer's metrics. Safe to run again (Step
  * Functions retries a task whose invocation failed after the work was done).
  */
-export async function completeTraining(svc: Services, input: { jobId: string; teamId: string; trainingResult?: { modelArtifacts?: string } }) {
+export async function completeTraining(svc: Services, input: { jobId: string; teamId: string; trainingResult?: { modelArtifacts?: string; trainingSeconds?: number } }) {
   const job = await getTrainingJob(svc, input.teamId, input.jobId);
   if (job.status === 'complete') return { status: job.status };
   const artifact = input.trainingResult?.modelArtifacts;
@@ -129,7 +132,7 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
   const warnings = learningWarnings(metrics, headline);
   // EventBridge may deliver InProgress after the job finished (or not at all): the record still passes through running
   if (job.status === 'requested') await transitionJob(svc, input.teamId, job.id, 'running').catch(ignoreConflict);
-  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId });
+  const done = await transitionJob(svc, input.teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId, ...sageMakerSeconds(input.trainingResult?.trainingSeconds) });
   return { status: done.status };
 }
 
@@ -140,7 +143,7 @@ export async function completeTraining(svc: Services, input: { jobId: string; te
 export async function recordTrainingFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }) {
   let job = await getTrainingJob(svc, input.teamId, input.jobId);
   if (!TERMINAL.includes(job.status)) {
-    job = await transitionJob(svc, input.teamId, input.jobId, 'failed', { error: failureReason(input.error).slice(0, 4000) }).catch(async (err: unknown) => {
+    job = await transitionJob(svc, input.teamId, input.jobId, 'failed', { error: failureReason(input.error).slice(0, 4000), ...sageMakerSeconds(describedSeconds(input.error)) }).catch(async (err: unknown) => {
       ignoreConflict(err); // the Failed/Stopped event (or a stop) got there first
       return getTrainingJob(svc, input.teamId, input.jobId);
     });
@@ -164,6 +167,22 @@ function failureReason(error: { Error?: string; Cause?: string } | undefined): s
     // not a job description
   }
   return [error?.Error, error?.Cause].filter(Boolean).join(': ') || 'the training workflow failed';
+}
+
+/**
+ * The seconds SageMaker trained (TrainingTimeInSeconds: what an on-demand instance bills) are what the
+ * job is billed by, not the record's wall time: InProgress may arrive late or never (then the
+ * record passes through `running` only as it completes).
+ */
+const sageMakerSeconds = (seconds: unknown): { compute_seconds?: number } => (typeof seconds === 'number' && seconds >= 0 ? { compute_seconds: seconds } : {});
+
+/** A failed `createTrainingJob.sync` carries the job's description as its Cause. */
+function describedSeconds(error: { Cause?: string } | undefined): unknown {
+  try {
+    return (JSON.parse(error?.Cause ?? '') as { TrainingTimeInSeconds?: unknown }).TrainingTimeInSeconds;
+  } catch {
+    return undefined; // not a job description: the record's wall time stands
+  }
 }
 
 const ignoreConflict = (err: unknown) => {

@@ -9,6 +9,9 @@ import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } fr
 import { missingWeightsError } from './modelBuild';
 import { isUuid, newUuid } from './ids';
 import { getTrainingJob } from './trainingJobs';
+import { admitCompute, billEvaluation } from './billing/compute';
+import { releaseComputeSlot } from './computeSlots';
+import { WriteConflict } from './ports';
 
 export type EvaluationStatus = 'running' | 'complete' | 'failed';
 
@@ -74,8 +77,11 @@ export async function createEvaluation(
       `dataset '${version.name}' has no labelled extraction rows (its task types: ${version.task_types.join(', ') || 'none'}); evaluations need entities, label(s), json_structures or relations`,
     );
   }
+  // compute is money: out of credit (402), past the daily cap or at the plan's running cap (429) → nothing is written
+  const id = newUuid();
+  await admitCompute(svc, teamId, 'evaluation', id);
   const evaluation: Evaluation = {
-    id: newUuid(),
+    id,
     status: 'running',
     base_model: input.base_model,
     training_job_id: trainingJobId,
@@ -87,19 +93,47 @@ export async function createEvaluation(
     created_at: svc.now().toISOString(),
     finished_at: null,
   };
-  await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evaluationsIndex(teamId), gsi1sk: byCreation(evaluation.created_at, evaluation.id) }, evaluation, {
-    ifAbsent: true,
-  });
+  try {
+    await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evaluationsIndex(teamId), gsi1sk: byCreation(evaluation.created_at, evaluation.id) }, evaluation, {
+      ifAbsent: true,
+    });
+  } catch (err) {
+    await releaseComputeSlot(svc, teamId, 'evaluation', id);
+    throw err;
+  }
   try {
     if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
     await svc.workflows.start('evaluation', `eval-${evaluation.id}`, { evaluationId: evaluation.id, teamId });
   } catch (err) {
     // never leave a record `running` that nothing will finish
-    const failed = { status: 'failed' as const, error: `could not start the evaluation: ${(err as Error).message}`, finished_at: svc.now().toISOString() };
-    await svc.records.update(evaluationItem(teamId, evaluation.id).pk, evaluationItem(teamId, evaluation.id).sk, { set: failed });
-    return { ...evaluation, ...failed };
+    const failed = { status: 'failed' as const, error: `could not start the evaluation: ${(err as Error).message}` };
+    return (await finishEvaluation(svc, teamId, evaluation.id, failed)) ?? { ...evaluation, ...failed, finished_at: svc.now().toISOString() };
   }
   return evaluation;
+}
+
+/**
+ * The one transition that ends an evaluation (`running` → `complete` | `failed`), conditional on
+ * `running`: only the write that wins bills the shards that were scored and frees the team's slot,
+ * so a retried aggregate or failure step does nothing. Undefined when it had already ended (or was deleted).
+ */
+export async function finishEvaluation(
+  svc: Services,
+  teamId: string,
+  id: string,
+  set: { status: 'complete' | 'failed'; error: string | null; metrics?: object },
+): Promise<Evaluation | undefined> {
+  const key = evaluationItem(teamId, id);
+  let after: Evaluation;
+  try {
+    after = await svc.records.update<Evaluation>(key.pk, key.sk, { set: { ...set, finished_at: svc.now().toISOString() }, condition: [{ attr: 'status', equals: 'running' }] });
+  } catch (err) {
+    if (err instanceof WriteConflict) return undefined;
+    throw err;
+  }
+  await billEvaluation(svc, teamId, after);
+  await releaseComputeSlot(svc, teamId, 'evaluation', id);
+  return after;
 }
 
 export async function getEvaluation(svc: Services, teamId: string, id: string): Promise<Evaluation> {
@@ -114,8 +148,17 @@ export async function listEvaluations(svc: Services, teamId: string, filter: { p
 }
 
 export async function deleteEvaluation(svc: Services, teamId: string, id: string): Promise<void> {
-  await getEvaluation(svc, teamId, id);
-  await svc.records.delete(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk);
+  const evaluation = await getEvaluation(svc, teamId, id);
+  await svc.records.delete(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk, [{ attr: 'status', equals: evaluation.status }]).catch((err: unknown) => {
+    if (err instanceof WriteConflict) throw new ConflictError(`Evaluation '${id}' changed meanwhile (it finished, or was deleted); read it again`);
+    throw err;
+  });
+  if (evaluation.status === 'running') {
+    // deleting a running evaluation ends it (once: the delete above is conditional on `running`):
+    // it pays for the shards scored so far and frees its slot
+    await billEvaluation(svc, teamId, evaluation);
+    await releaseComputeSlot(svc, teamId, 'evaluation', id);
+  }
   // shard counts (a running workflow's aggregate step also cleans up after a delete)
   await svc.blobs.deletePrefix(`evaluations/${teamId}/${id}/`);
 }

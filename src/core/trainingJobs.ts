@@ -1,4 +1,6 @@
 import { emitTrainingMinutes } from './billing/trainingMinutes';
+import { admitCompute, billTrainingJob } from './billing/compute';
+import { releaseComputeSlot } from './computeSlots';
 import { byCreation, checkpointItem, jobItem, jobsIndex } from './recordKeys';
 import { ITEM_EXISTS, WriteConflict } from './ports';
 import { defaultLearningRate, findBaseModel, type BaseModel } from './catalog';
@@ -62,6 +64,10 @@ export interface TrainingJob {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
+  /** Where it runs (a SageMaker instance type, or `local`): what a minute of it costs (billing/prices.ts). Internal. */
+  instance_type?: string;
+  /** Seconds trained as the platform counts them (SageMaker's TrainingTimeInSeconds), when it reports them. Internal. */
+  compute_seconds?: number;
 }
 
 /** A job's `metrics` (SPEC: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */
@@ -192,8 +198,11 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
   }
   if (tooLong.length) throw new ValidationError(tooLong.slice(0, 20));
 
+  // compute is money: out of credit (402), past the daily cap or at the plan's running cap (429) → nothing is written
+  const id = newUuid();
+  await admitCompute(svc, teamId, 'training', id);
   const job: TrainingJob = {
-    id: newUuid(),
+    id,
     model_name: input.model_name,
     base_model: input.base_model,
     root_model: root.id,
@@ -215,7 +224,12 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     started_at: null,
     finished_at: null,
   };
-  await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: byCreation(job.created_at, job.id) }, job, { ifAbsent: true });
+  try {
+    await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: byCreation(job.created_at, job.id) }, job, { ifAbsent: true });
+  } catch (err) {
+    await releaseComputeSlot(svc, teamId, 'training', job.id);
+    throw err;
+  }
   try {
     await svc.training?.submit(teamId, job.id);
   } catch (err) {
@@ -280,7 +294,12 @@ export async function transitionJob(
       set: { ...extra, ...times, status: to },
       condition: [{ attr: 'status', equals: job.status }],
     });
-    if (TERMINAL.includes(to)) emitTrainingMinutes(svc, after);
+    if (TERMINAL.includes(to)) {
+      // only the write that ended the job gets here (conditional on the status it read): billed once
+      await billTrainingJob(svc, teamId, after);
+      emitTrainingMinutes(svc, after);
+      await releaseComputeSlot(svc, teamId, 'training', id);
+    }
     return after;
   } catch (err) {
     if (err instanceof WriteConflict) {

@@ -164,7 +164,8 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
     let job: TrainingJob;
     try {
-      job = await transitionJob(svc, teamId, jobId, 'running');
+      // local mode trains on this machine's CPU: priced as `local` (core/billing/prices.ts)
+      job = await transitionJob(svc, teamId, jobId, 'running', { instance_type: 'local' });
     } catch (err) {
       if (err instanceof ConflictError) return; // stopped or deleted while it waited
       throw err;

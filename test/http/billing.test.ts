@@ -3,7 +3,10 @@
  * stack, with billed chat requests served by a stand-in vLLM upstream (test/helpers/fakeVllm.ts).
  */
 import { expectedCostMicros, FAKE_MODEL, startFakeVllm, useFakeVllm, type FakeVllm } from '../helpers/fakeVllm';
-import { TestStack } from '../helpers/localStack';
+import { jsonl, TestStack } from '../helpers/localStack';
+import { seedCompleteEncoderJob } from '../helpers/seedJobs';
+import { trainingCostMicros } from '../../src/core/billing/prices';
+import { transitionJob } from '../../src/core/trainingJobs';
 
 let stack: TestStack;
 let vllm: FakeVllm;
@@ -232,5 +235,118 @@ describe('usage by model, endpoint, day and request', () => {
     const bad = await stack.call('GET', '/billing/usage/requests/list?cursor=xyz', { key: team.key });
     expect(bad.status).toBe(422);
     expect(bad.body.errors[0].loc).toEqual(['query', 'cursor']);
+  });
+});
+
+describe('compute is money: training jobs, evaluations, generation and adaptive cycles (issue #25 item 2)', () => {
+  const MINI = 'sift/gliner2-mini-v1';
+  const rows = jsonl([{ text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]);
+
+  /** A team with a ready dataset and a project serving a complete job: everything each kind of compute needs to pass validation. */
+  async function computeTeam(body: Record<string, unknown>) {
+    const team = await newTeam(body);
+    // the model store's manifest is all validation looks at (nothing here runs the engine)
+    await stack.svc.blobs.put(`models/${MINI}/manifest.json`, JSON.stringify({ format: 'sift-model/1', family: 'encoder', files: { onnx_dir: 'onnx/' } }));
+    expect((await stack.uploadDataset('people', rows, { key: team.key })).status).toBe('ready');
+    const job = await seedCompleteEncoderJob(stack, team.id, 'people');
+    expect((await stack.call('POST', '/projects', { key: team.key, body: { name: 'support' } })).status).toBe(201);
+    expect((await stack.call('POST', '/projects/support/deployments', { key: team.key, body: { training_job_id: job.id } })).status).toBe(201);
+    return { ...team, jobId: job.id };
+  }
+
+  /** One request per kind of compute, as a client sends it. */
+  const startEach = (key: string) => ({
+    'POST /core/training-jobs': () => stack.call('POST', '/core/training-jobs', { key, body: { model_name: 'm', base_model: MINI, datasets: [{ name: 'people' }] } }),
+    'POST /core/evaluations': () => stack.call('POST', '/core/evaluations', { key, body: { base_model: MINI, dataset_name: 'people' } }),
+    'POST /generate': () => stack.call('POST', '/generate', { key, body: { task_type: 'classification', dataset_name: 'gen', num_examples: 10, labels: ['a', 'b'] } }),
+    'POST /projects/{id}/adaptive-cycles': () => stack.call('POST', '/projects/support/adaptive-cycles', { key }),
+  });
+
+  async function created(key: string) {
+    const list = async (path: string) => (await stack.call('GET', path, { key })).body.data.length as number;
+    return { jobs: await list('/core/training-jobs'), evaluations: await list('/core/evaluations'), generations: await list('/generate/jobs'), cycles: await list('/projects/support/adaptive-cycles') };
+  }
+
+  it('a team out of credit gets 402 for each kind, and nothing is created', async () => {
+    const team = await computeTeam({ credit_balance_usd: 1 });
+    expect((await stack.call('PATCH', `/teams/${team.id}`, { body: { credit_balance_usd: 0 } })).status).toBe(200);
+    const before = await created(team.key);
+    for (const [route, start] of Object.entries(startEach(team.key))) {
+      const res = await start();
+      expect({ route, status: res.status, retry: res.headers.get('x-should-retry'), detail: res.body.detail }).toEqual({
+        route,
+        status: 402,
+        retry: 'false',
+        detail: 'Account out of credits: add credits or change plan',
+      });
+    }
+    expect(await created(team.key)).toEqual(before);
+  });
+
+  it('a team past its daily spending cap gets 429 daily_spend_cap_exceeded for each kind, and nothing is created', async () => {
+    const team = await computeTeam({ daily_spend_cap_usd: 0.0001 });
+    expect((await chat(team.key)).status).toBe(200);
+    expect((await chat(team.key)).status).toBe(200); // 120 micro-USD: past the 100 cap
+    const before = await created(team.key);
+    for (const [route, start] of Object.entries(startEach(team.key))) {
+      const res = await start();
+      expect({ route, status: res.status, reason: res.headers.get('x-ratelimit-reason') }).toEqual({ route, status: 429, reason: 'daily_spend_cap_exceeded' });
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    expect(await created(team.key)).toEqual(before);
+  });
+
+  it('a training job that ran is billed once — usage list, breakdowns, balance, daily total — however often its completion is delivered', async () => {
+    const team = await computeTeam({ credit_balance_usd: 1 });
+    const res = await startEach(team.key)['POST /core/training-jobs']();
+    expect(res.status).toBe(201);
+    const id = res.body.id as string;
+    await transitionJob(stack.svc, team.id, id, 'running', { instance_type: 'local' });
+    await transitionJob(stack.svc, team.id, id, 'complete', { compute_seconds: 120 });
+    await expect(transitionJob(stack.svc, team.id, id, 'complete', { compute_seconds: 120 })).rejects.toThrow(/is complete/);
+    const cost = trainingCostMicros('local', 120);
+    const list = (await stack.call('GET', '/billing/usage/requests/list', { key: team.key })).body.data;
+    expect(list.filter((r: any) => r.inference_id === id)).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', model: id, cost_usd: cost / 1e6 })]);
+    // the seeded (deployed) job ran for a few milliseconds: billed too, as its own row
+    expect(list.map((r: any) => r.inference_id).sort()).toEqual([id, team.jobId].sort());
+    const spent = list.reduce((n: number, r: any) => n + Math.round(r.cost_usd * 1e6), 0);
+    const usage = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
+    expect(usage.today.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', requests: 2 })]);
+    expect(Math.round(usage.today.by_endpoint[0].cost_usd * 1e6)).toBe(spent);
+    expect(usage.today.by_model.find((m: any) => m.model === id)).toMatchObject({ requests: 1, cost_usd: cost / 1e6 });
+    expect(Math.round(usage.credit_balance_usd * 1e6)).toBe(1_000_000 - spent);
+    // the job's record shows nothing of how it was priced
+    const shown = (await stack.call('GET', `/core/training-jobs/${id}`, { key: team.key })).body;
+    expect(shown).toMatchObject({ status: 'complete' });
+    expect(shown.instance_type).toBeUndefined();
+  });
+
+  it('of cap + 3 training jobs created at once, exactly the plan\'s cap is accepted; the rest get 429 concurrent_jobs', async () => {
+    const team = await computeTeam({ plan: 'free' }); // Free: one at a time
+    const results = await Promise.all(Array.from({ length: 4 }, () => startEach(team.key)['POST /core/training-jobs']()));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 429, 429, 429]);
+    for (const r of results.filter((x) => x.status === 429)) {
+      expect(r.headers.get('x-ratelimit-reason')).toBe('concurrent_jobs');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(r.body.detail).toMatch(/at most 1 training jobs at once/);
+    }
+    const jobs = (await stack.call('GET', '/core/training-jobs?status=requested', { key: team.key })).body.data;
+    expect(jobs).toHaveLength(1);
+    // its end frees the slot
+    expect((await stack.call('POST', `/core/training-jobs/${jobs[0].id}/stop`, { key: team.key })).status).toBe(200);
+    expect((await startEach(team.key)['POST /core/training-jobs']()).status).toBe(201);
+  });
+
+  it('declares 402 and 429 on every compute-starting operation', async () => {
+    const doc = (await stack.call('GET', '/openapi.json')).body;
+    for (const [path, method] of [
+      ['/core/training-jobs', 'post'],
+      ['/core/evaluations', 'post'],
+      ['/generate', 'post'],
+      ['/projects/{id}/adaptive-cycles', 'post'],
+    ] as const) {
+      expect({ path, statuses: Object.keys(doc.paths[path][method].responses) }).toEqual({ path, statuses: expect.arrayContaining(['402', '429']) });
+      expect(doc.paths[path][method].responses['429'].description).toMatch(/concurrent_jobs/);
+    }
   });
 });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { newUuid } from '../../src/core/ids';
 import { jobItem } from '../../src/core/recordKeys';
 import { transitionJob } from '../../src/core/trainingJobs';
+import { trainingCostMicros } from '../../src/core/billing/prices';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal, type LocalService } from '../../src/local/main';
 import { buildApp } from '../cdk/helpers';
@@ -46,16 +47,23 @@ it('a billed request and a finished training job emit every metric the finance d
   expect(billedLine.CostUsd).toBeCloseTo(0.00006, 10);
   expect(billedLine.service).toBeUndefined(); // SCHEMA(…) matches the exact dimension set
 
-  // a training job that ran 90 s and ends: its GPU minutes (local: CPU, 0 GPUs) are emitted once
+  // a training job that trained 90 s on an ml.g5.xlarge ends: its cost is billed (one line, like a
+  // request's) and its GPU minutes are emitted, once — a repeated completion changes nothing
   const svc = service.svc;
   const usage = (await (await fetch(`${service.url}/billing/usage/requests`, { headers: { 'x-api-key': OPERATOR } })).json()) as { team_id: string };
   const teamId = usage.team_id;
   const id = newUuid();
   const started = new Date(Date.now() - 90_000).toISOString();
-  await svc.records.put(jobItem(teamId, id), { id, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: started, finished_at: null });
-  await transitionJob(svc, teamId, id, 'complete');
-  const gpuLine = lines.map((l) => JSON.parse(l)).find((d) => d.endpoint === '/core/training-jobs');
-  expect(gpuLine).toMatchObject({ model: 'sift/gliner2-mini-v1', GpuMinutes: 0 });
+  await svc.records.put(jobItem(teamId, id), { id, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: started, finished_at: null, instance_type: 'ml.g5.xlarge' });
+  await transitionJob(svc, teamId, id, 'complete', { compute_seconds: 90 });
+  await expect(transitionJob(svc, teamId, id, 'complete', { compute_seconds: 90 })).rejects.toThrow(/is complete/);
+  const trainingLines = lines.map((l) => JSON.parse(l)).filter((d) => d.endpoint === '/core/training-jobs');
+  expect(trainingLines).toHaveLength(2);
+  const costLine = trainingLines.find((d) => 'CostUsd' in d);
+  expect(costLine).toMatchObject({ model: 'sift/gliner2-mini-v1', Requests: 1, InputTokens: 0, OutputTokens: 0 });
+  expect(costLine.CostUsd).toBeCloseTo(trainingCostMicros('ml.g5.xlarge', 90) / 1e6, 10);
+  expect(costLine.CostUsd).toBeCloseTo((90 / 3600) * 1.408 * 1.25, 4); // AWS's hourly price × the markup
+  expect(trainingLines.find((d) => 'GpuMinutes' in d)).toMatchObject({ model: 'sift/gliner2-mini-v1', GpuMinutes: 1.5 });
 
   const built = buildApp();
   const queries = dashboardQueries(dashboardBody(built.template(built.stacks.observability), 'FinanceDashboard'));

@@ -17,6 +17,7 @@ const WORKFLOW_SCOPE = 'sift:generation-workflow';
 
 export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GENERATION_MODEL'] ?? GENERATION_MODEL): TextGenerator {
   return {
+    model,
     async complete(system, user, opts) {
       const { backend } = decoderRuntime(svc);
       if (!(await backend.hasModel(model))) throw new Error(`the generation model '${model}' is not installed on this deployment`);
@@ -28,8 +29,13 @@ export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GE
         params: { maxTokens: opts.maxTokens, temperature: opts.temperature, seed: opts.seed, stop: [] },
         cache: noCache,
       });
-      for await (const ev of events) if (ev.type === 'text') text += ev.text;
-      return text;
+      // the tokens come with `done` (the job is billed by them: core/billing/compute.ts)
+      let usage = { promptTokens: 0, completionTokens: 0 };
+      for await (const ev of events) {
+        if (ev.type === 'text') text += ev.text;
+        else if (ev.type === 'done') usage = ev.usage;
+      }
+      return { text, inputTokens: usage.promptTokens, outputTokens: usage.completionTokens };
     },
   };
 }

@@ -9,7 +9,8 @@ import { cycleItem, cyclesPrefix, projectItem, teamPartition } from '../recordKe
 import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
 import { promoteToProject, type ProjectDeployment } from '../deployments';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors';
+import { ConflictError, ForbiddenError, NotFoundError, PaymentRequiredError, RateLimitError } from '../errors';
+import { checkSpendAllowance } from '../usage';
 import { newUlid } from '../ids';
 import { getProject, type Project } from '../projects';
 import { getTeam, type Plan } from '../teams';
@@ -140,10 +141,22 @@ export async function releaseProject(svc: Services, teamId: string, cycle: Pick<
     });
 }
 
+/**
+ * The reason a cycle is skipped when the team's compute is refused for money: out of credit (402) or
+ * past the daily spending cap (429 with that reason). Undefined for any other error.
+ */
+export function spendRefusal(err: unknown): string | undefined {
+  if (err instanceof PaymentRequiredError) return `${err.message} (402): a cycle trains and evaluates, which is billed`;
+  if (err instanceof RateLimitError && err.headers['x-ratelimit-reason'] === 'daily_spend_cap_exceeded') return `${err.message} (429 daily_spend_cap_exceeded)`;
+  return undefined;
+}
+
 /** `POST /projects/{id}/adaptive-cycles`: run one cycle now instead of waiting for the schedule. */
 export async function startCycle(svc: Services, teamId: string, projectIdOrName: string): Promise<AdaptiveCycle> {
   await assertPlanIncludesAdaptive(svc, teamId);
   const project = await getProject(svc, teamId, projectIdOrName);
+  // a cycle trains and evaluates (billed): refused like any compute, before a cycle is recorded
+  await checkSpendAllowance(svc, teamId);
   if (!project.active_training_job_id) {
     throw new ConflictError(`Project '${project.name}' has no deployed model; adaptive cycles improve a deployed training job (POST /projects/${project.name}/deployments first)`);
   }

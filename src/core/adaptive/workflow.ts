@@ -14,7 +14,8 @@ import { getProject, listProjects, type Project } from '../projects';
 import { listTeams } from '../teams';
 import { createTrainingJob, getTrainingJob, headlineMetrics, type TrainingJob } from '../trainingJobs';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { ADAPTIVE_PLANS, claimCycle, finishCycle, getCycle, lastTrainedCycle, releaseProject, updateCycle, type AdaptiveCycle, type Scores } from './cycles';
+import { ADAPTIVE_PLANS, claimCycle, finishCycle, getCycle, lastTrainedCycle, releaseProject, spendRefusal, updateCycle, type AdaptiveCycle, type Scores } from './cycles';
+import { checkSpendAllowance } from '../usage';
 import { examplesFromTrace, selectExamples } from './examples';
 
 /** Newest traces a cycle reads (DynamoDB pages of the project's stored inferences). */
@@ -46,10 +47,17 @@ export async function selectProjects(svc: Services, input: { trigger?: string; t
   const projects: CycleRef[] = [];
   for (const team of await listTeams(svc)) {
     if (!ADAPTIVE_PLANS.includes(team.plan)) continue;
+    // a team out of credit or past its daily cap trains nothing: each deployed project's cycle is skipped, saying why
+    const refused = await checkSpendAllowance(svc, team.id).then(
+      () => undefined,
+      (err: unknown) => spendRefusal(err) ?? Promise.reject(err),
+    );
     for (const project of await listProjects(svc, team.id)) {
       if (!project.active_training_job_id) continue;
       const cycle = await claimCycle(svc, team.id, project, 'schedule');
-      if (cycle) projects.push({ teamId: team.id, projectId: project.id, cycleId: cycle.id });
+      if (!cycle) continue;
+      if (refused) await finishCycle(svc, team.id, cycle, { status: 'skipped', reason: refused });
+      else projects.push({ teamId: team.id, projectId: project.id, cycleId: cycle.id });
     }
   }
   return { projects };
@@ -121,17 +129,33 @@ export async function startCandidate(svc: Services, s: State): Promise<{ jobId: 
   const baseline = await baselineJob(svc, teamId, cycle);
   if (typeof baseline === 'string') throw new Error(baseline);
   const project = await getProject(svc, teamId, cycle.project_id);
-  const job = await createTrainingJob(svc, teamId, {
-    model_name: `${project.name}-adaptive-${cycle.created_at.slice(0, 10)}`,
-    base_model: baseline.final_checkpoint_id!,
-    datasets: [{ name: cycle.datasets.train.name, version: cycle.datasets.train.version }],
-    training_type: baseline.training_type,
-    // a baseline whose epochs the trainer sized from its data lets the candidate's be sized from its own
-    ...(baseline.epochs_from_data ? {} : { nr_epochs: baseline.nr_epochs }),
-    learning_rate: baseline.learning_rate,
-  });
+  const job = await skipIfRefused(svc, teamId, cycle, () =>
+    createTrainingJob(svc, teamId, {
+      model_name: `${project.name}-adaptive-${cycle.created_at.slice(0, 10)}`,
+      base_model: baseline.final_checkpoint_id!,
+      datasets: [{ name: cycle.datasets!.train.name, version: cycle.datasets!.train.version! }],
+      training_type: baseline.training_type,
+      // a baseline whose epochs the trainer sized from its data lets the candidate's be sized from its own
+      ...(baseline.epochs_from_data ? {} : { nr_epochs: baseline.nr_epochs }),
+      learning_rate: baseline.learning_rate,
+    }),
+  );
   await updateCycle(svc, teamId, cycle, { stage: 'training', candidate_training_job_id: job.id });
   return { jobId: job.id };
+}
+
+/**
+ * Creates the cycle's compute; when the team ran out of credit or reached its daily cap meanwhile,
+ * the cycle ends `skipped` with that reason (the error still ends the workflow's run).
+ */
+async function skipIfRefused<T>(svc: Services, teamId: string, cycle: AdaptiveCycle, create: () => Promise<T>): Promise<T> {
+  try {
+    return await create();
+  } catch (err) {
+    const reason = spendRefusal(err);
+    if (reason) await finishCycle(svc, teamId, cycle, { status: 'skipped', reason });
+    throw err;
+  }
 }
 
 /** `adaptive.training`: polled by the state machine; a failed or stopped candidate fails the cycle. */
@@ -150,7 +174,7 @@ export async function startEvaluations(svc: Services, s: State): Promise<{ candi
   if (cycle.candidate_evaluation_id && cycle.baseline_evaluation_id) return { candidate: cycle.candidate_evaluation_id, baseline: cycle.baseline_evaluation_id };
   const holdout = cycle.datasets!.holdout;
   const evaluate = (jobId: string) =>
-    createEvaluation(svc, teamId, { base_model: jobId, dataset_name: holdout.name, dataset_version: holdout.version!, project_id: cycle.project_id });
+    skipIfRefused(svc, teamId, cycle, () => createEvaluation(svc, teamId, { base_model: jobId, dataset_name: holdout.name, dataset_version: holdout.version!, project_id: cycle.project_id }));
   const candidate = cycle.candidate_evaluation_id ?? (await evaluate(cycle.candidate_training_job_id!)).id;
   await updateCycle(svc, teamId, cycle, { candidate_evaluation_id: candidate });
   const baseline = (await evaluate(cycle.baseline_training_job_id!)).id;

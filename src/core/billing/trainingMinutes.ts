@@ -1,8 +1,10 @@
 /**
- * GPU minutes of a finished training job, for finance's `GpuMinutes` metric: wall time from
- * `started_at` to `finished_at` times the GPUs of the instance it ran on.
+ * GPU minutes of a finished training job, for finance's `GpuMinutes` metric: the seconds it trained
+ * (compute.ts `trainingSeconds`: SageMaker's count when known, else `started_at` → `finished_at`)
+ * times the GPUs of the instance it ran on.
  */
 import type { Services } from '../context';
+import { trainingInstanceType, trainingSeconds, type BillableTrainingJob } from './compute';
 
 /**
  * GPUs per SageMaker training instance (the types lib/config.ts offers). One table, from
@@ -19,16 +21,14 @@ export const GPUS_PER_INSTANCE: Record<string, number> = {
   local: 0,
 };
 
-export function gpuMinutes(instanceType: string, startedAt: string, finishedAt: string): number {
-  const minutes = Math.max(0, Date.parse(finishedAt) - Date.parse(startedAt)) / 60_000;
+export function gpuMinutes(instanceType: string, seconds: number): number {
   // an unknown type counts as one GPU: finance would rather over- than under-count
-  return minutes * (GPUS_PER_INSTANCE[instanceType] ?? 1);
+  return (Math.max(0, seconds) / 60) * (GPUS_PER_INSTANCE[instanceType] ?? 1);
 }
 
 /** Emitted once, by the transition that ends the job (the conditional write makes it once). */
-export function emitTrainingMinutes(svc: Services, job: { base_model: string; root_model?: string; started_at: string | null; finished_at?: string | null }): void {
+export function emitTrainingMinutes(svc: Services, job: BillableTrainingJob): void {
   if (!job.started_at || !job.finished_at) return;
-  const instanceType = process.env['SIFT_TRAINING_INSTANCE_TYPE'] ?? 'local';
   // the catalog model at the root of the lineage: a checkpoint id would be a per-customer dimension
-  svc.usageMetrics.trainingMinutes(job.root_model ?? job.base_model, gpuMinutes(instanceType, job.started_at, job.finished_at));
+  svc.usageMetrics.trainingMinutes(job.root_model ?? job.base_model, gpuMinutes(trainingInstanceType(job), trainingSeconds(job)));
 }

@@ -5,7 +5,6 @@
  * calls the workflow Lambda, which forwards shards to the encoder service (the only place with
  * the engine). Every function is idempotent on its input, so Step Functions retries are safe.
  */
-import { ITEM_EXISTS } from '../ports';
 import { createInterface } from 'node:readline';
 import type { Services } from '../context';
 import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
@@ -15,7 +14,8 @@ import { encoderRuntime, type ResolvedEncoder } from '../encoder/runtime';
 import { ConflictError } from '../errors';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
-import { getEvaluation, type Evaluation } from '../evaluations';
+import { finishEvaluation, getEvaluation, type Evaluation } from '../evaluations';
+import { evaluationUsagePrefix, type EvaluationShardUsage } from '../billing/compute';
 import { evaluationItem } from '../recordKeys';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
@@ -34,7 +34,8 @@ export interface Shard {
 
 /** The serving engine, wherever it runs (in-process locally; the encoder service on AWS). */
 export interface EvaluationPredictor {
-  predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]>;
+  /** Predictions in the order of `texts`, and the engine's input tokens (what the work is billed by). */
+  predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }>;
 }
 
 /**
@@ -47,7 +48,7 @@ export class InProcessPredictor implements EvaluationPredictor {
 
   constructor(private readonly svc: Services) {}
 
-  async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<EncoderPrediction[]> {
+  async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
     const runtime = encoderRuntime(this.svc);
     let dir = this.models.get(model.prefix);
     if (!dir) {
@@ -59,7 +60,7 @@ export class InProcessPredictor implements EvaluationPredictor {
     let engineSchema = this.schemas.get(schema);
     if (!engineSchema) this.schemas.set(schema, (engineSchema = toEncoderSchema(schema)));
     const out = await engine.infer(texts, engineSchema, { threshold });
-    return out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction);
+    return { predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction), inputTokens: out.inputTokens };
   }
 }
 
@@ -120,9 +121,12 @@ export async function evaluateShard(
   predictor: EvaluationPredictor,
   input: { evaluationId: string; teamId: string; shard: Shard },
 ): Promise<ShardResult> {
-  const counts = await scoreShard(svc, predictor, input);
+  const { counts, inputTokens } = await scoreShard(svc, predictor, input);
   const key = shardResultKey(input.teamId, input.evaluationId, input.shard);
   await svc.blobs.put(key, JSON.stringify(counts), 'application/json');
+  // what the evaluation is billed for when it ends (a retried shard overwrites its own note: counted once)
+  const usage: EvaluationShardUsage = { input_tokens: inputTokens };
+  await svc.blobs.put(`${evaluationUsagePrefix(input.teamId, input.evaluationId)}${String(input.shard.offset).padStart(10, '0')}.json`, JSON.stringify(usage), 'application/json');
   return { key, rows: counts.rows };
 }
 
@@ -131,7 +135,7 @@ export async function scoreShard(
   svc: Services,
   predictor: EvaluationPredictor,
   input: { evaluationId: string; teamId: string; shard: Shard },
-): Promise<EvaluationCounts> {
+): Promise<{ counts: EvaluationCounts; inputTokens: number }> {
   const evaluation = await getEvaluation(svc, input.teamId, input.evaluationId);
   const version = await datasetOf(svc, input.teamId, evaluation);
   const model = await evaluationModel(svc, input.teamId, evaluation);
@@ -139,17 +143,25 @@ export async function scoreShard(
   return scoreRows(predictor, model, rows, evaluationSchemaFor(version), input.shard.offset);
 }
 
-/** Predicts `rows` in batches with the serving engine and scores each against its labels. */
-export async function scoreRows(predictor: EvaluationPredictor, model: ResolvedEncoder, rows: NormalizedRow[], schema: SchemaInput, firstRow = 0): Promise<EvaluationCounts> {
+/** Predicts `rows` in batches with the serving engine and scores each against its labels; the engine's input tokens beside. */
+export async function scoreRows(
+  predictor: EvaluationPredictor,
+  model: ResolvedEncoder,
+  rows: NormalizedRow[],
+  schema: SchemaInput,
+  firstRow = 0,
+): Promise<{ counts: EvaluationCounts; inputTokens: number }> {
   let counts = emptyCounts();
+  let inputTokens = 0;
   for (let i = 0; i < rows.length; i += BATCH) {
     const batch = rows.slice(i, i + BATCH).filter((r) => typeof r.text === 'string' && r.text.trim() !== '');
-    const predictions = batch.length ? await predictor.predict(model, batch.map((r) => r.text as string), schema, EVALUATION_THRESHOLD) : [];
+    const out = batch.length ? await predictor.predict(model, batch.map((r) => r.text as string), schema, EVALUATION_THRESHOLD) : { predictions: [], inputTokens: 0 };
+    inputTokens += out.inputTokens;
     batch.forEach((row, j) => {
-      counts = mergeCounts(counts, scoreRow(row, predictions[j], { schema, row: firstRow + i + j + 1 }));
+      counts = mergeCounts(counts, scoreRow(row, out.predictions[j], { schema, row: firstRow + i + j + 1 }));
     });
   }
-  return counts;
+  return { counts, inputTokens };
 }
 
 /** The union of several dataset versions' vocabularies (a job may train on several datasets). */
@@ -194,7 +206,8 @@ export async function validationMetrics(svc: Services, predictor: EvaluationPred
   if (!rows.length) return null;
   const vocabulary = mergeVocabularies(await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))));
   const model: ResolvedEncoder = { type: 'encoder', requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
-  return finalizeMetrics(await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary)));
+  // part of the training job (its minutes include this scoring), not billed on its own
+  return finalizeMetrics((await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary))).counts);
 }
 
 /** `evaluation.aggregate`: merges the shards' counts and completes the record (unless it was deleted meanwhile). */
@@ -215,22 +228,24 @@ export async function aggregateEvaluation(
     total = mergeCounts(total, JSON.parse(await svc.blobs.getText(r.key)) as EvaluationCounts);
   }
   const metrics = finalizeMetrics(total);
-  await svc.records.update(key.pk, key.sk, {
-    set: { status: 'complete', metrics, finished_at: svc.now().toISOString(), error: null },
-    condition: ITEM_EXISTS,
-  });
+  // conditional on `running`: a retried aggregate (or one after a failure or a delete) changes and bills nothing
+  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, { status: 'complete', metrics, error: null });
+  if (!done) {
+    const now = await svc.records.get<Evaluation>(key.pk, key.sk);
+    return { status: now?.status ?? 'deleted', f1: headlineF1(now?.metrics) };
+  }
   return { status: 'complete', f1: metrics.f1 };
 }
 
+const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.['f1'] === 'number' ? m['f1'] : 0);
+
 /** `evaluation.failed`: the workflow's error becomes the record's `error`. */
 export async function recordEvaluationFailure(svc: Services, input: { evaluationId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
+  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, { status: 'failed', error: failureReason(input.error, 'the evaluation workflow failed') });
+  if (done) return { status: 'failed' };
+  // already ended (a retried failure step) or deleted: left as it is
   const key = evaluationItem(input.teamId, input.evaluationId);
-  const exists = await svc.records.get<Evaluation>(key.pk, key.sk);
-  if (!exists) return { status: 'deleted' };
-  await svc.records.update(key.pk, key.sk, {
-    set: { status: 'failed', error: failureReason(input.error, 'the evaluation workflow failed'), finished_at: svc.now().toISOString() },
-  });
-  return { status: 'failed' };
+  return { status: (await svc.records.get<Evaluation>(key.pk, key.sk))?.status ?? 'deleted' };
 }
 
 type ShardInput = { evaluationId: string; teamId: string; shard: Shard };

@@ -8,6 +8,9 @@ import { z } from 'zod';
 import type { Services } from '../context';
 import { NotFoundError, ValidationError } from '../errors';
 import { isUuid, newUuid } from '../ids';
+import { admitCompute, billGeneration } from '../billing/compute';
+import { releaseComputeSlot } from '../computeSlots';
+import { WriteConflict } from '../ports';
 
 export type GenerationStatus = 'queued' | 'running' | 'complete' | 'failed';
 
@@ -54,8 +57,11 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
   (input.classified_examples ?? []).forEach((e, i) => {
     if (!labels.includes(e.label)) throw ValidationError.field(['body', 'classified_examples', i, 'label'], `'${e.label}' is not one of labels`);
   });
+  // compute is money: out of credit (402), past the daily cap or at the plan's running cap (429) → nothing is written
+  const jobId = newUuid();
+  await admitCompute(svc, teamId, 'generation', jobId);
   const job: GenerationJob = {
-    job_id: newUuid(),
+    job_id: jobId,
     status: 'queued',
     task_type: input.task_type,
     dataset_name: input.dataset_name,
@@ -72,16 +78,47 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
     finished_at: null,
   };
   const key = generationItem(teamId, job.job_id);
-  await svc.records.put({ ...key, gsi1pk: generationsIndex(teamId), gsi1sk: byCreation(job.created_at, job.job_id) }, job, { ifAbsent: true });
+  try {
+    await svc.records.put({ ...key, gsi1pk: generationsIndex(teamId), gsi1sk: byCreation(job.created_at, job.job_id) }, job, { ifAbsent: true });
+  } catch (err) {
+    await releaseComputeSlot(svc, teamId, 'generation', jobId);
+    throw err;
+  }
   try {
     if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
     await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId });
   } catch (err) {
-    const failed = { status: 'failed' as const, error: `could not start the generation: ${(err as Error).message}`, finished_at: svc.now().toISOString() };
-    await svc.records.update(key.pk, key.sk, { set: failed });
-    return { ...job, ...failed };
+    const failed = { status: 'failed' as const, error: `could not start the generation: ${(err as Error).message}` };
+    return (await finishGeneration(svc, teamId, jobId, failed)) ?? { ...job, ...failed, finished_at: svc.now().toISOString() };
   }
   return job;
+}
+
+/**
+ * The one transition that ends a generation job (`queued|running` → `complete` | `failed`),
+ * conditional on it still running: only the write that wins bills the shards that ran and frees the
+ * team's slot, so a retried assemble or failure step does nothing. Undefined when it had already ended.
+ */
+export async function finishGeneration(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  set: { status: 'complete' | 'failed'; error?: string; warnings?: string[] },
+): Promise<GenerationJob | undefined> {
+  const key = generationItem(teamId, jobId);
+  let after: GenerationJob;
+  try {
+    after = await svc.records.update<GenerationJob>(key.pk, key.sk, {
+      set: { ...set, finished_at: svc.now().toISOString() },
+      condition: [{ anyOf: [{ attr: 'status', equals: 'queued' }, { attr: 'status', equals: 'running' }] }],
+    });
+  } catch (err) {
+    if (err instanceof WriteConflict) return undefined;
+    throw err;
+  }
+  await billGeneration(svc, teamId, jobId);
+  await releaseComputeSlot(svc, teamId, 'generation', jobId);
+  return after;
 }
 
 export async function getGenerationJob(svc: Services, teamId: string, id: string): Promise<GenerationJob> {

@@ -12,8 +12,10 @@ import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '.
 import { resolveEncoderModel } from '../encoder/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { getGenerationJob, type GenerationJob } from './jobs';
+import { finishGeneration, getGenerationJob, type GenerationJob } from './jobs';
 import { generationItem } from '../recordKeys';
+import { generationUsagePrefix, type GenerationShardUsage } from '../billing/compute';
+import { WriteConflict } from '../ports';
 
 export const GENERATION_SHARD = 25;
 /** Attempts per wanted example before a shard gives up (duplicates and empty outputs are retried). */
@@ -21,7 +23,10 @@ const ATTEMPTS_PER_EXAMPLE = 3;
 
 /** The decoder, wherever it runs. */
 export interface TextGenerator {
-  complete(system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }): Promise<string>;
+  /** The catalog decoder it runs (its prices bill the job: billing/prices.ts). */
+  readonly model: string;
+  /** One completion, and the tokens it read and wrote (billed, kept or not). */
+  complete(system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }): Promise<{ text: string; inputTokens: number; outputTokens: number }>;
 }
 
 export interface GenerationShard {
@@ -56,11 +61,19 @@ function nerPrompt(job: GenerationJob, seed: number): string {
   return `Write one sentence that mentions a ${types}, with concrete names.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`;
 }
 
-/** `generation.plan`: shards, and the job is running. */
+/** `generation.plan`: shards, and the job is running (never reopened once it ended: its slot is freed and its bill written). */
 export async function planGeneration(svc: Services, input: { jobId: string; teamId: string }): Promise<{ shards: GenerationShard[] }> {
   const job = await getGenerationJob(svc, input.teamId, input.jobId);
   const key = generationItem(input.teamId, job.job_id);
-  await svc.records.update(key.pk, key.sk, { set: { status: 'running', generated: 0 } });
+  try {
+    await svc.records.update(key.pk, key.sk, {
+      set: { status: 'running', generated: 0 },
+      condition: [{ anyOf: [{ attr: 'status', equals: 'queued' }, { attr: 'status', equals: 'running' }] }],
+    });
+  } catch (err) {
+    if (err instanceof WriteConflict) throw new Error(`generation job ${job.job_id} has already ended (${job.status})`);
+    throw err;
+  }
   const shards: GenerationShard[] = [];
   for (let i = 0, n = 0; n < job.num_examples; i++, n += GENERATION_SHARD) shards.push({ index: i, count: Math.min(GENERATION_SHARD, job.num_examples - n) });
   return { shards };
@@ -78,30 +91,40 @@ export async function generateShard(
   const seen = new Set<string>();
   const rows: Record<string, unknown>[] = [];
   const texts: { text: string; label?: string; answer?: string }[] = [];
+  const usage: GenerationShardUsage = { model: generator.model, input_tokens: 0, output_tokens: 0, label_model: null, label_tokens: 0 };
+  // every completion is billed, also the ones dropped as empty or duplicate: the decoder ran
+  const complete = async (system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }) => {
+    const out = await generator.complete(system, user, opts);
+    usage.input_tokens += out.inputTokens;
+    usage.output_tokens += out.outputTokens;
+    return out.text;
+  };
   for (let attempt = 0; texts.length < input.shard.count && attempt < input.shard.count * ATTEMPTS_PER_EXAMPLE; attempt++) {
     // deterministic per (job, shard, attempt): a retried shard writes the same rows
     const seed = parseInt(createHash('sha256').update(`${job.job_id}:${input.shard.index}:${attempt}`).digest('hex').slice(0, 8), 16);
     const opts = { seed, maxTokens: 60, temperature: 0.9 };
     if (job.task_type === 'classification') {
       const label = job.labels[(input.shard.index * GENERATION_SHARD + texts.length) % job.labels.length] as string;
-      const text = cleanGenerated(await generator.complete(SYSTEM, classificationPrompt(job, label), opts));
+      const text = cleanGenerated(await complete(SYSTEM, classificationPrompt(job, label), opts));
       if (text && !seen.has(text)) texts.push({ text, label });
       if (text) seen.add(text);
     } else if (job.task_type === 'ner') {
-      const text = cleanGenerated(await generator.complete(SYSTEM, nerPrompt(job, seed), opts));
+      const text = cleanGenerated(await complete(SYSTEM, nerPrompt(job, seed), opts));
       if (text && !seen.has(text)) texts.push({ text });
       if (text) seen.add(text);
     } else {
-      const question = cleanGenerated(await generator.complete(SYSTEM, `Write one question a user could ask an assistant.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`, opts));
+      const question = cleanGenerated(await complete(SYSTEM, `Write one question a user could ask an assistant.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`, opts));
       if (!question || seen.has(question)) continue;
       seen.add(question);
-      const answer = (await generator.complete('You are a helpful assistant. Answer briefly.', question, { ...opts, maxTokens: 120, temperature: 0.3 })).trim();
+      const answer = (await complete('You are a helpful assistant. Answer briefly.', question, { ...opts, maxTokens: 120, temperature: 0.3 })).trim();
       if (answer) texts.push({ text: question, answer });
     }
   }
   if (job.task_type === 'ner' && texts.length) {
     const model = await resolveEncoderModel(svc, input.teamId, encoderModel);
-    const predictions = await labeller.predict(model, texts.map((t) => t.text), { entities: job.labels }, 0.5);
+    const { predictions, inputTokens } = await labeller.predict(model, texts.map((t) => t.text), { entities: job.labels }, 0.5);
+    usage.label_model = model.baseModel;
+    usage.label_tokens = inputTokens;
     texts.forEach((t, i) => {
       const entities = (predictions[i]?.entities ?? []).map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
       // rows where the labeller found nothing would teach "no entities here" for texts written to have some
@@ -114,6 +137,8 @@ export async function generateShard(
   }
   const key = shardKey(input.teamId, job.job_id, input.shard.index);
   await svc.blobs.put(key, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''), 'application/x-ndjson');
+  // what the job is billed for when it ends (a retried shard overwrites its own note: counted once)
+  await svc.blobs.put(`${generationUsagePrefix(input.teamId, job.job_id)}${String(input.shard.index).padStart(6, '0')}.json`, JSON.stringify(usage), 'application/json');
   const item = generationItem(input.teamId, job.job_id);
   await svc.records.update(item.pk, item.sk, { add: { generated: rows.length } });
   return { key, rows: rows.length };
@@ -145,20 +170,23 @@ export async function assembleGeneration(
   }
   const v = await waitForProcessing(svc, input.teamId, job.dataset_name, version, waitMs);
   const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
-  const done =
+  await finishGeneration(
+    svc,
+    input.teamId,
+    job.job_id,
     v.status === 'ready'
-      ? { status: 'complete', warnings, finished_at: svc.now().toISOString() }
-      : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}`, finished_at: svc.now().toISOString() };
-  await svc.records.update(item.pk, item.sk, { set: done });
+      ? { status: 'complete', warnings }
+      : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}` },
+  );
   return { dataset_name: job.dataset_name, version, status: v.status };
 }
 
 /** `generation.failed`. */
 export async function recordGenerationFailure(svc: Services, input: { jobId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
   const item = generationItem(input.teamId, input.jobId);
-  if (!(await svc.records.get(item.pk, item.sk))) return { status: 'deleted' };
-  await svc.records.update(item.pk, item.sk, { set: { status: 'failed', error: failureReason(input.error, 'the generation workflow failed'), finished_at: svc.now().toISOString() } });
-  return { status: 'failed' };
+  if (await finishGeneration(svc, input.teamId, input.jobId, { status: 'failed', error: failureReason(input.error, 'the generation workflow failed') })) return { status: 'failed' };
+  // already ended (a retried failure step): left as it is
+  return { status: (await svc.records.get<GenerationJob>(item.pk, item.sk))?.status ?? 'deleted' };
 }
 
 type ShardInput = { jobId: string; teamId: string; shard: GenerationShard };

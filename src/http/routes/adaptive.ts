@@ -5,6 +5,7 @@ import { getProject } from '../../core/projects';
 import { json, route } from '../types';
 import { projectParam } from './projects';
 import { AdaptiveCycleSchema, ProjectDeploymentSchema, ProjectSchema, list } from './schemas';
+import { computeStartErrors } from './errorDocs';
 
 const cycleParams = projectParam.extend({ cycle_id: z.string().min(1).max(64) });
 
@@ -19,6 +20,7 @@ export const adaptiveRoutes = [
     params: projectParam,
     responses: {
       202: { description: 'Started', schema: AdaptiveCycleSchema },
+      ...computeStartErrors,
       403: { description: 'Not included on the team\'s plan' },
       404: { description: 'Project not found' },
       409: { description: 'No deployed model, or a cycle is already running' },

@@ -4,6 +4,7 @@ import { createEvaluation, deleteEvaluation, getEvaluation, listEvaluations } fr
 import { json, route } from '../types';
 import { resourceName, uuid } from '../validation';
 import { Deleted, EvaluationSchema, list } from './schemas';
+import { computeStartErrors } from './errorDocs';
 
 export const evaluationRoutes = [
   route({
@@ -20,6 +21,7 @@ export const evaluationRoutes = [
     }),
     responses: {
       202: { description: 'Started', schema: z.object({ id: z.string(), status: z.literal('running') }) },
+      ...computeStartErrors,
       404: { description: 'Dataset not found' },
       409: { description: 'Dataset not ready, or job not complete' },
     },

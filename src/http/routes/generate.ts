@@ -11,7 +11,7 @@ import { ValidationError } from '../../core/errors';
 import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
 import { json, route, type HandlerContext } from '../types';
 import { nonBlank } from '../validation';
-import { modelRunErrors } from './errorDocs';
+import { computeStartErrors, modelRunErrors } from './errorDocs';
 
 /** The encoder used when the request names none: an operator setting, else the built-in mini model. */
 const defaultEncoder = () => process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1';
@@ -95,7 +95,7 @@ export const generateRoutes = [
     summary: 'Generate a labelled dataset (ner, classification) or chat pairs (decoder) asynchronously',
     description: `\`num_examples\` 1–${GENERATION_LIMITS.maxExamples}; \`labels\` required for ner/classification. Poll GET /generate/jobs/{job_id} until complete; the dataset is then a new version of \`dataset_name\`.`,
     body: GenerationRequest,
-    responses: { 202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) } },
+    responses: { 202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) }, ...computeStartErrors },
     handler: async ({ svc, principal, body }) => {
       const job = await createGenerationJob(svc, principal.team_id, body);
       return json(202, { job_id: job.job_id, status: job.status });

@@ -7,6 +7,7 @@ import type { Services } from '../../core/context';
 import { json, route } from '../types';
 import { queryInt, resourceName } from '../validation';
 import { Deleted, TrainingJobSchema, list } from './schemas';
+import { computeStartErrors } from './errorDocs';
 
 const RlConfig = z.strictObject({
   beta: z.number().gt(0).max(10).optional(),
@@ -15,9 +16,11 @@ const RlConfig = z.strictObject({
   max_completion_length: z.number().int().min(1).max(4096).optional(),
 });
 
-/** The job as clients see it: the deployment's storage location is internal. */
-export function jobView(job: TrainingJob): Omit<TrainingJob, 'deployment' | 'warnings'> & { warnings: string[] } & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
-  const { deployment, ...rest } = job;
+/** The job as clients see it: the deployment's storage location and the billing inputs are internal. */
+export function jobView(
+  job: TrainingJob,
+): Omit<TrainingJob, 'deployment' | 'warnings' | 'instance_type' | 'compute_seconds'> & { warnings: string[] } & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
+  const { deployment, instance_type: _instance, compute_seconds: _seconds, ...rest } = job;
   return { ...rest, warnings: job.warnings ?? [], deployment: deployment ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at } : null };
 }
 
@@ -41,6 +44,7 @@ export const trainingJobRoutes = [
     }),
     responses: {
       201: { description: 'Created', schema: z.object({ id: z.string(), status: z.literal('requested') }) },
+      ...computeStartErrors,
       404: { description: 'Dataset not found' },
       409: { description: 'Dataset not ready' },
     },
