@@ -157,7 +157,9 @@ export class WorkflowStack extends Stack {
       timeout: Duration.seconds(30),
       environment: { SIFT_TABLE: data.tableName, SIFT_TRAINING_JOB_PREFIX: prefix },
     });
-    data.table.grant(this.trainingEventsFunction.fn, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query');
+    // a Failed/Stopped event ends the job through the core, which bills it: the usage batch puts its
+    // per-request row (BatchWriteItem) and, for a replay refused as stale, a PutItem (core/billing/)
+    data.table.grant(this.trainingEventsFunction.fn, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:BatchWriteItem');
     data.key.grantEncryptDecrypt(this.trainingEventsFunction.fn);
     acknowledgeDataGrants(this.trainingEventsFunction.role, config.stage, { table: true, kms: true });
 

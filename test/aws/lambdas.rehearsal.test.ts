@@ -6,6 +6,7 @@
  * SageMaker through their HTTP stand-ins (which check requests against the APIs' rules).
  */
 import type { APIGatewayAuthorizerResult, APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
+import { trainingCostMicros } from '../../src/core/billing/prices';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
 import { IamDynamoProxy } from '../helpers/iamDynamoProxy';
@@ -62,7 +63,7 @@ beforeAll(async () => {
   };
   // lib/api-stack.ts 'ReadApiKeyItems'; lib/workflow-stack.ts data.table.grant(trainingEventsFunction, …)
   iam.authorizer = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem']);
-  iam.trainingEvents = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query']);
+  iam.trainingEvents = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:BatchWriteItem']);
   for (const entry of ['api.ts', 'authorizer.ts', 'worker.ts', 'workflow.ts', 'training-events.ts']) bundles[entry] = await bundleLambda(entry);
   team = await stack.newTeam('bundled');
   await stack.uploadDataset('people', jsonl([{ text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]), { key: team.key });
@@ -114,7 +115,7 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     expect(await invokeBundle(bundles['workflow.ts']!, env, { task: 'training.nope', input: {} })).toMatchObject({ ok: false, name: 'Sift.UnsupportedTask' });
   });
 
-  it('training-events (table and job prefix only; GetItem, UpdateItem, Query): an InProgress event marks the job running', async () => {
+  it('training-events (table and job prefix only; GetItem, UpdateItem, Query, PutItem, BatchWriteItem): an InProgress event marks the job running (reads and one update)', async () => {
     const env = functionEnv('training-events', { SIFT_TABLE: data.SIFT_TABLE, SIFT_TRAINING_JOB_PREFIX: 'sift-test-', AWS_ENDPOINT_URL_DYNAMODB: iam.trainingEvents.endpoint });
     const event = {
       version: '0',
@@ -133,6 +134,31 @@ describe('the deployed Lambda bundles, each with its stack\'s environment', () =
     expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
     expect(iam.trainingEvents.denied).toEqual([]);
     expect([...iam.trainingEvents.used].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+  });
+
+  it('training-events: a Failed event ends the job and bills the time it ran, at the instance type training.prepare recorded', async () => {
+    const env = functionEnv('training-events', { SIFT_TABLE: data.SIFT_TABLE, SIFT_TRAINING_JOB_PREFIX: 'sift-test-', AWS_ENDPOINT_URL_DYNAMODB: iam.trainingEvents.endpoint });
+    const event = {
+      version: '0',
+      id: 'e2',
+      'detail-type': 'SageMaker Training Job State Change',
+      source: 'aws.sagemaker',
+      account: '123456789012',
+      time: new Date().toISOString(),
+      region: 'us-east-1',
+      resources: [`arn:aws:sagemaker:us-east-1:123456789012:training-job/sift-test-${jobId}`],
+      detail: { TrainingJobName: `sift-test-${jobId}`, TrainingJobStatus: 'Failed', FailureReason: 'AlgorithmError: out of memory' },
+    };
+    expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
+    const job = (await stack.call('GET', `/core/training-jobs/${jobId}`, { key: team.key })).body;
+    expect(job).toMatchObject({ status: 'failed', error: 'AlgorithmError: out of memory' });
+    const rows = (await stack.call('GET', '/billing/usage/requests/list', { key: team.key })).body.data.filter((r: any) => r.inference_id === jobId);
+    const seconds = (Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000;
+    expect(rows).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', model: jobId, cost_usd: trainingCostMicros('ml.g5.xlarge', seconds) / 1e6 })]);
+    // the replayed event loses the conditional write: billed once
+    expect(await invokeBundle(bundles['training-events.ts']!, env, { ...event, id: 'e3' })).toMatchObject({ ok: true });
+    expect((await stack.call('GET', '/billing/usage/requests/list', { key: team.key })).body.data.filter((r: any) => r.inference_id === jobId)).toHaveLength(1);
+    expect(iam.trainingEvents.denied).toEqual([]);
   });
 
   it('authorizer (table only; GetItem, UpdateItem, PutItem): a REQUEST event with the team\'s key gets an Allow policy and its usage plan key', async () => {
