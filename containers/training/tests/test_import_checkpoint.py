@@ -100,3 +100,69 @@ def test_checkpoint_check_names_what_is_wrong(tmp_path, encoder_base, change, me
 def _edit_config(d: Path, **changes) -> None:
     cfg = json.loads((d / "config.json").read_text())
     (d / "config.json").write_text(json.dumps({**cfg, **changes}))
+
+
+# F14: gliner2 builds the encoder with trust_remote_code=True, so a config's auto_map would import and run
+# the Python it names. The code below writes a marker when it runs; the import must refuse before that.
+EVIL = '''import pathlib
+pathlib.Path({marker!r}).write_text("checkpoint code ran")
+from transformers import BertConfig, BertModel
+class EvilConfig(BertConfig):
+    pass
+class EvilModel(BertModel):
+    config_class = EvilConfig
+'''
+
+
+def _add_code(ckpt: Path, config: str, marker: Path) -> None:
+    where = (ckpt / config).parent
+    (where / "evil.py").write_text(EVIL.format(marker=str(marker)))
+    cfg = json.loads((ckpt / config).read_text()) if (ckpt / config).exists() else {}
+    cfg["auto_map"] = {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel", "AutoTokenizer": ["evil.EvilConfig", None]}
+    (ckpt / config).write_text(json.dumps(cfg))
+
+
+@pytest.mark.parametrize("config", ["encoder_config/config.json", "config.json", "tokenizer_config.json"])
+def test_a_config_that_names_code_is_refused(tmp_path, encoder_base, config):
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    _add_code(ckpt, config, tmp_path / "ran")
+    with pytest.raises(CheckpointError) as e:
+        check_checkpoint(ckpt)
+    assert str(e.value).startswith(f"{config} has an auto_map, which names Python code for transformers to import and run")
+
+
+def test_a_nested_auto_map_is_refused_too(tmp_path, encoder_base):
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    _edit_config(ckpt, encoder={"model_type": "bert", "auto_map": {"AutoModel": "evil.EvilModel"}})
+    with pytest.raises(CheckpointError, match="config.json has an auto_map"):
+        check_checkpoint(ckpt)
+
+
+def test_convert_refuses_checkpoint_code_without_running_it(tmp_path, encoder_base):
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    marker = tmp_path / "ran"
+    _add_code(ckpt, "encoder_config/config.json", marker)
+    p = convert(ckpt, tmp_path / "out", tmp_path)
+    assert p.returncode == 2, p.stderr[-3000:]
+    last = events(p.stdout)[-1]
+    assert last["event"] == "import_failed"
+    assert last["error"].startswith("encoder_config/config.json has an auto_map")
+    assert not marker.exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_known_files_are_loaded_or_downloaded(tmp_path, encoder_base):
+    from fnmatch import fnmatch
+
+    from sift_trainer.export.import_checkpoint import DOWNLOAD_PATTERNS, known_files_view
+
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    for extra in ("encoder_config/modeling_evil.py", "evil.py", "README.md", "tokenizer_evil.py", "vocab.py"):
+        (ckpt / extra).write_text("raise SystemExit('never loaded')\n")
+    view = known_files_view(ckpt, tmp_path / "view")
+    seen = sorted(str(f.relative_to(view)) for f in view.rglob("*") if not f.is_dir())
+    assert seen == sorted(str(f.relative_to(ckpt)) for f in ckpt.rglob("*") if f.is_file() and f.suffix != ".py" and f.name != "README.md")
+    assert not any(f.endswith(".py") for f in seen)
+    # a hub download asks for exact names: no pattern matches a Python file beside them
+    for extra in ("encoder_config/modeling_evil.py", "tokenizer_evil.py", "vocab.py", "sentencepiece_evil.py"):
+        assert not any(fnmatch(extra, pattern) for pattern in DOWNLOAD_PATTERNS), extra

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -30,9 +31,17 @@ from ..files import write_json
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # the counting layers export_onnx.py's count_embed fragment (and the TS engine) support
 COUNTING_LAYERS = ("count_lstm", "count_lstm_v2")
-# what a hub download of a GLiNER2 model needs (the rest of a repo — README, images — is skipped)
-DOWNLOAD_PATTERNS = ["config.json", "encoder_config/*", "*.safetensors", "pytorch_model.bin", "tokenizer*", "special_tokens_map.json",
-                     "added_tokens.json", "spm.model", "vocab.*", "merges.txt", "sentencepiece*"]
+# The files a GLiNER2 checkpoint is read from: its configs, weights and tokenizer. Nothing else in a
+# checkpoint directory is ever loaded (a hub download fetches these names only, and a local import
+# loads from a directory that links to these alone), so Python files shipped beside the weights are
+# never on transformers' path.
+CHECKPOINT_FILES = ("config.json", "encoder_config/config.json", *WEIGHT_FILES, "tokenizer.json", "tokenizer_config.json",
+                    "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "spm.model", "vocab.json", "vocab.txt",
+                    "merges.txt", "sentencepiece.bpe.model")
+# exact names, no glob: `encoder_config/*` also fetched a repo's .py files
+DOWNLOAD_PATTERNS = list(CHECKPOINT_FILES)
+# configs transformers reads an `auto_map` from (which, with trust_remote_code, imports the code it names)
+CONFIG_FILES = ("config.json", "encoder_config/config.json", "tokenizer_config.json")
 
 
 class CheckpointError(Exception):
@@ -51,12 +60,44 @@ def _read_json(path: Path, what: str) -> Dict[str, Any]:
     return value
 
 
+def _names_code(value: Any) -> bool:
+    """Whether a config holds an ``auto_map`` anywhere (a nested encoder config carries one the same way)."""
+    if isinstance(value, dict):
+        return "auto_map" in value or any(_names_code(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_code(v) for v in value)
+    return False
+
+
+def refuse_code(ckpt: Path) -> None:
+    """CheckpointError when a config names code to import. gliner2 2.1 builds the encoder with
+    ``trust_remote_code=True``, so an ``auto_map`` in the backbone config would make transformers import
+    (from the checkpoint, or the hub) and run the Python it names; Sift imports weights and configs only."""
+    for name in CONFIG_FILES:
+        path = ckpt / name
+        if path.is_file() and _names_code(_read_json(path, name)):
+            raise CheckpointError(
+                f"{name} has an auto_map, which names Python code for transformers to import and run: Sift imports weights, "
+                f"configs and tokenizers only, never a checkpoint's code. Import a checkpoint whose backbone is a standard "
+                f"transformers model (its config names a model_type and no auto_map)")
+
+
+def known_files_view(ckpt: Path, into: Path) -> Path:
+    """``into``, holding links to the checkpoint's CHECKPOINT_FILES only: gliner2 and transformers load from it."""
+    for name in CHECKPOINT_FILES:
+        if (ckpt / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            (into / name).symlink_to((ckpt / name).resolve())
+    return into
+
+
 def check_checkpoint(ckpt: Path) -> Dict[str, Any]:
-    """The checkpoint's gliner2 config, once its files are all there and it is an architecture Sift serves."""
+    """The checkpoint's gliner2 config, once its files are all there, it names no code, and it is an architecture Sift serves."""
     if not ckpt.is_dir():
         raise CheckpointError(f"{ckpt} is not a directory")
     cfg = _read_json(ckpt / "config.json", "config.json (the gliner2 model config)")
     _read_json(ckpt / "encoder_config" / "config.json", "encoder_config/config.json (the backbone config)")
+    refuse_code(ckpt)
     if not any((ckpt / w).is_file() for w in WEIGHT_FILES):
         raise CheckpointError(f"{ckpt} holds no weights: expected {' or '.join(WEIGHT_FILES)}")
     if not any((ckpt / t).is_file() for t in ("tokenizer.json", "tokenizer_config.json")):
@@ -71,14 +112,16 @@ def check_checkpoint(ckpt: Path) -> Dict[str, Any]:
 
 
 def load_checkpoint(ckpt: Path):
-    """``GLiNER2.from_pretrained`` (strict: a missing or misshapen tensor is an error), as CheckpointError."""
+    """``GLiNER2.from_pretrained`` on the checkpoint's known files alone (strict: a missing or misshapen
+    tensor is an error), as CheckpointError."""
     from gliner2 import GLiNER2
 
-    try:
-        model = GLiNER2.from_pretrained(str(ckpt))
-    except Exception as e:  # noqa: BLE001 — any load failure means the checkpoint is unusable
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise CheckpointError(f"gliner2 could not load the checkpoint at {ckpt}: {type(e).__name__}: {first}") from None
+    with tempfile.TemporaryDirectory(prefix="sift-checkpoint-") as view:
+        try:
+            model = GLiNER2.from_pretrained(str(known_files_view(ckpt, Path(view))))
+        except Exception as e:  # noqa: BLE001 — any load failure means the checkpoint is unusable
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise CheckpointError(f"gliner2 could not load the checkpoint at {ckpt}: {type(e).__name__}: {first}") from None
     return model.float().cpu().eval()
 
 
