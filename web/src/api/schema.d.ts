@@ -3283,6 +3283,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Out of prepaid credit: nothing is created */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Not included on the team's plan */
             403: {
                 headers: {
@@ -3319,7 +3328,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (Retry-After) */
+            /** @description Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan's cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4274,6 +4283,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Out of prepaid credit: nothing is created */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Dataset not found */
             404: {
                 headers: {
@@ -4319,7 +4337,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (Retry-After) */
+            /** @description Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan's cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5175,6 +5193,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Out of prepaid credit: nothing is created */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Dataset not found */
             404: {
                 headers: {
@@ -5220,7 +5247,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (Retry-After) */
+            /** @description Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan's cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6732,6 +6759,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Out of prepaid credit: nothing is created */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body over the size limit */
             413: {
                 headers: {
@@ -6759,7 +6795,7 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationError"];
                 };
             };
-            /** @description Rate limit exceeded (Retry-After) */
+            /** @description Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan's cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created */
             429: {
                 headers: {
                     [name: string]: unknown;
