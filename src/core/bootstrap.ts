@@ -1,12 +1,11 @@
 import { installationItem as INSTALL } from './recordKeys';
-import { apiKeyExists, createApiKey } from './apiKeys';
+import { createApiKey, findStoredKey, GIVEN_KEY_EXAMPLE, givenKeyProblem } from './apiKeys';
 import { changedOrGoneAsUndefined } from './errors';
 import type { Services } from './context';
 import { recoverProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
 import { listGenerationJobs } from './generation/jobs';
 import { listProjects } from './projects';
-import { API_KEY_PREFIX } from './ids';
 import { createTeam, listTeams } from './teams';
 import { listTrainingJobs, transitionJob } from './trainingJobs';
 
@@ -18,11 +17,14 @@ interface Installation {
 /**
  * First start: creates the operator team and its key (the given SIFT_ADMIN_KEY, or a new one that
  * is returned so the caller can print it once). Later starts: adds SIFT_ADMIN_KEY if it is new.
+ *
+ * A SIFT_ADMIN_KEY that was revoked stays revoked, and the start is refused with what to do: serving
+ * with the configured operator key dead would look healthy and answer the operator 401, and seeding it
+ * again would undo a revocation (which may have been made because the key leaked).
  */
 export async function ensureInstallation(svc: Services, adminKey?: string): Promise<{ teamId: string; createdKey?: string }> {
-  if (adminKey !== undefined && !adminKey.startsWith(API_KEY_PREFIX)) {
-    throw new Error(`SIFT_ADMIN_KEY must start with ${API_KEY_PREFIX}`);
-  }
+  const problem = adminKey === undefined ? undefined : givenKeyProblem(adminKey);
+  if (problem) throw new Error(`SIFT_ADMIN_KEY is not usable as the operator key: ${problem}`);
   let install = await svc.records.get<Installation>(INSTALL.pk, INSTALL.sk);
   if (!install) {
     const team = await createTeam(svc, { name: 'default', plan: 'custom' });
@@ -31,8 +33,14 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
     const created = await createApiKey(svc, team.id, { name: 'operator', role: 'operator', ...(adminKey ? { key: adminKey } : {}) });
     return { teamId: team.id, ...(adminKey ? {} : { createdKey: created.key }) };
   }
-  if (adminKey && !(await apiKeyExists(svc, adminKey))) {
-    await createApiKey(svc, install.operator_team_id, { name: 'operator (SIFT_ADMIN_KEY)', role: 'operator', key: adminKey });
+  if (adminKey) {
+    const stored = await findStoredKey(svc, adminKey);
+    if (stored?.revoked_at) {
+      throw new Error(
+        `SIFT_ADMIN_KEY was revoked at ${stored.revoked_at} (key id ${stored.id}) and a revoked key stays revoked: set SIFT_ADMIN_KEY to a new key (e.g. ${GIVEN_KEY_EXAMPLE}) and start again, or unset it to keep using another operator key`,
+      );
+    }
+    if (!stored) await createApiKey(svc, install.operator_team_id, { name: 'operator (SIFT_ADMIN_KEY)', role: 'operator', key: adminKey });
   }
   return { teamId: install.operator_team_id };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createApiKey, createSession, listApiKeys, revokeApiKey } from '../../core/apiKeys';
+import { createApiKey, createSession, listApiKeys, MAX_ACTIVE_KEYS_PER_TEAM, revokeApiKey } from '../../core/apiKeys';
 import { ForbiddenError } from '../../core/errors';
 import { createTeam, listTeams } from '../../core/teams';
 import { json, route } from '../types';
@@ -25,7 +25,11 @@ export const apiKeyRoutes = [
     tag: 'api-keys',
     summary: "Create an API key in the caller's team (the secret is shown only in this response)",
     body: z.strictObject({ name: keyName, role: z.enum(['admin', 'member']).optional() }),
-    responses: { 201: { description: 'Created', schema: ApiKeySchema.extend({ key: z.string() }) } },
+    responses: {
+      201: { description: 'Created', schema: ApiKeySchema.extend({ key: z.string() }) },
+      403: { description: 'A member key asked for an admin key' },
+      409: { description: `The team already holds the most active keys a team may (${MAX_ACTIVE_KEYS_PER_TEAM}): revoke one first` },
+    },
     handler: async ({ svc, principal, body }) => {
       // Only admins (and the operator) mint admin keys.
       if (body.role === 'admin' && principal.role === 'member') throw new ForbiddenError('Only an admin key can create admin keys');
@@ -44,11 +48,15 @@ export const apiKeyRoutes = [
     method: 'DELETE',
     path: '/api-keys/:id',
     tag: 'api-keys',
-    summary: 'Revoke a key; it is rejected from the next request on',
+    summary: 'Revoke a key; it is rejected from the next request on. Admin keys are revoked only by an admin (or the operator), the operator key only by the operator',
     params: z.object({ id: uuid }),
-    responses: { 200: { description: 'Revoked', schema: Deleted }, 404: { description: 'No such key in this team' } },
+    responses: {
+      200: { description: 'Revoked', schema: Deleted },
+      403: { description: "The caller's role may not revoke this key (a member revoking an admin key, or anyone but the operator revoking the operator key)" },
+      404: { description: 'No such key in this team' },
+    },
     handler: async ({ svc, principal, params }) => {
-      await revokeApiKey(svc, principal.team_id, params.id);
+      await revokeApiKey(svc, principal, params.id);
       return json(200, { id: params.id, deleted: true });
     },
   }),
