@@ -7,7 +7,7 @@ import { listEvaluations } from './evaluations';
 import { listGenerationJobs } from './generation/jobs';
 import { listProjects } from './projects';
 import { createTeam, listTeams } from './teams';
-import { listTrainingJobs, transitionJob } from './trainingJobs';
+import { listTrainingJobs, secondsToLastLog, transitionJob } from './trainingJobs';
 
 interface Installation {
   operator_team_id: string;
@@ -62,6 +62,8 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
       if (job.status === 'running') {
         await transitionJob(svc, team.id, job.id, 'failed', {
           error: 'Sift stopped while this job was running, and its training process ended with it. Checkpoints saved before that are kept; continue from one with base_model.',
+          // billed for the time it trained, not until this restart
+          compute_seconds: await secondsToLastLog(svc, team.id, job),
         }).catch(changedOrGoneAsUndefined);
         recovered.jobs += 1;
       } else if (job.status === 'requested') {

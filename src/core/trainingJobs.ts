@@ -9,7 +9,7 @@ import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './dataset
 import { getVersion, latestReadyVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, changedOrGoneAsUndefined, type FieldError } from './errors';
 import { isUuid, newUuid } from './ids';
-import { deleteCheckpointRecords, type CheckpointRef } from './training/artifacts';
+import { deleteCheckpointRecords, jobPrefix, type CheckpointRef } from './training/artifacts';
 import { impossibleLabels } from './training/promptBudget';
 
 export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
@@ -308,6 +308,21 @@ export async function transitionJob(
     }
     throw err;
   }
+}
+
+/**
+ * The seconds a job trained before its process died with the service (local restart): from
+ * `started_at` to its last log line (the runner writes its log each second while the trainer
+ * prints), not to the restart, which may be hours later. 0 when it never logged.
+ */
+export async function secondsToLastLog(svc: Services, teamId: string, job: Pick<TrainingJob, 'id' | 'started_at'>): Promise<number> {
+  if (!job.started_at) return 0;
+  const last = (await svc.blobs.list(`${jobPrefix(teamId, job.id)}logs/`)).sort().at(-1);
+  if (!last) return 0;
+  const lines = (await svc.blobs.getText(last)).split('\n').filter(Boolean);
+  const ts = lines.length ? (JSON.parse(lines[lines.length - 1]!) as { ts?: unknown }).ts : undefined;
+  const seconds = typeof ts === 'string' ? (Date.parse(ts) - Date.parse(job.started_at)) / 1000 : NaN;
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : 0;
 }
 
 /** The record says `stopped` at once; a running trainer then saves a checkpoint and exits. */

@@ -23,6 +23,8 @@ import { computeSlotItem, jobItem } from '../../../src/core/recordKeys';
 import { createTeam, getTeam } from '../../../src/core/teams';
 import { getTrainingJob, listTrainingJobs, stopTrainingJob, transitionJob } from '../../../src/core/trainingJobs';
 import { getUsage, listUsageRequests } from '../../../src/core/usage';
+import { recoverInterruptedWork } from '../../../src/core/bootstrap';
+import { logChunkKey } from '../../../src/core/training/artifacts';
 import { handleWorkMessage } from '../../../src/core/worker';
 import { completeJob, ENCODER, newJob, readyDataset } from '../../helpers/memoryDomain';
 
@@ -143,6 +145,20 @@ describe('a training job is billed once, by the transition that ends it', () => 
     // an hour of ml.g5.xlarge: AWS's 1.408 USD × the 1.25 markup
     expect(rows).toEqual([expect.objectContaining({ inference_id: ran.id, cost_usd: trainingCostMicros('ml.g5.xlarge', 3600) / 1e6 })]);
     expect(trainingCostMicros('ml.g5.xlarge', 3600)).toBe(60 * Math.ceil((1.408 * 1.25 * 1e6) / 60));
+  });
+
+  it('a job whose process died with the service is billed, at the next start, up to its last log line — not to the restart', async () => {
+    const { svc, teamId, advance } = await setup({ credit_balance_usd: 10 });
+    const job = await newJob(svc, teamId);
+    await transitionJob(svc, teamId, job.id, 'running', { instance_type: 'local' });
+    const started = Date.parse((await getTrainingJob(svc, teamId, job.id)).started_at!);
+    const line = (offset: number, ms: number) => JSON.stringify({ offset, ts: new Date(started + ms).toISOString(), stream: 'stdout', line: `step ${offset}` });
+    await svc.blobs.put(logChunkKey(teamId, job.id, 0), `${line(0, 1_000)}\n${line(1, 30_000)}\n`);
+    await svc.blobs.put(logChunkKey(teamId, job.id, 2), `${line(2, 300_000)}\n`);
+    advance(8 * 3600_000); // the service came back eight hours later
+    await recoverInterruptedWork(svc);
+    expect(await getTrainingJob(svc, teamId, job.id)).toMatchObject({ status: 'failed' });
+    expect((await listUsageRequests(svc, teamId, { limit: 10 })).data).toEqual([expect.objectContaining({ inference_id: job.id, cost_usd: trainingCostMicros('local', 300) / 1e6 })]);
   });
 
   it('SageMaker\'s trained seconds, when the completion carries them, are what is billed (not the record\'s wall time)', async () => {
