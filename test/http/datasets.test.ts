@@ -552,6 +552,38 @@ describe('durability', () => {
   });
 });
 
+describe('a version whose processing kept killing the server (#25 row 3)', () => {
+  it('is failed at the next start with the reason, not validated again', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sift-ds-crashloop-'));
+    try {
+      const first = await TestStack.start({ dataDir });
+      const team = await first.newTeam('crashloop');
+      const url = await first.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: 'killer', file_name: 'rows.jsonl' } });
+      expect((await fetch(url.body.upload_url, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }]) })).status).toBe(200);
+      // As if the process died during each of two attempts: each claimed the version, none finished.
+      await first.svc.records.update(`TEAM#${team.teamId}`, 'DSV#killer#000001', { set: { status: 'processing', processing_attempts: 2 } });
+      await first.stop();
+
+      const second = await TestStack.start({ dataDir });
+      try {
+        await second.service.idle();
+        const v = await second.call('GET', '/core/datasets/killer/1', { key: team.key });
+        expect(v.body).toMatchObject({
+          status: 'failed',
+          row_count: null,
+          errors: [{ row: null, field: null, message: expect.stringMatching(/^validation of this version stopped the worker 2 times/) }],
+        });
+        // and it can be deleted like any failed version
+        expect((await second.call('DELETE', '/core/datasets/killer', { key: team.key })).status).toBe(200);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('stale upload URLs', () => {
   it('cannot write into a dataset re-created under the same name', async () => {
     const first = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'reborn', file_name: 'r.jsonl' } });
