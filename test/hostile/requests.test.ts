@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { createMemoryServices } from '../../src/adapters/memory/services';
 import { createApiKey } from '../../src/core/apiKeys';
 import { BadRequestError } from '../../src/core/errors';
+import { inferencePartition } from '../../src/core/recordKeys';
 import { createTeam } from '../../src/core/teams';
 import { SiftApp } from '../../src/http/app';
 import { MAX_JSON_DEPTH } from '../../src/http/jsonBody';
@@ -159,13 +160,13 @@ describe('malformed request targets and percent-encodings (F5: one request kille
 
 describe("what node's parser refuses is answered as JSON too (clientError)", () => {
   it.each([
-    ['a raw NUL byte in the target', 'GET /a\u0000b HTTP/1.1', 400],
-    ['a raw control character', 'GET /health\u007f HTTP/1.1', 400],
-    ['raw non-ASCII in the target', 'GET /café HTTP/1.1', 400],
-    ['an unknown method token', 'FOO /health HTTP/1.1', 400],
-    ['a relative target', 'GET health HTTP/1.1', 400],
-  ])('%s: %i with detail', async (_what, line, status) => {
-    await expectRefused(request(line), status, /Malformed HTTP request/);
+    ['a raw NUL byte in the target', 'GET /a\u0000b HTTP/1.1'],
+    ['a raw control character', 'GET /health\u007f HTTP/1.1'],
+    ['raw non-ASCII in the target', 'GET /café HTTP/1.1'],
+    ['an unknown method token', 'FOO /health HTTP/1.1'],
+    ['a relative target', 'GET health HTTP/1.1'],
+  ])('%s: 400 with detail', async (_what, line) => {
+    await expectRefused(request(line), 400, /Malformed HTTP request/);
   });
 
   it('a 64 KiB URL: 431', async () => {
@@ -230,11 +231,19 @@ describe('hostile JSON bodies', () => {
     expect(answer.body.errors[0]).toMatchObject({ loc: ['body', 'nr_epochs'], type: 'number_out_of_range' });
   });
 
-  it('a __proto__ key, at the top or inside a map-like field: 422 naming it', async () => {
+  it('a __proto__ key, at the top or inside a map-like field: 422 naming it, not silently dropped', async () => {
     const top = await expectRefused(post('/projects', '{"name":"p","__proto__":{"admin":true}}'), 422, /__proto__/);
     expect(top.body.errors[0].loc).toEqual(['body', '__proto__']);
     const nested = await expectRefused(post('/v1/chat/completions', '{"model":"m","messages":[{"role":"user","content":"hi"}],"schema":{"__proto__":{"x":1}}}'), 400, /__proto__/);
     expect(nested.body.errors[0].loc).toEqual(['body', 'schema', '__proto__']);
+    // feedback on a stored inference: before, the key vanished in zod's record copy and the answer was 200 with `corrected_output: {}`
+    const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
+    const id = 'inf_01HZZZZZZZZZZZZZZZZZZZZZZZ';
+    const record = { inference_id: id, model_id: 'fastino/gliner2-base-v1', type: 'encoder', tasks: ['ner'], project_id: null, training_job_id: null, endpoint: '/inference' };
+    await stack.svc.records.put({ pk: inferencePartition(teamId), sk: id }, { ...record, input: { text: 'a' }, output: {}, usage: {}, latency_ms: 1, created_at: new Date().toISOString(), feedback: null });
+    const feedback = await expectRefused(post(`/inferences/${id}/feedback`, '{"verdict":"incorrect","corrected_output":{"__proto__":{"entities":[]}}}'), 422, /__proto__/);
+    expect(feedback.body.errors[0].loc).toEqual(['body', 'corrected_output', '__proto__']);
+    expect((await stack.call('GET', `/inferences/${id}`)).body.feedback).toBeNull();
   });
 
   it('duplicate keys: the last one wins, as in JSON.parse (documented in src/http/jsonBody.ts)', async () => {
