@@ -51,14 +51,22 @@ async function isStale(svc: Services, teamId: string, slot: Slot): Promise<boole
   return svc.now().getTime() - Date.parse(slot.acquired_at ?? '') > ORPHAN_SLOT_GRACE_MS;
 }
 
-async function take(svc: Services, teamId: string, kind: ComputeKind, n: number, holderId: string, expected?: string): Promise<boolean> {
+async function take(svc: Services, teamId: string, kind: ComputeKind, n: number, holderId: string): Promise<boolean> {
   const item = computeSlotItem(teamId, kind, n);
   try {
-    await svc.records.update(item.pk, item.sk, {
-      set: { kind, slot: n, holder: holderId, acquired_at: svc.now().toISOString() },
-      // a free slot, or (reclaiming) the stale holder we read, not whoever took it since
-      condition: [expected === undefined ? { attr: 'holder', present: false } : { attr: 'holder', equals: expected }],
-    });
+    await svc.records.update(item.pk, item.sk, { set: { kind, slot: n, holder: holderId, acquired_at: svc.now().toISOString() }, condition: [{ attr: 'holder', present: false }] });
+    return true;
+  } catch (err) {
+    if (err instanceof WriteConflict) return false;
+    throw err;
+  }
+}
+
+/** Frees `slot` if it is still held by the holder read (whoever took it since keeps it). */
+async function free(svc: Services, teamId: string, slot: Slot): Promise<boolean> {
+  const item = computeSlotItem(teamId, slot.kind, slot.slot);
+  try {
+    await svc.records.update(item.pk, item.sk, { remove: ['holder', 'acquired_at'], condition: [{ attr: 'holder', equals: slot.holder }] });
     return true;
   } catch (err) {
     if (err instanceof WriteConflict) return false;
@@ -67,22 +75,34 @@ async function take(svc: Services, teamId: string, kind: ComputeKind, n: number,
 }
 
 /**
+ * How many slot numbers (0 … k-1) a create may take: the largest k with k + (held slots at n ≥ k)
+ * ≤ cap. Slots at n ≥ cap were taken under a larger plan and count until freed; creates only ever
+ * take n < k, so however creates race, the held slots never exceed the cap.
+ */
+export function usableSlots(cap: number, heldAt: number[]): number {
+  let k = cap;
+  while (k > 0 && k + heldAt.filter((n) => n >= k).length > cap) k -= 1;
+  return k;
+}
+
+/**
  * Holds one of the team's slots of `kind` for `holderId` (the id its record will have), or throws
  * 429 `concurrent_jobs` naming the cap. Call before writing the record; release it if the create fails.
  */
 export async function acquireComputeSlot(svc: Services, teamId: string, kind: ComputeKind, holderId: string): Promise<void> {
   const cap = await computeCap(svc, teamId, kind);
-  const slots = await slotsOf(svc, teamId, kind);
-  // slots at n ≥ cap were taken under a larger plan: they count until released, so fewer n < cap are open
-  const above = slots.filter((s) => s.holder && s.slot >= cap).length;
-  const usable = Math.max(0, cap - above);
-  const held = new Map(slots.filter((s) => s.holder && s.slot < usable).map((s) => [s.slot, s]));
-  for (let n = 0; n < usable; n++) {
-    if (!held.has(n) && (await take(svc, teamId, kind, n, holderId))) return;
-  }
-  // every usable slot is held (or was just taken): one whose holder has ended is reclaimed
-  for (const slot of held.values()) {
-    if ((await isStale(svc, teamId, slot)) && (await take(svc, teamId, kind, slot.slot, holderId, slot.holder))) return;
+  for (let pass = 0; pass < 2; pass++) {
+    const held = (await slotsOf(svc, teamId, kind)).filter((s) => s.holder);
+    const taken = new Set(held.map((s) => s.slot));
+    const usable = usableSlots(cap, [...taken]);
+    for (let n = 0; n < usable; n++) {
+      if (!taken.has(n) && (await take(svc, teamId, kind, n, holderId))) return;
+    }
+    if (pass === 1) break;
+    // every slot it may take is held: free those whose holder has ended, then look once more
+    let freed = false;
+    for (const slot of held) if ((await isStale(svc, teamId, slot)) && (await free(svc, teamId, slot))) freed = true;
+    if (!freed) break;
   }
   throw new RateLimitError(
     `Your plan runs at most ${cap} ${NOUN[kind]} at once (concurrent_jobs); retry when one of them has finished`,
@@ -97,13 +117,7 @@ export async function acquireComputeSlot(svc: Services, teamId: string, kind: Co
  */
 export async function releaseComputeSlot(svc: Services, teamId: string, kind: ComputeKind, holderId: string): Promise<void> {
   try {
-    for (const slot of await slotsOf(svc, teamId, kind)) {
-      if (slot.holder !== holderId) continue;
-      const item = computeSlotItem(teamId, kind, slot.slot);
-      await svc.records.update(item.pk, item.sk, { remove: ['holder', 'acquired_at'], condition: [{ attr: 'holder', equals: holderId }] }).catch((err: unknown) => {
-        if (!(err instanceof WriteConflict)) throw err;
-      });
-    }
+    for (const slot of await slotsOf(svc, teamId, kind)) if (slot.holder === holderId) await free(svc, teamId, slot);
   } catch {
     // reclaimed by the next acquire (isStale): the holder has ended, so it can never look alive again
   }

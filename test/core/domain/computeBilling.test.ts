@@ -9,7 +9,8 @@ import { listCycles, startCycle } from '../../../src/core/adaptive/cycles';
 import { selectProjects } from '../../../src/core/adaptive/workflow';
 import { updateTeam } from '../../../src/core/billing/credits';
 import { trainingCostMicros, trainingMicrosPerMinute, encoderTokensCostMicros, decoderTokensCostMicros } from '../../../src/core/billing/prices';
-import { computeInUse, ORPHAN_SLOT_GRACE_MS } from '../../../src/core/computeSlots';
+import fc from 'fast-check';
+import { computeInUse, ORPHAN_SLOT_GRACE_MS, usableSlots } from '../../../src/core/computeSlots';
 import type { WorkflowLauncher } from '../../../src/core/context';
 import { promoteToProject } from '../../../src/core/deployments';
 import { PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
@@ -340,6 +341,19 @@ describe('each plan caps the compute running at once, exactly', () => {
     await expect(evaluationOf(svc, teamId)).rejects.toBeInstanceOf(RateLimitError);
     advance(ORPHAN_SLOT_GRACE_MS + 1);
     expect((await evaluationOf(svc, teamId)).status).toBe('running');
+  });
+
+  it('whatever slots are held (a plan lowered, slots freed out of order), creates that take every slot they may end at exactly max(cap, held)', () => {
+    // the counterexample to "take any free n < cap": cap 2 with n = 1 and n = 3 held must take nothing
+    expect(usableSlots(2, [1, 3])).toBe(0);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 16 }), fc.uniqueArray(fc.integer({ min: 0, max: 31 }), { maxLength: 24 }), (cap, heldAt) => {
+        const usable = usableSlots(cap, heldAt);
+        const taken = Array.from({ length: usable }, (_, n) => n).filter((n) => !heldAt.includes(n)).length;
+        expect(heldAt.length + taken).toBe(Math.max(cap, heldAt.length));
+      }),
+      { seed: 25, numRuns: 500 },
+    );
   });
 
   it('a plan lowered while jobs run keeps counting them: nothing new starts until the team is under the new cap', async () => {
