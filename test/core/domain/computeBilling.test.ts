@@ -5,8 +5,8 @@
  * ledger by the transition that ends it; each plan caps what runs at once, exactly.
  */
 import { createMemoryServices, type MemoryServices } from '../../../src/adapters/memory/services';
-import { listCycles, startCycle } from '../../../src/core/adaptive/cycles';
-import { selectProjects } from '../../../src/core/adaptive/workflow';
+import { claimCycle, getCycle, listCycles, startCycle, updateCycle } from '../../../src/core/adaptive/cycles';
+import { selectProjects, startCandidate } from '../../../src/core/adaptive/workflow';
 import { updateTeam } from '../../../src/core/billing/credits';
 import { trainingCostMicros, trainingMicrosPerMinute, encoderTokensCostMicros, decoderTokensCostMicros } from '../../../src/core/billing/prices';
 import fc from 'fast-check';
@@ -19,13 +19,14 @@ import { aggregateEvaluation, evaluateShard, prepareEvaluation, recordEvaluation
 import { createGenerationJob, getGenerationJob, listGenerationJobs } from '../../../src/core/generation/jobs';
 import { assembleGeneration, generateShard, planGeneration, recordGenerationFailure, type TextGenerator } from '../../../src/core/generation/workflow';
 import { baseModelManifestKey } from '../../../src/core/modelLayout';
-import { createProject } from '../../../src/core/projects';
+import { createProject, getProject } from '../../../src/core/projects';
+import { newUuid } from '../../../src/core/ids';
+import { logChunkKey, modelPrefix, registerCheckpoint } from '../../../src/core/training/artifacts';
 import { computeSlotItem, jobItem } from '../../../src/core/recordKeys';
 import { createTeam, getTeam } from '../../../src/core/teams';
 import { getTrainingJob, listTrainingJobs, stopTrainingJob, transitionJob } from '../../../src/core/trainingJobs';
 import { getUsage, listUsageRequests } from '../../../src/core/usage';
 import { recoverInterruptedWork } from '../../../src/core/bootstrap';
-import { logChunkKey } from '../../../src/core/training/artifacts';
 import { handleWorkMessage } from '../../../src/core/worker';
 import { completeJob, ENCODER, newJob, readyDataset } from '../../helpers/memoryDomain';
 
@@ -382,6 +383,24 @@ describe('adaptive cycles and the spend allowance', () => {
     // the project is free again for the next run
     await updateTeam(svc, teamId, { credit_balance_usd: 5 });
     expect((await selectProjects(svc, { trigger: 'schedule' })).projects).toHaveLength(1);
+  });
+
+  it('a cycle whose team runs out of credit before its candidate is created ends skipped with the reason, training nothing', async () => {
+    const { svc, teamId } = await setup({ credit_balance_usd: 5 });
+    const project = await deployedProject(svc, teamId);
+    // the deployed job's final checkpoint, which the candidate continues from
+    const deployed = (await listTrainingJobs(svc, teamId))[0]!;
+    const checkpoint = { id: newUuid(), job_id: deployed.id, root_model: ENCODER, blob_prefix: modelPrefix(teamId, deployed.id), step: 1, epoch: 1, metrics: null, is_best: false, is_final: true, created_at: new Date(T0).toISOString() };
+    await registerCheckpoint(svc, teamId, checkpoint);
+    await svc.records.update(jobItem(teamId, deployed.id).pk, jobItem(teamId, deployed.id).sk, { set: { final_checkpoint_id: checkpoint.id } });
+    const cycle = (await claimCycle(svc, teamId, await getProject(svc, teamId, project.id), 'schedule'))!;
+    await readyDataset(svc, teamId, 'train-set');
+    await updateCycle(svc, teamId, cycle, { datasets: { train: { name: 'train-set', version: 1 }, holdout: { name: 'ner-set', version: 1 } } });
+    await updateTeam(svc, teamId, { credit_balance_usd: 0 });
+    await expect(startCandidate(svc, { project: { teamId, projectId: project.id, cycleId: cycle.id } })).rejects.toBeInstanceOf(PaymentRequiredError);
+    expect(await getCycle(svc, teamId, project.id, cycle.id)).toMatchObject({ status: 'skipped', stage: 'done', reason: expect.stringContaining('Account out of credits') });
+    expect(await listTrainingJobs(svc, teamId)).toHaveLength(1);
+    expect((await getProject(svc, teamId, project.id)).adaptive_cycle_id ?? null).toBeNull(); // the project is free for the next one
   });
 
   it('a scheduled cycle of a team past its daily cap is skipped with the spend-cap reason', async () => {
