@@ -57,7 +57,9 @@ export interface RequestToVerify {
 }
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
-const AUTH_QUERY_PARAMS = ['x-amz-algorithm', 'x-amz-credential', 'x-amz-date', 'x-amz-expires', 'x-amz-signedheaders', 'x-amz-signature'];
+// Query-string auth parameters, by their exact names (as S3 reads them; the payload hash is the SDK presigner's).
+const AUTH_QUERY_PARAMS = ['X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature'];
+const PAYLOAD_QUERY_PARAM = 'X-Amz-Content-Sha256';
 const CONTENT_SHA256 = 'x-amz-content-sha256';
 const SIGNATURE = /^[0-9a-f]{64}$/;
 const LONG_DATE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
@@ -116,7 +118,6 @@ function parseQuery(raw: string): Query | undefined {
 }
 
 const single = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? undefined : v);
-const findKey = (query: Query, lowerName: string) => Object.keys(query).find((k) => k.toLowerCase() === lowerName);
 
 /** Node joins repeated headers with ", " (set-cookie aside), as SigV4's canonical form does. */
 function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -173,7 +174,7 @@ export class SigV4Verifier {
     const query = parseQuery(q < 0 ? '' : req.url.slice(q + 1));
     if (!query || !path.startsWith('/')) return refuse('malformed', 'The request target could not be parsed.');
     const authorization = headerValue(req.headers, 'authorization');
-    const presigned = findKey(query, 'x-amz-algorithm') !== undefined || findKey(query, 'x-amz-signature') !== undefined;
+    const presigned = 'X-Amz-Algorithm' in query || 'X-Amz-Signature' in query;
     if (authorization !== undefined && presigned) {
       return refuse('malformed', 'Only one auth mechanism allowed: the Authorization header or the X-Amz-* query parameters.');
     }
@@ -227,17 +228,14 @@ export class SigV4Verifier {
   }
 
   private async verifyPresigned(req: RequestToVerify, path: string, query: Query): Promise<Verdict> {
-    const param = (name: string) => {
-      const key = findKey(query, name);
-      return key === undefined ? undefined : single(query[key]);
-    };
-    const algorithm = param('x-amz-algorithm');
-    const scope = parseCredential(param('x-amz-credential'));
-    const longDate = param('x-amz-date');
+    const param = (name: string) => single(query[name]);
+    const algorithm = param('X-Amz-Algorithm');
+    const scope = parseCredential(param('X-Amz-Credential'));
+    const longDate = param('X-Amz-Date');
     const date = parseLongDate(longDate);
-    const expiresText = param('x-amz-expires');
-    const signedHeaders = param('x-amz-signedheaders')?.split(';');
-    const signature = param('x-amz-signature');
+    const expiresText = param('X-Amz-Expires');
+    const signedHeaders = param('X-Amz-SignedHeaders')?.split(';');
+    const signature = param('X-Amz-Signature');
     if (algorithm !== ALGORITHM || !scope || !date || !expiresText || !signedHeaders?.length || !signature || !SIGNATURE.test(signature)) {
       return refuse(
         'malformed',
@@ -255,14 +253,11 @@ export class SigV4Verifier {
     // The request the SDK presigned: its other query parameters, its signed headers, and the
     // payload hash it put in the query (the presigner hoists it there from a header).
     const rest: Query = {};
-    let payloadKey: string | undefined;
     for (const [key, value] of Object.entries(query)) {
-      const lower = key.toLowerCase();
-      if (AUTH_QUERY_PARAMS.includes(lower)) continue;
-      if (lower === CONTENT_SHA256) payloadKey = key;
-      else rest[key] = value;
+      if (!AUTH_QUERY_PARAMS.includes(key) && key !== PAYLOAD_QUERY_PARAM) rest[key] = value;
     }
-    const payloadHash = payloadKey === undefined ? UNSIGNED_PAYLOAD : single(query[payloadKey]);
+    const inQuery = PAYLOAD_QUERY_PARAM in query;
+    const payloadHash = inQuery ? single(query[PAYLOAD_QUERY_PARAM]) : UNSIGNED_PAYLOAD;
     if (payloadHash === undefined) return refuse('malformed', 'X-Amz-Content-Sha256 appears more than once.');
     const payload = this.checkPayload(payloadHash);
     if (payload) return payload;
@@ -272,9 +267,9 @@ export class SigV4Verifier {
       if (value === undefined) return refuse('mismatch', `The signed header '${name}' is missing from the request.`);
       headers[name] = value;
     }
-    // In the query when it came from there (hoisted back under the same name); else only the hash.
-    const payloadHeader = payloadKey ?? CONTENT_SHA256;
-    headers[payloadHeader] = payloadHash;
+    // The presigner hoists the hash from a header into the query: put it back where it came from
+    // (the signer hoists it again); without it, S3 presigned URLs sign UNSIGNED-PAYLOAD.
+    headers[inQuery ? PAYLOAD_QUERY_PARAM : CONTENT_SHA256] = payloadHash;
     const presignedAgain = await this.signer.presign(this.signable(req, path, rest, headers), {
       signingDate: date,
       expiresIn: expires,
@@ -282,8 +277,8 @@ export class SigV4Verifier {
       signingService: scope.service,
       signableHeaders: new Set(signedHeaders),
       // signed headers stay headers; the payload hash goes back to the query only if it was there
-      unhoistableHeaders: new Set([...signedHeaders.filter((h) => h.startsWith('x-amz-')), ...(payloadKey ? [] : [CONTENT_SHA256])]),
-      ...(payloadKey ? {} : { unsignableHeaders: new Set([CONTENT_SHA256]) }),
+      unhoistableHeaders: new Set([...signedHeaders.filter((h) => h.startsWith('x-amz-')), ...(inQuery ? [] : [CONTENT_SHA256])]),
+      ...(inQuery ? {} : { unsignableHeaders: new Set([CONTENT_SHA256]) }),
     });
     if (!sameSignature(single(presignedAgain.query?.['X-Amz-Signature'] ?? undefined), signature)) return mismatch();
     return { ok: true, payloadHash, signedHeaders, presigned: true };

@@ -224,7 +224,7 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     if (isS3) {
       // s3rver knows only its built-in key; the signature was checked here, so name that key instead
       if (typeof headers['authorization'] === 'string') headers['authorization'] = headers['authorization'].replace(/Credential=[^/]+\//, `Credential=${S3RVER_ACCESS_KEY}/`);
-      path = url.replace(/([?&]X-Amz-Credential=)[^/%&]+(%2F|\/)/i, `$1${S3RVER_ACCESS_KEY}$2`);
+      path = url.replace(/([?&]X-Amz-Credential=)[^/%&]+(%2F|\/)/, `$1${S3RVER_ACCESS_KEY}$2`);
     }
     forward(req, res, path, headers, body ?? 'stream');
   };

@@ -13,11 +13,12 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { request } from 'node:http';
+import fc from 'fast-check';
 import { join } from 'node:path';
 import { createS3Client } from '../../src/adapters/aws';
 import { randomStoreCredentials, STORE_CREDENTIALS_FILE } from '../../src/local/emulators';
 import { consoleOrigins } from '../../src/local/main';
-import { NodeSha256 } from '../../src/local/sigv4';
+import { NodeSha256, SigV4Verifier } from '../../src/local/sigv4';
 import { jsonl, TestStack } from '../helpers/localStack';
 
 let stack: TestStack;
@@ -321,5 +322,61 @@ describe('POST /core/datasets/upload/url binds a declared size', () => {
     const url = await reserve('unbounded', {});
     expect(new URL(url.upload_url).searchParams.get('X-Amz-SignedHeaders')).toBe('host');
     expect((await fetch(url.upload_url, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }]) })).status).toBe(200);
+  });
+});
+
+describe('SigV4Verifier on its own (no server)', () => {
+  const credentials = randomStoreCredentials();
+  const signedAt = new Date('2026-03-01T12:00:00Z');
+  const verifier = new SigV4Verifier(credentials, 's3', () => new Date(signedAt.getTime() + 60_000));
+  const host = '127.0.0.1:8081';
+  const presigned = () =>
+    getSignedUrl(
+      createS3Client({ credentials, endpoint: `http://${host}` }),
+      new PutObjectCommand({ Bucket: BUCKET, Key: 'datasets/team-a/people/v1/source/u1/rows 1.jsonl', ContentLength: 42 }),
+      { expiresIn: 3600, signingDate: signedAt },
+    );
+  const target = (url: string) => url.slice(`http://${host}`.length);
+  const decoded = (t: string) => {
+    const q = t.indexOf('?');
+    const params = [...new URLSearchParams(t.slice(q + 1).replace(/\+/g, '%2B'))].sort();
+    return JSON.stringify([t.slice(0, q), params]);
+  };
+
+  it('accepts the URL as signed, and nothing else once any character of its path or query changes what it says (fast-check)', async () => {
+    const original = target(await presigned());
+    const headers = { host, 'content-length': '42' };
+    expect(await verifier.verify({ method: 'PUT', url: original, headers })).toMatchObject({ ok: true, payloadHash: 'UNSIGNED-PAYLOAD', presigned: true });
+    expect(await verifier.verify({ method: 'GET', url: original, headers })).toMatchObject({ ok: false });
+    expect(await verifier.verify({ method: 'PUT', url: original, headers: { ...headers, 'content-length': '43' } })).toMatchObject({ ok: false, refusal: 'mismatch' });
+    expect(await verifier.verify({ method: 'PUT', url: original, headers: { ...headers, host: 'localhost:8081' } })).toMatchObject({ ok: false, refusal: 'mismatch' });
+    await fc.assert(
+      fc.asyncProperty(fc.nat({ max: original.length - 1 }), fc.constantFrom(...'aZ09/%&=.-_~+ A'.split('')), async (at, ch) => {
+        const changed = original.slice(0, at) + ch + original.slice(at + 1);
+        fc.pre(changed !== original && decoded(changed) !== decoded(original));
+        const verdict = await verifier.verify({ method: 'PUT', url: changed, headers });
+        expect(verdict.ok).toBe(false);
+      }),
+      { seed: 25_005, numRuns: 400 },
+    );
+  });
+
+  it('a header-signed request: another secret, a changed signed header, or a date 16 minutes off is refused', async () => {
+    const signer = (secretAccessKey: string) => new SignatureV4({ credentials: { ...credentials, secretAccessKey }, region: 'us-east-1', service: 's3', sha256: NodeSha256, uriEscapePath: false });
+    const sign = async (secret: string, date: Date) =>
+      (
+        await signer(secret).sign(
+          { method: 'GET', protocol: 'http:', hostname: '127.0.0.1', port: 8081, path: '/sift-data/a%20b', query: { 'list-type': '2' }, headers: { host, 'x-amz-content-sha256': sha256('') } },
+          { signingDate: date },
+        )
+      ).headers as Record<string, string>;
+    const url = '/sift-data/a%20b?list-type=2';
+    const good = await sign(credentials.secretAccessKey, signedAt);
+    expect(await verifier.verify({ method: 'GET', url, headers: good })).toMatchObject({ ok: true, presigned: false });
+    expect(await verifier.verify({ method: 'GET', url: '/sift-data/a%20c?list-type=2', headers: good })).toMatchObject({ ok: false, refusal: 'mismatch' });
+    expect(await verifier.verify({ method: 'GET', url, headers: { ...good, 'x-amz-content-sha256': sha256('x') } })).toMatchObject({ ok: false, refusal: 'mismatch' });
+    expect(await verifier.verify({ method: 'GET', url, headers: await sign('other-secret', signedAt) })).toMatchObject({ ok: false, refusal: 'mismatch' });
+    const late = await sign(credentials.secretAccessKey, new Date(signedAt.getTime() - 16 * 60_000));
+    expect(await verifier.verify({ method: 'GET', url, headers: late })).toMatchObject({ ok: false, refusal: 'skewed' });
   });
 });
