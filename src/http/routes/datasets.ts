@@ -20,11 +20,11 @@ export const datasetRoutes = [
     tag: 'datasets',
     summary: 'Reserve a dataset version and get a presigned URL to PUT its file to',
     description:
-      'Formats: JSONL (.jsonl/.ndjson), a JSON array (.json) or CSV with a header (.csv). Declare `size_bytes` and/or `sha256` to have truncated uploads detected. An existing name needs `new_version: true`.',
+      'Formats: JSONL (.jsonl/.ndjson), a JSON array (.json) or CSV with a header (.csv). Declare `size_bytes` and the URL takes a body of exactly that many bytes (the length is signed into it: storage answers 403 to any other); declare `sha256` and a file that does not match fails processing. An existing name needs `new_version: true`.',
     body: z.strictObject({
       dataset_name: resourceName,
       file_name: fileName,
-      size_bytes: z.number().int().positive().optional(),
+      size_bytes: z.number().int().positive().optional().describe('The file\'s exact size in bytes: signed into the upload URL, which then accepts no other length'),
       sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional(),
       new_version: z.boolean().optional(),
     }),

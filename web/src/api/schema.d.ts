@@ -337,7 +337,7 @@ export interface paths {
         put?: never;
         /**
          * Reserve a dataset version and get a presigned URL to PUT its file to
-         * @description Formats: JSONL (.jsonl/.ndjson), a JSON array (.json) or CSV with a header (.csv). Declare `size_bytes` and/or `sha256` to have truncated uploads detected. An existing name needs `new_version: true`.
+         * @description Formats: JSONL (.jsonl/.ndjson), a JSON array (.json) or CSV with a header (.csv). Declare `size_bytes` and the URL takes a body of exactly that many bytes (the length is signed into it: storage answers 403 to any other); declare `sha256` and a file that does not match fails processing. An existing name needs `new_version: true`.
          */
         post: operations["postCoreDatasetsUploadUrl"];
         delete?: never;
@@ -3535,6 +3535,7 @@ export interface operations {
                 "application/json": {
                     dataset_name: string;
                     file_name: string & (unknown & unknown);
+                    /** @description The file's exact size in bytes: signed into the upload URL, which then accepts no other length */
                     size_bytes?: number;
                     sha256?: string;
                     new_version?: boolean;
