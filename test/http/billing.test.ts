@@ -98,9 +98,13 @@ describe('prepaid credit', () => {
     const team = await newTeam({});
     expect((await chat(team.key)).status).toBe(200);
     expect((await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.credit_balance_usd).toBeNull();
+    // a well-formed request the team's state refuses: 409, saying how to give the team a balance
     const topUp = await stack.call('POST', `/teams/${team.id}/credits`, { body: { amount_usd: 1 } });
-    expect(topUp.status).toBe(400);
-    expect(topUp.body.detail).toMatch(/billed in arrears/);
+    expect(topUp.status).toBe(409);
+    expect(topUp.body.detail).toBe(
+      `team '${team.id}' is billed in arrears (credit_balance_usd is null), so it has no balance to add to: give it one with PATCH /teams/${team.id} {"credit_balance_usd": <amount>} to move it to prepaid credit`,
+    );
+    expect((await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.credit_balance_usd).toBeNull();
   });
 
   it('operator endpoints validate every field and are the operator’s only', async () => {
@@ -137,6 +141,9 @@ describe('prepaid credit', () => {
   it('is in the OpenAPI document', async () => {
     const doc = (await stack.call('GET', '/openapi.json')).body;
     expect(doc.paths['/teams/{id}/credits'].post.requestBody.content['application/json'].schema).toBeDefined();
+    // the arrears refusal is declared as the state conflict it is (409), not as a bad request
+    expect(doc.paths['/teams/{id}/credits'].post.responses['409'].description).toMatch(/billed in arrears/);
+    expect(doc.paths['/teams/{id}/credits'].post.responses['400']).toBeUndefined();
     expect(doc.paths['/teams/{id}'].patch).toBeDefined();
     expect(doc.paths['/billing/usage/requests/list'].get).toBeDefined();
   });

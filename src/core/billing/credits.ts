@@ -1,13 +1,14 @@
 import { ITEM_EXISTS, WriteConflict } from '../ports';
 import type { Services } from '../context';
-import { BadRequestError, NotFoundError } from '../errors';
+import { ConflictError, NotFoundError } from '../errors';
 import { teamKey } from '../recordKeys';
 import { teamView, type Plan, type Team, type TeamRecord } from '../teams';
 import { usdToMicros } from './money';
 
 /**
  * Adds prepaid credit with one atomic ADD (concurrent spending is never lost). A team billed in
- * arrears (no balance) is refused: giving it a balance is a plan change, `PATCH /teams/{id}`.
+ * arrears (no balance) is refused with 409: the request is well formed, the team's state forbids it,
+ * and giving it a balance is a plan change, `PATCH /teams/{id}`.
  */
 export async function addCredits(svc: Services, teamId: string, amountUsd: number): Promise<Team> {
   const { pk, sk } = teamKey(teamId);
@@ -21,7 +22,9 @@ export async function addCredits(svc: Services, teamId: string, amountUsd: numbe
   } catch (err) {
     if (!(err instanceof WriteConflict)) throw err;
     if (!(await svc.records.get(pk, sk))) throw new NotFoundError(`team '${teamId}' not found`);
-    throw new BadRequestError(`team '${teamId}' is billed in arrears (credit_balance_usd is null): set a balance with PATCH /teams/${teamId} first`);
+    throw new ConflictError(
+      `team '${teamId}' is billed in arrears (credit_balance_usd is null), so it has no balance to add to: give it one with PATCH /teams/${teamId} {"credit_balance_usd": <amount>} to move it to prepaid credit`,
+    );
   }
 }
 

@@ -19,7 +19,7 @@ export const teamBillingRoutes = [
     }),
     responses: {
       200: { description: 'The team with its new balance', schema: TeamSchema },
-      400: { description: 'The team is billed in arrears (no balance to add to)' },
+      409: { description: 'The team is billed in arrears: it has no balance to add to (give it one with PATCH /teams/{id})' },
       404: { description: 'No such team' },
     },
     handler: async ({ svc, params, body }) => json(200, await addCredits(svc, params.id, body.amount_usd)),
