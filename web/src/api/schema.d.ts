@@ -100,7 +100,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key; it is rejected from the next request on */
+        /** Revoke a key; it is rejected from the next request on. Admin keys are revoked only by an admin (or the operator), the operator key only by the operator */
         delete: operations["deleteApiKeysId"];
         options?: never;
         head?: never;
@@ -1784,6 +1784,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A member key asked for an admin key */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The team already holds the most active keys a team may (100): revoke one first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body over the size limit */
             413: {
                 headers: {
@@ -1866,6 +1884,15 @@ export interface operations {
             };
             /** @description API key missing, invalid or revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller's role may not revoke this key (a member revoking an admin key, or anyone but the operator revoking the operator key) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2195,15 +2222,6 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            /** @description The team is billed in arrears (no balance to add to) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description API key missing, invalid or revoked */
             401: {
                 headers: {
@@ -2224,6 +2242,15 @@ export interface operations {
             };
             /** @description No such team */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The team is billed in arrears: it has no balance to add to (give it one with PATCH /teams/{id}) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
