@@ -14,6 +14,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import type { Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -82,6 +83,7 @@ export class ValidationProcesses {
           new Promise<void>((resolve) => {
             if (child.exitCode !== null || child.signalCode !== null) return resolve();
             child.once('exit', () => resolve());
+            child.ref(); // an idle child is unref'd: without this nothing would wait for its exit
             child.kill();
           }),
       ),
@@ -109,15 +111,17 @@ export class ValidationProcesses {
       child.kill();
       return;
     }
-    // idle: neither the process nor its channel keeps the server's event loop alive
+    // idle: neither the process, its channel nor its stderr pipe keeps the server's event loop alive
     child.unref();
     child.channel?.unref();
+    (child.stderr as Socket | null)?.unref();
     this.idle.push(child);
   }
 
   private run(child: ChildProcess, sourceFile: string, job: ValidationJob): Promise<ValidationOutcome> {
     child.ref();
     child.channel?.ref();
+    (child.stderr as Socket | null)?.ref();
     return new Promise<ValidationOutcome>((resolve, reject) => {
       const done = () => {
         child.off('message', onMessage);

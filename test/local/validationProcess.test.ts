@@ -3,9 +3,11 @@
  * outcome is the in-process validator's; a child that runs out of memory or exits takes only
  * itself down (this Jest process goes on), and the version is failed with the reason.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createMemoryServices } from '../../src/adapters/memory/services';
 import { createUploadUrl, getVersion, sourceKey, startProcessing } from '../../src/core/datasets/service';
 import { validateDataset, type ValidationJob } from '../../src/core/datasets/validation';
@@ -32,10 +34,11 @@ async function* bytes(...parts: string[]) {
 }
 const ROWS = ['{"text":"Tim Cook runs Apple","entities":[["Tim Cook","person"]]}\n', '{"text":"b","label":"x","colour":"red"}\n', '{"text":"c","labels":["y"]}\n'];
 
-/** A .json array whose whole-file parse needs far more than a small heap. */
-function* bigJsonArray(rows: number) {
+/** A .json array parsed whole: its text alone (~24 MB) is more than a 16 MB heap. */
+function* bigJsonArray(rows = 25_000) {
+  const words = 'with some words in it '.repeat(40);
   yield '[';
-  for (let i = 0; i < rows; i += 1) yield `${i ? ',' : ''}{"text":"row number ${i} with some words in it","label":"label-${i % 50}"}`;
+  for (let i = 0; i < rows; i += 1) yield `${i ? ',' : ''}{"text":"row number ${i} ${words}","label":"label-${i % 50}"}`;
   yield ']';
 }
 
@@ -60,7 +63,7 @@ describe('ValidationProcesses', () => {
     try {
       const huge = pool.validate(
         (async function* () {
-          for (const part of bigJsonArray(400_000)) yield Buffer.from(part);
+          for (const part of bigJsonArray()) yield Buffer.from(part);
         })(),
         job('huge', { format: 'json' }),
       );
@@ -73,6 +76,13 @@ describe('ValidationProcesses', () => {
     }
   }, 60_000);
 
+  it('an idle child holds nothing open: a process that validated a file exits without closing the pool', () => {
+    const script = fileURLToPath(new URL('../fixtures/validateOnceAndLeave.mts', import.meta.url));
+    // the limit only guards the test run: without the fix the process never exits
+    const run = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', TMPDIR: tmpdir() } });
+    expect({ status: run.status, signal: run.signal, stdout: run.stdout }).toEqual({ status: 0, signal: null, stdout: 'validated 1 row(s) in 1 child\n' });
+  }, 70_000);
+
   it('a child that exits rejects with its exit code', async () => {
     const pool = new ValidationProcesses({ heapMb: 64, entry: new URL('../fixtures/validationChildExits.mjs', import.meta.url) });
     await expect(pool.validate(bytes(...ROWS), job('x'))).rejects.toThrow('the validation process exited with code 7 before it finished');
@@ -83,7 +93,7 @@ describe('ValidationProcesses', () => {
     const svc = createMemoryServices();
     const team = await createTeam(svc, { name: 'acme' });
     const url = await createUploadUrl(svc, team.id, { dataset_name: 'big', file_name: 'big.json' });
-    await svc.blobs.put(sourceKey(team.id, await getVersion(svc, team.id, 'big', url.version)), [...bigJsonArray(400_000)].join(''));
+    await svc.blobs.put(sourceKey(team.id, await getVersion(svc, team.id, 'big', url.version)), [...bigJsonArray()].join(''));
     await startProcessing(svc, team.id, 'big', url.version);
     const pool = new ValidationProcesses({ heapMb: 16 });
     try {
