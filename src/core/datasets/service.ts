@@ -293,7 +293,8 @@ export async function processVersion(svc: Services, teamId: string, name: string
     // (or one re-created under the same name), nor after another attempt finished it.
     const claimed: Condition = [
       { attr: 'status', equals: 'processing' },
-      { attr: 'upload_id', equals: record.upload_id },
+      // (a record written before upload ids existed has none)
+      record.upload_id === undefined ? { attr: 'upload_id', present: false } : { attr: 'upload_id', equals: record.upload_id },
     ];
     const processedAt = svc.now().toISOString();
     if (outcome.errorCount > 0) {
