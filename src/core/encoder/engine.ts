@@ -19,10 +19,10 @@ import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema, type PromptTask } from './schema';
 import { createSessions, type SessionSet } from './sessions';
-import { CodePoints, normalizeText, splitWords } from './text';
+import { CodePoints } from './text';
 import { PromptTokens } from './tokenize';
 import { GROUP_TEXT_TOKENS, EncoderInputError, type EncodedRecord, type EncoderResult, type FragmentConfig, type InferOptions, type InferOutput, type Precision } from './types';
-import { mergeChunks, textWindows } from './windows';
+import { mergeChunks, splitTexts, textWindows } from './windows';
 
 export { MAX_PADDING, paddedBatches } from './batches';
 export { EncoderInputError, GROUP_TEXT_TOKENS } from './types';
@@ -113,7 +113,7 @@ export class EncoderModel {
     let grouped: number[];
     if (forced !== undefined) grouped = texts.map((_, i) => i);
     else {
-      const words = texts.map((t) => splitWords(normalizeText(t)).words);
+      const words = (await splitTexts(texts)).map((s) => s.words);
       await this.tok.tokenizeAll(words.flat());
       grouped = [];
       words.forEach((ws, i) => {
@@ -175,10 +175,7 @@ export class EncoderModel {
     const maxPos = this.config.max_position_embeddings;
 
     // 1. words of every text; tokenize all pre-tokens at once
-    const split = texts.map((t) => {
-      const norm = normalizeText(t);
-      return { norm, ...splitWords(norm) };
-    });
+    const split = await splitTexts(texts);
     const pre = new Set<string>([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, ...prefix]);
     for (const t of tasks) for (const tok of t.tokens) pre.add(tok);
     for (const s of split) for (const w of s.words) pre.add(w);
@@ -191,9 +188,9 @@ export class EncoderModel {
     if (promptLen + 2 > maxPos) throw new EncoderInputError(`the schema serializes to ${promptLen} tokens; the model accepts ${maxPos} tokens in all (schema + text)`);
     for (let ti = 0; ti < texts.length; ti++) {
       const s = split[ti]!;
-      const full = this.tok.build({ textIndex: ti, text: s.norm, offset: 0, words: s.words, starts: s.starts, ends: s.ends, prefix }, tasks);
-      if (full.ids.length <= maxPos) {
-        records.push(full);
+      // counted before building: a long text's record would be built only to be thrown away
+      if (s.words.reduce((n, w) => n + this.tok.ids(w).length, promptLen) <= maxPos) {
+        records.push(this.tok.build({ textIndex: ti, text: s.norm, offset: 0, words: s.words, starts: s.starts, ends: s.ends, prefix }, tasks));
         chunks.push(1);
         continue;
       }
@@ -233,3 +230,4 @@ export class EncoderModel {
     return batch.map((r, bi) => decodeRecord(r, bi, scores, this.config.max_width, threshold, raw));
   }
 }
+

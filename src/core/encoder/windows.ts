@@ -1,14 +1,54 @@
 /**
  * Long texts (gliner2 `extract_long` semantics): overlapping word windows that fit the encoder with the
- * prompt, and the merge of their results back into document offsets.
+ * prompt, and the merge of their results back into document offsets; and the splitting of a request's
+ * texts, which yields to the event loop so a long one does not hold other requests.
  */
 import { resolveDisallow, type Span } from './decode';
 import type { PromptTask, EncoderSchema } from './schema';
-import { CodePoints, normalizeText, splitWords } from './text';
+import { CodePoints, normalizeText, splitWords, type SplitText } from './text';
 import type { PromptTokens } from './tokenize';
 import { EncoderInputError, type ChoiceValue, type EncodedRecord, type EncoderResult, type FieldValue, type InferOptions, type LabelScore, type RelationInstance } from './types';
 
-/** Windows of `chunkWords` words (default 200, `chunkOverlap` 32 overlap), halved until each fits `maxPos`. */
+/**
+ * Main-thread work between two yields to the event loop, in characters split (a 100,000-character
+ * text splits in tens of milliseconds on one core). The splitting, tokenizing and record building of
+ * a long text run on the event loop; without yields, four 100,000-character texts in one request held
+ * every other request of the process for seconds (security review F1).
+ */
+export const YIELD_EVERY_CHARS = 20_000;
+
+/** Lets the event loop run I/O and other requests (a macrotask turn: awaiting a resolved promise does not). */
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Each text normalized and split (gliner2's `_normalize_text` and word splitter), yielding to the
+ * event loop after every YIELD_EVERY_CHARS characters: one request may carry 400,000.
+ */
+export async function splitTexts(texts: string[]): Promise<Array<SplitText & { norm: string }>> {
+  const out: Array<SplitText & { norm: string }> = [];
+  let sinceYield = 0;
+  for (const t of texts) {
+    if (sinceYield >= YIELD_EVERY_CHARS) {
+      sinceYield = 0;
+      await yieldToEventLoop();
+    }
+    const norm = normalizeText(t);
+    out.push({ norm, ...splitWords(norm) });
+    sinceYield += norm.length;
+  }
+  return out;
+}
+
+/**
+ * Windows of `chunkWords` words (default 200, `chunkOverlap` 32 overlap), halved until each fits `maxPos`.
+ *
+ * Each window's text is re-split as gliner2's `extract_long` does: the window's last word can differ
+ * from the document's (a URL takes the "." appended to the window), so slicing the document's words
+ * would break parity. The work stays linear: windows overlap by at most a quarter of their words, so
+ * each character is split at most twice per window size tried. The loop yields to the event loop
+ * before each window (at most `chunkWords` words to split, tokenize and build), so other requests
+ * interleave with a long text's hundreds of windows.
+ */
 export async function textWindows(tok: PromptTokens, ti: number, original: string, tasks: PromptTask[], prefix: string[], opts: InferOptions, maxPos: number): Promise<EncodedRecord[]> {
   const cps = new CodePoints(original);
   const words = splitWords(original);
@@ -19,6 +59,7 @@ export async function textWindows(tok: PromptTokens, ti: number, original: strin
     const out: EncodedRecord[] = [];
     let ok = true;
     for (let sw = 0; sw < words.starts.length; sw += size - overlap) {
+      await yieldToEventLoop();
       const ew = Math.min(sw + size, words.starts.length);
       const startChar = words.starts[sw]!;
       const text = normalizeText(cps.slice(startChar, words.ends[ew - 1]!));
