@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { streamCases } from './hostile-streams';
 
 const args = process.argv.slice(2);
 const opt = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -100,7 +101,7 @@ const requestCases: Area = () => {
 };
 
 /** Every area, in the order they run. Long texts, datasets and streams add theirs here. */
-const AREAS: Area[] = [requestCases];
+const AREAS: Area[] = [requestCases, streamCases];
 
 /** Polls GET /health every HEALTH_EVERY_MS (one at a time) until stopped; returns each poll's latency. */
 function pollHealth(url: string): { stop(): Promise<number[]> } {
