@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stack.stop());
 
-async function newKey(by: string, role: 'admin' | 'member', name = role): Promise<{ id: string; key: string }> {
+async function newKey(by: string, role: 'admin' | 'member', name: string = role): Promise<{ id: string; key: string }> {
   const res = await stack.call('POST', '/api-keys', { key: by, body: { name, role } });
   expect(res.status).toBe(201);
   return { id: res.body.id, key: res.body.key };
