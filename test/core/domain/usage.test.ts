@@ -1,7 +1,7 @@
 /** Usage counters, credits and spend caps on the in-memory store (no emulators): src/core/usage.ts, billing/. */
 import { addCredits, updateTeam } from '../../../src/core/billing/credits';
 import { applyBatch, buildBatch } from '../../../src/core/billing/usageBatch';
-import { BadRequestError, PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
+import { ConflictError, PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
 import { checkSpendAllowance, getUsage, listUsageRequests, recordBilledUsage, recordRequest, type BilledUsage } from '../../../src/core/usage';
 import { createMemoryServices } from '../../../src/adapters/memory/services';
 import { createTeam, getTeam } from '../../../src/core/teams';
@@ -80,7 +80,7 @@ describe('usage and credits on the in-memory store', () => {
     await recordBilledUsage(svc, team.id, 'compat', billed('inf_1', 5_000_000));
     await checkSpendAllowance(svc, team.id);
     expect((await getTeam(svc, team.id)).credit_balance_usd).toBeNull();
-    await expect(addCredits(svc, team.id, 5)).rejects.toBeInstanceOf(BadRequestError);
+    await expect(addCredits(svc, team.id, 5)).rejects.toBeInstanceOf(ConflictError);
     expect((await updateTeam(svc, team.id, { credit_balance_usd: 2 })).credit_balance_usd).toBe(2);
     expect((await addCredits(svc, team.id, 1)).credit_balance_usd).toBe(3);
   });
