@@ -9,11 +9,14 @@
 export const MAX_PADDING = 1.2;
 
 /**
- * Padded tokens per batch: eight full 512-token windows, the activation memory a pass of the old
- * default of 8 records could reach. Short texts fill a pass of 32 (the serving default; faster per
- * text under load, docs/encoder.md "Batching across requests"); long windows still go 8 at a time.
+ * Padded tokens per batch: two full 512-token windows. onnxruntime-node runs a pass synchronously on
+ * the event loop (its `run` is a native call inside a setImmediate), so the pass is the longest stretch
+ * one request can hold every other request of the process up for: a long text's windows at 8 × 512
+ * held it ~1.1 s per pass on this 2-core box, at 2 × 512 ~0.2 s — about a short-text pass — and the
+ * long text itself finished sooner (2.1 vs 2.5 s for 31 windows; bench numbers in docs/encoder.md
+ * "Long and hostile texts"). Short texts still fill a pass of 32 (32 × 32 tokens fit).
  */
-export const MAX_BATCH_TOKENS = 8 * 512;
+export const MAX_BATCH_TOKENS = 2 * 512;
 
 /**
  * Splits records sorted by length (ascending) into batches of at most `batchSize` whose padded size
