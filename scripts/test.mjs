@@ -51,15 +51,20 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 let failed;
+const timings = [];
 for (const step of STEPS) {
   console.log(`[test] npm run ${step}`);
+  const started = Date.now();
   const r = spawnSync('npm', ['run', step], { stdio: 'inherit', env });
+  timings.push(`${step} ${Math.round((Date.now() - started) / 1000)} s`);
   if (r.status !== 0) {
     failed = `${step} exited with ${r.status ?? r.signal}`;
     break;
   }
 }
 cleanUp();
+// Each step's wall time, so a run that grows shows where (CI prints only the total).
+console.log(`[test] step times: ${timings.join(', ')}`);
 if (failed) {
   console.error(`[test] FAILED: ${failed}`);
   process.exit(1);
