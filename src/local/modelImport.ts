@@ -22,7 +22,7 @@ import { MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLa
 import { IMPORT_PARITY_CASES, type ParityCase } from './importParityCases';
 import { DEFAULT_PYTHON, REPO_ROOT } from './paths';
 
-/** Scores must agree this closely (as bench/encoder-parity.ts reports them), and every span and label must match. */
+/** Scores must agree this closely (as bench/parity/encoder-parity.ts reports them), and every span and label must match. */
 export const IMPORT_PARITY_TOLERANCE = 1e-4;
 
 export class ModelImportError extends Error {}

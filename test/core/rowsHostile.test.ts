@@ -1,7 +1,7 @@
 /**
  * The row validator against hostile rows (issue #25 row 3, security review F4 and F13): linear in the
  * row's size, bounded output, reserved names refused. Mechanisms are asserted, not durations
- * (bench/row-validator.ts prints those).
+ * (bench/serving/row-validator.ts prints those).
  */
 import { jest } from '@jest/globals';
 import fc from 'fast-check';

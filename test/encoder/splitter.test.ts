@@ -18,7 +18,7 @@ function fixtureTexts(): string[] {
   return [...src.matchAll(/"text": ("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!) as string);
 }
 
-/** The adversarial texts of bench/encoder-corpus.ts (its corpus reads ../shared/data; these are inline there). */
+/** The adversarial texts of bench/parity/encoder-corpus.ts (its corpus reads ../shared/data; these are inline there). */
 const ADVERSARIAL = [
   'Tim Cook 😀 met 👩‍👩‍👧 Satya Nadella in Zürich 🇨🇭 on Monday',
   'José Álvarez from Société Générale visited São Paulo and Kraków.',
@@ -55,8 +55,8 @@ describe('splitWords equals the regex', () => {
   });
 
   const sharedData = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
-  (existsSync(sharedData) ? it : it.skip)('on the texts of bench/encoder-corpus.ts (../shared/data)', async () => {
-    const { parityCases } = await import('../../bench/encoder-corpus');
+  (existsSync(sharedData) ? it : it.skip)('on the texts of bench/parity/encoder-corpus.ts (../shared/data)', async () => {
+    const { parityCases } = await import('../../bench/parity/encoder-corpus');
     const texts = parityCases().flatMap((c) => c.texts);
     expect(texts.length).toBeGreaterThan(200);
     for (const t of texts) expectSameSplit(t);

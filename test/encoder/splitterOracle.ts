@@ -1,7 +1,7 @@
 /**
  * The reference for `splitWords` (src/core/encoder/text.ts): gliner2 2.1.0's splitter regex as the
  * encoder ran it before the linear scanner, kept only as the oracle of the splitter tests and of
- * bench/hostile-text.ts. Quadratic on runs of `.`/`%`/`+`/`-` with no `@`: never use it on input.
+ * bench/serving/hostile-text.ts. Quadratic on runs of `.`/`%`/`+`/`-` with no `@`: never use it on input.
  */
 import type { SplitText } from '../../src/core/encoder/text';
 

@@ -3,7 +3,7 @@
  * each file goes through the presigned URL and ordinary processing, and ends as a `failed` version
  * whose report is bounded and names row and field, with no rows published; the server still
  * answers `/health` afterwards. The validator's linear time is asserted step by step in
- * test/core/rowsHostile.test.ts; durations are bench/row-validator.ts's business.
+ * test/core/rowsHostile.test.ts; durations are bench/serving/row-validator.ts's business.
  */
 import { ROW_LIMITS } from '../../src/core/datasets/rows';
 import { REPORT_LIMITS } from '../../src/core/datasets/validation';

@@ -5,7 +5,7 @@
  * go over node:net to the real local server (TestStack), so nothing a client library would fix
  * up is fixed up. Each answer must be a clear 4xx with `detail` (422s name the field) — never a
  * dropped connection, a 500 or a dead process — and `/health` must answer after each (untimed;
- * the latencies are bench/hostile.ts's job).
+ * the latencies are bench/serving/hostile.ts's job).
  *
  * Then two fast-check properties (fixed seed and run count): the target parser on arbitrary
  * strings, and SiftApp.handle on arbitrary methods, paths, queries, headers and bodies, whose

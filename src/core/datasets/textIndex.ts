@@ -7,7 +7,7 @@
  *
  * The "verbatim substring" rules (entities without offsets, relation heads and tails, structure
  * values) asked `text.includes(value)` once per value: O(text × values) on adversarial strings,
- * seconds for one 1 MiB row (bench/row-validator.ts). `occurringIn` puts the values into one
+ * seconds for one 1 MiB row (bench/serving/row-validator.ts). `occurringIn` puts the values into one
  * Aho–Corasick automaton over UTF-16 code units, so "occurs" means exactly what `includes` means
  * (lone surrogates included), in O(text + values) steps.
  */

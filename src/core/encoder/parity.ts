@@ -2,7 +2,7 @@
  * Canonical form of engine results for parity checks against the Python `gliner2` library: every
  * span, label and choice becomes one `key → score` entry, exactly as
  * containers/training/sift_trainer/export/gliner2_reference.py `canon` flattens gliner2's output. Used by
- * bench/encoder-parity.ts and by `sift models import`, which refuses weights whose export disagrees.
+ * bench/parity/encoder-parity.ts and by `sift models import`, which refuses weights whose export disagrees.
  */
 import type { EncoderResult } from './engine';
 import type { EncoderSchema } from './schema';

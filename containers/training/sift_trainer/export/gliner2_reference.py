@@ -1,5 +1,5 @@
 """The Python `gliner2` library's answers in a canonical form, for parity checks against the TS engine
-(bench/encoder-parity.ts, and `sift models import`, which refuses a checkpoint whose export disagrees).
+(bench/parity/encoder-parity.ts, and `sift models import`, which refuses a checkpoint whose export disagrees).
 
 A case is ``{"name", "texts", "schema" (the TS EncoderSchema), "threshold"?, "chunked"?}``; ``canon``
 flattens one formatted result to ``{key: score}`` exactly as src/core/encoder/parity.ts ``canonResult`` does.

@@ -6,10 +6,10 @@
   the same encoder, and a fresh copy of the model's own classification head fitted on the ``[L]``
   outputs: the only way a GLiNER2 model can classify.
 
-Both are fitted on the same training rows and scored on the same held-out rows as bench/cls_curve.py,
+Both are fitted on the same training rows and scored on the same held-out rows as bench/research/cls_curve.py,
 so the gap between them is what the ``[L]``-token route loses of what the backbone already encodes.
 
-Run (repo root):  SIFT_TORCH_THREADS=1 ~/.cache/sift/venv/bin/python bench/cls_probe.py [--labels 77 --rows 13]
+Run (repo root):  SIFT_TORCH_THREADS=1 ~/.cache/sift/venv/bin/python bench/research/cls_probe.py [--labels 77 --rows 13]
 """
 
 from __future__ import annotations

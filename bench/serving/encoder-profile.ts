@@ -1,16 +1,16 @@
 /**
  * Where the encoder engine's time goes per batch size: each ONNX session (by name) vs everything
  * else (tokenization, padding, gathering, JS scoring and decoding), on the wnut17 texts and 6 entity
- * types bench/encoder.ts uses. Session time is measured around `SessionSet.run` (the native call and
+ * types bench/serving/encoder.ts uses. Session time is measured around `SessionSet.run` (the native call and
  * its tensor wrapping); "host" is the rest of `infer`.
  *
- *   npx tsx bench/encoder-profile.ts [MODEL_DIR] [--texts 64] [--int8] [--threads 1]
+ *   npx tsx bench/serving/encoder-profile.ts [MODEL_DIR] [--texts 64] [--int8] [--threads 1]
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EncoderModel } from '../src/core/encoder/engine';
-import type { EncoderSchema } from '../src/core/encoder/schema';
-import { defaultModelDir } from './encoder-parity';
+import { EncoderModel } from '../../src/core/encoder/engine';
+import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { defaultModelDir } from '../parity/encoder-parity';
 
 const args = process.argv.slice(2);
 const flag = (n: string, d: number) => (args.includes(n) ? Number(args[args.indexOf(n) + 1]) : d);

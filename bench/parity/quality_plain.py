@@ -1,4 +1,4 @@
-"""The reference side of bench/quality.ts: the plain ``gliner2`` trainer with its own defaults.
+"""The reference side of bench/parity/quality.ts: the plain ``gliner2`` trainer with its own defaults.
 
 Reads a spec (base model, train rows, test rows in Sift's row format), fine-tunes
 ``GLiNER2.from_pretrained(base)`` with ``GLiNER2Trainer`` and a ``TrainingConfig`` that sets only what
@@ -8,7 +8,7 @@ rows become library records with Sift's own converter (the records Sift's traine
 library), and the model is scored with Sift's Python scorer (containers/training/sift_trainer/data/metrics.py:
 exact spans, micro F1). Prints one JSON line: {"f1", "wall_s", "train_rows", "epochs", "steps"}.
 
-  ~/.cache/sift/venv/bin/python bench/quality_plain.py SPEC.json
+  ~/.cache/sift/venv/bin/python bench/parity/quality_plain.py SPEC.json
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "containers" / "training"))
 
 

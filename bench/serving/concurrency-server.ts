@@ -1,5 +1,5 @@
 /**
- * The local Sift service of `bench/concurrency.ts`, in a process of its own (as it runs in production:
+ * The local Sift service of `bench/serving/concurrency.ts`, in a process of its own (as it runs in production:
  * the load generator does not share its event loop). Started with IPC; answers `stats` with the
  * batcher's counters and the process's CPU time, `close` by shutting down.
  * Batching settings come from the environment (SIFT_ENCODER_BATCH_*, SIFT_ORT_WORKER).
@@ -7,11 +7,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { OnnxEncoderRuntime } from '../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../src/core/encoder/runtime';
-import { silentLogger } from '../src/http/logger';
-import { startLocal } from '../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../src/local/paths';
+import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
+import { encoderRuntime } from '../../src/core/encoder/runtime';
+import { silentLogger } from '../../src/http/logger';
+import { startLocal } from '../../src/local/main';
+import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
 
 export interface ServerReady {
   url: string;

@@ -4,7 +4,7 @@ Prints, for a base model and banking77 rows (12 labels in each prompt): the shar
 attention on text tokens per layer, and the size of the [L] outputs' variation across texts (the
 signal the head needs), across labels, and from training-mode dropout (the noise it trains on).
 
-Run (repo root):  ~/.cache/sift/venv/bin/python bench/cls_signal.py [--base DIR]
+Run (repo root):  ~/.cache/sift/venv/bin/python bench/research/cls_signal.py [--base DIR]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import random
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "containers" / "training"))
 
 

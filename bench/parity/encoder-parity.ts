@@ -2,16 +2,16 @@
  * Parity harness: the Python `gliner2` library (PyTorch) vs the TS engine (onnxruntime-node) on
  * the same checkpoint over a fixed corpus. Spans/labels must be identical, scores within 1e-3.
  *
- *   npx tsx bench/encoder-parity.ts [MODEL_DIR]      (default: $SIFT_ENCODER_MODEL_DIR or the mini model)
+ *   npx tsx bench/parity/encoder-parity.ts [MODEL_DIR]      (default: $SIFT_ENCODER_MODEL_DIR or the mini model)
  *   SIFT_ENCODER_PRECISION=int8 …                   (the int8 encoder: informational, not expected to be exact)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel } from '../src/core/encoder/engine';
-import { canonResult } from '../src/core/encoder/parity';
-import { DEFAULT_PYTHON } from '../src/local/paths';
+import { EncoderModel } from '../../src/core/encoder/engine';
+import { canonResult } from '../../src/core/encoder/parity';
+import { DEFAULT_PYTHON } from '../../src/local/paths';
 import { parityCases } from './encoder-corpus';
 
 export function defaultModelDir(): string {
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   writeFileSync(casesFile, JSON.stringify(cases.map((c, i) => ({ ...c, threshold: c.threshold ?? 0.5, chunked: ts[i]!.chunked, chunk_words: 200, chunk_overlap: 32 }))));
   const outFile = join(tmp, 'ref.json');
   const t1 = performance.now();
-  const p = spawnSync(py, ['bench/gliner2_ref.py', 'parity', dir, casesFile, outFile], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  const p = spawnSync(py, ['bench/parity/gliner2_ref.py', 'parity', dir, casesFile, outFile], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
   if (p.status !== 0) throw new Error(`python reference failed (${p.status})`);
   console.log(`Python gliner2: done in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
   const ref = JSON.parse(readFileSync(outFile, 'utf8')) as Array<{ name: string; results: Array<Record<string, number>> }>;

@@ -16,7 +16,7 @@
  * (src/core/encoder/text.ts) against the regex it replaced (test/encoder/splitterOracle.ts),
  * the regex only on 20,000 and 40,000 characters so that it finishes (it is quadratic).
  *
- * The service runs in a process of its own (bench/concurrency-server.ts, the mini encoder from the
+ * The service runs in a process of its own (bench/serving/concurrency-server.ts, the mini encoder from the
  * set-up's models dir), so the polling client here shares no event loop with it.
  *
  *   npm run bench:hostile-text [-- --skip-oracle] [--split-only] [--only dots,a.,word,4x]
@@ -25,8 +25,8 @@ import { fork } from 'node:child_process';
 import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { splitWords } from '../src/core/encoder/text';
-import { regexSplitWords } from '../test/encoder/splitterOracle';
+import { splitWords } from '../../src/core/encoder/text';
+import { regexSplitWords } from '../../test/encoder/splitterOracle';
 import type { ServerReady } from './concurrency-server';
 
 const MODEL = 'sift/gliner2-mini-v1';

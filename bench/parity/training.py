@@ -14,7 +14,7 @@ Both resulting models are then scored here on the same test subsample with Sift'
 (containers/training/sift_trainer/data/metrics.py: exact label+start+end span micro P/R/F1 for NER, micro F1 =
 accuracy for single-label classification).
 
-Run (repo root):  HF_HUB_OFFLINE=1 ~/.cache/sift/venv/bin/python bench/training.py [--train-rows N ...]
+Run (repo root):  HF_HUB_OFFLINE=1 ~/.cache/sift/venv/bin/python bench/parity/training.py [--train-rows N ...]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TRAINING_DIR = REPO / "containers" / "training"
 DATA_DIR = Path("/work/shared/data")
 DEFAULT_BASE = Path.home() / ".cache" / "sift" / "models" / "sift--gliner2-mini-v1"

@@ -2,22 +2,22 @@
  * Scores encoder predictions against dataset rows with Sift's evaluation scorer
  * (src/core/evaluation/scoring.ts) and prints the finalized metrics as JSON on stdout.
  *
- *   npx tsx bench/evaluation-score.ts ROWS.jsonl PREDICTIONS.jsonl [--shard-size N]
+ *   npx tsx bench/parity/evaluation-score.ts ROWS.jsonl PREDICTIONS.jsonl [--shard-size N]
  *
  * ROWS: dataset rows (validated like an upload); PREDICTIONS: one encoder API `result` per line,
  * in row order. Rows are scored in shards of N (default 100) that are merged, as an evaluation does.
- * Used by bench/evaluation-seqeval.py; timing goes to stderr.
+ * Used by bench/parity/evaluation-seqeval.py; timing goes to stderr.
  */
 import { readFileSync } from 'node:fs';
-import { DatasetSummary, validateRow, type NormalizedRow } from '../src/core/datasets/rows';
-import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type EncoderPrediction } from '../src/core/evaluation/scoring';
+import { DatasetSummary, validateRow, type NormalizedRow } from '../../src/core/datasets/rows';
+import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type EncoderPrediction } from '../../src/core/evaluation/scoring';
 
 const args = process.argv.slice(2);
 const shardAt = args.indexOf('--shard-size');
 const shardSize = shardAt >= 0 ? Number(args[shardAt + 1]) : 100;
 const [rowsPath, predsPath] = shardAt >= 0 ? args.filter((_, i) => i !== shardAt && i !== shardAt + 1) : args;
 if (!rowsPath || !predsPath || !(shardSize > 0)) {
-  console.error('usage: tsx bench/evaluation-score.ts ROWS.jsonl PREDICTIONS.jsonl [--shard-size N]');
+  console.error('usage: tsx bench/parity/evaluation-score.ts ROWS.jsonl PREDICTIONS.jsonl [--shard-size N]');
   process.exit(2);
 }
 const lines = (p: string) =>

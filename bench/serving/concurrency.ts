@@ -6,12 +6,12 @@
  *   2. the same service with batching off (each request its own engine call, all at once: the
  *      behaviour before the batcher), unless `--skip-unbatched`;
  *   3. the same model served by the Python `gliner2` library behind a minimal HTTP server
- *      (bench/gliner2_server.py, the set-up's venv), unless `--skip-python`;
+ *      (bench/serving/gliner2_server.py, the set-up's venv), unless `--skip-python`;
  *   4. the engine's best in-process batch throughput (EncoderModel.infer on batches of 1, 8, 32 of
  *      the same text, no HTTP): the ceiling the service should approach.
  * On a shared machine the load from others drifts over minutes, so each concurrency level runs all
  * four back to back (servers that are not under load sit idle) and ratios compare rows of one level.
- * Each server runs in its own process (the Sift one: bench/concurrency-server.ts), so the load
+ * Each server runs in its own process (the Sift one: bench/serving/concurrency-server.ts), so the load
  * generator in this process shares no event loop with either; the Sift rows add the server's CPU
  * time per request (all its threads), the number that moves least with other jobs' load.
  *
@@ -26,10 +26,10 @@ import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { EncoderModel } from '../src/core/encoder/engine';
-import type { BatchStats } from '../src/core/encoder/batcher';
-import type { EncoderSchema } from '../src/core/encoder/schema';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/local/paths';
+import { EncoderModel } from '../../src/core/encoder/engine';
+import type { BatchStats } from '../../src/core/encoder/batcher';
+import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/local/paths';
 import type { ServerReady } from './concurrency-server';
 
 const args = process.argv.slice(2);
@@ -91,7 +91,7 @@ async function load(t: Target, clients: number): Promise<Row> {
 }
 
 /**
- * A local Sift service in its own process (bench/concurrency-server.ts); `batching` false: every
+ * A local Sift service in its own process (bench/serving/concurrency-server.ts); `batching` false: every
  * request its own engine call at once (no coalescing).
  */
 async function siftTarget(name: string, batching: boolean): Promise<Target> {
@@ -133,7 +133,7 @@ async function siftTarget(name: string, batching: boolean): Promise<Target> {
 }
 
 async function pythonTarget(): Promise<Target> {
-  const child: ChildProcess = spawn(DEFAULT_PYTHON, ['bench/gliner2_server.py', DIR, '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  const child: ChildProcess = spawn(DEFAULT_PYTHON, ['bench/serving/gliner2_server.py', DIR, '0'], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`the Python server exited (${code}) before it was ready`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {

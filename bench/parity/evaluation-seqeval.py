@@ -4,7 +4,7 @@ Three scorers over the same gold rows and the same predictions:
 
   seqeval  seqeval.metrics (conlleval-style chunk matching) over IOB2 tags on whitespace tokens: a
            span tags every token it overlaps (B- on the first, I- after).
-  sift-ts  src/core/evaluation/scoring.ts through bench/evaluation-score.ts (exact label + start +
+  sift-ts  src/core/evaluation/scoring.ts through bench/parity/evaluation-score.ts (exact label + start +
            end in code points; rows scored in shards and merged, as an evaluation does).
   trainer  containers/training/sift_trainer/data/metrics.py (the same rules in Python, via from_api_result).
 
@@ -27,7 +27,7 @@ Sift-ts and trainer must agree exactly (max difference 0).
 Needs seqeval (not in the training image): ~/.cache/sift/venv/bin/pip install seqeval==1.2.2
 (it pulls scikit-learn). Run from the repo root:
 
-  ~/.cache/sift/venv/bin/python bench/evaluation-seqeval.py [--data ../shared/data/wnut17/test.jsonl]
+  ~/.cache/sift/venv/bin/python bench/parity/evaluation-seqeval.py [--data ../shared/data/wnut17/test.jsonl]
                                                             [--predictions preds.jsonl] [--limit N]
 """
 
@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "containers" / "training"))
 
 TOKEN = re.compile(r"\S+")
@@ -123,9 +123,9 @@ def seqeval_scores(rows, preds) -> Dict[str, Any]:
 
 def ts_scores(rows_path: Path, preds_path: Path) -> Dict[str, Any]:
     tsx = REPO / "node_modules" / ".bin" / "tsx"
-    p = subprocess.run([str(tsx), "bench/evaluation-score.ts", str(rows_path), str(preds_path)], cwd=REPO, capture_output=True, text=True)
+    p = subprocess.run([str(tsx), "bench/parity/evaluation-score.ts", str(rows_path), str(preds_path)], cwd=REPO, capture_output=True, text=True)
     if p.returncode != 0:
-        raise SystemExit(f"bench/evaluation-score.ts failed:\n{p.stderr}")
+        raise SystemExit(f"bench/parity/evaluation-score.ts failed:\n{p.stderr}")
     return {**json.loads(p.stdout), "_timing": p.stderr.strip()}
 
 

@@ -4,9 +4,9 @@ F1 on the shared datasets before and after").
 Loads a GLiNER2 checkpoint directory (the built ``sift/gliner2-mini-v1`` by default), predicts the
 test split of each set with the set's own label names and no training, and scores it with Sift's
 Python scorer (``sift_trainer.data.metrics``: exact spans, micro F1) — the scorer the trainer and
-``bench/quality_plain.py`` use. Sets: ``wnut17`` and ``conll04`` entities, ``conll04-relations``.
+``bench/parity/quality_plain.py`` use. Sets: ``wnut17`` and ``conll04`` entities, ``conll04-relations``.
 
-  ~/.cache/sift/venv/bin/python bench/zero_shot.py [--model DIR] [--rows N] [--sets wnut17,conll04]
+  ~/.cache/sift/venv/bin/python bench/research/zero_shot.py [--model DIR] [--rows N] [--sets wnut17,conll04]
 
 Prints one JSON line per set: {"set", "rows", "f1", "precision", "recall", "seconds"}.
 """
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "containers" / "training"))
 
 SETS = {

@@ -2,7 +2,7 @@
  * What the stores' SigV4 front (src/local/storeFront.ts) costs per request: the same S3 SDK calls
  * against s3rver directly on TCP (as local mode ran before the front, fixed credentials) and
  * through the front (signature checked, then proxied to s3rver on its unix socket), alternating
- * rounds so both see the same machine load. `npx tsx bench/store-front.ts` (BENCH_OPS, BENCH_ROUNDS).
+ * rounds so both see the same machine load. `npx tsx bench/serving/store-front.ts` (BENCH_OPS, BENCH_ROUNDS).
  *
  * Prints the median milliseconds per call for small PutObject (hex payload hash: buffered and
  * checked), HeadObject, GetObject, a 4 MiB streamed PutObject (UNSIGNED-PAYLOAD: streamed through),
@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import S3rver from 's3rver';
-import { createS3Client } from '../src/adapters/aws';
-import { startEmulators } from '../src/local/emulators';
+import { createS3Client } from '../../src/adapters/aws';
+import { startEmulators } from '../../src/local/emulators';
 
 const OPS = Number(process.env['BENCH_OPS'] ?? 200);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);

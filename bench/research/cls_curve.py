@@ -5,7 +5,7 @@ unless ``--extra`` overrides them) on N labels x K training rows; 8 test rows pe
 Validation accuracy per epoch is printed from the job's own ``metrics`` events (docs/training.md
 "Classification with many labels").
 
-Run (repo root):  SIFT_TORCH_THREADS=1 ~/.cache/sift/venv/bin/python bench/cls_curve.py --labels 20 --rows 15
+Run (repo root):  SIFT_TORCH_THREADS=1 ~/.cache/sift/venv/bin/python bench/research/cls_curve.py --labels 20 --rows 15
 Before/after the head warm-up:  add  --extra '{"head_warmup_steps": 0, "encoder_dropout": true}'
 """
 
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "containers" / "training"))
 DATA = Path(os.environ.get("SIFT_SHARED_DATA", REPO.parent / "shared" / "data")) / "banking77"
 

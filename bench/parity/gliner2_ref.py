@@ -1,8 +1,8 @@
-"""Reference side of bench/encoder-parity.ts and bench/encoder.ts: runs the Python `gliner2`
+"""Reference side of bench/parity/encoder-parity.ts and bench/serving/encoder.ts: runs the Python `gliner2`
 library (PyTorch, CPU) on the cases the TS side sends and prints canonical results as JSON.
 
-usage: .venv/bin/python bench/gliner2_ref.py parity MODEL_DIR CASES.json OUT.json
-       .venv/bin/python bench/gliner2_ref.py bench  MODEL_DIR CASES.json OUT.json
+usage: .venv/bin/python bench/parity/gliner2_ref.py parity MODEL_DIR CASES.json OUT.json
+       .venv/bin/python bench/parity/gliner2_ref.py bench  MODEL_DIR CASES.json OUT.json
 """
 import json
 import os
@@ -15,7 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 from gliner2 import GLiNER2  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "containers", "training"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "containers", "training"))
 from sift_trainer.export.gliner2_reference import build_schema, reference_results  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 /**
  * Fine-tuning quality, side by side in one run: Sift (a job through the public HTTP API of a locally
  * started service, with the service's defaults, scored by POST /core/evaluations on held-out rows)
- * vs the plain `gliner2` trainer with the library's own defaults (bench/quality_plain.py, the same
+ * vs the plain `gliner2` trainer with the library's own defaults (bench/parity/quality_plain.py, the same
  * base model and the same training rows, scored by Sift's Python scorer: the same exact-span micro
  * F1 rules). Prints test F1 and wall time per dataset and training size.
  *
@@ -18,9 +18,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../src/http/logger';
-import { startLocal } from '../src/local/main';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/local/paths';
+import { silentLogger } from '../../src/http/logger';
+import { startLocal } from '../../src/local/main';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/local/paths';
 
 type Row = Record<string, unknown> & { text: string };
 const BASE_MODEL = 'sift/gliner2-mini-v1';
@@ -170,7 +170,7 @@ async function main() {
         if (skipPlain) continue;
         const spec = join(dir, `${name}.plain.json`);
         await writeFile(spec, JSON.stringify({ base: join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), train: rows, test, threads: Number(threads), seed: 42 }));
-        const p = spawnSync(DEFAULT_PYTHON, ['bench/quality_plain.py', spec], { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1' }, maxBuffer: 1 << 26 });
+        const p = spawnSync(DEFAULT_PYTHON, ['bench/parity/quality_plain.py', spec], { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1' }, maxBuffer: 1 << 26 });
         const line = p.stdout.trim().split('\n').at(-1) ?? '';
         if (p.status === 0 && line.startsWith('{')) {
           const r = JSON.parse(line) as { f1: number; wall_s: number; epochs: number; batch_size: number; steps: number };

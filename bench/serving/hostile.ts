@@ -24,7 +24,7 @@ import { streamCases } from './hostile-streams';
 const args = process.argv.slice(2);
 const opt = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const HEALTH_EVERY_MS = 50;
-const REPO = fileURLToPath(new URL('..', import.meta.url));
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 /** What a case needs to reach the service. */
 export interface Target {

@@ -1,5 +1,5 @@
 /**
- * Decoder benchmark (not a timed test): `npm run bench:decoder` (tsx bench/decoder.ts).
+ * Decoder benchmark (not a timed test): `npm run bench:decoder` (tsx bench/serving/decoder.ts).
  *
  *   1. Local decoder vs llama-cpp-python's server on the same GGUF: time to first token and
  *      tokens/s, both streamed over HTTP with the same prompt, greedy, same thread count. The
@@ -17,10 +17,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configureDecoder, defaultThreads, LlamaCppDecoder, modelDirs } from '../src/adapters/decoder';
-import type { DecoderBackend, GenerateRequest, GenerationEvent } from '../src/core/decoder/types';
-import { silentLogger } from '../src/http/logger';
-import { startLocal } from '../src/local/main';
+import { configureDecoder, defaultThreads, LlamaCppDecoder, modelDirs } from '../../src/adapters/decoder';
+import type { DecoderBackend, GenerateRequest, GenerationEvent } from '../../src/core/decoder/types';
+import { silentLogger } from '../../src/http/logger';
+import { startLocal } from '../../src/local/main';
 
 const OPERATOR = 'svc_sk_bench-operator-key-0123456789abcdefghijklm';
 const MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';

@@ -1,10 +1,10 @@
-"""Reference side of bench/concurrency.ts: the Python `gliner2` library (PyTorch, CPU) behind a
+"""Reference side of bench/serving/concurrency.ts: the Python `gliner2` library (PyTorch, CPU) behind a
 minimal HTTP server, answering the same `POST /inference` body the Sift service takes
 ({text, schema: {entities: [...]}, threshold}) with gliner2's own result. One request at a time
 runs the model (`--serial`, the default: torch already uses every core per call, and concurrent
 calls only contend) or every request in its own thread at once (`--threads`).
 
-usage: ~/.cache/sift/venv/bin/python bench/gliner2_server.py MODEL_DIR PORT [--serial|--threads]
+usage: ~/.cache/sift/venv/bin/python bench/serving/gliner2_server.py MODEL_DIR PORT [--serial|--threads]
 Prints "ready <port>" on stdout once the model is loaded.
 """
 import json
@@ -19,7 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 from gliner2 import GLiNER2  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "containers", "training"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "containers", "training"))
 from sift_trainer.export.gliner2_reference import build_schema  # noqa: E402
 
 

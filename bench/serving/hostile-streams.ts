@@ -1,5 +1,5 @@
 /**
- * The streams area of bench/hostile.ts (#25 items 5 and 7, security review F7): decoder requests
+ * The streams area of bench/serving/hostile.ts (#25 items 5 and 7, security review F7): decoder requests
  * whose client goes away, then an ordinary request. Before #25, streams abandoned before their
  * first chunk each kept a llama.cpp slot: as many as the decoder has slots (4 by default) wedged it,
  * and the next request never got an answer. The case's status is the follow-up's (or `wedged`

@@ -9,7 +9,7 @@
  * CPU milliseconds per text (process CPU time, both sides): on a machine shared with other work, wall
  * time swings with the load while CPU time per text stays put, so the speed-up is given for both.
  *
- *   npx tsx bench/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--threads 1] [--skip-python]
+ *   npx tsx bench/serving/encoder.ts [MODEL_DIR] [--texts 96] [--f1-texts 1287] [--threads 1] [--skip-python]
  *   (exports since sift-gliner2-fragments/2 carry onnx/encoder.int8.onnx; older ones:
  *    ~/.cache/sift/venv/bin/python -m sift_trainer.export.quantize_onnx MODEL_DIR, run in containers/training)
  */
@@ -17,10 +17,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel, type Precision } from '../src/core/encoder/engine';
-import type { EncoderSchema } from '../src/core/encoder/schema';
-import { DEFAULT_PYTHON } from '../src/local/paths';
-import { defaultModelDir } from './encoder-parity';
+import { EncoderModel, type Precision } from '../../src/core/encoder/engine';
+import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { DEFAULT_PYTHON } from '../../src/local/paths';
+import { defaultModelDir } from '../parity/encoder-parity';
 
 const args = process.argv.slice(2);
 const flag = (n: string, d: number) => (args.includes(n) ? Number(args[args.indexOf(n) + 1]) : d);
@@ -79,7 +79,7 @@ function benchPython(): Result[] {
   const tmp = mkdtempSync(join(tmpdir(), 'enc-bench-'));
   const cases = BATCHES.map((bs) => ({ name: `b${bs}`, texts, schema, batch_size: bs, threshold: 0.5 }));
   writeFileSync(join(tmp, 'cases.json'), JSON.stringify(cases));
-  const p = spawnSync(py, ['bench/gliner2_ref.py', 'bench', dir, join(tmp, 'cases.json'), join(tmp, 'out.json')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1', REF_THREADS: String(THREADS), OMP_NUM_THREADS: String(THREADS), MKL_NUM_THREADS: String(THREADS) } });
+  const p = spawnSync(py, ['bench/parity/gliner2_ref.py', 'bench', dir, join(tmp, 'cases.json'), join(tmp, 'out.json')], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, HF_HUB_OFFLINE: '1', REF_THREADS: String(THREADS), OMP_NUM_THREADS: String(THREADS), MKL_NUM_THREADS: String(THREADS) } });
   if (p.status !== 0) throw new Error('python benchmark failed');
   const out = JSON.parse(readFileSync(join(tmp, 'out.json'), 'utf8')) as Array<{ batch_size: number; texts: number; seconds: number; cpu_seconds: number; latencies_ms: number[] }>;
   return out.map((o) => ({ engine: 'Python gliner2 (PyTorch CPU)', batch: o.batch_size, textsPerSec: o.texts / o.seconds, p50: pct(o.latencies_ms, 50), p99: pct(o.latencies_ms, 99), cpuMsPerText: (o.cpu_seconds * 1000) / o.texts }));

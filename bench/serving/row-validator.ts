@@ -1,7 +1,7 @@
 /**
  * The dataset row validator on hostile rows, before and after the linear-time rewrite (issue #25
  * row 3, security review F4): errors, bytes of error text and milliseconds for one `validateRow`
- * call, side by side. `npx tsx bench/row-validator.ts [--before <git rev>] [--limit-s 60]`
+ * call, side by side. `npx tsx bench/serving/row-validator.ts [--before <git rev>] [--limit-s 60]`
  *
  * "before" is src/core/datasets/rows.ts as it was at `--before` (default: the commit before
  * textIndex.ts was added), written to a temporary file; it imports nothing, so it runs as it did.
@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 function row(name: string): unknown {
   switch (name) {
