@@ -200,7 +200,7 @@ def main() -> None:
         print(f"control, same predictions without the sub-token trims: micro F1 seqeval {sq2['f1']:.4f} vs sift-ts {ts2['f1']:.4f} "
               f"(max |P/R/F1 difference| {gap:.4f})")
     if d_py > 1e-6:
-        print("!! the TypeScript scorer and the trainer's metrics.py disagree: they implement the same rules (docs/evaluation.md)")
+        print("!! the TypeScript scorer and the trainer's metrics.py disagree: they implement the same rules (docs/reference/evaluation.md)")
     print("seqeval matches IOB2 chunks over whitespace tokens; Sift matches exact (label, start, end) in code points. The gap\n"
           "comes from spans that are not whitespace-token aligned: a prediction that is off by characters inside a token\n"
           "(the 'trimmed' ones above) is a hit for seqeval and a miss (fp + fn) for Sift, and a token carries one IOB2 tag,\n"

@@ -2,7 +2,7 @@
 
 The job runs through ``sift_trainer.encoder.training.train_encoder`` (the production trainer, platform defaults
 unless ``--extra`` overrides them) on N labels x K training rows; 8 test rows per label are held out.
-Validation accuracy per epoch is printed from the job's own ``metrics`` events (docs/training.md
+Validation accuracy per epoch is printed from the job's own ``metrics`` events (docs/experiments/training.md
 "Classification with many labels").
 
 Run (repo root):  SIFT_TORCH_THREADS=1 ~/.cache/sift/venv/bin/python bench/research/cls_curve.py --labels 20 --rows 15

@@ -1,4 +1,4 @@
-"""What a base model's frozen encoder knows about banking77 intents, read two ways (docs/training.md).
+"""What a base model's frozen encoder knows about banking77 intents, read two ways (docs/experiments/training.md).
 
 * **text route**: the text alone through the encoder, mean-pooled (how the MiniLM backbone was trained
   as a sentence embedder), then a linear classifier and a nearest-centroid rule;

@@ -1,4 +1,4 @@
-"""How much of the text reaches the [L] label tokens a classification head scores (docs/training.md).
+"""How much of the text reaches the [L] label tokens a classification head scores (docs/experiments/training.md).
 
 Prints, for a base model and banking77 rows (12 labels in each prompt): the share of each [L] token's
 attention on text tokens per layer, and the size of the [L] outputs' variation across texts (the

@@ -1,6 +1,6 @@
 /**
  * Encoder serving under concurrent load, side by side in one run on this machine (issue #16 item 2,
- * docs/encoder.md "Batching across requests"): autocannon closed-loop clients, each sending one short
+ * docs/reference/encoder.md "Batching across requests"): autocannon closed-loop clients, each sending one short
  * text + 6 entity types per request (`store: false`), at 1, 8, 32 and 64 connections, against
  *   1. the local Sift service's `POST /inference`, which batches across requests (batcher.ts);
  *   2. the same service with batching off (each request its own engine call, all at once: the

@@ -63,7 +63,7 @@ export const findBaseModel = (id: string): BaseModel | undefined => CATALOG.find
  * LoRA on an encoder trains only low-rank updates and needs a higher rate than full fine-tuning; a
  * base model's `learning_rate` is its full fine-tuning rate. How much higher depends on how often the
  * run sees each row: on 100 rows (21 epochs) 1e-3 over-fits and 3e-4 is best; on 300 rows (8 epochs)
- * and 1,000 (3 epochs) 1e-3 is better on every set measured (docs/training.md "Defaults that train
+ * and 1,000 (3 epochs) 1e-3 is better on every set measured (docs/experiments/training.md "Defaults that train
  * well on small data"). The same rule sits in the trainer's schedule.py for jobs run without the API.
  */
 export const ENCODER_LORA_LEARNING_RATE = 3e-4;

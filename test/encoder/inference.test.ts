@@ -213,7 +213,7 @@ describe('bad input: clear 4xx, never 500', () => {
     ['unknown model', { model_id: 'nobody/nothing', text: 'hello', schema: { entities: ['person'] } }, 404, /does not exist/],
     ['weights absent', { model_id: 'fastino/gliner2-large-v1', text: 'hello', schema: { entities: ['person'] } }, 503, /fastino\/gliner2-large-v1.*not in the model store/],
     ['unknown task', { task: 'summarize', text: 'hello', schema: { entities: ['person'] } }, 422, /unknown task/],
-    // a long schema runs in label groups (docs/encoder.md "Large label sets"); one label that cannot fit even alone is refused
+    // a long schema runs in label groups (docs/reference/encoder.md "Large label sets"); one label that cannot fit even alone is refused
     ['a label too long for the model even alone', { text: 'hello', schema: { entities: { person: 'names', ['!'.repeat(100)]: '?'.repeat(500) } } }, 422, /entity type '!+' alone serializes to \d+ tokens; the model accepts 512/],
   ];
   it.each(cases)('%s', async (_name, body, status, detail) => {

@@ -1,4 +1,4 @@
-"""Single-label classification with many labels learns (issue #13 item 0, docs/training.md).
+"""Single-label classification with many labels learns (issue #13 item 0, docs/experiments/training.md).
 
 Before the fix a fine-tuned model sat at chance: the head scores each [L] token alone, those outputs
 barely carry the text, and the encoder's training-mode dropout drowned what they do carry — the trainer

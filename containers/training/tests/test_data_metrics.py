@@ -67,7 +67,7 @@ def test_metrics_counts():
             "o": [{"a": {"text": "tim", "confidence": 0.9}, "b": []}],
             "relation_extraction": {"r": [{"head": {"text": "Tim"}, "tail": {"text": "Cook"}}]}}]
     m = score_predictions(rows, res, info)
-    # the mention-only gold "Tim Cook" is one gold entity (docs/evaluation.md): matched once by "Tim Cook"@0;
+    # the mention-only gold "Tim Cook" is one gold entity (docs/reference/evaluation.md): matched once by "Tim Cook"@0;
     # "Cook"@4 is a false positive
     assert m["per_entity"]["person"]["tp"] == 1 and m["per_entity"]["person"]["fp"] == 1 and m["per_entity"]["person"]["fn"] == 0
     assert m["per_field"]["o.a"]["tp"] == 1 and m["per_field"]["o.b"]["fn"] == 1

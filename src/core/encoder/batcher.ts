@@ -1,5 +1,5 @@
 /**
- * Batching across requests ("Batching across requests" in docs/encoder.md): concurrent extraction
+ * Batching across requests ("Batching across requests" in docs/reference/encoder.md): concurrent extraction
  * requests for the same loaded model and the same schema + options are coalesced into one engine
  * call (`EncoderModel.infer` with every request's texts), and each request gets its own slice of the
  * output back — results, chunk/group counts and its own input tokens for billing.
@@ -23,7 +23,7 @@ export interface BatcherOptions {
   maxBatchTexts?: number;
   /**
    * Records (texts or windows) per encoder pass inside an engine call (`InferOptions.batchSize`). 32:
-   * fewer session runs per call, ~16 % more requests/s at 32 clients than 8 on a quiet box (docs/encoder.md
+   * fewer session runs per call, ~16 % more requests/s at 32 clients than 8 on a quiet box (docs/experiments/encoder.md
    * "Quiet machine"); padding and the padded tokens of a pass stay bounded (batches.ts), so long
    * windows still run 8 at a time.
    */

@@ -13,8 +13,8 @@ export const MAX_PADDING = 1.2;
  * the event loop (its `run` is a native call inside a setImmediate), so the pass is the longest stretch
  * one request can hold every other request of the process up for: a long text's windows at 8 × 512
  * held it ~1.1 s per pass on this 2-core box, at 2 × 512 ~0.2 s — about a short-text pass — and the
- * long text itself finished sooner (2.1 vs 2.5 s for 31 windows; bench numbers in docs/encoder.md
- * "Long and hostile texts"). Short texts still fill a pass of 32 (32 × 32 tokens fit).
+ * long text itself finished sooner (2.1 vs 2.5 s for 31 windows; bench numbers in docs/experiments/encoder.md
+ * "Hostile texts"). Short texts still fill a pass of 32 (32 × 32 tokens fit).
  */
 export const MAX_BATCH_TOKENS = 2 * 512;
 

@@ -1,5 +1,5 @@
 /**
- * Label groups ("Large label sets" in docs/encoder.md): a schema whose prompt cannot share the encoder
+ * Label groups ("Large label sets" in docs/reference/encoder.md): a schema whose prompt cannot share the encoder
  * with a text is split into groups of entity types / labels / whole structures and relations that fit;
  * each group runs as its own schema and the per-text results are merged.
  */

@@ -46,7 +46,7 @@ export interface InferOptions {
   chunkWords?: number;
   chunkOverlap?: number;
   /**
-   * Prompt tokens per label group ("Large label sets" in docs/encoder.md). Unset: labels are split only
+   * Prompt tokens per label group ("Large label sets" in docs/reference/encoder.md). Unset: labels are split only
    * for a text that does not fit with the whole prompt when that prompt leaves less than
    * `GROUP_TEXT_TOKENS` for text. Set: any prompt longer than this is split, for every text (tests).
    */

@@ -3,7 +3,7 @@
  * Pure functions, no I/O. Used by evaluations (one `scoreRow` per row, shards merged with
  * `mergeCounts`, then `finalizeMetrics`) and mirrored rule for rule by the trainer's validation
  * metrics (containers/training/sift_trainer/data/metrics.py); test/fixtures/evaluation/cases.json holds
- * hand-computed cases that both languages must reproduce. docs/evaluation.md states the same rules.
+ * hand-computed cases that both languages must reproduce. docs/reference/evaluation.md states the same rules.
  *
  * Matching rules
  * - Normalising: "ws" = split on whitespace (the characters in `WHITESPACE`, Python's `str.isspace`

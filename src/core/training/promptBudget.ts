@@ -1,5 +1,5 @@
 /**
- * Job-creation check for label sets an encoder can never take (docs/encoder.md "Large label sets").
+ * Job-creation check for label sets an encoder can never take (docs/reference/encoder.md "Large label sets").
  *
  * The trainer fits long label sets into the encoder by sampling negative labels per example
  * (containers/training/sift_trainer/encoder/prompt_budget.py) and the engine runs them in label groups, so a

@@ -1,6 +1,6 @@
 """F1 / precision / recall of a GLiNER2 model on labelled Sift rows (micro-averaged).
 
-The rules are the evaluation scorer's (src/core/evaluation/scoring.ts, docs/evaluation.md); the
+The rules are the evaluation scorer's (src/core/evaluation/scoring.ts, docs/reference/evaluation.md); the
 hand-computed cases in test/fixtures/evaluation/cases.json hold both implementations to them:
 
 - normalising: "ws" = whitespace runs (``str.isspace`` characters) collapsed to one space, trimmed;

@@ -7,7 +7,7 @@ becomes the job's model: its ``final`` checkpoint, the exported files and the me
 
 Only when the held-out rows can tell checkpoints apart: F1 over a handful of gold annotations is
 noise (wnut17, 100 rows: the 10 held-out rows hold 2 entities, and the "best" checkpoint was the
-first epoch's, 0.667 = one entity found; docs/training.md "Never below the plain trainer"). Below
+first epoch's, 0.667 = one entity found; docs/experiments/training.md "Never below the plain trainer"). Below
 MIN_SELECTION_SUPPORT gold annotations the job keeps its last weights and does not stop early.
 """
 

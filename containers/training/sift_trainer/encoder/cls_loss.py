@@ -4,7 +4,7 @@ gliner2's span model scores each ``[L]`` label token with one logit and trains t
 cross-entropy *summed* over the labels. With one gold among n labels the cheapest way down that loss
 is to push every logit to the base rate 1/n without looking at the text; measured on banking77
 (20-150 labels) fine-tuning sat exactly there (loss ~= -log(1/n) + (n-1)*-log(1-1/n), accuracy at
-chance; docs/training.md "Classification with many labels"). Single-label prediction ranks the
+chance; docs/experiments/training.md "Classification with many labels"). Single-label prediction ranks the
 logits under a softmax (gliner2 ``class_act="auto"``), so training the same softmax with
 cross-entropy gives the gradient only the *relative* order of the gold label against the others:
 no all-negative shortcut. Multi-label tasks and rows without exactly one gold label keep gliner2's

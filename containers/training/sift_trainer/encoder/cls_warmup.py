@@ -1,6 +1,6 @@
 """Single-label classification jobs: give the ``[L]``-token head a text signal before fine-tuning.
 
-Why (docs/training.md "Classification with many labels"): the classifier scores each ``[L]`` token's
+Why (docs/experiments/training.md "Classification with many labels"): the classifier scores each ``[L]`` token's
 encoder output alone, so it can only rank labels by text if those outputs carry the text. In the mini
 model they barely do — ``[L]`` tokens put 1-10% of their attention on the text, and across texts an
 ``[L]`` output moves by ~0.26 (norm ~2.5) — while the encoder's training-mode dropout moves it by

@@ -2,7 +2,7 @@
 
 A fixed epoch count is wrong at both ends: 3 epochs of 200 rows are ~70 optimizer steps, and the
 model is still far from fitted (wnut17, 180 rows, LoRA at 1e-4: validation F1 still rising steeply at
-the end, docs/training.md "Defaults that train well on small data"), while 10 epochs of 10,000 rows
+the end, docs/experiments/training.md "Defaults that train well on small data"), while 10 epochs of 10,000 rows
 are hours of CPU. So the epoch count is chosen to reach a floor of optimizer steps, within bounds;
 the best validation checkpoint (checkpoint_selection.py) and early stopping guard against the extra
 epochs over-fitting. Explicit hyperparameters (nr_epochs, max_steps, learning_rate, task_lr,
@@ -22,7 +22,7 @@ DEFAULT_BATCH_SIZE = 8
 MIN_OPTIMIZER_STEPS = 250
 #: at least this many passes: on 922 conll04 rows 3 epochs (309 steps) left LoRA under-trained
 #: (validation F1 still rising, test 0.681) and 6 reached the issue's target (test 0.757,
-#: docs/training.md "The issue's targets at 1,000 rows"); smaller sets already get more from the floor
+#: docs/experiments/training.md "The issue's targets at 1,000 rows"); smaller sets already get more from the floor
 MIN_EPOCHS = 6
 #: ... except single-label classification-only jobs (those the head warm-up is for, cls_warmup.py): banking77
 #: on 1,000 rows scored 0.257 after 3 epochs and 0.210 after 6 (LoRA 1e-3; validation at chance for
@@ -36,7 +36,7 @@ DEFAULT_TASK_LR_FULL = 5e-4
 #: LoRA trains low-rank updates only (encoder and heads alike) and needs a higher rate than full
 #: fine-tuning: at 1e-4 a 200-row job was still far from fitted after 66 steps; at 1e-3 a 100-row
 #: job over-fits within the 250-step floor (wnut17 test F1 0.267 at step 55, 0.208 at step 231), so
-#: the last weights are only good at 3e-4 (docs/training.md "Never below the plain trainer")
+#: the last weights are only good at 3e-4 (docs/experiments/training.md "Never below the plain trainer")
 DEFAULT_LR_LORA = 3e-4
 #: ... but from 300 rows (8 epochs or fewer) 3e-4 under-trains: at 1e-3 conll04 entities went
 #: 0.572 -> 0.625 (300 rows) and 0.591 -> 0.681 (922), relations 0.070 -> 0.131 (922), wnut17

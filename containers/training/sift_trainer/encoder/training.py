@@ -214,7 +214,7 @@ def _make_trainer_class():
 def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
     (schedule.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
-    in the real trainer: docs/training.md "Classification with many labels"; the defaults stay.)"""
+    in the real trainer: docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"

@@ -5,7 +5,7 @@ run time) → ``onnx/encoder.int8.onnx``. The head graphs (span scores, count, c
 TS engine serves the int8 encoder when ``SIFT_ENCODER_PRECISION=int8`` and the file exists.
 
 
-Measured on the mini model (wnut17 test, 1287 texts; docs/encoder.md "Speed"): this recipe loses no F1
+Measured on the mini model (wnut17 test, 1287 texts; docs/experiments/encoder.md "Speed"): this recipe loses no F1
 (14.14 → 14.14); with ``reduce_range`` (7-bit weights, ONNX Runtime's advice against U8S8 saturation
 on AVX2 without VNNI) it lost 0.92 points here, so it is off unless asked for.
 
