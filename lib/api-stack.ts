@@ -5,8 +5,8 @@
  *   a VPC link V2, with response streaming and a 15-minute timeout.
  *
  * Also: the API-key authorizers, the SQS worker, per-method throttles from
- * SPEC "Limits", access logs, WAF with the per-IP edge limit, CORS, and
- * gateway responses in the SPEC `{detail}` error shape. Routes, their
+ * docs/reference/decisions.md#limits, access logs, WAF with the per-IP edge limit, CORS, and
+ * gateway responses in the `{detail}` error shape (docs/reference/decisions.md#errors). Routes, their
  * authorizers and throttles come from the service's route table
  * (src/http/routeTable.ts, through lib/gateway-routes.ts).
  */
@@ -43,7 +43,7 @@ export interface ApiStackProps extends StackProps {
   readonly workflows?: WorkflowHandles;
 }
 
-/** Stage method throttle for a SPEC per-minute limit (rate per second, burst = 10 s worth). */
+/** Stage method throttle for a per-minute limit (docs/reference/decisions.md#limits): rate per second, burst = 10 s worth. */
 export function throttleFor(perMinute: number, scale: number): { rateLimit: number; burstLimit: number } {
   const rateLimit = Math.round((perMinute / 60) * scale * 100) / 100;
   const burstLimit = Math.max(1, Math.ceil((perMinute / 6) * scale));
@@ -164,7 +164,7 @@ export class ApiStack extends Stack {
     acknowledge(this.api, {
       id: 'AwsSolutions-COG4',
       reason:
-        'Callers authenticate with Sift API keys (SPEC "Authentication"), verified by the Lambda authorizers over sha256 hashes in DynamoDB; there are no Cognito users.',
+        'Callers authenticate with Sift API keys (docs/reference/decisions.md#authentication), verified by the Lambda authorizers over sha256 hashes in DynamoDB; there are no Cognito users.',
     });
 
     const waf = new ApiWaf(this, 'Waf', {

@@ -55,7 +55,7 @@ export interface GpuServiceConfig {
   readonly memoryReservationMiB: number;
 }
 
-/** The plans of SPEC "Billing"; each is an API Gateway usage plan. */
+/** The plans of docs/reference/decisions.md#plans; each is an API Gateway usage plan. */
 export const PLANS = ['free', 'pro', 'research', 'custom'] as const;
 export type PlanName = (typeof PLANS)[number];
 
@@ -93,13 +93,13 @@ export interface StageConfig {
   /** E-mail subscribed to alarms and budget notifications (optional). */
   readonly alarmEmail?: string;
   /**
-   * Multiplier applied to the SPEC per-user limits to obtain the stage-wide
+   * Multiplier applied to the per-user limits (docs/reference/decisions.md#limits) to obtain the stage-wide
    * per-method throttles (API Gateway throttles per stage, not per user).
    */
   readonly throttleScale: number;
   /**
    * Per-team throttles by plan, enforced by API Gateway before any Lambda or GPU task runs (the
-   * authorizer names the team's key in its plan's usage plan). SPEC's per-user limits and spend caps
+   * authorizer names the team's key in its plan's usage plan). The per-user limits and spend caps (decisions.md#limits)
    * stay the service's own counters; these bound a whole team.
    */
   readonly usagePlans: Record<PlanName, UsagePlanThrottle>;
@@ -257,9 +257,9 @@ export function loadStageConfig(node: Node): StageConfig {
   };
 }
 
-/** SPEC default for endpoints without a specific limit (the service's own numbers, src/core/limits.ts). */
+/** Default limit for endpoints without a specific one (docs/reference/decisions.md#limits) (the service's own numbers, src/core/limits.ts). */
 export const SPEC_DEFAULT_PER_MINUTE = perMinuteLimit('default');
 
-/** SPEC edge limit per IP (WAF rate-based rule), the same numbers the service enforces. */
+/** Edge limit per IP (docs/reference/decisions.md#limits) (WAF rate-based rule), the same numbers the service enforces. */
 export const SPEC_EDGE_LIMIT_PER_IP = EDGE_LIMIT.limit;
 export const SPEC_EDGE_WINDOW_SECONDS = EDGE_LIMIT.windowSeconds;

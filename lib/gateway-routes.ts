@@ -20,7 +20,7 @@ export interface GatewayMethod {
   /** `key-or-bearer`: the compatible /v1/ routes, which also take `Authorization: Bearer` (src/core/apiKeys.ts `authenticate`). */
   readonly access: 'public' | 'key' | 'key-or-bearer';
   readonly plane: 'control' | 'data';
-  /** The route's own per-minute limit (SPEC "Limits"); unset = the stage default. */
+  /** The route's own per-minute limit (docs/reference/decisions.md#limits); unset = the stage default. */
   readonly perMinute?: number;
 }
 

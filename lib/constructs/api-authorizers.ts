@@ -1,6 +1,6 @@
 /**
  * The two API-key authorizers, one function behind both (lambdas/authorizer.ts):
- * - `native`: cached TOKEN authorizer on X-API-Key (SPEC "Authentication" 1), every native and /core route;
+ * - `native`: cached TOKEN authorizer on X-API-Key (docs/reference/decisions.md#authentication rule 1), every native and /core route;
  * - `compat`: REQUEST authorizer for the compatible /v1/ routes, which accept X-API-Key *or*
  *   `Authorization: Bearer` (3).
  */

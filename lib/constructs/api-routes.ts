@@ -38,7 +38,7 @@ export class ApiRoutes extends ResourceGroup {
       validateRequestParameters: true,
       validateRequestBody: true,
     });
-    // Bodies of POST routes must be JSON objects; field-level validation (SPEC 422
+    // Bodies of POST routes must be JSON objects; field-level validation (422, decisions.md#errors,
     // with `errors`) is done by the handlers, which share one schema module.
     const jsonObject = api.addModel('JsonObject', {
       contentType: 'application/json',
@@ -107,13 +107,13 @@ class RouteBuilder {
         ? { authorizationType: apigw.AuthorizationType.NONE }
         : {
             authorizationType: apigw.AuthorizationType.CUSTOM,
-            // native: X-API-Key only (SPEC "Authentication" 1); compat: X-API-Key or Bearer (3)
+            // native: X-API-Key only (docs/reference/decisions.md#authentication rule 1); compat: X-API-Key or Bearer (3)
             authorizer: m.access === 'key-or-bearer' ? this.authorizers.compat : this.authorizers.native,
             apiKeyRequired: true,
           }),
     });
     if (m.access === 'public') {
-      const reason = `Public by SPEC: ${m.method} ${m.path} answers without credentials (auth 'public' in src/http/routeTable.ts).`;
+      const reason = `Public by decision (docs/reference/decisions.md#public-routes): ${m.method} ${m.path} answers without credentials (auth 'public' in src/http/routeTable.ts).`;
       acknowledge(method, { id: 'AwsSolutions-APIG4', reason }, { id: 'AwsSolutions-COG4', reason });
     }
     return method;

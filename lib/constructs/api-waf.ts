@@ -1,6 +1,6 @@
 /**
- * WAF in front of the API stage: the SPEC per-IP edge limit as a rate-based rule answering 429 in
- * the SPEC error shape, AWS managed rule groups (body-inspecting rules only count: bodies are user
+ * WAF in front of the API stage: the per-IP edge limit (docs/reference/decisions.md#limits) as a rate-based rule answering 429 in
+ * the error shape (decisions.md#errors), AWS managed rule groups (body-inspecting rules only count: bodies are user
  * text and datasets), and logs with credentials redacted.
  */
 import { ArnFormat, RemovalPolicy, Stack } from 'aws-cdk-lib';

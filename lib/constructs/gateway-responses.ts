@@ -1,7 +1,7 @@
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 
 /**
- * SPEC error bodies (`{detail}`) and statuses for responses API Gateway generates itself. These
+ * Error bodies (`{detail}`, docs/reference/decisions.md#errors) and statuses for responses API Gateway generates itself. These
  * templates are plain substitution, not VTL: only API Gateway's own quoted `messageString` (or a
  * fixed text) may stand for a JSON string (lib/aws-rules.ts, GATEWAY_RESPONSE_VARIABLES).
  */

@@ -232,7 +232,7 @@ export async function createSession(svc: Services, principal: Principal): Promis
 }
 
 /**
- * SPEC "Authentication": `X-API-Key` everywhere; on the compatible `/v1/*` routes also
+ * docs/reference/decisions.md#authentication: `X-API-Key` everywhere; on the compatible `/v1/*` routes also
  * `Authorization: Bearer`, where an `svc_sk_` value is an API key and anything else a session token.
  */
 export async function authenticate(

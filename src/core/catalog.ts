@@ -35,7 +35,7 @@ const encoder = (id: string, description: string, languages: string[], parameter
   max_input_tokens: 2048,
 });
 
-/** SPEC "Encoder base models" plus the offline mini model and the local decoder. */
+/** docs/reference/decisions.md#encoder-catalog plus the offline mini model and the local decoder. */
 export const CATALOG: readonly BaseModel[] = [
   encoder('fastino/gliner2-base-v1', 'English, general purpose (default starting point)', ['en'], '205M', 5e-5),
   encoder('fastino/gliner2-large-v1', 'English, higher accuracy', ['en'], '340M', 3e-5),

@@ -1,5 +1,5 @@
 /**
- * Inference deployments and the model identifiers that route through them (SPEC "Model identifiers").
+ * Inference deployments and the model identifiers that route through them (docs/reference/decisions.md#model-identifiers).
  *
  * - A training job is servable only while it has an active deployment, which pins one checkpoint
  *   (the final model unless another servable checkpoint is named). The pin lives on the job record
@@ -201,7 +201,7 @@ export type ServingTarget =
   | { kind: 'deployment'; model: BaseModel; job: TrainingJob & { deployment: JobDeployment }; projectId: string | null };
 
 /**
- * SPEC "Model identifiers": a catalog id; a training job id (only while deployed, else 409 "has no
+ * docs/reference/decisions.md#model-identifiers: a catalog id; a training job id (only while deployed, else 409 "has no
  * active inference deployment"); a project name or id (whatever it serves now). Projects resolve on
  * every inference route, native included.
  */

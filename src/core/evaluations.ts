@@ -32,7 +32,7 @@ export interface Evaluation {
 
 
 /**
- * Validates and records an evaluation, then starts its workflow (SPEC: `{id, status: running}`).
+ * Validates and records an evaluation, then starts its workflow (docs/reference/decisions.md#evaluations: `{id, status: running}`).
  * A complete training job is scored on its final model whether or not it is deployed; a catalog
  * encoder id gives the baseline. Anything the workflow can't do is refused here with a 4xx.
  */

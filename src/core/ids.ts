@@ -3,7 +3,7 @@ import { monotonicFactory } from 'ulid';
 
 /** API keys are `svc_sk_` + 32 random bytes (base64url); only their sha256 is stored. */
 export const API_KEY_PREFIX = 'svc_sk_';
-/** Session tokens deliberately do not share the API-key prefix (SPEC Authentication 3). */
+/** Session tokens deliberately do not share the API-key prefix (docs/reference/decisions.md#authentication rule 3). */
 export const SESSION_TOKEN_PREFIX = 'sess_';
 
 const nextUlid = monotonicFactory();

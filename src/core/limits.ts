@@ -1,5 +1,5 @@
 /**
- * SPEC "Limits" as data: the endpoint classes and their windows, and the per-IP edge limit.
+ * docs/reference/decisions.md#limits as data: the endpoint classes and their windows, and the per-IP edge limit.
  * No runtime imports, so the CDK app (lib/) reads the same numbers the service enforces.
  */
 export interface LimitRule {
@@ -7,7 +7,7 @@ export interface LimitRule {
   windowSeconds: number;
 }
 
-/** SPEC "Limits": the endpoint classes and their windows. */
+/** docs/reference/decisions.md#limits: the endpoint classes and their windows. */
 export const LIMIT_CLASSES = {
   default: [
     { limit: 20_000, windowSeconds: 60 },
@@ -38,7 +38,7 @@ export type ComputeKind = 'training' | 'evaluation' | 'generation';
 /**
  * Compute a team may have running at once, per plan: training jobs `requested|running`,
  * evaluations `running`, generation jobs `queued|running`. Over it: 429, `X-RateLimit-Reason:
- * concurrent_jobs`. Free may train (SPEC excludes only the adaptive loop from Free), one job at a
+ * concurrent_jobs`. Free may train (docs/reference/decisions.md#plans: only the adaptive loop is off on Free), one job at a
  * time; these numbers also bound how far a prepaid balance can go below 0 (README "Overdraft bound").
  */
 export const CONCURRENT_COMPUTE: Record<'free' | 'pro' | 'research' | 'custom', Record<ComputeKind, number>> = {

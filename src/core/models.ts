@@ -1,5 +1,5 @@
 /**
- * The one model resolver of every inference route (SPEC "Model identifiers", deployments.ts): a
+ * The one model resolver of every inference route (docs/reference/decisions.md#model-identifiers, deployments.ts): a
  * request's model string becomes one `ResolvedModel`, once, and is passed down to whatever runs it.
  */
 import type { Principal, Services } from './context';

@@ -15,7 +15,7 @@ import { impossibleLabels } from './training/promptBudget';
 export type JobStatus = 'requested' | 'running' | 'complete' | 'failed' | 'stopped';
 export const TERMINAL: JobStatus[] = ['complete', 'failed', 'stopped'];
 
-/** SPEC "States and transitions": which status may follow which. */
+/** docs/reference/decisions.md#job-states: which status may follow which. */
 const TRANSITIONS: Record<JobStatus, JobStatus[]> = {
   requested: ['running', 'stopped', 'failed'],
   running: ['complete', 'failed', 'stopped'],
@@ -70,7 +70,7 @@ export interface TrainingJob {
   compute_seconds?: number;
 }
 
-/** A job's `metrics` (SPEC: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */
+/** A job's `metrics` (docs/reference/decisions.md#training-jobs: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */
 export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
   const r = (m ?? {}) as Record<string, unknown>;
   const { f1, precision, recall } = r;
@@ -121,7 +121,7 @@ export interface JobDeployment {
 }
 
 
-/** The RL keys each algorithm needs (DESIGN: `rl_config` is ours to define). */
+/** The RL keys each algorithm needs (docs/reference/decisions.md#rl-config: its shape is ours). */
 const RL_REQUIRED: Record<'dpo' | 'grpo', (keyof RlConfig)[]> = { dpo: ['beta'], grpo: ['num_generations', 'reward'] };
 const TASKS_FOR_ALGORITHM: Record<'sft' | 'dpo' | 'grpo', TaskType[]> = {
   sft: [...ENCODER_TASK_TYPES, 'sft'],

@@ -1,6 +1,6 @@
 /**
  * Every route of the HTTP API and how it is served: the one place that says who may call it
- * (`auth`), which SPEC limit class counts it (`limit`, default when unset) and which process serves
+ * (`auth`), which limit class (docs/reference/decisions.md#limits) counts it (`limit`, default when unset) and which process serves
  * it in AWS (`plane`: `data` = the ECS gateway behind the VPC link, which loads the models; unset =
  * the control-plane Lambda).
  *

@@ -1,6 +1,6 @@
 /**
  * API stack: authorizers on every non-public route, per-method throttles from
- * SPEC "Limits", the streaming VPC-link integrations, WAF, logging, and the
+ * docs/reference/decisions.md#limits, the streaming VPC-link integrations, WAF, logging, and the
  * least-privilege roles of the Lambda functions.
  */
 import { Match } from 'aws-cdk-lib/assertions';
@@ -46,7 +46,7 @@ describe('routes and authorization', () => {
     t.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
   });
 
-  it('leaves only the SPEC public routes (and CORS preflights) without an authorizer', () => {
+  it('leaves only the public routes (decisions.md#public-routes) (and CORS preflights) without an authorizer', () => {
     const open = routes.filter((r) => r.props.AuthorizationType !== 'CUSTOM');
     for (const r of open) {
       const isPublic = PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method);
@@ -110,7 +110,7 @@ describe('routes and authorization', () => {
     expect(r.props.Integration).toMatchObject({ Type: 'AWS_PROXY' });
   });
 
-  it('answers authorizer failures and throttling with the SPEC error shape', () => {
+  it('answers authorizer failures and throttling with the error shape of decisions.md#errors', () => {
     t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
       ResponseType: 'UNAUTHORIZED',
       StatusCode: '401',
@@ -140,7 +140,7 @@ describe('usage plans', () => {
         Throttle: { RateLimit: built.config.usagePlans[plan].rateLimit, BurstLimit: built.config.usagePlans[plan].burstLimit },
         ApiStages: [{ ApiId: expect.anything(), Stage: expect.anything() }],
       });
-      expect(p.Properties?.Quota).toBeUndefined(); // credits and spend caps are the service's (SPEC "Limits")
+      expect(p.Properties?.Quota).toBeUndefined(); // credits and spend caps are the service's (docs/reference/decisions.md#limits)
     }
     expect(built.config.usagePlans.free.rateLimit).toBeLessThan(built.config.usagePlans.pro.rateLimit);
   });
@@ -160,7 +160,7 @@ describe('stage', () => {
   const settings = stage.MethodSettings as Array<Record<string, unknown>>;
   const scale = built.config.throttleScale;
 
-  it('throttles each SPEC-limited method', () => {
+  it('throttles each method with its own limit (decisions.md#limits)', () => {
     for (const limit of SPEC_METHOD_LIMITS_PER_MINUTE) {
       const resourcePath = `/${limit.path.replace(/\//g, '~1')}`;
       const s = settings.find((x) => x.ResourcePath === resourcePath && x.HttpMethod === limit.method);
@@ -173,7 +173,7 @@ describe('stage', () => {
     }
   });
 
-  it('applies the SPEC default limit to every other method', () => {
+  it('applies the default limit (decisions.md#limits) to every other method', () => {
     const d = settings.find((x) => x.ResourcePath === '/*' && x.HttpMethod === '*');
     expect(d).toMatchObject({ ThrottlingRateLimit: throttleFor(SPEC_DEFAULT_PER_MINUTE, scale).rateLimit, LoggingLevel: 'INFO', MetricsEnabled: true });
   });

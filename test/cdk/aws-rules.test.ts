@@ -78,7 +78,7 @@ describe('API Gateway: who reaches the authorizer', () => {
   });
   const v1 = methods.filter((m) => m.path.startsWith('/v1/') && m.method !== 'OPTIONS' && !gatewayMethods().some((p) => p.access === 'public' && p.path === m.path && p.method === m.method));
 
-  it('every guarded /v1/ method runs its authorizer with X-API-Key alone and with Authorization alone (SPEC "Authentication" 3)', () => {
+  it('every guarded /v1/ method runs its authorizer with X-API-Key alone and with Authorization alone (docs/reference/decisions.md#authentication rule 3)', () => {
     expect(v1.map((m) => m.path)).toEqual(expect.arrayContaining(['/v1/chat/completions', '/v1/messages', '/v1/{proxy+}']));
     for (const m of v1) {
       const rule = asRule(m.authorizer!);
@@ -114,7 +114,7 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
     expect(body.request_id).toBe('4f9c1e1a-2b3c-4d5e-8f90-123456789abc');
   });
 
-  it('a 422 carries an errors array naming the body (SPEC "Errors")', () => {
+  it('a 422 carries an errors array naming the body (docs/reference/decisions.md#errors)', () => {
     const bad = responses.find((r) => r.Properties?.ResponseType === 'BAD_REQUEST_BODY')!;
     const body = JSON.parse(renderGatewayResponse((bad.Properties?.ResponseTemplates as Record<string, string>)['application/json']!, hostile, 'r'));
     expect(bad.Properties?.StatusCode).toBe('422');

@@ -11,7 +11,7 @@ afterAll(async () => stack.stop());
 const usage = async () => (await stack.call('GET', '/billing/usage/requests')).body.today;
 
 describe('native POST /inference (task: "generate")', () => {
-  it('generates with SPEC usage fields and stores the inference', async () => {
+  it('generates with the usage fields of decisions.md#token-usage and stores the inference', async () => {
     const res = await stack.call('POST', '/inference', { body: { model_id: MODEL, task: 'generate', messages: [{ role: 'user', content: 'Say hi.' }], max_tokens: 4 } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ model_id: MODEL, type: 'decoder' });

@@ -50,7 +50,7 @@ describe('validateRow: shape and columns', () => {
   });
 });
 
-describe('validateRow: classification (SPEC rules 4, 5)', () => {
+describe('validateRow: classification (docs/reference/decisions.md#dataset-rows rules 4, 5)', () => {
   it('accepts label (single) and labels (multi)', () => {
     expect(ok({ text: 'great', label: 'positive' })).toMatchObject({ row: { text: 'great', label: 'positive' }, tasks: ['classification'] });
     expect(ok({ text: 'great', labels: ['a', 'b'] })).toMatchObject({ row: { labels: ['a', 'b'] }, tasks: ['multi_label_classification'] });
@@ -70,7 +70,7 @@ describe('validateRow: classification (SPEC rules 4, 5)', () => {
   });
 });
 
-describe('validateRow: entities (DESIGN "Training rows")', () => {
+describe('validateRow: entities (docs/reference/decisions.md#dataset-rows)', () => {
   const text = 'Tim Cook runs Apple in Cupertino.';
 
   it('accepts objects with and without offsets, and [text, label] pairs', () => {
@@ -133,7 +133,7 @@ describe('validateRow: relations', () => {
   });
 });
 
-describe('validateRow: json_structures (SPEC rules 1, 2)', () => {
+describe('validateRow: json_structures (docs/reference/decisions.md#dataset-rows rules 1, 2)', () => {
   const text = 'Order: 2 large pizzas and a small salad, deliver to 12 Main St.';
   it('accepts str and list fields, several instances and several structure names', () => {
     const js = [
@@ -167,7 +167,7 @@ describe('validateRow: json_structures (SPEC rules 1, 2)', () => {
     expect(fields(bad({ text, json_structures: [{ order: { sizes: [['large']] } }] }))).toEqual(['json_structures[0].order.sizes[0]']);
   });
 
-  it('combines every encoder head in one row (SPEC rule 3)', () => {
+  it('combines every encoder head in one row (docs/reference/decisions.md#dataset-rows rule 3)', () => {
     const t = 'Tim Cook works for Apple in Cupertino.';
     const r = ok({
       text: t,

@@ -1,7 +1,7 @@
 /**
  * The API Gateway management calls Sift makes (usage plans and keys), served over HTTP in the
  * service's REST-JSON wire format, so the real SDK client and its serializers run. No emulator
- * covers API Gateway (../shared/research/aws-and-style.md §2); this is the boundary stand-in.
+ * covers API Gateway (none of the offline AWS emulators on npm does); this is the boundary stand-in.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

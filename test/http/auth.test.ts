@@ -6,7 +6,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stack.stop());
 
-describe('authentication (SPEC "Authentication")', () => {
+describe('authentication (docs/reference/decisions.md#authentication)', () => {
   it('accepts the seeded operator key in X-API-Key', async () => {
     const res = await stack.call('GET', '/api-keys');
     expect(res.status).toBe(200);

@@ -9,7 +9,7 @@ beforeAll(async () => {
 afterAll(async () => stack.stop());
 
 describe('GET /base-models', () => {
-  it('lists the SPEC catalog, filters, and reports availability from the model store', async () => {
+  it('lists the catalog (decisions.md#encoder-catalog), filters, and reports availability from the model store', async () => {
     const all = await stack.call('GET', '/base-models');
     expect(all.status).toBe(200);
     const ids = all.body.data.map((m: any) => m.id);

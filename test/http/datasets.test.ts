@@ -117,7 +117,7 @@ describe('upload → process → ready, per format', () => {
   });
 });
 
-describe('row rules (SPEC "Training dataset rows", DESIGN §3)', () => {
+describe('row rules (docs/reference/decisions.md#dataset-rows)', () => {
   it('entities: code-point offsets with emoji pass; UTF-16 offsets fail naming the entity', async () => {
     const text = '🎉🎉 Tim Cook 👍 runs Apple';
     const good = await upload(uniq('emoji'), jsonl([{ text, entities: [{ text: 'Tim Cook', label: 'person', start: 3, end: 11 }, { text: 'Apple', label: 'company', start: 19, end: 24 }] }]));
@@ -159,7 +159,7 @@ describe('row rules (SPEC "Training dataset rows", DESIGN §3)', () => {
     ]);
   });
 
-  it('label xor labels: within a row, and across the dataset (SPEC rule 4)', async () => {
+  it('label xor labels: within a row, and across the dataset (docs/reference/decisions.md#dataset-rows rule 4)', async () => {
     const inRow = await upload(uniq('both'), jsonl([{ text: 'a', label: 'x', labels: ['x'] }]));
     expect(inRow).toMatchObject({ status: 'failed', errors: [{ row: 1, field: 'label', message: expect.stringMatching(/not both/) }] });
     const across = await upload(uniq('mixed-labels'), jsonl([{ text: 'a', label: 'x' }, { text: 'b', label: 'y' }, { text: 'c', labels: ['x', 'z'] }]));

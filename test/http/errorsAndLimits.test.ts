@@ -7,7 +7,7 @@ beforeAll(async () => {
 });
 afterAll(async () => stack.stop());
 
-describe('errors (SPEC "Errors")', () => {
+describe('errors (docs/reference/decisions.md#errors)', () => {
   it('answers malformed JSON with 422 naming the body', async () => {
     const res = await stack.call('POST', '/projects', { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(422);
@@ -84,7 +84,7 @@ describe('errors (SPEC "Errors")', () => {
   });
 });
 
-describe('per-endpoint limits (SPEC "Limits")', () => {
+describe('per-endpoint limits (docs/reference/decisions.md#limits)', () => {
   it('limits POST /core/training-jobs to 20 per minute per team, then 429 with Retry-After', async () => {
     const team = await stack.newTeam('limited');
     const statuses: number[] = [];

@@ -1,4 +1,4 @@
-/** SPEC label-existing endpoints on the mini model: real annotations, order kept, bounds enforced. */
+/** Label-existing endpoints (docs/reference/decisions.md#generation) on the mini model: real annotations, order kept, bounds enforced. */
 import { TestStack } from '../helpers/localStack';
 
 let stack: TestStack;

@@ -1,5 +1,5 @@
 /**
- * Adaptive inference end to end (SPEC general rule 8), for real: traffic to a project is logged,
+ * Adaptive inference end to end (docs/reference/decisions.md#adaptive-inference), for real: traffic to a project is logged,
  * reviewed through feedback, turned into training and held-out data, a candidate is fine-tuned from
  * the deployed model by the real trainer, both are evaluated on the same held-out traces by the
  * adaptive state machine (the deployed ASL, run locally), and the candidate is offered — promoted

@@ -1,5 +1,5 @@
 /**
- * SPEC "Typical workflow" end to end through HTTP, for real: (1) upload a dataset, (2) start a
+ * docs/reference/decisions.md#typical-workflow end to end through HTTP, for real: (1) upload a dataset, (2) start a
  * training job, (3) poll it to `complete`, (4) evaluate it on a held-out dataset — beating the base
  * model's F1 on the same data — and (5) call it by job id once deployed; then promote it to a
  * project, call it by project name (native and OpenAI SDK), promote a second job, roll back, and

@@ -1,5 +1,5 @@
 /**
- * Adaptive inference cycles (SPEC general rule 8): one record per attempt to improve a project's
+ * Adaptive inference cycles (docs/reference/decisions.md#adaptive-inference): one record per attempt to improve a project's
  * deployed encoder from its own traffic. A cycle is started by the schedule or by the caller, runs in
  * the adaptive state machine (workflow.ts), and ends `skipped` (not enough reviewed traffic),
  * `failed`, or `offered` with the candidate's and the baseline's scores on the same held-out traces.
@@ -47,7 +47,7 @@ export interface AdaptiveCycle {
   finished_at: string | null;
 }
 
-/** SPEC: included on the Pro, Research and Custom plans, excluded from Free. */
+/** docs/reference/decisions.md#adaptive-inference: included on the Pro, Research and Custom plans, excluded from Free. */
 export const ADAPTIVE_PLANS: Plan[] = ['pro', 'research', 'custom'];
 
 const newCycleId = () => `adc_${newUlid()}`;

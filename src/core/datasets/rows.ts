@@ -1,5 +1,5 @@
 /**
- * Row rules for training datasets (SPEC "Training dataset rows", DESIGN §3 "Training rows").
+ * Row rules for training datasets (docs/reference/decisions.md#dataset-rows).
  * Pure functions: one raw row in, one normalized row or a list of problems out.
  */
 import { CodePointIndex, occurringIn } from './textIndex';

@@ -1,13 +1,13 @@
 
 /**
- * How a model family caches (SPEC "Prompt caching rules"): `explicit` honours markers (Claude-style and
+ * How a model family caches (docs/reference/decisions.md#prompt-caching): `explicit` honours markers (Claude-style and
  * our own models), `gpt` caches automatically and rejects markers, `automatic` (vLLM APC) ignores them.
  */
 export type CacheFamily = 'claude' | 'gpt-4' | 'gpt-5' | 'explicit';
 
 export interface DecoderProfile {
   family: CacheFamily;
-  /** SPEC "Minimum cacheable prefix": shorter marked prefixes are silently not cached. */
+  /** docs/reference/decisions.md#prompt-caching, minimum prefix: shorter marked prefixes are silently not cached. */
   minCacheTokens: number;
   /** Largest `max_tokens` accepted. */
   maxOutputTokens: number;
@@ -18,7 +18,7 @@ export interface DecoderProfile {
   outputPrice: number;
 }
 
-/** SPEC "Cache billing": multipliers of the input price. */
+/** docs/reference/decisions.md#cache-billing: multipliers of the input price. */
 export const CACHE_MULTIPLIERS: Record<CacheFamily, { read: number; write: number }> = {
   claude: { read: 0.1, write: 1.25 },
   'gpt-4': { read: 0.5, write: 1 },

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { CachePlan, TokenizedPrompt } from './types';
 
-/** SPEC "Other constants": at most 4 markers are applied per request. */
+/** docs/reference/decisions.md#prompt-caching rule 7: at most 4 markers are applied per request. */
 export const MAX_CACHE_MARKERS = 4;
-/** SPEC: an entry expires after 5 minutes of inactivity unless a `ttl` is given. */
+/** docs/reference/decisions.md#prompt-caching: an entry expires after 5 minutes of inactivity unless a `ttl` is given. */
 export const DEFAULT_CACHE_TTL_SECONDS = 300;
 /** Longest `ttl` accepted (Anthropic offers 1h; we allow up to a day). */
 export const MAX_CACHE_TTL_SECONDS = 24 * 3600;
@@ -24,7 +24,7 @@ interface Entry {
 }
 
 export interface PromptCacheOptions {
-  /** Prefixes shorter than this are silently not cached (SPEC "Minimum cacheable prefix"). */
+  /** Prefixes shorter than this are silently not cached (docs/reference/decisions.md#prompt-caching, minimum prefix). */
   minTokens: (model: string) => number;
   now?: () => number;
   /** Called when an entry expires or is evicted, so a backend can drop the KV state it keeps. */

@@ -65,7 +65,7 @@ export interface GenerationInput {
   signal?: AbortSignal | undefined;
 }
 
-/** Cost in millionths of a USD: uncached input at the input price, cache reads/writes at the SPEC multipliers. */
+/** Cost in millionths of a USD: uncached input at the input price, cache reads/writes at the multipliers of docs/reference/decisions.md#cache-billing. */
 export function costMicros(model: Extract<ResolvedModel, { type: 'decoder' }>, u: GenerationUsage): number {
   const m = CACHE_MULTIPLIERS[model.profile.family];
   const uncached = Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens);
@@ -254,7 +254,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
 
 const noop = () => undefined;
 
-/** SPEC "Token usage fields" (native shape): prompt_tokens are the non-cached input tokens. */
+/** docs/reference/decisions.md#token-usage (native shape): prompt_tokens are the non-cached input tokens. */
 export function usageFields(u: GenerationUsage) {
   const prompt = Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens);
   return {

@@ -1,6 +1,6 @@
 /**
- * The encoder extraction API: request validation (SPEC "Schema object", "Inference semantics"),
- * running the engine, the DESIGN §3 response shape, usage and persistence.
+ * The encoder extraction API: request validation (docs/reference/decisions.md#schema-object, #inference-semantics),
+ * running the engine, the response shape of docs/reference/decisions.md#encoder-response, usage and persistence.
  */
 import { z } from 'zod';
 import type { Principal, Services } from '../context';
@@ -75,7 +75,7 @@ function dupes(xs: string[]): string[] {
   return [...d];
 }
 
-/** SPEC schema → engine schema, with every semantic check the zod shape cannot express. */
+/** API schema (docs/reference/decisions.md#schema-object) → engine schema, with every semantic check the zod shape cannot express. */
 export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = ['body', 'schema']): EncoderSchema {
   const errors: FieldError[] = [];
   const err = (loc: (string | number)[], msg: string) => errors.push({ loc: [...base, ...loc], msg, type: 'value_error' });
@@ -132,7 +132,7 @@ export function checkTexts(text: string | string[], loc: (string | number)[] = [
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
 const span = (s: Span) => ({ text: s.text, score: round(s.score), start: s.start, end: s.end });
 
-/** DESIGN §3 `result` for one text: only the heads the schema asked for. */
+/** The `result` for one text (docs/reference/decisions.md#encoder-response): only the heads the schema asked for. */
 export function formatResult(r: EncoderResult, schema: EncoderSchema): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (schema.entities.length) {

@@ -1,5 +1,5 @@
 /**
- * The extraction schema (SPEC "Schema object") normalized for the engine, and its serialization
+ * The extraction schema (docs/reference/decisions.md#schema-object) normalized for the engine, and its serialization
  * into gliner2 prompt pre-tokens (gliner2 2.1.0 `processor.py` `_infer_from_json`,
  * `_transform_schema`, `_build_classification_prefix`).
  */
@@ -17,7 +17,7 @@ export interface ClassificationSpec {
   labelDescriptions?: Record<string, string>;
   multiLabel: boolean;
   topK?: number;
-  /** Multi-label cut-off (SPEC semantics 2: the call threshold unless set per head). */
+  /** Multi-label cut-off (docs/reference/decisions.md#inference-semantics rule 2: the call threshold unless set per head). */
   threshold?: number;
   prompt?: string;
 }

@@ -1,5 +1,5 @@
 /**
- * Synthetic-data generation jobs (SPEC "Generation request", DESIGN §3): `queued → running →
+ * Synthetic-data generation jobs (docs/reference/decisions.md#generation): `queued → running →
  * complete | failed`; the finished job names the dataset version it produced. The work itself is
  * the generation state machine (generation/workflow.ts).
  */

@@ -1,4 +1,4 @@
-/** Adaptive inference (SPEC general rule 8): a project's improvement cycles, run on demand or on the schedule. */
+/** Adaptive inference (docs/reference/decisions.md#adaptive-inference): a project's improvement cycles, run on demand or on the schedule. */
 import { z } from 'zod';
 import { getCycle, listCycles, promoteCycle, startCycle } from '../../core/adaptive/cycles';
 import { getProject } from '../../core/projects';

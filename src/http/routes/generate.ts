@@ -1,5 +1,5 @@
 /**
- * SPEC "Synthetic data", synchronous part: label existing texts with an encoder
+ * docs/reference/decisions.md#generation, synchronous part: label existing texts with an encoder
  * (`/generate/ner/label-existing`, `/generate/classification/label-existing`). The texts go through
  * the same extraction path as `POST /inference` (model resolution, limits, billing) in batches;
  * annotations are returned, not stored as inferences (they are dataset material).

@@ -7,7 +7,7 @@ import { defaultMaxTokens, generate, parseCacheControl, resolveForRoute, respond
 
 const TextBlock = z.strictObject({ type: z.literal('text'), text: z.string(), cache_control: z.unknown().optional() });
 
-/** Native decoder generation (SPEC "Native inference request", `task: "generate"`; DESIGN §3). */
+/** Native decoder generation (docs/reference/decisions.md#inference-request, `task: "generate"`; #decoder-response). */
 export const GenerateInferenceBody = z.strictObject({
   model_id: z.string().min(1),
   task: z.literal('generate'),
@@ -27,7 +27,7 @@ export const GenerateInferenceBody = z.strictObject({
 });
 export type GenerateInferenceInput = z.output<typeof GenerateInferenceBody>;
 
-/** Markers go on blocks of a message `content` array (SPEC rule 5/6); ≤4 applied, extras ignored. */
+/** Markers go on blocks of a message `content` array (docs/reference/decisions.md#prompt-caching rules 5, 6); ≤4 applied, extras ignored. */
 function toPrompt(body: GenerateInferenceInput): DecoderMessage[] {
   return body.messages.map((m, i) => ({
     role: m.role,

@@ -26,7 +26,7 @@ const ExtractionResponse = z.looseObject({
 /** The model of an extraction route, resolved once: a decoder here is a 422 on `body.model_id`. */
 const extractionModel = async (svc: Services, principal: Principal, model: string) => (await resolveModel(svc, principal, model, { extraction: true })) as ResolvedEncoder;
 
-/** `POST /inference` without `task: "generate"`: extraction with a `schema` (DESIGN §3). */
+/** `POST /inference` without `task: "generate"`: extraction with a `schema` (docs/reference/decisions.md#encoder-response). */
 async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
   if (ctx.body.task !== undefined) throw ValidationError.field(['body', 'task'], `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`);
   if (!ctx.svc.encoder) throw new ServiceUnavailableError('Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model');
@@ -92,7 +92,7 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
     summary,
     body,
     responses: {
-      200: { description: 'Extraction result with inference_id and usage (DESIGN §3 shape)', schema: ExtractionResponse },
+      200: { description: 'Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response)', schema: ExtractionResponse },
       ...modelRunErrors,
       413: { description: 'Text over the documented size limit' },
       422: { description: 'Invalid schema or text' },

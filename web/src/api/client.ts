@@ -42,7 +42,7 @@ export function errorDetail(body: unknown, status: number): string {
 const auth: Middleware = {
   onRequest({ request }) {
     const key = storedKey();
-    if (key) request.headers.set('x-api-key', key); // SPEC "Authentication": X-API-Key on every route
+    if (key) request.headers.set('x-api-key', key); // docs/reference/decisions.md#authentication: X-API-Key on every route
     return request;
   },
   onResponse({ request, response }) {

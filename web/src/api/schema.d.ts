@@ -6051,7 +6051,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Extraction result with inference_id and usage (DESIGN §3 shape) */
+            /** @description Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6189,7 +6189,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Extraction result with inference_id and usage (DESIGN §3 shape) */
+            /** @description Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6332,7 +6332,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Extraction result with inference_id and usage (DESIGN §3 shape) */
+            /** @description Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6468,7 +6468,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Extraction result with inference_id and usage (DESIGN §3 shape) */
+            /** @description Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6628,7 +6628,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Extraction result with inference_id and usage (DESIGN §3 shape) */
+            /** @description Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response) */
             200: {
                 headers: {
                     [name: string]: unknown;

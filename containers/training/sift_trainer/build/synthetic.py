@@ -12,7 +12,7 @@ Output rows are in the gliner2 native training format::
     {"input": text, "output": {"entities": {...}, "classifications": [...],
                                "json_structures": [...], "relations": [...]}}
 
-``to_sift_rows`` converts them to the service's dataset row format (DESIGN.md §3) for tests.
+``to_sift_rows`` converts them to the service's dataset row format (docs/reference/decisions.md#dataset-rows) for tests.
 """
 
 from __future__ import annotations
@@ -530,7 +530,7 @@ def generate_task(task: str, n: int, seed: int = 0) -> List[Dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------
-# Conversion to the service's dataset row format (DESIGN.md §3 "Training rows")
+# Conversion to the service's dataset row format (docs/reference/decisions.md#dataset-rows)
 # ---------------------------------------------------------------------------
 
 def to_sift_rows(records: List[Dict[str, Any]], classification: str = "label") -> List[Dict[str, Any]]:

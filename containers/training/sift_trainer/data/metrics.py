@@ -204,7 +204,7 @@ def _pred_relations(result: Dict[str, Any]) -> Set[Tuple[str, str, str]]:
 
 
 def from_api_result(result: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """The Sift encoder API's per-text ``result`` (DESIGN §3) -> the gliner2 output shape scored here."""
+    """The Sift encoder API's per-text ``result`` (docs/reference/decisions.md#encoder-response) -> the gliner2 output shape scored here."""
     out: Dict[str, Any] = {}
     if not isinstance(result, dict):
         return out

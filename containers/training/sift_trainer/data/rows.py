@@ -1,4 +1,4 @@
-"""Dataset rows (DESIGN.md §3 "Training rows") -> gliner2 training records, plus validation and split."""
+"""Dataset rows (docs/reference/decisions.md#dataset-rows) -> gliner2 training records, plus validation and split."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ class TaskInfo:
         }
 
     def schema(self) -> Dict[str, Any]:
-        """The inference schema (SPEC format) that covers every head of this dataset."""
+        """The inference schema (docs/reference/decisions.md#schema-object) that covers every head of this dataset."""
         s: Dict[str, Any] = {}
         if self.entity_labels:
             s["entities"] = list(self.entity_labels)

@@ -45,7 +45,7 @@ def canon(res, spec, threshold=0.5):
     """Flatten a formatted gliner2 result (include_confidence + include_spans) to {key: score}.
 
     Multi-label classification keeps only labels at or above the threshold: where none reaches it gliner2
-    falls back to the best label, and Sift returns none by design (SPEC; docs/reference/encoder.md)."""
+    falls back to the best label, and Sift returns none by design (docs/reference/decisions.md#multi-label-threshold)."""
     out = {}
     ents = res.get("entities")
     if isinstance(ents, dict):

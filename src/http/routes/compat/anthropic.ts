@@ -25,7 +25,7 @@ export const MessagesBody = z.looseObject({
   tool_choice: z.looseObject({ type: z.string() }).optional(),
   cache_control: z.unknown().optional(),
   metadata: z.unknown().optional(),
-  /** SPEC "Compatible request extras". */
+  /** docs/reference/decisions.md#compatible-extras. */
   schema: z.record(z.string(), z.unknown()).optional(),
   threshold: z.number().min(0).max(1).optional(),
   store: z.boolean().optional(),
@@ -70,7 +70,7 @@ function blockText(b: Record<string, unknown>, at: string): string {
 
 /**
  * Anthropic content → decoder messages. Markers on system blocks, message blocks and tools
- * (SPEC rule 5), in the prefix order tools → system → messages; a top-level `cache_control`
+ * (docs/reference/decisions.md#prompt-caching rule 5), in the prefix order tools → system → messages; a top-level `cache_control`
  * (automatic mode) marks the last block.
  */
 export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; markerCount: number } {

@@ -13,8 +13,8 @@ import { parseWith } from '../../validation';
 export type Decoder = Extract<ResolvedModel, { type: 'decoder' }>;
 
 /**
- * Extraction through the compatible routes (`schema` extra field on chat/messages, SPEC
- * "Compatible request extras"): the encoder runs the schema on the text; the result object is sent
+ * Extraction through the compatible routes (`schema` extra field on chat/messages,
+ * docs/reference/decisions.md#compatible-extras): the encoder runs the schema on the text; the result object is sent
  * back as JSON content.
  */
 export async function extractThroughCompat(args: {
@@ -96,9 +96,9 @@ export function parseCacheControl(value: unknown, where: string): CacheMarker {
 }
 
 /**
- * SPEC "Prompt caching rules" applied to a prompt's markers: GPT-family models reject markers,
+ * docs/reference/decisions.md#prompt-caching applied to a prompt's markers: GPT-family models reject markers,
  * automatically-caching backends ignore them, otherwise at most 4 are applied (`strict`: more is a
- * 400, as on Anthropic's API; otherwise the extra ones are ignored, as SPEC rule 7 says).
+ * 400, as on Anthropic's API; otherwise the extra ones are ignored, as docs/reference/decisions.md#prompt-caching rule 7 says).
  */
 export function applyMarkerRules(prompt: DecoderPrompt, model: Decoder, runtime: DecoderRuntime, strict: boolean): DecoderPrompt {
   if (prompt.kind === 'text') return prompt;

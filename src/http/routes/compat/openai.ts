@@ -56,7 +56,7 @@ export const ChatCompletionBody = z.looseObject({
   tool_choice: z.unknown().optional(),
   response_format: z.looseObject({ type: z.string() }).nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
-  /** SPEC "Compatible request extras": encoder extraction schema. */
+  /** docs/reference/decisions.md#compatible-extras: encoder extraction schema. */
   schema: z.record(z.string(), z.unknown()).optional(),
   threshold: z.number().min(0).max(1).optional(),
 });
@@ -88,7 +88,7 @@ export function openAiUsage(u: Pick<GenerationUsage, 'promptTokens' | 'completio
 
 const MARKABLE: ReadonlySet<string> = new Set(['system', 'developer', 'user']);
 
-/** OpenAI chat messages → decoder messages; markers on system/developer/user text parts (SPEC rule 5). */
+/** OpenAI chat messages → decoder messages; markers on system/developer/user text parts (docs/reference/decisions.md#prompt-caching rule 5). */
 export function chatToPrompt(messages: ChatBody['messages']): DecoderMessage[] {
   return messages.map((m, i) => {
     const where = `messages.${i}`;

@@ -41,7 +41,7 @@ export function responsesUsage(u: GenerationUsage) {
 
 const MARKABLE = new Set(['system', 'developer']);
 
-/** Input items → decoder messages; markers on content blocks of system/developer messages (SPEC rule 5). */
+/** Input items → decoder messages; markers on content blocks of system/developer messages (docs/reference/decisions.md#prompt-caching rule 5). */
 export function responsesToPrompt(body: Body): DecoderMessage[] {
   const messages: DecoderMessage[] = [];
   if (body.instructions) messages.push({ role: 'system', parts: [{ text: body.instructions }] });
