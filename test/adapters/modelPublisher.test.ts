@@ -201,7 +201,7 @@ describe('sources and the CLI path', () => {
     const env = { ...ambient, AWS_SHARED_CREDENTIALS_FILE: join(stack.dataDir, STORE_CREDENTIALS_FILE), AWS_REGION: 'us-east-1' };
     // async: this process hosts the S3 emulator the CLI talks to
     const sift = (...args: string[]) => promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env, encoding: 'utf8' });
-    expect((await sift('--help')).stdout).toMatch(/^  models +Base-model weights in a deployed bucket$/m);
+    expect((await sift('--help')).stdout).toMatch(/^ {2}models +Base-model weights in a deployed bucket$/m);
     const publish = ['models', 'publish', MODEL, '--models-dir', root, '--endpoint-url', `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`];
     const { stdout } = await sift(...publish, '--bucket', stack.svc.blobs.bucket);
     expect(stdout.trim().split('\n').pop()).toBe('sift/gliner2-mini-v1: 5 uploaded, 0 unchanged; manifest written');
