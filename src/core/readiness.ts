@@ -29,7 +29,7 @@ async function check(name: string, report: ReadinessReport, fn: () => Promise<un
 }
 
 export function preloadModels(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env['SIFT_PRELOAD_MODELS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (env.SIFT_PRELOAD_MODELS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
 export async function readiness(svc: Services, models: string[] = preloadModels()): Promise<ReadinessReport> {

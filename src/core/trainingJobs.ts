@@ -87,10 +87,10 @@ export function learningWarnings(trainerMetrics: unknown, headline: TrainingJob[
   const r = (trainerMetrics ?? {}) as Record<string, unknown>;
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((w): w is string => typeof w === 'string') : []);
   // what the trainer could not do with the data as given (e.g. a one-label classification head it left out)
-  const data = strings(r['data_warnings']);
-  const baseline = r['baseline_f1'];
-  if (typeof baseline !== 'number') return [...data, ...strings(r['warnings'])];
-  if (!headline || r['evaluated_on'] === 'train') return data;
+  const data = strings(r.data_warnings);
+  const baseline = r.baseline_f1;
+  if (typeof baseline !== 'number') return [...data, ...strings(r.warnings)];
+  if (!headline || r.evaluated_on === 'train') return data;
   if (headline.f1 > baseline) return data;
   return [
     ...data,

@@ -71,7 +71,7 @@ export class ScalingSimulator {
         if (!this.inAlarm(alarm.props, points)) continue;
         for (const action of (alarm.props.AlarmActions ?? []) as Array<{ Ref?: string }>) {
           const policy = action.Ref ? this.policies[action.Ref] : undefined;
-          if (!policy || policy.Properties?.PolicyType !== 'StepScaling') continue;
+          if (policy?.Properties?.PolicyType !== 'StepScaling') continue;
           const service = [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0];
           const next = this.applyStep(policy, alarm.props.Threshold as number, points[points.length - 1], desired[service]);
           if (next !== undefined) desired[service] = next;

@@ -107,8 +107,8 @@ describe('task function (engine-bound tasks go to the gateway)', () => {
   it('runs in the VPC with the gateway URL and the internal token secret’s ARN (not its value)', () => {
     expect(tasks.Properties?.VpcConfig).toBeDefined();
     const env = (tasks.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
-    expect(env['SIFT_INTERNAL_TOKEN_SECRET_ARN']).toBeDefined();
-    expect(env['SIFT_INTERNAL_TOKEN']).toBeUndefined();
+    expect(env.SIFT_INTERNAL_TOKEN_SECRET_ARN).toBeDefined();
+    expect(env.SIFT_INTERNAL_TOKEN).toBeUndefined();
   });
 
   it('may read exactly that secret', () => {

@@ -56,7 +56,7 @@ export const AWS_REQUEST_RULES: Record<string, Rule[]> = {
     {
       path: 'StoppingCondition.MaxWaitTimeInSeconds',
       why: 'required with EnableManagedSpotTraining, >= MaxRuntimeInSeconds',
-      ok: (v, r) => (r['EnableManagedSpotTraining'] !== true && v === undefined) || (int(1)(v) && (v as number) >= ((r['StoppingCondition'] as { MaxRuntimeInSeconds: number }).MaxRuntimeInSeconds ?? 0)),
+      ok: (v, r) => (r.EnableManagedSpotTraining !== true && v === undefined) || (int(1)(v) && (v as number) >= ((r.StoppingCondition as { MaxRuntimeInSeconds: number }).MaxRuntimeInSeconds ?? 0)),
     },
     { path: 'Tags', why: 'at most 50 tags', ok: (v) => v === undefined || (Array.isArray(v) && v.length <= 50) },
     { path: 'Tags[].Key', why: '1-128 chars', ok: str(1, 128) },

@@ -26,7 +26,7 @@ function setup(args: string[], env: Record<string, string> = {}) {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     // the API check tools' venv is the real one (set up once per machine): not this test's subject
-    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env['SIFT_API_CHECK_VENV'] ?? join(CACHE_DIR, 'venv-api-check'), ...env },
+    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env.SIFT_API_CHECK_VENV ?? join(CACHE_DIR, 'venv-api-check'), ...env },
     timeout: 60_000,
   });
   return r;

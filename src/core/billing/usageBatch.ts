@@ -200,7 +200,7 @@ async function refusedAsStale(records: RecordStore, pk: string, batch: UsageBatc
   const item = await records.get<Stored>(pk, it.sk, true);
   const seen = item?.[`${SEQ_PREFIX}${batch.writer}`];
   if (typeof seen === 'number' && seen >= batch.seq) return false; // applied before
-  if (it.prepaidOnly && item?.['credit_balance_micros'] === undefined) return false; // nothing to spend from
+  if (it.prepaidOnly && item?.credit_balance_micros === undefined) return false; // nothing to spend from
   const floor = item?.[SEQ_FLOOR];
   if (typeof floor === 'number' && floor > writerDay(batch.writer)) return true;
   // none of the reasons holds any more (the item changed in between): try the batch again later

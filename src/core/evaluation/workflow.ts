@@ -237,7 +237,7 @@ export async function aggregateEvaluation(
   return { status: 'complete', f1: metrics.f1 };
 }
 
-const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.['f1'] === 'number' ? m['f1'] : 0);
+const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.f1 === 'number' ? m.f1 : 0);
 
 /** `evaluation.failed`: the workflow's error becomes the record's `error`. */
 export async function recordEvaluationFailure(svc: Services, input: { evaluationId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {

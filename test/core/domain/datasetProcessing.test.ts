@@ -12,7 +12,7 @@ import { ConflictError } from '../../../src/core/errors';
 import { createTeam } from '../../../src/core/teams';
 import { handleWorkMessage } from '../../../src/core/worker';
 
-const jsonl = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+const jsonl = (rows: object[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
 
 let clock = Date.parse('2026-11-27T10:00:00Z');
 async function setUp(): Promise<{ svc: MemoryServices; teamId: string }> {
