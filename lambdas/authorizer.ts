@@ -42,7 +42,7 @@ export async function handler(event: APIGatewayTokenAuthorizerEvent | APIGateway
     headers = Object.fromEntries(Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     path = event.path;
   }
-  let principal;
+  let principal: Awaited<ReturnType<typeof authenticate>>;
   try {
     principal = await authenticate(svc, { path, headers });
   } catch (error) {

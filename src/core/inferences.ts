@@ -157,7 +157,8 @@ function checkCorrectedOutput(inf: InferenceRecord, corrected: Record<string, un
     else
       entities.forEach((e, i) => {
         if (!isObj(e) || typeof e.text !== 'string' || typeof e.label !== 'string' || !Number.isInteger(e.start) || !Number.isInteger(e.end)) {
-          return bad(at('entities', i), 'must be {text: string, label: string, start: integer, end: integer}');
+          bad(at('entities', i), 'must be {text: string, label: string, start: integer, end: integer}');
+          return;
         }
         const extra = Object.keys(e).filter((k) => !['text', 'label', 'start', 'end'].includes(k));
         if (extra.length) bad(at('entities', i), `unknown key(s): ${extra.join(', ')}`);

@@ -190,7 +190,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
         'incompatible_dataset',
       );
     }
-    fits.forEach((t) => tasks.add(t));
+    for (const t of fits) tasks.add(t);
     datasets.push({ name: ref.name, version: version.version });
     trainingRows += version.row_count ?? 0;
     // a label that can never fit the encoder's positions would fail the job mid-training (training/promptBudget.ts)

@@ -157,7 +157,7 @@ describe('store, streaming and disconnects', () => {
     }
     ac.abort();
     // The generation stops, the slot is freed and the stored record says it was cancelled.
-    let record;
+    let record: any;
     for (let i = 0; i < 50 && !record; i++) {
       await new Promise((r) => setTimeout(r, 100));
       const r = await stack.call('GET', `/inferences/${id}`);

@@ -70,7 +70,7 @@ describe('session creation', () => {
     const log = recorder();
     const saved = process.env[EXECUTION_PROVIDER_ENV];
     process.env[EXECUTION_PROVIDER_ENV] = 'cuda';
-    let sessions;
+    let sessions: Awaited<ReturnType<typeof createSessions>>;
     try {
       sessions = await createSessions({ encoder: model }, { logger: log.logger });
     } finally {

@@ -307,7 +307,7 @@ describe('properties (fast-check, fixed seed and run count)', () => {
   it('parseRequestTarget: any string either parses to a decodable path or is a 400 (BadRequestError), nothing else', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.string().map((s) => `/${s}`), fc.webUrl({ withQueryParameters: true, withFragments: true }), fc.string({ unit: 'binary' }).map((s) => `/${s}`)), (target) => {
-        let parsed;
+        let parsed: ReturnType<typeof parseRequestTarget>;
         try {
           parsed = parseRequestTarget(target);
         } catch (err) {

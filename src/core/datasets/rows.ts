@@ -386,7 +386,10 @@ function validateRelations(value: unknown, rowText: RowText, err: Report): Relat
   const out: RelationLabel[] = [];
   value.forEach((item, i) => {
     const at = `relations[${i}]`;
-    if (!isPlainObject(item)) return err(at, 'must be an object {relation, head, tail}');
+    if (!isPlainObject(item)) {
+      err(at, 'must be an object {relation, head, tail}');
+      return;
+    }
     const extra = Object.keys(item).filter((k) => !['relation', 'head', 'tail'].includes(k));
     if (extra.length) err(at, () => unknownKeys(extra));
     let ok = extra.length === 0;
@@ -421,7 +424,8 @@ function validateStructures(value: unknown, rowText: RowText, err: Report): Stru
     const at = `json_structures[${i}]`;
     if (!isPlainObject(instance) || Object.keys(instance).length === 0) {
       ok = false;
-      return err(at, 'must be an object {structure_name: {field: value}}');
+      err(at, 'must be an object {structure_name: {field: value}}');
+      return;
     }
     for (const [name, fields] of Object.entries(instance)) {
       if (RESERVED_NAMES.has(name)) {
@@ -472,7 +476,8 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
     const at = `${field}[${i}]`;
     if (!isPlainObject(m)) {
       ok = false;
-      return err(at, 'must be an object {role, content}');
+      err(at, 'must be an object {role, content}');
+      return;
     }
     if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
       ok = false;
