@@ -51,7 +51,8 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
       if (published) continue;
       report.ready = false;
       if (published === false) report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
-      (report.builds ??= {})[m.id] = p;
+      report.builds ??= {};
+      report.builds[m.id] = p;
     }
   }
   for (const model of models) {

@@ -136,7 +136,14 @@ type BreakdownRow<F extends string> = Totals & { [K in F]: string } & { name?: s
 function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored | undefined, page: QueryPage<Stored>, shown: number): BreakdownRow<F>[] {
   const kind = field === 'model' ? 'MODEL' : 'ENDPOINT';
   const rows = new Map<string, { name?: string; c: Record<string, number> }>();
-  const row = (key: string) => rows.get(key) ?? (rows.set(key, { c: {} }), rows.get(key)!);
+  const row = (key: string) => {
+    let r = rows.get(key);
+    if (!r) {
+      r = { c: {} };
+      rows.set(key, r);
+    }
+    return r;
+  };
   let oldLayoutRequests = 0;
   for (const [name, v] of Object.entries(totals ?? {})) {
     const old = typeof v === 'number' ? parseLegacyBreakdownAttr(name) : undefined;

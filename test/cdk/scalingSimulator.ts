@@ -34,7 +34,7 @@ export class ScalingSimulator {
 
   constructor(template: Template) {
     for (const [id, svc] of Object.entries(resourcesOfType(template, 'AWS::ECS::Service'))) {
-      const lb = (svc.Properties?.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>)[0]!;
+      const lb = (svc.Properties!.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>)[0]!;
       const name: ServiceName = lb.ContainerName === 'gateway' ? 'gateway' : 'decoder';
       this.serviceOfTargetGroup.set(lb.TargetGroupArn.Ref, name);
       this.serviceOfEcsService.set(id, name);

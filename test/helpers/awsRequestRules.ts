@@ -68,6 +68,7 @@ export const AWS_REQUEST_RULES: Record<string, Rule[]> = {
   'AmazonSQS.SendMessage': [
     { path: 'QueueUrl', why: 'the queue URL', ok: str(1, 2048, /^https?:\/\/[^/]+\/\d{12}\/[A-Za-z0-9_-]{1,80}(\.fifo)?$/) },
     // 256 KiB: the limit every queue has had (newer queues may allow more; Sift's messages are small)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the allowed set is SQS's own, which starts at the control characters tab, LF and CR
     { path: 'MessageBody', why: '1 byte to 256 KiB of XML-safe Unicode', ok: (v) => typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= 262_144 && !/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.test(v) },
   ],
   // https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html

@@ -87,7 +87,8 @@ export class LazyDecoderRuntime implements DecoderRuntime {
       ...(this.setup.now ? { now: this.setup.now } : {}),
       onEvict: (key) => (backend instanceof LlamaCppDecoder ? backend.evict(key) : undefined),
     });
-    return (this.runtime = { backend, cache });
+    this.runtime = { backend, cache };
+    return this.runtime;
   }
 
   /** Frees the model and its KV snapshots (local mode shutdown); nothing to do if it never started. */

@@ -77,7 +77,10 @@ export function buildBatch(writer: string, seq: number, teamId: string, events: 
   const items = new Map<string, UsageBatchItem>();
   const item = (sk: string, set: Record<string, string>) => {
     let it = items.get(sk);
-    if (!it) items.set(sk, (it = { sk, add: {}, set: {} }));
+    if (!it) {
+      it = { sk, add: {}, set: {} };
+      items.set(sk, it);
+    }
     Object.assign(it.set!, set);
     return it.add;
   };

@@ -58,7 +58,10 @@ export class InProcessPredictor implements EvaluationPredictor {
     }
     const engine = await runtime.model(await dir);
     let engineSchema = this.schemas.get(schema);
-    if (!engineSchema) this.schemas.set(schema, (engineSchema = toEncoderSchema(schema)));
+    if (!engineSchema) {
+      engineSchema = toEncoderSchema(schema);
+      this.schemas.set(schema, engineSchema);
+    }
     const out = await engine.infer(texts, engineSchema, { threshold });
     return { predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction), inputTokens: out.inputTokens };
   }

@@ -57,7 +57,7 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
       limitClass: 'generate',
     });
     inputTokens += out.usage.input_tokens;
-    (out.result as Record<string, any>[]).forEach((r, j) => {
+    (out.result as Record<string, unknown>[]).forEach((r, j) => {
       const text = chunk[j] as string;
       if (kind === 'ner') {
         results.push({ text, entities: (r.entities as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({ text: t, label, start, end, score })) });

@@ -280,8 +280,17 @@ describe('what the previous release wrote', () => {
   /** The previous release's batch builder (attributes `model|<m>|<counter>` on the day and month items; writer `w<hex>`). */
   function legacyBatch(writer: string, seq: number, teamId: string, events: UsageEvent[]): UsageBatch {
     const items = new Map<string, Record<string, number>>();
-    const item = (sk: string) => items.get(sk) ?? (items.set(sk, {}), items.get(sk)!);
-    const bump = (add: Record<string, number>, k: string, v: number) => v && (add[k] = (add[k] ?? 0) + v);
+    const item = (sk: string) => {
+      let it = items.get(sk);
+      if (!it) {
+        it = {};
+        items.set(sk, it);
+      }
+      return it;
+    };
+    const bump = (add: Record<string, number>, k: string, v: number) => {
+      if (v) add[k] = (add[k] ?? 0) + v;
+    };
     let spent = 0;
     for (const e of events) {
       for (const add of [item(`USAGE#DAY#${e.at.slice(0, 10)}`), item(`USAGE#MONTH#${e.at.slice(0, 7)}`)]) {

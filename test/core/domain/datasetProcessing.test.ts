@@ -74,7 +74,11 @@ describe('a version whose processing keeps killing its worker', () => {
     for (let i = 0; i < MAX_PROCESSING_ATTEMPTS; i += 1) await expect(processVersion(svc, teamId, 'poison', 1, dies)).rejects.toThrow();
     // delivery number MAX+1 (SQS maxReceiveCount is 3): no validation is run at all
     let validated = false;
-    await handleWorkMessage(svc, message!, { validateDataset: async (s, j) => ((validated = true), validateDataset(s, j)) });
+    const noted: DatasetValidator = async (s, j) => {
+      validated = true;
+      return validateDataset(s, j);
+    };
+    await handleWorkMessage(svc, message!, { validateDataset: noted });
     expect(validated).toBe(false);
     expect((await getVersion(svc, teamId, 'poison', 1)).errors[0]!.message).toMatch(/stopped the worker 2 times/);
     // a further redelivery is a no-op
