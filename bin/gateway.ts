@@ -13,7 +13,7 @@ import { serveGateway } from '../src/gateway/server';
 if (process.argv.includes('--check')) {
   process.stdout.write('gateway modules loaded\n');
 } else {
-  const gateway = serveGateway(Number(process.env['PORT'] ?? '8080'));
+  const gateway = serveGateway(Number(process.env.PORT ?? '8080'));
   // An error nobody caught: log it, drain and flush, exit 1; ECS replaces the task
   // (the policy and why: src/http/fatalErrors.ts).
   exitCleanlyOnFatalErrors({ logger: gateway.logger, shutdown: gateway.shutdown });

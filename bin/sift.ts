@@ -14,12 +14,12 @@ const program = new Command().name('sift').description('Sift: training and infer
 program
   .command('serve')
   .description('Start the whole service locally on embedded stores (PORT, SIFT_DATA_DIR, SIFT_ADMIN_KEY)')
-  .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
-  .option('--host <host>', 'address to bind', process.env['SIFT_HOST'] ?? '127.0.0.1')
-  .option('-d, --data-dir <dir>', 'where state is kept', process.env['SIFT_DATA_DIR'] ?? '.sift')
+  .option('-p, --port <port>', 'port to listen on', process.env.PORT ?? '8080')
+  .option('--host <host>', 'address to bind', process.env.SIFT_HOST ?? '127.0.0.1')
+  .option('-d, --data-dir <dir>', 'where state is kept', process.env.SIFT_DATA_DIR ?? '.sift')
   .action(async (opts: { port: string; host: string; dataDir: string }) => {
     const port = Number(opts.port);
-    const s3Port = process.env['SIFT_S3_PORT'] ? Number(process.env['SIFT_S3_PORT']) : port === 0 ? 0 : port + 1;
+    const s3Port = process.env.SIFT_S3_PORT ? Number(process.env.SIFT_S3_PORT) : port === 0 ? 0 : port + 1;
     const logger = createLogger();
     const service = await startLocal({
       logger,
@@ -27,7 +27,7 @@ program
       host: opts.host,
       dataDir: opts.dataDir,
       s3Port,
-      ...(process.env['SIFT_ADMIN_KEY'] ? { adminKey: process.env['SIFT_ADMIN_KEY'] } : {}),
+      ...(process.env.SIFT_ADMIN_KEY ? { adminKey: process.env.SIFT_ADMIN_KEY } : {}),
     });
     const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`, `Console: ${service.url}/console/`];
     if (service.createdAdminKey) {
@@ -36,7 +36,7 @@ program
     // a first start builds the venv and models in the background: say so, and where to follow it
     const build = await (await import('../src/cli/buildStatus')).buildStatus(DEFAULT_MODELS_DIR);
     if (build.state && build.state !== 'done') lines.push('', ...build.lines, 'Models become available as they are built (sift models status; GET /base-models).');
-    process.stdout.write(lines.join('\n') + '\n');
+    process.stdout.write(`${lines.join('\n')}\n`);
     const shutdown = async () => {
       await service.close();
       process.exit(0);
@@ -52,7 +52,7 @@ program
 program
   .command('serve-aws')
   .description('Serve the API from AWS resources (the ECS gateway): SIFT_TABLE, SIFT_BUCKET, SIFT_QUEUE_URL, PORT')
-  .option('-p, --port <port>', 'port to listen on', process.env['PORT'] ?? '8080')
+  .option('-p, --port <port>', 'port to listen on', process.env.PORT ?? '8080')
   .action(async (opts: { port: string }) => {
     // a misspelt SIFT_ENCODER_EXECUTION_PROVIDER stops the task at start, not at its first request
     (await import('../src/core/encoder/executionProvider')).executionProviderFromEnv();
@@ -69,7 +69,7 @@ program
   .action(async () => {
     const { servicesFromEnv } = await import('../src/adapters/aws');
     const { ensureInstallation } = await import('../src/core/bootstrap');
-    const result = await ensureInstallation(servicesFromEnv('dynamodb'), process.env['SIFT_ADMIN_KEY']);
+    const result = await ensureInstallation(servicesFromEnv('dynamodb'), process.env.SIFT_ADMIN_KEY);
     process.stdout.write(
       result.createdKey
         ? `Operator key for team ${result.teamId} (shown only this once):\n  ${result.createdKey}\n`
@@ -81,17 +81,17 @@ program
   .command('openapi')
   .description('Print the OpenAPI 3.1 document')
   .action(() => {
-    process.stdout.write(JSON.stringify(buildOpenApi(allRoutes(), API_VERSION), null, 2) + '\n');
+    process.stdout.write(`${JSON.stringify(buildOpenApi(allRoutes(), API_VERSION), null, 2)}\n`);
   });
 
 const apiOptions = () => {
-  const apiKey = process.env['SIFT_API_KEY'];
+  const apiKey = process.env.SIFT_API_KEY;
   if (!apiKey) throw new Error('set SIFT_API_KEY (and SIFT_URL if the service is not on http://127.0.0.1:8080)');
-  return { url: process.env['SIFT_URL'] ?? 'http://127.0.0.1:8080', apiKey };
+  return { url: process.env.SIFT_URL ?? 'http://127.0.0.1:8080', apiKey };
 };
 
 const finish = (job: { status: string; metrics: unknown; error: string | null }) => {
-  process.stdout.write(JSON.stringify({ status: job.status, metrics: job.metrics, error: job.error }, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify({ status: job.status, metrics: job.metrics, error: job.error }, null, 2)}\n`);
   process.exitCode = job.status === 'complete' ? 0 : 1;
 };
 
@@ -143,7 +143,7 @@ models
     const abort = new AbortController();
     process.once('SIGINT', () => abort.abort(new Error('interrupted; run the same command again to resume')));
     try {
-      await publishCommand(sources, o, (line) => process.stdout.write(line + '\n'), abort.signal);
+      await publishCommand(sources, o, (line) => process.stdout.write(`${line}\n`), abort.signal);
     } catch (err) {
       process.stderr.write(`sift models publish: ${(err as Error).message}\n`);
       process.exitCode = 1;
@@ -180,7 +180,7 @@ importTargets(
 ).action(async (dir: string, o: ImportCliOptions) =>
   runImport('import', async (signal) => {
     const { importCommand } = await import('../src/cli/models');
-    await importCommand(dir, o, (line) => process.stdout.write(line + '\n'), signal);
+    await importCommand(dir, o, (line) => process.stdout.write(`${line}\n`), signal);
   }),
 );
 importTargets(
@@ -191,7 +191,7 @@ importTargets(
 ).action(async (id: string, o: ImportCliOptions) =>
   runImport('pull', async (signal) => {
     const { pullCommand } = await import('../src/cli/models');
-    await pullCommand(id, o, (line) => process.stdout.write(line + '\n'), signal);
+    await pullCommand(id, o, (line) => process.stdout.write(`${line}\n`), signal);
   }),
 );
 models
@@ -201,7 +201,7 @@ models
   .action(async (o: { modelsDir: string }) => {
     const { buildStatus } = await import('../src/cli/buildStatus');
     const { state, lines } = await buildStatus(o.modelsDir);
-    process.stdout.write((lines.length ? lines : [`no model build has run in ${o.modelsDir}`]).join('\n') + '\n');
+    process.stdout.write(`${(lines.length ? lines : [`no model build has run in ${o.modelsDir}`]).join('\n')}\n`);
     if (state === 'failed') process.exitCode = 1;
   });
 

@@ -14,7 +14,7 @@ import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
 // usage plans per team plan: on unless the stack turned them off
-if (process.env['SIFT_USAGE_PLANS'] !== 'off') svc.gatewayKeys = new ApiGatewayKeys(process.env['SIFT_STAGE'] ?? 'prod');
+if (process.env.SIFT_USAGE_PLANS !== 'off') svc.gatewayKeys = new ApiGatewayKeys(process.env.SIFT_STAGE ?? 'prod');
 
 /** Team → its usage identifier, for a few minutes per container (plans change rarely; keys never). */
 const identifiers = new TtlCache<{ value: string | undefined }>(5 * 60_000);
@@ -42,7 +42,7 @@ export async function handler(event: APIGatewayTokenAuthorizerEvent | APIGateway
     headers = Object.fromEntries(Object.entries(event.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     path = event.path;
   }
-  let principal;
+  let principal: Awaited<ReturnType<typeof authenticate>>;
   try {
     principal = await authenticate(svc, { path, headers });
   } catch (error) {

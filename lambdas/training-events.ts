@@ -7,7 +7,7 @@ import { applySageMakerEvent } from '../src/aws/trainingWorkflow';
 import { logger } from '../src/lambda/observability';
 
 const svc = servicesFromEnv('dynamodb');
-const jobNamePrefix = process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`;
+const jobNamePrefix = process.env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${process.env.SIFT_STAGE ?? 'prod'}-`;
 
 type Detail = { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string };
 

@@ -19,9 +19,9 @@ const svc = servicesFromEnv('dynamodb');
 // the adaptive loop starts training jobs and evaluations like the API does
 attachLaunchers(svc);
 const env: TrainingEnv = {
-  jobNamePrefix: process.env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${process.env['SIFT_STAGE'] ?? 'prod'}-`,
-  instanceType: process.env['SIFT_TRAINING_INSTANCE_TYPE'] ?? 'ml.g5.xlarge',
-  maxRuntimeSeconds: Number(process.env['SIFT_TRAINING_MAX_RUNTIME_SECONDS'] ?? 86_400),
+  jobNamePrefix: process.env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${process.env.SIFT_STAGE ?? 'prod'}-`,
+  instanceType: process.env.SIFT_TRAINING_INSTANCE_TYPE ?? 'ml.g5.xlarge',
+  maxRuntimeSeconds: Number(process.env.SIFT_TRAINING_MAX_RUNTIME_SECONDS ?? 86_400),
 };
 
 type Input = { jobId: string; teamId: string; [k: string]: unknown };

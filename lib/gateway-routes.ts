@@ -68,7 +68,7 @@ function collapseSiblings(own: GatewayMethod[], all: GatewayMethod[]): GatewayMe
     const parent = parentOf(m.path);
     const below = all.filter((x) => x.path.startsWith(`${parent}/`));
     if (parent !== '' && below.length > 1 && below.every((x) => same(x, m) && own.includes(x))) {
-      below.forEach((x) => done.add(x));
+      for (const x of below) done.add(x);
       out.push({ ...m, path: `${parent}/{proxy+}` });
     } else {
       done.add(m);

@@ -11,7 +11,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
@@ -163,12 +163,13 @@ export class WorkflowStack extends Stack {
     data.key.grantEncryptDecrypt(this.trainingEventsFunction.fn);
     acknowledgeDataGrants(this.trainingEventsFunction.role, config.stage, { table: true, kms: true });
 
-    const eventsDlq = (this.trainingEventsDlq = new sqs.Queue(this, 'TrainingEventsDlq', {
+    this.trainingEventsDlq = new sqs.Queue(this, 'TrainingEventsDlq', {
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
       removalPolicy,
-    }));
+    });
+    const eventsDlq = this.trainingEventsDlq;
     acknowledge(eventsDlq, {
       id: 'AwsSolutions-SQS3',
       reason: 'This queue is the dead-letter target of the training-state EventBridge rule; it has no consumer and is alarmed on depth.',

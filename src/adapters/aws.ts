@@ -43,7 +43,7 @@ export interface AwsWiring {
 /** The S3 client every blob store uses (an `endpoint` means an emulator: path-style addressing). */
 export function createS3Client(o: { region?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; endpoint?: string }): S3Client {
   return new S3Client({
-    region: o.region ?? process.env['AWS_REGION'] ?? 'us-east-1',
+    region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
     ...(o.credentials ? { credentials: o.credentials } : {}),
     // WHEN_REQUIRED: otherwise presigned PUTs carry the CRC32 of an empty body and S3 rejects real uploads.
     requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -56,7 +56,7 @@ export type AwsServices = Services & { records: DynamoRecordStore; blobs: S3Blob
 
 /** Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. */
 export function createServices(w: AwsWiring): AwsServices {
-  const region = w.region ?? process.env['AWS_REGION'] ?? 'us-east-1';
+  const region = w.region ?? process.env.AWS_REGION ?? 'us-east-1';
   const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
   const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
   const s3 = createS3Client({ region, ...(w.credentials ? { credentials: w.credentials } : {}), ...(w.s3Endpoint ? { endpoint: w.s3Endpoint } : {}) });
@@ -92,10 +92,10 @@ export function createServices(w: AwsWiring): AwsServices {
  * the authorizer and the SageMaker-event function get no bucket or queue, and must not need one.
  */
 export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): AwsServices {
-  const table = process.env['SIFT_TABLE'];
+  const table = process.env.SIFT_TABLE;
   if (!table) throw new Error('environment variable SIFT_TABLE is not set');
-  const bucket = process.env['SIFT_BUCKET'];
-  const queueUrl = process.env['SIFT_QUEUE_URL'];
+  const bucket = process.env.SIFT_BUCKET;
+  const queueUrl = process.env.SIFT_QUEUE_URL;
   const svc = createServices({
     table,
     bucket: bucket ?? 'unset',
@@ -103,7 +103,7 @@ export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): AwsServi
     rateLimiter,
     // a long-lived gateway (memory limits) keeps request counts a second; a Lambda writes before answering
     usage: rateLimiter === 'memory' ? 'buffered' : 'direct',
-    config: { stage: process.env['SIFT_STAGE'] ?? 'prod' },
+    config: { stage: process.env.SIFT_STAGE ?? 'prod' },
   });
   if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET') as S3BlobStore;
   return svc;

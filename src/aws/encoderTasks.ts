@@ -16,8 +16,8 @@ let tokenFromSecret: Promise<string | undefined> | undefined;
 
 /** The token: `SIFT_INTERNAL_TOKEN`, else read once from Secrets Manager (`SIFT_INTERNAL_TOKEN_SECRET_ARN`, as the CDK stack sets). */
 async function internalToken(): Promise<string | undefined> {
-  if (process.env['SIFT_INTERNAL_TOKEN']) return process.env['SIFT_INTERNAL_TOKEN'];
-  const arn = process.env['SIFT_INTERNAL_TOKEN_SECRET_ARN'];
+  if (process.env.SIFT_INTERNAL_TOKEN) return process.env.SIFT_INTERNAL_TOKEN;
+  const arn = process.env.SIFT_INTERNAL_TOKEN_SECRET_ARN;
   if (!arn) return undefined;
   tokenFromSecret ??= (async () => {
     const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
@@ -30,7 +30,7 @@ async function internalToken(): Promise<string | undefined> {
 }
 
 /** The encoder service's base URL: `SIFT_ENCODER_URL`, else the gateway URL the workflow stack sets. */
-export const encoderServiceUrl = (env: NodeJS.ProcessEnv = process.env) => env['SIFT_ENCODER_URL'] ?? env['SIFT_INFERENCE_URL'];
+export const encoderServiceUrl = (env: NodeJS.ProcessEnv = process.env) => env.SIFT_ENCODER_URL ?? env.SIFT_INFERENCE_URL;
 
 export async function runOnEncoderService(
   task: string,

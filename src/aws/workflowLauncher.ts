@@ -29,9 +29,9 @@ export class StepFunctionsWorkflowLauncher implements WorkflowLauncher {
   /** From the environment the API stack sets; undefined when no workflow is configured. */
   static fromEnv(env: NodeJS.ProcessEnv = process.env): StepFunctionsWorkflowLauncher | undefined {
     const machines: Partial<Record<WorkflowKind, string>> = {};
-    if (env['SIFT_EVALUATION_STATE_MACHINE_ARN']) machines.evaluation = env['SIFT_EVALUATION_STATE_MACHINE_ARN'];
-    if (env['SIFT_GENERATION_STATE_MACHINE_ARN']) machines.generation = env['SIFT_GENERATION_STATE_MACHINE_ARN'];
-    if (env['SIFT_ADAPTIVE_STATE_MACHINE_ARN']) machines.adaptive = env['SIFT_ADAPTIVE_STATE_MACHINE_ARN'];
+    if (env.SIFT_EVALUATION_STATE_MACHINE_ARN) machines.evaluation = env.SIFT_EVALUATION_STATE_MACHINE_ARN;
+    if (env.SIFT_GENERATION_STATE_MACHINE_ARN) machines.generation = env.SIFT_GENERATION_STATE_MACHINE_ARN;
+    if (env.SIFT_ADAPTIVE_STATE_MACHINE_ARN) machines.adaptive = env.SIFT_ADAPTIVE_STATE_MACHINE_ARN;
     return Object.keys(machines).length ? new StepFunctionsWorkflowLauncher(machines) : undefined;
   }
 }
@@ -42,10 +42,10 @@ export class StepFunctionsWorkflowLauncher implements WorkflowLauncher {
  * workflow function starts them for the adaptive loop (its candidate and evaluations).
  */
 export function attachLaunchers(svc: Services, env: NodeJS.ProcessEnv = process.env): void {
-  const training = env['SIFT_TRAINING_STATE_MACHINE_ARN'];
+  const training = env.SIFT_TRAINING_STATE_MACHINE_ARN;
   if (training) {
     svc.training = new StepFunctionsTrainingLauncher(() => svc, training, {
-      jobNamePrefix: env['SIFT_TRAINING_JOB_PREFIX'] ?? `sift-${env['SIFT_STAGE'] ?? 'prod'}-`,
+      jobNamePrefix: env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${env.SIFT_STAGE ?? 'prod'}-`,
     });
   }
   const workflows = StepFunctionsWorkflowLauncher.fromEnv(env);

@@ -244,7 +244,7 @@ export async function authenticate(
     if (!apiKey.startsWith(API_KEY_PREFIX)) throw new UnauthorizedError('Invalid API key format');
     return principalForKey(svc, apiKey);
   }
-  const authorization = req.headers['authorization']?.trim();
+  const authorization = req.headers.authorization?.trim();
   if (authorization && req.path.startsWith('/v1/')) {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization);
     if (!match) throw new UnauthorizedError('Authorization header must be "Bearer <API key or session token>"');

@@ -36,7 +36,7 @@ export const defaultConfig: SiftConfig = {
 /** Settings an operator may change through the environment (every runtime reads the same names). */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
   const out: Partial<SiftConfig> = {};
-  const min = Number(env['SIFT_ADAPTIVE_MIN_EXAMPLES']);
+  const min = Number(env.SIFT_ADAPTIVE_MIN_EXAMPLES);
   if (Number.isInteger(min) && min >= 2) out.adaptiveMinExamples = min;
   return out;
 }

@@ -39,7 +39,7 @@ async function servableWeights(svc: Services, job: TrainingJob, prefix: string, 
   const key = `${prefix}manifest.json`;
   const manifest = (await svc.blobs.head(key)) ? (JSON.parse(await svc.blobs.getText(key)) as { files?: Record<string, unknown> }) : undefined;
   const files = manifest?.files ?? {};
-  const ok = job.model_type === 'encoder' ? typeof files['onnx_dir'] === 'string' : typeof files['adapter_gguf'] === 'string' || typeof files['adapter'] === 'string';
+  const ok = job.model_type === 'encoder' ? typeof files.onnx_dir === 'string' : typeof files.adapter_gguf === 'string' || typeof files.adapter === 'string';
   if (!ok) {
     const needs = job.model_type === 'encoder' ? 'an ONNX export' : 'a LoRA adapter';
     throw new ConflictError(`${what} has no servable weights (${needs}); only the final model of a complete job is exported for serving`);

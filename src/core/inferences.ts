@@ -152,22 +152,23 @@ function checkCorrectedOutput(inf: InferenceRecord, corrected: Record<string, un
   if (errs.length) return errs;
 
   if ('entities' in corrected) {
-    const entities = corrected['entities'];
+    const entities = corrected.entities;
     if (!Array.isArray(entities)) bad(at('entities'), 'must be a list of {text, label, start, end}');
     else
       entities.forEach((e, i) => {
-        if (!isObj(e) || typeof e['text'] !== 'string' || typeof e['label'] !== 'string' || !Number.isInteger(e['start']) || !Number.isInteger(e['end'])) {
-          return bad(at('entities', i), 'must be {text: string, label: string, start: integer, end: integer}');
+        if (!isObj(e) || typeof e.text !== 'string' || typeof e.label !== 'string' || !Number.isInteger(e.start) || !Number.isInteger(e.end)) {
+          bad(at('entities', i), 'must be {text: string, label: string, start: integer, end: integer}');
+          return;
         }
         const extra = Object.keys(e).filter((k) => !['text', 'label', 'start', 'end'].includes(k));
         if (extra.length) bad(at('entities', i), `unknown key(s): ${extra.join(', ')}`);
-        if (text !== undefined && codePointSlice(text, e['start'] as number, e['end'] as number) !== e['text']) {
-          bad(at('entities', i), `text[${e['start']}:${e['end']}] (code points) is not '${e['text']}'`);
+        if (text !== undefined && codePointSlice(text, e.start as number, e.end as number) !== e.text) {
+          bad(at('entities', i), `text[${e.start}:${e.end}] (code points) is not '${e.text}'`);
         }
       });
   }
   if ('classifications' in corrected) {
-    const cls = corrected['classifications'];
+    const cls = corrected.classifications;
     const heads = new Map((inf.input.schema?.classifications ?? []).map((c) => [c.task, new Set(c.labels)]));
     if (!isObj(cls)) bad(at('classifications'), 'must map each classification task to a label or a list of labels');
     else
@@ -183,7 +184,7 @@ function checkCorrectedOutput(inf: InferenceRecord, corrected: Record<string, un
         });
       }
   }
-  if ('completion' in corrected && typeof corrected['completion'] !== 'string') bad(at('completion'), 'must be a string');
+  if ('completion' in corrected && typeof corrected.completion !== 'string') bad(at('completion'), 'must be a string');
   for (const key of ['structures', 'relations'] as const) {
     if (key in corrected && !isObj(corrected[key])) bad(at(key), 'must be an object keyed like the inference output');
   }

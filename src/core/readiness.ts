@@ -29,7 +29,7 @@ async function check(name: string, report: ReadinessReport, fn: () => Promise<un
 }
 
 export function preloadModels(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env['SIFT_PRELOAD_MODELS'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (env.SIFT_PRELOAD_MODELS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
 export async function readiness(svc: Services, models: string[] = preloadModels()): Promise<ReadinessReport> {
@@ -51,7 +51,8 @@ export async function readiness(svc: Services, models: string[] = preloadModels(
       if (published) continue;
       report.ready = false;
       if (published === false) report.checks[`build:${m.id}`] = { ok: false, detail: describeBuild(p), ms: 0 };
-      (report.builds ??= {})[m.id] = p;
+      report.builds ??= {};
+      report.builds[m.id] = p;
     }
   }
   for (const model of models) {

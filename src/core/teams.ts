@@ -68,8 +68,8 @@ async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney)
   if (!('credit_balance_usd' in team) && !('daily_spend_cap_usd' in team)) return team;
   const { pk, sk } = teamKey(team.id);
   const set: Record<string, unknown> = {};
-  if (team.daily_spend_cap_micros === undefined) set['daily_spend_cap_micros'] = typeof team.daily_spend_cap_usd === 'number' ? usdToMicros(team.daily_spend_cap_usd) : null;
-  if (typeof team.credit_balance_usd === 'number' && team.credit_balance_micros === undefined) set['credit_balance_micros'] = usdToMicros(team.credit_balance_usd);
+  if (team.daily_spend_cap_micros === undefined) set.daily_spend_cap_micros = typeof team.daily_spend_cap_usd === 'number' ? usdToMicros(team.daily_spend_cap_usd) : null;
+  if (typeof team.credit_balance_usd === 'number' && team.credit_balance_micros === undefined) set.credit_balance_micros = usdToMicros(team.credit_balance_usd);
   try {
     return await svc.records.update<TeamRecord>(pk, sk, {
       set,

@@ -87,10 +87,10 @@ export function learningWarnings(trainerMetrics: unknown, headline: TrainingJob[
   const r = (trainerMetrics ?? {}) as Record<string, unknown>;
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((w): w is string => typeof w === 'string') : []);
   // what the trainer could not do with the data as given (e.g. a one-label classification head it left out)
-  const data = strings(r['data_warnings']);
-  const baseline = r['baseline_f1'];
-  if (typeof baseline !== 'number') return [...data, ...strings(r['warnings'])];
-  if (!headline || r['evaluated_on'] === 'train') return data;
+  const data = strings(r.data_warnings);
+  const baseline = r.baseline_f1;
+  if (typeof baseline !== 'number') return [...data, ...strings(r.warnings)];
+  if (!headline || r.evaluated_on === 'train') return data;
   if (headline.f1 > baseline) return data;
   return [
     ...data,
@@ -190,7 +190,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
         'incompatible_dataset',
       );
     }
-    fits.forEach((t) => tasks.add(t));
+    for (const t of fits) tasks.add(t);
     datasets.push({ name: ref.name, version: version.version });
     trainingRows += version.row_count ?? 0;
     // a label that can never fit the encoder's positions would fail the job mid-training (training/promptBudget.ts)

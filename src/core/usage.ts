@@ -63,7 +63,7 @@ export async function checkSpendAllowance(svc: Services, teamId: string): Promis
   if (typeof cap === 'number') {
     const now = svc.now();
     const day = await svc.records.get<Record<string, number>>(teamPartition(teamId), daySk(dayOf(now.toISOString())));
-    if ((day?.['cost_usd_micros'] ?? 0) >= cap) {
+    if ((day?.cost_usd_micros ?? 0) >= cap) {
       throw new RateLimitError(
         `Daily spending cap of ${microsToUsd(cap)} USD reached; it clears at 00:00 UTC`,
         Math.ceil((nextUtcMidnight(now).getTime() - now.getTime()) / 1000),
@@ -136,7 +136,14 @@ type BreakdownRow<F extends string> = Totals & { [K in F]: string } & { name?: s
 function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored | undefined, page: QueryPage<Stored>, shown: number): BreakdownRow<F>[] {
   const kind = field === 'model' ? 'MODEL' : 'ENDPOINT';
   const rows = new Map<string, { name?: string; c: Record<string, number> }>();
-  const row = (key: string) => rows.get(key) ?? (rows.set(key, { c: {} }), rows.get(key)!);
+  const row = (key: string) => {
+    let r = rows.get(key);
+    if (!r) {
+      r = { c: {} };
+      rows.set(key, r);
+    }
+    return r;
+  };
   let oldLayoutRequests = 0;
   for (const [name, v] of Object.entries(totals ?? {})) {
     const old = typeof v === 'number' ? parseLegacyBreakdownAttr(name) : undefined;
@@ -150,9 +157,9 @@ function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored 
     if (typeof key !== 'string') continue;
     const r = row(key);
     for (const counter of BREAKDOWN_COUNTERS) r.c[counter] = (r.c[counter] ?? 0) + numberIn(item)(counter);
-    if (typeof item['name'] === 'string') r.name = item['name'];
+    if (typeof item.name === 'string') r.name = item.name;
   }
-  const sorted = [...rows].sort(([ka, a], [kb, b]) => (b.c['cost_usd_micros'] ?? 0) - (a.c['cost_usd_micros'] ?? 0) || (b.c['requests'] ?? 0) - (a.c['requests'] ?? 0) || (ka < kb ? -1 : ka > kb ? 1 : 0));
+  const sorted = [...rows].sort(([ka, a], [kb, b]) => (b.c.cost_usd_micros ?? 0) - (a.c.cost_usd_micros ?? 0) || (b.c.requests ?? 0) - (a.c.requests ?? 0) || (ka < kb ? -1 : ka > kb ? 1 : 0));
   const listed = sorted.slice(0, shown);
   const out = listed.map(([key, r]) => ({ [field]: key, ...(r.name ? { name: r.name } : {}), ...totalsFrom((n) => r.c[n] ?? 0) }) as BreakdownRow<F>);
   if (sorted.length > shown || page.nextKey) {
@@ -243,7 +250,7 @@ export async function listUsageRequests(svc: Services, teamId: string, opts: { l
   } catch {
     throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   }
-  if (startKey && startKey['pk'] !== teamPartition(teamId)) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
+  if (startKey && startKey.pk !== teamPartition(teamId)) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   await svc.usage.settled(teamId);
   const page = await svc.records.query<UsageRequestRow>(teamPartition(teamId), {
     beginsWith: USAGE_REQUESTS_PREFIX,

@@ -110,7 +110,7 @@ export class SiftApp {
     const allowed = METHODS.filter((m) => m !== req.method && this.find(m, req.path)?.fits);
     if (allowed.length > 0) {
       const err = new MethodNotAllowedError(`Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`);
-      err.headers['allow'] = allowed.join(', ');
+      err.headers.allow = allowed.join(', ');
       throw err;
     }
     // the route exists but its path parameters are invalid: validation names them (422)
@@ -129,7 +129,7 @@ export class SiftApp {
 
   /** Public routes still count usage for a caller who sent a valid key; a bad key is ignored there. */
   private async optionalPrincipal(req: ApiRequest): Promise<Principal | undefined> {
-    if (!req.headers['x-api-key'] && !req.headers['authorization']) return undefined;
+    if (!req.headers['x-api-key'] && !req.headers.authorization) return undefined;
     try {
       return await authenticate(this.svc, req);
     } catch (err) {

@@ -1,4 +1,4 @@
-import { ApiError, ValidationError } from '../core/errors';
+import { type ApiError, ValidationError } from '../core/errors';
 import type { ApiResponse, ErrorFormat } from './types';
 
 const OPENAI_TYPE: Record<number, string> = {

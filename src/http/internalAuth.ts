@@ -9,7 +9,7 @@ export const INTERNAL_TOKEN_HEADER = 'x-sift-internal-token';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-export function internalTokenMatches(sent: string | undefined, expected = process.env['SIFT_INTERNAL_TOKEN']): boolean {
+export function internalTokenMatches(sent: string | undefined, expected = process.env.SIFT_INTERNAL_TOKEN): boolean {
   if (!expected || expected.length < 32 || !sent) return false;
   // compare digests: equal length, constant time
   return timingSafeEqual(digest(sent), digest(expected));

@@ -3,7 +3,7 @@ import type { Logger } from '../core/logger';
 
 export type { Logger } from '../core/logger';
 
-export function createLogger(level = process.env['SIFT_LOG_LEVEL'] ?? 'INFO'): Logger {
+export function createLogger(level = process.env.SIFT_LOG_LEVEL ?? 'INFO'): Logger {
   const logger = new PowertoolsLogger({ serviceName: 'sift', logLevel: level as 'INFO' });
   return {
     info: (m, e) => logger.info(m, e ?? {}),

@@ -113,7 +113,7 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
       const schema = doc.schema ? schemas.convert(doc.schema, 'output') : isError ? errorSchema(format, status) : undefined;
       responses[status] = { description: doc.description, ...(schema ? { content: { [doc.contentType ?? 'application/json']: { schema } } } : {}) };
     }
-    for (const [status, description] of Object.entries(standardErrors(spec, parameters.some((p) => p['in'] === 'path')))) {
+    for (const [status, description] of Object.entries(standardErrors(spec, parameters.some((p) => p.in === 'path')))) {
       responses[status] ??= { description, content: { 'application/json': { schema: errorSchema(format, status) } } };
     }
     paths[path] ??= {};

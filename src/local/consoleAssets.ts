@@ -43,7 +43,7 @@ export const CONSOLE_CSP = [
  */
 export async function serveConsole(req: IncomingMessage, res: ServerResponse, target: RequestTarget, dist = CONSOLE_DIST): Promise<boolean> {
   const path = target.path;
-  if (path !== CONSOLE_PATH && !path.startsWith(CONSOLE_PATH + '/')) return false;
+  if (path !== CONSOLE_PATH && !path.startsWith(`${CONSOLE_PATH}/`)) return false;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' });
     res.end(JSON.stringify({ detail: `${req.method} is not allowed on the console's static files` }));
@@ -51,7 +51,7 @@ export async function serveConsole(req: IncomingMessage, res: ServerResponse, ta
   }
   // /console → /console/ so the page's relative asset URLs resolve under /console/
   if (path === CONSOLE_PATH) {
-    res.writeHead(308, { location: CONSOLE_PATH + '/' });
+    res.writeHead(308, { location: `${CONSOLE_PATH}/` });
     res.end();
     return true;
   }

@@ -90,11 +90,11 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   // local mode's metrics log: the same EMF lines CloudWatch would extract on AWS
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const emfLog = opts.metricsOut ? undefined : createWriteStream(join(dataDir, 'logs', 'metrics.emf.jsonl'), { flags: 'a' });
-  const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(line + '\n'));
+  const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(`${line}\n`));
   const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
   let svc: AwsServices | undefined;
   // dataset rows are validated in child processes with a bounded heap, never on the thread that serves requests
-  const validation = new ValidationProcesses({ heapMb: opts.validationHeapMb ?? (Number(process.env['SIFT_VALIDATION_HEAP_MB']) || DEFAULT_VALIDATION_HEAP_MB) });
+  const validation = new ValidationProcesses({ heapMb: opts.validationHeapMb ?? (Number(process.env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB) });
   const queue = new InProcessWorkQueue(
     (message: WorkMessage) => handleWorkMessage(svc as Services, message, { validateDataset: validation.validate }),
     2,
@@ -133,7 +133,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     workDir: join(dataDir, 'work'),
     python: opts.python ?? DEFAULT_PYTHON,
     trainerDir: join(REPO_ROOT, 'containers', 'training'),
-    maxConcurrent: opts.maxTrainingJobs ?? Number(process.env['SIFT_MAX_TRAINING_JOBS'] ?? 1),
+    maxConcurrent: opts.maxTrainingJobs ?? Number(process.env.SIFT_MAX_TRAINING_JOBS ?? 1),
     stopGraceMs: 120_000,
     logger,
   });
@@ -148,7 +148,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       ...generationTasks(services, (input) => generateShard(services, decoderTextGenerator(services), predictor, input)),
       ...adaptiveTasks(services),
     };
-  }, logger, opts.workflowPollMs ?? Number(process.env['SIFT_WORKFLOW_POLL_MS'] ?? 2000));
+  }, logger, opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000));
   svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {
@@ -173,7 +173,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   }
   const app = new SiftApp(svc, allRoutes(), logger);
   // the local stand-in for the stack's EventBridge schedule: the same input to the same state machine
-  const adaptiveEvery = opts.adaptiveEveryMs ?? (Number(process.env['SIFT_ADAPTIVE_EVERY_MINUTES'] ?? 0) * 60_000 || undefined);
+  const adaptiveEvery = opts.adaptiveEveryMs ?? (Number(process.env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined);
   const schedule = adaptiveEvery
     ? setInterval(() => {
         workflows.start('adaptive', `adaptive-schedule-${Date.now()}`, { trigger: 'schedule' }).catch((err: unknown) => logger.error('could not start the adaptive loop', { error: err as Error }));

@@ -69,7 +69,7 @@ export async function modelIdFromCheckpoint(dir: string): Promise<string | undef
     const id = (JSON.parse(manifest) as { model_id?: unknown }).model_id;
     if (typeof id === 'string') return id;
   }
-  const hub = /models--([^/]+?)--([^/]+)\/snapshots\//.exec(resolve(dir) + '/');
+  const hub = /models--([^/]+?)--([^/]+)\/snapshots\//.exec(`${resolve(dir)}/`);
   if (hub) return `${hub[1]}/${hub[2]}`;
   const name = basename(resolve(dir));
   return name.includes('--') ? modelIdFromDirName(name) : undefined;

@@ -24,11 +24,11 @@ const truthy = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v
 
 /** One metadata request: resolves when the hub answers for the repo, else a ModelImportError saying why. */
 export async function probeHub(modelId: string, endpoint: string, timeoutMs: number): Promise<void> {
-  if (truthy(process.env['HF_HUB_OFFLINE'])) {
+  if (truthy(process.env.HF_HUB_OFFLINE)) {
     throw new ModelImportError(`HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: download ${modelId} where the hub is reachable and run \`sift models import <dir> --as ${modelId}\``);
   }
   const url = `${endpoint.replace(/\/+$/, '')}/api/models/${modelId}`;
-  const token = process.env['HF_TOKEN'];
+  const token = process.env.HF_TOKEN;
   let res: Response;
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}) });
@@ -46,7 +46,7 @@ export async function probeHub(modelId: string, endpoint: string, timeoutMs: num
 
 export async function pullModel(o: PullOptions): Promise<ImportResult> {
   importableModel(o.modelId);
-  const endpoint = o.hubEndpoint ?? process.env['HF_ENDPOINT'] ?? DEFAULT_HUB_ENDPOINT;
+  const endpoint = o.hubEndpoint ?? process.env.HF_ENDPOINT ?? DEFAULT_HUB_ENDPOINT;
   await probeHub(o.modelId, endpoint, o.probeTimeoutMs ?? HUB_PROBE_TIMEOUT_MS);
   const say = o.onLine ?? (() => {});
   await mkdir(o.modelsDir, { recursive: true });

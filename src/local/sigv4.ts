@@ -134,7 +134,7 @@ interface Scope {
 
 function parseCredential(credential: string | undefined): Scope | undefined {
   const parts = credential?.split('/');
-  if (!parts || parts.length !== 5 || parts[4] !== 'aws4_request') return undefined;
+  if (parts?.length !== 5 || parts[4] !== 'aws4_request') return undefined;
   const [accessKeyId, shortDate, region, service] = parts as [string, string, string, string];
   if (!accessKeyId || !/^\d{8}$/.test(shortDate) || !region || !service) return undefined;
   return { accessKeyId, shortDate, region, service };
@@ -222,7 +222,7 @@ export class SigV4Verifier {
       signingService: scope.service,
       signableHeaders: new Set(signedHeaders),
     });
-    const expected = /Signature=([0-9a-f]+)/.exec(String(signed.headers['authorization']))?.[1];
+    const expected = /Signature=([0-9a-f]+)/.exec(String(signed.headers.authorization))?.[1];
     if (!sameSignature(expected, signature)) return mismatch();
     return { ok: true, payloadHash: payloadHash ?? (await this.bodyHash(req.body)), signedHeaders, presigned: false };
   }
@@ -313,7 +313,7 @@ export class SigV4Verifier {
   }
 
   private signable(req: RequestToVerify, path: string, query: Query, headers: Record<string, string>): SignableRequest {
-    const [hostname = '', port] = (headers['host'] ?? '').split(':');
+    const [hostname = '', port] = (headers.host ?? '').split(':');
     return {
       method: req.method,
       protocol: 'http:',

@@ -84,7 +84,7 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
   const isS3 = opts.service === 's3';
 
   const allowedOrigin = (req: IncomingMessage): string | undefined => {
-    const origin = req.headers['origin'];
+    const origin = req.headers.origin;
     return origin && opts.browserOrigins?.().includes(origin) ? origin : undefined;
   };
   const corsHeaders = (req: IncomingMessage): OutgoingHttpHeaders => {
@@ -176,13 +176,13 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
 
   /** `expectsContinue`: the client waits for 100 Continue before sending its body, sent only once the signature holds. */
   const handle = async (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
-    if (isS3 && req.method === 'OPTIONS' && req.headers['origin'] && req.headers['access-control-request-method']) {
+    if (isS3 && req.method === 'OPTIONS' && req.headers.origin && req.headers['access-control-request-method']) {
       preflight(req, res);
       return;
     }
     const url = req.url ?? '/';
     // DynamoDB clients other than the SDK sign the body's hash without sending it: hash what came
-    const needsBody = !isS3 && req.headers['x-amz-content-sha256'] === undefined && req.headers['authorization'] !== undefined;
+    const needsBody = !isS3 && req.headers['x-amz-content-sha256'] === undefined && req.headers.authorization !== undefined;
     let body: Buffer | undefined;
     if (needsBody) {
       if (expectsContinue) res.writeContinue();
@@ -223,7 +223,7 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     let path = url;
     if (isS3) {
       // s3rver knows only its built-in key; the signature was checked here, so name that key instead
-      if (typeof headers['authorization'] === 'string') headers['authorization'] = headers['authorization'].replace(/Credential=[^/]+\//, `Credential=${S3RVER_ACCESS_KEY}/`);
+      if (typeof headers.authorization === 'string') headers.authorization = headers.authorization.replace(/Credential=[^/]+\//, `Credential=${S3RVER_ACCESS_KEY}/`);
       path = url.replace(/([?&]X-Amz-Credential=)[^/%&]+(%2F|\/)/, `$1${S3RVER_ACCESS_KEY}$2`);
     }
     forward(req, res, path, headers, body ?? 'stream');

@@ -141,7 +141,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
         .finally(() => {
           this.active -= 1;
           this.pump();
-          if (this.isIdle()) this.idleWaiters.splice(0).forEach((w) => w());
+          if (this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
         });
     }
   }

@@ -4,7 +4,7 @@ import { createReadStream, unlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { S3BlobStore } from '../../src/adapters/s3/blobStore';
 import { createS3Client } from '../../src/adapters/aws';
 import { startEmulators, type Emulators } from '../../src/local/emulators';

@@ -102,7 +102,7 @@ describe('publishing a model directory', () => {
       expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
     }
     const head = await (stack.svc.blobs.s3 as S3Client).send(new HeadObjectCommand({ Bucket: stack.svc.blobs.bucket, Key: `${PREFIX}model.safetensors` }));
-    expect(head.Metadata?.['sha256']).toMatch(/^[0-9a-f]{64}$/);
+    expect(head.Metadata?.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(await available()).toBe(true);
   });
 
@@ -169,10 +169,10 @@ describe('sources and the CLI path', () => {
     const root = join(work, 'cli');
     await buildModelDir(root);
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
-    const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     const credentials = await stack.svc.blobs.s3.config.credentials();
-    process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
-    process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
+    process.env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
     const lines: string[] = [];
     try {
       const opts = { bucket: stack.svc.blobs.bucket, prefix: 'models/', modelsDir: root, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
@@ -181,10 +181,10 @@ describe('sources and the CLI path', () => {
       const [result] = await publishCommand([MODEL], opts, (l) => lines.push(l));
       expect(result).toMatchObject({ modelId: MODEL, uploaded: 5, manifest: 'written' });
     } finally {
-      if (saved.id === undefined) delete process.env['AWS_ACCESS_KEY_ID'];
-      else process.env['AWS_ACCESS_KEY_ID'] = saved.id;
-      if (saved.secret === undefined) delete process.env['AWS_SECRET_ACCESS_KEY'];
-      else process.env['AWS_SECRET_ACCESS_KEY'] = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      else process.env.AWS_ACCESS_KEY_ID = saved.id;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+      else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
     }
     expect(lines[0]).toMatch(/^sift\/gliner2-mini-v1: 5 file\(s\), 3\.\d MiB from /);
     expect(lines).toContain(`  uploaded  ${PREFIX}onnx/encoder.onnx (0.7 MiB)`);
@@ -201,7 +201,7 @@ describe('sources and the CLI path', () => {
     const env = { ...ambient, AWS_SHARED_CREDENTIALS_FILE: join(stack.dataDir, STORE_CREDENTIALS_FILE), AWS_REGION: 'us-east-1' };
     // async: this process hosts the S3 emulator the CLI talks to
     const sift = (...args: string[]) => promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env, encoding: 'utf8' });
-    expect((await sift('--help')).stdout).toMatch(/^  models +Base-model weights in a deployed bucket$/m);
+    expect((await sift('--help')).stdout).toMatch(/^ {2}models +Base-model weights in a deployed bucket$/m);
     const publish = ['models', 'publish', MODEL, '--models-dir', root, '--endpoint-url', `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`];
     const { stdout } = await sift(...publish, '--bucket', stack.svc.blobs.bucket);
     expect(stdout.trim().split('\n').pop()).toBe('sift/gliner2-mini-v1: 5 uploaded, 0 unchanged; manifest written');

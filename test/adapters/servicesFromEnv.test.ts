@@ -7,9 +7,9 @@ describe('servicesFromEnv', () => {
   });
 
   it('needs only SIFT_TABLE (the authorizer and event functions get no bucket or queue)', async () => {
-    delete process.env['SIFT_BUCKET'];
-    delete process.env['SIFT_QUEUE_URL'];
-    process.env['SIFT_TABLE'] = 'sift-records';
+    delete process.env.SIFT_BUCKET;
+    delete process.env.SIFT_QUEUE_URL;
+    process.env.SIFT_TABLE = 'sift-records';
     const svc = servicesFromEnv('dynamodb');
     expect(svc.records.table).toBe('sift-records');
     expect(() => svc.blobs.list('x')).toThrow(/SIFT_BUCKET is not set/);
@@ -17,7 +17,7 @@ describe('servicesFromEnv', () => {
   });
 
   it('refuses to start without a table', () => {
-    delete process.env['SIFT_TABLE'];
+    delete process.env.SIFT_TABLE;
     expect(() => servicesFromEnv('dynamodb')).toThrow(/SIFT_TABLE/);
   });
 });

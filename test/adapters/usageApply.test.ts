@@ -61,7 +61,7 @@ it('a usage.apply message of the previous release (breakdown attributes, writer 
   const message = {
     type: 'usage.apply',
     batch: {
-      writer: 'w' + 'f'.repeat(32),
+      writer: `w${'f'.repeat(32)}`,
       seq: 4,
       team_id: team.id,
       items: [
@@ -126,6 +126,6 @@ it('pruning writer attributes works within DynamoDB’s expression rules', async
   }
   const item = (await stack.svc.records.get<Record<string, unknown>>(`TEAM#${team.id}`, 'TEAM'))!;
   expect(Object.keys(item).filter((k) => k.startsWith('seq|')).length).toBeLessThanOrEqual(64);
-  expect(item['seq_floor']).toEqual(expect.any(Number));
-  expect(item['credit_balance_micros']).toBe(1_000_000 - 100 * 7);
+  expect(item.seq_floor).toEqual(expect.any(Number));
+  expect(item.credit_balance_micros).toBe(1_000_000 - 100 * 7);
 }, 60_000);

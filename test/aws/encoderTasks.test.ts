@@ -21,10 +21,10 @@ let server: Server;
 let baseUrl: string;
 let teamId: string;
 let evaluationId: string;
-const saved = process.env['SIFT_INTERNAL_TOKEN'];
+const saved = process.env.SIFT_INTERNAL_TOKEN;
 
 beforeAll(async () => {
-  process.env['SIFT_INTERNAL_TOKEN'] = TOKEN;
+  process.env.SIFT_INTERNAL_TOKEN = TOKEN;
   stack = await TestStack.start({ withModels: true });
   teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
   await stack.uploadDataset('people', jsonl([{ text: 'Tim Cook visited Paris.', entities: [['Tim Cook', 'person'], ['Paris', 'city']] }]));
@@ -39,8 +39,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise<void>((ok) => server?.close(() => ok()));
   await stack?.stop();
-  if (saved === undefined) delete process.env['SIFT_INTERNAL_TOKEN'];
-  else process.env['SIFT_INTERNAL_TOKEN'] = saved;
+  if (saved === undefined) delete process.env.SIFT_INTERNAL_TOKEN;
+  else process.env.SIFT_INTERNAL_TOKEN = saved;
 });
 
 const input = () => ({ evaluationId, teamId, shard: { offset: 0, count: 1 } });
@@ -49,7 +49,7 @@ it('runs evaluation.shard on the encoder service, which stores the counts and re
   const result = (await runOnEncoderService('evaluation.shard', input(), { baseUrl, token: TOKEN })) as { key: string; rows: number };
   expect(result.rows).toBe(1);
   const counts = JSON.parse(await stack.svc.blobs.getText(result.key)) as { per_entity: Record<string, { tp: number; fn: number }> };
-  expect(counts.per_entity['person']!.tp + counts.per_entity['person']!.fn).toBe(1);
+  expect(counts.per_entity.person!.tp + counts.per_entity.person!.fn).toBe(1);
 });
 
 it('runs training.validate: the job\'s headline metrics from the engine on its held-out rows', async () => {
@@ -57,9 +57,9 @@ it('runs training.validate: the job\'s headline metrics from the engine on its h
   const rows = [{ text: 'Tim Cook visited Paris.', entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Paris', label: 'city', start: 17, end: 22 }] }];
   await stack.svc.blobs.put(`jobs/${teamId}/${job.id}/model/validation.jsonl`, jsonl(rows));
   const metrics = (await runOnEncoderService('training.validate', { teamId, jobId: job.id }, { baseUrl, token: TOKEN })) as Record<string, any>;
-  expect(metrics['support'].rows).toBe(1);
-  expect(Object.keys(metrics['per_entity']).sort()).toEqual(['city', 'person']);
-  expect(metrics['f1']).toBeGreaterThan(0);
+  expect(metrics.support.rows).toBe(1);
+  expect(Object.keys(metrics.per_entity).sort()).toEqual(['city', 'person']);
+  expect(metrics.f1).toBeGreaterThan(0);
 });
 
 it('a wrong token gets 404 (the route does not exist for it) and fails the task for good', async () => {

@@ -91,9 +91,9 @@ async function createJob(modelName: string, baseModel = 'sift/gliner2-mini-v1') 
   const created = await callApi('POST', '/core/training-jobs', { model_name: modelName, base_model: baseModel, datasets: [{ name: 'people' }], training_type: 'lora', nr_epochs: 2 });
   expect(created).toMatchObject({ status: 201, body: { status: 'requested' } });
   const id = created.body.id as string;
-  const start = control.callsOf('AWSStepFunctions.StartExecution').find((r) => r['name'] === id);
+  const start = control.callsOf('AWSStepFunctions.StartExecution').find((r) => r.name === id);
   expect(start).toEqual({ stateMachineArn: TRAINING_ARN, name: id, input: JSON.stringify({ jobId: id, teamId: team.teamId }) });
-  return { id, input: JSON.parse(String(start!['input'])) as Record<string, unknown> };
+  return { id, input: JSON.parse(String(start!.input)) as Record<string, unknown> };
 }
 
 /**
@@ -134,18 +134,18 @@ describe('training on AWS, rehearsed against the emulators', () => {
 
   it('runs a job end to end: requested → running → complete, with the model, archive, metrics and checkpoints published', async () => {
     const { id, input } = await createJob('end-to-end');
-    expect(await stack.svc.records.get('JOBREF#' + id, 'REF')).toEqual({ team_id: team.teamId, job_id: id });
+    expect(await stack.svc.records.get(`JOBREF#${id}`, 'REF')).toEqual({ team_id: team.teamId, job_id: id });
     const { result, sageMaker } = await runTraining(input, { kind: 'complete', output });
     expect(result).toMatchObject({ ok: true });
 
     // what SageMaker was asked to run (already checked against the CreateTrainingJob rules)
     const [request] = sageMaker.requests as Record<string, any>[];
-    expect(request!['TrainingJobName']).toBe(`${PREFIX}${id}`);
-    expect(request!['HyperParameters']).toMatchObject({ base_model_path: '/opt/ml/input/data/model', training_type: 'lora', nr_epochs: '2', model_name: 'end-to-end' });
-    const channels = Object.fromEntries((request!['InputDataConfig'] as any[]).map((c) => [c.ChannelName, c.DataSource.S3DataSource.S3Uri]));
+    expect(request!.TrainingJobName).toBe(`${PREFIX}${id}`);
+    expect(request!.HyperParameters).toMatchObject({ base_model_path: '/opt/ml/input/data/model', training_type: 'lora', nr_epochs: '2', model_name: 'end-to-end' });
+    const channels = Object.fromEntries((request!.InputDataConfig as any[]).map((c) => [c.ChannelName, c.DataSource.S3DataSource.S3Uri]));
     expect(channels).toEqual({ train: `s3://sift-data/jobs/${team.teamId}/${id}/input/train/`, model: 's3://sift-data/models/sift/gliner2-mini-v1/' });
     expect(await stack.svc.blobs.getText(`jobs/${team.teamId}/${id}/input/train/people-v1.jsonl`)).toContain('Tim Cook');
-    expect(request!['Tags']).toEqual([{ Key: 'sift:stage', Value: 'test' }, { Key: 'sift:job', Value: id }]);
+    expect(request!.Tags).toEqual([{ Key: 'sift:stage', Value: 'test' }, { Key: 'sift:job', Value: id }]);
 
     const done = await job(id);
     expect(done).toMatchObject({ status: 'complete', error: null, metrics: { f1: 0.8125, precision: 0.8667, recall: 0.7647 } });
@@ -164,9 +164,9 @@ describe('training on AWS, rehearsed against the emulators', () => {
     const listed = await checkpoints(id);
     expect(listed).toHaveLength(output.checkpoints.length + 1);
     for (const c of output.checkpoints) expect(listed).toContainEqual(expect.objectContaining({ id: c.meta.id, step: c.meta.step, epoch: c.meta.epoch, metrics: c.meta.metrics }));
-    const final = listed.find((c) => !output.checkpoints.some((t) => t.meta.id === c['id']))!;
+    const final = listed.find((c) => !output.checkpoints.some((t) => t.meta.id === c.id))!;
     expect(final).toMatchObject({ id: done.final_checkpoint_id, is_final: true, is_best: true, epoch: 2 });
-    expect(listed.filter((c) => c['is_best'])).toHaveLength(1);
+    expect(listed.filter((c) => c.is_best)).toHaveLength(1);
     // it asked the encoder service to score the held-out rows, with the token read from Secrets Manager
     expect(control.callsOf('secretsmanager.GetSecretValue')).toEqual([{ SecretId: TOKEN_ARN }]);
     completedId = id;
@@ -209,7 +209,7 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect(failed).toMatchObject({ status: 'failed', metrics: null });
     expect(failed.error).toContain("invalid dataset: row 2: entity 'Paris' is not in the text");
     // the checkpoints saved before the failure are still recorded, as locally
-    expect((await checkpoints(id)).map((c) => c['id']).sort()).toEqual(output.checkpoints.filter((c) => !c.meta.is_final).map((c) => c.meta.id).sort());
+    expect((await checkpoints(id)).map((c) => c.id).sort()).toEqual(output.checkpoints.filter((c) => !c.meta.is_final).map((c) => c.meta.id).sort());
     for (const e of [...sageMaker.events].reverse()) await trainingEvents(e, lambdaContext);
     expect(await job(id)).toEqual(failed);
   });
@@ -236,7 +236,7 @@ describe('training on AWS, rehearsed against the emulators', () => {
     const { result } = await run;
     expect(result.ok).toBe(false);
     expect(await job(id)).toMatchObject({ status: 'stopped', error: null });
-    expect((await checkpoints(id)).map((c) => c['id'])).toEqual([output.checkpoints[0]!.meta.id]);
+    expect((await checkpoints(id)).map((c) => c.id)).toEqual([output.checkpoints[0]!.meta.id]);
     // the failure step again (a retry): the checkpoint is registered once
     await workflow({ task: 'training.failed', input: { ...input, error: { Error: 'States.TaskFailed', Cause: '{}' } } }, lambdaContext);
     expect(await checkpoints(id)).toHaveLength(1);

@@ -1,5 +1,5 @@
 /** StepFunctionsWorkflowLauncher: the StartExecution it sends, and idempotent re-starts. */
-import { StartExecutionCommand } from '@aws-sdk/client-sfn';
+import type { StartExecutionCommand } from '@aws-sdk/client-sfn';
 import { executionName, StepFunctionsWorkflowLauncher } from '../../src/aws/workflowLauncher';
 
 class RecordingSfn {

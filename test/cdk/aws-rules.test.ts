@@ -43,12 +43,13 @@ describe('SageMaker: a volume KMS key only on instance types with an EBS volume'
 
   it('an EBS-backed training type (ml.m5.xlarge) gets the data key on its volume', () => {
     const m5 = buildApp({ trainingInstanceType: 'ml.m5.xlarge' });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub placeholder
     expect(trainResourceConfig(m5)).toMatchObject({ VolumeKmsKeyId: '${DataKeyArn}' });
     // and the task function trains on that same type
     const fn = Object.values(resourcesOfType(m5.template(m5.stacks.workflows), 'AWS::Lambda::Function')).find((f) =>
       JSON.stringify(f.Properties?.Environment ?? {}).includes('SIFT_TRAINING_INSTANCE_TYPE'),
     )!;
-    expect((fn.Properties?.Environment as { Variables: Record<string, string> }).Variables.SIFT_TRAINING_INSTANCE_TYPE).toBe('ml.m5.xlarge');
+    expect((fn.Properties!.Environment as { Variables: Record<string, string> }).Variables.SIFT_TRAINING_INSTANCE_TYPE).toBe('ml.m5.xlarge');
   });
 
   it('refuses a training type outside the offered list', () => {
@@ -108,7 +109,7 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
   const hostile = 'instance type (string) does not match "object"\n\tand it\'s \\ broken }';
 
   it.each(responses.map((r) => [String(r.Properties?.ResponseType), r.Properties] as const))('%s renders to a JSON object with a string detail', (_type, props) => {
-    const template = (props?.ResponseTemplates as Record<string, string>)['application/json']!;
+    const template = (props!.ResponseTemplates as Record<string, string>)['application/json']!;
     const body = JSON.parse(renderGatewayResponse(template, hostile, '4f9c1e1a-2b3c-4d5e-8f90-123456789abc')) as Record<string, unknown>;
     expect(typeof body.detail).toBe('string');
     expect(body.request_id).toBe('4f9c1e1a-2b3c-4d5e-8f90-123456789abc');
@@ -116,7 +117,7 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
 
   it('a 422 carries an errors array naming the body (docs/reference/decisions.md#errors)', () => {
     const bad = responses.find((r) => r.Properties?.ResponseType === 'BAD_REQUEST_BODY')!;
-    const body = JSON.parse(renderGatewayResponse((bad.Properties?.ResponseTemplates as Record<string, string>)['application/json']!, hostile, 'r'));
+    const body = JSON.parse(renderGatewayResponse((bad.Properties!.ResponseTemplates as Record<string, string>)['application/json']!, hostile, 'r'));
     expect(bad.Properties?.StatusCode).toBe('422');
     expect(body.errors).toEqual([expect.objectContaining({ loc: ['body'], msg: expect.any(String) })]);
   });
@@ -125,13 +126,14 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
 describe('keep-alive: every target outlives the ALB idle timeout', () => {
   const t = dev.template(dev.stacks.inference);
   const lb = Object.values(resourcesOfType(t, 'AWS::ElasticLoadBalancingV2::LoadBalancer'))[0]!;
-  const albIdle = Number((lb.Properties?.LoadBalancerAttributes as Array<{ Key: string; Value: string }>).find((a) => a.Key === 'idle_timeout.timeout_seconds')!.Value);
-  const containers = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition')).map((d) => (d.Properties?.ContainerDefinitions as Array<Record<string, any>>)[0]!);
+  const albIdle = Number((lb.Properties!.LoadBalancerAttributes as Array<{ Key: string; Value: string }>).find((a) => a.Key === 'idle_timeout.timeout_seconds')!.Value);
+  const containers = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition')).map((d) => (d.Properties!.ContainerDefinitions as Array<Record<string, any>>)[0]!);
   const vllmEnv = Object.fromEntries((containers.find((c) => c.Name === 'vllm')!.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]));
 
   /** Runs containers/decoder/entrypoint.sh with a stand-in python3 that prints what vLLM would read. */
   const entrypoint = (env: Record<string, string>) => {
     const bin = mkdtempSync(join(tmpdir(), 'sift-vllm-'));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion in the stub script
     writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "keepalive=${VLLM_HTTP_TIMEOUT_KEEP_ALIVE:-unset}"\n');
     chmodSync(join(bin, 'python3'), 0o755);
     const base = { PATH: `${bin}:/usr/bin:/bin`, SIFT_DECODER_MODEL: 'm', SIFT_MAX_LORAS: '8', SIFT_MAX_MODEL_LEN: '8192' };

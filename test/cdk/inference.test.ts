@@ -54,7 +54,7 @@ describe('GPU capacity', () => {
 
 describe('services', () => {
   const taskDefs = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
-  const containers = taskDefs.map((td) => (td.Properties?.ContainerDefinitions as Array<Record<string, unknown>>)[0]!);
+  const containers = taskDefs.map((td) => (td.Properties!.ContainerDefinitions as Array<Record<string, unknown>>)[0]!);
 
   it('runs one GPU per task with health checks, shared memory and awslogs', () => {
     expect(containers.map((c) => c.Name).sort()).toEqual(['gateway', 'vllm']);

@@ -26,7 +26,7 @@ describe('finance dashboard', () => {
     const widgets = (JSON.parse(body) as { widgets: Array<{ properties: { metrics?: unknown[][] } }> }).widgets;
     const expressions = widgets
       .flatMap((w) => w.properties.metrics ?? [])
-      .flatMap((row) => row)
+      .flat()
       .flatMap((m) => (typeof m === 'object' && m !== null && 'expression' in m ? [String((m as { expression: string }).expression)] : []));
     expect(expressions.length).toBeGreaterThan(10);
     for (const e of expressions) expect(e).not.toMatch(/team|account|customer|tenant|user/i);

@@ -34,7 +34,7 @@ export class ScalingSimulator {
 
   constructor(template: Template) {
     for (const [id, svc] of Object.entries(resourcesOfType(template, 'AWS::ECS::Service'))) {
-      const lb = (svc.Properties?.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>)[0]!;
+      const lb = (svc.Properties!.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>)[0]!;
       const name: ServiceName = lb.ContainerName === 'gateway' ? 'gateway' : 'decoder';
       this.serviceOfTargetGroup.set(lb.TargetGroupArn.Ref, name);
       this.serviceOfEcsService.set(id, name);
@@ -71,7 +71,7 @@ export class ScalingSimulator {
         if (!this.inAlarm(alarm.props, points)) continue;
         for (const action of (alarm.props.AlarmActions ?? []) as Array<{ Ref?: string }>) {
           const policy = action.Ref ? this.policies[action.Ref] : undefined;
-          if (!policy || policy.Properties?.PolicyType !== 'StepScaling') continue;
+          if (policy?.Properties?.PolicyType !== 'StepScaling') continue;
           const service = [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0];
           const next = this.applyStep(policy, alarm.props.Threshold as number, points[points.length - 1], desired[service]);
           if (next !== undefined) desired[service] = next;

@@ -47,6 +47,7 @@ describe('state machines', () => {
       StoppingCondition: { 'MaxRuntimeInSeconds.$': expect.any(String), 'MaxWaitTimeInSeconds.$': expect.any(String) },
       CheckpointConfig: { 'S3Uri.$': expect.any(String), LocalPath: '/opt/ml/checkpoints' },
       EnableNetworkIsolation: true,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub placeholder
       OutputDataConfig: { KmsKeyId: '${DataKeyArn}' },
     });
   });
@@ -94,7 +95,7 @@ describe('training job records', () => {
 
   it('runs the workflow tasks inside the VPC (they call the internal gateway)', () => {
     const tasks = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find(
-      (f) => (f.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_SERVICE_NAME === 'workflow',
+      (f) => (f.Properties!.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_SERVICE_NAME === 'workflow',
     )!;
     expect(tasks.Properties?.VpcConfig).toBeDefined();
   });
@@ -106,9 +107,9 @@ describe('task function (engine-bound tasks go to the gateway)', () => {
 
   it('runs in the VPC with the gateway URL and the internal token secret’s ARN (not its value)', () => {
     expect(tasks.Properties?.VpcConfig).toBeDefined();
-    const env = (tasks.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
-    expect(env['SIFT_INTERNAL_TOKEN_SECRET_ARN']).toBeDefined();
-    expect(env['SIFT_INTERNAL_TOKEN']).toBeUndefined();
+    const env = (tasks.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env.SIFT_INTERNAL_TOKEN_SECRET_ARN).toBeDefined();
+    expect(env.SIFT_INTERNAL_TOKEN).toBeUndefined();
   });
 
   it('may read exactly that secret', () => {
@@ -118,7 +119,7 @@ describe('task function (engine-bound tasks go to the gateway)', () => {
   });
 
   it('starts the adaptive loop\'s children (training, evaluation) by name, so no machine depends on another', () => {
-    const env = (tasks.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    const env = (tasks.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
     for (const [key, name] of [['SIFT_TRAINING_STATE_MACHINE_ARN', 'training'], ['SIFT_EVALUATION_STATE_MACHINE_ARN', 'evaluation']] as const) {
       expect(JSON.stringify(env[key])).toContain(`:stateMachine:sift-dev-${name}`);
       expect(JSON.stringify(env[key])).not.toMatch(/"Ref":"(Training|Evaluation)/); // pseudo-parameters only

@@ -48,7 +48,7 @@ describe('native POST /inference (task: "generate")', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail).toMatch(/nope\/x/);
 
-    await stack.uploadDataset('chat-rows', JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }) + '\n');
+    await stack.uploadDataset('chat-rows', `${JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] })}\n`);
     const job = await stack.call('POST', '/core/training-jobs', { body: { model_name: 'm', base_model: MODEL, datasets: [{ name: 'chat-rows' }] } });
     expect(job.status).toBe(201);
     const byJob = await stack.call('POST', '/inference', { body: { model_id: job.body.id, task: 'generate', messages: [{ role: 'user', content: 'x' }] } });
@@ -157,7 +157,7 @@ describe('store, streaming and disconnects', () => {
     }
     ac.abort();
     // The generation stops, the slot is freed and the stored record says it was cancelled.
-    let record;
+    let record: any;
     for (let i = 0; i < 50 && !record; i++) {
       await new Promise((r) => setTimeout(r, 100));
       const r = await stack.call('GET', `/inferences/${id}`);

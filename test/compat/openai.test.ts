@@ -86,7 +86,7 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
     expect(res.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
     const s = await client().completions.create({ model: MODEL, prompt: 'The sky is', max_tokens: 3, stream: true, stream_options: { include_usage: true } });
     let text = '';
-    let usage;
+    let usage: typeof res.usage;
     for await (const c of s) {
       text += c.choices[0]?.text ?? '';
       if (c.usage) usage = c.usage;
@@ -123,11 +123,11 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
       });
     const first = await ask('What is 2+2?');
     expect(first.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
-    const written = (first.usage?.prompt_tokens_details as { cache_write_tokens?: number }).cache_write_tokens ?? 0;
+    const written = (first.usage!.prompt_tokens_details as { cache_write_tokens?: number }).cache_write_tokens ?? 0;
     expect(written).toBeGreaterThan(16);
     const second = await ask('What is 3+3?');
     expect(second.usage?.prompt_tokens_details?.cached_tokens).toBe(written);
-    expect((second.usage?.prompt_tokens_details as { cache_write_tokens?: number }).cache_write_tokens).toBe(0);
+    expect((second.usage!.prompt_tokens_details as { cache_write_tokens?: number }).cache_write_tokens).toBe(0);
     expect(second.usage?.prompt_tokens).toBeGreaterThan(written);
   });
 

@@ -17,8 +17,8 @@ import { REPO_ROOT } from '../../src/local/paths';
 import { TestStack } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
-const CHROMIUM = process.env['SIFT_CHROMIUM'] ?? '/usr/bin/chromium';
-const SHOTS = process.env['SIFT_CONSOLE_SCREENSHOTS'];
+const CHROMIUM = process.env.SIFT_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = process.env.SIFT_CONSOLE_SCREENSHOTS;
 const AXE = readFileSync(join(REPO_ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 if (!existsSync(CHROMIUM)) throw new Error(`The console's browser tests need Chromium at ${CHROMIUM}: run \`node scripts/setup.mjs --for-tests\` (it runs apt-get install chromium) or set SIFT_CHROMIUM`);
@@ -174,7 +174,7 @@ describe('the web console', () => {
       { text: 'Tim Cook works for Apple.', entities: [['Tim Cook', 'person'], ['apple', 'company']] },
       { text: 'Satya Nadella runs Microsoft.', entities: [['Satya Nadella', 'person']] },
     ];
-    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + '\n') });
+    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`) });
     await page.getByLabel('Dataset name').fill('people');
     await page.getByRole('button', { name: 'Upload' }).click();
     const report = page.getByTestId('validation-report');
@@ -185,7 +185,7 @@ describe('the web console', () => {
     await expectAccessible('datasets');
     await screenshot('datasets');
     // a good file: ready, with its heads and vocabulary
-    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(JSON.stringify(rows[1]) + '\n') });
+    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(`${JSON.stringify(rows[1])}\n`) });
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('No problems found in 1 rows.').waitFor({ timeout: 60_000 });
     await page.getByText('Entity types: person').waitFor();
@@ -369,7 +369,7 @@ describe('the web console', () => {
       { text: 'Absolutely wonderful experience, would buy again.', label: 'positive' },
       { text: 'Awful support and a broken screen.', label: 'negative' },
     ];
-    expect((await stack.uploadDataset('sentiment', sentiment.map((r) => JSON.stringify(r)).join('\n') + '\n', { key: adminKey })).status).toBe('ready');
+    expect((await stack.uploadDataset('sentiment', `${sentiment.map((r) => JSON.stringify(r)).join('\n')}\n`, { key: adminKey })).status).toBe('ready');
     await page.reload();
     await page.getByLabel(/^Model/).first().click();
     await page.getByRole('option', { name: 'sift/gliner2-mini-v1' }).click();

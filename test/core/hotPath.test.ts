@@ -27,7 +27,11 @@ describe('PendingWrites', () => {
     const failures: string[] = [];
     const w = new PendingWrites((id) => failures.push(id));
     let landed = false;
-    w.add('ok', new Promise<void>((r) => setTimeout(() => ((landed = true), r()), 20)));
+    const land = (r: () => void) => {
+      landed = true;
+      r();
+    };
+    w.add('ok', new Promise<void>((r) => setTimeout(() => land(r), 20)));
     w.add('bad', Promise.reject(new Error('store down')));
     await w.settled('ok');
     expect(landed).toBe(true);

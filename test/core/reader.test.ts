@@ -34,7 +34,7 @@ describe('formatOf', () => {
 
 describe('readRows: JSONL', () => {
   const rows = [{ text: 'héllo 🎉 wörld', label: 'a' }, { text: 'second', label: 'b' }, { text: 'third 中文', label: 'c' }];
-  const body = Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const body = Buffer.from(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
 
   it.each([1, 2, 3, 7, 64, 4096])('parses the same rows whatever the chunk size (%i bytes)', async (size) => {
     expect(await collect('jsonl', chunks(split(body, size)))).toEqual(rows.map((value, i) => ({ row: i + 1, value })));
@@ -98,7 +98,7 @@ describe('readRows: JSONL', () => {
       return `{"text":"${'x'.repeat(n - base.length)}","label":"a"}`;
     };
     expect(Buffer.byteLength(line(100))).toBe(100);
-    const got = await collect('jsonl', chunks([line(100) + '\n' + line(101) + '\n' + line(101)]), { maxRowBytes: 100, maxJsonBytes: 1 });
+    const got = await collect('jsonl', chunks([`${line(100)}\n${line(101)}\n${line(101)}`]), { maxRowBytes: 100, maxJsonBytes: 1 });
     expect(got.map((r) => ('error' in r ? `err${r.row}` : `ok${r.row}`))).toEqual(['ok1', 'err2', 'err3']);
   });
 

@@ -71,7 +71,7 @@ describe('verbatim-substring rules: one scan of the text for the whole row', () 
   const text = 'a'.repeat(500_000);
   const values: string[] = [];
   for (let k = 1, size = 0; size < 450_000; k += 1) {
-    values.push('a'.repeat(k) + 'b');
+    values.push(`${'a'.repeat(k)}b`);
     size += k + 10;
   }
 
@@ -146,11 +146,11 @@ describe('reserved names in json_structures (F13)', () => {
     const structures = JSON.parse('{"__proto__": {"polluted_by_test": {"dtype": "str"}}, "order": {"size": {"dtype": "list"}}}');
     try {
       const merged = mergeVocabularies([{ task_types: ['structures'], label_vocabulary: [], entity_types: [], relation_types: [], structures }]);
-      expect(({} as Record<string, unknown>)['polluted_by_test']).toBeUndefined();
+      expect(({} as Record<string, unknown>).polluted_by_test).toBeUndefined();
       expect(Object.hasOwn(merged.structures!, '__proto__')).toBe(true);
       expect(Object.keys(merged.structures!)).toEqual(['__proto__', 'order']);
     } finally {
-      delete (Object.prototype as Record<string, unknown>)['polluted_by_test'];
+      delete (Object.prototype as Record<string, unknown>).polluted_by_test;
     }
   });
 });

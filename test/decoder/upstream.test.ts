@@ -54,7 +54,7 @@ function fakeVllm(opts: { holdHeaders?: boolean; tokenize?: 'ok' | 'fail'; down?
       { choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] },
       { choices: [], usage: { prompt_tokens: PROMPT_TOKENS, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 0 } } },
     ];
-    const sse = chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n';
+    const sse = `${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`;
     return new Response(sse, { headers: { 'content-type': 'text/event-stream' } });
   }) as typeof fetch;
   return { sent, started, backend: new OpenAiUpstreamDecoder({ baseUrl: 'http://vllm.test', fetch: fetchImpl, logger: silentLogger }) };
@@ -82,7 +82,7 @@ describe('OpenAiUpstreamDecoder: tenant isolation of the upstream prefix cache',
     await drain(backend.generate(request('team-b')));
     const generations = sent.filter((s) => s.url.endsWith('/completions'));
     expect(generations.map((s) => s.url.replace('http://vllm.test', ''))).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/chat/completions']);
-    const [a1, a2, b] = generations.map((s) => s.body['cache_salt']);
+    const [a1, a2, b] = generations.map((s) => s.body.cache_salt);
     expect(a1).toBe(cacheSalt('team-a'));
     expect(a2).toBe(a1);
     expect(b).toBe(cacheSalt('team-b'));

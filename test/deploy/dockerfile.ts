@@ -15,7 +15,7 @@ export function parseDockerfile(text: string): Instruction[] {
     if (/^\s*#/.test(line)) continue; // comments, also inside a continued instruction
     if (!pending && !line.trim()) continue;
     if (line.endsWith('\\')) {
-      pending += line.slice(0, -1) + ' ';
+      pending += `${line.slice(0, -1)} `;
       continue;
     }
     const full = (pending + line).trim();

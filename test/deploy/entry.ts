@@ -59,7 +59,7 @@ export interface RunResult {
 export function runNodeCheck(image: ReplayedImage, entry: Extract<EntryProgram, { kind: 'node' }>): RunResult {
   const r = spawnSync(process.execPath, [...entry.nodeArgs, entry.script, ...entry.args, '--check'], {
     cwd: hostPath(image, image.workdir),
-    env: { ...hostEnv(image), PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
+    env: { ...hostEnv(image), PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -120,10 +120,10 @@ export async function nodeImportGraph(image: ReplayedImage, script: string): Pro
  */
 export function importPython(image: ReplayedImage, python: string, modules: string[], cwd: string): RunResult & { files: Record<string, string> } {
   const env = hostEnv(image);
-  const pythonPath = [env['PYTHONPATH'], ...image.pipPackages.map((p) => hostPath(image, p))].filter(Boolean).join(':');
+  const pythonPath = [env.PYTHONPATH, ...image.pipPackages.map((p) => hostPath(image, p))].filter(Boolean).join(':');
   const r = spawnSync(python, ['-c', PYTHON_IMPORTER, JSON.stringify({ modules, packages: image.pipPackages.map((p) => hostPath(image, p)) })], {
     cwd: hostPath(image, cwd),
-    env: { ...env, PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1', PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
+    env: { ...env, PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
     encoding: 'utf8',
     timeout: 120_000,
   });

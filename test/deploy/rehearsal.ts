@@ -165,7 +165,7 @@ export function hostEnv(image: ReplayedImage): Record<string, string> {
 
 /** The training venv that scripts/setup.mjs builds (as scripts/test-trainer.sh finds it). */
 export function trainingPython(): string | null {
-  const cache = process.env['SIFT_CACHE_DIR'] ?? join(process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache'), 'sift');
-  const python = join(process.env['SIFT_VENV'] ?? join(cache, 'venv'), 'bin', 'python');
+  const cache = process.env.SIFT_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sift');
+  const python = join(process.env.SIFT_VENV ?? join(cache, 'venv'), 'bin', 'python');
   return existsSync(python) ? python : null;
 }

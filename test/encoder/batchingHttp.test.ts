@@ -6,7 +6,7 @@
  * The batcher is set to wait long for a batch exactly as big as the load, so the batch forms whatever
  * the machine's speed. Needs the set-up's mini model in the model store; fails if absent.
  */
-import { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
+import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
 import { encoderRuntime } from '../../src/core/encoder/runtime';
 import { TestStack } from '../helpers/localStack';
 

@@ -34,7 +34,7 @@ const recorder = () => {
 
 async function identityWorks(sessions: Awaited<ReturnType<typeof createSessions>>) {
   const out = await sessions.run('encoder', { x: { type: 'float32', data: Float32Array.from([1.5, -2]), dims: [2] } });
-  expect(Array.from(out['y']!.data)).toEqual([1.5, -2]);
+  expect(Array.from(out.y!.data)).toEqual([1.5, -2]);
 }
 
 beforeAll(async () => {
@@ -70,7 +70,7 @@ describe('session creation', () => {
     const log = recorder();
     const saved = process.env[EXECUTION_PROVIDER_ENV];
     process.env[EXECUTION_PROVIDER_ENV] = 'cuda';
-    let sessions;
+    let sessions: Awaited<ReturnType<typeof createSessions>>;
     try {
       sessions = await createSessions({ encoder: model }, { logger: log.logger });
     } finally {
@@ -82,13 +82,13 @@ describe('session creation', () => {
     } finally {
       await sessions.release();
     }
-    expect(log.lines.map((l) => [l.level, l.extra['execution_provider']])).toEqual([
+    expect(log.lines.map((l) => [l.level, l.extra.execution_provider])).toEqual([
       ['warn', 'cpu'],
       ['info', 'cpu'],
     ]);
     expect(log.lines[0]!.message).toBe('the cuda execution provider could not be loaded; encoder sessions run on CPU');
     expect(log.lines[0]!.extra).toMatchObject({ requested: 'cuda', model_dir: expect.any(String) });
-    expect(String(log.lines[0]!.extra['reason'])).toMatch(/Failed to load shared library|AppendExecutionProvider/);
+    expect(String(log.lines[0]!.extra.reason)).toMatch(/Failed to load shared library|AppendExecutionProvider/);
   });
 
   (cudaInstalled ? it : it.skip)('cuda with the CUDA provider installed: says which provider it ended up on', async () => {

@@ -140,7 +140,7 @@ describe('POST /inference (encoder)', () => {
 
   it('chunks long texts (no truncation) and maps offsets back to the document', async () => {
     const sentence = 'Maria Gonzalez of Siemens visited Geneva and Kraków on Tuesday. ';
-    const text = sentence.repeat(120) + 'Finally Olaf Scholz arrived in Berlin 😀.';
+    const text = `${sentence.repeat(120)}Finally Olaf Scholz arrived in Berlin 😀.`;
     const res = await infer({ text, schema: { entities: ['person', 'location'] }, threshold: 0.4 });
     expect(res.status).toBe(200);
     expect(res.body.usage.input_tokens).toBeGreaterThan(512);

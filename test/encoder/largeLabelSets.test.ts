@@ -95,7 +95,9 @@ describe('schemas longer than the encoder (label groups)', () => {
     const z = xs.reduce((a, x) => a + Math.exp(x), 0);
     const ranked = labels.map((label, j) => ({ label, score: Math.exp(xs[j]!) / z })).sort((a, b) => b.score - a.score);
     expect(r.classifications.sentiment!.map((x) => x.label)).toEqual(ranked.slice(0, 2).map((x) => x.label));
-    r.classifications.sentiment!.forEach((x, k) => expect(x.score).toBeCloseTo(ranked[k]!.score, 5));
+    r.classifications.sentiment!.forEach((x, k) => {
+      expect(x.score).toBeCloseTo(ranked[k]!.score, 5);
+    });
     expect(ranked.reduce((a, x) => a + x.score, 0)).toBeCloseTo(1, 6);
 
     // multi-label: each label's own sigmoid against the head's threshold

@@ -33,7 +33,7 @@ ${body}
 `,
   );
   const env: NodeJS.ProcessEnv = { ...process.env, SIFT_ORT_WORKER: '1' };
-  delete env['JEST_WORKER_ID'];
+  delete env.JEST_WORKER_ID;
   // a process that does not exit is killed at the timeout, and the call rejects
   return promisify(execFile)(process.execPath, ['--no-warnings', '--import', 'tsx', script], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 25_000 });
 }

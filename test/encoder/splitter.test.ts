@@ -54,7 +54,7 @@ describe('splitWords equals the regex', () => {
     }
   });
 
-  const sharedData = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
+  const sharedData = process.env.SIFT_SHARED_DATA ?? join(process.cwd(), '..', 'shared', 'data');
   (existsSync(sharedData) ? it : it.skip)('on the texts of bench/parity/encoder-corpus.ts (../shared/data)', async () => {
     const { parityCases } = await import('../../bench/parity/encoder-corpus');
     const texts = parityCases().flatMap((c) => c.texts);

@@ -56,7 +56,7 @@ export const AWS_REQUEST_RULES: Record<string, Rule[]> = {
     {
       path: 'StoppingCondition.MaxWaitTimeInSeconds',
       why: 'required with EnableManagedSpotTraining, >= MaxRuntimeInSeconds',
-      ok: (v, r) => (r['EnableManagedSpotTraining'] !== true && v === undefined) || (int(1)(v) && (v as number) >= ((r['StoppingCondition'] as { MaxRuntimeInSeconds: number }).MaxRuntimeInSeconds ?? 0)),
+      ok: (v, r) => (r.EnableManagedSpotTraining !== true && v === undefined) || (int(1)(v) && (v as number) >= ((r.StoppingCondition as { MaxRuntimeInSeconds: number }).MaxRuntimeInSeconds ?? 0)),
     },
     { path: 'Tags', why: 'at most 50 tags', ok: (v) => v === undefined || (Array.isArray(v) && v.length <= 50) },
     { path: 'Tags[].Key', why: '1-128 chars', ok: str(1, 128) },
@@ -68,6 +68,7 @@ export const AWS_REQUEST_RULES: Record<string, Rule[]> = {
   'AmazonSQS.SendMessage': [
     { path: 'QueueUrl', why: 'the queue URL', ok: str(1, 2048, /^https?:\/\/[^/]+\/\d{12}\/[A-Za-z0-9_-]{1,80}(\.fifo)?$/) },
     // 256 KiB: the limit every queue has had (newer queues may allow more; Sift's messages are small)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the allowed set is SQS's own, which starts at the control characters tab, LF and CR
     { path: 'MessageBody', why: '1 byte to 256 KiB of XML-safe Unicode', ok: (v) => typeof v === 'string' && v.length > 0 && Buffer.byteLength(v) <= 262_144 && !/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u.test(v) },
   ],
   // https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html

@@ -44,17 +44,19 @@ export class FakeApiGateway {
         let m: RegExpMatchArray | null;
         if (call === 'GET /usageplans') return send(200, { item: [...fake.usagePlans.values()].map((p) => ({ id: p.id, name: p.name })) });
         if (call === 'POST /apikeys') {
-          const key: FakeKey = { id: `k${++fake.seq}`, name: String(body['name']), value: String(body['value']), tags: (body['tags'] ?? {}) as Record<string, string> };
+          const key: FakeKey = { id: `k${++fake.seq}`, name: String(body.name), value: String(body.value), tags: (body.tags ?? {}) as Record<string, string> };
           fake.keys.set(key.id, key);
           return send(201, { id: key.id, name: key.name, enabled: true });
         }
-        if ((m = call.match(/^POST \/usageplans\/([^/]+)\/keys$/))) {
+        m = call.match(/^POST \/usageplans\/([^/]+)\/keys$/);
+        if (m) {
           const plan = fake.usagePlans.get(m[1]!);
           if (!plan) return send(404, { message: 'Invalid Usage Plan ID specified' }, 'NotFoundException');
-          plan.keys.add(String(body['keyId']));
-          return send(201, { id: body['keyId'], type: 'API_KEY' });
+          plan.keys.add(String(body.keyId));
+          return send(201, { id: body.keyId, type: 'API_KEY' });
         }
-        if ((m = call.match(/^DELETE \/apikeys\/([^/]+)$/))) {
+        m = call.match(/^DELETE \/apikeys\/([^/]+)$/);
+        if (m) {
           if (!fake.keys.delete(m[1]!)) return send(404, { message: 'Invalid API Key identifier specified' }, 'NotFoundException');
           for (const p of fake.usagePlans.values()) p.keys.delete(m[1]!);
           return send(202, {});

@@ -53,14 +53,14 @@ export class FakeControlPlane {
         if (operation === 'AWSStepFunctions.StartExecution') return fake.startExecution(request, send, fail);
         if (operation === 'SageMaker.StopTrainingJob') return fake.stopTrainingJob(request, send, fail);
         if (operation === 'secretsmanager.GetSecretValue') {
-          const value = fake.secrets.get(String(request['SecretId']));
+          const value = fake.secrets.get(String(request.SecretId));
           if (value === undefined) return fail('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
-          return send(200, { ARN: request['SecretId'], Name: 'secret', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] });
+          return send(200, { ARN: request.SecretId, Name: 'secret', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] });
         }
         if (operation === 'AmazonSQS.SendMessage') {
           const messageId = randomUUID();
-          const body = String(request['MessageBody']);
-          fake.messages.push({ messageId, body, queueUrl: String(request['QueueUrl']) });
+          const body = String(request.MessageBody);
+          fake.messages.push({ messageId, body, queueUrl: String(request.QueueUrl) });
           // the SDK checks this digest against the body it sent
           return send(200, { MessageId: messageId, MD5OfMessageBody: createHash('md5').update(body).digest('hex') });
         }
@@ -74,11 +74,11 @@ export class FakeControlPlane {
   // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html:
   // the same name and input is idempotent (the running execution's ARN); another input is ExecutionAlreadyExists
   private startExecution(request: Record<string, unknown>, send: (s: number, b: unknown) => void, fail: (t: string, m: string) => void) {
-    const name = String(request['name']);
-    const input = String(request['input'] ?? '{}');
+    const name = String(request.name);
+    const input = String(request.input ?? '{}');
     const existing = this.executions.get(name);
     if (existing && existing.input !== input) return fail('ExecutionAlreadyExists', `Execution Already Exists: '${existing.arn}'`);
-    const arn = `${String(request['stateMachineArn']).replace(':stateMachine:', ':execution:')}:${name}`;
+    const arn = `${String(request.stateMachineArn).replace(':stateMachine:', ':execution:')}:${name}`;
     if (!existing) {
       this.executions.set(name, { input, arn });
       this.onExecution?.(name, JSON.parse(input) as Record<string, unknown>);
@@ -89,8 +89,8 @@ export class FakeControlPlane {
   // https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StopTrainingJob.html: an unknown
   // job is ResourceNotFound; a job that is no longer InProgress cannot be stopped (ValidationException)
   private stopTrainingJob(request: Record<string, unknown>, send: (s: number, b: unknown) => void, fail: (t: string, m: string) => void) {
-    const job = this.trainingJobs.get(String(request['TrainingJobName']));
-    if (!job) return fail('ResourceNotFound', `Requested resource not found: training job ${String(request['TrainingJobName'])}`);
+    const job = this.trainingJobs.get(String(request.TrainingJobName));
+    if (!job) return fail('ResourceNotFound', `Requested resource not found: training job ${String(request.TrainingJobName)}`);
     if (job.status !== 'InProgress') return fail('ValidationException', `The job is in status ${job.status} and cannot be stopped`);
     job.status = 'Stopping';
     job.onStop?.();

@@ -22,7 +22,7 @@ export function dashboardQueries(body: string): MetricQuery[] {
   const widgets = (JSON.parse(body) as { widgets: Array<{ properties: { metrics?: unknown[][] } }> }).widgets;
   const expressions = widgets
     .flatMap((w) => w.properties.metrics ?? [])
-    .flatMap((row) => row)
+    .flat()
     .flatMap((m) => (typeof m === 'object' && m !== null && 'expression' in m ? [String((m as { expression: string }).expression)] : []));
   const out: MetricQuery[] = [];
   for (const e of expressions) {

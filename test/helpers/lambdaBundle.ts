@@ -57,7 +57,7 @@ export async function invokeBundle(bundle: string, env: Record<string, string>, 
   try {
     await writeFile(join(dir, 'event.json'), JSON.stringify(event));
     await promisify(execFile)(process.execPath, ['--input-type=module', '-e', RUNNER, bundle, join(dir, 'event.json'), join(dir, 'out.json')], {
-      env: { PATH: process.env['PATH'] ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', ...env },
       timeout: 30_000,
     });
     return JSON.parse(await readFile(join(dir, 'out.json'), 'utf8')) as Invocation;

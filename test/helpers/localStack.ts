@@ -85,7 +85,7 @@ export class TestStack {
     }
     const res = await fetch(this.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
@@ -129,4 +129,4 @@ export class TestStack {
   }
 }
 
-export const jsonl = (rows: unknown[]): string => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+export const jsonl = (rows: unknown[]): string => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;

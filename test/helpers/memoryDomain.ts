@@ -20,7 +20,7 @@ const NER_ROWS = [
 export async function readyDataset(svc: MemoryServices, teamId: string, name: string, rows: object[] = NER_ROWS): Promise<void> {
   const url = await createUploadUrl(svc, teamId, { dataset_name: name, file_name: 'rows.jsonl', new_version: true });
   // the client's PUT to the presigned URL: the file lands where the version's record says
-  await svc.blobs.put(sourceKey(teamId, await getVersion(svc, teamId, name, url.version)), rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  await svc.blobs.put(sourceKey(teamId, await getVersion(svc, teamId, name, url.version)), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   await startProcessing(svc, teamId, name, url.version);
   for (const message of svc.sent.splice(0)) await handleWorkMessage(svc, message);
 }

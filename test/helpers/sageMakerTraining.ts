@@ -49,17 +49,17 @@ export class SageMakerTrainingStandIn {
     this.requests.push(request);
     const problems = violations('SageMaker.CreateTrainingJob', request);
     if (problems.length) throw Object.assign(new Error(problems.join('; ')), { name: 'SageMaker.ValidationException' });
-    const name = String(request['TrainingJobName']);
+    const name = String(request.TrainingJobName);
     const job = { status: 'InProgress' as string, onStop: undefined as (() => void) | undefined };
     const stopped = new Promise<void>((ok) => (job.onStop = ok));
     this.control.trainingJobs.set(name, job);
     // File mode downloads every channel first; an empty prefix fails the job before the container starts
-    for (const channel of request['InputDataConfig'] as { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[]) {
+    for (const channel of request.InputDataConfig as { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[]) {
       const keys = await this.blobs.list(keyOf(this.blobs, channel.DataSource.S3DataSource.S3Uri));
       if (!keys.length) return this.end(request, job, 'Failed', `ClientError: No S3 objects found under S3 URL "${channel.DataSource.S3DataSource.S3Uri}" given in input data source.`);
     }
     await this.send(request, 'InProgress', 'Training');
-    const checkpointsKey = keyOf(this.blobs, (request['CheckpointConfig'] as { S3Uri: string }).S3Uri);
+    const checkpointsKey = keyOf(this.blobs, (request.CheckpointConfig as { S3Uri: string }).S3Uri);
     if (outcome.kind === 'stop') await stopped;
     // a stopped trainer got through its first epoch, a failing one through its epochs (no `final`)
     const all = outcome.output.checkpoints;
@@ -68,7 +68,7 @@ export class SageMakerTrainingStandIn {
     if (outcome.kind === 'stop') return this.end(request, job, 'Stopped');
     if (outcome.kind === 'fail') return this.end(request, job, 'Failed', `AlgorithmError: ${outcome.failureFile.trim()}, exit code: 1`);
 
-    const outputKey = join3(keyOf(this.blobs, (request['OutputDataConfig'] as { S3OutputPath: string }).S3OutputPath), name, 'output', 'model.tar.gz');
+    const outputKey = join3(keyOf(this.blobs, (request.OutputDataConfig as { S3OutputPath: string }).S3OutputPath), name, 'output', 'model.tar.gz');
     const tmp = await mkdtemp(join(tmpdir(), 'sift-sagemaker-'));
     try {
       await packModelDir(outcome.output.modelDir, join(tmp, 'model.tar.gz'), outcome.tarEntries);
@@ -91,12 +91,12 @@ export class SageMakerTrainingStandIn {
   }
 
   private describe(request: Record<string, unknown>, status: string, extra: Record<string, unknown>): Record<string, unknown> {
-    const name = String(request['TrainingJobName']);
+    const name = String(request.TrainingJobName);
     return {
       TrainingJobName: name,
       TrainingJobArn: `arn:aws:sagemaker:us-east-1:${ACCOUNT}:training-job/${name.toLowerCase()}`,
       TrainingJobStatus: status,
-      HyperParameters: request['HyperParameters'],
+      HyperParameters: request.HyperParameters,
       BillableTimeInSeconds: 42,
       TrainingTimeInSeconds: 60,
       ...extra,
@@ -113,7 +113,7 @@ export class SageMakerTrainingStandIn {
       account: ACCOUNT,
       time: new Date().toISOString(),
       region: 'us-east-1',
-      resources: [String(detail['TrainingJobArn'])],
+      resources: [String(detail.TrainingJobArn)],
       detail: detail as unknown as TrainingEvent['detail'],
     };
     this.events.push(event);

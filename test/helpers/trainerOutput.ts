@@ -61,7 +61,7 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
   for (const rel of await trainerModelFiles()) {
     let body: Buffer;
     if (rel === 'metrics.json') body = Buffer.from(JSON.stringify(metrics, null, 2));
-    else if (rel === 'validation.jsonl') body = Buffer.from(opts.validationRows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    else if (rel === 'validation.jsonl') body = Buffer.from(`${opts.validationRows.map((r) => JSON.stringify(r)).join('\n')}\n`);
     else if (rel === 'manifest.json') {
       body = Buffer.from(JSON.stringify({ format: 'sift-model/1', family: 'encoder', architecture: 'gliner2-span', training_type: 'lora', metrics }, null, 2));
     } else if (rel.endsWith('.json')) body = Buffer.from(JSON.stringify({ file: rel }));

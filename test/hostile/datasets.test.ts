@@ -13,14 +13,14 @@ import { jsonl, TestStack } from '../helpers/localStack';
 const HEAP_MB = 48;
 
 let stack: TestStack;
-const savedHeap = process.env['SIFT_VALIDATION_HEAP_MB'];
+const savedHeap = process.env.SIFT_VALIDATION_HEAP_MB;
 beforeAll(async () => {
-  process.env['SIFT_VALIDATION_HEAP_MB'] = String(HEAP_MB);
+  process.env.SIFT_VALIDATION_HEAP_MB = String(HEAP_MB);
   stack = await TestStack.start();
 });
 afterAll(async () => {
-  if (savedHeap === undefined) delete process.env['SIFT_VALIDATION_HEAP_MB'];
-  else process.env['SIFT_VALIDATION_HEAP_MB'] = savedHeap;
+  if (savedHeap === undefined) delete process.env.SIFT_VALIDATION_HEAP_MB;
+  else process.env.SIFT_VALIDATION_HEAP_MB = savedHeap;
   await stack?.stop();
 });
 
@@ -123,7 +123,7 @@ describe('hostile dataset files', () => {
         { row: 2, field: `json_structures[0].order.${reserved}`, message: expect.stringMatching(/cannot name a field/) },
       ],
     });
-    expect(({} as Record<string, unknown>)['size']).toBeUndefined();
+    expect(({} as Record<string, unknown>).size).toBeUndefined();
     await expectHealthy();
   });
 

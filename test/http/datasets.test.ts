@@ -470,7 +470,7 @@ describe('delete and team isolation', () => {
     expect(after.filter((k) => k.startsWith(prefix))).toEqual([]);
     expect(after.filter((k) => k.startsWith(`datasets/${team.teamId}/${keep}/`)).length).toBe(2);
     const items = await stack.svc.records.queryAll<Record<string, unknown>>(`TEAM#${team.teamId}`, {});
-    expect(items.filter((i) => i['name'] === name)).toEqual([]);
+    expect(items.filter((i) => i.name === name)).toEqual([]);
     expect((await stack.call('GET', `/core/datasets/${name}`, { key: team.key })).status).toBe(404);
     expect((await stack.call('GET', `/core/datasets/${name}/1`, { key: team.key })).status).toBe(404);
     expect((await stack.call('DELETE', `/core/datasets/${name}`, { key: team.key })).status).toBe(404);

@@ -2,19 +2,19 @@
 import { TestStack } from '../helpers/localStack';
 
 let stack: TestStack;
-const saved = process.env['SIFT_PRELOAD_MODELS'];
+const saved = process.env.SIFT_PRELOAD_MODELS;
 
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true });
 }, 120_000);
 afterAll(async () => {
-  if (saved === undefined) delete process.env['SIFT_PRELOAD_MODELS'];
-  else process.env['SIFT_PRELOAD_MODELS'] = saved;
+  if (saved === undefined) delete process.env.SIFT_PRELOAD_MODELS;
+  else process.env.SIFT_PRELOAD_MODELS = saved;
   await stack?.stop();
 });
 
 it('is ready without credentials when the stores answer', async () => {
-  delete process.env['SIFT_PRELOAD_MODELS'];
+  delete process.env.SIFT_PRELOAD_MODELS;
   const res = await stack.call('GET', '/ready', { key: null });
   expect(res.status).toBe(200);
   expect(res.body.ready).toBe(true);
@@ -22,13 +22,13 @@ it('is ready without credentials when the stores answer', async () => {
 });
 
 it('loads the preloaded models before saying ready, and says which one is missing', async () => {
-  process.env['SIFT_PRELOAD_MODELS'] = 'sift/gliner2-mini-v1';
+  process.env.SIFT_PRELOAD_MODELS = 'sift/gliner2-mini-v1';
   const ok = await stack.call('GET', '/ready', { key: null });
   expect(ok.status).toBe(200);
   expect(ok.body.checks['model:sift/gliner2-mini-v1'].ok).toBe(true);
 
   // a catalog model whose weights this installation does not have
-  process.env['SIFT_PRELOAD_MODELS'] = 'sift/gliner2-mini-v1, fastino/gliner2-large-v1';
+  process.env.SIFT_PRELOAD_MODELS = 'sift/gliner2-mini-v1, fastino/gliner2-large-v1';
   const missing = await stack.call('GET', '/ready', { key: null });
   expect(missing.status).toBe(503);
   expect(missing.body.ready).toBe(false);

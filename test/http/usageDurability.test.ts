@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 const isUsageWrite = (sk: string, change?: { add?: Record<string, number> }) =>
-  sk.startsWith('USAGE') || (sk === 'TEAM' && change?.add?.['credit_balance_micros'] !== undefined);
+  sk.startsWith('USAGE') || (sk === 'TEAM' && change?.add?.credit_balance_micros !== undefined);
 
 /**
  * Makes the store fail under one team's usage writes: `down(n)` refuses the next n of them

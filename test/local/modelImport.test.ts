@@ -61,10 +61,10 @@ describe('sift models import', () => {
     // a deployed bucket stands in as the local stack's s3rver; its store starts without models
     const stack = await TestStack.start();
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
-    const saved = { id: process.env['AWS_ACCESS_KEY_ID'], secret: process.env['AWS_SECRET_ACCESS_KEY'] };
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     const credentials = await stack.svc.blobs.s3.config.credentials();
-    process.env['AWS_ACCESS_KEY_ID'] = credentials.accessKeyId;
-    process.env['AWS_SECRET_ACCESS_KEY'] = credentials.secretAccessKey;
+    process.env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
     try {
       const lines: string[] = [];
       const opts = { as: AS, modelsDir, prefix: 'models/', bucket: stack.svc.blobs.bucket, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
@@ -103,10 +103,10 @@ describe('sift models import', () => {
       expect((res.body.result.entities as Array<{ text: string }>).map((e) => e.text)).toEqual(expect.arrayContaining(['Angela Merkel', 'Paris']));
     } finally {
       await stack.stop();
-      if (saved.id === undefined) delete process.env['AWS_ACCESS_KEY_ID'];
-      else process.env['AWS_ACCESS_KEY_ID'] = saved.id;
-      if (saved.secret === undefined) delete process.env['AWS_SECRET_ACCESS_KEY'];
-      else process.env['AWS_SECRET_ACCESS_KEY'] = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      else process.env.AWS_ACCESS_KEY_ID = saved.id;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+      else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
     }
     // a second import under the same id needs --force
     await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir })).rejects.toThrow(/already exists; pass --force/);
@@ -153,20 +153,20 @@ describe('sift models import', () => {
 });
 
 describe('sift models pull without a reachable hub', () => {
-  const saved = process.env['HF_HUB_OFFLINE'];
+  const saved = process.env.HF_HUB_OFFLINE;
   afterEach(() => {
-    if (saved === undefined) delete process.env['HF_HUB_OFFLINE'];
-    else process.env['HF_HUB_OFFLINE'] = saved;
+    if (saved === undefined) delete process.env.HF_HUB_OFFLINE;
+    else process.env.HF_HUB_OFFLINE = saved;
   });
   const pull = (extra: Partial<Parameters<typeof pullModel>[0]> = {}) => pullModel({ modelId: AS, modelsDir: join(work, 'models-pull'), ...extra });
 
   it('refuses at once under HF_HUB_OFFLINE, saying how to import instead', async () => {
-    process.env['HF_HUB_OFFLINE'] = '1';
+    process.env.HF_HUB_OFFLINE = '1';
     await expect(pull()).rejects.toThrow(/HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: .*sift models import <dir> --as fastino\/gliner2-base-v1/);
   });
 
   it('fails fast when the hub refuses connections or never answers, and downloads nothing', async () => {
-    delete process.env['HF_HUB_OFFLINE'];
+    delete process.env.HF_HUB_OFFLINE;
     // a port nothing listens on
     const closed = createServer();
     await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));

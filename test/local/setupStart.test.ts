@@ -26,7 +26,7 @@ function setup(args: string[], env: Record<string, string> = {}) {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     // the API check tools' venv is the real one (set up once per machine): not this test's subject
-    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env['SIFT_API_CHECK_VENV'] ?? join(CACHE_DIR, 'venv-api-check'), ...env },
+    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env.SIFT_API_CHECK_VENV ?? join(CACHE_DIR, 'venv-api-check'), ...env },
     timeout: 60_000,
   });
   return r;
@@ -93,7 +93,7 @@ it('start mode returns while the build goes on in the background, reporting prog
   const cli = await modelsStatus();
   expect(cli.code).toBe(0);
   expect(cli.stdout).toContain('model build: running');
-  expect(cli.stdout).toMatch(/training venv: done\n  sift\/gliner2-mini-v1: being built \(training, step 30\/100(, about \d+ min left)?\)/);
+  expect(cli.stdout).toMatch(/training venv: done\n {2}sift\/gliner2-mini-v1: being built \(training, step 30\/100(, about \d+ min left)?\)/);
 
   // a second start while it runs leaves the build to the first
   const second = setup([], { FAKE_BUILD_GATE: gate });

@@ -85,7 +85,7 @@ describe('local runner: the planned epochs of a job that left them to the traine
     const errors = logged.filter((l) => l.level === 'error');
     expect(errors).toHaveLength(1);
     expect(errors[0]?.extra).toMatchObject({ job_id: job.id, epochs: PLANNED });
-    expect(String((errors[0]?.extra['error'] as Error).message)).toBe('record store unreachable');
+    expect(String((errors[0]!.extra.error as Error).message)).toBe('record store unreachable');
     expect(jobLog.some((l) => l.includes(`planned ${PLANNED} epochs`) && l.includes('record store unreachable'))).toBe(true);
   });
 });

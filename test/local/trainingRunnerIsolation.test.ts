@@ -109,8 +109,8 @@ describe('local runner: the trainer environment', () => {
     const seen = JSON.parse(job.error as string) as Record<string, string>;
     for (const name of Object.keys(secrets)) expect(seen[name]).toBeUndefined();
     expect(Object.values(seen).join('\n')).not.toMatch(/svc_sk_|secret-example|token-example|internal-token/);
-    expect(seen).toMatchObject({ SIFT_TORCH_THREADS: '3', PATH: process.env['PATH'], HF_HUB_OFFLINE: '1', PYTHONUNBUFFERED: '1' });
-    expect(seen['SIFT_JOB_DIR']).toBe(join(dir, 'work', 'jobs', job.id));
+    expect(seen).toMatchObject({ SIFT_TORCH_THREADS: '3', PATH: process.env.PATH, HF_HUB_OFFLINE: '1', PYTHONUNBUFFERED: '1' });
+    expect(seen.SIFT_JOB_DIR).toBe(join(dir, 'work', 'jobs', job.id));
     // nothing outside the allow-list and the job's own settings
     const allowed = new Set<string>([...TRAINER_ENV_NAMES, 'SIFT_JOB_DIR', 'PYTHONUNBUFFERED', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'TOKENIZERS_PARALLELISM']);
     expect(Object.keys(seen).filter((k) => !allowed.has(k))).toEqual([]);
@@ -160,6 +160,6 @@ describe('local runner: errors are said', () => {
     const errors = logged.filter((l) => l.level === 'error');
     expect(errors).toHaveLength(1);
     expect(errors[0]!.message).toBe('training runner failed');
-    expect(String((errors[0]!.extra['error'] as Error).message)).toBe('record store unreachable');
+    expect(String((errors[0]!.extra.error as Error).message)).toBe('record store unreachable');
   });
 });

@@ -79,7 +79,7 @@ describe('ValidationProcesses', () => {
   it('an idle child holds nothing open: a process that validated a file exits without closing the pool', () => {
     const script = fileURLToPath(new URL('../fixtures/validateOnceAndLeave.mts', import.meta.url));
     // the limit only guards the test run: without the fix the process never exits
-    const run = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '', TMPDIR: tmpdir() } });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TMPDIR: tmpdir() } });
     expect({ status: run.status, signal: run.signal, stdout: run.stdout }).toEqual({ status: 0, signal: null, stdout: 'validated 1 row(s) in 1 child\n' });
   }, 70_000);
 

@@ -23,11 +23,12 @@ const pages = [
 ] as const;
 
 /** Hash routes (#/datasets): static hosting needs no rewrite rules for deep links. */
+const readHashPath = () => location.hash.replace(/^#\/?/, '') || pages[0].path;
+
 function useHashPath() {
-  const read = () => location.hash.replace(/^#\/?/, '') || pages[0].path;
-  const [path, setPath] = useState(read);
+  const [path, setPath] = useState(readHashPath);
   useEffect(() => {
-    const on = () => setPath(read());
+    const on = () => setPath(readHashPath());
     addEventListener('hashchange', on);
     return () => removeEventListener('hashchange', on);
   }, []);

@@ -1,4 +1,5 @@
-from .job.train import main
 import sys
+
+from .job.train import main
 
 sys.exit(main())

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 _EVENTS = None  # stream that carries the JSON event lines (the real stdout once claimed)
 
 
@@ -49,7 +48,7 @@ def jsonable(v: Any) -> Any:
     if hasattr(v, "item"):
         try:
             return jsonable(v.item())
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - no scalar inside: fall through to the generic forms below
             pass
     if isinstance(v, Path):
         return str(v)

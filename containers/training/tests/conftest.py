@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import pytest
 
@@ -15,28 +15,26 @@ HERE = Path(__file__).resolve().parent
 PKG_ROOT = HERE.parent  # containers/training
 sys.path.insert(0, str(PKG_ROOT))
 
-from sift_trainer.process import configure_process  # noqa: E402
+from sift_trainer.process import configure_process
 
 configure_process()  # the test process runs the trainer's code in-process too: same environment as its entry points
 
 
-def write_job(root: Path, hp: Dict[str, Any], train: List[Dict[str, Any]], validation: Optional[List[Dict[str, Any]]] = None) -> Path:
+def write_job(root: Path, hp: dict[str, Any], train: list[dict[str, Any]], validation: list[dict[str, Any]] | None = None) -> Path:
     (root / "input" / "config").mkdir(parents=True, exist_ok=True)
     (root / "input" / "data" / "train").mkdir(parents=True, exist_ok=True)
     # SageMaker passes hyperparameters as strings
     (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps({k: v if isinstance(v, str) else json.dumps(v) for k, v in hp.items()}))
     with open(root / "input" / "data" / "train" / "train.jsonl", "w") as f:
-        for r in train:
-            f.write(json.dumps(r) + "\n")
+        f.writelines(json.dumps(r) + "\n" for r in train)
     if validation is not None:
         (root / "input" / "data" / "validation").mkdir(parents=True, exist_ok=True)
         with open(root / "input" / "data" / "validation" / "val.jsonl", "w") as f:
-            for r in validation:
-                f.write(json.dumps(r) + "\n")
+            f.writelines(json.dumps(r) + "\n" for r in validation)
     return root
 
 
-def job_env(root: Path) -> Dict[str, str]:
+def job_env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["SIFT_JOB_DIR"] = str(root)
     env["PYTHONPATH"] = str(PKG_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -45,10 +43,10 @@ def job_env(root: Path) -> Dict[str, str]:
 
 def run_job(root: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(root),
-                          capture_output=True, text=True, timeout=timeout)
+                          check=False, capture_output=True, text=True, timeout=timeout)
 
 
-def events(stdout: str) -> List[Dict[str, Any]]:
+def events(stdout: str) -> list[dict[str, Any]]:
     out = []
     for line in stdout.splitlines():
         line = line.strip()

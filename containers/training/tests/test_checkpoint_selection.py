@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import events, run_job, write_job
+
 from sift_trainer.build import synthetic
 
 
@@ -78,10 +78,10 @@ def _check_choice(curve, ckpts, chosen, saved):
 
 def _exported_f1(model_dir: Path, data):
     """The exported model scored on the validation rows the way the trainer scores a checkpoint."""
-    from sift_trainer.data.rows import infer_tasks
-    from sift_trainer.encoder.training import load_model
     from sift_trainer.data.metrics import evaluate
+    from sift_trainer.data.rows import infer_tasks
     from sift_trainer.encoder.prompt_budget import GroupedExtractor, max_positions
+    from sift_trainer.encoder.training import load_model
 
     train, val = data
     model = load_model(model_dir)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 
-
 from sift_trainer.job.hyperparameters import Hyperparameters
 from sift_trainer.job.paths import JobPaths
 

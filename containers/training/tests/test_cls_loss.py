@@ -9,8 +9,8 @@ import random
 import pytest
 import torch
 
-from sift_trainer.encoder import cls_loss, sampling
 from sift_trainer.data.rows import convert, infer_tasks
+from sift_trainer.encoder import cls_loss, sampling
 from sift_trainer.encoder.prompt_budget import cap_class_negatives, sampled_dataset
 
 LABELS = [f"intent number {i}" for i in range(60)]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from sift_trainer.build import synthetic
+from sift_trainer.data.metrics import score_predictions
+from sift_trainer.data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from sift_trainer.job.hyperparameters import HyperparameterError, Hyperparameters
 from sift_trainer.job.paths import JobPaths
-from sift_trainer.data.rows import DatasetError, convert, infer_tasks, require_trainable, split
-from sift_trainer.data.metrics import score_predictions
-from sift_trainer.build import synthetic
 
 
 def test_infer_and_convert_all_heads():

@@ -53,8 +53,8 @@ def test_gguf_lora_permutation_matches_base_gguf(decoder_base):
     import gguf
     import numpy as np
 
-    from sift_trainer.decoder.training import find_gguf
     from sift_trainer.decoder.gguf_lora import permute
+    from sift_trainer.decoder.training import find_gguf
 
     path = find_gguf(decoder_base)
     if path is None:

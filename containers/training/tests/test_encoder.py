@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import events, run_job, write_job
+
 from sift_trainer.build import synthetic
 
 

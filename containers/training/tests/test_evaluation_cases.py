@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sift_trainer.data.rows import infer_tasks
 from sift_trainer.data.metrics import from_api_result, score_predictions
+from sift_trainer.data.rows import infer_tasks
 
 FIXTURE = Path(__file__).resolve().parents[3] / "test" / "fixtures" / "evaluation" / "cases.json"
 if not FIXTURE.exists():  # the container image carries containers/training only

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from conftest import PKG_ROOT, events, job_env, run_job, write_job
+
 from sift_trainer.build import synthetic
 
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PKG_ROOT, events, job_env
+
 from sift_trainer.export.import_checkpoint import CheckpointError, check_checkpoint
 
 CASE = {"name": "entities", "threshold": 0.3, "texts": ["Tim Cook leads Apple in Cupertino."],
@@ -36,7 +36,7 @@ def convert(ckpt: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess:
     cases.write_text(json.dumps([CASE]))
     return subprocess.run([sys.executable, "-m", "sift_trainer.export.import_checkpoint", "convert", "--checkpoint", str(ckpt), "--out", str(out),
                            "--model-id", "fastino/gliner2-base-v1", "--cases", str(cases), "--reference", str(tmp / "ref.json")],
-                          cwd=str(PKG_ROOT), env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"}, capture_output=True, text=True, timeout=600)
+                          cwd=str(PKG_ROOT), env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=600)
 
 
 def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encoder_base):

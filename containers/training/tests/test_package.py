@@ -10,14 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
-from pathlib import Path
 
+import tomllib
+from conftest import PKG_ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-
-from conftest import PKG_ROOT
 
 PYPROJECT = tomllib.loads((PKG_ROOT / "pyproject.toml").read_text())
 PACKAGE = PKG_ROOT / "sift_trainer"
@@ -91,7 +89,7 @@ def test_the_wheel_holds_every_subpackage_and_the_version(tmp_path):
     shutil.copytree(PACKAGE, src / "sift_trainer", ignore=shutil.ignore_patterns("__pycache__"))
     # offline: the venv's own setuptools, nothing fetched
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "-q", "-w", str(tmp_path / "dist"), str(src)], capture_output=True, text=True, timeout=300)
+                           "-q", "-w", str(tmp_path / "dist"), str(src)], check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     import sift_trainer
@@ -122,7 +120,7 @@ print(json.dumps({"modules": len(names), "changed": changed, "set_by_configure":
             "TRANSFORMERS_NO_ADVISORY_WARNINGS", "OMP_WAIT_POLICY")
     env = {k: v for k, v in os.environ.items() if k not in keys}
     env["PYTHONPATH"] = str(PKG_ROOT)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=str(PKG_ROOT), env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=str(PKG_ROOT), env=env, check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["modules"] >= 30

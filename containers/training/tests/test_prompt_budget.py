@@ -8,11 +8,18 @@ import json
 import random
 
 import pytest
-
 from conftest import events, run_job, write_job
+
 from sift_trainer.data.rows import convert, infer_tasks
-from sift_trainer.encoder.prompt_budget import (GroupedExtractor, PromptFitter, PromptTooLong, _schema, check_records,
-                                        max_positions, sampled_dataset)
+from sift_trainer.encoder.prompt_budget import (
+    GroupedExtractor,
+    PromptFitter,
+    PromptTooLong,
+    _schema,
+    check_records,
+    max_positions,
+    sampled_dataset,
+)
 
 ADJ = ["urgent", "recurring", "disputed", "pending", "foreign", "blocked", "missing", "duplicate", "expired", "manual",
        "scheduled", "declined"]

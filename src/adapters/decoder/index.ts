@@ -28,7 +28,7 @@ export interface DecoderSetup {
  */
 export function modelDirs(): string[] {
   const dirs = [
-    process.env['SIFT_DATA_DIR'] ? join(resolve(REPO_ROOT, process.env['SIFT_DATA_DIR']), 'models') : undefined,
+    process.env.SIFT_DATA_DIR ? join(resolve(REPO_ROOT, process.env.SIFT_DATA_DIR), 'models') : undefined,
     join(REPO_ROOT, '.sift', 'models'),
     DEFAULT_MODELS_DIR,
   ].filter((d): d is string => !!d);
@@ -42,16 +42,16 @@ export function modelDirs(): string[] {
  */
 export function backendFromEnv(): DecoderBackend {
   // SIFT_DECODER_URL is what the inference stack (lib/inference-stack.ts) sets on the gateway task.
-  const url = process.env['SIFT_DECODER_UPSTREAM_URL'] ?? process.env['SIFT_DECODER_URL'];
+  const url = process.env.SIFT_DECODER_UPSTREAM_URL ?? process.env.SIFT_DECODER_URL;
   if (url) {
-    const names = process.env['SIFT_DECODER_UPSTREAM_MODELS'];
+    const names = process.env.SIFT_DECODER_UPSTREAM_MODELS;
     return new OpenAiUpstreamDecoder({
       baseUrl: url.replace(/\/+$/, '').replace(/\/v1$/, ''),
-      ...(process.env['SIFT_DECODER_UPSTREAM_KEY'] ? { apiKey: process.env['SIFT_DECODER_UPSTREAM_KEY'] } : {}),
+      ...(process.env.SIFT_DECODER_UPSTREAM_KEY ? { apiKey: process.env.SIFT_DECODER_UPSTREAM_KEY } : {}),
       ...(names ? { modelNames: JSON.parse(names) as Record<string, string> } : {}),
     });
   }
-  const slots = Number(process.env['SIFT_DECODER_SLOTS']);
+  const slots = Number(process.env.SIFT_DECODER_SLOTS);
   // Fine-tuned adapters (adapter.gguf of decoder jobs) are cached per blob version, across restarts.
   return new LlamaCppDecoder({ modelDirs: modelDirs(), adapterDir: join(CACHE_DIR, 'adapters'), ...(slots > 0 ? { slots } : {}) });
 }
@@ -79,7 +79,7 @@ export class LazyDecoderRuntime implements DecoderRuntime {
 
   private start(): DecoderRuntime {
     if (this.runtime) return this.runtime;
-    const envMin = Number(process.env['SIFT_DECODER_MIN_CACHE_TOKENS']);
+    const envMin = Number(process.env.SIFT_DECODER_MIN_CACHE_TOKENS);
     const minOverride = this.setup.minCacheTokens ?? (envMin > 0 ? envMin : undefined);
     const backend = this.setup.backend ?? backendFromEnv();
     const cache = new PromptCache({
@@ -87,7 +87,8 @@ export class LazyDecoderRuntime implements DecoderRuntime {
       ...(this.setup.now ? { now: this.setup.now } : {}),
       onEvict: (key) => (backend instanceof LlamaCppDecoder ? backend.evict(key) : undefined),
     });
-    return (this.runtime = { backend, cache });
+    this.runtime = { backend, cache };
+    return this.runtime;
   }
 
   /** Frees the model and its KV snapshots (local mode shutdown); nothing to do if it never started. */

@@ -357,7 +357,7 @@ export class LlamaCppDecoder implements DecoderBackend {
 }
 
 export function defaultThreads(): number {
-  const env = Number(process.env['SIFT_DECODER_THREADS']);
+  const env = Number(process.env.SIFT_DECODER_THREADS);
   if (Number.isInteger(env) && env > 0) return env;
   return Math.max(1, Math.min(8, cpus().length - 1));
 }

@@ -15,7 +15,7 @@ const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, writ
  */
 const WORKFLOW_SCOPE = 'sift:generation-workflow';
 
-export function decoderTextGenerator(svc: Services, model = process.env['SIFT_GENERATION_MODEL'] ?? GENERATION_MODEL): TextGenerator {
+export function decoderTextGenerator(svc: Services, model = process.env.SIFT_GENERATION_MODEL ?? GENERATION_MODEL): TextGenerator {
   return {
     model,
     async complete(system, user, opts) {

@@ -31,7 +31,7 @@ export class FileUsageSpool implements UsageSpool {
   append(batch: UsageBatch): Promise<void> {
     return this.exclusive(async () => {
       await mkdir(dirname(this.path), { recursive: true });
-      await writeDurably(this.path, JSON.stringify(batch) + '\n', 'a');
+      await writeDurably(this.path, `${JSON.stringify(batch)}\n`, 'a');
       this.empty = false;
     });
   }
@@ -70,7 +70,7 @@ export class FileUsageSpool implements UsageSpool {
       }
       // write the remainder beside the spool, then swap: a crash leaves the old (replayable) file
       const tmp = join(dirname(this.path), `.${Date.now()}.usage-spool.tmp`);
-      await writeDurably(tmp, kept.map((b) => JSON.stringify(b) + '\n').join(''), 'w');
+      await writeDurably(tmp, kept.map((b) => `${JSON.stringify(b)}\n`).join(''), 'w');
       await rename(tmp, this.path);
       this.empty = kept.length === 0;
       return { applied: batches.length - kept.length, kept: kept.length };

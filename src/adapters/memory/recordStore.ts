@@ -97,7 +97,7 @@ export class MemoryRecordStore implements RecordStore {
     if (opts.newestFirst) matching.reverse();
     let from = 0;
     if (opts.startKey) {
-      const after = MemoryRecordStore.id(String(opts.startKey['pk']), String(opts.startKey['sk']));
+      const after = MemoryRecordStore.id(String(opts.startKey.pk), String(opts.startKey.sk));
       from = matching.findIndex((i) => MemoryRecordStore.id(i.pk, i.sk) === after) + 1;
     }
     // as in DynamoDB, `limit` counts the items read; the filter then drops some of them
@@ -106,7 +106,7 @@ export class MemoryRecordStore implements RecordStore {
     const more = last !== undefined && from + read.length < matching.length;
     return {
       items: read.filter((i) => satisfies(opts.filter, i)).map((i) => strip<T>(i)),
-      ...(more ? { nextKey: { pk: last.pk, sk: last.sk, ...(opts.index ? { gsi1pk: last['gsi1pk'], gsi1sk: last['gsi1sk'] } : {}) } } : {}),
+      ...(more ? { nextKey: { pk: last.pk, sk: last.sk, ...(opts.index ? { gsi1pk: last.gsi1pk, gsi1sk: last.gsi1sk } : {}) } } : {}),
     };
   }
 

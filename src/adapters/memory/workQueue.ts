@@ -43,7 +43,7 @@ export class InProcessWorkQueue implements WorkQueue {
         .finally(() => {
           this.running -= 1;
           this.pump();
-          if (this.running === 0 && this.pending.length === 0) this.idleWaiters.splice(0).forEach((w) => w());
+          if (this.running === 0 && this.pending.length === 0) for (const w of this.idleWaiters.splice(0)) w();
         });
     }
   }

@@ -66,10 +66,10 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
 
   constructor(opts: EncoderRuntimeOptions = {}) {
     this.batcher = new EncoderBatcher({ logger: createLogger(), ...batcherOptionsFromEnv(), ...opts.batching });
-    this.cacheDir = opts.cacheDir ?? process.env['SIFT_ENCODER_CACHE_DIR'] ?? join(tmpdir(), 'sift-encoder-cache');
-    this.maxBytes = opts.maxLoadedBytes ?? Number(process.env['SIFT_ENCODER_MAX_LOADED_BYTES'] ?? 2 * 1024 ** 3);
-    this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env['SIFT_ENCODER_CACHE_MAX_BYTES'] ?? 8 * 1024 ** 3);
-    this.precision = opts.precision ?? ((process.env['SIFT_ENCODER_PRECISION'] as Precision | undefined) ?? 'fp32');
+    this.cacheDir = opts.cacheDir ?? process.env.SIFT_ENCODER_CACHE_DIR ?? join(tmpdir(), 'sift-encoder-cache');
+    this.maxBytes = opts.maxLoadedBytes ?? Number(process.env.SIFT_ENCODER_MAX_LOADED_BYTES ?? 2 * 1024 ** 3);
+    this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env.SIFT_ENCODER_CACHE_MAX_BYTES ?? 8 * 1024 ** 3);
+    this.precision = opts.precision ?? ((process.env.SIFT_ENCODER_PRECISION as Precision | undefined) ?? 'fp32');
     this.threads = opts.threads;
     this.checked = new TtlCache<string>(opts.checkedTtlMs ?? CHECKED_DIR_TTL_MS, 1000);
   }

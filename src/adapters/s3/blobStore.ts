@@ -7,7 +7,7 @@ import {
   HeadObjectCommand,
   ListObjectsCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { open, readdir } from 'node:fs/promises';

@@ -104,10 +104,10 @@ function rowFor(text: string, output: EncoderOutput, record: InferenceRecord, cl
 function goldOutput(output: EncoderOutput, corrected: Record<string, unknown> | null): EncoderOutput {
   if (!corrected) return output;
   const out: EncoderOutput = { ...output };
-  if (Array.isArray(corrected['entities'])) out.entities = corrected['entities'] as ScoredEntity[];
-  if (corrected['classifications'] && typeof corrected['classifications'] === 'object') {
+  if (Array.isArray(corrected.entities)) out.entities = corrected.entities as ScoredEntity[];
+  if (corrected.classifications && typeof corrected.classifications === 'object') {
     const fixed: Record<string, ScoredLabel[]> = { ...(output.classifications ?? {}) };
-    for (const [task, v] of Object.entries(corrected['classifications'] as Record<string, unknown>)) {
+    for (const [task, v] of Object.entries(corrected.classifications as Record<string, unknown>)) {
       fixed[task] = (Array.isArray(v) ? v : [v]).map((label) => ({ label: String(label) }));
     }
     out.classifications = fixed;

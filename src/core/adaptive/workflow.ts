@@ -34,7 +34,7 @@ export const adaptiveDatasetNames = (project: Project) => {
   return { train: `${stem}-train`, holdout: `${stem}-holdout` };
 };
 
-const jsonl = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+const jsonl = (rows: unknown[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
 
 /** `adaptive.projects`: the schedule claims a cycle for every deployed project of an eligible team; a manual run brings its own. */
 export async function selectProjects(svc: Services, input: { trigger?: string; teamId?: string; projectId?: string; cycleId?: string }): Promise<{ projects: CycleRef[] }> {
@@ -215,7 +215,7 @@ export async function offerCandidate(svc: Services, s: State): Promise<{ status:
 /** `adaptive.failed`: the reason goes on the cycle, and the project is free for the next one. */
 export async function recordCycleFailure(svc: Services, s: State): Promise<{ status: string }> {
   const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId).catch(notFoundAsUndefined);
-  if (!cycle || cycle.status !== 'running') return { status: cycle?.status ?? 'deleted' };
+  if (cycle?.status !== 'running') return { status: cycle?.status ?? 'deleted' };
   await finishCycle(svc, s.project.teamId, cycle, { status: 'failed', reason: failureReason(s.error, 'the adaptive workflow failed') });
   return { status: 'failed' };
 }

@@ -44,7 +44,7 @@ export interface BillableTrainingJob {
   compute_seconds?: number;
 }
 
-export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>): string => job.instance_type ?? process.env['SIFT_TRAINING_INSTANCE_TYPE'] ?? 'local';
+export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>): string => job.instance_type ?? process.env.SIFT_TRAINING_INSTANCE_TYPE ?? 'local';
 
 export function trainingSeconds(job: BillableTrainingJob): number {
   if (typeof job.compute_seconds === 'number') return job.compute_seconds;

@@ -40,11 +40,11 @@ export async function updateTeam(svc: Services, teamId: string, change: TeamChan
   const { pk, sk } = teamKey(teamId);
   const set: Record<string, unknown> = {};
   const remove: string[] = [];
-  if (change.name !== undefined) set['name'] = change.name;
-  if (change.plan !== undefined) set['plan'] = change.plan;
-  if (change.daily_spend_cap_usd !== undefined) set['daily_spend_cap_micros'] = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
+  if (change.name !== undefined) set.name = change.name;
+  if (change.plan !== undefined) set.plan = change.plan;
+  if (change.daily_spend_cap_usd !== undefined) set.daily_spend_cap_micros = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
   if (change.credit_balance_usd === null) remove.push('credit_balance_micros');
-  else if (change.credit_balance_usd !== undefined) set['credit_balance_micros'] = usdToMicros(change.credit_balance_usd);
+  else if (change.credit_balance_usd !== undefined) set.credit_balance_micros = usdToMicros(change.credit_balance_usd);
   try {
     const after = await svc.records.update<TeamRecord>(pk, sk, { set, remove, condition: ITEM_EXISTS });
     svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);

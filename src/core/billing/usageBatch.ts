@@ -77,7 +77,10 @@ export function buildBatch(writer: string, seq: number, teamId: string, events: 
   const items = new Map<string, UsageBatchItem>();
   const item = (sk: string, set: Record<string, string>) => {
     let it = items.get(sk);
-    if (!it) items.set(sk, (it = { sk, add: {}, set: {} }));
+    if (!it) {
+      it = { sk, add: {}, set: {} };
+      items.set(sk, it);
+    }
     Object.assign(it.set!, set);
     return it.add;
   };
@@ -200,7 +203,7 @@ async function refusedAsStale(records: RecordStore, pk: string, batch: UsageBatc
   const item = await records.get<Stored>(pk, it.sk, true);
   const seen = item?.[`${SEQ_PREFIX}${batch.writer}`];
   if (typeof seen === 'number' && seen >= batch.seq) return false; // applied before
-  if (it.prepaidOnly && item?.['credit_balance_micros'] === undefined) return false; // nothing to spend from
+  if (it.prepaidOnly && item?.credit_balance_micros === undefined) return false; // nothing to spend from
   const floor = item?.[SEQ_FLOOR];
   if (typeof floor === 'number' && floor > writerDay(batch.writer)) return true;
   // none of the reasons holds any more (the item changed in between): try the batch again later

@@ -51,4 +51,4 @@ export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
 }
 
 /** Lambda and ECS: one EMF line per event on stdout. */
-export const stdoutUsageMetrics = (): UsageMetrics => emfUsageMetrics((line) => process.stdout.write(line + '\n'));
+export const stdoutUsageMetrics = (): UsageMetrics => emfUsageMetrics((line) => process.stdout.write(`${line}\n`));

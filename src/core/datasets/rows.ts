@@ -188,11 +188,11 @@ export function validateRow(raw: unknown, rowNumber: number): RowResult {
   }
   const row: NormalizedRow = {};
   if ('id' in raw) {
-    if (typeof raw['id'] === 'string' || typeof raw['id'] === 'number') row.id = raw['id'];
+    if (typeof raw.id === 'string' || typeof raw.id === 'number') row.id = raw.id;
     else err('id', 'must be a string or a number');
   }
   if ('metadata' in raw) {
-    if (isPlainObject(raw['metadata'])) row.metadata = raw['metadata'];
+    if (isPlainObject(raw.metadata)) row.metadata = raw.metadata;
     else err('metadata', 'must be an object');
   }
   const tasks = hasDecoder ? validateDecoderRow(raw, row, err) : validateEncoderRow(raw, row, err);
@@ -224,23 +224,23 @@ class RowText {
     const ask = (v: unknown) => {
       if (typeof v === 'string') this.asked.add(v);
     };
-    const entities = raw['entities'];
+    const entities = raw.entities;
     if (Array.isArray(entities) && entities.length <= ROW_LIMITS.entities) {
       for (const item of entities) {
         if (Array.isArray(item)) ask(item[0]);
-        else if (isPlainObject(item)) ask(item['text']);
+        else if (isPlainObject(item)) ask(item.text);
       }
     }
-    const relations = raw['relations'];
+    const relations = raw.relations;
     if (Array.isArray(relations) && relations.length <= ROW_LIMITS.relations) {
       for (const item of relations) {
         if (isPlainObject(item)) {
-          ask(item['head']);
-          ask(item['tail']);
+          ask(item.head);
+          ask(item.tail);
         }
       }
     }
-    const structures = raw['json_structures'];
+    const structures = raw.json_structures;
     if (Array.isArray(structures) && structures.length <= ROW_LIMITS.structures) {
       for (const instance of structures) {
         if (!isPlainObject(instance)) continue;
@@ -262,7 +262,7 @@ class RowText {
 
 function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
   const tasks: TaskType[] = [];
-  const text = raw['text'];
+  const text = raw.text;
   if (!('text' in raw)) {
     err('text', 'missing required column');
     return tasks;
@@ -275,13 +275,13 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
   const rowText = new RowText(text, raw);
   if ('label' in raw && 'labels' in raw) err('label', "a row has either 'label' (single-label) or 'labels' (multi-label), not both");
   if ('label' in raw) {
-    if (isNonEmptyString(raw['label'])) {
-      row.label = raw['label'];
+    if (isNonEmptyString(raw.label)) {
+      row.label = raw.label;
       tasks.push('classification');
     } else err('label', 'must be a non-empty string');
   }
   if ('labels' in raw) {
-    const labels = raw['labels'];
+    const labels = raw.labels;
     if (!Array.isArray(labels)) err('labels', 'must be an array of strings');
     else {
       labels.forEach((l, i) => {
@@ -293,21 +293,21 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
     }
   }
   if ('entities' in raw) {
-    const entities = validateEntities(raw['entities'], rowText, err);
+    const entities = validateEntities(raw.entities, rowText, err);
     if (entities) {
       row.entities = entities;
       tasks.push('ner');
     }
   }
   if ('relations' in raw) {
-    const relations = validateRelations(raw['relations'], rowText, err);
+    const relations = validateRelations(raw.relations, rowText, err);
     if (relations) {
       row.relations = relations;
       tasks.push('relations');
     }
   }
   if ('json_structures' in raw) {
-    const structures = validateStructures(raw['json_structures'], rowText, err);
+    const structures = validateStructures(raw.json_structures, rowText, err);
     if (structures) {
       row.json_structures = structures;
       tasks.push('structures');
@@ -342,16 +342,16 @@ function validateEntities(value: unknown, rowText: RowText, err: Report): Entity
     } else if (isPlainObject(item)) {
       const extra = Object.keys(item).filter((k) => !['text', 'label', 'start', 'end'].includes(k));
       if (extra.length) err(at, () => unknownKeys(extra));
-      if (!isNonEmptyString(item['text'])) err(`${at}.text`, 'must be a non-empty string');
-      if (!isNonEmptyString(item['label'])) err(`${at}.label`, 'must be a non-empty string');
-      if (isNonEmptyString(item['text']) && isNonEmptyString(item['label'])) {
-        entity = { text: item['text'], label: item['label'] };
-        const hasStart = item['start'] !== undefined;
-        const hasEnd = item['end'] !== undefined;
+      if (!isNonEmptyString(item.text)) err(`${at}.text`, 'must be a non-empty string');
+      if (!isNonEmptyString(item.label)) err(`${at}.label`, 'must be a non-empty string');
+      if (isNonEmptyString(item.text) && isNonEmptyString(item.label)) {
+        entity = { text: item.text, label: item.label };
+        const hasStart = item.start !== undefined;
+        const hasEnd = item.end !== undefined;
         if (hasStart !== hasEnd) err(at, 'give both start and end, or neither');
         else if (hasStart) {
-          const start = item['start'];
-          const end = item['end'];
+          const start = item.start;
+          const end = item.end;
           if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (end as number) <= (start as number) || (end as number) > codePoints.length) {
             err(at, `start/end must be integers with 0 <= start < end <= ${codePoints.length} (code points)`);
             entity = undefined;
@@ -386,11 +386,14 @@ function validateRelations(value: unknown, rowText: RowText, err: Report): Relat
   const out: RelationLabel[] = [];
   value.forEach((item, i) => {
     const at = `relations[${i}]`;
-    if (!isPlainObject(item)) return err(at, 'must be an object {relation, head, tail}');
+    if (!isPlainObject(item)) {
+      err(at, 'must be an object {relation, head, tail}');
+      return;
+    }
     const extra = Object.keys(item).filter((k) => !['relation', 'head', 'tail'].includes(k));
     if (extra.length) err(at, () => unknownKeys(extra));
     let ok = extra.length === 0;
-    if (!isNonEmptyString(item['relation'])) {
+    if (!isNonEmptyString(item.relation)) {
       err(`${at}.relation`, 'must be a non-empty string');
       ok = false;
     }
@@ -404,7 +407,7 @@ function validateRelations(value: unknown, rowText: RowText, err: Report): Relat
         ok = false;
       }
     }
-    if (ok) out.push({ relation: item['relation'] as string, head: item['head'] as string, tail: item['tail'] as string });
+    if (ok) out.push({ relation: item.relation as string, head: item.head as string, tail: item.tail as string });
   });
   return out;
 }
@@ -421,7 +424,8 @@ function validateStructures(value: unknown, rowText: RowText, err: Report): Stru
     const at = `json_structures[${i}]`;
     if (!isPlainObject(instance) || Object.keys(instance).length === 0) {
       ok = false;
-      return err(at, 'must be an object {structure_name: {field: value}}');
+      err(at, 'must be an object {structure_name: {field: value}}');
+      return;
     }
     for (const [name, fields] of Object.entries(instance)) {
       if (RESERVED_NAMES.has(name)) {
@@ -472,15 +476,16 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
     const at = `${field}[${i}]`;
     if (!isPlainObject(m)) {
       ok = false;
-      return err(at, 'must be an object {role, content}');
+      err(at, 'must be an object {role, content}');
+      return;
     }
-    if (typeof m['role'] !== 'string' || !ROLES.has(m['role'])) {
+    if (typeof m.role !== 'string' || !ROLES.has(m.role)) {
       ok = false;
       err(`${at}.role`, 'must be one of system, user, assistant, tool');
     }
-    const content = m['content'];
+    const content = m.content;
     const blocksOk =
-      Array.isArray(content) && content.length > 0 && content.every((b) => isPlainObject(b) && b['type'] === 'text' && typeof b['text'] === 'string');
+      Array.isArray(content) && content.length > 0 && content.every((b) => isPlainObject(b) && b.type === 'text' && typeof b.text === 'string');
     if (typeof content !== 'string' && !blocksOk) {
       ok = false;
       err(`${at}.content`, 'must be a string or an array of {type: "text", text} blocks');
@@ -492,13 +497,13 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
 function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
   if ('messages' in raw) {
     for (const c of ['prompt', 'chosen', 'rejected', 'answer']) if (c in raw) err(c, "not allowed together with 'messages'");
-    const messages = raw['messages'];
+    const messages = raw.messages;
     if (!validMessages('messages', messages, err)) return Array.isArray(messages) && messages.length > 0 ? ['sft'] : [];
     if (!messages.some((m) => m.role === 'assistant')) err('messages', 'needs at least one assistant message to learn from');
     else row.messages = messages;
     return ['sft'];
   }
-  const prompt = raw['prompt'];
+  const prompt = raw.prompt;
   if (Array.isArray(prompt)) {
     // a conversation so far (e.g. a worked example as earlier turns); the model answers the last user turn
     if (!validMessages('prompt', prompt, err)) return [];
@@ -519,7 +524,7 @@ function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
     return ['dpo'];
   }
   if ('answer' in raw) {
-    if (typeof raw['answer'] === 'string') row.answer = raw['answer'];
+    if (typeof raw.answer === 'string') row.answer = raw.answer;
     else err('answer', 'must be a string');
   }
   return ['grpo'];

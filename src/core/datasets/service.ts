@@ -275,7 +275,7 @@ export async function processVersion(svc: Services, teamId: string, name: string
     // Read no more than was checked when processing started (F9: a re-PUT in between is refused, not streamed).
     const checked = record.size_bytes;
     const source = limitBytes(await svc.blobs.stream(sourceKey(teamId, record)), checked ?? svc.config.maxDatasetBytes, checked !== null);
-    let outcome;
+    let outcome: Awaited<ReturnType<typeof validate>>;
     try {
       outcome = await validate(source, {
         format: formatOf(record.file_name) ?? 'jsonl',

@@ -73,7 +73,7 @@ export const validateDataset: DatasetValidator = async (source, job) => {
       result.errors.forEach(note);
       if (!result.row) continue;
       summary.add(result.row, result.tasks, parsed.row).forEach(note);
-      if (report.count === 0 && !out.write(JSON.stringify(result.row) + '\n')) await new Promise((r) => out.once('drain', () => r(undefined)));
+      if (report.count === 0 && !out.write(`${JSON.stringify(result.row)}\n`)) await new Promise((r) => out.once('drain', () => r(undefined)));
     }
   } finally {
     await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));

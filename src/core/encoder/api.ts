@@ -202,7 +202,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   await checkSpendAllowance(a.svc, a.principal.team_id);
   const runtime = encoderRuntime(a.svc);
   const model = await runtime.model(await runtime.localDir(a.svc.blobs, resolved));
-  let out;
+  let out: Awaited<ReturnType<typeof runtime.infer>>;
   try {
     out = await runtime.infer(model, a.texts, a.schema, { threshold: a.threshold ?? 0.5, signal: a.signal });
   } catch (err) {

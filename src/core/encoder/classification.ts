@@ -20,7 +20,9 @@ export function classProbs(c: ClassificationSpec, lg: Float32Array): number[] {
 export function decodeClassification(c: ClassificationSpec, lg: Float32Array, threshold: number): LabelScore[] {
   const probs = classProbs(c, lg);
   let argmax = 0;
-  probs.forEach((p, j) => (p > probs[argmax]! ? (argmax = j) : undefined));
+  probs.forEach((p, j) => {
+    if (p > probs[argmax]!) argmax = j;
+  });
   let chosen: LabelScore[];
   if (c.multiLabel) {
     const thr = c.threshold ?? threshold;

@@ -145,7 +145,9 @@ export class EncoderModel {
     const parts: EncoderResult[][] = grouped.map(() => []);
     for (const g of groupSchemas) {
       const out = await this.inferDirect(grouped.map((i) => texts[i]!), g, opts, true);
-      out.results.forEach((r, j) => parts[j]!.push(r));
+      out.results.forEach((r, j) => {
+        parts[j]!.push(r);
+      });
       grouped.forEach((ti, j) => {
         chunks[ti] = Math.max(chunks[ti]!, out.chunks[j]!);
         textTokens[ti]! += out.textTokens[j]!;
@@ -208,7 +210,9 @@ export class EncoderModel {
     for (const idx of paddedBatches(order.map((i) => records[i]!.ids.length), batchSize)) {
       const ids = idx.map((j) => order[j]!);
       const out = await this.runBatch(ids.map((i) => records[i]!), tasks, threshold, raw);
-      ids.forEach((i, j) => (perRecord[i] = out[j]!));
+      ids.forEach((i, j) => {
+        perRecord[i] = out[j]!;
+      });
     }
     const inputTokens = records.reduce((n, r) => n + r.ids.length, 0);
     const textTokens = texts.map(() => 0);

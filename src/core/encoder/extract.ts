@@ -57,7 +57,7 @@ export function decodeRecord(r: EncodedRecord, bi: number, scores: BatchScores, 
         s.fields.forEach((f, m) => {
           const thr = f.threshold ?? threshold;
           const probs = scoresFor(k, c, m);
-          if (f.choices && f.choices.length) {
+          if (f.choices?.length) {
             const idxOf = (choice: string) => r.prefix.findIndex((tok) => tok.toLowerCase() === choice.toLowerCase());
             if (f.dtype === 'list') {
               const sel: ChoiceValue[] = [];

@@ -65,7 +65,11 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
   const Lmax = Math.max(...batch.map((r) => r.wordPos.length));
   if (spanTasks.length) {
     we = new Float32Array(B * Lmax * D);
-    batch.forEach((r, bi) => r.wordPos.forEach((p, wi) => we!.set(vec(bi, p), (bi * Lmax + wi) * D)));
+    batch.forEach((r, bi) => {
+      r.wordPos.forEach((p, wi) => {
+        we!.set(vec(bi, p), (bi * Lmax + wi) * D);
+      });
+    });
     if (scorer === 'span_rep') {
       const si = new BigInt64Array(B * Lmax * W * 2);
       batch.forEach((r, bi) => {
@@ -87,24 +91,32 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
   const counts: number[][] = batch.map(() => []);
   if (spanTasks.length) {
     const p = new Float32Array(B * spanTasks.length * D);
-    batch.forEach((r, bi) => spanTasks.forEach(({ i }, k) => p.set(vec(bi, r.taskPos[i]![0]!), (bi * spanTasks.length + k) * D)));
+    batch.forEach((r, bi) => {
+      spanTasks.forEach(({ i }, k) => {
+        p.set(vec(bi, r.taskPos[i]![0]!), (bi * spanTasks.length + k) * D);
+      });
+    });
     const out = await sessions.run('countPred', { p_emb: { type: 'float32', data: p, dims: [B * spanTasks.length, D] } });
     const logits = out.count_logits!.data ;
     const K = config.max_count;
-    batch.forEach((_, bi) =>
+    batch.forEach((_, bi) => {
       spanTasks.forEach((_t, k) => {
         const row = logits.subarray((bi * spanTasks.length + k) * K, (bi * spanTasks.length + k + 1) * K);
         let best = 0;
         for (let c = 1; c < K; c++) if (row[c]! > row[best]!) best = c;
         counts[bi]![k] = best;
-      }),
-    );
+      });
+    });
   }
 
   // count embeddings: CountLSTM is pointwise per field, so all fields go in one call
   const proj = new Map<string, { data: Float32Array; M: number; off: number }>();
   const jobs: Array<{ bi: number; k: number; M: number }> = [];
-  batch.forEach((_, bi) => spanTasks.forEach(({ t }, k) => (counts[bi]![k]! > 0 ? jobs.push({ bi, k, M: t.fields.length }) : undefined)));
+  batch.forEach((_, bi) => {
+    spanTasks.forEach(({ t }, k) => {
+      if (counts[bi]![k]! > 0) jobs.push({ bi, k, M: t.fields.length });
+    });
+  });
   const fieldVec = (bi: number, k: number) => {
     const pos = batch[bi]!.taskPos[spanTasks[k]!.i]!.slice(1);
     return pos.map((p) => vec(bi, p));
@@ -161,16 +173,18 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
   if (clsTasks.length) {
     const all: Float32Array[] = [];
     const keys: Array<{ key: string; n: number }> = [];
-    batch.forEach((r, bi) =>
+    batch.forEach((r, bi) => {
       clsTasks.forEach(({ i }) => {
         const pos = r.taskPos[i]!.slice(1);
-        pos.forEach((p) => all.push(vec(bi, p)));
+        for (const p of pos) all.push(vec(bi, p));
         keys.push({ key: `${bi}:${i}`, n: pos.length });
-      }),
-    );
+      });
+    });
     if (all.length) {
       const x = new Float32Array(all.length * D);
-      all.forEach((v, j) => x.set(v, j * D));
+      all.forEach((v, j) => {
+        x.set(v, j * D);
+      });
       const out = await sessions.run('classifier', { label_embs: { type: 'float32', data: x, dims: [all.length, D] } });
       const lg = out.logits!.data ;
       let o = 0;

@@ -33,10 +33,10 @@ export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, 
   const pieces = new Set<string>([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, SPECIAL.P, SPECIAL.E, SPECIAL.L, '(', ')', 'entities']);
   const descOf = (label: string, desc: string | undefined) => (desc ? `${SPECIAL.DESCRIPTION} ${label}: ${desc}` : undefined);
   const taskHead = (c: ClassificationSpec) => (c.prompt ? `${c.task}: ${c.prompt}` : c.task);
-  for (const e of schema.entities) [e.name, descOf(e.name, e.description)].forEach((x) => x && pieces.add(x));
+  for (const e of schema.entities) for (const x of [e.name, descOf(e.name, e.description)]) if (x) pieces.add(x);
   for (const c of schema.classifications) {
     pieces.add(taskHead(c));
-    for (const l of c.labels) [l, descOf(l, c.labelDescriptions?.[l])].forEach((x) => x && pieces.add(x));
+    for (const l of c.labels) for (const x of [l, descOf(l, c.labelDescriptions?.[l])]) if (x) pieces.add(x);
   }
   await tok.tokenizeAll(pieces);
   const n = (x: string | undefined) => (x === undefined ? 0 : tok.ids(x).length);

@@ -9,7 +9,7 @@ try {
   for (const [name, file] of Object.entries(workerData.files)) sessions[name] = await ort.InferenceSession.create(file, workerData.options);
   parentPort.postMessage({ ready: true });
 } catch (e) {
-  parentPort.postMessage({ ready: false, error: String((e && e.stack) || e) });
+  parentPort.postMessage({ ready: false, error: String((e?.stack) || e) });
 }
 parentPort.on('message', async (msg) => {
   if (msg.release) {
@@ -30,6 +30,6 @@ parentPort.on('message', async (msg) => {
     }
     parentPort.postMessage({ id: msg.id, res }, transfer);
   } catch (e) {
-    parentPort.postMessage({ id: msg.id, error: String((e && e.stack) || e) });
+    parentPort.postMessage({ id: msg.id, error: String((e?.stack) || e) });
   }
 });

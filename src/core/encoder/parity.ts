@@ -18,7 +18,11 @@ export function canonResult(r: EncoderResult, schema: EncoderSchema): CanonResul
       out[`E|${label}|present`] = 1;
     }
   }
-  for (const c of schema.classifications) (r.classifications[c.task] ?? []).forEach((it, rank) => (out[`C|${c.task}|${rank}|${it.label}`] = it.score));
+  for (const c of schema.classifications) {
+    (r.classifications[c.task] ?? []).forEach((it, rank) => {
+      out[`C|${c.task}|${rank}|${it.label}`] = it.score;
+    });
+  }
   for (const s of schema.structures)
     (r.structures[s.name] ?? []).forEach((inst, i) => {
       for (const [f, v] of Object.entries(inst)) {

@@ -111,7 +111,7 @@ export function buildChoicePrefix(schema: EncoderSchema): string[] {
   for (const s of schema.structures) {
     const inner: string[] = [];
     for (const f of s.fields) {
-      if (!f.choices || !f.choices.length) continue;
+      if (!f.choices?.length) continue;
       const choiceTokens: string[] = [];
       f.choices.forEach((c, i) => {
         if (i > 0) choiceTokens.push('|');

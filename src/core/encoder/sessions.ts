@@ -34,14 +34,14 @@ export interface SessionOptions {
 }
 
 function ortOptions(o: SessionOptions, provider: ExecutionProvider): Ort.InferenceSession.SessionOptions {
-  const threads = o.threads ?? Number(process.env['SIFT_ENCODER_THREADS'] ?? 0);
+  const threads = o.threads ?? Number(process.env.SIFT_ENCODER_THREADS ?? 0);
   return {
     executionProviders: ortProviders(provider),
     graphOptimizationLevel: 'all',
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     // spinning worker threads starve everything else on a shared, busy CPU
-    extra: { session: { intra_op: { allow_spinning: process.env['SIFT_ENCODER_SPIN'] === '1' ? '1' : '0' }, inter_op: { allow_spinning: '0' } } },
+    extra: { session: { intra_op: { allow_spinning: process.env.SIFT_ENCODER_SPIN === '1' ? '1' : '0' }, inter_op: { allow_spinning: '0' } } },
   };
 }
 
@@ -117,7 +117,7 @@ class InWorker implements SessionSet {
   }
 }
 
-const useWorker = () => process.env['SIFT_ORT_WORKER'] === '1' || process.env['JEST_WORKER_ID'] !== undefined;
+const useWorker = () => process.env.SIFT_ORT_WORKER === '1' || process.env.JEST_WORKER_ID !== undefined;
 
 async function createInProcess(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<SessionSet> {
   const ort = await import('onnxruntime-node');

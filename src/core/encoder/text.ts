@@ -228,7 +228,7 @@ export function pyStrip(s: string): string {
 /** gliner2 `_normalize_text`: empty → ".", else append "." unless it ends with . ! ? */
 export function normalizeText(text: string): string {
   if (!text) return '.';
-  return /[.!?]$/.test(text) ? text : text + '.';
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 /** Code-point array view of a string with slicing by code-point offsets. */

@@ -37,7 +37,9 @@ export class PromptTokens {
     }
     if (!todo.length) return;
     const enc = await this.tokenizer.encodeBatch(todo, { addSpecialTokens: false });
-    todo.forEach((t, i) => this.cache.set(t, enc[i]!.getIds()));
+    todo.forEach((t, i) => {
+      this.cache.set(t, enc[i]!.getIds());
+    });
     for (const k of this.cache.keys()) {
       if (this.cache.size <= TOKEN_CACHE_MAX) break;
       if (!want.has(k)) this.cache.delete(k);

@@ -58,7 +58,10 @@ export class InProcessPredictor implements EvaluationPredictor {
     }
     const engine = await runtime.model(await dir);
     let engineSchema = this.schemas.get(schema);
-    if (!engineSchema) this.schemas.set(schema, (engineSchema = toEncoderSchema(schema)));
+    if (!engineSchema) {
+      engineSchema = toEncoderSchema(schema);
+      this.schemas.set(schema, engineSchema);
+    }
     const out = await engine.infer(texts, engineSchema, { threshold });
     return { predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction), inputTokens: out.inputTokens };
   }
@@ -237,7 +240,7 @@ export async function aggregateEvaluation(
   return { status: 'complete', f1: metrics.f1 };
 }
 
-const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.['f1'] === 'number' ? m['f1'] : 0);
+const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.f1 === 'number' ? m.f1 : 0);
 
 /** `evaluation.failed`: the workflow's error becomes the record's `error`. */
 export async function recordEvaluationFailure(svc: Services, input: { evaluationId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {

@@ -58,8 +58,8 @@ export async function getCheckpoint(svc: Services, teamId: string, checkpointId:
 /** Marks which checkpoint scored best (by validation f1) once the job ends. */
 export async function markBestCheckpoint(svc: Services, teamId: string, jobId: string): Promise<void> {
   const all = await listCheckpoints(svc, teamId, jobId);
-  const scored = all.filter((c) => typeof c.metrics?.['f1'] === 'number');
-  const best = scored.sort((a, b) => (b.metrics?.['f1'] ?? 0) - (a.metrics?.['f1'] ?? 0))[0];
+  const scored = all.filter((c) => typeof c.metrics?.f1 === 'number');
+  const best = scored.sort((a, b) => (b.metrics?.f1 ?? 0) - (a.metrics?.f1 ?? 0))[0];
   if (!best) return;
   for (const c of all) {
     const isBest = c.id === best.id;

@@ -14,7 +14,7 @@ import { nonBlank } from '../validation';
 import { computeStartErrors, modelRunErrors } from './errorDocs';
 
 /** The encoder used when the request names none: an operator setting, else the built-in mini model. */
-const defaultEncoder = () => process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1';
+const defaultEncoder = () => process.env.SIFT_DEFAULT_ENCODER ?? 'sift/gliner2-mini-v1';
 export const LABEL_EXISTING_MAX_INPUTS = 1000;
 
 const LabelExistingBody = z.strictObject({
@@ -57,12 +57,12 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
       limitClass: 'generate',
     });
     inputTokens += out.usage.input_tokens;
-    (out.result as Record<string, any>[]).forEach((r, j) => {
+    (out.result as Record<string, unknown>[]).forEach((r, j) => {
       const text = chunk[j] as string;
       if (kind === 'ner') {
-        results.push({ text, entities: (r['entities'] as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({ text: t, label, start, end, score })) });
+        results.push({ text, entities: (r.entities as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({ text: t, label, start, end, score })) });
       } else {
-        const top = (r['classifications'] as Record<string, { label: string; score: number }[]>)['label']?.[0];
+        const top = (r.classifications as Record<string, { label: string; score: number }[]>).label?.[0];
         results.push({ text, label: top?.label ?? null, score: top?.score ?? null });
       }
     });

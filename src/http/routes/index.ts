@@ -49,7 +49,10 @@ export function allRoutes(): RouteSpec[] {
       tag: 'meta',
       summary: 'This API as an OpenAPI 3.1 document',
       responses: { 200: { description: 'OpenAPI document', schema: z.record(z.string(), z.unknown()) } },
-      handler: async () => json(200, (document ??= buildOpenApi(routes, API_VERSION))),
+      handler: async () => {
+        document ??= buildOpenApi(routes, API_VERSION);
+        return json(200, document);
+      },
     }),
   );
   return routes;

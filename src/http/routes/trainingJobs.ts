@@ -94,7 +94,7 @@ export const trainingJobRoutes = [
     },
     handler: async ({ svc, principal, params, query, req }) => {
       const job = await getTrainingJob(svc, principal.team_id, params.id);
-      if ((req.headers['accept'] ?? '').includes('text/event-stream')) {
+      if ((req.headers.accept ?? '').includes('text/event-stream')) {
         return {
           status: 200,
           headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' },
@@ -159,7 +159,7 @@ export const trainingJobRoutes = [
       if (!head) throw new ConflictError(`Training job '${job.id}' is ${job.status}; its archive exists once it is complete`);
       const expiresIn = 900;
       const url = await svc.blobs.presignGet(key, expiresIn, `${job.model_name}.tar.gz`);
-      if ((req.headers['accept'] ?? '').includes('application/json')) return json(200, { url, expires_in: expiresIn, size_bytes: head.size });
+      if ((req.headers.accept ?? '').includes('application/json')) return json(200, { url, expires_in: expiresIn, size_bytes: head.size });
       return { status: 302, headers: { location: url } };
     },
   }),

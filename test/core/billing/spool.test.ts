@@ -64,7 +64,7 @@ describe('a spool file written by the previous release', () => {
       expires_at: 1_900_000_000,
     });
     const path = join(dir, 'usage-spool.jsonl');
-    await writeFile(path, line + '\n' + line + '\n'); // kept twice (a replay whose success was not recorded)
+    await writeFile(path, `${line}\n${line}\n`); // kept twice (a replay whose success was not recorded)
     const quiet = { info() {}, warn() {}, error() {} };
     const ledger = new UsageLedger({ records: svc.records, spool: new FileUsageSpool(path), metrics: emfUsageMetrics(() => {}), logger: quiet, mode: 'write-through', retentionDays: 90 });
     await ledger.flush();

@@ -73,7 +73,7 @@ describe('breakdowns in their own items, keyed by canonical ids', () => {
     // one item per project per period, named by its id; the name is an attribute, never a key
     const dayItems = await svc.records.queryAll<Record<string, unknown>>(pkOf(teamId), { beginsWith: 'USAGEBY#DAY#2026-03-10#MODEL#' });
     expect(dayItems).toHaveLength(n);
-    expect(dayItems.find((it) => it['model'] === projectId(7))).toMatchObject({ name: projectName(7), requests: 1, cost_usd_micros: 10 });
+    expect(dayItems.find((it) => it.model === projectId(7))).toMatchObject({ name: projectName(7), requests: 1, cost_usd_micros: 10 });
     // the spend cap counts every request
     await expect(checkSpendAllowance(svc, teamId)).rejects.toBeInstanceOf(RateLimitError);
     expect(await allRows(svc, teamId)).toHaveLength(n);
@@ -198,7 +198,7 @@ describe('idempotent replay', () => {
       expect(await get(`USAGEBY#${period}#ENDPOINT#/inference`)).toMatchObject({ requests: 1, cost_usd_micros: 10 });
       expect(await get(`USAGEBY#${period}#ENDPOINT#/v1/chat/completions`)).toMatchObject({ requests: 1, cost_usd_micros: 25 });
     }
-    expect((await get('TEAM'))!['credit_balance_micros']).toBe(1_000_000 - 35);
+    expect((await get('TEAM'))!.credit_balance_micros).toBe(1_000_000 - 35);
     expect(await allRows(svc, teamId)).toHaveLength(2);
   });
 });
@@ -221,7 +221,7 @@ describe('writer attributes stay bounded', () => {
     }
     expect(most).toBeLessThanOrEqual(64);
     const team = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), 'TEAM'))!;
-    expect(team['credit_balance_micros']).toBe(1_000_000 - 400);
+    expect(team.credit_balance_micros).toBe(1_000_000 - 400);
     // today's and yesterday's writers are never pruned
     for (let k = 0; k < 10; k++) expect(team[`seq|${writer(39, k)}`]).toBe(1);
     for (let k = 0; k < 10; k++) expect(team[`seq|${writer(38, k)}`]).toBe(1);
@@ -245,12 +245,12 @@ describe('writer attributes stay bounded', () => {
     }
     const team = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), 'TEAM'))!;
     expect(team[`seq|${writer(0, 1)}`]).toBeUndefined();
-    expect(team['seq_floor']).toBeGreaterThan(20260310);
-    expect(team['seq_floor']).toBeLessThanOrEqual(Number(writer(37, 0).slice(1, 9)));
+    expect(team.seq_floor).toBeGreaterThan(20260310);
+    expect(team.seq_floor).toBeLessThanOrEqual(Number(writer(37, 0).slice(1, 9)));
 
     await ledger.applyKept(JSON.parse(JSON.stringify(early)) as UsageBatch);
     const after = (await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!;
-    expect(after['credit_balance_micros']).toBe(1_000_000 - 500 - 100); // not spent twice
+    expect(after.credit_balance_micros).toBe(1_000_000 - 500 - 100); // not spent twice
     const kept = await svc.records.queryAll<{ team_id: string; writer: string; items: Array<{ sk: string }> }>('USAGESTALE');
     expect(kept).toEqual([expect.objectContaining({ team_id: teamId, writer: writer(0, 1), items: [expect.objectContaining({ sk: 'TEAM' })] })]);
     expect(emf.join('\n')).toContain('"UsageBatchesStale"');
@@ -259,7 +259,7 @@ describe('writer attributes stay bounded', () => {
     // a writer the floor did not reach applies, once, however old
     await ledger.applyKept(unapplied);
     await ledger.applyKept(unapplied);
-    expect((await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!['credit_balance_micros']).toBe(1_000_000 - 500 - 100 - 70);
+    expect((await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!.credit_balance_micros).toBe(1_000_000 - 500 - 100 - 70);
   });
 
   it('a ledger takes a new writer id at UTC midnight, named by its day', async () => {
@@ -280,8 +280,17 @@ describe('what the previous release wrote', () => {
   /** The previous release's batch builder (attributes `model|<m>|<counter>` on the day and month items; writer `w<hex>`). */
   function legacyBatch(writer: string, seq: number, teamId: string, events: UsageEvent[]): UsageBatch {
     const items = new Map<string, Record<string, number>>();
-    const item = (sk: string) => items.get(sk) ?? (items.set(sk, {}), items.get(sk)!);
-    const bump = (add: Record<string, number>, k: string, v: number) => v && (add[k] = (add[k] ?? 0) + v);
+    const item = (sk: string) => {
+      let it = items.get(sk);
+      if (!it) {
+        it = {};
+        items.set(sk, it);
+      }
+      return it;
+    };
+    const bump = (add: Record<string, number>, k: string, v: number) => {
+      if (v) add[k] = (add[k] ?? 0) + v;
+    };
     let spent = 0;
     for (const e of events) {
       for (const add of [item(`USAGE#DAY#${e.at.slice(0, 10)}`), item(`USAGE#MONTH#${e.at.slice(0, 7)}`)]) {
@@ -311,7 +320,7 @@ describe('what the previous release wrote', () => {
 
   it('an old-layout day and month item is read as it is, alone and beside new items of the same day', async () => {
     const { svc, teamId } = await setup();
-    const old = legacyBatch('w' + 'b'.repeat(32), 1, teamId, [event(teamId, 1, { model: 'legacy-project' }), event(teamId, 2)]);
+    const old = legacyBatch(`w${'b'.repeat(32)}`, 1, teamId, [event(teamId, 1, { model: 'legacy-project' }), event(teamId, 2)]);
     for (const it of old.items) await legacyApply(svc.records, old, it);
     let usage = await getUsage(svc, teamId);
     expect(usage.today.by_model).toEqual([
@@ -339,7 +348,7 @@ describe('what the previous release wrote', () => {
 
   it('an old-format usage.apply message is applied once, into the new layout, however often it is delivered', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
-    const old = legacyBatch('w' + 'c'.repeat(32), 3, teamId, [event(teamId, 1, { model: 'p-old' }), event(teamId, 2), { team_id: teamId, at: new Date(NOW).toISOString(), limit_class: 'inference', requests: 1 }]);
+    const old = legacyBatch(`w${'c'.repeat(32)}`, 3, teamId, [event(teamId, 1, { model: 'p-old' }), event(teamId, 2), { team_id: teamId, at: new Date(NOW).toISOString(), limit_class: 'inference', requests: 1 }]);
     const message = JSON.parse(JSON.stringify({ type: 'usage.apply', batch: old })) as WorkMessage;
     for (let i = 0; i < 3; i++) await handleWorkMessage(svc, message);
     const day = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), 'USAGE#DAY#2026-03-10'))!;
@@ -356,7 +365,7 @@ describe('what the previous release wrote', () => {
 
   it('an old-format batch the previous release had partly applied is completed without counting twice', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
-    const old = legacyBatch('w' + 'd'.repeat(32), 1, teamId, [event(teamId, 1, { model: 'p-old' })]);
+    const old = legacyBatch(`w${'d'.repeat(32)}`, 1, teamId, [event(teamId, 1, { model: 'p-old' })]);
     // the old code wrote the day item (with its breakdown attributes), then failed: the batch was spooled
     await legacyApply(svc.records, old, old.items.find((it) => it.sk.startsWith('USAGE#DAY#'))!);
     await svc.usage.applyKept(JSON.parse(JSON.stringify(old)) as UsageBatch);

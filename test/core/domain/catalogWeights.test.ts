@@ -15,7 +15,10 @@ function servicesCountingHeads(ttlMs?: number) {
   if (ttlMs !== undefined) svc.hotPath = createHotPath(() => {}, ttlMs);
   const heads: string[] = [];
   const head = svc.blobs.head.bind(svc.blobs);
-  svc.blobs.head = (key: string) => (heads.push(key), head(key));
+  svc.blobs.head = (key: string) => {
+    heads.push(key);
+    return head(key);
+  };
   return { svc, heads };
 }
 

@@ -131,7 +131,7 @@ describe('a training job is billed once, by the transition that ends it', () => 
     expect(Math.round(usage.today.cost_usd * 1e6)).toBe(cost);
     expect(usage.today.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', requests: 1 })]);
     expect(Math.round((await getTeam(svc, teamId)).credit_balance_usd! * 1e6)).toBe(10_000_000 - cost);
-    const lines = svc.emf.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['endpoint'] === '/core/training-jobs');
+    const lines = svc.emf.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.endpoint === '/core/training-jobs');
     expect(lines).toEqual([expect.objectContaining({ model: ENCODER, Requests: 1, CostUsd: cost / 1e6 }), expect.objectContaining({ model: ENCODER, GpuMinutes: 0 })]);
   });
 

@@ -12,7 +12,7 @@ import { ConflictError } from '../../../src/core/errors';
 import { createTeam } from '../../../src/core/teams';
 import { handleWorkMessage } from '../../../src/core/worker';
 
-const jsonl = (rows: object[]) => rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+const jsonl = (rows: object[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
 
 let clock = Date.parse('2026-11-27T10:00:00Z');
 async function setUp(): Promise<{ svc: MemoryServices; teamId: string }> {
@@ -74,7 +74,11 @@ describe('a version whose processing keeps killing its worker', () => {
     for (let i = 0; i < MAX_PROCESSING_ATTEMPTS; i += 1) await expect(processVersion(svc, teamId, 'poison', 1, dies)).rejects.toThrow();
     // delivery number MAX+1 (SQS maxReceiveCount is 3): no validation is run at all
     let validated = false;
-    await handleWorkMessage(svc, message!, { validateDataset: async (s, j) => ((validated = true), validateDataset(s, j)) });
+    const noted: DatasetValidator = async (s, j) => {
+      validated = true;
+      return validateDataset(s, j);
+    };
+    await handleWorkMessage(svc, message!, { validateDataset: noted });
     expect(validated).toBe(false);
     expect((await getVersion(svc, teamId, 'poison', 1)).errors[0]!.message).toMatch(/stopped the worker 2 times/);
     // a further redelivery is a no-op

@@ -41,7 +41,11 @@ describe('deployments on the in-memory store', () => {
   it('a project follows promote, rollback and clear, with an append-only history', async () => {
     // a clock that ticks a second per reading: history entries are ordered by their time
     let t = Date.parse('2026-01-01T00:00:00Z');
-    const { svc, teamId } = await teamWithDataset({ now: () => new Date((t += 1000)) });
+    const now = () => {
+      t += 1000;
+      return new Date(t);
+    };
+    const { svc, teamId } = await teamWithDataset({ now });
     const project = await createProject(svc, teamId, { name: 'support-bot' });
     await expect(resolveServingTarget(svc, teamId, 'support-bot')).rejects.toThrow(/has no active inference deployment: deploy a trained model to it first/);
     const first = await completeJob(svc, teamId, 'first');

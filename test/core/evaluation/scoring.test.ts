@@ -217,8 +217,8 @@ describe('scoreRow details', () => {
     const wire = JSON.parse(JSON.stringify(mergeCounts(c, c))) as EvaluationCounts;
     const m = finalizeMetrics(mergeCounts(wire, emptyCounts()));
     expect(Object.keys(m.per_entity!).sort()).toEqual(['__proto__', 'constructor']);
-    expect(m.per_entity!['__proto__']).toMatchObject({ tp: 2, fp: 0, fn: 0 });
-    expect(m.per_entity!['constructor']).toMatchObject({ tp: 0, fp: 2, fn: 0 });
+    expect(Object.getOwnPropertyDescriptor(m.per_entity!, '__proto__')?.value).toMatchObject({ tp: 2, fp: 0, fn: 0 });
+    expect(m.per_entity!.constructor).toMatchObject({ tp: 0, fp: 2, fn: 0 });
     expect(Object.getPrototypeOf(m.per_entity)).toBe(Object.prototype);
   });
 

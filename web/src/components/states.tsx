@@ -56,8 +56,9 @@ export function FormError({ error }: { error: string | undefined }) {
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[] = []) {
   const [state, setState] = useState<{ data?: T; error?: Error; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
+  // biome-ignore lint/correctness/useExhaustiveDependencies: useLoad's callers list what `fn` reads in `deps`
   const run = useCallback(fn, deps);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `tick` is the reload trigger: reload() bumps it to load again
   useEffect(() => {
     let live = true;
     setState((s) => ({ ...s, loading: true }));

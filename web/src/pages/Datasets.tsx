@@ -72,13 +72,22 @@ function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: 
         <Title order={2} size="h4">
           Upload a dataset
         </Title>
+        {/* biome-ignore lint/a11y/useSemanticElements: a drop zone holding a paragraph and the file input, which a <button> may not contain */}
         <div
           role="button"
           tabIndex={0}
           aria-label="Choose a dataset file (JSONL, JSON or CSV) or drop it here"
           onClick={() => input.current?.click()}
-          onKeyDown={(e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), input.current?.click())}
-          onDragOver={(e) => (e.preventDefault(), setOver(true))}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' || e.key === ' ') {
+              e.preventDefault();
+              input.current?.click();
+            }
+          }}
+          onDragOver={(e) => {
+            e.preventDefault();
+            setOver(true);
+          }}
           onDragLeave={() => setOver(false)}
           onDrop={drop}
           style={{ border: `2px dashed ${over ? '#1c7ed6' : '#adb5bd'}`, borderRadius: 8, padding: 24, textAlign: 'center', cursor: 'pointer', background: over ? '#e7f5ff' : undefined }}
@@ -148,6 +157,7 @@ function Report({ v }: { v: Version }) {
                   </Table.Thead>
                   <Table.Tbody>
                     {r.errors.map((e, i) => (
+                      // biome-ignore lint/suspicious/noArrayIndexKey: a read-only list from one response, rendered whole; it never reorders
                       <Table.Tr key={i}>
                         <Table.Td>{e.row ?? '—'}</Table.Td>
                         <Table.Td>{e.field ? <Code>{e.field}</Code> : '—'}</Table.Td>

@@ -197,6 +197,7 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const ev = useLoad(() => must(api.GET('/core/evaluations/{id}', { params: { path: { id } } })), [id]);
   const running = ev.data?.status === 'running';
   // a running evaluation: read it again until it finishes, then refresh the list
+  // biome-ignore lint/correctness/useExhaustiveDependencies: one wait per read of the evaluation (ev.data); `running` comes from it and ev.reload is new each render
   useEffect(() => {
     if (!running) return;
     let live = true;
@@ -204,12 +205,11 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [ev.data]);
   const status = ev.data?.status;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the list is told once per change of status; onChanged is the parent's, new each render
   useEffect(() => {
     if (status && status !== 'running') onChanged();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [status]);
   return (
     <Paper withBorder p="md" component="section" aria-label={`Evaluation ${id}`}>
@@ -290,6 +290,7 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
                         </Table.Thead>
                         <Table.Tbody>
                           {m.examples.map((x, i) => (
+                            // biome-ignore lint/suspicious/noArrayIndexKey: a read-only list from one response, rendered whole; it never reorders
                             <Table.Tr key={i}>
                               <Table.Td>{x.id ?? '—'}</Table.Td>
                               <Table.Td>{x.text}</Table.Td>

@@ -25,15 +25,15 @@ export function correctionTemplate(inf: Inference): unknown {
   const out = inf.output;
   if (!out || typeof out !== 'object' || Array.isArray(out)) return out; // a batch: edited as it is
   const o = out as Record<string, unknown>;
-  const schema = inf.input['schema'] as { classifications?: { task: string; multi_label?: boolean }[] } | undefined;
+  const schema = inf.input.schema as { classifications?: { task: string; multi_label?: boolean }[] } | undefined;
   const multi = new Map((schema?.classifications ?? []).map((c) => [c.task, c.multi_label === true]));
   const t: Record<string, unknown> = {};
-  if (Array.isArray(o['entities'])) {
-    t['entities'] = (o['entities'] as { text: string; label: string; start: number; end: number }[]).map(({ text, label, start, end }) => ({ text, label, start, end }));
+  if (Array.isArray(o.entities)) {
+    t.entities = (o.entities as { text: string; label: string; start: number; end: number }[]).map(({ text, label, start, end }) => ({ text, label, start, end }));
   }
-  if (o['classifications'] && typeof o['classifications'] === 'object') {
-    t['classifications'] = Object.fromEntries(
-      Object.entries(o['classifications'] as Record<string, Label | Label[]>).map(([task, v]) => {
+  if (o.classifications && typeof o.classifications === 'object') {
+    t.classifications = Object.fromEntries(
+      Object.entries(o.classifications as Record<string, Label | Label[]>).map(([task, v]) => {
         const labels = (Array.isArray(v) ? v : [v]).map((l) => (typeof l === 'string' ? l : l.label ?? ''));
         return [task, multi.get(task) ? labels : labels[0] ?? ''];
       }),

@@ -165,13 +165,13 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
   }
   const running = cycles.data?.data.some((c) => c.status === 'running') ?? false;
   const [wasRunning, setWasRunning] = useState(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs when a cycle starts or stops running; the callbacks are new each render and the poll needs no restart for them
   useEffect(() => {
     if (running !== wasRunning) setWasRunning(running);
     if (wasRunning && !running) onChanged(); // a finished cycle made a candidate job: names come from the job list
     if (!running) return;
     const timer = setInterval(cycles.reload, 3000); // a running cycle moves through its stages on the server
     return () => clearInterval(timer);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [running]);
   const promote = (c: Cycle) => act(c.id, () => must(api.POST('/projects/{id}/adaptive-cycles/{cycle_id}/promote', { params: { path: { id: project.id, cycle_id: c.id } } })));
   const compared = cycles.data?.data.find((c) => c.comparison);

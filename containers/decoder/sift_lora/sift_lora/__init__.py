@@ -14,8 +14,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any
 
 NAME = re.compile(r"^jobs/[A-Za-z0-9_-]{1,64}/[0-9a-f-]{36}/model$")
 
@@ -28,8 +29,8 @@ def local_dir(cache_dir: str, name: str) -> Path:
     return Path(cache_dir) / hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
-def sync_adapter(name: str, bucket: str, cache_dir: str, list_keys: Callable[[str], List[str]],
-                 download: Callable[[str, str], None]) -> Optional[Path]:
+def sync_adapter(name: str, bucket: str, cache_dir: str, list_keys: Callable[[str], list[str]],
+                 download: Callable[[str, str], None]) -> Path | None:
     """Copies the adapter once; returns its directory, or None when the job has no PEFT adapter."""
     target = local_dir(cache_dir, name)
     if (target / "adapter_config.json").exists():
@@ -58,13 +59,13 @@ def sync_adapter(name: str, bucket: str, cache_dir: str, list_keys: Callable[[st
     return target
 
 
-def _s3(bucket: str) -> tuple[Callable[[str], List[str]], Callable[[str, str], None]]:
+def _s3(bucket: str) -> tuple[Callable[[str], list[str]], Callable[[str, str], None]]:
     import boto3
 
     client = boto3.client("s3")
 
-    def list_keys(prefix: str) -> List[str]:
-        keys: List[str] = []
+    def list_keys(prefix: str) -> list[str]:
+        keys: list[str] = []
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys += [o["Key"] for o in page.get("Contents", [])]
         return keys

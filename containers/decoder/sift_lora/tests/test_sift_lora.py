@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from sift_lora import is_job_adapter, local_dir, sync_adapter  # noqa: E402
+from sift_lora import is_job_adapter, local_dir, sync_adapter
 
 NAME = "jobs/team-1/5b0c3c1e-1111-4a4a-8a8a-000000000001/model"
 

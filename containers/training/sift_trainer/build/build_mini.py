@@ -25,7 +25,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
 from ..base_models import minilm_dir
 from ..events import claim_stdout, emit
@@ -71,7 +71,7 @@ def weights_digest(path: Path) -> str:
 TRAINING_FILES = ("build/mini_training.py", "build/synthetic.py")
 
 
-def training_hash(params: Dict[str, Any]) -> str:
+def training_hash(params: dict[str, Any]) -> str:
     import importlib.metadata as md
 
     h = hashlib.sha256()
@@ -104,11 +104,11 @@ def export_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def _onnx_summary(onnx_cfg: Dict[str, Any]) -> Dict[str, Any]:
+def _onnx_summary(onnx_cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")}
 
 
-def reexport(out: Path, threads: int, th: str) -> Dict[str, Any]:
+def reexport(out: Path, threads: int, th: str) -> dict[str, Any]:
     """Exports the built weights in ``out`` again (export code changed): new onnx/ swapped in whole."""
     import torch
     from gliner2 import GLiNER2
@@ -147,7 +147,7 @@ PRE_SPLIT_BUILD_HASHES = frozenset({"3a31ca75315f216d", "3d7d9295e5be2542"})
 PRE_SPLIT_TRAINING_HASH = "52139fd77d0d48cf"
 
 
-def built_training_hash(manifest: Dict[str, Any]) -> Optional[str]:
+def built_training_hash(manifest: dict[str, Any]) -> str | None:
     """The training hash the weights in a manifest's directory were trained under, when known."""
     if isinstance(manifest.get("training_hash"), str):
         return manifest["training_hash"]
@@ -161,13 +161,13 @@ def is_built(out: Path, th: str) -> bool:
         return False
     try:
         m = json.loads(mf.read_text())
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable manifest means "not built": rebuild
         return False
     onnx_ok = m.get("build_params", {}).get("onnx") is False or (out / "onnx" / "encoder.onnx").exists()
     return built_training_hash(m) == th and (out / "model.safetensors").exists() and onnx_ok
 
 
-def build(out: Path, params: Dict[str, Any], th: str) -> Dict[str, Any]:
+def build(out: Path, params: dict[str, Any], th: str) -> dict[str, Any]:
     from ..export.export_onnx import export_fragments
 
     t0 = time.time()
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output model directory")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
-    ap.add_argument("--examples", type=int, default=None, help="synthetic training examples (default %d)" % DEFAULTS["train_examples"])
+    ap.add_argument("--examples", type=int, default=None, help=f"synthetic training examples (default {DEFAULTS['train_examples']})")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--stage2-examples", type=int, default=None)
     ap.add_argument("--eval-examples", type=int, default=None)
@@ -251,7 +251,7 @@ def main(argv=None) -> int:
         if params.get("onnx") is not False and manifest.get("export_hash") != export_hash():
             try:
                 done = reexport(out, int(params["threads"]), th)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 emit("build_failed", error=f"re-export: {type(e).__name__}: {e}")
                 raise
             emit("build_reexported", model_id=MODEL_ID, out=str(out), training_hash=th, **done)
@@ -264,7 +264,7 @@ def main(argv=None) -> int:
         return 0
     try:
         m = build(out, params, th)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         emit("build_failed", error=f"{type(e).__name__}: {e}")
         raise
     emit("build_done", model_id=MODEL_ID, out=str(out), training_hash=th, seconds=m["build_seconds"], synthetic_eval=m["synthetic_eval"])

@@ -12,15 +12,14 @@ A TS implementation that reproduces these from the ONNX fragments is at parity w
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 from ..files import write_json
 from ..process import configure_process
 
-CASES: List[Dict[str, Any]] = [
+CASES: list[dict[str, Any]] = [
     {"text": "Tim Cook is the CEO of Apple Inc. in Cupertino", "schema": {"entities": ["person", "company", "city"]}},
     {"text": "Contact Zoë Müller at zoe@example.com or visit https://example.org today!",
      "schema": {"entities": {"person": "names of people", "email": "email addresses", "url": "web addresses"}}},
@@ -41,7 +40,7 @@ CASES: List[Dict[str, Any]] = [
 ]
 
 
-def build(model_dir: Path, threshold: float = 0.3) -> Dict[str, Any]:
+def build(model_dir: Path, threshold: float = 0.3) -> dict[str, Any]:
     import torch
     from gliner2 import GLiNER2, Schema
 

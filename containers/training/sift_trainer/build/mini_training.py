@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 from ..encoder.sampling import sampling_config
 from ..events import emit
@@ -40,11 +40,11 @@ SPECIAL_INIT = {
 DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "MKL_CBWR": "COMPATIBLE", "OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
 
 
-def deterministic_env(threads: int) -> Dict[str, str]:
+def deterministic_env(threads: int) -> dict[str, str]:
     return {**DETERMINISTIC_ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
-def _init_special_tokens(model) -> Dict[str, Any]:
+def _init_special_tokens(model) -> dict[str, Any]:
     import torch
 
     tok = model.processor.tokenizer
@@ -62,7 +62,7 @@ def _init_special_tokens(model) -> Dict[str, Any]:
     return done
 
 
-def _record_info(rec: Dict[str, Any]):
+def _record_info(rec: dict[str, Any]):
     from ..data.rows import TaskInfo
 
     o = rec["output"]
@@ -94,12 +94,12 @@ def _record_info(rec: Dict[str, Any]):
     return info
 
 
-def eval_records(model, recs) -> Dict[str, Any]:
+def eval_records(model, recs) -> dict[str, Any]:
     """Micro P/R/F1 of ``model`` on gliner2-format records, each asked with its own schema."""
     from gliner2 import Schema
 
-    from . import synthetic
     from ..data.metrics import Counts, score_predictions
+    from . import synthetic
 
     rows = synthetic.to_sift_rows(recs)
     infos = [_record_info(r) for r in recs]
@@ -114,7 +114,7 @@ def eval_records(model, recs) -> Dict[str, Any]:
     return {"f1": round(out["f1"], 4), "precision": round(out["precision"], 4), "recall": round(out["recall"], 4), "n": len(rows)}
 
 
-def train(work: Path, params: Dict[str, Any]) -> Dict[str, Any]:
+def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     """Trains the model in ``work`` (a fresh directory); returns it with what the manifest records."""
     import shutil
 
@@ -122,8 +122,8 @@ def train(work: Path, params: Dict[str, Any]) -> Dict[str, Any]:
     from gliner2 import ExtractorConfig, GLiNER2
     from gliner2.training.trainer import ExtractorTrainer, TrainingConfig
 
-    from . import synthetic
     from ..base_models import minilm_dir
+    from . import synthetic
 
     torch.set_num_threads(int(params["threads"]))
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -185,7 +185,7 @@ def train(work: Path, params: Dict[str, Any]) -> Dict[str, Any]:
     # held-out synthetic evaluation, per task kind; each text is asked with its own prompt labels
     t_eval = time.time()
     n_each = max(10, params["eval_examples"] // 4)
-    eval_report: Dict[str, Any] = {}
+    eval_report: dict[str, Any] = {}
     for kind in ("entities", "classification", "structures", "relations"):
         recs = synthetic.generate_task(kind, n_each, seed=params["seed"] + 99)
         eval_report[kind] = eval_records(model, recs)

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
             if m.get("source", {}).get("size") == ident["size"] and (out / "config.json").exists():
                 emit("build_skipped", model_id=MODEL_ID, out=str(out))
                 return 0
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - an unreadable manifest means "not prepared": prepare again
             pass
     t0 = time.time()
     from ..decoder.training import load_base

@@ -18,7 +18,7 @@ Output rows are in the gliner2 native training format::
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 # ---------------------------------------------------------------------------
 # Vocabularies (invented or generic values; no external data)
@@ -61,7 +61,7 @@ STREET = ["Maple Street", "Oak Avenue", "Harbor Road", "King Street", "Elm Lane"
 CURRENCY_SYM = ["$", "€", "£"]
 
 # Entity types -> label synonyms used in prompts (first is canonical).
-ENTITY_LABELS: Dict[str, List[str]] = {
+ENTITY_LABELS: dict[str, list[str]] = {
     "person": ["person", "people", "person name", "name", "individual", "human"],
     "company": ["company", "organization", "organisation", "business", "firm", "corporation"],
     "city": ["city", "location", "place", "town"],
@@ -82,7 +82,7 @@ ENTITY_LABELS: Dict[str, List[str]] = {
     "percent": ["percentage", "percent", "rate"],
 }
 
-DESCRIPTIONS: Dict[str, str] = {
+DESCRIPTIONS: dict[str, str] = {
     "person": "names of people",
     "company": "names of companies and businesses",
     "city": "names of cities",
@@ -140,7 +140,7 @@ class Gen:
     def product(self) -> str:
         return self.r.choice(PRODUCT)
 
-    def email(self, name: Optional[str] = None) -> str:
+    def email(self, name: str | None = None) -> str:
         base = (name or self.person()).lower().replace(" ", ".")
         return f"{base}@{self.r.choice(['example.com', 'mail.org', 'corp.net', 'acme.io'])}"
 
@@ -213,7 +213,7 @@ NER_TEMPLATES = [
     "The {job} {person} moved to {country} in {date}.",
 ]
 
-CLASS_TASKS: Dict[str, Dict[str, List[str]]] = {
+CLASS_TASKS: dict[str, dict[str, list[str]]] = {
     "sentiment": {
         "positive": ["I absolutely love the {product}, it works perfectly.", "Great service from {company}, very happy!",
                      "The trip to {city} was wonderful and the staff were kind.", "Fantastic experience, I would recommend {company} to anyone.",
@@ -309,13 +309,13 @@ RELATION_ALIASES = {
     "treats": ["treats", "used to treat", "treatment for"],
 }
 
-_FILL_CACHE: Dict[str, str] = {}
+_FILL_CACHE: dict[str, str] = {}
 
 
-def _fill(template: str, g: Gen) -> Tuple[str, Dict[str, List[Tuple[str, str]]]]:
+def _fill(template: str, g: Gen) -> tuple[str, dict[str, list[tuple[str, str]]]]:
     """Fill ``{type}`` / ``{type#n}`` slots; return text and slot->(type, value) for each filled slot."""
     out = []
-    slots: Dict[str, Tuple[str, str]] = {}
+    slots: dict[str, tuple[str, str]] = {}
     i = 0
     while i < len(template):
         j = template.find("{", i)
@@ -354,12 +354,12 @@ def _label_for(etype: str, g: Gen, synonyms: bool) -> str:
     return g.r.choice(names)
 
 
-def gen_entities(g: Gen) -> Dict[str, Any]:
+def gen_entities(g: Gen) -> dict[str, Any]:
     tpl = g.r.choice(NER_TEMPLATES)
     text, slots = _fill(tpl, g)
     types_present = sorted({t for (t, _) in slots.values()})
     # one label name per type for this example; avoid two types sharing a synonym
-    used: Dict[str, str] = {}
+    used: dict[str, str] = {}
     for t in types_present:
         for _ in range(4):
             lab = _label_for(t, g, synonyms=True)
@@ -368,7 +368,7 @@ def gen_entities(g: Gen) -> Dict[str, Any]:
         else:
             lab = ENTITY_LABELS[t][0]
         used[t] = lab
-    ents: Dict[str, List[str]] = {used[t]: [] for t in types_present}
+    ents: dict[str, list[str]] = {used[t]: [] for t in types_present}
     for (t, v) in slots.values():
         if v not in ents[used[t]]:
             ents[used[t]].append(v)
@@ -384,14 +384,14 @@ def gen_entities(g: Gen) -> Dict[str, Any]:
             ents[lab] = []
     keys = list(ents)
     g.r.shuffle(keys)
-    out: Dict[str, Any] = {"entities": {k: ents[k] for k in keys}}
+    out: dict[str, Any] = {"entities": {k: ents[k] for k in keys}}
     if g.r.random() < 0.25:
         inv = {v: k for k, v in used.items()}
         out["entity_descriptions"] = {k: DESCRIPTIONS[inv.get(k, k)] for k in keys if inv.get(k, k) in DESCRIPTIONS}
     return {"input": text, "output": out}
 
 
-def gen_classification(g: Gen) -> Dict[str, Any]:
+def gen_classification(g: Gen) -> dict[str, Any]:
     if g.r.random() < 0.2:
         # multi-label aspects
         k = g.r.randint(1, 3)
@@ -416,15 +416,15 @@ def gen_classification(g: Gen) -> Dict[str, Any]:
         {"task": task_name, "labels": labels, "true_label": [label]}]}}
 
 
-def _fill_struct(pattern: str, fields, g: Gen) -> Tuple[str, Dict[str, Any]]:
+def _fill_struct(pattern: str, fields, g: Gen) -> tuple[str, dict[str, Any]]:
     """Fill a structure pattern; '+' slots become lists of 1-3 values joined naturally."""
-    values: Dict[str, Any] = {}
+    values: dict[str, Any] = {}
     text = pattern
     for fname, dtype, slot in fields:
         if slot.endswith("+"):
             etype = slot[:-1]
             n = g.r.randint(1, 3)
-            vals: List[str] = []
+            vals: list[str] = []
             for _ in range(n * 3):
                 v = g.value(etype)
                 if v not in vals:
@@ -442,7 +442,7 @@ def _fill_struct(pattern: str, fields, g: Gen) -> Tuple[str, Dict[str, Any]]:
     return filled, values
 
 
-def gen_structure(g: Gen) -> Dict[str, Any]:
+def gen_structure(g: Gen) -> dict[str, Any]:
     name, fields, pattern = g.r.choice(STRUCT_TEMPLATES)
     n = 1 if g.r.random() < 0.55 else g.r.randint(2, 3)
     parts = []
@@ -461,12 +461,12 @@ def gen_structure(g: Gen) -> Dict[str, Any]:
     return {"input": text, "output": {"json_structures": instances}}
 
 
-def gen_relation(g: Gen) -> Dict[str, Any]:
+def gen_relation(g: Gen) -> dict[str, Any]:
     k = 1 if g.r.random() < 0.6 else 2
     chosen = g.r.sample(RELATION_TEMPLATES, k=k)
     sentences = []
     rels = []
-    ents: Dict[str, List[str]] = {}
+    ents: dict[str, list[str]] = {}
     for rname, ht, tt, tpls in chosen:
         h = g.value(ht)
         t = g.value(tt)
@@ -478,13 +478,13 @@ def gen_relation(g: Gen) -> Dict[str, Any]:
         ents.setdefault(ENTITY_LABELS[ht][0], []).append(h)
         ents.setdefault(ENTITY_LABELS[tt][0], []).append(t)
     text = " ".join(sentences)
-    out: Dict[str, Any] = {"relations": rels}
+    out: dict[str, Any] = {"relations": rels}
     if g.r.random() < 0.5:
         out["entities"] = {k2: sorted(set(v)) for k2, v in ents.items()}
     return {"input": text, "output": out}
 
 
-def gen_mixed(g: Gen) -> Dict[str, Any]:
+def gen_mixed(g: Gen) -> dict[str, Any]:
     """Entities + classification on one text (multi-head rows)."""
     ex = gen_entities(g)
     text = ex["input"]
@@ -504,7 +504,7 @@ GENERATORS = [(gen_entities, 0.34), (gen_classification, 0.26), (gen_structure, 
 CLASSIFICATION_FOCUS = [(gen_entities, 0.2), (gen_classification, 0.5), (gen_structure, 0.12), (gen_relation, 0.1), (gen_mixed, 0.08)]
 
 
-def generate(n: int, seed: int = 0, mixture=None) -> List[Dict[str, Any]]:
+def generate(n: int, seed: int = 0, mixture=None) -> list[dict[str, Any]]:
     """Generate ``n`` gliner2-format training records (deterministic for ``seed``)."""
     rng = random.Random(seed)
     g = Gen(rng)
@@ -520,7 +520,7 @@ def generate(n: int, seed: int = 0, mixture=None) -> List[Dict[str, Any]]:
     return out
 
 
-def generate_task(task: str, n: int, seed: int = 0) -> List[Dict[str, Any]]:
+def generate_task(task: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
     """Generate ``n`` records of one kind: entities | classification | structures | relations | mixed."""
     rng = random.Random(seed)
     g = Gen(rng)
@@ -533,13 +533,13 @@ def generate_task(task: str, n: int, seed: int = 0) -> List[Dict[str, Any]]:
 # Conversion to the service's dataset row format (docs/reference/decisions.md#dataset-rows)
 # ---------------------------------------------------------------------------
 
-def to_sift_rows(records: List[Dict[str, Any]], classification: str = "label") -> List[Dict[str, Any]]:
+def to_sift_rows(records: list[dict[str, Any]], classification: str = "label") -> list[dict[str, Any]]:
     """gliner2 records -> Sift rows ({text, entities, label|labels, json_structures, relations})."""
     rows = []
     for rec in records:
         text = rec["input"]
         out = rec["output"]
-        row: Dict[str, Any] = {"text": text}
+        row: dict[str, Any] = {"text": text}
         if "entities" in out:
             ents = []
             for lab, mentions in out["entities"].items():

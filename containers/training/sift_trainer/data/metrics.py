@@ -24,13 +24,13 @@ from __future__ import annotations
 import numbers
 import re
 from collections import Counter, defaultdict
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any
 
 from .rows import CLASSIFICATION_TASK, TaskInfo, _norm_entities, _norm_labels, _norm_relations, _norm_structures
 
 
 class Counts:
-    __slots__ = ("tp", "fp", "fn")
+    __slots__ = ("fn", "fp", "tp")
 
     def __init__(self) -> None:
         self.tp = self.fp = self.fn = 0
@@ -40,7 +40,7 @@ class Counts:
         self.fp += fp
         self.fn += fn
 
-    def prf(self) -> Dict[str, float]:
+    def prf(self) -> dict[str, float]:
         p = self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
         r = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
@@ -60,7 +60,7 @@ def _norm(v: Any) -> str:
     return _ws(v).lower()
 
 
-def _span_text(v: Any) -> Optional[str]:
+def _span_text(v: Any) -> str | None:
     if v is None:
         return None
     if isinstance(v, dict):
@@ -68,11 +68,11 @@ def _span_text(v: Any) -> Optional[str]:
     return str(v)
 
 
-def _has(row: Dict[str, Any], col: str) -> bool:
+def _has(row: dict[str, Any], col: str) -> bool:
     return row.get(col) not in (None, "")
 
 
-def _offset(v: Any) -> Optional[int]:
+def _offset(v: Any) -> int | None:
     """An integer offset (JSON may give 3.0), else None; booleans are not offsets."""
     if isinstance(v, bool):
         return None
@@ -83,10 +83,10 @@ def _offset(v: Any) -> Optional[int]:
     return None
 
 
-def entity_counts(row: Dict[str, Any], result: Dict[str, Any], labels: List[str]) -> Dict[str, Tuple[int, int, int]]:
+def entity_counts(row: dict[str, Any], result: dict[str, Any], labels: list[str]) -> dict[str, tuple[int, int, int]]:
     """(tp, fp, fn) per entity label of one row."""
     allowed = set(labels)
-    exact_gold: Set[Tuple[str, int, int]] = set()
+    exact_gold: set[tuple[str, int, int]] = set()
     mention_gold: Counter = Counter()
     for (m, lab, s, e) in _norm_entities(row.get("entities")):
         if lab not in allowed:
@@ -95,7 +95,7 @@ def entity_counts(row: Dict[str, Any], result: Dict[str, Any], labels: List[str]
             exact_gold.add((lab, s, e))
         else:
             mention_gold[(lab, _ws(m))] += 1
-    preds: Dict[Tuple[str, int, int], str] = {}
+    preds: dict[tuple[str, int, int], str] = {}
     for lab, items in (result.get("entities") or {}).items():
         if lab not in allowed:
             continue
@@ -125,7 +125,7 @@ def entity_counts(row: Dict[str, Any], result: Dict[str, Any], labels: List[str]
     return {lab: tuple(c) for lab, c in out.items()}
 
 
-def _pred_classes(result: Dict[str, Any], task: str) -> List[Tuple[str, float]]:
+def _pred_classes(result: dict[str, Any], task: str) -> list[tuple[str, float]]:
     """(label, score) predictions of a classification task, in the order given."""
     v = result.get(task)
     if v is None:
@@ -144,17 +144,17 @@ def _pred_classes(result: Dict[str, Any], task: str) -> List[Tuple[str, float]]:
     return out
 
 
-def pred_labels(result: Dict[str, Any], task: str, multi_label: bool = True) -> List[str]:
+def pred_labels(result: dict[str, Any], task: str, multi_label: bool = True) -> list[str]:
     items = _pred_classes(result, task)
     if multi_label:
         return list(dict.fromkeys(lab for lab, _ in items))
     return [max(items, key=lambda x: x[1])[0]] if items else []  # max() keeps the first on ties
 
 
-def structure_counts(row: Dict[str, Any], result: Dict[str, Any], structures: Dict[str, List[str]]) -> Dict[str, Tuple[int, int, int]]:
+def structure_counts(row: dict[str, Any], result: dict[str, Any], structures: dict[str, list[str]]) -> dict[str, tuple[int, int, int]]:
     """(tp, fp, fn) per ``structure.field`` of one row: normalised values pooled over instances."""
-    gold: Dict[str, Counter] = defaultdict(Counter)
-    pred: Dict[str, Counter] = defaultdict(Counter)
+    gold: dict[str, Counter] = defaultdict(Counter)
+    pred: dict[str, Counter] = defaultdict(Counter)
     for name, fields in _norm_structures(row.get("json_structures")):
         for f, v in fields.items():
             if f not in structures.get(name, []):
@@ -187,7 +187,7 @@ def structure_counts(row: Dict[str, Any], result: Dict[str, Any], structures: Di
     return out
 
 
-def _pred_relations(result: Dict[str, Any]) -> Set[Tuple[str, str, str]]:
+def _pred_relations(result: dict[str, Any]) -> set[tuple[str, str, str]]:
     out = set()
     for rel, items in (result.get("relation_extraction") or {}).items():
         for it in items or []:
@@ -203,13 +203,13 @@ def _pred_relations(result: Dict[str, Any]) -> Set[Tuple[str, str, str]]:
     return out
 
 
-def from_api_result(result: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def from_api_result(result: dict[str, Any] | None) -> dict[str, Any]:
     """The Sift encoder API's per-text ``result`` (docs/reference/decisions.md#encoder-response) -> the gliner2 output shape scored here."""
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     if not isinstance(result, dict):
         return out
     if "entities" in result:
-        ents: Dict[str, List[Dict[str, Any]]] = {}
+        ents: dict[str, list[dict[str, Any]]] = {}
         for e in result.get("entities") or []:
             ents.setdefault(e["label"], []).append({"text": e.get("text"), "start": e.get("start"), "end": e.get("end"), "confidence": e.get("score")})
         out["entities"] = ents
@@ -222,13 +222,13 @@ def from_api_result(result: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def score_predictions(rows: List[Dict[str, Any]], results: List[Dict[str, Any]], info: TaskInfo) -> Dict[str, Any]:
+def score_predictions(rows: list[dict[str, Any]], results: list[dict[str, Any]], info: TaskInfo) -> dict[str, Any]:
     overall = Counts()
-    heads: Dict[str, Counts] = defaultdict(Counts)
-    per_entity: Dict[str, Counts] = defaultdict(Counts)
-    per_label: Dict[str, Counts] = defaultdict(Counts)
-    per_field: Dict[str, Counts] = defaultdict(Counts)
-    per_relation: Dict[str, Counts] = defaultdict(Counts)
+    heads: dict[str, Counts] = defaultdict(Counts)
+    per_entity: dict[str, Counts] = defaultdict(Counts)
+    per_label: dict[str, Counts] = defaultdict(Counts)
+    per_field: dict[str, Counts] = defaultdict(Counts)
+    per_relation: dict[str, Counts] = defaultdict(Counts)
     # every field / label of the dataset appears in the breakdown, even with zero support
     for name, fields in info.structures.items():
         for f in fields:
@@ -283,7 +283,7 @@ def score_predictions(rows: List[Dict[str, Any]], results: List[Dict[str, Any]],
     return metrics
 
 
-def predict(model, rows: List[Dict[str, Any]], info: TaskInfo, threshold: float = 0.5, batch_size: int = 8) -> List[Dict[str, Any]]:
+def predict(model, rows: list[dict[str, Any]], info: TaskInfo, threshold: float = 0.5, batch_size: int = 8) -> list[dict[str, Any]]:
     from gliner2 import Schema
 
     schema = Schema.from_dict(info.schema())
@@ -297,14 +297,14 @@ def predict(model, rows: List[Dict[str, Any]], info: TaskInfo, threshold: float 
             model.train()
 
 
-def evaluate(model, rows: List[Dict[str, Any]], info: TaskInfo, threshold: float = 0.5) -> Dict[str, Any]:
+def evaluate(model, rows: list[dict[str, Any]], info: TaskInfo, threshold: float = 0.5) -> dict[str, Any]:
     if not rows:
         return {}
     results = predict(model, rows, info, threshold=threshold)
     return score_predictions(rows, results, info)
 
 
-def learning_warnings(baseline: Dict[str, Any], final: Dict[str, Any], n_rows: int) -> List[str]:
+def learning_warnings(baseline: dict[str, Any], final: dict[str, Any], n_rows: int) -> list[str]:
     """What a user must be told when a job did not learn: its held-out F1 is no better than its base model's.
 
     A job that ends ``complete`` with such a model must not look like a good one (the record's ``warnings``).
@@ -314,6 +314,6 @@ def learning_warnings(baseline: Dict[str, Any], final: Dict[str, Any], n_rows: i
     base, got = float(baseline.get("f1", 0.0)), float(final.get("f1", 0.0))
     if got > base:
         return []
-    return [f"validation F1 {got:.4f} does not beat the base model's {base:.4f} on the same {n_rows} held-out rows: "
-            "the fine-tuned model is no better than the model it started from (more rows or epochs, a higher "
-            "learning rate, or fewer labels may help)"]
+    return [(f"validation F1 {got:.4f} does not beat the base model's {base:.4f} on the same {n_rows} held-out rows: "
+             "the fine-tuned model is no better than the model it started from (more rows or epochs, a higher "
+             "learning rate, or fewer labels may help)")]

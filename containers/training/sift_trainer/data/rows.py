@@ -7,7 +7,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 ENCODER_COLUMNS = ("entities", "label", "labels", "json_structures", "relations")
 CLASSIFICATION_TASK = "classification"  # task name used for label/labels columns (see manifest)
@@ -16,20 +16,20 @@ CLASSIFICATION_TASK = "classification"  # task name used for label/labels column
 class DatasetError(ValueError):
     """Raised with a human-readable reason; ``errors`` lists row-level problems."""
 
-    def __init__(self, message: str, errors: Optional[List[Dict[str, Any]]] = None):
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.errors = errors or []
 
 
-def read_rows(channel_dir: Path) -> List[Dict[str, Any]]:
+def read_rows(channel_dir: Path) -> list[dict[str, Any]]:
     """Read every .jsonl/.json/.csv file of a channel directory (sorted by name)."""
     if not channel_dir.exists():
         raise DatasetError(f"data channel not found: {channel_dir}")
     files = sorted(p for p in channel_dir.rglob("*") if p.is_file() and p.suffix.lower() in (".jsonl", ".json", ".csv", ".ndjson"))
     if not files:
         raise DatasetError(f"no .jsonl/.json/.csv files in {channel_dir}")
-    rows: List[Dict[str, Any]] = []
-    errors: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
     for fp in files:
         suffix = fp.suffix.lower()
         if suffix == ".csv":
@@ -67,17 +67,17 @@ def read_rows(channel_dir: Path) -> List[Dict[str, Any]]:
 
 @dataclass
 class TaskInfo:
-    heads: List[str]
-    entity_labels: List[str] = field(default_factory=list)
-    class_labels: List[str] = field(default_factory=list)
+    heads: list[str]
+    entity_labels: list[str] = field(default_factory=list)
+    class_labels: list[str] = field(default_factory=list)
     multi_label: bool = False
-    structures: Dict[str, List[str]] = field(default_factory=dict)  # name -> fields (first-seen order)
-    structure_list_fields: Dict[str, List[str]] = field(default_factory=dict)
-    relations: List[str] = field(default_factory=list)
+    structures: dict[str, list[str]] = field(default_factory=dict)  # name -> fields (first-seen order)
+    structure_list_fields: dict[str, list[str]] = field(default_factory=dict)
+    relations: list[str] = field(default_factory=list)
     # what the dataset asked for that training cannot do, and what was done instead (job warnings)
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "heads": self.heads,
             "entity_labels": self.entity_labels,
@@ -86,9 +86,9 @@ class TaskInfo:
             "relations": self.relations,
         }
 
-    def schema(self) -> Dict[str, Any]:
+    def schema(self) -> dict[str, Any]:
         """The inference schema (docs/reference/decisions.md#schema-object) that covers every head of this dataset."""
-        s: Dict[str, Any] = {}
+        s: dict[str, Any] = {}
         if self.entity_labels:
             s["entities"] = list(self.entity_labels)
         if self.class_labels:
@@ -103,7 +103,7 @@ class TaskInfo:
         return s
 
 
-def _norm_entities(value: Any) -> List[Tuple[str, str, Optional[int], Optional[int]]]:
+def _norm_entities(value: Any) -> list[tuple[str, str, int | None, int | None]]:
     out = []
     if value is None:
         return out
@@ -129,7 +129,7 @@ def _norm_entities(value: Any) -> List[Tuple[str, str, Optional[int], Optional[i
     return out
 
 
-def _norm_relations(value: Any) -> List[Tuple[str, str, str]]:
+def _norm_relations(value: Any) -> list[tuple[str, str, str]]:
     out = []
     if value is None:
         return out
@@ -148,7 +148,7 @@ def _norm_relations(value: Any) -> List[Tuple[str, str, str]]:
     return out
 
 
-def _norm_structures(value: Any) -> List[Tuple[str, Dict[str, Any]]]:
+def _norm_structures(value: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     if value is None:
         return out
@@ -168,7 +168,7 @@ def _norm_structures(value: Any) -> List[Tuple[str, Dict[str, Any]]]:
     return out
 
 
-def _norm_labels(value: Any) -> List[str]:
+def _norm_labels(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -182,12 +182,12 @@ def _norm_labels(value: Any) -> List[str]:
     return [str(x) for x in value]
 
 
-def _present(row: Dict[str, Any], col: str) -> bool:
+def _present(row: dict[str, Any], col: str) -> bool:
     v = row.get(col)
     return v is not None and v != "" and v != []
 
 
-def infer_tasks(rows: List[Dict[str, Any]]) -> TaskInfo:
+def infer_tasks(rows: list[dict[str, Any]]) -> TaskInfo:
     cols = set()
     for r in rows:
         for c in ENCODER_COLUMNS:
@@ -197,9 +197,9 @@ def infer_tasks(rows: List[Dict[str, Any]]) -> TaskInfo:
         raise DatasetError("dataset mixes 'label' and 'labels'; use one of them consistently")
     heads = []
     info = TaskInfo(heads=heads)
-    ent_labels: Dict[str, None] = {}
-    class_labels: Dict[str, None] = {}
-    rels: Dict[str, None] = {}
+    ent_labels: dict[str, None] = {}
+    class_labels: dict[str, None] = {}
+    rels: dict[str, None] = {}
     for r in rows:
         try:
             for (_, lab, _, _) in _norm_entities(r.get("entities")):
@@ -266,12 +266,12 @@ def _contains(text: str, value: str) -> bool:
     return value.lower() in text.lower()
 
 
-def row_to_record(row: Dict[str, Any], info: TaskInfo) -> Dict[str, Any]:
+def row_to_record(row: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
     """One Sift row -> gliner2 record {"input","output"}; raises ValueError on bad values."""
     text = row.get("text")
     if not isinstance(text, str) or not text.strip():
         raise ValueError("'text' must be a non-empty string")
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     if "entities" in info.heads:
         ents = {lab: [] for lab in info.entity_labels}  # absent labels are negatives
         for (m, lab, s, e) in _norm_entities(row.get("entities")):
@@ -329,7 +329,7 @@ def row_to_record(row: Dict[str, Any], info: TaskInfo) -> Dict[str, Any]:
     return {"input": text, "output": out}
 
 
-def convert(rows: List[Dict[str, Any]], info: TaskInfo) -> List[Dict[str, Any]]:
+def convert(rows: list[dict[str, Any]], info: TaskInfo) -> list[dict[str, Any]]:
     records, errors = [], []
     for i, r in enumerate(rows):
         try:
@@ -345,19 +345,19 @@ def convert(rows: List[Dict[str, Any]], info: TaskInfo) -> List[Dict[str, Any]]:
     return records
 
 
-def split(rows: List[Any], fraction: float, seed: int, min_val: int = 1) -> Tuple[List[Any], List[Any]]:
+def split(rows: list[Any], fraction: float, seed: int, min_val: int = 1) -> tuple[list[Any], list[Any]]:
     """Deterministic shuffle + split; returns (train, validation)."""
     if fraction <= 0 or len(rows) < 4:
         return list(rows), []
     idx = list(range(len(rows)))
     random.Random(seed).shuffle(idx)
-    n_val = max(min_val, int(round(len(rows) * fraction)))
+    n_val = max(min_val, round(len(rows) * fraction))
     n_val = min(n_val, len(rows) - 2)
     val = [rows[i] for i in sorted(idx[:n_val])]
     train = [rows[i] for i in sorted(idx[n_val:])]
     return train, val
 
 
-def is_decoder_rows(rows: List[Dict[str, Any]]) -> bool:
+def is_decoder_rows(rows: list[dict[str, Any]]) -> bool:
     r = rows[0] if rows else {}
     return isinstance(r, dict) and ("messages" in r or ("prompt" in r and ("chosen" in r or "answer" in r or "completion" in r)) or ("prompt" in r and "text" not in r))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +26,7 @@ def permute(w: np.ndarray, n_head: int, n_head_kv: int | None) -> np.ndarray:
 _KEY = re.compile(r"^(?:base_model\.model\.)?(?P<mod>.+)\.lora_(?P<ab>[AB])(?:\.default)?\.weight$")
 
 
-def export_lora_gguf(adapter_dir: Path, base_config: Dict[str, Any], out_path: Path) -> Dict[str, Any]:
+def export_lora_gguf(adapter_dir: Path, base_config: dict[str, Any], out_path: Path) -> dict[str, Any]:
     import gguf
     from safetensors.numpy import load_file
 
@@ -42,7 +42,7 @@ def export_lora_gguf(adapter_dir: Path, base_config: Dict[str, Any], out_path: P
     n_kv = int(base_config.get("num_key_value_heads", n_head))
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, n_layers)
 
-    pairs: Dict[str, Dict[str, np.ndarray]] = {}
+    pairs: dict[str, dict[str, np.ndarray]] = {}
     for key, t in state.items():
         m = _KEY.match(key)
         if not m:

@@ -10,21 +10,21 @@ import string
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from .. import process
+from ..data.rows import DatasetError, split
 from ..events import emit
 from ..files import write_json
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
-from ..data.rows import DatasetError, split
 from ..job.stop import StopRequested, stop_requested
 
 DEFAULT_EPOCHS = 1
 DEFAULT_LR = 2e-4
 
 
-def find_gguf(path: Path) -> Optional[Path]:
+def find_gguf(path: Path) -> Path | None:
     path = Path(path)
     if path.is_file() and path.suffix == ".gguf":
         return path
@@ -42,13 +42,13 @@ def is_decoder_checkpoint(path: Path) -> bool:
     if (path / "adapter_config.json").exists() and (path / "sift_checkpoint.json").exists():
         try:
             return json.loads((path / "sift_checkpoint.json").read_text()).get("family") == "decoder"
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unreadable marker: not a decoder checkpoint
             return False
     cfg = path / "config.json"
     if cfg.exists():
         try:
             c = json.loads(cfg.read_text())
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unreadable config: not a decoder checkpoint
             return False
         archs = c.get("architectures") or []
         return any(a.endswith("ForCausalLM") for a in archs)
@@ -125,7 +125,7 @@ def _text(content: Any) -> Any:
     return content
 
 
-def _check_messages(msgs: Any, i: int) -> List[Dict[str, str]]:
+def _check_messages(msgs: Any, i: int) -> list[dict[str, str]]:
     if not isinstance(msgs, list) or not msgs:
         raise ValueError(f"row {i}: 'messages' must be a non-empty list")
     out = []
@@ -141,7 +141,7 @@ def _check_messages(msgs: Any, i: int) -> List[Dict[str, str]]:
     return out
 
 
-def _prompt_msgs(p: Any, i: int) -> List[Dict[str, str]]:
+def _prompt_msgs(p: Any, i: int) -> list[dict[str, str]]:
     if isinstance(p, str):
         return [{"role": "user", "content": p}]
     if isinstance(p, list):  # the conversation so far, e.g. a worked example as earlier turns
@@ -149,7 +149,7 @@ def _prompt_msgs(p: Any, i: int) -> List[Dict[str, str]]:
     raise ValueError(f"row {i}: 'prompt' must be a string or a list of messages")
 
 
-def build_dataset(rows: List[Dict[str, Any]], algorithm: str):
+def build_dataset(rows: list[dict[str, Any]], algorithm: str):
     from datasets import Dataset
 
     errors, recs = [], []
@@ -226,7 +226,7 @@ def make_reward(kind: str):
 # Learning signals (DPO reward margin and accuracy, GRPO mean reward and its spread)
 # ---------------------------------------------------------------------------
 
-def learning_signal(algorithm: str, logs: Dict[str, Any]) -> Optional[Dict[str, float]]:
+def learning_signal(algorithm: str, logs: dict[str, Any]) -> dict[str, float] | None:
     """The per-step signal of a preference or RL job from TRL's training logs, or None."""
     if "loss" not in logs:
         return None
@@ -237,18 +237,18 @@ def learning_signal(algorithm: str, logs: Dict[str, Any]) -> Optional[Dict[str, 
     return None
 
 
-def signal_warnings(algorithm: str, signals: List[Dict[str, float]]) -> List[str]:
+def signal_warnings(algorithm: str, signals: list[dict[str, float]]) -> list[str]:
     """Why a preference/RL job that completed may have learned nothing."""
     if not signals:
         return []
     if algorithm == "grpo" and all(s["reward_std"] == 0.0 for s in signals):
         mean = signals[-1]["mean_reward"]
-        return [f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
-                "signal. Show the answer's format in the prompt (a worked example as an earlier turn), use a reward the "
-                "base model sometimes earns ('contains'), or more generations"]
+        return [(f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
+                 "signal. Show the answer's format in the prompt (a worked example as an earlier turn), use a reward the "
+                 "base model sometimes earns ('contains'), or more generations")]
     if algorithm == "dpo" and len(signals) > 1 and max(s["reward_margin"] for s in signals[1:]) <= signals[0]["reward_margin"]:
-        return [f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
-                "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help"]
+        return [(f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
+                 "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help")]
     return []
 
 
@@ -256,15 +256,15 @@ def signal_warnings(algorithm: str, signals: List[Dict[str, float]]) -> List[str
 # Training
 # ---------------------------------------------------------------------------
 
-def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, Any]]):
+def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, Any]]):
     from transformers import TrainerCallback
 
     class SiftCallback(TrainerCallback):
-        last_eval: Dict[str, Any] = {}
+        last_eval: dict[str, Any] = {}  # noqa: RUF012 - a default only: each eval assigns a new dict
 
         def __init__(self):
             super().__init__()
-            self.signals: List[Dict[str, float]] = []
+            self.signals: list[dict[str, float]] = []
 
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
@@ -274,7 +274,7 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, 
                 self.signals.append(signal)
                 emit("signal", algorithm=algorithm, step=int(state.global_step), **signal)
             if "loss" in logs:
-                emit("progress", epoch=int(math.floor(state.epoch or 0)) + 1 if (state.epoch or 0) < (args.num_train_epochs or 1) else int(args.num_train_epochs),
+                emit("progress", epoch=math.floor(state.epoch or 0) + 1 if (state.epoch or 0) < (args.num_train_epochs or 1) else int(args.num_train_epochs),
                      epoch_float=round(float(state.epoch or 0), 4), step=int(state.global_step), total_steps=int(state.max_steps),
                      loss=float(logs["loss"]), learning_rate=logs.get("learning_rate"),
                      **{k: v for k, v in logs.items() if k.startswith("rewards/") or k in ("reward", "rewards/chosen", "grad_norm")})
@@ -294,7 +294,7 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, 
             # sift_checkpoint.json must be final when the event goes out (the last step always saves).
             is_final = state.global_step >= state.max_steps and not stop_requested()
             meta = {"id": str(uuid.uuid4()), "name": ckpt.name, "step": int(state.global_step),
-                    "epoch": max(1, int(math.ceil(state.epoch or 0))), "metrics": dict(self.last_eval), "is_best": False, "is_final": is_final,
+                    "epoch": max(1, math.ceil(state.epoch or 0)), "metrics": dict(self.last_eval), "is_best": False, "is_final": is_final,
                     "kind": "adapter", "family": "decoder", "algorithm": algorithm, "base_model_path": base_model_path,
                     "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "path": str(ckpt)}
             if ckpt.exists():
@@ -305,8 +305,8 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: List[Dict[str, 
     return SiftCallback()
 
 
-def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
-                  val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
+def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]],
+                  val_rows: list[dict[str, Any]] | None) -> dict[str, Any]:
     import torch
     from peft import LoraConfig
 
@@ -333,15 +333,15 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     ckpt_root.mkdir(parents=True, exist_ok=True)
     epochs = hp.nr_epochs or DEFAULT_EPOCHS
     bs = hp.batch_size or 4
-    common_args = dict(
-        output_dir=str(ckpt_root), num_train_epochs=epochs, max_steps=hp.max_steps, per_device_train_batch_size=bs,
-        per_device_eval_batch_size=bs, learning_rate=hp.learning_rate or DEFAULT_LR, seed=hp.seed, data_seed=hp.seed,
-        logging_steps=1, logging_first_step=True, save_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
-        save_steps=max(1, hp.checkpoint_every_steps or 500), save_total_limit=None, report_to=[], use_cpu=not torch.cuda.is_available(),
-        eval_strategy="epoch" if val_ds is not None else "no", dataloader_num_workers=0, disable_tqdm=True,
-        gradient_checkpointing=False, bf16=False, fp16=False, save_only_model=True, warmup_steps=0,
-    )
-    checkpoints: List[Dict[str, Any]] = []
+    common_args = {
+        "output_dir": str(ckpt_root), "num_train_epochs": epochs, "max_steps": hp.max_steps, "per_device_train_batch_size": bs,
+        "per_device_eval_batch_size": bs, "learning_rate": hp.learning_rate or DEFAULT_LR, "seed": hp.seed, "data_seed": hp.seed,
+        "logging_steps": 1, "logging_first_step": True, "save_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
+        "save_steps": max(1, hp.checkpoint_every_steps or 500), "save_total_limit": None, "report_to": [], "use_cpu": not torch.cuda.is_available(),
+        "eval_strategy": "epoch" if val_ds is not None else "no", "dataloader_num_workers": 0, "disable_tqdm": True,
+        "gradient_checkpointing": False, "bf16": False, "fp16": False, "save_only_model": True, "warmup_steps": 0,
+    }
+    checkpoints: list[dict[str, Any]] = []
     cb = _callback(str(base.resolve()), algo, checkpoints)
     max_len = min(hp.max_seq_length, 1024)
     if algo == "sft":
@@ -372,7 +372,7 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     train_seconds = time.time() - t0
     if stop_requested():
         raise StopRequested(checkpoints[-1] if checkpoints else None)
-    metrics: Dict[str, Any] = {"train_loss": float(result.training_loss)}
+    metrics: dict[str, Any] = {"train_loss": float(result.training_loss)}
     warnings = signal_warnings(algo, cb.signals)
     for warning in warnings:
         emit("warning", message=warning)
@@ -390,7 +390,7 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
             "train_rows": len(train_ds), "validation_rows": len(val_ds) if val_ds is not None else 0}
 
 
-def base_gguf_of(base: Path) -> Optional[Path]:
+def base_gguf_of(base: Path) -> Path | None:
     """The GGUF a base model came from: the file itself, or the one recorded by prepare_decoder."""
     g = find_gguf(base)
     if g:
@@ -401,12 +401,12 @@ def base_gguf_of(base: Path) -> Optional[Path]:
             p = json.loads(mf.read_text()).get("source", {}).get("path")
             if p and Path(p).exists():
                 return Path(p)
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unreadable manifest: no source path
             return None
     return None
 
 
-def save_decoder_model(res: Dict[str, Any], out_dir: Path, merge: bool = True) -> Dict[str, Any]:
+def save_decoder_model(res: dict[str, Any], out_dir: Path, merge: bool = True) -> dict[str, Any]:
     """adapter/ (PEFT) + adapter.gguf (llama.cpp LoRA) + merged/ (HF fp32 weights) + tokenizer files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     peft_model = res["model"]
@@ -416,7 +416,7 @@ def save_decoder_model(res: Dict[str, Any], out_dir: Path, merge: bool = True) -
         shutil.rmtree(adapter_dir)
     peft_model.save_pretrained(str(adapter_dir))
     tok.save_pretrained(str(out_dir))
-    files: Dict[str, Any] = {"adapter": "adapter/", "tokenizer": "tokenizer.json"}
+    files: dict[str, Any] = {"adapter": "adapter/", "tokenizer": "tokenizer.json"}
     base_cfg = peft_model.get_base_model().config.to_dict()
     if base_cfg.get("model_type") == "llama":
         from .gguf_lora import export_lora_gguf

@@ -13,21 +13,21 @@ MIN_SELECTION_SUPPORT gold annotations the job keeps its last weights and does n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Dict, Iterable, Optional, Tuple
-
+from typing import Any
 
 #: gold annotations (entities, labels, fields, relations) the held-out rows need before their F1 picks
 #: the job's weights: the standard error of an F1 near 0.5 over n annotations is ~0.5/sqrt(n), 0.11 at 20
 MIN_SELECTION_SUPPORT = 20
 
 
-def validation_support(metrics: Dict[str, Any]) -> int:
+def validation_support(metrics: dict[str, Any]) -> int:
     """Gold annotations behind a metrics dict from ``data.metrics.evaluate`` (summed over its heads)."""
     return int(sum(int(h.get("support", 0)) for h in (metrics.get("per_head") or {}).values()))
 
 
-def policy(requested: Any, support: int) -> Tuple[str, str]:
+def policy(requested: Any, support: int) -> tuple[str, str]:
     """("best" | "last", why): ``checkpoint_selection`` "best" / "last" as asked; "auto" (the default) by support."""
     requested = str(requested or "auto").lower()
     if requested in ("best", "last"):
@@ -40,7 +40,7 @@ def policy(requested: Any, support: int) -> Tuple[str, str]:
                     "their F1 cannot rank checkpoints, so the last weights are the model")
 
 
-def score(checkpoint: Dict[str, Any]) -> Optional[Tuple[float, float]]:
+def score(checkpoint: dict[str, Any]) -> tuple[float, float] | None:
     """Sort key of an evaluated checkpoint (higher is better); None when it has no validation F1."""
     metrics = checkpoint.get("metrics") or {}
     f1 = metrics.get("f1")
@@ -50,7 +50,7 @@ def score(checkpoint: Dict[str, Any]) -> Optional[Tuple[float, float]]:
     return float(f1), -float(loss) if isinstance(loss, (int, float)) else 0.0
 
 
-def select_best(checkpoints: Iterable[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def select_best(checkpoints: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     """The checkpoint with the best score; the earliest of equals (fewer steps away from the base)."""
     best, best_score = None, None
     for c in checkpoints:

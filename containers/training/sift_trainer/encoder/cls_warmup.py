@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import random
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 #: head-only optimizer steps (batches of 8 prompts) and their rate
 DEFAULT_HEAD_WARMUP_STEPS = 1000
@@ -42,13 +42,13 @@ def quiet_encoder_dropout(model) -> int:
     return n
 
 
-def _gold_index(task: Dict[str, Any]) -> Optional[int]:
+def _gold_index(task: dict[str, Any]) -> int | None:
     gold = task.get("true_label")
     gold = gold[0] if isinstance(gold, list) and len(gold) == 1 else gold
     return task["labels"].index(gold) if isinstance(gold, str) and gold in task["labels"] else None
 
 
-def _prompts(records: List[Dict[str, Any]], rng: random.Random, orders: int, prepare) -> List[Dict[str, Any]]:
+def _prompts(records: list[dict[str, Any]], rng: random.Random, orders: int, prepare) -> list[dict[str, Any]]:
     out = []
     for _ in range(orders):
         for rec in records:
@@ -58,7 +58,7 @@ def _prompts(records: List[Dict[str, Any]], rng: random.Random, orders: int, pre
     return out
 
 
-def _features(model, prompts: List[Dict[str, Any]], chunk: int = 16):
+def _features(model, prompts: list[dict[str, Any]], chunk: int = 16):
     """(X: prompts x max_labels x hidden, mask, gold index per prompt) from the frozen encoder, eval mode."""
     import torch
 
@@ -90,8 +90,8 @@ def _features(model, prompts: List[Dict[str, Any]], chunk: int = 16):
     return X, mask, torch.tensor(golds)
 
 
-def fit_head(model, records: List[Dict[str, Any]], prepare, *, steps: int = DEFAULT_HEAD_WARMUP_STEPS,
-             lr: float = HEAD_WARMUP_LR, seed: int = 0, batch_size: int = 8) -> Dict[str, Any]:
+def fit_head(model, records: list[dict[str, Any]], prepare, *, steps: int = DEFAULT_HEAD_WARMUP_STEPS,
+             lr: float = HEAD_WARMUP_LR, seed: int = 0, batch_size: int = 8) -> dict[str, Any]:
     """Fit ``model.classifier`` alone (softmax cross-entropy over each prompt's labels) on frozen features.
 
     ``records``: single-label classification training records; ``prepare(record, rng)`` turns one into
@@ -124,5 +124,5 @@ def fit_head(model, records: List[Dict[str, Any]], prepare, *, steps: int = DEFA
         everything = torch.arange(len(gold))
         acc = (logits(everything).argmax(-1) == gold).float().mean().item()
         loss = F.cross_entropy(logits(everything), gold).item()
-    return {"steps": steps, "prompts": int(len(gold)), "label_orders": orders, "train_accuracy": round(acc, 4),
+    return {"steps": steps, "prompts": len(gold), "label_orders": orders, "train_accuracy": round(acc, 4),
             "train_loss": round(loss, 4), "seconds": round(time.time() - t0, 2)}

@@ -32,7 +32,8 @@ from __future__ import annotations
 import copy
 import math
 import random
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 #: The least room for text a prompt must leave (tokens); the TS job check uses the same number.
 MIN_TEXT_TOKENS = 16
@@ -48,7 +49,7 @@ class PromptTooLong(ValueError):
     """Even the gold labels of an example (or one label of a schema) do not fit the encoder."""
 
 
-def max_positions(model) -> Optional[int]:
+def max_positions(model) -> int | None:
     """Tokens one encoder pass can take, or None when positions are relative (DeBERTa-v2/v3: no hard limit)."""
     cfg = getattr(getattr(model, "encoder", None), "config", None)
     if cfg is None:
@@ -71,7 +72,7 @@ class PromptMeter:
 
     def __init__(self, processor):
         self.processor = processor
-        self._cache: Dict[str, int] = {}
+        self._cache: dict[str, int] = {}
 
     def n(self, token: str) -> int:
         c = self._cache.get(token)
@@ -87,8 +88,8 @@ class PromptMeter:
     def tokens(self, pre_tokens: Iterable[str]) -> int:
         return sum(self.n(t) for t in pre_tokens)
 
-    def schema(self, parent: str, fields: Sequence[str], marker: str, prompt: Optional[str] = None,
-               descriptions: Optional[Dict[str, str]] = None, exact: bool = False) -> int:
+    def schema(self, parent: str, fields: Sequence[str], marker: str, prompt: str | None = None,
+               descriptions: dict[str, str] | None = None, exact: bool = False) -> int:
         """Tokens of :func:`schema_tokens`. Not ``exact``: the prompt string is counted piece by piece
         (cached; equal for WordPiece, whose pre-tokenizer splits on the spaces between the pieces)."""
         if exact:
@@ -100,7 +101,7 @@ class PromptMeter:
         n += 2 * self.n("(") + 2 * self.n(")") + self.n("[P]") + len(fields) * self.n(marker)
         return n + sum(self.n(f) for f in fields)
 
-    def text(self, text: str, max_words: Optional[int] = None) -> int:
+    def text(self, text: str, max_words: int | None = None) -> int:
         """``[SEP_TEXT]`` + the (normalized, word-capped) text, as the collator builds it."""
         norm = self.processor._normalize_text(text)
         words = [w for w, _s, _e in self.processor.word_splitter(norm, lower=True)]
@@ -109,8 +110,8 @@ class PromptMeter:
         return self.n(SEP_TEXT) + sum(self.n(w) for w in words)
 
 
-def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: Optional[str] = None,
-                  descriptions: Optional[Dict[str, str]] = None) -> List[str]:
+def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: str | None = None,
+                  descriptions: dict[str, str] | None = None) -> list[str]:
     """gliner2 ``_transform_schema`` (descriptions in label order; gliner2 only reorders them in training)."""
     prompt_str = f"{parent}: {prompt}" if prompt else parent
     for label, desc in (descriptions or {}).items():
@@ -126,9 +127,9 @@ def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: Optio
 # Training records (sift_trainer.data.rows.row_to_record output)
 # ---------------------------------------------------------------------------
 
-def _structure_groups(out: Dict[str, Any]) -> Dict[str, List[str]]:
+def _structure_groups(out: dict[str, Any]) -> dict[str, list[str]]:
     """Structure name -> field names over all its instances, first-seen order (gliner2 ``common``)."""
-    groups: Dict[str, List[str]] = {}
+    groups: dict[str, list[str]] = {}
     for inst in out.get("json_structures") or []:
         for name, fields in inst.items():
             fl = groups.setdefault(name, [])
@@ -145,18 +146,18 @@ def _empty(v: Any) -> bool:
 class PromptFitter:
     """Fits one gliner2 training record ``{"input", "output"}`` into ``limit`` tokens (see module doc)."""
 
-    def __init__(self, processor, limit: int, max_words: Optional[int] = None, min_text_tokens: int = MIN_TEXT_TOKENS):
+    def __init__(self, processor, limit: int, max_words: int | None = None, min_text_tokens: int = MIN_TEXT_TOKENS):
         self.meter = PromptMeter(processor)
         self.limit = int(limit)
         self.max_words = max_words
         self.min_text_tokens = min_text_tokens
 
     # -- prompt lengths ---------------------------------------------------------------------------
-    def prompt_tokens(self, out: Dict[str, Any], worst: bool, exact: bool = False) -> int:
+    def prompt_tokens(self, out: dict[str, Any], worst: bool, exact: bool = False) -> int:
         """Schema tokens of a record; ``worst`` = the largest prompt gliner2's training augmentation can build."""
         m = self.meter
-        sch = lambda *a, **k: m.schema(*a, exact=exact, **k)  # noqa: E731
-        parts: List[int] = []
+        sch = lambda *a, **k: m.schema(*a, exact=exact, **k)
+        parts: list[int] = []
         ents = out.get("entities")
         if ents:
             names = list(ents.keys())
@@ -175,7 +176,7 @@ class PromptFitter:
                 n = max(n, sch(name, syn, "[C]", descriptions={s: descs.get(f, f) for s, f in zip(syn, fields)}))
             parts.append(n)
         rel_descs = out.get("relation_descriptions") or {}
-        rels: Dict[str, List[str]] = {}
+        rels: dict[str, list[str]] = {}
         for item in out.get("relations") or []:
             for name, fields in item.items():
                 rels.setdefault(name, list(fields.keys()))
@@ -208,9 +209,9 @@ class PromptFitter:
 
     # -- gold / negatives ---------------------------------------------------------------------------
     @staticmethod
-    def negatives(out: Dict[str, Any]) -> List[Tuple[str, Any, str]]:
+    def negatives(out: dict[str, Any]) -> list[tuple[str, Any, str]]:
         """(kind, key, label) of every label without gold in this record, in schema order."""
-        neg: List[Tuple[str, Any, str]] = []
+        neg: list[tuple[str, Any, str]] = []
         for lab, ms in (out.get("entities") or {}).items():
             if not ms:
                 neg.append(("entities", None, lab))
@@ -228,7 +229,7 @@ class PromptFitter:
         return neg
 
     @staticmethod
-    def restrict(out: Dict[str, Any], drop: Iterable[Tuple[str, Any, str]]) -> Dict[str, Any]:
+    def restrict(out: dict[str, Any], drop: Iterable[tuple[str, Any, str]]) -> dict[str, Any]:
         """A copy of ``out`` without the given negative labels (gold is never in ``drop``)."""
         drop = set(drop)
         new = copy.deepcopy(out)
@@ -249,7 +250,7 @@ class PromptFitter:
         return new
 
     # -- the fit ----------------------------------------------------------------------------------------
-    def check(self, record: Dict[str, Any], worst: bool = True) -> Tuple[bool, int, int]:
+    def check(self, record: dict[str, Any], worst: bool = True) -> tuple[bool, int, int]:
         """(fits as is, prompt tokens of the gold labels alone, text tokens); raises PromptTooLong if impossible."""
         out = record["output"]
         text_n = self.text_tokens(record["input"])
@@ -270,26 +271,26 @@ class PromptFitter:
                 f"gold labels ({gold} tokens) exceed the encoder's {self.limit} positions; shorten the text or lower max_words")
         return False, gold, text_n
 
-    def _fits(self, out: Dict[str, Any], worst: bool, budget: int) -> bool:
+    def _fits(self, out: dict[str, Any], worst: bool, budget: int) -> bool:
         # the piece-wise count is exact for WordPiece; near the limit, count the real prompt strings
         n = self.prompt_tokens(out, worst)
         if n > budget:
             return False
         return n <= budget - 8 or self.prompt_tokens(out, worst, exact=True) <= budget
 
-    def fit(self, record: Dict[str, Any], rng: random.Random, worst: bool = True) -> Dict[str, Any]:
+    def fit(self, record: dict[str, Any], rng: random.Random, worst: bool = True) -> dict[str, Any]:
         """The record itself when it fits; else gold + a random prefix of its shuffled negatives that fits."""
         fits, _gold, text_n = self.check(record, worst)
         return record if fits else self.draw(record, rng, worst, text_n)
 
-    def draw(self, record: Dict[str, Any], rng: random.Random, worst: bool, text_n: int) -> Dict[str, Any]:
+    def draw(self, record: dict[str, Any], rng: random.Random, worst: bool, text_n: int) -> dict[str, Any]:
         """Gold + the longest prefix of the shuffled negatives that fits (for a record :meth:`check` refused to pass as is)."""
         out = record["output"]
         neg = self.negatives(out)
         order = list(range(len(neg)))
         rng.shuffle(order)
         budget = self.limit - text_n
-        without = lambda keep: self.restrict(out, [neg[i] for i in range(len(neg)) if i not in keep])  # noqa: E731
+        without = lambda keep: self.restrict(out, [neg[i] for i in range(len(neg)) if i not in keep])
         # binary search on the shuffled prefix length (prompt length is monotone in it)
         lo, hi = 0, len(order)
         while lo < hi:
@@ -305,26 +306,26 @@ class PromptFitter:
         return {**record, "output": without(keep)}
 
 
-def cap_class_negatives(out: Dict[str, Any], rng: random.Random, max_negatives: int) -> Dict[str, Any]:
+def cap_class_negatives(out: dict[str, Any], rng: random.Random, max_negatives: int) -> dict[str, Any]:
     """``out`` with at most ``max_negatives`` random non-gold labels per classification task (gold kept).
 
     For single-label tasks trained with softmax cross-entropy (cls_loss.py): a sampled softmax over gold
     + a fresh random subset each read ranks as well as the full label set, and the prompt — hence the
     encoder pass — stays short however many labels the dataset has.
     """
-    by_task: Dict[Any, List[Tuple[str, Any, str]]] = {}
+    by_task: dict[Any, list[tuple[str, Any, str]]] = {}
     for n in PromptFitter.negatives(out):
         if n[0] == "classifications":
             by_task.setdefault(n[1], []).append(n)
-    drop: List[Tuple[str, Any, str]] = []
+    drop: list[tuple[str, Any, str]] = []
     for negs in by_task.values():
         if len(negs) > max_negatives:
             drop += rng.sample(negs, len(negs) - max_negatives)
     return PromptFitter.restrict(out, drop) if drop else out
 
 
-def sampled_dataset(base, fitter: Optional[PromptFitter], seed: int, training: bool,
-                    max_class_negatives: Optional[int] = None):
+def sampled_dataset(base, fitter: PromptFitter | None, seed: int, training: bool,
+                    max_class_negatives: int | None = None):
     """An ``ExtractorDataset`` over ``base``'s records whose items are fitted on every read.
 
     Training: a fresh seeded draw per (example, read) — every epoch sees another negative subset;
@@ -339,7 +340,7 @@ def sampled_dataset(base, fitter: Optional[PromptFitter], seed: int, training: b
             self.data = base.data
             self.lengths = base.lengths
             self._reads = [0] * len(self.data)
-            self._checked: List[Optional[Tuple[bool, int, int]]] = [None] * len(self.data)
+            self._checked: list[tuple[bool, int, int] | None] = [None] * len(self.data)
 
         def __getitem__(self, idx):
             text, out = super().__getitem__(idx)
@@ -366,7 +367,7 @@ def sampled_dataset(base, fitter: Optional[PromptFitter], seed: int, training: b
     return _Sampled()
 
 
-def check_records(fitter: PromptFitter, records: List[Dict[str, Any]], worst: bool) -> Tuple[int, List[Tuple[int, str]]]:
+def check_records(fitter: PromptFitter, records: list[dict[str, Any]], worst: bool) -> tuple[int, list[tuple[int, str]]]:
     """(number of records that need sampling, [(index, reason)] of records that cannot fit at all)."""
     sampled, bad = 0, []
     for i, rec in enumerate(records):
@@ -382,9 +383,9 @@ def check_records(fitter: PromptFitter, records: List[Dict[str, Any]], worst: bo
 # Prediction in label groups (validation metrics)
 # ---------------------------------------------------------------------------
 
-def _units(spec: Dict[str, Any]) -> List[Tuple[str, Any]]:
+def _units(spec: dict[str, Any]) -> list[tuple[str, Any]]:
     """Indivisible parts of a ``Schema.to_dict()`` spec, in gliner2's prompt order."""
-    units: List[Tuple[str, Any]] = []
+    units: list[tuple[str, Any]] = []
     for name in (spec.get("structures") or {}):
         units.append(("structure", name))
     ents = spec.get("entities")
@@ -400,14 +401,14 @@ def _units(spec: Dict[str, Any]) -> List[Tuple[str, Any]]:
     return units
 
 
-def _field_units(spec: Dict[str, Any], name: str) -> List[Tuple[str, Any]]:
+def _field_units(spec: dict[str, Any], name: str) -> list[tuple[str, Any]]:
     return [("field", (name, f["name"])) for f in spec["structures"][name]["fields"]]
 
 
-def _sub_spec(spec: Dict[str, Any], units: Sequence[Tuple[str, Any]]) -> Dict[str, Any]:
+def _sub_spec(spec: dict[str, Any], units: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """The spec restricted to ``units``; classification tasks score every label (sigmoid, no cut-off)."""
     want = set(units)
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     structs = {}
     for n, v in (spec.get("structures") or {}).items():
         if ("structure", n) in want:
@@ -443,7 +444,7 @@ def _sub_spec(spec: Dict[str, Any], units: Sequence[Tuple[str, Any]]) -> Dict[st
 _PAD_LABEL = "\u2400pad"
 
 
-def _schema(spec: Dict[str, Any]):
+def _schema(spec: dict[str, Any]):
     """``Schema.from_dict`` that also takes a one-label slice of a classification task (a group's share;
     ``SchemaInput`` wants two labels — a placeholder passes validation and is removed again)."""
     from gliner2 import Schema
@@ -481,7 +482,7 @@ class GroupedExtractor:
     encoder's limit on their own.
     """
 
-    def __init__(self, model, limit: Optional[int], group_text_tokens: int = GROUP_TEXT_TOKENS):
+    def __init__(self, model, limit: int | None, group_text_tokens: int = GROUP_TEXT_TOKENS):
         object.__setattr__(self, "_model", model)
         object.__setattr__(self, "_limit", limit)
         object.__setattr__(self, "_group_text", group_text_tokens)
@@ -500,10 +501,10 @@ class GroupedExtractor:
         return self._model.train(mode)
 
     # exact lengths through gliner2's own preprocessing (inference mode)
-    def _length(self, text: str, schema_dict: Dict[str, Any]) -> int:
+    def _length(self, text: str, schema_dict: dict[str, Any]) -> int:
         return len(self._model.processor.transform_record(text, schema_dict).input_ids)
 
-    def _prompt_length(self, schema_dict: Dict[str, Any]) -> int:
+    def _prompt_length(self, schema_dict: dict[str, Any]) -> int:
         return self._length("", schema_dict) - 1  # "" becomes "." (one token)
 
     def batch_extract(self, texts, schemas, *args, **kwargs):
@@ -518,11 +519,11 @@ class GroupedExtractor:
         groups = self.plan(spec)
         object.__setattr__(self, "groups_used", max(self.groups_used, len(groups)))
         meter = PromptMeter(m.processor)
-        per_group: List[List[Dict[str, Any]]] = []
+        per_group: list[list[dict[str, Any]]] = []
         for g in groups:
             gb = _schema(g).build()
             glen = [self._length(t, gb) for t in texts]
-            res: List[Optional[Dict[str, Any]]] = [None] * len(texts)
+            res: list[dict[str, Any] | None] = [None] * len(texts)
             ok = [i for i, n in enumerate(glen) if n <= self._limit]
             if ok:
                 for i, r in zip(ok, m.batch_extract([texts[i] for i in ok], _schema(g), *args, **kwargs)):
@@ -540,19 +541,19 @@ class GroupedExtractor:
             per_group.append(res)  # type: ignore[arg-type]
         return [self.merge(spec, [pg[i] for pg in per_group]) for i in range(len(texts))]
 
-    def plan(self, spec: Dict[str, Any]) -> List[Dict[str, Any]]:
+    def plan(self, spec: dict[str, Any]) -> list[dict[str, Any]]:
         """Greedy packing of the spec's units into sub-specs whose prompt fits ``limit - group_text_tokens``.
 
         A structure is one unit unless it alone exceeds the budget; then its fields are split (instances
         are merged back by position — approximate, validation metrics only).
         """
         budget = self._limit - self._group_text
-        plen = lambda units: self._prompt_length(_schema(_sub_spec(spec, units)).build())  # noqa: E731
-        units: List[Tuple[str, Any]] = []
+        plen = lambda units: self._prompt_length(_schema(_sub_spec(spec, units)).build())
+        units: list[tuple[str, Any]] = []
         for u in _units(spec):
             units += _field_units(spec, u[1]) if u[0] == "structure" and plen([u]) > budget else [u]
-        groups: List[List[Tuple[str, Any]]] = []
-        cur: List[Tuple[str, Any]] = []
+        groups: list[list[tuple[str, Any]]] = []
+        cur: list[tuple[str, Any]] = []
         for u in units:
             if cur and plen(cur + [u]) > budget:
                 groups.append(cur)
@@ -565,9 +566,9 @@ class GroupedExtractor:
         return [_sub_spec(spec, g) for g in groups]
 
     @staticmethod
-    def merge(spec: Dict[str, Any], parts: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def merge(spec: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
         """One text's group results -> the result the full schema would have had (gliner2's formatted shape)."""
-        out: Dict[str, Any] = {}
+        out: dict[str, Any] = {}
         tasks = spec.get("classifications") or []
         task_names = {c["task"] for c in tasks}
         structures = set(spec.get("structures") or {})
@@ -585,7 +586,7 @@ class GroupedExtractor:
                     out[k] = v
         for c in tasks:
             labels = c["labels"] if isinstance(c["labels"], list) else list(c["labels"].keys())
-            logits: Dict[str, float] = {}
+            logits: dict[str, float] = {}
             for p in parts:
                 for it in p.get(c["task"]) or []:
                     if isinstance(it, dict) and "label" in it:

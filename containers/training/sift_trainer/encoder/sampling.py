@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 
-def sampling_config(overrides: Optional[Dict[str, Any]] = None, single_label: bool = False):
+def sampling_config(overrides: dict[str, Any] | None = None, single_label: bool = False):
     """gliner2 training-time prompt sampling tuned for small data without label descriptions.
 
     gliner2's defaults replace 20% of entity label sets by "entity 1..n" and 50% of class label sets by
@@ -14,8 +14,8 @@ def sampling_config(overrides: Optional[Dict[str, Any]] = None, single_label: bo
     """
     from gliner2.processor import SamplingConfig
 
-    kw: Dict[str, Any] = dict(synthetic_entity_label_prob=0.0, synthetic_label_prob=0.1,
-                              remove_classification_label_prob=0.2, include_true_label_prob=0.5)
+    kw: dict[str, Any] = {"synthetic_entity_label_prob": 0.0, "synthetic_label_prob": 0.1,
+                              "remove_classification_label_prob": 0.2, "include_true_label_prob": 0.5}
     if single_label:  # every single-label row has a gold label; a prompt without it teaches nothing
         kw["include_true_label_prob"] = 1.0
     kw.update(overrides or {})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List
+from typing import Any
 
 from ..job.hyperparameters import Hyperparameters
 
@@ -57,13 +57,13 @@ class Schedule:
     task_lr: float
     warmup_ratio: float
     #: which values the trainer chose (the rest came from the job's hyperparameters)
-    automatic: List[str] = field(default_factory=list)
+    automatic: list[str] = field(default_factory=list)
 
     @property
     def planned_steps(self) -> int:
         return self.max_steps if self.max_steps > 0 else self.epochs * self.steps_per_epoch
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "planned_steps": self.planned_steps}
 
 
@@ -75,7 +75,7 @@ def epochs_for(n_train: int, batch_size: int, min_epochs: int = MIN_EPOCHS) -> i
 
 def plan(hp: Hyperparameters, n_train: int, classification_only: bool = False) -> Schedule:
     """``classification_only``: a single-label classification job and nothing else (MIN_EPOCHS_CLASSIFICATION)."""
-    auto: List[str] = []
+    auto: list[str] = []
     bs = hp.batch_size or DEFAULT_BATCH_SIZE
     if not hp.batch_size:
         auto.append("batch_size")

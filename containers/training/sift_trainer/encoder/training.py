@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
-from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
 from .. import process
+from ..data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from ..events import emit
 from ..files import write_json
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
-from ..data.rows import DatasetError, TaskInfo, convert, infer_tasks, require_trainable, split
-from .prompt_budget import GroupedExtractor, PromptFitter, cap_class_negatives, check_records, max_positions, sampled_dataset
 from ..job.stop import StopRequested, stop_requested
+from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
+from .prompt_budget import (
+    GroupedExtractor,
+    PromptFitter,
+    cap_class_negatives,
+    check_records,
+    max_positions,
+    sampled_dataset,
+)
 
 log = logging.getLogger("sift_trainer.encoder")
 
@@ -37,7 +43,7 @@ def is_encoder_checkpoint(path: Path) -> bool:
             return False
         try:
             meta = json.loads(meta_file.read_text())
-        except Exception:
+        except Exception:  # noqa: BLE001 - an unreadable marker: not an encoder checkpoint
             return False
         return meta.get("family", "encoder") == "encoder" and bool(meta.get("base_model_path")) \
             and Path(meta["base_model_path"]) != path and is_encoder_checkpoint(Path(meta["base_model_path"]))
@@ -47,7 +53,7 @@ def is_encoder_checkpoint(path: Path) -> bool:
     try:
         with open(cfg) as f:
             c = json.load(f)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an unreadable config: not an encoder checkpoint
         return False
     return c.get("model_type") == "extractor" or "counting_layer" in c
 
@@ -85,15 +91,15 @@ def _make_trainer_class():
         """gliner2 trainer + structured progress/checkpoint events + graceful stop."""
 
         sift_base_model_path: str = ""
-        sift_last_eval: Dict[str, Any] = {}
-        sift_checkpoints: List[Dict[str, Any]] = []
-        sift_stopped_checkpoint: Optional[Dict[str, Any]] = None
-        sift_fitter: Optional[PromptFitter] = None
-        sift_max_class_negatives: Optional[int] = None
+        sift_last_eval: dict[str, Any] = {}  # noqa: RUF012 - a default only: each eval assigns a new dict
+        sift_checkpoints: list[dict[str, Any]] = []  # noqa: RUF012 - a default only: train() gives each trainer its own
+        sift_stopped_checkpoint: dict[str, Any] | None = None
+        sift_fitter: PromptFitter | None = None
+        sift_max_class_negatives: int | None = None
         sift_eval_dataset: Any = None
         sift_last_eval_step: int = -1
         #: the evaluated checkpoint the job's model comes from (checkpoint_selection.py); None = the last weights
-        sift_selected: Optional[Dict[str, Any]] = None
+        sift_selected: dict[str, Any] | None = None
         #: too few held-out annotations to rank checkpoints (checkpoint_selection.policy): the last weights stay
         sift_keep_last: bool = False
         #: LoRA jobs whose classification head was warmed up (cls_warmup.py): the whole head trains and is
@@ -218,27 +224,27 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
-    kwargs = dict(
-        output_dir=str(out_dir), experiment_name="sift", num_epochs=plan.epochs, max_steps=plan.max_steps,
-        batch_size=plan.batch_size, eval_batch_size=8, encoder_lr=plan.encoder_lr, task_lr=plan.task_lr,
-        max_grad_norm=float(hp.extra.get("max_grad_norm", 1.0)),
-        warmup_ratio=plan.warmup_ratio, scheduler_type=str(hp.extra.get("scheduler", "linear")),
-        fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=hp.seed, logging_steps=1,
-        eval_strategy="epoch" if hp.checkpoint_every_steps <= 0 else "steps",
-        eval_steps=max(1, hp.checkpoint_every_steps or 500),
-        save_total_limit=0, save_best=False,
-        metric_for_best="f1" if has_val else "eval_loss", greater_is_better=has_val,
-        early_stopping=bool(has_val and hp.early_stopping_patience > 0),
-        early_stopping_patience=max(1, hp.early_stopping_patience),
-        max_len=int(hp.extra.get("max_words", 256)),
-        use_lora=lora, lora_r=hp.lora_r, lora_alpha=hp.lora_alpha,
-        lora_target_modules=list(hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])),
-        save_adapter_only=True,
-    )
+    kwargs = {
+        "output_dir": str(out_dir), "experiment_name": "sift", "num_epochs": plan.epochs, "max_steps": plan.max_steps,
+        "batch_size": plan.batch_size, "eval_batch_size": 8, "encoder_lr": plan.encoder_lr, "task_lr": plan.task_lr,
+        "max_grad_norm": float(hp.extra.get("max_grad_norm", 1.0)),
+        "warmup_ratio": plan.warmup_ratio, "scheduler_type": str(hp.extra.get("scheduler", "linear")),
+        "fp16": False, "bf16": False, "num_workers": 0, "pin_memory": False, "seed": hp.seed, "logging_steps": 1,
+        "eval_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
+        "eval_steps": max(1, hp.checkpoint_every_steps or 500),
+        "save_total_limit": 0, "save_best": False,
+        "metric_for_best": "f1" if has_val else "eval_loss", "greater_is_better": has_val,
+        "early_stopping": bool(has_val and hp.early_stopping_patience > 0),
+        "early_stopping_patience": max(1, hp.early_stopping_patience),
+        "max_len": int(hp.extra.get("max_words", 256)),
+        "use_lora": lora, "lora_r": hp.lora_r, "lora_alpha": hp.lora_alpha,
+        "lora_target_modules": list(hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])),
+        "save_adapter_only": True,
+    }
     return TrainingConfig(**kwargs)
 
 
-def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[PromptFitter], max_negatives: int) -> bool:
+def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: PromptFitter | None, max_negatives: int) -> bool:
     """Single-label classification-only jobs: no encoder dropout, then the head fitted alone (cls_warmup.py).
 
     Returns whether the head was fitted (a LoRA job then keeps the whole head in its adapter)."""
@@ -257,8 +263,8 @@ def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: Optional[Pr
     return True
 
 
-def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[str, Any]],
-                  val_rows: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
+def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]],
+                  val_rows: list[dict[str, Any]] | None) -> dict[str, Any]:
     import torch
 
     process.set_threads()
@@ -388,7 +394,7 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: List[Dict[st
     }
 
 
-def _selection_metrics(trainer) -> Dict[str, Any]:
+def _selection_metrics(trainer) -> dict[str, Any]:
     """Which weights the model is: the best validation checkpoint's epoch and step, or the last ones."""
     chosen = trainer.sift_selected
     if chosen is None:
@@ -397,7 +403,7 @@ def _selection_metrics(trainer) -> Dict[str, Any]:
             "best_checkpoint": chosen["name"], "trained_steps": chosen["last_step"]}
 
 
-def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> Dict[str, Any]:
+def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> dict[str, Any]:
     """Write a gliner2 checkpoint + onnx/ fragments + tokenizer.json to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))

@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 
 OPSET = 17
 MAX_COUNT = 20
@@ -110,7 +110,7 @@ def _span_idx(L: int, W: int) -> torch.Tensor:
     return torch.stack([s, e], dim=-1).unsqueeze(0)
 
 
-def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> Dict[str, Any]:
+def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, Any]:
     """Exports ``enc`` with eager attention and checks the graph has the eager pattern (see module doc)."""
     import onnx
 
@@ -131,7 +131,7 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> Dict[str, An
     return {"attention": "eager", "softmax_nodes": softmax, "layers": layers}
 
 
-def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> Dict[str, Any]:
+def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> dict[str, Any]:
     """Export ``model`` (a merged span GLiNER2 model on CPU, fp32) into ``out_dir/onnx``."""
     t0 = time.time()
     onnx_dir = Path(out_dir) / "onnx"
@@ -156,7 +156,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
     _export(_MLP(model.classifier), (torch.randn(3, D, generator=g),), onnx_dir / "classifier.onnx", ["label_embs"], ["logits"],
             {"label_embs": {0: "labels"}, "logits": {0: "labels"}})
 
-    parity: Dict[str, float] = {}
+    parity: dict[str, float] = {}
     if verify:
         with torch.no_grad():
             # encoder: batch of 2 with padding, different length than the trace
@@ -215,7 +215,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         "counting_layer": model.config.counting_layer,
         "token_pooling": model.config.token_pooling,
         "max_position_embeddings": int(getattr(model.encoder.config, "max_position_embeddings", 512)),
-        "vocab_size": int(len(tok)),
+        "vocab_size": len(tok),
         "pad_token_id": int(tok.pad_token_id or 0),
         "special_tokens": specials,
         "add_cls_sep": False,
@@ -229,7 +229,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         "offsets": "unicode code points into the original text; words are lowercased after matching",
         "files": {
             "encoder": {"file": "encoder.onnx", "inputs": {"input_ids": ["batch", "seq"], "attention_mask": ["batch", "seq"]}, "outputs": {"hidden": ["batch", "seq", D]}},
-            "span_rep": {"file": "span_rep.onnx", "inputs": {"word_embs": ["batch", "words", D], "span_idx": ["batch", "words*%d" % W, 2]}, "outputs": {"span_rep": ["batch", "words", W, D]}},
+            "span_rep": {"file": "span_rep.onnx", "inputs": {"word_embs": ["batch", "words", D], "span_idx": ["batch", f"words*{W}", 2]}, "outputs": {"span_rep": ["batch", "words", W, D]}},
             "count_pred": {"file": "count_pred.onnx", "inputs": {"p_emb": ["schemas", D]}, "outputs": {"count_logits": ["schemas", MAX_COUNT]}},
             "count_embed": {"file": "count_embed.onnx", "inputs": {"field_embs": ["fields", D]}, "outputs": {"struct_proj": [MAX_COUNT, "fields", D]}},
             "classifier": {"file": "classifier.onnx", "inputs": {"label_embs": ["labels", D]}, "outputs": {"logits": ["labels", 1]}},

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 OPSET = 17
 SCORER_FILES = ("span_scores.onnx", "count_embed_c1.onnx")

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from .. import process
 from ..events import claim_stdout, emit
@@ -48,7 +48,7 @@ class CheckpointError(Exception):
     """The directory is not a GLiNER2 checkpoint this importer can convert; the message says why."""
 
 
-def _read_json(path: Path, what: str) -> Dict[str, Any]:
+def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
     except FileNotFoundError:
@@ -91,7 +91,7 @@ def known_files_view(ckpt: Path, into: Path) -> Path:
     return into
 
 
-def check_checkpoint(ckpt: Path) -> Dict[str, Any]:
+def check_checkpoint(ckpt: Path) -> dict[str, Any]:
     """The checkpoint's gliner2 config, once its files are all there, it names no code, and it is an architecture Sift serves."""
     if not ckpt.is_dir():
         raise CheckpointError(f"{ckpt} is not a directory")
@@ -125,12 +125,12 @@ def load_checkpoint(ckpt: Path):
     return model.float().cpu().eval()
 
 
-def _backbone(encoder_cfg: Dict[str, Any]) -> Dict[str, Any]:
+def _backbone(encoder_cfg: dict[str, Any]) -> dict[str, Any]:
     keys = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size", "max_position_embeddings", "vocab_size")
     return {k: encoder_cfg[k] for k in keys if k in encoder_cfg}
 
 
-def convert(ckpt: Path, out: Path, model_id: str, cases: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Writes the served model directory ``out`` and returns its manifest (+ ``reference`` when ``cases``)."""
     t0 = time.time()
     check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
@@ -182,7 +182,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: Optional[List[Dict[str,
     return {**manifest, "reference": reference}
 
 
-def download(repo: str, to: Path, revision: Optional[str] = None) -> Path:
+def download(repo: str, to: Path, revision: str | None = None) -> Path:
     """A hub snapshot of ``repo``'s checkpoint files into ``to`` (short timeouts: the caller checked the hub answers)."""
     os.environ["HF_HUB_OFFLINE"] = "0"
     os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")

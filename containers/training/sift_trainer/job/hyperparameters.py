@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from .paths import JobPaths
 
@@ -34,13 +34,13 @@ class Hyperparameters:
     base_model_path: str = ""
     training_type: str = "lora"  # full | lora
     training_algorithm: str = "sft"  # sft | dpo | grpo
-    nr_epochs: Optional[int] = None
-    learning_rate: Optional[float] = None
+    nr_epochs: int | None = None
+    learning_rate: float | None = None
     seed: int = 42
     validation_split: float = 0.1
     early_stopping_patience: int = 0  # 0 = off
-    rl_config: Dict[str, Any] = field(default_factory=dict)
-    batch_size: Optional[int] = None
+    rl_config: dict[str, Any] = field(default_factory=dict)
+    batch_size: int | None = None
     max_steps: int = -1
     lora_r: int = 16
     lora_alpha: float = 32.0
@@ -48,10 +48,10 @@ class Hyperparameters:
     export_onnx: bool = True
     checkpoint_every_steps: int = 0  # 0 = once per epoch
     model_name: str = ""
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, raw: Dict[str, Any]) -> "Hyperparameters":
+    def from_dict(cls, raw: dict[str, Any]) -> Hyperparameters:
         d = {k: _decode(v) for k, v in (raw or {}).items()}
         hp = cls()
         known = set(cls.__dataclass_fields__) - {"extra"}
@@ -65,7 +65,7 @@ class Hyperparameters:
         return hp
 
     def validate(self) -> None:
-        errs: List[str] = []
+        errs: list[str] = []
         self.training_type = str(self.training_type).lower()
         self.training_algorithm = str(self.training_algorithm).lower()
         if self.training_type not in ("full", "lora"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
 
 
 @dataclass
@@ -27,7 +26,7 @@ class JobPaths:
     failure_file: Path
 
     @classmethod
-    def from_env(cls, env: Optional[Dict[str, str]] = None) -> "JobPaths":
+    def from_env(cls, env: dict[str, str] | None = None) -> JobPaths:
         env = dict(os.environ if env is None else env)
         root = Path(env.get("SIFT_JOB_DIR") or env.get("SM_BASE_DIR") or "/opt/ml")
         config_dir = Path(env.get("SM_INPUT_CONFIG_DIR") or root / "input" / "config")
@@ -45,6 +44,6 @@ class JobPaths:
             failure_file=Path(env.get("SM_OUTPUT_FAILURE") or output_dir / "failure"),
         )
 
-    def channel(self, name: str, env: Optional[Dict[str, str]] = None) -> Path:
+    def channel(self, name: str, env: dict[str, str] | None = None) -> Path:
         env = dict(os.environ if env is None else env)
         return Path(env.get(f"SM_CHANNEL_{name.upper()}") or self.input_data / name)

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Dict, Optional
+from typing import Any
 
 _STOP = threading.Event()
 
 
 class StopRequested(Exception):
-    def __init__(self, checkpoint: Optional[Dict[str, Any]] = None):
+    def __init__(self, checkpoint: dict[str, Any] | None = None):
         super().__init__("stop requested (SIGTERM)")
         self.checkpoint = checkpoint
 
 
-def _handler(signum, frame):  # noqa: ARG001
+def _handler(signum, frame):
     _STOP.set()
 
 

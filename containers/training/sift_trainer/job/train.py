@@ -19,27 +19,26 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
 import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from .. import __version__ as SIFT_TRAINER_VERSION
+from ..data.rows import DatasetError, is_decoder_rows, read_rows
 from ..events import claim_stdout, emit
 from ..files import write_json
 from ..process import configure_process
 from . import stop
 from .hyperparameters import HyperparameterError, load_hyperparameters
 from .paths import JobPaths
-from ..data.rows import DatasetError, is_decoder_rows, read_rows
 
 EXIT_STOPPED = 143
 
 
-def _versions() -> Dict[str, str]:
+def _versions() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {"python": platform.python_version(), "sift_trainer": SIFT_TRAINER_VERSION}
@@ -51,7 +50,7 @@ def _versions() -> Dict[str, str]:
     return out
 
 
-def _family(base: Path, rows: List[Dict[str, Any]]) -> str:
+def _family(base: Path, rows: list[dict[str, Any]]) -> str:
     from ..decoder.training import is_decoder_checkpoint
     from ..encoder.training import is_encoder_checkpoint
 
@@ -83,7 +82,7 @@ def run(paths: JobPaths) -> int:
         raise stop.StopRequested(None)
     paths.model_dir.mkdir(parents=True, exist_ok=True)
 
-    manifest: Dict[str, Any] = {
+    manifest: dict[str, Any] = {
         "format": "sift-model/1",
         "family": family,
         "model_name": hp.model_name or None,
@@ -104,8 +103,7 @@ def run(paths: JobPaths) -> int:
         metrics = res["metrics"]
         onnx_cfg = saved["onnx"]
         with open(paths.model_dir / "validation.jsonl", "w", encoding="utf-8") as f:
-            for row in res.get("validation_data") or []:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in res.get("validation_data") or [])
         manifest.update({
             "architecture": "gliner2-span",
             "tasks": res["info"].to_dict(),
@@ -158,7 +156,7 @@ def _failure_text(exc: BaseException) -> str:
     return f"{prefix}: {msg}"[:1024]
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configure_process()
     claim_stdout()

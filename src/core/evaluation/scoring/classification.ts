@@ -31,13 +31,15 @@ export function scoreClassification(gold: NormalizedRow, pred: EncoderPrediction
     if (predSet.has(l)) add(counts.per_label, l, 1, 0, 0);
     else {
       add(counts.per_label, l, 0, 0, 1);
-      (missed.labels ??= []).push(l);
+      missed.labels ??= [];
+      missed.labels.push(l);
     }
   }
   for (const l of predSet) {
     if (!goldSet.has(l)) {
       add(counts.per_label, l, 0, 1, 0);
-      (spurious.labels ??= []).push(l);
+      spurious.labels ??= [];
+      spurious.labels.push(l);
     }
   }
 }

@@ -36,7 +36,8 @@ export function scoreEntities(gold: NormalizedRow, pred: EncoderPrediction, { co
   for (const [k, g] of exactGold) {
     if (!preds.has(k)) {
       add(counts.per_entity, g.label, 0, 0, 1);
-      (missed.entities ??= []).push(g);
+      missed.entities ??= [];
+      missed.entities.push(g);
     }
   }
   // mention-only golds: each consumed at most once, by leftover predictions in order
@@ -50,7 +51,8 @@ export function scoreEntities(gold: NormalizedRow, pred: EncoderPrediction, { co
       // another occurrence of a mention labelled without offsets: consistent with the label, not an error
     } else {
       add(counts.per_entity, p.label, 0, 1, 0);
-      (spurious.entities ??= []).push(p);
+      spurious.entities ??= [];
+      spurious.entities.push(p);
     }
   }
   for (const m of mentionItems) {
@@ -59,7 +61,8 @@ export function scoreEntities(gold: NormalizedRow, pred: EncoderPrediction, { co
     if (left > 0) {
       remaining.set(k, left - 1);
       add(counts.per_entity, m.label, 0, 0, 1);
-      (missed.entities ??= []).push(m);
+      missed.entities ??= [];
+      missed.entities.push(m);
     }
   }
 }

@@ -31,13 +31,15 @@ export function scoreRelations(gold: NormalizedRow, pred: EncoderPrediction, { c
     if (predT.has(k)) add(counts.per_relation, t.relation, 1, 0, 0);
     else {
       add(counts.per_relation, t.relation, 0, 0, 1);
-      (missed.relations ??= []).push(t);
+      missed.relations ??= [];
+      missed.relations.push(t);
     }
   }
   for (const [k, t] of predT) {
     if (!goldT.has(k)) {
       add(counts.per_relation, t.relation, 0, 1, 0);
-      (spurious.relations ??= []).push(t);
+      spurious.relations ??= [];
+      spurious.relations.push(t);
     }
   }
 }

@@ -47,9 +47,18 @@ export function scoreStructures(gold: NormalizedRow, pred: EncoderPrediction, { 
     for (const [v, n] of g.m) {
       const hit = Math.min(n, p.get(v));
       tp += hit;
-      for (let i = hit; i < n; i++) ((missed.fields ??= {})[k] ??= []).push(v);
+      for (let i = hit; i < n; i++) noteField(missed, k, v);
     }
-    for (const [v, n] of p.m) for (let i = Math.min(n, g.get(v)); i < n; i++) ((spurious.fields ??= {})[k] ??= []).push(v);
+    for (const [v, n] of p.m) for (let i = Math.min(n, g.get(v)); i < n; i++) noteField(spurious, k, v);
     add(counts.per_field, k, tp, p.total() - tp, g.total() - tp);
   }
+}
+
+/** Appends `v` to the list under `k` in `bag.fields`, making the record and the list when missing. */
+function noteField(bag: { fields?: Record<string, string[]> }, k: string, v: string): void {
+  const fields = bag.fields ?? {};
+  bag.fields = fields;
+  const list = fields[k] ?? [];
+  fields[k] = list;
+  list.push(v);
 }

@@ -49,22 +49,22 @@ export function anthropicUsage(u: Pick<GenerationUsage, 'promptTokens' | 'cacheR
 }
 
 function blockText(b: Record<string, unknown>, at: string): string {
-  switch (b['type']) {
+  switch (b.type) {
     case 'text':
-      if (typeof b['text'] !== 'string') throw withHints(new BadRequestError(`${at}: a text block needs a string 'text'`), at, 'invalid_value');
-      return b['text'];
+      if (typeof b.text !== 'string') throw withHints(new BadRequestError(`${at}: a text block needs a string 'text'`), at, 'invalid_value');
+      return b.text;
     case 'tool_use':
-      return JSON.stringify({ tool_use: b['name'], input: b['input'] ?? {} });
+      return JSON.stringify({ tool_use: b.name, input: b.input ?? {} });
     case 'tool_result': {
-      const c = b['content'];
+      const c = b.content;
       const text = typeof c === 'string' ? c : Array.isArray(c) ? c.map((x: Record<string, unknown>, k: number) => blockText(x, `${at}.content.${k}`)).join('\n') : '';
-      return `Tool result${b['is_error'] ? ' (error)' : ''}: ${text}`;
+      return `Tool result${b.is_error ? ' (error)' : ''}: ${text}`;
     }
     case 'thinking':
     case 'redacted_thinking':
       return '';
     default:
-      return requireTextOnly(String(b['type']), at);
+      return requireTextOnly(String(b.type), at);
   }
 }
 
@@ -85,7 +85,7 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
   const system: PromptPart[] = [];
   for (const [i, t] of (body.tools ?? []).entries()) {
     const text = JSON.stringify(t);
-    const cache = mark(t['cache_control'], `tools.${i}`, text);
+    const cache = mark(t.cache_control, `tools.${i}`, text);
     system.push(cache ? { text, cache } : { text });
   }
   if (typeof body.system === 'string') system.push({ text: body.system });
@@ -94,7 +94,7 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
       const at = `system.${i}`;
       if (b.type !== 'text') requireTextOnly(b.type, at);
       const text = blockText(b, at);
-      const cache = mark(b['cache_control'], at, text);
+      const cache = mark(b.cache_control, at, text);
       system.push(cache ? { text, cache } : { text });
     }
   const messages: DecoderMessage[] = system.length ? [{ role: 'system', parts: system }] : [];
@@ -108,7 +108,7 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
         ? [{ text: m.content }]
         : m.content.map((b, j) => {
             const text = blockText(b, `${at}.content.${j}`);
-            const cache = mark(b['cache_control'], `${at}.content.${j}`, text);
+            const cache = mark(b.cache_control, `${at}.content.${j}`, text);
             return cache ? { text, cache } : { text };
           });
     const prev = messages.at(-1);
@@ -184,7 +184,7 @@ async function encoderMessages(ctx: HandlerContext<Body, unknown, unknown>, mode
   if (!body.schema) throw new BadRequestError('schema extraction is not available');
   if (body.stream) throw withHints(new BadRequestError('schema extraction does not stream; send stream: false'), 'stream');
   const user = [...body.messages].reverse().find((m) => m.role === 'user');
-  const text = typeof user?.content === 'string' ? user.content : (user?.content ?? []).map((b) => String(b['text'] ?? '')).join('\n');
+  const text = typeof user?.content === 'string' ? user.content : (user?.content ?? []).map((b) => String(b.text ?? '')).join('\n');
   const out = await extractThroughCompat({ svc: ctx.svc, principal: ctx.principal, model, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/messages' });
   return json(200, {
     id: `msg_${out.inference_id}`,

@@ -103,10 +103,10 @@ export function chatToPrompt(messages: ChatBody['messages']): DecoderMessage[] {
         const at = `${where}.content.${j}`;
         const part = p as Record<string, unknown>;
         if (p.type !== 'text' && p.type !== 'refusal') requireTextOnly(p.type, at);
-        const text = p.type === 'text' ? part['text'] : part['refusal'];
+        const text = p.type === 'text' ? part.text : part.refusal;
         if (typeof text !== 'string') throw withHints(new BadRequestError(`${at}: a '${p.type}' part needs a string '${p.type}' field`), at, 'invalid_value');
-        let marker = part['cache_control'] !== undefined ? parseCacheControl(part['cache_control'], at) : undefined;
-        if (!marker && part['prompt_cache_breakpoint'] !== undefined && part['prompt_cache_breakpoint'] !== null) marker = { ttlSeconds: 300 };
+        let marker = part.cache_control !== undefined ? parseCacheControl(part.cache_control, at) : undefined;
+        if (!marker && part.prompt_cache_breakpoint !== undefined && part.prompt_cache_breakpoint !== null) marker = { ttlSeconds: 300 };
         if (marker && text.length === 0) throw withHints(new BadRequestError(`${at}: an empty text block cannot carry a cache marker`), at, 'invalid_value');
         parts.push(marker && MARKABLE.has(m.role) ? { text, cache: marker } : { text });
       });

@@ -54,11 +54,11 @@ export function responsesToPrompt(body: Body): DecoderMessage[] {
     const type = item.type ?? 'message';
     const raw = item as Record<string, unknown>;
     if (type === 'function_call') {
-      messages.push({ role: 'assistant', parts: [{ text: JSON.stringify({ tool_call: raw['name'], arguments: raw['arguments'] }) }] });
+      messages.push({ role: 'assistant', parts: [{ text: JSON.stringify({ tool_call: raw.name, arguments: raw.arguments }) }] });
       return;
     }
     if (type === 'function_call_output') {
-      messages.push({ role: 'tool', parts: [{ text: typeof raw['output'] === 'string' ? raw['output'] : JSON.stringify(raw['output']) }] });
+      messages.push({ role: 'tool', parts: [{ text: typeof raw.output === 'string' ? raw.output : JSON.stringify(raw.output) }] });
       return;
     }
     if (type === 'reasoning') return;
@@ -67,7 +67,7 @@ export function responsesToPrompt(body: Body): DecoderMessage[] {
     if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer') {
       throw withHints(new BadRequestError(`${at}.role must be user, assistant, system or developer`), `${at}.role`, 'invalid_value');
     }
-    if (raw['cache_control'] !== undefined) {
+    if (raw.cache_control !== undefined) {
       throw withHints(new BadRequestError(`${at}: cache_control must be on a content block; a plain string content cannot carry a cache marker`), at, 'invalid_value');
     }
     const parts: PromptPart[] = [];
@@ -75,12 +75,12 @@ export function responsesToPrompt(body: Body): DecoderMessage[] {
     else if (Array.isArray(item.content) && item.content.length > 0) {
       item.content.forEach((b: Record<string, unknown>, j: number) => {
         const bat = `${at}.content.${j}`;
-        const t = String(b?.['type']);
+        const t = String(b?.type);
         if (t !== 'input_text' && t !== 'output_text' && t !== 'text') requireTextOnly(t, bat);
-        if (typeof b['text'] !== 'string') throw withHints(new BadRequestError(`${bat}: a '${t}' block needs a string 'text'`), bat, 'invalid_value');
-        let cache = b['cache_control'] !== undefined ? parseCacheControl(b['cache_control'], bat) : undefined;
-        if (!cache && b['prompt_cache_breakpoint']) cache = { ttlSeconds: 300 };
-        parts.push(cache && MARKABLE.has(role) ? { text: b['text'], cache } : { text: b['text'] });
+        if (typeof b.text !== 'string') throw withHints(new BadRequestError(`${bat}: a '${t}' block needs a string 'text'`), bat, 'invalid_value');
+        let cache = b.cache_control !== undefined ? parseCacheControl(b.cache_control, bat) : undefined;
+        if (!cache && b.prompt_cache_breakpoint) cache = { ttlSeconds: 300 };
+        parts.push(cache && MARKABLE.has(role) ? { text: b.text, cache } : { text: b.text });
       });
     } else throw withHints(new BadRequestError(`${at}.content must be a string or a non-empty array of content blocks`), `${at}.content`, 'invalid_value');
     messages.push({ role: role === 'developer' ? 'system' : role, parts });

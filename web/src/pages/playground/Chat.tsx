@@ -145,6 +145,7 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
           <Stack gap="xs" data-testid="chat-messages" aria-live="polite">
             {messages.length === 0 && <Text c="dimmed">No messages yet.</Text>}
             {messages.map((m, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: messages are only appended or all cleared, never reordered, and have no id
               <Paper key={i} p="xs" bg={m.role === 'user' ? 'gray.1' : 'blue.0'} data-role={m.role}>
                 <Text size="xs" fw={700}>
                   {m.role === 'user' ? 'You' : 'Assistant'}
@@ -166,7 +167,11 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
                 Send
               </Button>
             )}
-            <Button variant="subtle" onClick={() => (setMessages([]), setUsage(undefined), setError(undefined))} disabled={streaming || messages.length === 0}>
+            <Button variant="subtle" onClick={() => {
+                setMessages([]);
+                setUsage(undefined);
+                setError(undefined);
+              }} disabled={streaming || messages.length === 0}>
               Clear
             </Button>
             {usage && (

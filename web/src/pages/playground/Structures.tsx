@@ -31,6 +31,7 @@ export function StructureBuilder({ value, onChange }: { value: Structure[]; onCh
         Structures
       </Text>
       {value.map((s, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the form rows have no id; every input is controlled (its value comes from `value`), so a removed row leaves no stale state behind
         <Paper key={i} withBorder p="xs" component="fieldset" aria-label={`Structure ${i + 1}`}>
           <Stack gap="xs">
             <Group align="flex-end">
@@ -43,6 +44,7 @@ export function StructureBuilder({ value, onChange }: { value: Structure[]; onCh
               const setField = (g: Field) => set(i, { ...s, fields: s.fields.map((x, j) => (j === k ? g : x)) });
               const n = `structure ${i + 1} field ${k + 1}`;
               return (
+                // biome-ignore lint/suspicious/noArrayIndexKey: the form rows have no id; every input is controlled (its value comes from `value`), so a removed row leaves no stale state behind
                 <Group key={k} align="flex-end" wrap="wrap">
                   <TextInput label={`Field ${k + 1} name`} aria-label={`Name of ${n}`} value={f.name} onChange={(e) => setField({ ...f, name: e.currentTarget.value })} />
                   <Select label="Type" aria-label={`Type of ${n}`} data={[{ value: 'str', label: 'str (one value)' }, { value: 'list', label: 'list (several)' }]} value={f.dtype} onChange={(v) => setField({ ...f, dtype: (v as Field['dtype']) ?? 'str' })} allowDeselect={false} w={160} />
@@ -97,6 +99,7 @@ export function StructureTables({ results }: { results: StructureResults }) {
                 </Table.Thead>
                 <Table.Tbody>
                   {instances.map((inst, i) => (
+                    // biome-ignore lint/suspicious/noArrayIndexKey: a read-only list from one response, rendered whole; it never reorders
                     <Table.Tr key={i}>
                       {fields.map((f) => (
                         <Table.Td key={f}>{spanText(inst[f])}</Table.Td>
@@ -135,6 +138,7 @@ export function RelationTable({ results }: { results: RelationResults }) {
           </Table.Thead>
           <Table.Tbody>
             {rows.map((r, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: a read-only list from one response, rendered whole; it never reorders
               <Table.Tr key={i}>
                 <Table.Td>{r.name}</Table.Td>
                 <Table.Td>{r.head.text}</Table.Td>

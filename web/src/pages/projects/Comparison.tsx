@@ -32,7 +32,7 @@ export function CycleComparison({ cycle, name, onPromote, busy }: { cycle: Cycle
           </Badge>
         </Group>
         <Text size="sm">
-          Both scored on the same {cycle.traces?.['holdout'] ?? '?'} held-out reviewed traces{holdout ? ` (dataset ${holdout.name} v${holdout.version ?? '?'})` : ''}; the candidate was trained on {cycle.traces?.['train'] ?? '?'} rows ({cycle.traces?.['gold'] ?? '?'} reviewed traces, confident ones replayed).
+          Both scored on the same {cycle.traces?.holdout ?? '?'} held-out reviewed traces{holdout ? ` (dataset ${holdout.name} v${holdout.version ?? '?'})` : ''}; the candidate was trained on {cycle.traces?.train ?? '?'} rows ({cycle.traces?.gold ?? '?'} reviewed traces, confident ones replayed).
         </Text>
         <Table.ScrollContainer minWidth={480}>
           <Table aria-label="Candidate vs deployed scores">

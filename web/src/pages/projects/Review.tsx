@@ -13,7 +13,7 @@ type Trace = { inf: Inference; uncertainty: number };
 
 /** What the request asked for: its entity types and classification tasks (the labels a correction may use). */
 function requestSchema(inf: Inference): { entityTypes: string[]; classifications: Classification[] } {
-  const schema = (inf.input['schema'] ?? {}) as { entities?: unknown; classifications?: unknown };
+  const schema = (inf.input.schema ?? {}) as { entities?: unknown; classifications?: unknown };
   const e = schema.entities;
   const entityTypes = Array.isArray(e) ? e.map((x) => (typeof x === 'string' ? x : String((x as { name?: unknown }).name ?? ''))).filter(Boolean) : e && typeof e === 'object' ? Object.keys(e) : [];
   const classifications = Array.isArray(schema.classifications) ? (schema.classifications as Classification[]) : [];
@@ -29,7 +29,7 @@ const codePoints = (s: string) => Array.from(s).length;
  */
 function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) {
   const { inf, uncertainty } = trace;
-  const text = typeof inf.input['text'] === 'string' ? inf.input['text'] : '';
+  const text = typeof inf.input.text === 'string' ? inf.input.text : '';
   const output = (inf.output ?? {}) as Output;
   const { entityTypes, classifications } = requestSchema(inf);
   const ner = inf.tasks.includes('ner');
@@ -55,8 +55,8 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
     setBusy(verdict);
     setError(undefined);
     const corrected: Record<string, unknown> = {};
-    if (ner) corrected['entities'] = entities;
-    if (classifications.length) corrected['classifications'] = Object.fromEntries(classifications.map((c) => [c.task, c.multi_label ? labels[c.task] ?? [] : (labels[c.task]?.[0] ?? '')]));
+    if (ner) corrected.entities = entities;
+    if (classifications.length) corrected.classifications = Object.fromEntries(classifications.map((c) => [c.task, c.multi_label ? labels[c.task] ?? [] : (labels[c.task]?.[0] ?? '')]));
     try {
       await must(api.POST('/inferences/{id}/feedback', { params: { path: { id: inf.inference_id } }, body: verdict === 'correct' ? { verdict } : { verdict, corrected_output: corrected } }));
       setEditing(false);
