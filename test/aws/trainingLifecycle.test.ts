@@ -9,13 +9,15 @@
 import { StateMachine } from 'aws-local-stepfunctions';
 import { lambdaTaskNames, substitute, WORKFLOWS } from '../../lib/workflows/definitions';
 import type { S3BlobStore } from '../../src/adapters/s3/blobStore';
-import { applySageMakerEvent, completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../../src/aws/trainingWorkflow';
+import { SageMakerClient } from '@aws-sdk/client-sagemaker';
+import { applySageMakerEvent, completeTraining, prepareTraining, recordTrainingFailure, sageMakerJobName, StepFunctionsTrainingLauncher, type TrainingEnv } from '../../src/aws/trainingWorkflow';
 import type { Services } from '../../src/core/context';
 import { baseModelManifestKey } from '../../src/core/modelLayout';
 import { jobRefItem } from '../../src/core/recordKeys';
+import { getTrainingJob } from '../../src/core/trainingJobs';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
 import { jsonl, TestStack } from '../helpers/localStack';
-import { SageMakerTrainingStandIn } from '../helpers/sageMakerTraining';
+import { SageMakerTrainingStandIn, type Outcome } from '../helpers/sageMakerTraining';
 import { describeTrainingLifecycle, LIFECYCLE_ROWS, type LifecycleScenario, type Logged } from '../helpers/trainingLifecycleContract';
 import '../../src/local/promiseWithResolvers';
 
@@ -63,13 +65,24 @@ describeTrainingLifecycle('AWS', {
       Stage: 'test',
     });
     const sageMaker = new SageMakerTrainingStandIn(svc.blobs as S3BlobStore, control, (e) => applySageMakerEvent(svc, ENV, e.detail));
-    const outcome = scenario.kind === 'complete' ? { kind: 'complete' as const, output: scenario.output } : { kind: 'fail' as const, output: scenario.output, failureFile: scenario.failureFile };
+    const outcome: Outcome = scenario.kind === 'fail' ? { kind: 'fail', output: scenario.output, failureFile: scenario.failureFile } : { kind: scenario.kind, output: scenario.output };
+    // what POST …/stop reaches: SageMaker's StopTrainingJob (the control plane's stand-in)
+    svc.training = new StepFunctionsTrainingLauncher(() => svc, 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-training', ENV, undefined, new SageMakerClient({ endpoint: control.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }));
     const handlers: Record<string, (payload: never) => Promise<unknown>> = { Train: (request) => sageMaker.run(request, outcome) };
     for (const state of Object.keys(lambdaTaskNames(raw))) {
       handlers[state] = (payload: { task: string; input: unknown }) => tasks[payload.task]!(payload.input as never);
     }
     const sm = new StateMachine(definition as never, { validationOptions: { checkArn: false, checkPaths: true } });
-    await sm.run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never } }).result.catch(() => undefined); // a failed job fails the execution
+    const execution = sm.run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never } }).result.catch(() => undefined); // a failed job fails the execution
+    if (scenario.kind === 'stop') {
+      // once SageMaker has the job InProgress (and its event marked the job running), a caller stops it
+      while (control.trainingJobs.get(sageMakerJobName(ENV, job.id))?.status !== 'InProgress' || (await getTrainingJob(svc, teamId, job.id)).status !== 'running') {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await scenario.stop();
+    }
+    await execution;
+    delete svc.training; // the next job is created without a launcher (this harness starts it)
   },
 
   async teardown() {

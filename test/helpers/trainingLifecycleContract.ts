@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import type { Services } from '../../src/core/context';
 import { archiveKey, listCheckpoints, modelPrefix, type Checkpoint } from '../../src/core/training/artifacts';
-import { createTrainingJob, getTrainingJob, type TrainingJob } from '../../src/core/trainingJobs';
+import { createTrainingJob, getTrainingJob, stopTrainingJob, type TrainingJob } from '../../src/core/trainingJobs';
 import { TRAINED_STEPS, writeTrainerOutput, type TrainerOutput } from './trainerOutput';
 
 export const LIFECYCLE_ROWS = [
@@ -23,8 +23,15 @@ export const LIFECYCLE_ROWS = [
   { text: 'Satya Nadella visited Paris.', entities: [['Satya Nadella', 'person'], ['Paris', 'city']] },
 ];
 
-/** What the trainer does: finish with its model (after all its checkpoints), or fail (after its epoch checkpoints) with this failure file. */
-export type LifecycleScenario = { kind: 'complete'; output: TrainerOutput } | { kind: 'fail'; output: TrainerOutput; failureFile: string };
+/**
+ * What the trainer does: finish with its model (after all its checkpoints), fail (after its epoch
+ * checkpoints) with this failure file, or save its first checkpoint and run until stopped: the
+ * harness calls `stop` (a caller's POST …/stop) once the trainer is running with that checkpoint.
+ */
+export type LifecycleScenario =
+  | { kind: 'complete'; output: TrainerOutput }
+  | { kind: 'fail'; output: TrainerOutput; failureFile: string }
+  | { kind: 'stop'; output: TrainerOutput; stop: () => Promise<void> };
 
 export type Logged = { level: 'info' | 'warn' | 'error'; message: string; extra: Record<string, unknown> };
 
@@ -70,11 +77,12 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    async function runJob(name: string, scenario: (output: TrainerOutput) => LifecycleScenario, extraMetrics?: Record<string, unknown>) {
+    async function runJob(name: string, scenario: (output: TrainerOutput, stop: () => Promise<void>) => LifecycleScenario, extraMetrics?: Record<string, unknown>) {
       const output = await writeTrainerOutput(join(dir, name), { validationRows: LIFECYCLE_ROWS, weightsBytes: 64 * 1024, ...(extraMetrics ? { extraMetrics } : {}) });
       const created = await createTrainingJob(svc, teamId, { model_name: name, base_model: baseModel, datasets: [{ name: dataset }], training_type: 'lora', nr_epochs: 2 });
       const logged: Logged[] = [];
-      await harness.run(created, scenario(output), logged);
+      const stop = async () => void (await stopTrainingJob(svc, teamId, created.id));
+      await harness.run(created, scenario(output, stop), logged);
       const job = await getTrainingJob(svc, teamId, created.id);
       const checkpoints = await listCheckpoints(svc, teamId, created.id);
       return { output, job, checkpoints, logged };
@@ -136,6 +144,15 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       const best = checkpoints.filter((c) => c.is_best);
       expect(best).toHaveLength(1);
       expect(best[0]!.metrics?.['f1']).toBe(bestOf(checkpoints));
+      expect(await svc.blobs.head(archiveKey(teamId, job.id))).toBeFalsy();
+    });
+
+    it('a stop while the trainer runs: the job ends stopped (the stop wins over the trainer\'s exit), with the checkpoint it saved, marked best', async () => {
+      const { output, job, checkpoints } = await runJob('stopped', (o, stop) => ({ kind: 'stop', output: o, stop }));
+      expect(job).toMatchObject({ status: 'stopped', error: null, metrics: null });
+      expect(clock.gave(job.finished_at)).toBe(true);
+      expect(checkpoints.map((c) => c.id)).toEqual([output.checkpoints[0]!.meta.id]);
+      expect(checkpoints[0]).toMatchObject({ is_final: false, is_best: true, step: output.checkpoints[0]!.meta.step });
       expect(await svc.blobs.head(archiveKey(teamId, job.id))).toBeFalsy();
     });
   });

@@ -10,18 +10,21 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { baseModelManifestKey } from '../../src/core/modelLayout';
+import { listCheckpoints } from '../../src/core/training/artifacts';
 import { LocalTrainingRunner } from '../../src/local/trainingRunner';
 import { describeTrainingLifecycle, LIFECYCLE_ROWS, type LifecycleScenario, type Logged } from '../helpers/trainingLifecycleContract';
 import { ENCODER, readyDataset, teamWithDataset } from '../helpers/memoryDomain';
 import type { MemoryServices } from '../../src/adapters/memory/services';
 
-/** Replays PLAN (JSON, below): checkpoint events, then the model and `completed`, or the failure file. */
+/** Replays PLAN (JSON, below): checkpoint events, then the model and `completed`, the failure file, or a wait for SIGTERM. */
 const REPLAY = `
-import json, os, pathlib, shutil, sys
+import json, os, pathlib, shutil, sys, time
 plan = json.loads(PLAN)
 job = pathlib.Path(os.environ["SIFT_JOB_DIR"])
 for meta in plan["checkpoints"]:
     print(json.dumps({"event": "checkpoint", **meta}), flush=True)
+if plan["kind"] == "stop":
+    time.sleep(120)  # until the runner's SIGTERM
 if plan["kind"] == "fail":
     (job / "output").mkdir(parents=True, exist_ok=True)
     (job / "output" / "failure").write_text(plan["failure"])
@@ -47,7 +50,9 @@ describeTrainingLifecycle('local', {
 
   async run(job, scenario: LifecycleScenario, logged: Logged[]) {
     const { output } = scenario;
-    const checkpoints = (scenario.kind === 'fail' ? output.checkpoints.filter((c) => !c.meta.is_final) : output.checkpoints).map((c) => ({ ...c.meta, path: c.dir }));
+    // as in the SageMaker stand-in: a failing trainer got through its epochs (no `final`), a stopped one through its first
+    const kept = scenario.kind === 'fail' ? output.checkpoints.filter((c) => !c.meta.is_final) : scenario.kind === 'stop' ? output.checkpoints.slice(0, 1) : output.checkpoints;
+    const checkpoints = kept.map((c) => ({ ...c.meta, path: c.dir }));
     const plan = {
       kind: scenario.kind,
       checkpoints,
@@ -69,8 +74,17 @@ describeTrainingLifecycle('local', {
       stopGraceMs: 1000,
       logger: { info: at('info'), warn: at('warn'), error: at('error') },
     });
-    await runner.submit(teamId, job.id);
-    await runner.idle();
+    svc.training = runner; // what POST …/stop reaches (for this job only: the next one is created without a launcher)
+    try {
+      await runner.submit(teamId, job.id);
+      if (scenario.kind === 'stop') {
+        while ((await listCheckpoints(svc, teamId, job.id)).length === 0) await new Promise((r) => setTimeout(r, 20));
+        await scenario.stop();
+      }
+      await runner.idle();
+    } finally {
+      delete svc.training;
+    }
   },
 
   async teardown() {
