@@ -1,4 +1,3 @@
-import { baseModelManifestKey } from '../core/modelLayout';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -9,27 +8,16 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { create as createTar } from 'tar';
 import { findBaseModel } from '../core/catalog';
 import type { Services } from '../core/context';
-import { rowsKey } from '../core/datasets/service';
-import { ConflictError, NotFoundError } from '../core/errors';
+import { NotFoundError } from '../core/errors';
 import { WriteConflict } from '../core/ports';
 import { newUuid } from '../core/ids';
 import { containedPath } from '../core/safePath';
 import { missingAsUndefined } from '../adapters/fs/missingFile';
 import { InProcessPredictor, validationMetrics } from '../core/evaluation/workflow';
-import {
-  archiveKey,
-  checkpointPrefix,
-  getCheckpoint,
-  listCheckpoints,
-  logChunkKey,
-  markBestCheckpoint,
-  modelPrefix,
-  registerCheckpoint,
-  type LogLine,
-} from '../core/training/artifacts';
-import { trainerHyperparameters } from '../core/training/hyperparameters';
+import { archiveKey, checkpointPrefix, logChunkKey, modelPrefix, type LogLine } from '../core/training/artifacts';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { getTrainingJob, headlineMetrics, learningWarnings, recordJobEpochs, recordJobProgress, transitionJob, type TrainingJob } from '../core/trainingJobs';
+import { checkpointSaved, completeTraining, failTraining, prepareTraining, trainingRunning, type LifecycleReport, type PreparedTraining } from '../core/training/lifecycle';
+import { getTrainingJob, recordJobEpochs, recordJobProgress, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
 export interface RunnerOptions {
@@ -78,7 +66,8 @@ const EPOCHS_WRITE_ATTEMPTS = 4;
 const EPOCHS_RETRY_DELAY_MS = 250;
 
 type TrainerEvent = { event: string; [k: string]: unknown };
-type TrainerExit = { code: number | null; signal: string | null; sawFinal: boolean; completed?: TrainerEvent };
+/** How the trainer ended; `saveError`: a checkpoint it announced that could not be saved (the job fails with it). */
+type TrainerExit = { code: number | null; signal: string | null; completed?: TrainerEvent; saveError?: Error };
 
 /**
  * Runs training jobs as subprocesses with the SageMaker directory contract, at most
@@ -162,22 +151,18 @@ export class LocalTrainingRunner implements TrainingLauncher {
         return;
       }
     }
-    let job: TrainingJob;
-    try {
-      // local mode trains on this machine's CPU: priced as `local` (core/billing/prices.ts)
-      job = await transitionJob(svc, teamId, jobId, 'running', { instance_type: 'local' });
-    } catch (err) {
-      if (err instanceof ConflictError) return; // stopped or deleted while it waited
-      throw err;
-    }
+    // local mode trains on this machine's CPU: priced as `local` (core/billing/prices.ts)
+    const job = await trainingRunning(svc, teamId, jobId, { instance_type: 'local' });
+    if (!job) return; // stopped or deleted while it waited
     const dir = join(this.opts.workDir, 'jobs', jobId);
     const log = new LogWriter(svc, teamId, jobId);
+    const report: LifecycleReport = { logger: this.opts.logger, jobLog: { line: (text) => log.system(text), flush: () => log.flush() } };
     try {
       await rm(dir, { recursive: true, force: true });
       await this.prepare(svc, teamId, job, dir, log);
       const exit = await this.execute(svc, teamId, job, dir, log);
       await log.flush();
-      await this.finish(svc, teamId, job, dir, exit, log);
+      await this.finish(svc, teamId, job, dir, exit, report);
     } catch (err) {
       log.system(`runner error: ${(err as Error).message}`);
       // the job still fails with the reason on its record when its log cannot be written
@@ -189,35 +174,22 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
   }
 
-  /** Lays out the SageMaker directories: hyperparameters, the train channel, the base model. */
+  /** Lays out the SageMaker directories the lifecycle names: hyperparameters, the train channel, the base model. */
   private async prepare(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<void> {
+    const prepared = await prepareTraining(svc, teamId, job.id, { instanceType: 'local' });
     await mkdir(join(dir, 'input', 'config'), { recursive: true });
     await mkdir(join(dir, 'input', 'data', 'train'), { recursive: true });
-    for (const d of job.datasets) {
-      const text = await svc.blobs.getText(rowsKey(teamId, d.name, d.version));
-      await writeFile(join(dir, 'input', 'data', 'train', `${d.name}-v${d.version}.jsonl`), text);
+    for (const rows of prepared.train) {
+      await writeFile(join(dir, 'input', 'data', 'train', rows.file), await svc.blobs.getText(rows.key));
     }
-    const baseModelPath = await this.baseModelDir(svc, teamId, job.base_model);
-    const hyperparameters = trainerHyperparameters(job, baseModelPath);
-    await writeFile(join(dir, 'input', 'config', 'hyperparameters.json'), JSON.stringify(hyperparameters, null, 2));
-    log.system(`prepared ${job.datasets.length} dataset(s); base model ${job.base_model}`);
+    const baseModelPath = await this.baseModelDir(svc, prepared.model);
+    await writeFile(join(dir, 'input', 'config', 'hyperparameters.json'), JSON.stringify(prepared.hyperparameters(baseModelPath), null, 2));
+    log.system(`prepared ${prepared.train.length} dataset(s); base model ${prepared.job.base_model}`);
   }
 
-  /** A catalog model or a checkpoint, copied once from the blob store into a local cache. */
-  private async baseModelDir(svc: Services, teamId: string, baseModel: string): Promise<string> {
-    let prefix: string;
-    let cacheName: string;
-    if (findBaseModel(baseModel)) {
-      if (!(await svc.blobs.head(baseModelManifestKey(baseModel)))) {
-        throw new Error(`the weights of ${baseModel} are not in the model store (GET /base-models shows available: false)`);
-      }
-      prefix = `models/${baseModel}/`;
-      cacheName = `models/${baseModel}`;
-    } else {
-      const ckpt = await getCheckpoint(svc, teamId, baseModel);
-      prefix = ckpt.blob_prefix;
-      cacheName = `checkpoints/${ckpt.id}`;
-    }
+  /** The model channel (a catalog model or a checkpoint), copied once from the blob store into a local cache. */
+  private async baseModelDir(svc: Services, model: PreparedTraining['model']): Promise<string> {
+    const { prefix, cacheName } = model;
     const target = join(this.opts.workDir, 'cache', cacheName);
     const done = join(target, '.complete');
     if (await exists(done)) return target;
@@ -228,7 +200,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
       await mkdir(dirname(file), { recursive: true });
       await pipeline(await svc.blobs.stream(key), createWriteStream(file));
     }
-    await writeFile(done, new Date().toISOString());
+    await writeFile(done, svc.now().toISOString());
     return target;
   }
 
@@ -242,9 +214,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
       this.running.set(job.id, child);
       let completed: TrainerEvent | undefined;
       let lastProgress: TrainerEvent | undefined;
-      let sawFinal = false;
       let lastProgressWrite = 0;
+      // progress and epoch writes say their own failures; a checkpoint that could not be saved fails the job
       const pending: Promise<unknown>[] = [];
+      const saves: Promise<void>[] = [];
       createInterface({ input: child.stdout }).on('line', (line) => {
         log.add('stdout', line);
         const event = parseEvent(line);
@@ -257,8 +230,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
             pending.push(this.saveProgress(svc, teamId, job.id, event));
           }
         } else if (event.event === 'checkpoint') {
-          sawFinal ||= event['is_final'] === true;
-          pending.push(this.saveCheckpoint(svc, teamId, job, event, log));
+          saves.push(this.saveCheckpoint(svc, teamId, job, event, log));
         } else if (event.event === 'schedule' && job.epochs_from_data && typeof event['epochs'] === 'number') {
           // the epochs the trainer sized from the dataset replace the catalog default on the record
           pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs'], log));
@@ -271,7 +243,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
       child.once('exit', (code, signal) => {
         this.running.delete(job.id);
         if (lastProgress) pending.push(this.saveProgress(svc, teamId, job.id, lastProgress));
-        void Promise.allSettled(pending).then(() => resolve({ code, signal, sawFinal, ...(completed ? { completed } : {}) }));
+        void Promise.allSettled([...pending, ...saves]).then((settled) => {
+          const failed = settled.slice(pending.length).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+          resolve({ code, signal, ...(completed ? { completed } : {}), ...(failed ? { saveError: failed.reason as Error } : {}) });
+        });
       });
     });
   }
@@ -310,85 +285,46 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
   }
 
-  /** Uploads the checkpoint's files, then records it: a listed checkpoint always has its files. */
+  /** Uploads the checkpoint's files, then reports it to the lifecycle: a listed checkpoint always has its files. */
   private async saveCheckpoint(svc: Services, teamId: string, job: TrainingJob, e: TrainerEvent, log: LogWriter): Promise<void> {
     const id = typeof e['id'] === 'string' ? e['id'] : newUuid();
-    const path = String(e['path'] ?? '');
     const prefix = checkpointPrefix(teamId, job.id, id);
-    await svc.blobs.putDirectory(path, prefix);
-    await registerCheckpoint(svc, teamId, {
-      id,
-      job_id: job.id,
-      root_model: job.root_model,
-      blob_prefix: prefix,
-      step: Number(e['step'] ?? 0),
-      epoch: Number(e['epoch'] ?? 0),
-      metrics: (e['metrics'] as Record<string, number> | undefined) ?? null,
-      is_best: false,
-      is_final: e['is_final'] === true,
-      created_at: new Date().toISOString(),
-    });
+    try {
+      await svc.blobs.putDirectory(String(e['path'] ?? ''), prefix);
+      await checkpointSaved(svc, teamId, job, { ...e, id }, prefix);
+    } catch (error) {
+      this.opts.logger.error('could not save a training job\'s checkpoint', { job_id: job.id, checkpoint_id: id, error });
+      throw new Error(`could not save checkpoint ${id} (step ${String(e['step'] ?? '?')}): ${(error as Error).message}`);
+    }
     log.system(`checkpoint ${id} saved (step ${String(e['step'] ?? '?')})`);
   }
 
-  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: TrainerExit, log: LogWriter): Promise<void> {
-    const current = await getTrainingJob(svc, teamId, job.id);
-    if (current.status === 'stopped') {
-      await markBestCheckpoint(svc, teamId, job.id);
-      return;
-    }
+  /** The trainer exited: its model goes to the lifecycle's completion, anything else to its failure. */
+  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: TrainerExit, report: LifecycleReport): Promise<void> {
+    if (exit.saveError) throw exit.saveError;
     if (exit.code !== 0 || !exit.completed) {
+      // a stopped job's trainer exits too: the stop stands (failTraining keeps it), with its checkpoints
       const failure = (await readFile(join(dir, 'output', 'failure'), 'utf8').catch(missingAsUndefined)) ?? ''; // the trainer may die before writing one
       const reason = failure.trim() || `the trainer exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`} and wrote no failure file`;
-      await this.fail(svc, teamId, job.id, reason);
+      await failTraining(svc, teamId, job.id, reason, { report });
       return;
     }
     const modelDir = join(dir, 'model');
-    await svc.blobs.putDirectory(modelDir, modelPrefix(teamId, job.id));
-    const archive = join(dir, 'model.tar.gz');
-    await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
-    await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
-    const metrics = (exit.completed['metrics'] as Record<string, number> | undefined) ?? null;
-    const trainerMetrics = JSON.parse((await readFile(join(modelDir, 'metrics.json'), 'utf8').catch(missingAsUndefined)) ?? 'null') as unknown; // none: no learning warnings
-    // The trainer normally reports its final checkpoint; if it did not, the model itself is one.
-    if (!exit.sawFinal) {
-      await registerCheckpoint(svc, teamId, {
-        id: newUuid(),
-        job_id: job.id,
-        root_model: job.root_model,
-        blob_prefix: modelPrefix(teamId, job.id),
-        step: Number(exit.completed['steps'] ?? 0),
-        epoch: job.nr_epochs,
-        metrics,
-        is_best: false,
-        is_final: true,
-        created_at: new Date().toISOString(),
-      });
-    }
-    await markBestCheckpoint(svc, teamId, job.id);
-    const finalId = (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
-    let headline = headlineMetrics(metrics);
-    try {
-      // the job's metrics come from the service's evaluator and engine, like any evaluation's
-      const served = await validationMetrics(svc, new InProcessPredictor(svc), teamId, job.id);
-      if (served) {
-        headline = headlineMetrics(served);
-        log.system(`validation metrics (serving engine): f1 ${served.f1} precision ${served.precision} recall ${served.recall} over ${served.support.rows} rows`);
-      }
-    } catch (err) {
-      log.system(`could not score the exported model on the validation rows; keeping the trainer's metrics: ${(err as Error).message}`);
-    }
-    const warnings = learningWarnings(trainerMetrics, headline);
-    for (const w of warnings) log.system(`WARNING: ${w}`);
-    log.system('training complete; model, archive and final checkpoint saved');
-    await log.flush();
-    await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId });
+    await completeTraining(svc, teamId, job.id, {
+      report,
+      // the trainer's /opt/ml/model: its files under the job's model prefix, and its archive as the download
+      publishModel: async () => {
+        await svc.blobs.putDirectory(modelDir, modelPrefix(teamId, job.id));
+        const archive = join(dir, 'model.tar.gz');
+        await createTar({ gzip: true, file: archive, cwd: modelDir, portable: true }, await readdir(modelDir));
+        await svc.blobs.put(archiveKey(teamId, job.id), createReadStream(archive), 'application/gzip');
+      },
+      scorer: (team, jobId) => validationMetrics(svc, new InProcessPredictor(svc), team, jobId),
+    });
   }
 
   private async fail(svc: Services, teamId: string, jobId: string, reason: string): Promise<void> {
-    await transitionJob(svc, teamId, jobId, 'failed', { error: reason.slice(0, 4000) }).catch((err) => {
-      if (!(err instanceof ConflictError)) throw err;
-    });
+    await failTraining(svc, teamId, jobId, reason, { report: { logger: this.opts.logger } });
   }
 }
 
@@ -420,7 +356,7 @@ class LogWriter {
   ) {}
 
   add(stream: LogLine['stream'], line: string): void {
-    this.buffer.push({ offset: this.offset, ts: new Date().toISOString(), stream, line });
+    this.buffer.push({ offset: this.offset, ts: this.svc.now().toISOString(), stream, line });
     this.offset += 1;
     if (this.buffer.length >= 500) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), 1000);

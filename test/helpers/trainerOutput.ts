@@ -35,6 +35,9 @@ export async function trainerModelFiles(): Promise<string[]> {
   return all;
 }
 
+/** The steps the stand-in trainer trained: its checkpoints are at 4, 8 and (final) 12. */
+export const TRAINED_STEPS = 12;
+
 export interface TrainerOutput {
   modelDir: string;
   checkpointsDir: string;
@@ -45,8 +48,11 @@ export interface TrainerOutput {
   checkpoints: { dir: string; meta: { id: string; name: string; step: number; epoch: number; metrics: Record<string, number>; is_best: boolean; is_final: boolean; created_at: string } }[];
 }
 
-/** Writes a finished job's /opt/ml/model and /opt/ml/checkpoints under `root`. */
-export async function writeTrainerOutput(root: string, opts: { validationRows: unknown[]; weightsBytes?: number }): Promise<TrainerOutput> {
+/**
+ * Writes a finished job's /opt/ml/model and /opt/ml/checkpoints under `root`. `extraMetrics` go into
+ * metrics.json beside the trainer's validation scores (e.g. `baseline_f1`, which learningWarnings reads).
+ */
+export async function writeTrainerOutput(root: string, opts: { validationRows: unknown[]; weightsBytes?: number; extraMetrics?: Record<string, unknown> }): Promise<TrainerOutput> {
   const modelDir = join(root, 'model');
   const checkpointsDir = join(root, 'checkpoints');
   const metrics = {
@@ -56,6 +62,7 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
     per_entity: { person: { f1: 0.9, precision: 0.9, recall: 0.9, support: 10 } },
     support: { rows: opts.validationRows.length },
     evaluated_on: 'validation',
+    ...opts.extraMetrics,
   };
   const modelFiles = new Map<string, Buffer>();
   for (const rel of await trainerModelFiles()) {
@@ -63,7 +70,8 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
     if (rel === 'metrics.json') body = Buffer.from(JSON.stringify(metrics, null, 2));
     else if (rel === 'validation.jsonl') body = Buffer.from(`${opts.validationRows.map((r) => JSON.stringify(r)).join('\n')}\n`);
     else if (rel === 'manifest.json') {
-      body = Buffer.from(JSON.stringify({ format: 'sift-model/1', family: 'encoder', architecture: 'gliner2-span', training_type: 'lora', metrics }, null, 2));
+      // job/train.py: the optimizer steps trained (the last checkpoint's below) and the epochs
+      body = Buffer.from(JSON.stringify({ format: 'sift-model/1', family: 'encoder', architecture: 'gliner2-span', training_type: 'lora', metrics, steps: TRAINED_STEPS, epochs: 2 }, null, 2));
     } else if (rel.endsWith('.json')) body = Buffer.from(JSON.stringify({ file: rel }));
     // the weights are the big file: bigger than a stream chunk, so unpacking must stream it
     else body = rel === 'model.safetensors' ? randomBytes(opts.weightsBytes ?? 3 * 1024 * 1024) : randomBytes(2048);
@@ -87,7 +95,7 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
       id: randomUUID(),
       name,
       family: 'encoder',
-      step: (i + 1) * 4,
+      step: ((i + 1) * TRAINED_STEPS) / names.length,
       epoch: Math.min(i + 1, 2),
       metrics: { f1, precision: f1 + 0.05, recall: f1 - 0.05, eval_loss: 1.5 - i * 0.3 },
       is_best: i === 1,

@@ -8,6 +8,13 @@ export const jobPrefix = (teamId: string, jobId: string) => `jobs/${teamId}/${jo
 export const checkpointPrefix = (teamId: string, jobId: string, checkpointId: string) => `${jobPrefix(teamId, jobId)}checkpoints/${checkpointId}/`;
 export const modelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model/`;
 export const archiveKey = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model.tar.gz`;
+/** The train channel: each pinned dataset version's rows, as `<name>-v<version>.jsonl` (SageMaker copies it to /opt/ml/input/data/train). */
+export const trainChannelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}input/train/`;
+/**
+ * Checkpoints the trainer saved that reach the service as files, not as announcements: SageMaker
+ * syncs /opt/ml/checkpoints here (CheckpointConfig), one directory each with its sift_checkpoint.json.
+ */
+export const syncedCheckpointsPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}sagemaker/checkpoints/`;
 /** A log chunk is named by the offset of its first line, so readers can skip whole chunks. */
 export const logChunkKey = (teamId: string, jobId: string, firstOffset: number) => `${jobPrefix(teamId, jobId)}logs/${String(firstOffset).padStart(10, '0')}.jsonl`;
 
