@@ -231,9 +231,9 @@ export class LocalTrainingRunner implements TrainingLauncher {
           }
         } else if (event.event === 'checkpoint') {
           saves.push(this.saveCheckpoint(svc, teamId, job, event, log));
-        } else if (event.event === 'schedule' && job.epochs_from_data && typeof event['epochs'] === 'number') {
+        } else if (event.event === 'schedule' && job.epochs_from_data && typeof event.epochs === 'number') {
           // the epochs the trainer sized from the dataset replace the catalog default on the record
-          pending.push(this.saveEpochs(svc, teamId, job.id, event['epochs'], log));
+          pending.push(this.saveEpochs(svc, teamId, job.id, event.epochs, log));
         } else if (event.event === 'completed') {
           completed = event;
         }
@@ -252,9 +252,9 @@ export class LocalTrainingRunner implements TrainingLauncher {
   }
 
   private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
-    const progress = { epoch: Number(e['epoch'] ?? 0), step: Number(e['step'] ?? 0), total_steps: Number(e['total_steps'] ?? 0) };
+    const progress = { epoch: Number(e.epoch ?? 0), step: Number(e.step ?? 0), total_steps: Number(e.total_steps ?? 0) };
     // progress is rewritten every second: a failed write is logged, not retried; a job deleted meanwhile needs none
-    await recordJobProgress(svc, teamId, jobId, progress, typeof e['loss'] === 'number' ? e['loss'] : undefined).catch((error: unknown) => {
+    await recordJobProgress(svc, teamId, jobId, progress, typeof e.loss === 'number' ? e.loss : undefined).catch((error: unknown) => {
       if (error instanceof WriteConflict) return;
       this.opts.logger.warn('could not record a training job\'s progress', { job_id: jobId, error });
     });
@@ -287,16 +287,16 @@ export class LocalTrainingRunner implements TrainingLauncher {
 
   /** Uploads the checkpoint's files, then reports it to the lifecycle: a listed checkpoint always has its files. */
   private async saveCheckpoint(svc: Services, teamId: string, job: TrainingJob, e: TrainerEvent, log: LogWriter): Promise<void> {
-    const id = typeof e['id'] === 'string' ? e['id'] : newUuid();
+    const id = typeof e.id === 'string' ? e.id : newUuid();
     const prefix = checkpointPrefix(teamId, job.id, id);
     try {
-      await svc.blobs.putDirectory(String(e['path'] ?? ''), prefix);
+      await svc.blobs.putDirectory(String(e.path ?? ''), prefix);
       await checkpointSaved(svc, teamId, job, { ...e, id }, prefix);
     } catch (error) {
       this.opts.logger.error('could not save a training job\'s checkpoint', { job_id: job.id, checkpoint_id: id, error });
-      throw new Error(`could not save checkpoint ${id} (step ${String(e['step'] ?? '?')}): ${(error as Error).message}`);
+      throw new Error(`could not save checkpoint ${id} (step ${String(e.step ?? '?')}): ${(error as Error).message}`);
     }
-    log.system(`checkpoint ${id} saved (step ${String(e['step'] ?? '?')})`);
+    log.system(`checkpoint ${id} saved (step ${String(e.step ?? '?')})`);
   }
 
   /** The trainer exited: its model goes to the lifecycle's completion, anything else to its failure. */
@@ -374,7 +374,7 @@ class LogWriter {
     if (batch.length === 0) return this.writing;
     const first = batch[0] as LogLine;
     this.writing = this.writing.then(() =>
-      this.svc.blobs.put(logChunkKey(this.teamId, this.jobId, first.offset), batch.map((l) => JSON.stringify(l)).join('\n') + '\n', 'application/x-ndjson'),
+      this.svc.blobs.put(logChunkKey(this.teamId, this.jobId, first.offset), `${batch.map((l) => JSON.stringify(l)).join('\n')}\n`, 'application/x-ndjson'),
     );
     return this.writing;
   }

@@ -49,7 +49,8 @@ function testClock() {
   let t = Date.UTC(2031, 4, 6, 7, 8, 9);
   return {
     now: () => {
-      const d = new Date((t += 1));
+      t += 1;
+      const d = new Date(t);
       given.add(d.toISOString());
       return d;
     },
@@ -88,7 +89,7 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       return { output, job, checkpoints, logged };
     }
 
-    const bestOf = (all: Checkpoint[]) => Math.max(...all.map((c) => c.metrics?.['f1'] ?? -1));
+    const bestOf = (all: Checkpoint[]) => Math.max(...all.map((c) => c.metrics?.f1 ?? -1));
 
     it('completes from the model files: the model and its archive, every checkpoint, one final at the step trained, the best marked, the trainer\'s metrics (the engine could not score), dates from the service clock', async () => {
       const { output, job, checkpoints, logged } = await runJob('completes', (o) => ({ kind: 'complete', output: o }));
@@ -118,7 +119,7 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       // one best, by validation f1
       const best = checkpoints.filter((c) => c.is_best);
       expect(best).toHaveLength(1);
-      expect(best[0]!.metrics?.['f1']).toBe(bestOf(checkpoints));
+      expect(best[0]!.metrics?.f1).toBe(bestOf(checkpoints));
       // checkpoint metrics are numbers (the API's schema), never the trainer's per-entity tables
       for (const c of checkpoints) for (const v of Object.values(c.metrics ?? {})) expect(typeof v).toBe('number');
 
@@ -143,7 +144,7 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       expect(checkpoints.filter((c) => c.is_final)).toEqual([]);
       const best = checkpoints.filter((c) => c.is_best);
       expect(best).toHaveLength(1);
-      expect(best[0]!.metrics?.['f1']).toBe(bestOf(checkpoints));
+      expect(best[0]!.metrics?.f1).toBe(bestOf(checkpoints));
       expect(await svc.blobs.head(archiveKey(teamId, job.id))).toBeFalsy();
     });
 

@@ -58,7 +58,7 @@ describeTrainingLifecycle('local', {
       checkpoints,
       failure: scenario.kind === 'fail' ? scenario.failureFile : '',
       model_dir: output.modelDir,
-      summary: { f1: output.metrics['f1'], precision: output.metrics['precision'], recall: output.metrics['recall'] },
+      summary: { f1: output.metrics.f1, precision: output.metrics.precision, recall: output.metrics.recall },
       steps: Math.max(...output.checkpoints.map((c) => c.meta.step)),
     };
     const trainer = join(dir, `trainer-${job.id}`);
