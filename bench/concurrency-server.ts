@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OnnxEncoderRuntime } from '../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../src/core/encoder/runtime';
+import { encoderRuntime } from '../src/core/extraction/runtime';
 import { silentLogger } from '../src/http/logger';
 import { startLocal } from '../src/local/main';
 import { DEFAULT_MODELS_DIR } from '../src/local/paths';

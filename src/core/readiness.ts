@@ -6,7 +6,7 @@
 import { baseModelManifestKey } from './modelLayout';
 import { CATALOG } from './catalog';
 import type { Services } from './context';
-import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
+import { encoderRuntime, resolveEncoderModel } from './extraction/runtime';
 import { describeBuild } from './modelBuild';
 import type { ModelBuildProgress } from './ports';
 

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EncoderModel } from '../../src/core/encoder/engine';
+import { EncoderModel } from '../../src/encoder/engine';
 import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
 
 export const MINI_MODEL_DIR = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');

@@ -26,7 +26,7 @@ export async function trainerModelFiles(): Promise<string[]> {
   const onnx = (await matches('export/export_onnx.py', /onnx_dir \/ "([^"]+)"/g)).map((f) => `onnx/${f}`);
   const all = [...new Set([...manifestFiles, ...written, ...onnx])].sort();
   // the engine cannot load a model without these: if the trainer stops naming them, say so here
-  // (src/core/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
+  // (src/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
   const needed = ['manifest.json', 'metrics.json', 'validation.jsonl', 'config.json', 'tokenizer.json', 'onnx/gliner2_config.json'];
   for (const fragment of ['encoder', 'span_rep', 'count_pred', 'count_embed', 'classifier']) needed.push(`onnx/${fragment}.onnx`);
   for (const file of needed) {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Services } from '../context';
 import { getVersion } from '../datasets/service';
 import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '../datasets/produced';
-import { resolveEncoderModel } from '../encoder/runtime';
+import { resolveEncoderModel } from '../extraction/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { finishGeneration, getGenerationJob, type GenerationJob } from './jobs';
