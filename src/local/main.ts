@@ -13,7 +13,7 @@ import { generateShard, generationTasks } from '../core/generation/workflow';
 import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
 import type { Services, SiftConfig } from '../core/context';
 import { FileUsageSpool } from '../adapters/fs/usageSpool';
-import { emfUsageMetrics } from '../core/billing/usageMetrics';
+import { emfUsageMetrics } from '../adapters/metrics/emfUsageMetrics';
 import { createWriteStream } from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import { handleWorkMessage } from '../core/worker';

@@ -1,6 +1,6 @@
 import { UsageLedger } from '../../core/billing/ledger';
 import { QueueUsageSpool } from '../../core/billing/spool';
-import { emfUsageMetrics } from '../../core/billing/usageMetrics';
+import { emfUsageMetrics } from '../metrics/emfUsageMetrics';
 import { defaultConfig, type Services, type SiftConfig } from '../../core/context';
 import type { Logger, WorkMessage } from '../../core/ports';
 import { MemoryBlobStore } from './blobStore';
