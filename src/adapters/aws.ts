@@ -1,7 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { configFromEnv, defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { configFromEnv } from './config';
 import { UsageLedger } from '../core/billing/ledger';
 import { QueueUsageSpool, type UsageSpool } from '../core/billing/spool';
 import type { UsageMetrics } from '../core/billing/usageMetrics';

@@ -20,6 +20,12 @@ export interface SiftConfig {
   sessionTtlSeconds: number;
   /** Adaptive loop: reviewed traces (feedback) a project needs before a candidate is trained. */
   adaptiveMinExamples: number;
+  /** The encoder that labels generated NER texts and the label-existing endpoints use when none is named. */
+  defaultEncoder: string;
+  /** Where a training job without its own `instance_type` ran (billing, GPU minutes): `local`, or the stage's SageMaker type. */
+  trainingInstanceType: string;
+  /** Models /ready loads before it says ready (the ECS encoder service's target-health check). */
+  preloadModels: string[];
 }
 
 export const defaultConfig: SiftConfig = {
@@ -31,15 +37,10 @@ export const defaultConfig: SiftConfig = {
   inferenceRetentionDays: 90,
   sessionTtlSeconds: 12 * 3600,
   adaptiveMinExamples: 10,
+  defaultEncoder: 'sift/gliner2-mini-v1',
+  trainingInstanceType: 'local',
+  preloadModels: [],
 };
-
-/** Settings an operator may change through the environment (every runtime reads the same names). */
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
-  const out: Partial<SiftConfig> = {};
-  const min = Number(env['SIFT_ADAPTIVE_MIN_EXAMPLES']);
-  if (Number.isInteger(min) && min >= 2) out.adaptiveMinExamples = min;
-  return out;
-}
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
 export type WorkflowKind = 'evaluation' | 'generation' | 'adaptive';

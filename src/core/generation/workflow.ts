@@ -85,7 +85,7 @@ export async function generateShard(
   generator: TextGenerator,
   labeller: EvaluationPredictor,
   input: { jobId: string; teamId: string; shard: GenerationShard },
-  encoderModel = process.env['SIFT_DEFAULT_ENCODER'] ?? 'sift/gliner2-mini-v1',
+  encoderModel = svc.config.defaultEncoder,
 ): Promise<{ key: string; rows: number }> {
   const job = await getGenerationJob(svc, input.teamId, input.jobId);
   const seen = new Set<string>();
