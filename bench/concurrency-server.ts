@@ -11,7 +11,7 @@ import type { OnnxEncoderRuntime } from '../src/adapters/onnx/encoderRuntime';
 import { encoderRuntime } from '../src/core/extraction/runtime';
 import { silentLogger } from '../src/http/logger';
 import { startLocal } from '../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../src/paths';
 
 export interface ServerReady {
   url: string;

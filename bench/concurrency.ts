@@ -30,7 +30,7 @@ import { EncoderModel } from '../src/encoder/engine';
 import { createLogger } from '../src/http/logger';
 import type { BatchStats } from '../src/encoder/batcher';
 import type { EncoderSchema } from '../src/encoder/schema';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/local/paths';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../src/paths';
 import type { ServerReady } from './concurrency-server';
 
 const args = process.argv.slice(2);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { EncoderModel } from '../src/encoder/engine';
 import { createLogger } from '../src/http/logger';
 import { canonResult } from '../src/encoder/parity';
-import { DEFAULT_PYTHON } from '../src/local/paths';
+import { DEFAULT_PYTHON } from '../src/paths';
 import { parityCases } from './encoder-corpus';
 
 export function defaultModelDir(): string {

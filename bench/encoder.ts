@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { EncoderModel, type Precision } from '../src/encoder/engine';
 import { createLogger } from '../src/http/logger';
 import type { EncoderSchema } from '../src/encoder/schema';
-import { DEFAULT_PYTHON } from '../src/local/paths';
+import { DEFAULT_PYTHON } from '../src/paths';
 import { defaultModelDir } from './encoder-parity';
 
 const args = process.argv.slice(2);

@@ -7,7 +7,7 @@ import { createLogger } from '../src/http/logger';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../src/paths';
 
 const program = new Command().name('sift').description('Sift: training and inference for GLiNER2 encoders and small decoder LLMs');
 

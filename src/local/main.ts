@@ -25,7 +25,7 @@ import { serveConsole } from './consoleAssets';
 import { createApiServer } from './httpAdapter';
 import { ModelBuildWatcher } from './modelBuild';
 import { publishBuiltModels } from './modelStore';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from './paths';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../paths';
 import { LocalTrainingRunner } from './trainingRunner';
 import { LocalWorkflowRunner } from './workflows';
 import { DEFAULT_VALIDATION_HEAP_MB, ValidationProcesses } from './validationProcess';

@@ -21,7 +21,7 @@ import { createLogger } from '../http/logger';
 import { canonResult, compareCanon, type CanonResult } from '../encoder/parity';
 import { MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
 import { IMPORT_PARITY_CASES, type ParityCase } from './importParityCases';
-import { DEFAULT_PYTHON, REPO_ROOT } from './paths';
+import { DEFAULT_PYTHON, REPO_ROOT } from '../paths';
 
 /** Scores must agree this closely (as bench/encoder-parity.ts reports them), and every span and label must match. */
 export const IMPORT_PARITY_TOLERANCE = 1e-4;

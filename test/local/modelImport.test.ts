@@ -18,7 +18,7 @@ import { canonResult, compareCanon } from '../../src/encoder/parity';
 import type { EncoderSchema } from '../../src/encoder/schema';
 import { importCheckpoint, modelIdFromCheckpoint, ModelImportError } from '../../src/local/modelImport';
 import { pullModel } from '../../src/local/modelPull';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 import { TestStack } from '../helpers/localStack';
 
 const MINI = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');

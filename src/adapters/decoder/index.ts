@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Services } from '../../core/context';
-import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
+import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../paths';
 import { decoderProfile } from '../../core/decoder/models';
 import { PromptCache } from '../../core/decoder/promptCache';
 import { ServiceUnavailableError } from '../../core/errors';
