@@ -14,6 +14,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Sif
   // lib/workflow-stack.ts sets the stage's SageMaker type on the functions that bill training
   const instanceType = env['SIFT_TRAINING_INSTANCE_TYPE'];
   if (instanceType !== undefined) out.trainingInstanceType = instanceType;
+  const generation = env['SIFT_GENERATION_MODEL'];
+  if (generation !== undefined) out.generationModel = generation;
   // lib/inference-stack.ts sets it on the encoder service
   const preload = env['SIFT_PRELOAD_MODELS'];
   if (preload !== undefined) out.preloadModels = preload.split(',').map((s) => s.trim()).filter(Boolean);

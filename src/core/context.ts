@@ -24,6 +24,8 @@ export interface SiftConfig {
   defaultEncoder: string;
   /** Where a training job without its own `instance_type` ran (billing, GPU minutes): `local`, or the stage's SageMaker type. */
   trainingInstanceType: string;
+  /** The decoder the generation workflow writes synthetic texts with. */
+  generationModel: string;
   /** Models /ready loads before it says ready (the ECS encoder service's target-health check). */
   preloadModels: string[];
 }
@@ -40,6 +42,7 @@ export const defaultConfig: SiftConfig = {
   defaultEncoder: 'sift/gliner2-mini-v1',
   trainingInstanceType: 'local',
   preloadModels: [],
+  generationModel: 'HuggingFaceTB/SmolLM2-135M-Instruct',
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */

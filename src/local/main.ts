@@ -10,7 +10,7 @@ import { createHotPath } from '../core/hotPath';
 import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
 import { generateShard, generationTasks } from '../core/generation/workflow';
-import { decoderTextGenerator } from '../adapters/decoder/textGenerator';
+import { decoderTextGenerator } from '../core/generation/decoderTextGenerator';
 import type { Services, SiftConfig } from '../core/context';
 import { FileUsageSpool } from '../adapters/fs/usageSpool';
 import { emfUsageMetrics } from '../adapters/metrics/emfUsageMetrics';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decoderRuntime } from '../../../adapters/decoder';
+import { decoderRuntime } from '../../../core/decoder/service';
 import type { Principal, Services } from '../../../core/context';
 import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/extraction/api';
 import { resolveModel, type ResolvedEncoder, type ResolvedModel } from '../../../core/models';
