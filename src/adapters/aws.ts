@@ -13,6 +13,7 @@ import { LazyDecoderRuntime } from './decoder';
 import { DynamoRateLimiter } from './dynamodb/rateLimiter';
 import { DynamoRecordStore } from './dynamodb/recordStore';
 import { MemoryRateLimiter } from './memory/rateLimiter';
+import { localDatasetFiles } from './fs/datasetFiles';
 import { OnnxEncoderRuntime } from './onnx/encoderRuntime';
 import { S3BlobStore } from './s3/blobStore';
 import { SqsWorkQueue } from './sqs/workQueue';
@@ -82,6 +83,7 @@ export function createServices(w: AwsWiring): AwsServices {
       retentionDays: config.inferenceRetentionDays,
     }),
     usageMetrics,
+    datasetFiles: localDatasetFiles,
     // both start nothing until first used: a process that never runs a model loads none
     encoder: new OnnxEncoderRuntime(),
     decoder: new LazyDecoderRuntime(),

@@ -3,6 +3,7 @@ import type { HotPath } from './hotPath';
 import type { BlobStore, EncoderRuntime, GatewayKeys, ModelBuildTracker, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageMetrics } from './billing/usageMetrics';
+import type { DatasetFiles } from './datasets/validation';
 
 export interface SiftConfig {
   stage: string;
@@ -62,6 +63,8 @@ export interface Services {
   usage: UsageSink;
   /** Finance's CloudWatch metrics (EMF): billed requests (through `usage`) and training minutes. */
   usageMetrics: UsageMetrics;
+  /** Dataset processing's scratch files and row validator (adapters/fs/datasetFiles.ts). */
+  datasetFiles: DatasetFiles;
   /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
   training?: TrainingLauncher;
   /** Per-process caches and write-behind of a long-lived server (hotPath.ts); absent in Lambdas. */
