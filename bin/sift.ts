@@ -7,7 +7,7 @@ import { createLogger } from '../src/http/logger';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../src/paths';
 
 const program = new Command().name('sift').description('Sift: training and inference for GLiNER2 encoders and small decoder LLMs');
 
@@ -55,7 +55,7 @@ program
   .option('-p, --port <port>', 'port to listen on', process.env.PORT ?? '8080')
   .action(async (opts: { port: string }) => {
     // a misspelt SIFT_ENCODER_EXECUTION_PROVIDER stops the task at start, not at its first request
-    (await import('../src/core/encoder/executionProvider')).executionProviderFromEnv();
+    (await import('../src/encoder/executionProvider')).executionProviderFromEnv();
     // the same server the encoder image runs (bin/gateway.ts)
     const { serveGateway } = await import('../src/gateway/server');
     const gateway = serveGateway(Number(opts.port));

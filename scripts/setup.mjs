@@ -2,7 +2,7 @@
 // Installs whatever a fresh clone is missing before `npm start` / `npm test`, and nothing twice:
 //   1. npm dependencies (skipped while package-lock.json is unchanged; the server needs them);
 //   2. the training venv (PyTorch, gliner2, TRL, PEFT) and the offline base models, built once into
-//      the per-user cache (src/local/paths.ts reads the same locations) by scripts/build-models.mjs:
+//      the per-user cache (src/paths.ts reads the same locations) by scripts/build-models.mjs:
 //      in the background for `npm start` (the server answers meanwhile), in the foreground for
 //      `npm test` (`--for-tests`: the tests need the models);
 //   3. the web console (web/): its own npm dependencies and `vite build` into web/dist, which the

@@ -1,7 +1,7 @@
 /** Fixed corpus for the encoder parity harness and benchmark (../shared/data + adversarial texts). */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
+import type { EncoderSchema } from '../../src/encoder/schema';
 
 export interface Case {
   name: string;

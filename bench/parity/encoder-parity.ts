@@ -9,9 +9,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel } from '../../src/core/encoder/engine';
-import { canonResult } from '../../src/core/encoder/parity';
-import { DEFAULT_PYTHON } from '../../src/local/paths';
+import { EncoderModel } from '../../src/encoder/engine';
+import { createLogger } from '../../src/http/logger';
+import { canonResult } from '../../src/encoder/parity';
+import { DEFAULT_PYTHON } from '../../src/paths';
 import { parityCases } from './encoder-corpus';
 
 export function defaultModelDir(): string {
@@ -20,7 +21,7 @@ export function defaultModelDir(): string {
   throw new Error('no built mini model found (run containers/training/setup.sh --mini-out …)');
 }
 
-/** Same flattening as sift_trainer/export/gliner2_reference.py `canon` (src/core/encoder/parity.ts). */
+/** Same flattening as sift_trainer/export/gliner2_reference.py `canon` (src/encoder/parity.ts). */
 export const canon = canonResult;
 
 async function main(): Promise<void> {
@@ -29,7 +30,7 @@ async function main(): Promise<void> {
   const tol = 1e-3;
   console.log(`model: ${dir}`);
   const precision = process.env.SIFT_ENCODER_PRECISION === 'int8' ? 'int8' : 'fp32';
-  const model = await EncoderModel.load(dir, { precision });
+  const model = await EncoderModel.load(dir, { precision, logger: createLogger() });
   console.log(`precision: ${precision} (SIFT_ENCODER_PRECISION)`);
   const cases = parityCases();
   const ts: Array<{ name: string; results: Array<Record<string, number>>; chunked: number[] }> = [];

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/local/main';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/paths';
 
 type Row = Record<string, unknown> & { text: string };
 const BASE_MODEL = 'sift/gliner2-mini-v1';

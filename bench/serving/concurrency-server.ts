@@ -8,10 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../../src/core/encoder/runtime';
+import { encoderRuntime } from '../../src/core/extraction/runtime';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export interface ServerReady {
   url: string;

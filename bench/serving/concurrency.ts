@@ -26,10 +26,11 @@ import { join } from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { EncoderModel } from '../../src/core/encoder/engine';
-import type { BatchStats } from '../../src/core/encoder/batcher';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/local/paths';
+import { EncoderModel } from '../../src/encoder/engine';
+import { createLogger } from '../../src/http/logger';
+import type { BatchStats } from '../../src/encoder/batcher';
+import type { EncoderSchema } from '../../src/encoder/schema';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/paths';
 import type { ServerReady } from './concurrency-server';
 
 const args = process.argv.slice(2);
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
   const targets: Target[] = [await siftTarget('Sift /inference, batched', true)];
   if (!args.includes('--skip-unbatched')) targets.push(await siftTarget('Sift /inference, unbatched', false));
   if (!args.includes('--skip-python')) targets.push(await pythonTarget());
-  const engine = await EncoderModel.load(DIR);
+  const engine = await EncoderModel.load(DIR, { logger: createLogger() });
   const summary: string[] = [];
   try {
     console.log(`\n${'server'.padEnd(34)}${'clients'.padStart(8)}${'req/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'errors'.padStart(7)}`);

@@ -8,8 +8,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EncoderModel } from '../../src/core/encoder/engine';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { EncoderModel } from '../../src/encoder/engine';
+import { createLogger } from '../../src/http/logger';
+import type { EncoderSchema } from '../../src/encoder/schema';
 import { defaultModelDir } from '../parity/encoder-parity';
 
 const args = process.argv.slice(2);
@@ -22,7 +23,7 @@ const schema: EncoderSchema = { entities: LABELS.map((name) => ({ name })), clas
 const texts = readFileSync(join(DATA, 'wnut17/test.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, N).map((l) => (JSON.parse(l) as { text: string }).text);
 
 async function main(): Promise<void> {
-  const model = await EncoderModel.load(dir, { precision: args.includes('--int8') ? 'int8' : 'fp32', threads: flag('--threads', 1) });
+  const model = await EncoderModel.load(dir, { precision: args.includes('--int8') ? 'int8' : 'fp32', threads: flag('--threads', 1), logger: createLogger() });
   // wrap the session set: time per fragment and count runs
   const sessions = (model as unknown as { sessions: { run: (n: string, f: unknown) => Promise<unknown> } }).sessions;
   const run = sessions.run.bind(sessions);

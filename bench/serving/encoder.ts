@@ -17,9 +17,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel, type Precision } from '../../src/core/encoder/engine';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
-import { DEFAULT_PYTHON } from '../../src/local/paths';
+import { EncoderModel, type Precision } from '../../src/encoder/engine';
+import { createLogger } from '../../src/http/logger';
+import type { EncoderSchema } from '../../src/encoder/schema';
+import { DEFAULT_PYTHON } from '../../src/paths';
 import { defaultModelDir } from '../parity/encoder-parity';
 
 const args = process.argv.slice(2);
@@ -55,7 +56,7 @@ interface Result {
 }
 
 async function benchTs(precision: Precision): Promise<{ results: Result[]; model: EncoderModel }> {
-  const model = await EncoderModel.load(dir, { precision, threads: THREADS });
+  const model = await EncoderModel.load(dir, { precision, threads: THREADS, logger: createLogger() });
   const results: Result[] = [];
   for (const bs of BATCHES) {
     await model.infer(texts.slice(0, bs), schema, { batchSize: bs }); // warm-up

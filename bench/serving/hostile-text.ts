@@ -13,7 +13,7 @@
  * by default they run on the service's main thread, so /health waits for the batch in progress.
  *
  * For comparison in the same run, the splitter alone in this process: the linear scanner
- * (src/core/encoder/text.ts) against the regex it replaced (test/encoder/splitterOracle.ts),
+ * (src/encoder/text.ts) against the regex it replaced (test/encoder/splitterOracle.ts),
  * the regex only on 20,000 and 40,000 characters so that it finishes (it is quadratic).
  *
  * The service runs in a process of its own (bench/serving/concurrency-server.ts, the mini encoder from the
@@ -25,7 +25,7 @@ import { fork } from 'node:child_process';
 import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { splitWords } from '../../src/core/encoder/text';
+import { splitWords } from '../../src/encoder/text';
 import { regexSplitWords } from '../../test/encoder/splitterOracle';
 import type { ServerReady } from './concurrency-server';
 

@@ -1,16 +1,19 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { configFromEnv, defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { defaultConfig, type Services, type SiftConfig } from '../core/context';
+import { configFromEnv } from './config';
 import { UsageLedger } from '../core/billing/ledger';
 import { QueueUsageSpool, type UsageSpool } from '../core/billing/spool';
-import { stdoutUsageMetrics, type UsageMetrics } from '../core/billing/usageMetrics';
+import type { UsageMetrics } from '../core/billing/usageMetrics';
+import { stdoutUsageMetrics } from './metrics/emfUsageMetrics';
 import { createLogger, type Logger } from '../http/logger';
 import type { BlobStore, WorkQueue } from '../core/ports';
 import { LazyDecoderRuntime } from './decoder';
 import { DynamoRateLimiter } from './dynamodb/rateLimiter';
 import { DynamoRecordStore } from './dynamodb/recordStore';
 import { MemoryRateLimiter } from './memory/rateLimiter';
+import { localDatasetFiles } from './fs/datasetFiles';
 import { OnnxEncoderRuntime } from './onnx/encoderRuntime';
 import { S3BlobStore } from './s3/blobStore';
 import { SqsWorkQueue } from './sqs/workQueue';
@@ -80,6 +83,7 @@ export function createServices(w: AwsWiring): AwsServices {
       retentionDays: config.inferenceRetentionDays,
     }),
     usageMetrics,
+    datasetFiles: localDatasetFiles,
     // both start nothing until first used: a process that never runs a model loads none
     encoder: new OnnxEncoderRuntime(),
     decoder: new LazyDecoderRuntime(),

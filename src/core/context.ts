@@ -3,6 +3,7 @@ import type { HotPath } from './hotPath';
 import type { BlobStore, EncoderRuntime, GatewayKeys, ModelBuildTracker, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageMetrics } from './billing/usageMetrics';
+import type { DatasetFiles } from './datasets/validation';
 
 export interface SiftConfig {
   stage: string;
@@ -20,6 +21,14 @@ export interface SiftConfig {
   sessionTtlSeconds: number;
   /** Adaptive loop: reviewed traces (feedback) a project needs before a candidate is trained. */
   adaptiveMinExamples: number;
+  /** The encoder that labels generated NER texts and the label-existing endpoints use when none is named. */
+  defaultEncoder: string;
+  /** Where a training job without its own `instance_type` ran (billing, GPU minutes): `local`, or the stage's SageMaker type. */
+  trainingInstanceType: string;
+  /** The decoder the generation workflow writes synthetic texts with. */
+  generationModel: string;
+  /** Models /ready loads before it says ready (the ECS encoder service's target-health check). */
+  preloadModels: string[];
 }
 
 export const defaultConfig: SiftConfig = {
@@ -31,15 +40,11 @@ export const defaultConfig: SiftConfig = {
   inferenceRetentionDays: 90,
   sessionTtlSeconds: 12 * 3600,
   adaptiveMinExamples: 10,
+  defaultEncoder: 'sift/gliner2-mini-v1',
+  trainingInstanceType: 'local',
+  preloadModels: [],
+  generationModel: 'HuggingFaceTB/SmolLM2-135M-Instruct',
 };
-
-/** Settings an operator may change through the environment (every runtime reads the same names). */
-export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
-  const out: Partial<SiftConfig> = {};
-  const min = Number(env.SIFT_ADAPTIVE_MIN_EXAMPLES);
-  if (Number.isInteger(min) && min >= 2) out.adaptiveMinExamples = min;
-  return out;
-}
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
 export type WorkflowKind = 'evaluation' | 'generation' | 'adaptive';
@@ -58,6 +63,8 @@ export interface Services {
   usage: UsageSink;
   /** Finance's CloudWatch metrics (EMF): billed requests (through `usage`) and training minutes. */
   usageMetrics: UsageMetrics;
+  /** Dataset processing's scratch files and row validator (adapters/fs/datasetFiles.ts). */
+  datasetFiles: DatasetFiles;
   /** Training compute. Absent where this process cannot start jobs (they stay `requested`). */
   training?: TrainingLauncher;
   /** Per-process caches and write-behind of a long-lived server (hotPath.ts); absent in Lambdas. */

@@ -4,9 +4,7 @@
  * in-memory); the core never imports them (`npm run check:deps` keeps it so).
  */
 import type { Readable } from 'node:stream';
-import type { BatchedInferOptions } from './encoder/batcher';
-import type { EncoderModel, InferOutput, Precision } from './encoder/engine';
-import type { EncoderSchema } from './encoder/schema';
+import type { EncoderSchema, InferOutput, LoadedEncoder, Precision, RuntimeExtractOptions } from './extraction/types';
 import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
 import type { Logger } from './logger';
 import type { Team } from './identity';
@@ -259,16 +257,18 @@ export interface ServedEncoder {
 }
 
 /**
- * The encoder engine of this process (`svc.encoder`; adapters/onnx/encoderRuntime.ts): the one
- * place extraction reaches it, so a wrapper (a cross-request batcher) can stand in for it.
+ * The encoder engine of this process (`svc.encoder`; adapters/onnx/encoderRuntime.ts runs the GLiNER2
+ * engine of src/encoder/): the one place extraction reaches it, so a wrapper (a cross-request
+ * batcher) can stand in for it. Typed by what the core needs (extraction/types.ts); `M` is the
+ * runtime's loaded model, which the core only hands back to `infer`.
  */
-export interface EncoderRuntime {
+export interface EncoderRuntime<M extends LoadedEncoder = LoadedEncoder> {
   /** A local copy of the model's serving files, fetched from the blob store once. */
   localDir(blobs: BlobStore, model: ServedEncoder): Promise<string>;
   /** Shared sessions for a model directory (loaded once; least recently used released over a memory bound). */
-  model(dir: string, precision?: Precision): Promise<EncoderModel>;
+  model(dir: string, precision?: Precision): Promise<M>;
   /** One request's extraction on a loaded model; concurrent requests may share one engine call (batched). */
-  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts?: BatchedInferOptions): Promise<InferOutput>;
+  infer(model: M, texts: string[], schema: EncoderSchema, opts?: RuntimeExtractOptions): Promise<InferOutput>;
   loadedModels(): string[];
   close(): Promise<void>;
 }

@@ -1,12 +1,12 @@
 /**
  * Readiness (load balancer target health, ECS): the stores answer and, where the process serves
- * the engine, the models named in `SIFT_PRELOAD_MODELS` are loaded — so a fresh task gets traffic
+ * the engine, the models named in `svc.config.preloadModels` (SIFT_PRELOAD_MODELS) are loaded — so a fresh task gets traffic
  * only once its first request won't pay the model load.
  */
 import { baseModelManifestKey } from './modelLayout';
 import { CATALOG } from './catalog';
 import type { Services } from './context';
-import { encoderRuntime, resolveEncoderModel } from './encoder/runtime';
+import { encoderRuntime, resolveEncoderModel } from './extraction/runtime';
 import { describeBuild } from './modelBuild';
 import type { ModelBuildProgress } from './ports';
 
@@ -28,11 +28,7 @@ async function check(name: string, report: ReadinessReport, fn: () => Promise<un
   }
 }
 
-export function preloadModels(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.SIFT_PRELOAD_MODELS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-}
-
-export async function readiness(svc: Services, models: string[] = preloadModels()): Promise<ReadinessReport> {
+export async function readiness(svc: Services, models: string[] = svc.config.preloadModels): Promise<ReadinessReport> {
   const report: ReadinessReport = { ready: true, checks: {} };
   await Promise.all([
     check('records', report, () => svc.records.get('INSTALL', 'INSTALL')),

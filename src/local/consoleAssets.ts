@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { decodePath, type RequestTarget } from './httpAdapter';
-import { REPO_ROOT } from './paths';
+import { REPO_ROOT } from '../paths';
 
 /** Where `vite build` (scripts/setup.mjs) writes the console; served at /console by the local server. */
 export const CONSOLE_DIST = join(REPO_ROOT, 'web', 'dist');

@@ -4,7 +4,7 @@
  * classification, structures with a choice field, relations), plain and non-ASCII text. Small on
  * purpose: a large model answers them in seconds on a CPU.
  */
-import type { EncoderSchema } from '../core/encoder/schema';
+import type { EncoderSchema } from '../encoder/schema';
 
 export interface ParityCase {
   name: string;

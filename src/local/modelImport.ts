@@ -16,11 +16,12 @@ import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { missingAsUndefined } from '../adapters/fs/missingFile';
 import { CATALOG, findBaseModel, type BaseModel } from '../core/catalog';
-import { EncoderModel } from '../core/encoder/engine';
-import { canonResult, compareCanon, type CanonResult } from '../core/encoder/parity';
+import { EncoderModel } from '../encoder/engine';
+import { createLogger } from '../http/logger';
+import { canonResult, compareCanon, type CanonResult } from '../encoder/parity';
 import { MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
 import { IMPORT_PARITY_CASES, type ParityCase } from './importParityCases';
-import { DEFAULT_PYTHON, REPO_ROOT } from './paths';
+import { DEFAULT_PYTHON, REPO_ROOT } from '../paths';
 
 /** Scores must agree this closely (as bench/parity/encoder-parity.ts reports them), and every span and label must match. */
 export const IMPORT_PARITY_TOLERANCE = 1e-4;
@@ -110,7 +111,7 @@ export function runImportModule(args: string[], o: { python?: string | undefined
 
 /** TS engine vs the Python library's answers on every case. */
 async function checkParity(dir: string, cases: readonly ParityCase[], reference: Array<{ name: string; results: CanonResult[] }>, tolerance: number) {
-  const model = await EncoderModel.load(dir);
+  const model = await EncoderModel.load(dir, { logger: createLogger() });
   try {
     let items = 0;
     let maxDiff = 0;

@@ -9,7 +9,7 @@ import { tsImport } from 'tsx/esm/api';
 
 // the server went away (or closed the pool): nothing is left to answer
 process.on('disconnect', () => process.exit(0));
-const { validateDataset } = await tsImport('../core/datasets/validation.ts', import.meta.url);
+const { validateDataset } = await tsImport('../adapters/fs/datasetFiles.ts', import.meta.url);
 process.on('message', async ({ sourceFile, job }) => {
   try {
     process.send({ outcome: await validateDataset(createReadStream(sourceFile), job) });

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EncoderModel } from '../../src/core/encoder/engine';
+import { EncoderModel } from '../../src/encoder/engine';
 import { MemoryBlobStore } from '../../src/adapters/memory/blobStore';
 import { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryBlobStore } from '../../src/adapters/memory/blobStore';
 import { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
-import { EncoderModel } from '../../src/core/encoder/engine';
+import { EncoderModel } from '../../src/encoder/engine';
 
 let root: string;
 let cacheDir: string;

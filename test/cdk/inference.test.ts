@@ -131,7 +131,7 @@ describe('network', () => {
   });
 
   it('runs the encoder on the GPU the gateway task reserves, with a value the engine accepts', async () => {
-    const { executionProviderFromEnv, EXECUTION_PROVIDER_ENV } = await import('../../src/core/encoder/executionProvider');
+    const { executionProviderFromEnv, EXECUTION_PROVIDER_ENV } = await import('../../src/encoder/executionProvider');
     const tasks = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
     const gateway = tasks.flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>).find((c) => c.Name === 'gateway')!;
     expect(gateway.ResourceRequirements).toEqual([{ Type: 'GPU', Value: '1' }]);

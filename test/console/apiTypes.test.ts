@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApi } from '../../src/http/openapi';
 import { API_VERSION, allRoutes } from '../../src/http/routes';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 
 const generator = join(REPO_ROOT, 'web', 'node_modules', '.bin', 'openapi-typescript');
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { jest } from '@jest/globals';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { CONSOLE_DIST } from '../../src/local/consoleAssets';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 import { TestStack } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 

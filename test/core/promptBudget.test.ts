@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { impossibleLabels, minWordPieceTokens } from '../../src/core/training/promptBudget';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 const summary = (s: Partial<Parameters<typeof impossibleLabels>[2]>) => ({ label_vocabulary: [], entity_types: [], relation_types: [], structures: {}, ...s });
 

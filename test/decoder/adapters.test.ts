@@ -21,7 +21,7 @@ import type { CachePlan, DecoderAdapterSpec, GenerationEvent } from '../../src/c
 import { ServiceUnavailableError } from '../../src/core/errors';
 import { modelPrefix } from '../../src/core/training/artifacts';
 import { startEmulators, type Emulators } from '../../src/local/emulators';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../../src/paths';
 
 jest.setTimeout(600_000);
 

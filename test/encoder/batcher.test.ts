@@ -1,14 +1,14 @@
 /**
- * Batching across requests (src/core/encoder/batcher.ts) on the built mini model: concurrent requests
+ * Batching across requests (src/encoder/batcher.ts) on the built mini model: concurrent requests
  * with the same schema share one engine call, each gets exactly what the engine gives it alone (its
  * own results and input tokens), a bad request fails alone, aborted requests leave, and a lone request
  * starts after the bounded wait. Batches start when full or when the wait ends, so the assertions on
  * batch sizes use a long wait and an exact batch size: they never depend on timing.
  * Needs the set-up's mini model (~/.cache/sift/models or SIFT_MODELS_DIR); fails if absent.
  */
-import { EncoderBatcher } from '../../src/core/encoder/batcher';
-import { EncoderInputError, type InferOutput } from '../../src/core/encoder/engine';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { EncoderBatcher } from '../../src/encoder/batcher';
+import { EncoderInputError, type InferOutput } from '../../src/encoder/engine';
+import type { EncoderSchema } from '../../src/encoder/schema';
 import { useMiniModel } from '../helpers/miniModel';
 
 const miniModel = useMiniModel();

@@ -1,5 +1,5 @@
-/** Encoder batches (src/core/encoder/batches.ts): every record once, in order, each batch within its row and padding bounds. */
-import { MAX_BATCH_TOKENS, MAX_PADDING, paddedBatches } from '../../src/core/encoder/batches';
+/** Encoder batches (src/encoder/batches.ts): every record once, in order, each batch within its row and padding bounds. */
+import { MAX_BATCH_TOKENS, MAX_PADDING, paddedBatches } from '../../src/encoder/batches';
 
 const check = (lengths: number[], batchSize: number) => {
   const batches = paddedBatches(lengths, batchSize);

@@ -7,7 +7,7 @@
  * the machine's speed. Needs the set-up's mini model in the model store; fails if absent.
  */
 import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../../src/core/encoder/runtime';
+import { encoderRuntime } from '../../src/core/extraction/runtime';
 import { TestStack } from '../helpers/localStack';
 
 const MODEL = 'sift/gliner2-mini-v1';

@@ -7,8 +7,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXECUTION_PROVIDER_ENV, executionProviderFromEnv, isProviderUnavailable, withProviderFallback, type ExecutionProvider } from '../../src/core/encoder/executionProvider';
-import { createSessions } from '../../src/core/encoder/sessions';
+import { EXECUTION_PROVIDER_ENV, executionProviderFromEnv, isProviderUnavailable, withProviderFallback, type ExecutionProvider } from '../../src/encoder/executionProvider';
+import { createSessions } from '../../src/encoder/sessions';
 import { identityModel } from '../helpers/tinyOnnx';
 
 const CUDA_LIB = join('node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'linux', 'x64', 'libonnxruntime_providers_cuda.so');

@@ -3,8 +3,8 @@
  * does not fit is run in label groups and merged (engine.ts `labelGroups` / `mergeGroups`).
  * Needs the set-up's mini model (~/.cache/sift/models or SIFT_MODELS_DIR); fails if absent.
  */
-import { EncoderInputError, type EncoderResult } from '../../src/core/encoder/engine';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { EncoderInputError, type EncoderResult } from '../../src/encoder/engine';
+import type { EncoderSchema } from '../../src/encoder/schema';
 import { useMiniModel } from '../helpers/miniModel';
 
 const miniModel = useMiniModel();

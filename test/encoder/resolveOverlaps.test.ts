@@ -1,12 +1,12 @@
 /**
- * The chunk merge's overlap resolution (src/core/encoder/decode.ts `resolveDisallow`, gliner2
+ * The chunk merge's overlap resolution (src/encoder/decode.ts `resolveDisallow`, gliner2
  * `resolve_overlaps(policy="disallow")`): the same spans as gliner2's algorithm (the quadratic port
  * below, which the engine ran before) on generated span sets full of exact ties, in a number of steps
  * linear in the spans. Before, a 100,000-character text of `a.` (tens of thousands of merged spans)
  * copied a selection per span and ran the server out of memory (bench:hostile-text).
  */
 import fc from 'fast-check';
-import { resolveDisallow } from '../../src/core/encoder/decode';
+import { resolveDisallow } from '../../src/encoder/decode';
 
 interface Item {
   score: number;

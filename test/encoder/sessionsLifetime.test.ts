@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 import { identityModel } from '../helpers/tinyOnnx';
 
 let dir: string;
@@ -25,7 +25,7 @@ async function runScript(body: string) {
   const script = join(dir, `script-${Math.random().toString(36).slice(2)}.mts`);
   await writeFile(
     script,
-    `import { createSessions } from ${JSON.stringify(join(REPO_ROOT, 'src', 'core', 'encoder', 'sessions.ts'))};
+    `import { createSessions } from ${JSON.stringify(join(REPO_ROOT, 'src', 'encoder', 'sessions.ts'))};
 const quiet = { info() {}, warn() {} };
 const sessions = await createSessions({ encoder: ${JSON.stringify(join(dir, 'identity.onnx'))} }, { executionProvider: 'cpu', logger: quiet });
 const call = (a, b) => sessions.run('encoder', { x: { type: 'float32', data: Float32Array.from([a, b]), dims: [2] } }).then((o) => Array.from(o.y.data));

@@ -1,5 +1,5 @@
 /**
- * The encoder's word splitter (src/core/encoder/text.ts `splitWords`): the same words (raw, lower,
+ * The encoder's word splitter (src/encoder/text.ts `splitWords`): the same words (raw, lower,
  * code-point starts/ends) as gliner2's regex (test/encoder/splitterOracle.ts) on every input, in a
  * number of steps linear in the text (security review F1: the regex is quadratic on runs of
  * `.`/`%`/`+`/`-`, and one request of 100,000 dots held the event loop for 108 s).
@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { splitWords, type SplitStats } from '../../src/core/encoder/text';
+import { splitWords, type SplitStats } from '../../src/encoder/text';
 import { regexSplitWords } from './splitterOracle';
 
 const expectSameSplit = (text: string) => expect(splitWords(text)).toEqual(regexSplitWords(text));

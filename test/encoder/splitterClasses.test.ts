@@ -1,10 +1,10 @@
 /**
- * The word splitter's character classes (src/core/encoder/text.ts `classOf`, `foldsTo`) are the
+ * The word splitter's character classes (src/encoder/text.ts `classOf`, `foldsTo`) are the
  * one-character classes and literals of gliner2's pattern under JS's `iu` flags
  * (test/encoder/splitterOracle.ts), on every code point: U+017F ſ and U+212A K case-fold into
  * [a-z], lone surrogates are code points of their own, \p{L}\p{N}\p{M} as the regex reads them.
  */
-import { CLASS_BITS, classOf, foldsTo } from '../../src/core/encoder/text';
+import { CLASS_BITS, classOf, foldsTo } from '../../src/encoder/text';
 import { ORACLE_CLASSES } from './splitterOracle';
 
 describe('splitWords character classes', () => {

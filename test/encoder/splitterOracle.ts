@@ -1,9 +1,9 @@
 /**
- * The reference for `splitWords` (src/core/encoder/text.ts): gliner2 2.1.0's splitter regex as the
+ * The reference for `splitWords` (src/encoder/text.ts): gliner2 2.1.0's splitter regex as the
  * encoder ran it before the linear scanner, kept only as the oracle of the splitter tests and of
  * bench/serving/hostile-text.ts. Quadratic on runs of `.`/`%`/`+`/`-` with no `@`: never use it on input.
  */
-import type { SplitText } from '../../src/core/encoder/text';
+import type { SplitText } from '../../src/encoder/text';
 
 /** Python `str.isspace()` characters. */
 const PY_SPACE = '\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';

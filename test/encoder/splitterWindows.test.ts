@@ -1,13 +1,13 @@
 /**
- * Long texts on the event loop (src/core/encoder/windows.ts): splitting a request's texts and building
+ * Long texts on the event loop (src/encoder/windows.ts): splitting a request's texts and building
  * a long text's windows yield to the event loop, so other requests interleave with them, and the
  * windows split each character at most twice (security review F1: four 100,000-character texts held
  * the process for minutes). A stand-in tokenizer keeps this to the host-side work; no model needed.
  */
 import type { Tokenizer } from 'tokenizers';
-import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema } from '../../src/core/encoder/schema';
-import { PromptTokens } from '../../src/core/encoder/tokenize';
-import { splitTexts, textWindows, YIELD_EVERY_CHARS } from '../../src/core/encoder/windows';
+import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema } from '../../src/encoder/schema';
+import { PromptTokens } from '../../src/encoder/tokenize';
+import { splitTexts, textWindows, YIELD_EVERY_CHARS } from '../../src/encoder/windows';
 
 /** One id per 4 UTF-16 units of a pre-token (at least one), answered without a macrotask. */
 const stubTokenizer = {

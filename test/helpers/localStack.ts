@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { SiftConfig } from '../../src/core/context';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal, type LocalService } from '../../src/local/main';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export const OPERATOR_KEY = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';
 

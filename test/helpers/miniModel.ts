@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EncoderModel } from '../../src/core/encoder/engine';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { EncoderModel } from '../../src/encoder/engine';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export const MINI_MODEL_DIR = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
 

@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { create as createTar } from 'tar';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 
 const TRAINER = join(REPO_ROOT, 'containers/training/sift_trainer');
 
@@ -26,7 +26,7 @@ export async function trainerModelFiles(): Promise<string[]> {
   const onnx = (await matches('export/export_onnx.py', /onnx_dir \/ "([^"]+)"/g)).map((f) => `onnx/${f}`);
   const all = [...new Set([...manifestFiles, ...written, ...onnx])].sort();
   // the engine cannot load a model without these: if the trainer stops naming them, say so here
-  // (src/core/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
+  // (src/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
   const needed = ['manifest.json', 'metrics.json', 'validation.jsonl', 'config.json', 'tokenizer.json', 'onnx/gliner2_config.json'];
   for (const fragment of ['encoder', 'span_rep', 'count_pred', 'count_embed', 'classifier']) needed.push(`onnx/${fragment}.onnx`);
   for (const file of needed) {

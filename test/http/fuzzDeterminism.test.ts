@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 
 let dir: string;
 beforeAll(async () => {

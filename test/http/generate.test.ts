@@ -86,8 +86,9 @@ it.each([
 });
 
 it('a generator that cannot run fails the job with the reason', async () => {
-  const saved = process.env.SIFT_GENERATION_MODEL;
-  process.env.SIFT_GENERATION_MODEL = 'acme/not-installed';
+  // as the service would have read SIFT_GENERATION_MODEL at start (configuration is read once per process)
+  const saved = stack.svc.config.generationModel;
+  stack.svc.config.generationModel = 'acme/not-installed';
   try {
     const res = await stack.call('POST', '/generate', { body: { task_type: 'decoder', dataset_name: 'gen-chat', num_examples: 2 } });
     const job = await finished(res.body.job_id);
@@ -95,7 +96,6 @@ it('a generator that cannot run fails the job with the reason', async () => {
     expect(job.error).toMatch(/acme\/not-installed.*not installed/);
     expect(job.finished_at).toEqual(expect.any(String));
   } finally {
-    if (saved === undefined) delete process.env.SIFT_GENERATION_MODEL;
-    else process.env.SIFT_GENERATION_MODEL = saved;
+    stack.svc.config.generationModel = saved;
   }
 });

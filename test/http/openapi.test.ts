@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allRoutes } from '../../src/http/routes';
-import { REPO_ROOT } from '../../src/local/paths';
+import { REPO_ROOT } from '../../src/paths';
 import { TestStack } from '../helpers/localStack';
 
 let stack: TestStack;

@@ -1,20 +1,22 @@
 /** GET /ready: the ECS target-health check — stores reachable, preloaded models really loaded. */
+import { configFromEnv } from '../../src/adapters/config';
 import { TestStack } from '../helpers/localStack';
 
 let stack: TestStack;
-const saved = process.env.SIFT_PRELOAD_MODELS;
+/** As the service would have read SIFT_PRELOAD_MODELS at start (configuration is read once per process). */
+const preload = (value: string | undefined) => {
+  stack.svc.config.preloadModels = configFromEnv({ SIFT_PRELOAD_MODELS: value }).preloadModels ?? [];
+};
 
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true });
 }, 120_000);
 afterAll(async () => {
-  if (saved === undefined) delete process.env.SIFT_PRELOAD_MODELS;
-  else process.env.SIFT_PRELOAD_MODELS = saved;
   await stack?.stop();
 });
 
 it('is ready without credentials when the stores answer', async () => {
-  delete process.env.SIFT_PRELOAD_MODELS;
+  preload(undefined);
   const res = await stack.call('GET', '/ready', { key: null });
   expect(res.status).toBe(200);
   expect(res.body.ready).toBe(true);
@@ -22,13 +24,13 @@ it('is ready without credentials when the stores answer', async () => {
 });
 
 it('loads the preloaded models before saying ready, and says which one is missing', async () => {
-  process.env.SIFT_PRELOAD_MODELS = 'sift/gliner2-mini-v1';
+  preload('sift/gliner2-mini-v1');
   const ok = await stack.call('GET', '/ready', { key: null });
   expect(ok.status).toBe(200);
   expect(ok.body.checks['model:sift/gliner2-mini-v1'].ok).toBe(true);
 
   // a catalog model whose weights this installation does not have
-  process.env.SIFT_PRELOAD_MODELS = 'sift/gliner2-mini-v1, fastino/gliner2-large-v1';
+  preload('sift/gliner2-mini-v1, fastino/gliner2-large-v1');
   const missing = await stack.call('GET', '/ready', { key: null });
   expect(missing.status).toBe(503);
   expect(missing.body.ready).toBe(false);

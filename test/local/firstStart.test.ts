@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 import { jsonl, TestStack } from '../helpers/localStack';
 
 const MINI = 'sift/gliner2-mini-v1';

@@ -13,12 +13,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readModelDir } from '../../src/adapters/modelPublisher';
 import { importCommand } from '../../src/cli/models';
-import { EncoderModel } from '../../src/core/encoder/engine';
-import { canonResult, compareCanon } from '../../src/core/encoder/parity';
-import type { EncoderSchema } from '../../src/core/encoder/schema';
+import { EncoderModel } from '../../src/encoder/engine';
+import { canonResult, compareCanon } from '../../src/encoder/parity';
+import type { EncoderSchema } from '../../src/encoder/schema';
 import { importCheckpoint, modelIdFromCheckpoint, ModelImportError } from '../../src/local/modelImport';
 import { pullModel } from '../../src/local/modelPull';
-import { DEFAULT_MODELS_DIR } from '../../src/local/paths';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 import { TestStack } from '../helpers/localStack';
 
 const MINI = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');

@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CACHE_DIR, REPO_ROOT } from '../../src/local/paths';
+import { CACHE_DIR, REPO_ROOT } from '../../src/paths';
 
 const MINI = 'sift/gliner2-mini-v1';
 const fakePython = join(REPO_ROOT, 'test', 'fixtures', 'fake-python.mjs');

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Services } from '../../core/context';
-import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../local/paths';
+import { CACHE_DIR, DEFAULT_MODELS_DIR, REPO_ROOT } from '../../paths';
 import { decoderProfile } from '../../core/decoder/models';
 import { PromptCache } from '../../core/decoder/promptCache';
-import { ServiceUnavailableError } from '../../core/errors';
 import type { DecoderRuntime } from '../../core/decoder/service';
 import type { DecoderBackend } from '../../core/decoder/types';
 import { LlamaCppDecoder } from './llamaCpp';
 import { OpenAiUpstreamDecoder } from './openAiUpstream';
 
+export { decoderRuntime } from '../../core/decoder/service';
 export { defaultThreads, LlamaCppDecoder } from './llamaCpp';
 export { OpenAiUpstreamDecoder } from './openAiUpstream';
 
@@ -107,11 +107,6 @@ export function configureDecoder(svc: Services, setup: DecoderSetup): void {
   svc.decoder = new LazyDecoderRuntime(setup);
 }
 
-/** The service's decoder runtime; a 503 where this process has none. */
-export function decoderRuntime(svc: Services): DecoderRuntime {
-  if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
-  return svc.decoder;
-}
 
 /** Frees the model and its KV snapshots (local mode shutdown). */
 export async function closeDecoder(svc: Services): Promise<void> {

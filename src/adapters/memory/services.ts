@@ -1,8 +1,9 @@
 import { UsageLedger } from '../../core/billing/ledger';
 import { QueueUsageSpool } from '../../core/billing/spool';
-import { emfUsageMetrics } from '../../core/billing/usageMetrics';
+import { emfUsageMetrics } from '../metrics/emfUsageMetrics';
 import { defaultConfig, type Services, type SiftConfig } from '../../core/context';
 import type { Logger, WorkMessage } from '../../core/ports';
+import { localDatasetFiles } from '../fs/datasetFiles';
 import { MemoryBlobStore } from './blobStore';
 import { MemoryRateLimiter } from './rateLimiter';
 import { MemoryRecordStore } from './recordStore';
@@ -39,6 +40,7 @@ export function createMemoryServices(opts: { now?: () => Date; config?: Partial<
     rateLimiter: new MemoryRateLimiter(),
     usage: new UsageLedger({ records, spool: new QueueUsageSpool(queue), metrics: usageMetrics, logger: quiet, mode: 'write-through', retentionDays: config.inferenceRetentionDays }),
     usageMetrics,
+    datasetFiles: localDatasetFiles,
     now: opts.now ?? (() => new Date()),
   };
 }

@@ -10,15 +10,37 @@ import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { batcherOptionsFromEnv, EncoderBatcher, type BatchedInferOptions, type BatcherOptions } from '../../core/encoder/batcher';
-import { EncoderModel, type InferOutput, type Precision } from '../../core/encoder/engine';
-import type { EncoderSchema } from '../../core/encoder/schema';
+import { EncoderBatcher, type BatchedInferOptions, type BatcherOptions } from '../../encoder/batcher';
+import { EncoderModel, type InferOutput, type Precision } from '../../encoder/engine';
+import type { EncoderSchema } from '../../encoder/schema';
 import { ServiceUnavailableError } from '../../core/errors';
 import { containedPath } from '../../core/safePath';
 import { TtlCache } from '../../core/hotPath';
 import { createLogger } from '../../http/logger';
 import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
 import { missingAsUndefined } from '../fs/missingFile';
+
+const envNumber = (name: string): number | undefined => {
+  const v = process.env[name];
+  return v === undefined || v === '' ? undefined : Number(v);
+};
+
+/** The batcher's defaults, overridable per process (README "Encoder batching" settings). */
+export function batcherOptionsFromEnv(): BatcherOptions {
+  const o: BatcherOptions = {};
+  const wait = envNumber('SIFT_ENCODER_BATCH_WAIT_MS');
+  const texts = envNumber('SIFT_ENCODER_BATCH_MAX_TEXTS');
+  const chars = envNumber('SIFT_ENCODER_BATCH_MAX_CHARS');
+  const inFlight = envNumber('SIFT_ENCODER_BATCH_IN_FLIGHT');
+  const pass = envNumber('SIFT_ENCODER_BATCH_PASS_TEXTS');
+  if (wait !== undefined) o.maxWaitMs = wait;
+  if (texts !== undefined) o.maxBatchTexts = texts;
+  if (chars !== undefined) o.maxBatchChars = chars;
+  if (inFlight !== undefined) o.maxInFlight = inFlight;
+  if (pass !== undefined) o.passTexts = pass;
+  return o;
+}
+
 
 /**
  * How long a model directory checked against the store's manifest is trusted without checking again:
@@ -45,13 +67,13 @@ export interface EncoderRuntimeOptions {
   maxCacheBytes?: number;
   precision?: Precision;
   threads?: number;
-  /** Batching across requests (core/encoder/batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
+  /** Batching across requests (src/encoder/batcher.ts); default: `SIFT_ENCODER_BATCH_*` settings, else its defaults. */
   batching?: BatcherOptions;
   /** How long a checked local copy is trusted (ms); default 5 s. */
   checkedTtlMs?: number;
 }
 
-export class OnnxEncoderRuntime implements EncoderRuntime {
+export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
   readonly cacheDir: string;
   private readonly maxBytes: number;
   private readonly maxCacheBytes: number;
@@ -63,9 +85,11 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
   private readonly checked: TtlCache<string>;
   /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
   readonly batcher: EncoderBatcher;
+  /** The service's JSON logger: batch summaries, and the execution provider each model's sessions use. */
+  private readonly logger = createLogger();
 
   constructor(opts: EncoderRuntimeOptions = {}) {
-    this.batcher = new EncoderBatcher({ logger: createLogger(), ...batcherOptionsFromEnv(), ...opts.batching });
+    this.batcher = new EncoderBatcher({ logger: this.logger, ...batcherOptionsFromEnv(), ...opts.batching });
     this.cacheDir = opts.cacheDir ?? process.env.SIFT_ENCODER_CACHE_DIR ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env.SIFT_ENCODER_MAX_LOADED_BYTES ?? 2 * 1024 ** 3);
     this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env.SIFT_ENCODER_CACHE_MAX_BYTES ?? 8 * 1024 ** 3);
@@ -165,7 +189,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime {
       this.loaded.set(key, p); // most recently used last
       return p;
     }
-    p = EncoderModel.load(dir, { precision: usePrecision, ...(this.threads ? { threads: this.threads } : {}) });
+    p = EncoderModel.load(dir, { precision: usePrecision, logger: this.logger, ...(this.threads ? { threads: this.threads } : {}) });
     this.loaded.set(key, p);
     // a load that failed is forgotten (the next request tries again); its error reaches the caller below
     p.catch(() => this.loaded.delete(key));

@@ -44,7 +44,8 @@ export interface BillableTrainingJob {
   compute_seconds?: number;
 }
 
-export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>): string => job.instance_type ?? process.env.SIFT_TRAINING_INSTANCE_TYPE ?? 'local';
+/** Where the job ran: its own record's type, else the process's (`svc.config.trainingInstanceType`: `local`, or the stage's SageMaker type). */
+export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>, fallback: string): string => job.instance_type ?? fallback;
 
 export function trainingSeconds(job: BillableTrainingJob): number {
   if (typeof job.compute_seconds === 'number') return job.compute_seconds;
@@ -65,7 +66,7 @@ export async function billTrainingJob(svc: Services, teamId: string, job: Billab
     output_tokens: 0,
     cache_read_tokens: 0,
     cache_write_tokens: 0,
-    cost_usd_micros: trainingCostMicros(trainingInstanceType(job), seconds),
+    cost_usd_micros: trainingCostMicros(trainingInstanceType(job, svc.config.trainingInstanceType), seconds),
   });
 }
 

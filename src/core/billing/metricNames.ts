@@ -1,5 +1,5 @@
 /**
- * The CloudWatch names finance reads: the EMF emitter (usageMetrics.ts) and the finance dashboard
+ * The CloudWatch names finance reads: the EMF emitter (src/adapters/metrics/emfUsageMetrics.ts) and the finance dashboard
  * (lib/observability-stack.ts) both import them from here, so a query can never name a metric or a
  * dimension set that nothing emits.
  */

@@ -1,15 +1,10 @@
 /**
- * Finance's CloudWatch metrics as EMF lines, built by Powertools Metrics and written to the
- * runtime's log: stdout on Lambda and ECS (the awslogs driver ships it to CloudWatch Logs, which
- * extracts EMF without any header: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Generation_PutLogEvents.html),
- * and a log file in local mode. Dimensions are exactly `{endpoint, model}` — Powertools' default
- * `service` dimension is dropped, because the dashboard's SCHEMA() queries match a dimension set
- * exactly.
+ * Finance's CloudWatch metrics, as the core reports them (`svc.usageMetrics`): one event per billed
+ * request, training's GPU minutes, and the usage batches the spool took or found stale. The runtime
+ * passes the implementation in (src/adapters/metrics/emfUsageMetrics.ts: EMF lines built by
+ * Powertools Metrics); names and units are metricNames.ts.
  */
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { BilledUsage } from './usageBatch';
-import { METRICS_NAMESPACE, SPOOLED_METRIC, STALE_METRIC, TRAINING_ENDPOINT, type UsageMetric } from './metricNames';
-import { microsToUsd } from './money';
 
 export interface UsageMetrics {
   billed(usage: BilledUsage): void;
@@ -17,38 +12,3 @@ export interface UsageMetrics {
   spooled(batches: number): void;
   stale(batches: number): void;
 }
-
-export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
-  const metrics = new Metrics({ namespace: METRICS_NAMESPACE });
-  metrics.clearDefaultDimensions();
-  const emit = (dimensions: Record<string, string>, values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC, number>>) => {
-    metrics.addDimensions(dimensions);
-    for (const [name, value] of Object.entries(values)) {
-      metrics.addMetric(name, name === 'CostUsd' ? MetricUnit.NoUnit : MetricUnit.Count, value);
-    }
-    const line = JSON.stringify(metrics.serializeMetrics());
-    metrics.clearMetrics();
-    metrics.clearDimensions();
-    write(line);
-  };
-  return {
-    billed: (u) =>
-      emit(
-        { endpoint: u.endpoint, model: u.base_model },
-        {
-          Requests: 1,
-          InputTokens: u.input_tokens,
-          OutputTokens: u.output_tokens,
-          CacheReadTokens: u.cache_read_tokens,
-          CacheWriteTokens: u.cache_write_tokens,
-          CostUsd: microsToUsd(u.cost_usd_micros),
-        },
-      ),
-    trainingMinutes: (model, minutes) => emit({ endpoint: TRAINING_ENDPOINT, model }, { GpuMinutes: minutes }),
-    spooled: (n) => emit({ component: 'usage' }, { [SPOOLED_METRIC]: n }),
-    stale: (n) => emit({ component: 'usage' }, { [STALE_METRIC]: n }),
-  };
-}
-
-/** Lambda and ECS: one EMF line per event on stdout. */
-export const stdoutUsageMetrics = (): UsageMetrics => emfUsageMetrics((line) => process.stdout.write(`${line}\n`));

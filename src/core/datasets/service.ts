@@ -1,15 +1,11 @@
 import { datasetHeadItem, datasetVersionItem, datasetVersionsPrefix, teamPartition } from '../recordKeys';
 import { ITEM_EXISTS, WriteConflict, type Condition } from '../ports';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Services } from '../context';
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from '../errors';
 import { newUuid } from '../ids';
 import { formatOf } from './reader';
 import type { RowError } from './rows';
-import { limitBytes, SourceChangedError, validateDataset, type DatasetValidator } from './validation';
+import { limitBytes, SourceChangedError, type DatasetValidator } from './validation';
 
 export type DatasetStatus = 'pending_upload' | 'processing' | 'ready' | 'failed';
 
@@ -263,14 +259,14 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
  * and flip the version to `ready`, or mark it `failed` with the report. Idempotent: a version no
  * longer `processing` is left alone, so a redelivered message does nothing. Each attempt is claimed
  * first (`claimAttempt`): a version whose attempts keep killing their worker ends `failed`.
- * `validate` runs the rows (local mode passes one that runs them in a worker thread).
+ * `validate` runs the rows (default: `svc.datasetFiles.validate`; local mode passes one that runs them in a child process).
  */
-export async function processVersion(svc: Services, teamId: string, name: string, version: number, validate: DatasetValidator = validateDataset): Promise<void> {
+export async function processVersion(svc: Services, teamId: string, name: string, version: number, validate: DatasetValidator = svc.datasetFiles.validate): Promise<void> {
   const record = await claimAttempt(svc, teamId, name, version);
   if (!record) return;
   const item = datasetVersionItem(teamId, name, version);
-  const dir = await mkdtemp(join(tmpdir(), 'sift-ds-'));
-  const rowsFile = join(dir, 'rows.jsonl');
+  const scratch = await svc.datasetFiles.open();
+  const { rowsFile } = scratch;
   try {
     // Read no more than was checked when processing started (F9: a re-PUT in between is refused, not streamed).
     const checked = record.size_bytes;
@@ -315,13 +311,13 @@ export async function processVersion(svc: Services, teamId: string, name: string
       return;
     }
     const key = rowsKey(teamId, name, version);
-    await svc.blobs.put(key, createReadStream(rowsFile), 'application/x-ndjson');
+    await svc.blobs.put(key, scratch.rows(), 'application/x-ndjson');
     await settle(svc, record, key, item, {
       set: { ...outcome.summary, status: 'ready', sha256: outcome.sha256, size_bytes: outcome.bytes, processed_at: processedAt },
       condition: claimed,
     });
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await scratch.dispose();
   }
 }
 

@@ -1,10 +1,11 @@
 /**
  * The CPU- and memory-heavy part of dataset processing: read an uploaded file once, validate every
  * row, write the normalized rows, and keep a bounded report. No records, no blobs: its input is a
- * byte stream and its output a file and a value, so a runtime may run it elsewhere than on the
- * thread that serves requests (local mode: a worker thread, src/local/validationThread.ts).
+ * byte stream and its output a stream of rows and a value, so a runtime may run it elsewhere than on
+ * the thread that serves requests (local mode: a child process, src/local/validationProcess.ts). The
+ * rows go to a file the runtime provides (`DatasetFiles`, src/adapters/fs/datasetFiles.ts).
  */
-import { createWriteStream } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
 import { ByteTally, readRows, type DatasetFormat } from './reader';
 import { boundRowError, DatasetSummary, validateRow, type RowError } from './rows';
 
@@ -35,8 +36,24 @@ export interface ValidationOutcome {
   bytes: number;
 }
 
-/** Runs a validation job over a file's bytes: `validateDataset` in this thread, or an adapter's elsewhere. */
+/** Runs a validation job over a file's bytes: `validateRows` into `job.rowsFile` (src/adapters/fs/datasetFiles.ts), in this thread or elsewhere. */
 export type DatasetValidator = (source: AsyncIterable<Buffer>, job: ValidationJob) => Promise<ValidationOutcome>;
+
+/** One processing attempt's scratch space: `rowsFile` for the validator, read back for the upload, removed by `dispose`. */
+export interface RowsScratch {
+  rowsFile: string;
+  rows(): Readable;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Dataset processing's local files (`svc.datasetFiles`; src/adapters/fs/datasetFiles.ts): where an
+ * attempt's normalized rows are written before they are uploaded, and the validator that writes them.
+ */
+export interface DatasetFiles {
+  open(): Promise<RowsScratch>;
+  validate: DatasetValidator;
+}
 
 /** Errors as they are found: all counted, the first kept within REPORT_LIMITS (count and bytes). */
 export class ErrorReport {
@@ -55,13 +72,16 @@ export class ErrorReport {
   }
 }
 
-export const validateDataset: DatasetValidator = async (source, job) => {
+/**
+ * Validates every row of `source`, writing the normalized rows to `out` (one JSON object per line)
+ * while no error is found, and ends `out`. The runtime opens `out` (a file: datasetFiles.ts).
+ */
+export async function validateRows(source: AsyncIterable<Buffer>, job: ValidationJob, out: Writable): Promise<ValidationOutcome> {
   const summary = new DatasetSummary();
   const report = new ErrorReport();
   const note = (e: RowError) => report.note(e);
   let rowsRead = 0;
   const tally = new ByteTally();
-  const out = createWriteStream(job.rowsFile);
   try {
     for await (const parsed of readRows(job.format, tally.tap(source), { maxRowBytes: job.maxRowBytes, maxJsonBytes: job.maxJsonBytes })) {
       rowsRead += 1;
@@ -84,7 +104,7 @@ export const validateDataset: DatasetValidator = async (source, job) => {
     note({ row: null, field: null, message: `the file's sha256 is ${sha256}, not the declared ${job.declaredSha256}: the upload is truncated or altered` });
   }
   return { rowsRead, errorCount: report.count, errors: report.kept, summary: summary.describe(), sha256, bytes: tally.bytes };
-};
+}
 
 /** The stored file is not the one that was checked when processing started (security review F9). */
 export class SourceChangedError extends Error {

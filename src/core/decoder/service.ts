@@ -1,6 +1,6 @@
 import type { Principal, Services } from '../context';
 import type { DecoderRuntime } from './runtime';
-import { BadRequestError } from '../errors';
+import { BadRequestError, ServiceUnavailableError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
@@ -10,6 +10,12 @@ import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, Sam
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
 export type { DecoderRuntime } from './runtime';
+
+/** The service's decoder runtime; a 503 where this process has none. */
+export function decoderRuntime(svc: Services): DecoderRuntime {
+  if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
+  return svc.decoder;
+}
 
 export type StartUsage = Extract<GenerationEvent, { type: 'start' }>['usage'];
 

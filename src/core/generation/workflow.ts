@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import type { Services } from '../context';
 import { getVersion } from '../datasets/service';
 import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '../datasets/produced';
-import { resolveEncoderModel } from '../encoder/runtime';
+import { resolveEncoderModel } from '../extraction/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
 import { finishGeneration, getGenerationJob, type GenerationJob } from './jobs';
@@ -85,7 +85,7 @@ export async function generateShard(
   generator: TextGenerator,
   labeller: EvaluationPredictor,
   input: { jobId: string; teamId: string; shard: GenerationShard },
-  encoderModel = process.env.SIFT_DEFAULT_ENCODER ?? 'sift/gliner2-mini-v1',
+  encoderModel = svc.config.defaultEncoder,
 ): Promise<{ key: string; rows: number }> {
   const job = await getGenerationJob(svc, input.teamId, input.jobId);
   const seen = new Set<string>();

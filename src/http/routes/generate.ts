@@ -6,7 +6,7 @@
  */
 import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { z } from 'zod';
-import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/encoder/api';
+import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/extraction/api';
 import { ValidationError } from '../../core/errors';
 import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
 import { json, route, type HandlerContext } from '../types';
@@ -14,7 +14,6 @@ import { nonBlank } from '../validation';
 import { computeStartErrors, modelRunErrors } from './errorDocs';
 
 /** The encoder used when the request names none: an operator setting, else the built-in mini model. */
-const defaultEncoder = () => process.env.SIFT_DEFAULT_ENCODER ?? 'sift/gliner2-mini-v1';
 export const LABEL_EXISTING_MAX_INPUTS = 1000;
 
 const LabelExistingBody = z.strictObject({
@@ -34,7 +33,7 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
   body.inputs.forEach((t, i) => {
     if (!t.trim()) throw ValidationError.field(['body', 'inputs', i], 'input must not be empty');
   });
-  const modelId = body.model_id ?? defaultEncoder();
+  const modelId = body.model_id ?? ctx.svc.config.defaultEncoder;
   let model: ResolvedEncoder | undefined;
   const results: Record<string, unknown>[] = [];
   let inputTokens = 0;

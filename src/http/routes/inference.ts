@@ -5,7 +5,7 @@
  * field) is compat/common.ts's extractThroughCompat. Each request resolves its model once.
  */
 import { z } from 'zod';
-import { checkTexts, EncoderInferenceBody, runExtraction, SchemaBody, toEncoderSchema, type ExtractionOutput } from '../../core/encoder/api';
+import { checkTexts, EncoderInferenceBody, runExtraction, SchemaBody, toEncoderSchema, type ExtractionOutput } from '../../core/extraction/api';
 import type { Principal, Services } from '../../core/context';
 import { ServiceUnavailableError, ValidationError } from '../../core/errors';
 import { resolveModel, type ResolvedEncoder } from '../../core/models';

@@ -4,7 +4,7 @@
  * through API Gateway; guarded by the internal token (internalAuth.ts).
  */
 import { z } from 'zod';
-import { decoderTextGenerator } from '../../adapters/decoder/textGenerator';
+import { decoderTextGenerator } from '../../core/generation/decoderTextGenerator';
 import type { Services } from '../../core/context';
 import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
 import { generateShard } from '../../core/generation/workflow';

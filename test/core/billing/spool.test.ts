@@ -5,7 +5,7 @@ import { FileUsageSpool } from '../../../src/adapters/fs/usageSpool';
 import { createMemoryServices } from '../../../src/adapters/memory/services';
 import { UsageLedger } from '../../../src/core/billing/ledger';
 import type { UsageBatch } from '../../../src/core/billing/usageBatch';
-import { emfUsageMetrics } from '../../../src/core/billing/usageMetrics';
+import { emfUsageMetrics } from '../../../src/adapters/metrics/emfUsageMetrics';
 import { createTeam } from '../../../src/core/teams';
 import { getUsage } from '../../../src/core/usage';
 

@@ -9,7 +9,7 @@ import { jest } from '@jest/globals';
 import { UsageLedger } from '../../../src/core/billing/ledger';
 import { QueueUsageSpool } from '../../../src/core/billing/spool';
 import { applyBatch, buildBatch, type UsageBatch, type UsageEvent } from '../../../src/core/billing/usageBatch';
-import { emfUsageMetrics } from '../../../src/core/billing/usageMetrics';
+import { emfUsageMetrics } from '../../../src/adapters/metrics/emfUsageMetrics';
 import { createMemoryServices, type MemoryServices } from '../../../src/adapters/memory/services';
 import type { BilledUsage, Logger, RecordStore, WorkMessage } from '../../../src/core/ports';
 import { createTeam } from '../../../src/core/teams';

@@ -7,7 +7,8 @@
 import { createMemoryServices, type MemoryServices } from '../../../src/adapters/memory/services';
 import { recoverInterruptedWork } from '../../../src/core/bootstrap';
 import { createUploadUrl, deleteDataset, getReport, getVersion, MAX_PROCESSING_ATTEMPTS, PROCESSING_STALE_MS, processVersion, sourceKey, startProcessing } from '../../../src/core/datasets/service';
-import { REPORT_LIMITS, validateDataset, type DatasetValidator } from '../../../src/core/datasets/validation';
+import { validateDataset } from '../../../src/adapters/fs/datasetFiles';
+import { REPORT_LIMITS, type DatasetValidator } from '../../../src/core/datasets/validation';
 import { ConflictError } from '../../../src/core/errors';
 import { createTeam } from '../../../src/core/teams';
 import { handleWorkMessage } from '../../../src/core/worker';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { DatasetSummary, validateRow, type NormalizedRow } from '../../../src/core/datasets/rows';
-import { toEncoderSchema, type SchemaInput } from '../../../src/core/encoder/api';
+import { toEncoderSchema, type SchemaInput } from '../../../src/core/extraction/api';
 import {
   emptyCounts,
   evaluationSchemaFor,

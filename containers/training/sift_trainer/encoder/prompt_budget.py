@@ -24,7 +24,7 @@ fails with an index error deep inside the encoder. Two things make large label s
 Only a label set that can never fit (one label, with its task wrapper and ``MIN_TEXT_TOKENS`` of text,
 is already longer than the encoder) is an error; the TS service rejects those at job creation with a
 char-based lower bound (src/core/training/promptBudget.ts) and the TS engine groups labels the same
-way at inference (src/core/encoder/engine.ts).
+way at inference (src/encoder/engine.ts).
 """
 
 from __future__ import annotations

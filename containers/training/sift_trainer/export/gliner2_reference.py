@@ -2,7 +2,7 @@
 (bench/parity/encoder-parity.ts, and `sift models import`, which refuses a checkpoint whose export disagrees).
 
 A case is ``{"name", "texts", "schema" (the TS EncoderSchema), "threshold"?, "chunked"?}``; ``canon``
-flattens one formatted result to ``{key: score}`` exactly as src/core/encoder/parity.ts ``canonResult`` does.
+flattens one formatted result to ``{key: score}`` exactly as src/encoder/parity.ts ``canonResult`` does.
 """
 from __future__ import annotations
 

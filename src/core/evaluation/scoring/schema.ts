@@ -1,5 +1,5 @@
 /** The schema an evaluation asks for, and the view of it that restricts what is scored. */
-import type { SchemaInput } from '../../encoder/api';
+import type { SchemaInput } from '../../extraction/api';
 import { CLASSIFICATION_TASK, type DatasetVocabulary, type SchemaView } from './types';
 
 /**

@@ -1,5 +1,5 @@
 /** The scorer's data shapes (inputs, mergeable counts, finalized metrics) and shared constants. */
-import type { SchemaInput } from '../../encoder/api';
+import type { SchemaInput } from '../../extraction/api';
 
 /** The classification task name the trainer's manifest uses for `label` / `labels` columns. */
 export const CLASSIFICATION_TASK = 'classification';
@@ -23,7 +23,7 @@ export interface PredictedSpan {
   end?: number;
 }
 
-/** The per-text `result` of the encoder API (`formatResult` in src/core/encoder/api.ts). */
+/** The per-text `result` of the encoder API (`formatResult` in src/core/extraction/api.ts). */
 export interface EncoderPrediction {
   entities?: { text: string; label: string; score?: number; start: number; end: number }[];
   classifications?: Record<string, { label: string; score?: number }[]>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { decoderRuntime } from '../../../adapters/decoder';
+import { decoderRuntime } from '../../../core/decoder/service';
 import type { Principal, Services } from '../../../core/context';
-import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/encoder/api';
+import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/extraction/api';
 import { resolveModel, type ResolvedEncoder, type ResolvedModel } from '../../../core/models';
 import { MAX_CACHE_MARKERS, DEFAULT_CACHE_TTL_SECONDS, parseTtl } from '../../../core/decoder/promptCache';
 import { startGeneration, type DecoderRuntime, type Generation, type GenerationInput } from '../../../core/decoder/service';

@@ -12,9 +12,14 @@
  * so a bad request fails alone; a request whose signal aborts leaves its queue (or drops its share
  * of a running batch) at once.
  */
-import type { Logger } from '../logger';
+import type { RuntimeExtractOptions } from '../core/extraction/types';
 import type { EncoderModel, InferOptions, InferOutput } from './engine';
 import type { EncoderSchema } from './schema';
+
+/** Where the batch summary goes (the service's logger, passed in by its runtime). */
+export interface BatchLog {
+  info(message: string, extra?: Record<string, unknown>): void;
+}
 
 export interface BatcherOptions {
   /** How long the first request to an idle model waits for batch-mates (ms). 0: start at once. */
@@ -33,16 +38,13 @@ export interface BatcherOptions {
   /** Engine calls running at once per model. */
   maxInFlight?: number;
   /** Where the periodic batch-size summary goes; none: no summary. */
-  logger?: Logger | undefined;
+  logger?: BatchLog | undefined;
   /** How often the summary is logged while batches run (ms). */
   summaryEveryMs?: number;
 }
 
-/** Options a request may send; everything but `signal` must match for requests to share a batch. */
-export interface BatchedInferOptions extends Pick<InferOptions, 'threshold' | 'chunkWords' | 'chunkOverlap' | 'labelGroupTokens'> {
-  /** Aborted: the request leaves the queue, or stops waiting for its running batch. */
-  signal?: AbortSignal | undefined;
-}
+/** Options a request may send (the core's RuntimeExtractOptions); everything but `signal` must match for requests to share a batch. */
+export type BatchedInferOptions = RuntimeExtractOptions;
 
 export interface BatchStats {
   /** Engine calls made (re-runs after a failed batch included). */
@@ -78,27 +80,6 @@ interface ModelQueue {
   groups: Map<string, Entry[]>;
   inFlight: number;
   timer: NodeJS.Timeout | undefined;
-}
-
-const envNumber = (name: string): number | undefined => {
-  const v = process.env[name];
-  return v === undefined || v === '' ? undefined : Number(v);
-};
-
-/** Defaults, overridable per process (README "Encoder batching" settings). */
-export function batcherOptionsFromEnv(): BatcherOptions {
-  const o: BatcherOptions = {};
-  const wait = envNumber('SIFT_ENCODER_BATCH_WAIT_MS');
-  const texts = envNumber('SIFT_ENCODER_BATCH_MAX_TEXTS');
-  const chars = envNumber('SIFT_ENCODER_BATCH_MAX_CHARS');
-  const inFlight = envNumber('SIFT_ENCODER_BATCH_IN_FLIGHT');
-  const pass = envNumber('SIFT_ENCODER_BATCH_PASS_TEXTS');
-  if (wait !== undefined) o.maxWaitMs = wait;
-  if (texts !== undefined) o.maxBatchTexts = texts;
-  if (chars !== undefined) o.maxBatchChars = chars;
-  if (inFlight !== undefined) o.maxInFlight = inFlight;
-  if (pass !== undefined) o.passTexts = pass;
-  return o;
 }
 
 const emptyStats = (): BatchStats => ({ batches: 0, requests: 0, texts: 0, requestsPerBatch: {}, maxRequestsInBatch: 0, splitAfterFailure: 0, aborted: 0, queuedMs: 0, runMs: 0 });

@@ -1,12 +1,11 @@
 /**
- * The generation workflow's TextGenerator on this process's decoder backend (llama.cpp locally,
- * the vLLM upstream on the ECS gateway), on the catalog decoder.
+ * The generation workflow's TextGenerator on this process's decoder (the DecoderRuntime port,
+ * `svc.decoder`: llama.cpp locally, the vLLM upstream on the ECS gateway), on the catalog decoder
+ * (`svc.config.generationModel`).
  */
-import type { Services } from '../../core/context';
-import type { TextGenerator } from '../../core/generation/workflow';
-import { decoderRuntime } from './index';
-
-export const GENERATION_MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';
+import type { Services } from '../context';
+import { decoderRuntime } from '../decoder/service';
+import type { TextGenerator } from './workflow';
 
 const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
 /**
@@ -15,7 +14,7 @@ const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, writ
  */
 const WORKFLOW_SCOPE = 'sift:generation-workflow';
 
-export function decoderTextGenerator(svc: Services, model = process.env.SIFT_GENERATION_MODEL ?? GENERATION_MODEL): TextGenerator {
+export function decoderTextGenerator(svc: Services, model = svc.config.generationModel): TextGenerator {
   return {
     model,
     async complete(system, user, opts) {

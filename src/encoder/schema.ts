@@ -4,45 +4,10 @@
  * `_transform_schema`, `_build_classification_prefix`).
  */
 
-export type Dtype = 'str' | 'list';
+import type { ClassificationSpec, EncoderSchema, EntitySpec, RelationSpec, StructureSpec } from '../core/extraction/types';
 
-export interface EntitySpec {
-  name: string;
-  description?: string;
-  threshold?: number;
-}
-export interface ClassificationSpec {
-  task: string;
-  labels: string[];
-  labelDescriptions?: Record<string, string>;
-  multiLabel: boolean;
-  topK?: number;
-  /** Multi-label cut-off (docs/reference/decisions.md#inference-semantics rule 2: the call threshold unless set per head). */
-  threshold?: number;
-  prompt?: string;
-}
-export interface FieldSpec {
-  name: string;
-  dtype: Dtype;
-  choices?: string[];
-  description?: string;
-  threshold?: number;
-}
-export interface StructureSpec {
-  name: string;
-  fields: FieldSpec[];
-}
-export interface RelationSpec {
-  name: string;
-  description?: string;
-  threshold?: number;
-}
-export interface EncoderSchema {
-  entities: EntitySpec[];
-  classifications: ClassificationSpec[];
-  structures: StructureSpec[];
-  relations: RelationSpec[];
-}
+// The schema's types are the core's (what it sends an engine); the prompt serialization is the engine's.
+export type { ClassificationSpec, Dtype, EncoderSchema, EntitySpec, FieldSpec, RelationSpec, StructureSpec } from '../core/extraction/types';
 
 export const SPECIAL = {
   SEP_STRUCT: '[SEP_STRUCT]',

@@ -1,12 +1,8 @@
 /** Span decoding helpers with gliner2 2.1.0 semantics (`finalize_spans`, `resolve_overlaps`). */
 
-export interface Span {
-  text: string;
-  score: number;
-  /** Code-point offsets into the original text, end exclusive. */
-  start: number;
-  end: number;
-}
+import type { Span } from '../core/extraction/types';
+
+export type { Span } from '../core/extraction/types';
 
 /** `finalize_spans(overlap_policy=None)`: stable sort by score desc, greedy non-overlap. */
 export function finalizeSpans(spans: Span[], dtype: 'str' | 'list' = 'list'): Span[] {

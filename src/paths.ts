@@ -2,8 +2,13 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository root (this file is src/local/paths.ts). */
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * Where an installation keeps its files on this machine: read by local mode, the CLI and the local
+ * decoder adapter alike (so it is in none of them), never by the core.
+ */
+
+/** The repository root (this file is src/paths.ts). */
+export const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /**
  * Heavy, rebuildable things (the training venv, built model weights) live in a per-user cache, not

@@ -7,7 +7,6 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 // Type-only: onnxruntime-node (native, ~290 MB) loads on first use; Lambda bundles never carry it.
 import type * as Ort from 'onnxruntime-node';
-import { createLogger } from '../../http/logger';
 import { executionProviderFromEnv, ortProviders, withProviderFallback, type ExecutionProvider, type ProviderLog } from './executionProvider';
 
 export type SessionName = 'encoder' | 'spanRep' | 'spanScores' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
@@ -29,7 +28,7 @@ export interface SessionOptions {
   threads?: number | undefined;
   /** Default: SIFT_ENCODER_EXECUTION_PROVIDER (executionProvider.ts); `cuda` falls back to CPU where it can't load. */
   executionProvider?: ExecutionProvider | undefined;
-  /** Where the provider in use (and any fallback) is reported; default: the service's JSON logger. */
+  /** Where the provider in use (and any fallback) is reported (the runtime passes the service's logger); none: not reported. */
   logger?: ProviderLog | undefined;
 }
 
@@ -132,11 +131,13 @@ async function createInProcess(files: Partial<Record<SessionName, string>>, opti
   return new InProcess(ort, Object.fromEntries(names.map((n, i) => [n, loaded[i]!])) as Record<SessionName, Ort.InferenceSession>);
 }
 
+const silentLog: ProviderLog = { info: () => {}, warn: () => {} };
+
 /** The model's fragments as sessions on the configured execution provider (CPU when it can't load). */
 export async function createSessions(files: Partial<Record<SessionName, string>>, o: SessionOptions = {}): Promise<SessionSet> {
   const wanted = o.executionProvider ?? executionProviderFromEnv();
   const create = (p: ExecutionProvider) => (useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p)));
   const first = Object.values(files)[0];
   const context = { fragments: Object.keys(files).length, ...(first ? { model_dir: dirname(dirname(first)) } : {}) };
-  return withProviderFallback(wanted, create, o.logger ?? createLogger(), context);
+  return withProviderFallback(wanted, create, o.logger ?? silentLog, context);
 }

@@ -9,10 +9,9 @@ import { newInferenceId, storeInference, type InferenceTask } from '../inference
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
 import { ENCODER_PRICE_PER_MTOK } from '../billing/prices';
 import type { LimitClass } from '../rateLimits';
-import { EncoderInputError, type EncoderResult, type FieldValue, type Span } from './engine';
+import { EncoderInputError, type EncoderResult, type EncoderSchema, type FieldSpec, type FieldValue, type Span } from './types';
 import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
 import { encoderRuntime } from './runtime';
-import type { EncoderSchema, FieldSpec } from './schema';
 
 /** Documented limits (README "Encoder extraction limits"). */
 export const ENCODER_LIMITS = {

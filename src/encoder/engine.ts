@@ -18,6 +18,7 @@ import { decodeRecord } from './extract';
 import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema, type PromptTask } from './schema';
+import type { ProviderLog } from './executionProvider';
 import { createSessions, type SessionSet } from './sessions';
 import { CodePoints } from './text';
 import { PromptTokens } from './tokenize';
@@ -64,7 +65,7 @@ export class EncoderModel {
     ];
   }
 
-  static async load(dir: string, opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep' } = {}): Promise<EncoderModel> {
+  static async load(dir: string, opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep'; logger?: ProviderLog } = {}): Promise<EncoderModel> {
     const precision = opts.precision ?? 'fp32';
     const missing = EncoderModel.requiredFiles(precision).filter((f) => !existsSync(join(dir, f)));
     if (missing.length) throw new Error(`encoder model at ${dir} is missing ${missing.join(', ')}`);
@@ -85,7 +86,7 @@ export class EncoderModel {
         ...(existsSync(join(dir, 'onnx/count_embed_c1.onnx')) ? { countEmbedC1: join(dir, 'onnx/count_embed_c1.onnx') } : {}),
         classifier: join(dir, 'onnx/classifier.onnx'),
       },
-      { threads: opts.threads },
+      { threads: opts.threads, logger: opts.logger },
     );
     const bytes = files.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
     const { Tokenizer: TokenizerImpl } = await import('tokenizers');

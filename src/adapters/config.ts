@@ -1,0 +1,23 @@
+/**
+ * The settings an operator may change through the environment, read in one place for every runtime
+ * (local mode, Lambda, the ECS gateway: `createServices` merges them over the core's `defaultConfig`)
+ * and passed to the core as `svc.config`; the core reads no environment.
+ */
+import type { SiftConfig } from '../core/context';
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
+  const out: Partial<SiftConfig> = {};
+  const min = Number(env.SIFT_ADAPTIVE_MIN_EXAMPLES);
+  if (Number.isInteger(min) && min >= 2) out.adaptiveMinExamples = min;
+  const encoder = env.SIFT_DEFAULT_ENCODER;
+  if (encoder !== undefined) out.defaultEncoder = encoder;
+  // lib/workflow-stack.ts sets the stage's SageMaker type on the functions that bill training
+  const instanceType = env.SIFT_TRAINING_INSTANCE_TYPE;
+  if (instanceType !== undefined) out.trainingInstanceType = instanceType;
+  const generation = env.SIFT_GENERATION_MODEL;
+  if (generation !== undefined) out.generationModel = generation;
+  // lib/inference-stack.ts sets it on the encoder service
+  const preload = env.SIFT_PRELOAD_MODELS;
+  if (preload !== undefined) out.preloadModels = preload.split(',').map((s) => s.trim()).filter(Boolean);
+  return out;
+}
