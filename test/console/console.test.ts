@@ -117,10 +117,19 @@ describe('the web console', () => {
     loadTimes['sign-in'] = Date.now() - t0;
     await expectAccessible('sign-in');
     await screenshot('sign-in');
+    // what the server answers that key (the request the form makes), to find its detail on the page
+    const refused = await fetch(`${stack.service.url}/billing/usage/requests?days=1`, { headers: { 'x-api-key': 'svc_sk_not-a-real-key' } });
+    expect(refused.status).toBe(401);
+    const detail = ((await refused.json()) as { detail: unknown }).detail;
+    expect(typeof detail === 'string' && detail.length > 0).toBe(true);
     await page.getByLabel('API key').fill('svc_sk_not-a-real-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('input[aria-invalid="true"]').waitFor();
-    expect(await page.getByText(/key/i).count()).toBeGreaterThan(1); // the server's detail under the field
+    const field = page.locator('input[aria-invalid="true"]');
+    await field.waitFor();
+    // the server's detail, as the field's own error (the input names it in aria-describedby)
+    const described = ((await field.getAttribute('aria-describedby')) ?? '').split(/\s+/).filter(Boolean);
+    const texts = await Promise.all(described.map((id) => page.locator(`[id="${id}"]`).textContent()));
+    expect(texts).toContain(detail);
     expect(await page.getByRole('heading', { name: 'API keys' }).count()).toBe(0);
     // keyboard only: type the key and press Enter
     await page.getByLabel('API key').fill(adminKey);
@@ -284,12 +293,37 @@ describe('the web console', () => {
     await page.getByText('TextDecoderStream').first().waitFor();
     await expectAccessible('playground-chat');
     await screenshot('playground-chat');
-    // stop: the stream is cut and the panel is ready again, with no error
+    // stop: the stream is cut and the panel is ready again, with no error. With 512 max tokens the
+    // reply outlasts the click: the browser must abort the request (not wait for the reply's end),
+    // and the server stores the cut generation with fewer tokens than it was allowed
+    const failed: string[] = [];
+    const onFailed = (r: import('playwright-core').Request) => {
+      if (/\/v1\/chat\/completions$/.test(r.url())) failed.push(r.failure()?.errorText ?? '');
+    };
+    page.on('requestfailed', onFailed);
+    await chat.getByRole('textbox', { name: /^Max tokens/ }).fill('512');
     await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Write a long story about a dragon.');
     await chat.getByRole('button', { name: 'Send' }).click();
+    // streaming has begun (some text of the reply is on the page), so the server has a generation to cut
+    await page.waitForFunction(() => {
+      const el = (globalThis as any).document.querySelectorAll('[data-testid="assistant-message"]');
+      const text = el.length ? el[el.length - 1].textContent : '';
+      return Boolean(text) && text !== '…';
+    }, undefined, { timeout: 120_000 });
     await chat.getByRole('button', { name: 'Stop' }).click();
     await chat.getByRole('button', { name: 'Send' }).waitFor();
     expect(await chat.getByRole('alert').count()).toBe(0);
+    expect(failed).toEqual(['net::ERR_ABORTED']);
+    page.off('requestfailed', onFailed);
+    let cut: any;
+    for (let i = 0; i < 100 && !cut; i++) {
+      const latest = (await stack.call('GET', '/inferences?task=generate&limit=1', { key: adminKey })).body.data[0];
+      if (JSON.stringify(latest?.input ?? '').includes('a long story about a dragon')) cut = latest;
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(cut).toBeDefined();
+    expect(cut.usage.completion_tokens).toBeGreaterThan(0);
+    expect(cut.usage.completion_tokens).toBeLessThan(512);
     // an unknown model: the API's error message is shown
     await chat.getByRole('textbox', { name: /^…or a trained decoder/ }).fill('no-such-decoder');
     await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Hi');
@@ -412,7 +446,27 @@ describe('the web console', () => {
     }
     const compare = page.getByTestId('evaluation-compare');
     await compare.getByRole('row', { name: /F1 · entity type person/ }).waitFor();
-    expect(await compare.getByRole('row', { name: /^Micro F1/ }).textContent()).toMatch(/pts|—/);
+    // each cell from the two evaluations as the API returns them (A: the one ticked first)
+    const listed = (await stack.call('GET', '/core/evaluations', { key: adminKey })).body.data as { id: string; dataset_name: string; status: string }[];
+    const evaluations = await Promise.all(
+      listed.filter((e) => e.dataset_name === 'people' && e.status === 'complete').map(async (e) => (await stack.call('GET', `/core/evaluations/${e.id}`, { key: adminKey })).body),
+    );
+    expect(evaluations).toHaveLength(2);
+    const title = (e: any) => `${e.base_model} on ${e.dataset_name} v${e.dataset_version}`;
+    const headerA = (await compare.getByRole('columnheader', { name: /^A: / }).textContent()) ?? '';
+    const a = evaluations.find((e) => headerA === `A: ${title(e)}`);
+    const b = evaluations.find((e) => e !== a);
+    expect(a).toBeDefined();
+    const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
+    const diff = (x: number, y: number) => `${(y - x) * 100 > 0 ? '+' : ''}${((y - x) * 100).toFixed(1)} pts`;
+    for (const [name, x, y] of [
+      ['Micro F1', a.metrics.f1, b.metrics.f1],
+      ['Precision', a.metrics.precision, b.metrics.precision],
+      ['F1 · entity type person', a.metrics.per_entity.person.f1, b.metrics.per_entity.person.f1],
+    ] as [string, number, number][]) {
+      expect(typeof x === 'number' && typeof y === 'number').toBe(true);
+      expect(await compare.getByRole('row', { name: new RegExp(`^${name}`) }).textContent()).toBe(`${name}${pct(x)}${pct(y)}${diff(x, y)}`);
+    }
     await expectAccessible('evaluations-compare');
   });
 

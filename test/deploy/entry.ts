@@ -113,29 +113,57 @@ export async function nodeImportGraph(image: ReplayedImage, script: string): Pro
   return packages;
 }
 
+/** An imported third-party module whose distribution the image's own pip installs would not provide. */
+export interface UnlistedDistribution {
+  module: string;
+  distribution: string | null;
+}
+
 /**
  * Imports Python modules (with every module of their package) and the entry points of
  * pip-installed local packages with the image's ENV, PYTHONPATH mapped onto its root; returns
- * module name → the file it was loaded from.
+ * module name → the file it was loaded from. The modules come from this machine's training venv,
+ * which `setup.sh` updates in place (`pip install -r` never uninstalls), so it may hold packages the
+ * image no longer installs: `unlisted` names every third-party module imported (on import, or in the
+ * source of the image's own files: imports inside functions run later) whose distribution is
+ * not what the image's pip lines install — pinned in a `-r` file or on the line, a dependency of a
+ * local package, provided by the base image (`baseDistributions`), or an unconditional requirement of
+ * one of those (what pip resolves; not followed under --no-deps) — and `mismatched` every imported
+ * pinned distribution whose version here differs from its pin.
  */
-export function importPython(image: ReplayedImage, python: string, modules: string[], cwd: string): RunResult & { files: Record<string, string> } {
+export function importPython(
+  image: ReplayedImage,
+  python: string,
+  modules: string[],
+  cwd: string,
+  baseDistributions: string[] = [],
+): RunResult & { files: Record<string, string>; unlisted: UnlistedDistribution[]; mismatched: string[] } {
   const env = hostEnv(image);
   const pythonPath = [env.PYTHONPATH, ...image.pipPackages.map((p) => hostPath(image, p))].filter(Boolean).join(':');
-  const r = spawnSync(python, ['-c', PYTHON_IMPORTER, JSON.stringify({ modules, packages: image.pipPackages.map((p) => hostPath(image, p)) })], {
+  const request = {
+    modules,
+    packages: image.pipPackages.map((p) => hostPath(image, p)),
+    requirements: image.pipRequirements.map((r) => ({ path: hostPath(image, r.path), noDeps: r.noDeps })),
+    pins: image.pipPins,
+    base: baseDistributions,
+    root: image.rootfs,
+  };
+  const r = spawnSync(python, ['-c', PYTHON_IMPORTER, JSON.stringify(request)], {
     cwd: hostPath(image, cwd),
     env: { ...env, PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
     encoding: 'utf8',
     timeout: 120_000,
   });
   const last = r.stdout.trim().split('\n').at(-1) ?? '';
-  let files: Record<string, string> = {};
-  if (r.status === 0) files = JSON.parse(last) as Record<string, string>;
-  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}`, files };
+  let result: { files: Record<string, string>; unlisted: UnlistedDistribution[]; mismatched: string[] } = { files: {}, unlisted: [], mismatched: [] };
+  if (r.status === 0) result = JSON.parse(last) as typeof result;
+  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}`, ...result };
 }
 
 const PYTHON_IMPORTER = `
-import importlib, json, pathlib, pkgutil, sys, tomllib
+import ast, importlib, importlib.metadata as md, json, pathlib, pkgutil, re, sys, sysconfig, tomllib
 req = json.loads(sys.argv[1])
+started = set(sys.modules)  # the interpreter's start-up (site, the venv's .pth hooks): not the image's code
 loaded = {}
 for name in req["modules"]:
     loaded[name] = importlib.import_module(name).__file__
@@ -156,5 +184,76 @@ for pkg in req["packages"]:
             if not callable(obj):
                 sys.exit(f"entry point {group} {point} = {target} is not callable")
             loaded[target] = module.__file__
-print(json.dumps(loaded))
+imported = {m.split(".")[0] for m in set(sys.modules) - started}
+# and what the image's own files import inside functions (run later, not on import): found in their source
+own = {f for f in loaded.values() if f and f.startswith(req["root"] + "/")}
+own_tops = {k.split(":")[0].split(".")[0] for k, f in loaded.items() if f in own}
+lazy = set()
+for f in own:
+    for node in ast.walk(ast.parse(pathlib.Path(f).read_text())):
+        if isinstance(node, ast.Import):
+            lazy.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            lazy.add(node.module.split(".")[0])
+imported |= lazy - own_tops
+from packaging.requirements import Requirement  # the check's own imports, after the snapshot
+from packaging.utils import canonicalize_name
+roots = []  # (requirement, follow its dependencies, pinned by the image)
+for pkg in req["packages"]:
+    meta = tomllib.loads(pathlib.Path(pkg, "pyproject.toml").read_text())
+    roots += [(Requirement(d), True, False) for d in meta.get("project", {}).get("dependencies", [])]
+for f in req["requirements"]:
+    for line in pathlib.Path(f["path"]).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            roots.append((Requirement(line), not f["noDeps"], True))
+roots += [(Requirement(p["requirement"]), not p["noDeps"], True) for p in req["pins"]]
+# what pip installs from those: the roots and, transitively, their unconditional requirements
+provided = {canonicalize_name(b) for b in req["base"]}
+queue = []
+for r, deps, _ in roots:
+    if r.marker is None or r.marker.evaluate({"extra": ""}):
+        provided.add(canonicalize_name(r.name))
+        if deps:
+            queue.append((r.name, set(r.extras)))
+while queue:
+    name, extras = queue.pop()
+    try:
+        requires = md.requires(name) or []
+    except md.PackageNotFoundError:
+        continue  # not installed here: nothing of it can be imported here either
+    for dep in map(Requirement, requires):
+        if dep.marker is not None and not any(dep.marker.evaluate({"extra": e}) for e in extras | {""}):
+            continue
+        key = canonicalize_name(dep.name)
+        if key not in provided:
+            provided.add(key)
+            queue.append((dep.name, set(dep.extras)))
+pins = {}
+for r, _, pinned in roots:
+    if pinned:
+        pins.setdefault(canonicalize_name(r.name), []).append(r)
+owners = md.packages_distributions()
+site = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+unlisted, mismatched = [], []
+for top in sorted(imported - set(sys.stdlib_module_names)):
+    dists = owners.get(top)
+    if not dists:
+        if top in sys.modules:  # loaded: from site-packages without metadata, or not third-party at all
+            file = getattr(sys.modules[top], "__file__", None) or ""
+            if any(file.startswith(p + "/") for p in site):
+                unlisted.append({"module": top, "distribution": None})
+        elif canonicalize_name(top) not in provided:  # imported lazily, not installed here: by its own name
+            unlisted.append({"module": top, "distribution": None})
+        continue
+    for dist in sorted(set(dists)):
+        key = canonicalize_name(dist)
+        if key not in provided:
+            unlisted.append({"module": top, "distribution": dist})
+        version = md.version(dist)
+        for r in pins.get(key, []):
+            public = Requirement(re.sub(r"\\+[\\w.]+", "", str(r)))  # torch==2.15.0+cu126: this machine's build may differ
+            if not public.specifier.contains(version, prereleases=True):
+                mismatched.append(f"{dist} {version} here, the image installs {r}")
+print(json.dumps({"files": loaded, "unlisted": unlisted, "mismatched": sorted(set(mismatched))}))
 `;

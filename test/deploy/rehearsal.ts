@@ -3,7 +3,8 @@
  * `cdk deploy` stages it (lib/images.ts, the context's .dockerignore), then the Dockerfile's
  * WORKDIR/COPY/ENV/ENTRYPOINT/CMD replayed into a temporary root file system. What `RUN` would
  * install is stood in for by what this machine has: `npm ci [--omit=dev]` links the lockfile's
- * (production) packages from the shared install; `pip install -r …` is the training venv;
+ * (production) packages from the shared install; `pip install -r …` is the training venv (which
+ * images.test.ts checks against the requirement files: the venv may hold more than they install);
  * `pip install <dir>` puts the copied package on PYTHONPATH.
  */
 import { App, type AssetStaging, Stack } from 'aws-cdk-lib';
@@ -30,6 +31,10 @@ export interface ReplayedImage {
   readonly copied: string[];
   /** Image paths of local directories installed with `pip install <dir>`. */
   readonly pipPackages: string[];
+  /** Requirement files installed with `pip install -r <file>` (image paths); `noDeps`: with --no-deps. */
+  readonly pipRequirements: Array<{ path: string; noDeps: boolean }>;
+  /** Requirements named on a `pip install` line itself (`torch==2.15.0+cu126`). */
+  readonly pipPins: Array<{ requirement: string; noDeps: boolean }>;
   /** `python -m <module>` run by RUN at build time, with the WORKDIR they run in. */
   readonly buildModules: Array<{ module: string; workdir: string }>;
 }
@@ -61,6 +66,8 @@ export function replayImage(name: ImageName): ReplayedImage {
   let cmd: string[] = [];
   const copied: string[] = [];
   const pipPackages: string[] = [];
+  const pipRequirements: Array<{ path: string; noDeps: boolean }> = [];
+  const pipPins: Array<{ requirement: string; noDeps: boolean }> = [];
   const buildModules: Array<{ module: string; workdir: string }> = [];
 
   for (const { keyword, args } of parseDockerfile(readFileSync(dockerfilePath, 'utf8'))) {
@@ -105,7 +112,7 @@ export function replayImage(name: ImageName): ReplayedImage {
       default: // ARG, USER, EXPOSE, HEALTHCHECK, LABEL: nothing to lay out
     }
   }
-  return { name, context, rootfs, from, workdir, env, entry: [...entrypoint, ...cmd], copied, pipPackages, buildModules };
+  return { name, context, rootfs, from, workdir, env, entry: [...entrypoint, ...cmd], copied, pipPackages, pipRequirements, pipPins, buildModules };
 
   function provision(run: string, cwd: string): void {
     for (const step of run.split(/&&|;|\|\|/).map((s) => s.trim())) {
@@ -113,17 +120,19 @@ export function replayImage(name: ImageName): ReplayedImage {
       const pip = /\bpip3? install\s+(.*)$/.exec(step);
       if (pip) {
         const words = pip[1]!.split(/\s+/);
+        const noDeps = words.includes('--no-deps');
         for (let i = 0; i < words.length; i++) {
           const w = words[i]!;
           if (w === '-r' || w === '--requirement') {
             const file = posix.resolve(cwd, words[++i]!);
             if (!existsSync(host(file))) throw new Error(`RUN pip install -r ${words[i]}: ${file} was not copied before it`);
+            pipRequirements.push({ path: file, noDeps });
           } else if (/^--(index-url|extra-index-url|constraint|target)$/.test(w) || w === '-c') i++;
           else if (w.startsWith('/') || w.startsWith('./')) {
             const dir = posix.resolve(cwd, w);
             if (!existsSync(join(host(dir), 'pyproject.toml'))) throw new Error(`RUN pip install ${w}: no pyproject.toml at ${dir} in the image`);
             pipPackages.push(dir);
-          }
+          } else if (/^[A-Za-z0-9][\w.-]*(\[[\w,.-]+\])?\s*(==|>=|<=|~=|!=|<|>)/.test(w)) pipPins.push({ requirement: w, noDeps });
         }
       }
       for (const m of step.matchAll(/\bpython3?\s+-m\s+([\w.]+)/g)) buildModules.push({ module: m[1]!, workdir: cwd });

@@ -2,6 +2,12 @@
  * The encoder's execution provider: SIFT_ENCODER_EXECUTION_PROVIDER parsing, and `cuda` really
  * falling back to CPU (with a warning naming why) where onnxruntime can't load the CUDA provider —
  * as on this machine, whose onnxruntime-node install skipped the CUDA libraries.
+ *
+ * What this does not prove (#26 item 7): which of the two cuda tests runs is picked by this
+ * machine's node_modules (CUDA_LIB present or not), not by the test. Here only the fallback runs.
+ * The other one has never run on a GPU, and where it runs it checks only the log line and that an
+ * identity graph answers — not that onnxruntime actually placed the session on the CUDA provider.
+ * That stays unverified until it runs on a machine with a GPU and the CUDA provider installed.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

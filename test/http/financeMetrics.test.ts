@@ -57,13 +57,35 @@ it('a billed request and a finished training job emit every metric the finance d
   await svc.records.put(jobItem(teamId, id), { id, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: started, finished_at: null, instance_type: 'ml.g5.xlarge' });
   await transitionJob(svc, teamId, id, 'complete', { compute_seconds: 90 });
   await expect(transitionJob(svc, teamId, id, 'complete', { compute_seconds: 90 })).rejects.toThrow(/is complete/);
-  const trainingLines = lines.map((l) => JSON.parse(l)).filter((d) => d.endpoint === '/core/training-jobs');
-  expect(trainingLines).toHaveLength(2);
-  const costLine = trainingLines.find((d) => 'CostUsd' in d);
+  const allTraining = () => lines.map((l) => JSON.parse(l)).filter((d) => d.endpoint === '/core/training-jobs');
+  expect(allTraining()).toHaveLength(2);
+  const costLine = allTraining().find((d) => 'CostUsd' in d);
   expect(costLine).toMatchObject({ model: 'sift/gliner2-mini-v1', Requests: 1, InputTokens: 0, OutputTokens: 0 });
   expect(costLine.CostUsd).toBeCloseTo(trainingCostMicros('ml.g5.xlarge', 90) / 1e6, 10);
   expect(costLine.CostUsd).toBeCloseTo((90 / 3600) * 1.408 * 1.25, 4); // AWS's hourly price × the markup
-  expect(trainingLines.find((d) => 'GpuMinutes' in d)).toMatchObject({ model: 'sift/gliner2-mini-v1', GpuMinutes: 1.5 });
+  expect(allTraining().filter((d) => 'GpuMinutes' in d)).toEqual([expect.objectContaining({ model: 'sift/gliner2-mini-v1', GpuMinutes: 1.5 })]);
+
+  // a job without SageMaker's count and without a recorded instance: its minutes come from
+  // started_at → finished_at (90 s, give or take the test's own seconds) on the stage's
+  // SIFT_TRAINING_INSTANCE_TYPE (one GPU); ended twice, it still emits one GpuMinutes line
+  const previous = process.env.SIFT_TRAINING_INSTANCE_TYPE;
+  process.env.SIFT_TRAINING_INSTANCE_TYPE = 'ml.g5.xlarge';
+  try {
+    const timed = newUuid();
+    await svc.records.put(jobItem(teamId, timed), { id: timed, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: new Date(Date.now() - 90_000).toISOString(), finished_at: null });
+    const before = allTraining().length;
+    await transitionJob(svc, teamId, timed, 'complete');
+    await expect(transitionJob(svc, teamId, timed, 'complete')).rejects.toThrow(/is complete/);
+    const emitted = allTraining().slice(before);
+    expect(emitted).toHaveLength(2); // its cost line and its GPU minutes, each once
+    const minutes = emitted.filter((d) => 'GpuMinutes' in d);
+    expect(minutes).toHaveLength(1);
+    expect(minutes[0].GpuMinutes).toBeGreaterThanOrEqual(1.5);
+    expect(minutes[0].GpuMinutes).toBeLessThan(1.6); // 90 s to 96 s: the seconds, in minutes, × 1 GPU
+  } finally {
+    if (previous === undefined) delete process.env.SIFT_TRAINING_INSTANCE_TYPE;
+    else process.env.SIFT_TRAINING_INSTANCE_TYPE = previous;
+  }
 
   const built = buildApp();
   const queries = dashboardQueries(dashboardBody(built.template(built.stacks.observability), 'FinanceDashboard'));

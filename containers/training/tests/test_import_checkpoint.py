@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -64,7 +65,38 @@ def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encode
     assert max(manifest["onnx"]["parity_max_abs_diff"].values()) < 1e-3
     ref = json.loads((tmp_path / "ref.json").read_text())
     assert ref[0]["name"] == "entities" and len(ref[0]["results"]) == 1
+    # the parity reference must hold answers: an empty one would make the TS engine's parity vacuous
+    assert ref[0]["results"][0], ref
     assert all(k.startswith("E|") for k in ref[0]["results"][0])
+
+
+def test_a_checkpoint_whose_export_disagrees_is_refused(tmp_path, encoder_base, monkeypatch):
+    """Negative control of the parity the import reports: one exported graph changed after export
+    (the classifier's weights shifted by 0.05) must fail the check, and nothing is published."""
+    import onnx
+    from onnx import numpy_helper
+
+    from sift_trainer.export import export_onnx, import_checkpoint
+
+    export = export_onnx._export
+
+    def export_then_perturb(module, args, path, *rest):
+        export(module, args, path, *rest)
+        if Path(path).name == "classifier.onnx":
+            graph = onnx.load(str(path))
+            init = next(i for i in graph.graph.initializer if numpy_helper.to_array(i).dtype.kind == "f" and numpy_helper.to_array(i).size > 1)
+            init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) + 0.05, init.name))
+            onnx.save(graph, str(path))
+
+    monkeypatch.setattr(export_onnx, "_export", export_then_perturb)
+    ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match=r"^ONNX parity check failed: ") as e:
+        import_checkpoint.convert(ckpt, out, "fastino/gliner2-base-v1")
+    parity = ast.literal_eval(str(e.value).removeprefix("ONNX parity check failed: "))
+    assert parity["classifier"] > 1e-3  # the changed graph is the one found ...
+    assert max(v for k, v in parity.items() if k != "classifier") < 1e-3  # ... and only it
+    assert not (out / "manifest.json").exists()
 
 
 def test_a_truncated_weights_file_is_refused_naming_it(tmp_path, encoder_base):

@@ -1,4 +1,3 @@
-import { ENCODER_LORA_MANY_ROWS, ENCODER_LORA_LEARNING_RATE_MANY_ROWS } from '../../../src/core/catalog';
 import { trainerHyperparameters } from '../../../src/core/training/hyperparameters';
 import type { TrainingJob } from '../../../src/core/trainingJobs';
 import { TestStack, jsonl } from '../../helpers/localStack';
@@ -11,7 +10,8 @@ beforeAll(async () => {
   const chat = jsonl([{ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }]);
   expect((await stack.uploadDataset('ner-set', ner)).status).toBe('ready');
   expect((await stack.uploadDataset('chat-set', chat)).status).toBe('ready');
-  const many = Array.from({ length: ENCODER_LORA_MANY_ROWS }, (_, i) => ({ text: `Row ${i} names Apple.`, entities: [['Apple', 'company']] }));
+  // 300 rows: the measured threshold of the larger LoRA rate (d6c386b), written out, not read from the catalog
+  const many = Array.from({ length: 300 }, (_, i) => ({ text: `Row ${i} names Apple.`, entities: [['Apple', 'company']] }));
   expect((await stack.uploadDataset('ner-many', jsonl(many))).status).toBe('ready');
 });
 afterAll(async () => stack.stop());
@@ -42,8 +42,8 @@ describe('trainer hyperparameters of a job', () => {
 
     // a LoRA job on many rows runs few epochs and gets the larger rate; an explicit one still wins
     const many = await get({ datasets: [{ name: 'ner-many' }] });
-    expect(many).toMatchObject({ training_type: 'lora', learning_rate: ENCODER_LORA_LEARNING_RATE_MANY_ROWS, epochs_from_data: true });
-    expect(trainerHyperparameters(many, '/base')).toMatchObject({ learning_rate: String(ENCODER_LORA_LEARNING_RATE_MANY_ROWS) });
+    expect(many).toMatchObject({ training_type: 'lora', learning_rate: 1e-3, epochs_from_data: true });
+    expect(trainerHyperparameters(many, '/base')).toMatchObject({ learning_rate: '0.001' });
     expect((await get({ datasets: [{ name: 'ner-many' }], learning_rate: 2e-4 })).learning_rate).toBe(2e-4);
     expect((await get({ datasets: [{ name: 'ner-many' }], training_type: 'full' })).learning_rate).toBe(1e-4);
 

@@ -229,11 +229,12 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--stage2-examples", type=int, default=None)
     ap.add_argument("--eval-examples", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=None, help=f"training seed (default {DEFAULTS['seed']}; reproducibility checks)")
     ap.add_argument("--no-onnx", action="store_true", help="skip the ONNX export (reproducibility checks)")
     args = ap.parse_args(argv)
     params = dict(DEFAULTS)
     for key, value in (("train_examples", args.examples), ("epochs", args.epochs),
-                       ("stage2_examples", args.stage2_examples), ("eval_examples", args.eval_examples)):
+                       ("stage2_examples", args.stage2_examples), ("eval_examples", args.eval_examples), ("seed", args.seed)):
         if value is not None:
             params[key] = value
     want_env = mini_training.deterministic_env(int(params["threads"]))
