@@ -68,8 +68,9 @@ it('a billed request and a finished training job emit every metric the finance d
   // a job without SageMaker's count and without a recorded instance: its minutes come from
   // started_at → finished_at (90 s, give or take the test's own seconds) on the stage's
   // SIFT_TRAINING_INSTANCE_TYPE (one GPU); ended twice, it still emits one GpuMinutes line
-  const previous = process.env.SIFT_TRAINING_INSTANCE_TYPE;
-  process.env.SIFT_TRAINING_INSTANCE_TYPE = 'ml.g5.xlarge';
+  // as the service would have read SIFT_TRAINING_INSTANCE_TYPE at start (configuration is read once per process)
+  const previous = svc.config.trainingInstanceType;
+  svc.config.trainingInstanceType = 'ml.g5.xlarge';
   try {
     const timed = newUuid();
     await svc.records.put(jobItem(teamId, timed), { id: timed, status: 'running', base_model: 'sift/gliner2-mini-v1', root_model: 'sift/gliner2-mini-v1', started_at: new Date(Date.now() - 90_000).toISOString(), finished_at: null });
@@ -83,8 +84,7 @@ it('a billed request and a finished training job emit every metric the finance d
     expect(minutes[0].GpuMinutes).toBeGreaterThanOrEqual(1.5);
     expect(minutes[0].GpuMinutes).toBeLessThan(1.6); // 90 s to 96 s: the seconds, in minutes, × 1 GPU
   } finally {
-    if (previous === undefined) delete process.env.SIFT_TRAINING_INSTANCE_TYPE;
-    else process.env.SIFT_TRAINING_INSTANCE_TYPE = previous;
+    svc.config.trainingInstanceType = previous;
   }
 
   const built = buildApp();
