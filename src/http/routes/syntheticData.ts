@@ -86,7 +86,7 @@ const GenerationJobSchema = z.looseObject({
   error: z.string().nullable(),
 });
 
-export const generateRoutes = [
+export const syntheticDataRoutes = [
   route({
     method: 'POST',
     path: '/generate',
