@@ -11,7 +11,7 @@ import { runOnEncoderService } from '../src/aws/encoderTasks';
 import { attachLaunchers } from '../src/aws/workflowLauncher';
 import { adaptiveTasks } from '../src/core/adaptive/workflow';
 import { evaluationTasks } from '../src/core/evaluation/workflow';
-import { generationTasks } from '../src/core/generation/workflow';
+import { generationTasks } from '../src/core/syntheticData/workflow';
 import type { TaskTable } from '../src/core/workflowTasks';
 import { logger } from '../src/lambda/observability';
 

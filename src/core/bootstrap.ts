@@ -4,7 +4,7 @@ import { changedOrGoneAsUndefined } from './errors';
 import type { Services } from './context';
 import { recoverProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
-import { listGenerationJobs } from './generation/jobs';
+import { listGenerationJobs } from './syntheticData/jobs';
 import { listProjects } from './projects';
 import { createTeam, listTeams } from './teams';
 import { listTrainingJobs, secondsToLastLog, transitionJob } from './trainingJobs';

@@ -4,10 +4,10 @@
  * through API Gateway; guarded by the internal token (internalAuth.ts).
  */
 import { z } from 'zod';
-import { decoderTextGenerator } from '../../core/generation/decoderTextGenerator';
+import { decoderTextGenerator } from '../../core/syntheticData/decoderTextGenerator';
 import type { Services } from '../../core/context';
 import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
-import { generateShard } from '../../core/generation/workflow';
+import { generateShard } from '../../core/syntheticData/workflow';
 import { json, route } from '../types';
 
 const id = z.string().min(1);

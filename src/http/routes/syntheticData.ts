@@ -8,7 +8,7 @@ import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { z } from 'zod';
 import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/extraction/api';
 import { ValidationError } from '../../core/errors';
-import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
+import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/syntheticData/jobs';
 import { json, route, type HandlerContext } from '../types';
 import { nonBlank } from '../validation';
 import { computeStartErrors, modelRunErrors } from './errorDocs';
