@@ -11,7 +11,7 @@ import { runOnEncoderService } from '../src/aws/encoderTasks';
 import { attachLaunchers } from '../src/aws/workflowLauncher';
 import { adaptiveTasks } from '../src/core/adaptive/workflow';
 import { evaluationTasks } from '../src/core/evaluation/workflow';
-import { generationTasks } from '../src/core/generation/workflow';
+import { syntheticDataTasks } from '../src/core/syntheticData/workflow';
 import type { TaskTable } from '../src/core/workflowTasks';
 import { logger } from '../src/lambda/observability';
 
@@ -34,7 +34,7 @@ const tasks: TaskTable = {
   'training.complete': (input: Parameters<typeof completeTraining>[1]) => completeTraining(svc, input),
   'training.failed': (input: Parameters<typeof recordTrainingFailure>[1]) => recordTrainingFailure(svc, input),
   ...evaluationTasks(svc, onGateway('evaluation.shard')),
-  ...generationTasks(svc, onGateway('generation.shard')),
+  ...syntheticDataTasks(svc, onGateway('generation.shard')),
   ...adaptiveTasks(svc),
 } as TaskTable;
 

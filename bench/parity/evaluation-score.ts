@@ -1,6 +1,6 @@
 /**
  * Scores encoder predictions against dataset rows with Sift's evaluation scorer
- * (src/core/evaluation/scoring.ts) and prints the finalized metrics as JSON on stdout.
+ * (src/core/evaluation/scoring/index.ts) and prints the finalized metrics as JSON on stdout.
  *
  *   npx tsx bench/parity/evaluation-score.ts ROWS.jsonl PREDICTIONS.jsonl [--shard-size N]
  *

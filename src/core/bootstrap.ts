@@ -4,7 +4,7 @@ import { changedOrGoneAsUndefined } from './errors';
 import type { Services } from './context';
 import { recoverProcessingVersions } from './datasets/service';
 import { listEvaluations } from './evaluations';
-import { listGenerationJobs } from './generation/jobs';
+import { listSyntheticDataJobs } from './syntheticData/jobs';
 import { listProjects } from './projects';
 import { createTeam, listTeams } from './teams';
 import { listTrainingJobs, secondsToLastLog, transitionJob } from './trainingJobs';
@@ -72,7 +72,7 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
       }
     }
     // generation and evaluation tasks are idempotent: an interrupted one simply runs again
-    for (const job of await listGenerationJobs(svc, team.id)) {
+    for (const job of await listSyntheticDataJobs(svc, team.id)) {
       if ((job.status !== 'queued' && job.status !== 'running') || !svc.workflows) continue;
       await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId: team.id });
       recovered.workflows += 1;

@@ -9,8 +9,8 @@ import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
 import { createHotPath } from '../core/hotPath';
 import { adaptiveTasks } from '../core/adaptive/workflow';
 import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
-import { generateShard, generationTasks } from '../core/generation/workflow';
-import { decoderTextGenerator } from '../core/generation/decoderTextGenerator';
+import { generateSyntheticDataShard, syntheticDataTasks } from '../core/syntheticData/workflow';
+import { decoderTextGenerator } from '../core/syntheticData/decoderTextGenerator';
 import type { Services, SiftConfig } from '../core/context';
 import { FileUsageSpool } from '../adapters/fs/usageSpool';
 import { emfUsageMetrics } from '../adapters/metrics/emfUsageMetrics';
@@ -145,7 +145,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     const predictor = new InProcessPredictor(services);
     return {
       ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
-      ...generationTasks(services, (input) => generateShard(services, decoderTextGenerator(services), predictor, input)),
+      ...syntheticDataTasks(services, (input) => generateSyntheticDataShard(services, decoderTextGenerator(services), predictor, input)),
       ...adaptiveTasks(services),
     };
   }, logger, opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000));

@@ -1,10 +1,10 @@
 /**
- * The generation workflow's TextGenerator (src/core/generation/decoderTextGenerator.ts) reports what each
+ * The generation workflow's TextGenerator (src/core/syntheticData/decoderTextGenerator.ts) reports what each
  * completion read and wrote — the `done` event's usage — so a generation job is billed by its tokens
  * (core/billing/compute.ts), and names the model whose prices apply.
  */
 import { createMemoryServices } from '../../src/adapters/memory/services';
-import { decoderTextGenerator } from '../../src/core/generation/decoderTextGenerator';
+import { decoderTextGenerator } from '../../src/core/syntheticData/decoderTextGenerator';
 import type { DecoderBackend, GenerateRequest, GenerationEvent, GenerationUsage } from '../../src/core/decoder/types';
 
 const usage = (promptTokens: number, completionTokens: number): GenerationUsage => ({

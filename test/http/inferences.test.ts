@@ -1,4 +1,4 @@
-/** Inference history and feedback over HTTP against the local stack (src/http/routes/inferences.ts). */
+/** Inference history and feedback over HTTP against the local stack (src/http/routes/inferenceHistory.ts). */
 import { newInferenceId, storeInference } from '../../src/core/inferences';
 import { TestStack } from '../helpers/localStack';
 

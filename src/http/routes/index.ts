@@ -10,11 +10,11 @@ import { openAiRoutes } from './compat/openai';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { evaluationRoutes } from './evaluations';
-import { generateRoutes } from './generate';
-import { inferenceHistoryRoutes } from './inferences';
-import { glinerRoutes, inferenceRoutes } from './inference';
+import { glinerRoutes, inferenceRoutes } from './extraction';
+import { inferenceHistoryRoutes } from './inferenceHistory';
 import { metaRoutes } from './meta';
 import { projectRoutes } from './projects';
+import { syntheticDataRoutes } from './syntheticData';
 import { teamBillingRoutes } from './teams';
 import { trainingJobRoutes } from './trainingJobs';
 
@@ -36,7 +36,7 @@ export function allRoutes(): RouteSpec[] {
     ...billingRoutes,
     ...inferenceRoutes,
     ...glinerRoutes,
-    ...generateRoutes,
+    ...syntheticDataRoutes,
     ...openAiRoutes,
     ...responsesRoutes,
     ...anthropicRoutes,

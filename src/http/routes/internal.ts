@@ -4,10 +4,10 @@
  * through API Gateway; guarded by the internal token (internalAuth.ts).
  */
 import { z } from 'zod';
-import { decoderTextGenerator } from '../../core/generation/decoderTextGenerator';
+import { decoderTextGenerator } from '../../core/syntheticData/decoderTextGenerator';
 import type { Services } from '../../core/context';
 import { evaluateShard, InProcessPredictor, validationMetrics } from '../../core/evaluation/workflow';
-import { generateShard } from '../../core/generation/workflow';
+import { generateSyntheticDataShard } from '../../core/syntheticData/workflow';
 import { json, route } from '../types';
 
 const id = z.string().min(1);
@@ -46,6 +46,6 @@ export const internalRoutes = () => [
     'Generate (decoder) and label (engine) one shard of a generation job (rows stored; returns where)',
     z.strictObject({ jobId: id, teamId: id, shard: z.strictObject({ index: z.number().int().min(0), count: z.number().int().min(1) }) }),
     stored,
-    (svc, input) => generateShard(svc, decoderTextGenerator(svc), new InProcessPredictor(svc), input),
+    (svc, input) => generateSyntheticDataShard(svc, decoderTextGenerator(svc), new InProcessPredictor(svc), input),
   ),
 ];

@@ -16,8 +16,8 @@ import { promoteToProject } from '../../../src/core/deployments';
 import { PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
 import { createEvaluation, deleteEvaluation, getEvaluation, listEvaluations } from '../../../src/core/evaluations';
 import { aggregateEvaluation, evaluateShard, prepareEvaluation, recordEvaluationFailure, type EvaluationPredictor } from '../../../src/core/evaluation/workflow';
-import { createGenerationJob, getGenerationJob, listGenerationJobs } from '../../../src/core/generation/jobs';
-import { assembleGeneration, generateShard, planGeneration, recordGenerationFailure, type TextGenerator } from '../../../src/core/generation/workflow';
+import { createSyntheticDataJob, getSyntheticDataJob, listSyntheticDataJobs } from '../../../src/core/syntheticData/jobs';
+import { assembleSyntheticData, generateSyntheticDataShard, planSyntheticData, recordSyntheticDataFailure, type TextGenerator } from '../../../src/core/syntheticData/workflow';
 import { baseModelManifestKey } from '../../../src/core/modelLayout';
 import { createProject, getProject } from '../../../src/core/projects';
 import { newUuid } from '../../../src/core/ids';
@@ -51,7 +51,7 @@ async function setup(opts: { credit_balance_usd?: number; daily_spend_cap_usd?: 
 
 const evaluationOf = (svc: MemoryServices, teamId: string) => createEvaluation(svc, teamId, { base_model: ENCODER, dataset_name: 'ner-set' });
 const generationOf = (svc: MemoryServices, teamId: string, task: 'ner' | 'classification' = 'classification', num_examples = 30) =>
-  createGenerationJob(svc, teamId, { task_type: task, dataset_name: 'gen-set', num_examples, labels: task === 'ner' ? ['person'] : ['billing', 'shipping'] });
+  createSyntheticDataJob(svc, teamId, { task_type: task, dataset_name: 'gen-set', num_examples, labels: task === 'ner' ? ['person'] : ['billing', 'shipping'] });
 
 /** A project serving a complete job, so adaptive cycles have something to improve. */
 async function deployedProject(svc: MemoryServices, teamId: string) {
@@ -73,7 +73,7 @@ const everyKind = (svc: MemoryServices, teamId: string, projectId: string) => ({
 async function nothingCreated(svc: MemoryServices, teamId: string, before: { jobs: number; evaluations: number }) {
   expect(await listTrainingJobs(svc, teamId)).toHaveLength(before.jobs);
   expect(await listEvaluations(svc, teamId, {})).toHaveLength(before.evaluations);
-  expect(await listGenerationJobs(svc, teamId)).toHaveLength(0);
+  expect(await listSyntheticDataJobs(svc, teamId)).toHaveLength(0);
   for (const kind of ['training', 'evaluation', 'generation'] as const) expect(await computeInUse(svc, teamId, kind)).toBe(0);
 }
 
@@ -237,14 +237,14 @@ describe('generation is billed once, by the decoder\'s tokens (and NER labelling
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
     const job = await generationOf(svc, teamId, 'classification', 30);
     const input = { jobId: job.job_id, teamId };
-    const { shards } = await planGeneration(svc, input);
+    const { shards } = await planSyntheticData(svc, input);
     const outputs = [];
-    for (const shard of shards) outputs.push(await generateShard(svc, generator, predictor, { ...input, shard }));
-    await generateShard(svc, generator, predictor, { ...input, shard: shards[1]! }); // a retried shard
-    await withWorker(svc, assembleGeneration(svc, { ...input, shards: outputs }, 5000));
-    await withWorker(svc, assembleGeneration(svc, { ...input, shards: outputs }, 5000));
-    await recordGenerationFailure(svc, { ...input, error: { Error: 'late' } });
-    expect(await getGenerationJob(svc, teamId, job.job_id)).toMatchObject({ status: 'complete' });
+    for (const shard of shards) outputs.push(await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard }));
+    await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard: shards[1]! }); // a retried shard
+    await withWorker(svc, assembleSyntheticData(svc, { ...input, shards: outputs }, 5000));
+    await withWorker(svc, assembleSyntheticData(svc, { ...input, shards: outputs }, 5000));
+    await recordSyntheticDataFailure(svc, { ...input, error: { Error: 'late' } });
+    expect(await getSyntheticDataJob(svc, teamId, job.job_id)).toMatchObject({ status: 'complete' });
     const completions = 30; // every example on its first attempt (no duplicates)
     const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data;
     expect(rows).toEqual([
@@ -264,11 +264,11 @@ describe('generation is billed once, by the decoder\'s tokens (and NER labelling
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
     const job = await generationOf(svc, teamId, 'ner', 5);
     const input = { jobId: job.job_id, teamId };
-    const { shards } = await planGeneration(svc, input);
-    await generateShard(svc, generator, predictor, { ...input, shard: shards[0]! });
-    await recordGenerationFailure(svc, { ...input, error: { Error: 'boom' } });
-    await recordGenerationFailure(svc, { ...input, error: { Error: 'boom' } });
-    await expect(planGeneration(svc, input)).rejects.toThrow(/already ended/); // an ended job is never reopened
+    const { shards } = await planSyntheticData(svc, input);
+    await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard: shards[0]! });
+    await recordSyntheticDataFailure(svc, { ...input, error: { Error: 'boom' } });
+    await recordSyntheticDataFailure(svc, { ...input, error: { Error: 'boom' } });
+    await expect(planSyntheticData(svc, input)).rejects.toThrow(/already ended/); // an ended job is never reopened
     const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data as { inference_id: string; model: string; input_tokens?: number; cost_usd: number }[];
     expect(rows.map((r) => [r.inference_id, r.model, r.input_tokens, r.cost_usd]).sort()).toEqual(
       [
@@ -291,7 +291,7 @@ describe('each plan caps the compute running at once, exactly', () => {
     for (const [kind, create, list] of [
       ['training', () => newJob(svc, teamId), () => listTrainingJobs(svc, teamId)],
       ['evaluation', () => evaluationOf(svc, teamId), () => listEvaluations(svc, teamId, {})],
-      ['generation', () => generationOf(svc, teamId), () => listGenerationJobs(svc, teamId)],
+      ['generation', () => generationOf(svc, teamId), () => listSyntheticDataJobs(svc, teamId)],
     ] as const) {
       const results = await Promise.allSettled(Array.from({ length: cap + 3 }, () => create()));
       expect({ kind, created: results.filter((r) => r.status === 'fulfilled').length }).toEqual({ kind, created: cap });

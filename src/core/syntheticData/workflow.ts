@@ -12,12 +12,12 @@ import { reserveProducedVersion, submitProducedRows, waitForProcessing } from '.
 import { resolveEncoderModel } from '../extraction/runtime';
 import type { EvaluationPredictor } from '../evaluation/workflow';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { finishGeneration, getGenerationJob, type GenerationJob } from './jobs';
+import { finishSyntheticDataJob, getSyntheticDataJob, type SyntheticDataJob } from './jobs';
 import { generationItem } from '../recordKeys';
 import { generationUsagePrefix, type GenerationShardUsage } from '../billing/compute';
 import { WriteConflict } from '../ports';
 
-export const GENERATION_SHARD = 25;
+export const SYNTHETIC_DATA_SHARD = 25;
 /** Attempts per wanted example before a shard gives up (duplicates and empty outputs are retried). */
 const ATTEMPTS_PER_EXAMPLE = 3;
 
@@ -29,7 +29,7 @@ export interface TextGenerator {
   complete(system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }): Promise<{ text: string; inputTokens: number; outputTokens: number }>;
 }
 
-export interface GenerationShard {
+export interface SyntheticDataShard {
   index: number;
   count: number;
 }
@@ -45,25 +45,25 @@ export function cleanGenerated(raw: string): string {
 
 const SYSTEM = 'You write short, realistic, varied example texts. Answer with the text only.';
 
-function domainHint(job: GenerationJob): string {
+function domainHint(job: SyntheticDataJob): string {
   return job.domain_description ? ` The domain: ${job.domain_description}.` : '';
 }
 
-function classificationPrompt(job: GenerationJob, label: string): string {
+function classificationPrompt(job: SyntheticDataJob, label: string): string {
   const seeds = job.classified_examples.filter((e) => e.label === label).slice(0, 3);
   const examples = seeds.length ? ` Examples of "${label}": ${seeds.map((e) => `"${e.text}"`).join(' ')}` : '';
   return `Write one short message that is clearly about "${label}".${domainHint(job)}${examples}${job.prompt ? ` ${job.prompt}` : ''}`;
 }
 
-function nerPrompt(job: GenerationJob, seed: number): string {
+function nerPrompt(job: SyntheticDataJob, seed: number): string {
   const pick = job.labels.filter((_, i) => (seed >> i) % 2 === 0 || job.labels.length === 1);
   const types = (pick.length ? pick : job.labels).join(', ');
   return `Write one sentence that mentions a ${types}, with concrete names.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`;
 }
 
 /** `generation.plan`: shards, and the job is running (never reopened once it ended: its slot is freed and its bill written). */
-export async function planGeneration(svc: Services, input: { jobId: string; teamId: string }): Promise<{ shards: GenerationShard[] }> {
-  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+export async function planSyntheticData(svc: Services, input: { jobId: string; teamId: string }): Promise<{ shards: SyntheticDataShard[] }> {
+  const job = await getSyntheticDataJob(svc, input.teamId, input.jobId);
   const key = generationItem(input.teamId, job.job_id);
   try {
     await svc.records.update(key.pk, key.sk, {
@@ -74,20 +74,20 @@ export async function planGeneration(svc: Services, input: { jobId: string; team
     if (err instanceof WriteConflict) throw new Error(`generation job ${job.job_id} has already ended (${job.status})`);
     throw err;
   }
-  const shards: GenerationShard[] = [];
-  for (let i = 0, n = 0; n < job.num_examples; i++, n += GENERATION_SHARD) shards.push({ index: i, count: Math.min(GENERATION_SHARD, job.num_examples - n) });
+  const shards: SyntheticDataShard[] = [];
+  for (let i = 0, n = 0; n < job.num_examples; i++, n += SYNTHETIC_DATA_SHARD) shards.push({ index: i, count: Math.min(SYNTHETIC_DATA_SHARD, job.num_examples - n) });
   return { shards };
 }
 
 /** `generation.shard`: writes the shard's rows to the blob store; returns where (Step Functions' state cap). */
-export async function generateShard(
+export async function generateSyntheticDataShard(
   svc: Services,
   generator: TextGenerator,
   labeller: EvaluationPredictor,
-  input: { jobId: string; teamId: string; shard: GenerationShard },
+  input: { jobId: string; teamId: string; shard: SyntheticDataShard },
   encoderModel = svc.config.defaultEncoder,
 ): Promise<{ key: string; rows: number }> {
-  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+  const job = await getSyntheticDataJob(svc, input.teamId, input.jobId);
   const seen = new Set<string>();
   const rows: Record<string, unknown>[] = [];
   const texts: { text: string; label?: string; answer?: string }[] = [];
@@ -104,7 +104,7 @@ export async function generateShard(
     const seed = parseInt(createHash('sha256').update(`${job.job_id}:${input.shard.index}:${attempt}`).digest('hex').slice(0, 8), 16);
     const opts = { seed, maxTokens: 60, temperature: 0.9 };
     if (job.task_type === 'classification') {
-      const label = job.labels[(input.shard.index * GENERATION_SHARD + texts.length) % job.labels.length] as string;
+      const label = job.labels[(input.shard.index * SYNTHETIC_DATA_SHARD + texts.length) % job.labels.length] as string;
       const text = cleanGenerated(await complete(SYSTEM, classificationPrompt(job, label), opts));
       if (text && !seen.has(text)) texts.push({ text, label });
       if (text) seen.add(text);
@@ -145,12 +145,12 @@ export async function generateShard(
 }
 
 /** `generation.assemble`: one new dataset version from the shards, processed like any upload. */
-export async function assembleGeneration(
+export async function assembleSyntheticData(
   svc: Services,
   input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] },
   waitMs = 10 * 60_000,
 ): Promise<{ dataset_name: string; version: number; status: string }> {
-  const job = await getGenerationJob(svc, input.teamId, input.jobId);
+  const job = await getSyntheticDataJob(svc, input.teamId, input.jobId);
   const item = generationItem(input.teamId, job.job_id);
   const total = (input.shards ?? []).reduce((n, s) => n + s.rows, 0);
   if (total === 0) throw new Error('the generator produced no usable example (all outputs were empty, duplicates, or had no entity the labeller could find)');
@@ -170,7 +170,7 @@ export async function assembleGeneration(
   }
   const v = await waitForProcessing(svc, input.teamId, job.dataset_name, version, waitMs);
   const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
-  await finishGeneration(
+  await finishSyntheticDataJob(
     svc,
     input.teamId,
     job.job_id,
@@ -182,21 +182,21 @@ export async function assembleGeneration(
 }
 
 /** `generation.failed`. */
-export async function recordGenerationFailure(svc: Services, input: { jobId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
+export async function recordSyntheticDataFailure(svc: Services, input: { jobId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
   const item = generationItem(input.teamId, input.jobId);
-  if (await finishGeneration(svc, input.teamId, input.jobId, { status: 'failed', error: failureReason(input.error, 'the generation workflow failed') })) return { status: 'failed' };
+  if (await finishSyntheticDataJob(svc, input.teamId, input.jobId, { status: 'failed', error: failureReason(input.error, 'the generation workflow failed') })) return { status: 'failed' };
   // already ended (a retried failure step): left as it is
-  return { status: (await svc.records.get<GenerationJob>(item.pk, item.sk))?.status ?? 'deleted' };
+  return { status: (await svc.records.get<SyntheticDataJob>(item.pk, item.sk))?.status ?? 'deleted' };
 }
 
-type ShardInput = { jobId: string; teamId: string; shard: GenerationShard };
+type ShardInput = { jobId: string; teamId: string; shard: SyntheticDataShard };
 
-/** The generation tasks by ASL task name; `shard` runs here (`generateShard`) or in the gateway (workflow Lambda). */
-export function generationTasks(svc: Services, shard: (input: ShardInput) => Promise<{ key: string; rows: number }>): TaskTable {
+/** The generation tasks by ASL task name; `shard` runs here (`generateSyntheticDataShard`) or in the gateway (workflow Lambda). */
+export function syntheticDataTasks(svc: Services, shard: (input: ShardInput) => Promise<{ key: string; rows: number }>): TaskTable {
   return {
-    'generation.plan': (input: { jobId: string; teamId: string }) => planGeneration(svc, input),
+    'generation.plan': (input: { jobId: string; teamId: string }) => planSyntheticData(svc, input),
     'generation.shard': shard,
-    'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) => assembleGeneration(svc, input),
-    'generation.failed': (input: { jobId: string; teamId: string; error?: WorkflowError }) => recordGenerationFailure(svc, input),
+    'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) => assembleSyntheticData(svc, input),
+    'generation.failed': (input: { jobId: string; teamId: string; error?: WorkflowError }) => recordSyntheticDataFailure(svc, input),
   } as TaskTable;
 }

@@ -41,21 +41,21 @@
  * structures.ts, relations.ts); scoring/metrics.ts merges counts and turns them into P/R/F1;
  * scoring/tally.ts and normalize.ts hold the shared counting and normalising; scoring/types.ts the shapes.
  */
-import type { NormalizedRow } from '../datasets/rows';
-import { scoreClassification } from './scoring/classification';
-import { scoreEntities } from './scoring/entities';
-import { addExample } from './scoring/examples';
-import { emptyCounts } from './scoring/metrics';
-import { scoreRelations } from './scoring/relations';
-import { viewOf } from './scoring/schema';
-import { scoreStructures } from './scoring/structures';
-import { isObject } from './scoring/tally';
-import { DEFAULT_MAX_EXAMPLES, type EncoderPrediction, type EvaluationCounts, type RowScoring, type ScoreOptions } from './scoring/types';
+import type { NormalizedRow } from '../../datasets/rows';
+import { scoreClassification } from './classification';
+import { scoreEntities } from './entities';
+import { addExample } from './examples';
+import { emptyCounts } from './metrics';
+import { scoreRelations } from './relations';
+import { viewOf } from './schema';
+import { scoreStructures } from './structures';
+import { isObject } from './tally';
+import { DEFAULT_MAX_EXAMPLES, type EncoderPrediction, type EvaluationCounts, type RowScoring, type ScoreOptions } from './types';
 
-export { EXAMPLE_TEXT_CHARS } from './scoring/examples';
-export { emptyCounts, finalizeMetrics, mergeCounts, prf } from './scoring/metrics';
-export { normalizeSpace, normalizeValue } from './scoring/normalize';
-export { evaluationSchemaFor } from './scoring/schema';
+export { EXAMPLE_TEXT_CHARS } from './examples';
+export { emptyCounts, finalizeMetrics, mergeCounts, prf } from './metrics';
+export { normalizeSpace, normalizeValue } from './normalize';
+export { evaluationSchemaFor } from './schema';
 export {
   CLASSIFICATION_TASK,
   DEFAULT_MAX_EXAMPLES,
@@ -71,7 +71,7 @@ export {
   type ScoreOptions,
   type Tally,
   type TallyMap,
-} from './scoring/types';
+} from './types';
 
 /** Scores one gold row against the engine's `result` for its text. */
 export function scoreRow(gold: NormalizedRow, prediction: EncoderPrediction | null | undefined, opts: ScoreOptions = {}): EvaluationCounts {

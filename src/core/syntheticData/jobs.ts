@@ -12,26 +12,26 @@ import { admitCompute, billGeneration } from '../billing/compute';
 import { releaseComputeSlot } from '../computeSlots';
 import { WriteConflict } from '../ports';
 
-export type GenerationStatus = 'queued' | 'running' | 'complete' | 'failed';
+export type SyntheticDataStatus = 'queued' | 'running' | 'complete' | 'failed';
 
 /** Documented caps (README "Synthetic data"). */
-export const GENERATION_LIMITS = { maxExamples: 10_000, maxLabels: 50, maxSeedExamples: 50 } as const;
+export const SYNTHETIC_DATA_LIMITS = { maxExamples: 10_000, maxLabels: 50, maxSeedExamples: 50 } as const;
 
-export const GenerationRequest = z.strictObject({
+export const SyntheticDataRequest = z.strictObject({
   task_type: z.enum(['ner', 'classification', 'decoder']),
   dataset_name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, ".", "_" and "-", starting with a letter or digit (at most 128)'),
-  num_examples: z.number().int().min(1).max(GENERATION_LIMITS.maxExamples),
-  labels: z.array(z.string().trim().min(1).max(100)).min(1).max(GENERATION_LIMITS.maxLabels).optional(),
+  num_examples: z.number().int().min(1).max(SYNTHETIC_DATA_LIMITS.maxExamples),
+  labels: z.array(z.string().trim().min(1).max(100)).min(1).max(SYNTHETIC_DATA_LIMITS.maxLabels).optional(),
   domain_description: z.string().max(2000).optional(),
-  classified_examples: z.array(z.strictObject({ text: z.string().min(1).max(2000), label: z.string().min(1) })).max(GENERATION_LIMITS.maxSeedExamples).optional(),
+  classified_examples: z.array(z.strictObject({ text: z.string().min(1).max(2000), label: z.string().min(1) })).max(SYNTHETIC_DATA_LIMITS.maxSeedExamples).optional(),
   prompt: z.string().max(4000).optional(),
 });
-export type GenerationInput = z.output<typeof GenerationRequest>;
+export type SyntheticDataInput = z.output<typeof SyntheticDataRequest>;
 
-export interface GenerationJob {
+export interface SyntheticDataJob {
   job_id: string;
-  status: GenerationStatus;
-  task_type: GenerationInput['task_type'];
+  status: SyntheticDataStatus;
+  task_type: SyntheticDataInput['task_type'];
   dataset_name: string;
   dataset_version: number | null;
   num_examples: number;
@@ -47,7 +47,7 @@ export interface GenerationJob {
 }
 
 
-export async function createGenerationJob(svc: Services, teamId: string, input: GenerationInput): Promise<GenerationJob> {
+export async function createSyntheticDataJob(svc: Services, teamId: string, input: SyntheticDataInput): Promise<SyntheticDataJob> {
   const labels = [...new Set(input.labels ?? [])];
   if (input.task_type !== 'decoder' && labels.length === 0) throw ValidationError.field(['body', 'labels'], `labels are required for task_type '${input.task_type}'`, 'missing');
   if (input.task_type === 'decoder' && input.labels) throw ValidationError.field(['body', 'labels'], "task_type 'decoder' generates chat pairs and takes no labels");
@@ -60,7 +60,7 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
   // compute is money: out of credit (402), past the daily cap or at the plan's running cap (429) → nothing is written
   const jobId = newUuid();
   await admitCompute(svc, teamId, 'generation', jobId);
-  const job: GenerationJob = {
+  const job: SyntheticDataJob = {
     job_id: jobId,
     status: 'queued',
     task_type: input.task_type,
@@ -89,7 +89,7 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
     await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId });
   } catch (err) {
     const failed = { status: 'failed' as const, error: `could not start the generation: ${(err as Error).message}` };
-    return (await finishGeneration(svc, teamId, jobId, failed)) ?? { ...job, ...failed, finished_at: svc.now().toISOString() };
+    return (await finishSyntheticDataJob(svc, teamId, jobId, failed)) ?? { ...job, ...failed, finished_at: svc.now().toISOString() };
   }
   return job;
 }
@@ -99,16 +99,16 @@ export async function createGenerationJob(svc: Services, teamId: string, input: 
  * conditional on it still running: only the write that wins bills the shards that ran and frees the
  * team's slot, so a retried assemble or failure step does nothing. Undefined when it had already ended.
  */
-export async function finishGeneration(
+export async function finishSyntheticDataJob(
   svc: Services,
   teamId: string,
   jobId: string,
   set: { status: 'complete' | 'failed'; error?: string; warnings?: string[] },
-): Promise<GenerationJob | undefined> {
+): Promise<SyntheticDataJob | undefined> {
   const key = generationItem(teamId, jobId);
-  let after: GenerationJob;
+  let after: SyntheticDataJob;
   try {
-    after = await svc.records.update<GenerationJob>(key.pk, key.sk, {
+    after = await svc.records.update<SyntheticDataJob>(key.pk, key.sk, {
       set: { ...set, finished_at: svc.now().toISOString() },
       condition: [{ anyOf: [{ attr: 'status', equals: 'queued' }, { attr: 'status', equals: 'running' }] }],
     });
@@ -121,13 +121,13 @@ export async function finishGeneration(
   return after;
 }
 
-export async function getGenerationJob(svc: Services, teamId: string, id: string): Promise<GenerationJob> {
+export async function getSyntheticDataJob(svc: Services, teamId: string, id: string): Promise<SyntheticDataJob> {
   const key = generationItem(teamId, id);
-  const found = isUuid(id) ? await svc.records.get<GenerationJob>(key.pk, key.sk) : undefined;
+  const found = isUuid(id) ? await svc.records.get<SyntheticDataJob>(key.pk, key.sk) : undefined;
   if (!found) throw new NotFoundError(`Generation job '${id}' not found`);
   return found;
 }
 
-export async function listGenerationJobs(svc: Services, teamId: string): Promise<GenerationJob[]> {
-  return svc.records.queryAll<GenerationJob>(generationsIndex(teamId), { index: 'gsi1', newestFirst: true });
+export async function listSyntheticDataJobs(svc: Services, teamId: string): Promise<SyntheticDataJob[]> {
+  return svc.records.queryAll<SyntheticDataJob>(generationsIndex(teamId), { index: 'gsi1', newestFirst: true });
 }

@@ -2,18 +2,18 @@ import { existsSync, readdirSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Llama, LlamaContext } from 'node-llama-cpp';
-import type { BlobStore } from '../../core/ports';
-import { NotFoundError, ServiceUnavailableError } from '../../core/errors';
-import type { Logger } from '../../core/logger';
-import { createLogger } from '../../http/logger';
-import type { DecoderAdapterSpec, DecoderBackend, DecoderPrompt, GenerateRequest, GenerationEvent } from '../../core/decoder/types';
-import { adapterStem, adapterVersion, downloadAdapter, removeFile, removeStaleAdapterFiles, unloadLora } from './llamaCpp/adapterFiles';
-import { SMOLLM_SYSTEM, tokenizeChatMl } from './llamaCpp/chatml';
-import { generateOn } from './llamaCpp/generation';
-import { KvSnapshots } from './llamaCpp/kvSnapshots';
-import type { Adapter, Base, LlamaCppOptions, Loaded } from './llamaCpp/types';
+import type { BlobStore } from '../../../core/ports';
+import { NotFoundError, ServiceUnavailableError } from '../../../core/errors';
+import type { Logger } from '../../../core/logger';
+import { createLogger } from '../../../http/logger';
+import type { DecoderAdapterSpec, DecoderBackend, DecoderPrompt, GenerateRequest, GenerationEvent } from '../../../core/decoder/types';
+import { adapterStem, adapterVersion, downloadAdapter, removeFile, removeStaleAdapterFiles, unloadLora } from './adapterFiles';
+import { SMOLLM_SYSTEM, tokenizeChatMl } from './chatml';
+import { generateOn } from './generation';
+import { KvSnapshots } from './kvSnapshots';
+import type { Adapter, Base, LlamaCppOptions, Loaded } from './types';
 
-export type { LlamaCppOptions } from './llamaCpp/types';
+export type { LlamaCppOptions } from './types';
 
 /**
  * Local decoder on llama.cpp through node-llama-cpp (prebuilt CPU binaries from npm; nothing is

@@ -1,6 +1,6 @@
 /**
  * Native inference over HTTP: `POST /inference` (extraction with a `schema`, or `task: "generate"`,
- * which goes to the decoder branch in generateInference.ts) and the per-head `/gliner-2/*`
+ * which goes to the decoder branch in textGeneration.ts) and the per-head `/gliner-2/*`
  * endpoints (rate-limit class `gliner`). Extraction through the compatible routes (`schema` extra
  * field) is compat/common.ts's extractThroughCompat. Each request resolves its model once.
  */
@@ -12,7 +12,7 @@ import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
 import { documentedAs, nonBlank, parseWith } from '../validation';
 import { modelRunErrors } from './errorDocs';
-import { generateInference, GenerateInferenceBody } from './generateInference';
+import { generateInference, GenerateInferenceBody } from './textGeneration';
 
 const ExtractionResponse = z.looseObject({
   inference_id: z.string(),

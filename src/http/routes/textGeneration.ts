@@ -50,7 +50,7 @@ function toPrompt(body: GenerateInferenceInput): DecoderMessage[] {
 
 /**
  * `POST /inference` with `task: "generate"`: the decoder branch of the native inference route
- * (routes/inference.ts owns the route).
+ * (routes/extraction.ts owns the route).
  * Response: `{inference_id, model_id, type: "decoder", completion, finish_reason, stop_sequence,
  * latency_ms, usage: {prompt_tokens (non-cached), cache_read_tokens, cache_write_tokens,
  * completion_tokens, total_tokens}}`.

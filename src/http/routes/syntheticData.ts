@@ -8,7 +8,7 @@ import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { z } from 'zod';
 import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/extraction/api';
 import { ValidationError } from '../../core/errors';
-import { createGenerationJob, GENERATION_LIMITS, GenerationRequest, getGenerationJob, listGenerationJobs } from '../../core/generation/jobs';
+import { createSyntheticDataJob, SYNTHETIC_DATA_LIMITS, SyntheticDataRequest, getSyntheticDataJob, listSyntheticDataJobs } from '../../core/syntheticData/jobs';
 import { json, route, type HandlerContext } from '../types';
 import { nonBlank } from '../validation';
 import { computeStartErrors, modelRunErrors } from './errorDocs';
@@ -86,17 +86,17 @@ const GenerationJobSchema = z.looseObject({
   error: z.string().nullable(),
 });
 
-export const generateRoutes = [
+export const syntheticDataRoutes = [
   route({
     method: 'POST',
     path: '/generate',
     tag: 'generate',
     summary: 'Generate a labelled dataset (ner, classification) or chat pairs (decoder) asynchronously',
-    description: `\`num_examples\` 1–${GENERATION_LIMITS.maxExamples}; \`labels\` required for ner/classification. Poll GET /generate/jobs/{job_id} until complete; the dataset is then a new version of \`dataset_name\`.`,
-    body: GenerationRequest,
+    description: `\`num_examples\` 1–${SYNTHETIC_DATA_LIMITS.maxExamples}; \`labels\` required for ner/classification. Poll GET /generate/jobs/{job_id} until complete; the dataset is then a new version of \`dataset_name\`.`,
+    body: SyntheticDataRequest,
     responses: { 202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) }, ...computeStartErrors },
     handler: async ({ svc, principal, body }) => {
-      const job = await createGenerationJob(svc, principal.team_id, body);
+      const job = await createSyntheticDataJob(svc, principal.team_id, body);
       return json(202, { job_id: job.job_id, status: job.status });
     },
   }),
@@ -106,7 +106,7 @@ export const generateRoutes = [
     tag: 'generate',
     summary: 'Generation jobs, newest first',
     responses: { 200: { description: 'Jobs', schema: z.object({ data: z.array(GenerationJobSchema) }) } },
-    handler: async ({ svc, principal }) => json(200, { data: await listGenerationJobs(svc, principal.team_id) }),
+    handler: async ({ svc, principal }) => json(200, { data: await listSyntheticDataJobs(svc, principal.team_id) }),
   }),
   route({
     method: 'GET',
@@ -115,7 +115,7 @@ export const generateRoutes = [
     summary: 'A generation job: status, progress (`generated`), the dataset version it produced',
     params: z.object({ job_id: z.string().min(1).max(64) }),
     responses: { 200: { description: 'Job', schema: GenerationJobSchema }, 404: { description: 'Not found' } },
-    handler: async ({ svc, principal, params }) => json(200, await getGenerationJob(svc, principal.team_id, params.job_id)),
+    handler: async ({ svc, principal, params }) => json(200, await getSyntheticDataJob(svc, principal.team_id, params.job_id)),
   }),
   route({
     method: 'POST',
