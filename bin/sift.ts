@@ -9,7 +9,9 @@ import { API_VERSION, allRoutes } from '../src/http/routes';
 import { startLocal } from '../src/local/main';
 import { DEFAULT_MODELS_DIR } from '../src/paths';
 
-const program = new Command().name('sift').description('Sift: training and inference for GLiNER2 encoders and small decoder LLMs');
+const program = new Command()
+  .name('sift')
+  .description('Sift: training and inference for GLiNER2 encoders and small decoder LLMs');
 
 program
   .command('serve')
@@ -29,13 +31,22 @@ program
       s3Port,
       ...(process.env.SIFT_ADMIN_KEY ? { adminKey: process.env.SIFT_ADMIN_KEY } : {}),
     });
-    const lines = [`Sift is listening on ${service.url}  (state in ${opts.dataDir})`, `OpenAPI: ${service.url}/openapi.json`, `Console: ${service.url}/console/`];
+    const lines = [
+      `Sift is listening on ${service.url}  (state in ${opts.dataDir})`,
+      `OpenAPI: ${service.url}/openapi.json`,
+      `Console: ${service.url}/console/`,
+    ];
     if (service.createdAdminKey) {
       lines.push('', 'Created the operator API key (shown only this once; keep it):', `  ${service.createdAdminKey}`);
     }
     // a first start builds the venv and models in the background: say so, and where to follow it
     const build = await (await import('../src/cli/buildStatus')).buildStatus(DEFAULT_MODELS_DIR);
-    if (build.state && build.state !== 'done') lines.push('', ...build.lines, 'Models become available as they are built (sift models status; GET /base-models).');
+    if (build.state && build.state !== 'done')
+      lines.push(
+        '',
+        ...build.lines,
+        'Models become available as they are built (sift models status; GET /base-models).',
+      );
     process.stdout.write(`${lines.join('\n')}\n`);
     const shutdown = async () => {
       await service.close();
@@ -65,7 +76,9 @@ program
 
 program
   .command('bootstrap-aws')
-  .description("Create the operator team and key in the deployed table (SIFT_TABLE, AWS credentials); prints the key once")
+  .description(
+    'Create the operator team and key in the deployed table (SIFT_TABLE, AWS credentials); prints the key once',
+  )
   .action(async () => {
     const { servicesFromEnv } = await import('../src/adapters/aws');
     const { ensureInstallation } = await import('../src/core/bootstrap');
@@ -105,22 +118,37 @@ program
   .option('--algorithm <algorithm>', 'sft, dpo or grpo')
   .option('--epochs <n>', 'number of epochs', Number)
   .option('--learning-rate <lr>', 'learning rate', Number)
-  .option('--rl-config <json>', 'rl_config as JSON (dpo, grpo)', (v: string) => JSON.parse(v) as Record<string, unknown>)
-  .action(async (o: { modelName: string; baseModel: string; dataset: string[]; trainingType?: string; algorithm?: string; epochs?: number; learningRate?: number; rlConfig?: Record<string, unknown> }) => {
-    finish(
-      await startTraining({
-        ...apiOptions(),
-        modelName: o.modelName,
-        baseModel: o.baseModel,
-        datasets: o.dataset,
-        ...(o.trainingType ? { trainingType: o.trainingType } : {}),
-        ...(o.algorithm ? { algorithm: o.algorithm } : {}),
-        ...(o.epochs !== undefined ? { epochs: o.epochs } : {}),
-        ...(o.learningRate !== undefined ? { learningRate: o.learningRate } : {}),
-        ...(o.rlConfig ? { rlConfig: o.rlConfig } : {}),
-      }),
-    );
-  });
+  .option(
+    '--rl-config <json>',
+    'rl_config as JSON (dpo, grpo)',
+    (v: string) => JSON.parse(v) as Record<string, unknown>,
+  )
+  .action(
+    async (o: {
+      modelName: string;
+      baseModel: string;
+      dataset: string[];
+      trainingType?: string;
+      algorithm?: string;
+      epochs?: number;
+      learningRate?: number;
+      rlConfig?: Record<string, unknown>;
+    }) => {
+      finish(
+        await startTraining({
+          ...apiOptions(),
+          modelName: o.modelName,
+          baseModel: o.baseModel,
+          datasets: o.dataset,
+          ...(o.trainingType ? { trainingType: o.trainingType } : {}),
+          ...(o.algorithm ? { algorithm: o.algorithm } : {}),
+          ...(o.epochs !== undefined ? { epochs: o.epochs } : {}),
+          ...(o.learningRate !== undefined ? { learningRate: o.learningRate } : {}),
+          ...(o.rlConfig ? { rlConfig: o.rlConfig } : {}),
+        }),
+      );
+    },
+  );
 
 program
   .command('watch <job-id>')
@@ -131,26 +159,40 @@ const models = program.command('models').description('Base-model weights in a de
 models
   .command('publish <sources...>')
   .description(
-    'Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them), a directory of them, or catalog ids found in --models-dir, into the bucket\'s models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last.',
+    "Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them), a directory of them, or catalog ids found in --models-dir, into the bucket's models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last.",
   )
   .requiredOption('--bucket <name>', 'the deployed bucket (CloudFormation export sift-<stage>-bucket-name)')
   .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
   .option('--region <region>', 'AWS region (default: AWS_REGION)')
   .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)')
   .option('--models-dir <dir>', 'where catalog ids are looked up', DEFAULT_MODELS_DIR)
-  .action(async (sources: string[], o: { bucket: string; prefix: string; region?: string; endpointUrl?: string; modelsDir: string }) => {
-    const { publishCommand } = await import('../src/cli/models');
-    const abort = new AbortController();
-    process.once('SIGINT', () => abort.abort(new Error('interrupted; run the same command again to resume')));
-    try {
-      await publishCommand(sources, o, (line) => process.stdout.write(`${line}\n`), abort.signal);
-    } catch (err) {
-      process.stderr.write(`sift models publish: ${(err as Error).message}\n`);
-      process.exitCode = 1;
-    }
-  });
+  .action(
+    async (
+      sources: string[],
+      o: { bucket: string; prefix: string; region?: string; endpointUrl?: string; modelsDir: string },
+    ) => {
+      const { publishCommand } = await import('../src/cli/models');
+      const abort = new AbortController();
+      process.once('SIGINT', () => abort.abort(new Error('interrupted; run the same command again to resume')));
+      try {
+        await publishCommand(sources, o, (line) => process.stdout.write(`${line}\n`), abort.signal);
+      } catch (err) {
+        process.stderr.write(`sift models publish: ${(err as Error).message}\n`);
+        process.exitCode = 1;
+      }
+    },
+  );
 
-type ImportCliOptions = { as?: string; modelsDir: string; force?: boolean; bucket?: string; prefix: string; region?: string; endpointUrl?: string; revision?: string };
+type ImportCliOptions = {
+  as?: string;
+  modelsDir: string;
+  force?: boolean;
+  bucket?: string;
+  prefix: string;
+  region?: string;
+  endpointUrl?: string;
+  revision?: string;
+};
 /** import/pull: where the model goes (the local models dir, and a bucket when named). */
 const importTargets = (c: Command) =>
   c
@@ -186,7 +228,9 @@ importTargets(
 importTargets(
   models
     .command('pull <id>')
-    .description('Download a catalog model\'s GLiNER2 checkpoint from the Hugging Face hub (HF_ENDPOINT, HF_TOKEN), then import it; fails at once where no hub is reachable')
+    .description(
+      "Download a catalog model's GLiNER2 checkpoint from the Hugging Face hub (HF_ENDPOINT, HF_TOKEN), then import it; fails at once where no hub is reachable",
+    )
     .option('--revision <rev>', 'hub revision (branch, tag or commit)'),
 ).action(async (id: string, o: ImportCliOptions) =>
   runImport('pull', async (signal) => {

@@ -3,7 +3,11 @@
  * gateway and the handlers can never disagree about a key. The policy is a wildcard over the API:
  * a cached policy scoped to one method ARN would 403 the caller's other routes.
  */
-import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent, APIGatewayTokenAuthorizerEvent } from 'aws-lambda';
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayRequestAuthorizerEvent,
+  APIGatewayTokenAuthorizerEvent,
+} from 'aws-lambda';
 import { servicesFromEnv } from '../src/adapters/aws';
 import { ApiGatewayKeys } from '../src/aws/gatewayKeys';
 import { authenticate } from '../src/core/apiKeys';
@@ -31,7 +35,9 @@ function wildcardArn(methodArn: string): string {
   return `${arnPrefix}/${stage}/*`;
 }
 
-export async function handler(event: APIGatewayTokenAuthorizerEvent | APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> {
+export async function handler(
+  event: APIGatewayTokenAuthorizerEvent | APIGatewayRequestAuthorizerEvent,
+): Promise<APIGatewayAuthorizerResult> {
   let headers: Record<string, string | undefined>;
   let path: string;
   if (event.type === 'TOKEN') {
@@ -53,12 +59,15 @@ export async function handler(event: APIGatewayTokenAuthorizerEvent | APIGateway
   // A team whose gateway key can't be made is let through without one: API Gateway then answers
   // 403 on key-required methods, and the error is logged for the operator.
   const usageIdentifierKey = await usageIdentifier(principal.team_id).catch((error: unknown) => {
-    logger.error('could not resolve the team\'s usage plan key', { team_id: principal.team_id, error: error as Error });
+    logger.error("could not resolve the team's usage plan key", { team_id: principal.team_id, error: error as Error });
     return undefined;
   });
   return {
     principalId: principal.key_id,
-    policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wildcardArn(event.methodArn) }] },
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wildcardArn(event.methodArn) }],
+    },
     context: { team_id: principal.team_id, key_id: principal.key_id, role: principal.role },
     ...(usageIdentifierKey ? { usageIdentifierKey } : {}),
   };

@@ -6,7 +6,12 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import { servicesFromEnv } from '../src/adapters/aws';
-import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../src/aws/trainingWorkflow';
+import {
+  completeTraining,
+  prepareTraining,
+  recordTrainingFailure,
+  type TrainingEnv,
+} from '../src/aws/trainingWorkflow';
 import { runOnEncoderService } from '../src/aws/encoderTasks';
 import { attachLaunchers } from '../src/aws/workflowLauncher';
 import { adaptiveTasks } from '../src/core/adaptive/workflow';

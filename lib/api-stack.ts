@@ -15,12 +15,7 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
-import {
-  SPEC_DEFAULT_PER_MINUTE,
-  SPEC_EDGE_LIMIT_PER_IP,
-  SPEC_EDGE_WINDOW_SECONDS,
-  type StageConfig,
-} from './config';
+import { SPEC_DEFAULT_PER_MINUTE, SPEC_EDGE_LIMIT_PER_IP, SPEC_EDGE_WINDOW_SECONDS, type StageConfig } from './config';
 import { ApiAuthorizers } from './constructs/api-authorizers';
 import { ApiFunctions, type WorkflowHandles } from './constructs/api-functions';
 import { ApiRoutes, type InferenceEndpoint } from './constructs/api-routes';
@@ -92,7 +87,8 @@ export class ApiStack extends Stack {
     // Stage-wide defaults ('/*/*') come from the deployOptions below.
     const methodOptions: Record<string, apigw.MethodDeploymentOptions> = {};
     for (const m of gatewayMethods()) {
-      if (m.perMinute !== undefined) methodOptions[`${m.path}/${m.method}`] = { ...loggingDefaults, ...throttleOptions(m.perMinute, scale) };
+      if (m.perMinute !== undefined)
+        methodOptions[`${m.path}/${m.method}`] = { ...loggingDefaults, ...throttleOptions(m.perMinute, scale) };
     }
 
     const cors: apigw.CorsOptions | undefined =
@@ -148,7 +144,8 @@ export class ApiStack extends Stack {
     });
     acknowledge(this.api, {
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-      reason: 'Account-level API Gateway logging role; AWS managed policy is the documented way to let API Gateway write execution logs.',
+      reason:
+        'Account-level API Gateway logging role; AWS managed policy is the documented way to let API Gateway write execution logs.',
     });
     addGatewayResponses(this.api, config.consoleOrigins);
 
@@ -159,7 +156,12 @@ export class ApiStack extends Stack {
       throttles: config.usagePlans,
       authorizerRole: this.authorizerFunction.role,
     });
-    new ApiRoutes(this, 'Routes', { api: this.api, control: this.apiFunction.fn, authorizers, inference: props.inference });
+    new ApiRoutes(this, 'Routes', {
+      api: this.api,
+      control: this.apiFunction.fn,
+      authorizers,
+      inference: props.inference,
+    });
 
     acknowledge(this.api, {
       id: 'AwsSolutions-COG4',
@@ -187,7 +189,10 @@ export class ApiStack extends Stack {
   }
 }
 
-function throttleOptions(perMinute: number, scale: number): { throttlingRateLimit: number; throttlingBurstLimit: number } {
+function throttleOptions(
+  perMinute: number,
+  scale: number,
+): { throttlingRateLimit: number; throttlingBurstLimit: number } {
   const t = throttleFor(perMinute, scale);
   return { throttlingRateLimit: t.rateLimit, throttlingBurstLimit: t.burstLimit };
 }

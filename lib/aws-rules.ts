@@ -18,8 +18,31 @@
  * (sagemaker-python-sdk src/sagemaker/utils.py `instance_supports_kms`).
  */
 const SAGEMAKER_INSTANCE_STORAGE_FAMILIES: ReadonlyArray<string> = [
-  'c5d', 'c6gd', 'c6id', 'm5d', 'm6gd', 'm6id', 'r5d', 'r6gd', 'r6id',
-  'g4ad', 'g4dn', 'g5', 'g6', 'g6e', 'gr6', 'p3dn', 'p4d', 'p4de', 'p5', 'p5e', 'p5en', 'trn1', 'trn1n', 'trn2', 'inf2',
+  'c5d',
+  'c6gd',
+  'c6id',
+  'm5d',
+  'm6gd',
+  'm6id',
+  'r5d',
+  'r6gd',
+  'r6id',
+  'g4ad',
+  'g4dn',
+  'g5',
+  'g6',
+  'g6e',
+  'gr6',
+  'p3dn',
+  'p4d',
+  'p4de',
+  'p5',
+  'p5e',
+  'p5en',
+  'trn1',
+  'trn1n',
+  'trn2',
+  'inf2',
 ];
 
 /** `ml.g5.xlarge` → `g5`; throws on a name that is not `ml.<family>.<size>`. */
@@ -47,7 +70,9 @@ export function acceptsVolumeKmsKey(instanceType: string): boolean {
  * A target tracking policy does nothing on missing data, so it never scales in an idle service:
  * https://docs.aws.amazon.com/AmazonECS/latest/developerguide/service-autoscaling-targettracking.html
  */
-export const ALB_METRICS: Readonly<Record<string, { readonly dimension: 'LoadBalancer' | 'TargetGroup'; readonly emittedWithoutTargets: boolean }>> = {
+export const ALB_METRICS: Readonly<
+  Record<string, { readonly dimension: 'LoadBalancer' | 'TargetGroup'; readonly emittedWithoutTargets: boolean }>
+> = {
   HTTPCode_ELB_503_Count: { dimension: 'LoadBalancer', emittedWithoutTargets: true },
   HTTPCode_ELB_5XX_Count: { dimension: 'LoadBalancer', emittedWithoutTargets: true },
   RequestCount: { dimension: 'TargetGroup', emittedWithoutTargets: false },
@@ -87,7 +112,8 @@ export function authorizerRuns(
 ): boolean {
   const sent = new Set(requestHeaders.map((h) => h.toLowerCase()));
   const present = (source: string): boolean => sent.has(source.replace(/^method\.request\.header\./, '').toLowerCase());
-  if (authorizer.type === 'TOKEN') return authorizer.identitySources.length === 1 && present(authorizer.identitySources[0]!);
+  if (authorizer.type === 'TOKEN')
+    return authorizer.identitySources.length === 1 && present(authorizer.identitySources[0]!);
   if (authorizer.identitySources.length === 0) return authorizer.ttlSeconds === 0;
   return authorizer.identitySources.every(present);
 }

@@ -197,7 +197,8 @@ function str(node: Node, key: string): string | undefined {
 function oneOf<T extends string>(node: Node, key: string, allowed: readonly T[], fallback: T): T {
   const raw = str(node, key);
   if (raw === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) throw new Error(`context ${key} must be one of ${allowed.join(', ')}, got ${raw}`);
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new Error(`context ${key} must be one of ${allowed.join(', ')}, got ${raw}`);
   return raw as T;
 }
 
@@ -213,7 +214,8 @@ function usagePlans(node: Node, base: Record<PlanName, UsagePlanThrottle>): Reco
   }
   const out: Record<PlanName, UsagePlanThrottle> = { ...base };
   for (const [plan, limits] of Object.entries(given as Record<string, unknown>)) {
-    if (!(PLANS as readonly string[]).includes(plan)) throw new Error(`context usagePlans: unknown plan ${plan} (plans: ${PLANS.join(', ')})`);
+    if (!(PLANS as readonly string[]).includes(plan))
+      throw new Error(`context usagePlans: unknown plan ${plan} (plans: ${PLANS.join(', ')})`);
     const l = limits as Partial<UsagePlanThrottle>;
     if (!(Number(l.rateLimit) > 0) || !Number.isInteger(Number(l.burstLimit)) || !(Number(l.burstLimit) > 0)) {
       throw new Error(`context usagePlans.${plan} needs a positive rateLimit and a positive integer burstLimit`);
@@ -233,9 +235,21 @@ export function loadStageConfig(node: Node): StageConfig {
   const alarmEmail = str(node, 'alarmEmail') ?? base.alarmEmail;
   return {
     ...base,
-    consoleOrigins: origins !== undefined ? origins.split(',').map((o) => o.trim()).filter(Boolean) : base.consoleOrigins,
+    consoleOrigins:
+      origins !== undefined
+        ? origins
+            .split(',')
+            .map((o) => o.trim())
+            .filter(Boolean)
+        : base.consoleOrigins,
     natGateways: num(node, 'natGateways', base.natGateways),
-    encoderPreloadModels: preload !== undefined ? preload.split(',').map((m) => m.trim()).filter(Boolean) : base.encoderPreloadModels,
+    encoderPreloadModels:
+      preload !== undefined
+        ? preload
+            .split(',')
+            .map((m) => m.trim())
+            .filter(Boolean)
+        : base.encoderPreloadModels,
     monthlyBudgetUsd: num(node, 'monthlyBudgetUsd', base.monthlyBudgetUsd),
     throttleScale: num(node, 'throttleScale', base.throttleScale),
     adaptiveSchedule: str(node, 'adaptiveSchedule') ?? base.adaptiveSchedule,

@@ -101,26 +101,44 @@ export function acknowledgeDataGrants(
   if (grants.table) {
     acks.push({
       id: `AwsSolutions-IAM5[Resource::${dataExportName(stage, 'table-arn')}/index/*]`,
-      reason: 'Queries use the gsi1 index of the one Sift records table; the wildcard covers that table\'s indexes only.',
+      reason:
+        "Queries use the gsi1 index of the one Sift records table; the wildcard covers that table's indexes only.",
     });
   }
   if (grants.bucket) {
     acks.push(
-      { id: 'AwsSolutions-IAM5[Action::s3:GetBucket*]', reason: 'CDK bucket grant: bucket-level reads (location, versioning) on the one Sift bucket only.' },
-      { id: 'AwsSolutions-IAM5[Action::s3:GetObject*]', reason: 'CDK bucket grant: object reads incl. versions and attributes, Sift bucket only.' },
-      { id: 'AwsSolutions-IAM5[Action::s3:List*]', reason: 'CDK bucket grant: listing dataset versions and checkpoints in the Sift bucket.' },
+      {
+        id: 'AwsSolutions-IAM5[Action::s3:GetBucket*]',
+        reason: 'CDK bucket grant: bucket-level reads (location, versioning) on the one Sift bucket only.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Action::s3:GetObject*]',
+        reason: 'CDK bucket grant: object reads incl. versions and attributes, Sift bucket only.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Action::s3:List*]',
+        reason: 'CDK bucket grant: listing dataset versions and checkpoints in the Sift bucket.',
+      },
     );
   }
   if (grants.bucket && !grants.bucketPrefixes) {
     acks.push({
       id: `AwsSolutions-IAM5[Resource::${dataExportName(stage, 'bucket-arn')}/*]`,
-      reason: 'Object keys are generated per team at runtime (datasets/<team>/..., jobs/<team>/...); scoped to the Sift bucket.',
+      reason:
+        'Object keys are generated per team at runtime (datasets/<team>/..., jobs/<team>/...); scoped to the Sift bucket.',
     });
   }
   if (grants.bucket === 'readwrite') {
     acks.push(
-      { id: 'AwsSolutions-IAM5[Action::s3:Abort*]', reason: 'CDK bucket grant: AbortMultipartUpload for abandoned multipart dataset/checkpoint uploads.' },
-      { id: 'AwsSolutions-IAM5[Action::s3:DeleteObject*]', reason: 'CDK read-write grant includes deletes: DELETE endpoints remove datasets and checkpoints; training rotates its checkpoints.' },
+      {
+        id: 'AwsSolutions-IAM5[Action::s3:Abort*]',
+        reason: 'CDK bucket grant: AbortMultipartUpload for abandoned multipart dataset/checkpoint uploads.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Action::s3:DeleteObject*]',
+        reason:
+          'CDK read-write grant includes deletes: DELETE endpoints remove datasets and checkpoints; training rotates its checkpoints.',
+      },
     );
   }
   for (const prefix of grants.bucketPrefixes ?? []) {
@@ -131,8 +149,14 @@ export function acknowledgeDataGrants(
   }
   if (grants.kms) {
     acks.push(
-      { id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]', reason: 'CDK grant on the Sift data key only: SSE-KMS writes need the GenerateDataKey variants.' },
-      { id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]', reason: 'CDK grant on the Sift data key only: ReEncryptFrom/To for copies of SSE-KMS objects.' },
+      {
+        id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]',
+        reason: 'CDK grant on the Sift data key only: SSE-KMS writes need the GenerateDataKey variants.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]',
+        reason: 'CDK grant on the Sift data key only: ReEncryptFrom/To for copies of SSE-KMS objects.',
+      },
     );
   }
   acknowledge(scope, ...acks);

@@ -105,7 +105,12 @@ export class DataStack extends Stack {
                 // Presigned PUT uploads straight from the browser console.
                 allowedMethods: [s3.HttpMethods.PUT, s3.HttpMethods.GET, s3.HttpMethods.HEAD],
                 allowedOrigins: config.consoleOrigins,
-                allowedHeaders: ['content-type', 'content-md5', 'x-amz-checksum-sha256', 'x-amz-sdk-checksum-algorithm'],
+                allowedHeaders: [
+                  'content-type',
+                  'content-md5',
+                  'x-amz-checksum-sha256',
+                  'x-amz-sdk-checksum-algorithm',
+                ],
                 exposedHeaders: ['ETag'],
                 maxAge: 3000,
               },

@@ -32,17 +32,22 @@ export function gatewayMethods(table: Record<string, RouteEntry> = ROUTE_TABLE):
   const own = all.filter((m) => m.access === 'public' || m.plane === 'data' || m.perMinute !== undefined);
   const methods = collapseSiblings(own, all);
   for (const m of methods) {
-    if (/\{(?!proxy\+)/.test(m.path)) throw new Error(`${m.method} ${m.path}: a route with its own gateway method cannot have path parameters`);
+    if (/\{(?!proxy\+)/.test(m.path))
+      throw new Error(`${m.method} ${m.path}: a route with its own gateway method cannot have path parameters`);
   }
   // a resource with a method of its own answers only its own methods: give the app's others one
   const paths = new Set(methods.map((m) => m.path));
-  const extra = all.filter((m) => paths.has(m.path) && !methods.some((x) => x.path === m.path && x.method === m.method));
+  const extra = all.filter(
+    (m) => paths.has(m.path) && !methods.some((x) => x.path === m.path && x.method === m.method),
+  );
   return [...methods, ...extra];
 }
 
 /** Whether the app serves anything below `path` (gateway syntax): such a resource needs a `{proxy+}` fallback. */
 export function hasRoutesBelow(path: string, table: Record<string, RouteEntry> = ROUTE_TABLE): boolean {
-  return Object.entries(table).some(([key, e]) => e.auth !== 'internal' && toGateway(key, e).path.startsWith(`${path}/`));
+  return Object.entries(table).some(
+    ([key, e]) => e.auth !== 'internal' && toGateway(key, e).path.startsWith(`${path}/`),
+  );
 }
 
 function toGateway(key: string, e: RouteEntry): GatewayMethod {

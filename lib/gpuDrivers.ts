@@ -23,7 +23,10 @@ export const SAGEMAKER_GPU_HOST_DRIVER = 535;
 export function minimumDriverFor(cudaVersion: string): number {
   const major = Number(/^(\d+)\.\d+$/.exec(cudaVersion)?.[1]);
   const driver = MIN_DRIVER_BY_CUDA_MAJOR[major];
-  if (driver === undefined) throw new Error(`no driver rule for CUDA ${cudaVersion} (known majors: ${Object.keys(MIN_DRIVER_BY_CUDA_MAJOR).join(', ')})`);
+  if (driver === undefined)
+    throw new Error(
+      `no driver rule for CUDA ${cudaVersion} (known majors: ${Object.keys(MIN_DRIVER_BY_CUDA_MAJOR).join(', ')})`,
+    );
   return driver;
 }
 

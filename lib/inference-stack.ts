@@ -76,7 +76,10 @@ export class InferenceStack extends Stack {
         DynamoDB: { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB },
       },
       flowLogs: {
-        all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: ec2.FlowLogTrafficType.REJECT },
+        all: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs),
+          trafficType: ec2.FlowLogTrafficType.REJECT,
+        },
       },
     });
 
@@ -99,7 +102,8 @@ export class InferenceStack extends Stack {
     });
     acknowledge(albLogs, {
       id: 'AwsSolutions-S1',
-      reason: 'This bucket only receives ALB access logs; logging access to the log bucket itself would add a second log bucket with no reader.',
+      reason:
+        'This bucket only receives ALB access logs; logging access to the log bucket itself would add a second log bucket with no reader.',
     });
 
     const vpcLinkSg = new ec2.SecurityGroup(this, 'VpcLinkSg', {
@@ -118,7 +122,11 @@ export class InferenceStack extends Stack {
       allowAllOutbound: false,
     });
     this.albSecurityGroup.addIngressRule(vpcLinkSg, ec2.Port.tcp(80), 'API Gateway VPC link to the gateway listener');
-    this.albSecurityGroup.addIngressRule(this.clientSecurityGroup, ec2.Port.tcp(80), 'Workflow Lambdas to the gateway listener');
+    this.albSecurityGroup.addIngressRule(
+      this.clientSecurityGroup,
+      ec2.Port.tcp(80),
+      'Workflow Lambdas to the gateway listener',
+    );
     vpcLinkSg.addEgressRule(this.albSecurityGroup, ec2.Port.tcp(80), 'VPC link to the ALB gateway listener');
 
     this.alb = new elbv2.ApplicationLoadBalancer(this, 'Alb', {
@@ -150,7 +158,8 @@ export class InferenceStack extends Stack {
     });
     acknowledge(this.internalToken, {
       id: 'AwsSolutions-SMG4',
-      reason: 'A service-to-service token inside the VPC (behind security groups); it is rotated by replacing the secret and redeploying, as both readers load it at start.',
+      reason:
+        'A service-to-service token inside the VPC (behind security groups); it is rotated by replacing the secret and redeploying, as both readers load it at start.',
     });
     const decoderUrl = `http://${this.alb.loadBalancerDnsName}:${DECODER_PORT}`;
     this.encoder = new InferenceService(this, 'Encoder', {
@@ -185,7 +194,11 @@ export class InferenceStack extends Stack {
     data.table.grantReadWriteData(this.encoder.taskDefinition.taskRole);
     data.bucket.grantReadWrite(this.encoder.taskDefinition.taskRole);
     data.queue.grantSendMessages(this.encoder.taskDefinition.taskRole);
-    acknowledgeDataGrants(this.encoder.taskDefinition.taskRole, config.stage, { table: true, bucket: 'readwrite', kms: true });
+    acknowledgeDataGrants(this.encoder.taskDefinition.taskRole, config.stage, {
+      table: true,
+      bucket: 'readwrite',
+      kms: true,
+    });
 
     this.decoder = new InferenceService(this, 'Decoder', {
       stage: config.stage,
@@ -218,21 +231,52 @@ export class InferenceStack extends Stack {
     });
 
     // Gateway listener (API Gateway and workflow Lambdas) and decoder listener (gateway only).
-    const gatewayListener = this.alb.addListener('Gateway', { port: 80, protocol: elbv2.ApplicationProtocol.HTTP, open: false });
+    const gatewayListener = this.alb.addListener('Gateway', {
+      port: 80,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      open: false,
+    });
     // /ready: traffic only once the stores answer and the preloaded encoder is in memory
-    this.encoder.attach(gatewayListener, { interval: Duration.seconds(15), deregistrationDelay: Duration.seconds(60), healthPath: '/ready' });
+    this.encoder.attach(gatewayListener, {
+      interval: Duration.seconds(15),
+      deregistrationDelay: Duration.seconds(60),
+      healthPath: '/ready',
+    });
     const decoderListener = this.alb.addListener('DecoderListener', {
       port: DECODER_PORT,
       protocol: elbv2.ApplicationProtocol.HTTP,
       open: false,
     });
-    this.decoder.attach(decoderListener, { interval: Duration.seconds(30), deregistrationDelay: Duration.seconds(120) });
+    this.decoder.attach(decoderListener, {
+      interval: Duration.seconds(30),
+      deregistrationDelay: Duration.seconds(120),
+    });
 
-    this.albSecurityGroup.addIngressRule(this.encoder.serviceSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'Gateway to the decoder listener');
-    this.albSecurityGroup.addEgressRule(this.encoder.serviceSecurityGroup, ec2.Port.tcp(GATEWAY_PORT), 'ALB to gateway tasks');
-    this.albSecurityGroup.addEgressRule(this.decoder.serviceSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'ALB to decoder tasks');
-    this.encoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(GATEWAY_PORT), 'ALB to gateway tasks');
-    this.decoder.serviceSecurityGroup.addIngressRule(this.albSecurityGroup, ec2.Port.tcp(DECODER_PORT), 'ALB to decoder tasks');
+    this.albSecurityGroup.addIngressRule(
+      this.encoder.serviceSecurityGroup,
+      ec2.Port.tcp(DECODER_PORT),
+      'Gateway to the decoder listener',
+    );
+    this.albSecurityGroup.addEgressRule(
+      this.encoder.serviceSecurityGroup,
+      ec2.Port.tcp(GATEWAY_PORT),
+      'ALB to gateway tasks',
+    );
+    this.albSecurityGroup.addEgressRule(
+      this.decoder.serviceSecurityGroup,
+      ec2.Port.tcp(DECODER_PORT),
+      'ALB to decoder tasks',
+    );
+    this.encoder.serviceSecurityGroup.addIngressRule(
+      this.albSecurityGroup,
+      ec2.Port.tcp(GATEWAY_PORT),
+      'ALB to gateway tasks',
+    );
+    this.decoder.serviceSecurityGroup.addIngressRule(
+      this.albSecurityGroup,
+      ec2.Port.tcp(DECODER_PORT),
+      'ALB to decoder tasks',
+    );
 
     this.addScaleToZero();
 
@@ -262,7 +306,9 @@ export class InferenceStack extends Stack {
     // each alarm names only the metrics its expression reads
     const expr = (expression: string, label: string, more: Record<string, cloudwatch.IMetric> = {}) => {
       const all: Record<string, cloudwatch.IMetric> = { e503: elb503, gw: gateway, llm: decoder, ...more };
-      const usingMetrics = Object.fromEntries(Object.entries(all).filter(([id]) => new RegExp(`\\b${id}\\b`).test(expression)));
+      const usingMetrics = Object.fromEntries(
+        Object.entries(all).filter(([id]) => new RegExp(`\\b${id}\\b`).test(expression)),
+      );
       return new cloudwatch.MathExpression({ expression, label, period, usingMetrics });
     };
     this.encoder.wakeOn(
@@ -270,7 +316,10 @@ export class InferenceStack extends Stack {
       'Sift gateway wake-up: the ALB answered 503 and no gateway task served a request (the gateway service is at zero)',
     );
     this.decoder.wakeOn(
-      expr('IF(FILL(e503, 0) > 0 AND FILL(gw, 0) > 0 AND FILL(llm, 0) == 0, 1, 0)', 'ALB 503s while the gateway served and the decoder did not'),
+      expr(
+        'IF(FILL(e503, 0) > 0 AND FILL(gw, 0) > 0 AND FILL(llm, 0) == 0, 1, 0)',
+        'ALB 503s while the gateway served and the decoder did not',
+      ),
       'Sift decoder wake-up: the gateway served requests, the ALB answered 503 and no decoder task served (the decoder service is at zero)',
     );
     // `0 * cpu`: the service's CPU metric is published every minute a task runs, so an idle running
@@ -376,17 +425,26 @@ class InferenceService extends GpuCapacity {
       enableECSManagedTags: true,
     });
 
-    acknowledge(this.taskDefinition, {
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'Task execution role: ecr:GetAuthorizationToken has no resource-level permissions (image pulls themselves are scoped to the asset repository).',
-    }, {
-      id: 'AwsSolutions-ECS2',
-      reason: 'Environment variables carry only resource names, URLs and the stage; the one secret (the internal token) is injected from Secrets Manager.',
-    });
+    acknowledge(
+      this.taskDefinition,
+      {
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Task execution role: ecr:GetAuthorizationToken has no resource-level permissions (image pulls themselves are scoped to the asset repository).',
+      },
+      {
+        id: 'AwsSolutions-ECS2',
+        reason:
+          'Environment variables carry only resource names, URLs and the stage; the one secret (the internal token) is injected from Secrets Manager.',
+      },
+    );
   }
 
   /** Registers the service behind a listener and enables request-count autoscaling. */
-  attach(listener: elbv2.ApplicationListener, opts: { interval: Duration; deregistrationDelay: Duration; healthPath?: string }): void {
+  attach(
+    listener: elbv2.ApplicationListener,
+    opts: { interval: Duration; deregistrationDelay: Duration; healthPath?: string },
+  ): void {
     const p = this.serviceProps;
     this.targetGroup = listener.addTargets(`${p.containerName}Targets`, {
       port: p.port,
@@ -452,7 +510,12 @@ class InferenceService extends GpuCapacity {
   }
 
   /** `alarm` sets the service to an exact task count (a step-scaling action named `id`). */
-  private setsCapacity(alarm: cloudwatch.Alarm, id: string, step: appscaling.AdjustmentTier, cooldown: Duration): cloudwatch.Alarm {
+  private setsCapacity(
+    alarm: cloudwatch.Alarm,
+    id: string,
+    step: appscaling.AdjustmentTier,
+    cooldown: Duration,
+  ): cloudwatch.Alarm {
     const action = new appscaling.StepScalingAction(this, id, {
       scalingTarget: this.scaling!,
       adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,

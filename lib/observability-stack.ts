@@ -25,7 +25,13 @@ import type { StageConfig } from './config';
 import { importDataRefs } from './data-refs';
 import type { InferenceStack } from './inference-stack';
 import type { WorkflowStack } from './workflow-stack';
-import { METRICS_NAMESPACE, USAGE_DIMENSIONS, USAGE_METRICS, type UsageDimension, type UsageMetric } from '../src/core/billing/metricNames';
+import {
+  METRICS_NAMESPACE,
+  USAGE_DIMENSIONS,
+  USAGE_METRICS,
+  type UsageDimension,
+  type UsageMetric,
+} from '../src/core/billing/metricNames';
 // The emitter (src/core/billing/usageMetrics.ts) and these queries share one names module (above).
 
 export interface ObservabilityStackProps extends StackProps {
@@ -145,7 +151,10 @@ export class ObservabilityStack extends Stack {
     }
     alarm('WorkDlqDepth', {
       alarmDescription: 'Work items failed 3 times and are waiting in the dead-letter queue',
-      metric: data.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: cw.Stats.MAXIMUM }),
+      metric: data.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: cw.Stats.MAXIMUM,
+      }),
       threshold: 0,
       evaluationPeriods: 1,
       comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -174,7 +183,10 @@ export class ObservabilityStack extends Stack {
       if (!svc.targetGroup) continue;
       alarm(`${name}Target5xx`, {
         alarmDescription: `${name} tasks returned 5xx through the ALB`,
-        metric: svc.targetGroup.metrics.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, { period: Duration.minutes(5), statistic: cw.Stats.SUM }),
+        metric: svc.targetGroup.metrics.httpCodeTarget(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, {
+          period: Duration.minutes(5),
+          statistic: cw.Stats.SUM,
+        }),
         threshold: 10,
         evaluationPeriods: 1,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -269,7 +281,13 @@ export class ObservabilityStack extends Stack {
       period: day,
     });
     this.financeDashboard.addWidgets(
-      new cw.GraphWidget({ title: 'Estimated USD per day', left: [tokenCost, gpuCost], stacked: true, width: 12, height: 6 }),
+      new cw.GraphWidget({
+        title: 'Estimated USD per day',
+        left: [tokenCost, gpuCost],
+        stacked: true,
+        width: 12,
+        height: 6,
+      }),
       new cw.GraphWidget({
         title: 'GPU cost by model (USD/day)',
         left: [
@@ -288,17 +306,48 @@ export class ObservabilityStack extends Stack {
     for (const dim of ['model', 'endpoint'] as const) {
       this.financeDashboard.addWidgets(
         ...(['Requests', 'InputTokens', 'OutputTokens', 'CacheReadTokens'] as const).map(
-          (m) => new cw.GraphWidget({ title: `${m} by ${dim}`, left: [byDim(m, dim, hour)], stacked: true, width: 6, height: 6 }),
+          (m) =>
+            new cw.GraphWidget({
+              title: `${m} by ${dim}`,
+              left: [byDim(m, dim, hour)],
+              stacked: true,
+              width: 6,
+              height: 6,
+            }),
         ),
       );
     }
     this.financeDashboard.addWidgets(
-      new cw.GraphWidget({ title: 'Billed USD by model (per day)', left: [byDim('CostUsd', 'model', day)], stacked: true, width: 12, height: 6 }),
-      new cw.GraphWidget({ title: 'Billed USD by endpoint (per day)', left: [byDim('CostUsd', 'endpoint', day)], stacked: true, width: 12, height: 6 }),
+      new cw.GraphWidget({
+        title: 'Billed USD by model (per day)',
+        left: [byDim('CostUsd', 'model', day)],
+        stacked: true,
+        width: 12,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'Billed USD by endpoint (per day)',
+        left: [byDim('CostUsd', 'endpoint', day)],
+        stacked: true,
+        width: 12,
+        height: 6,
+      }),
     );
     this.financeDashboard.addWidgets(
-      new cw.GraphWidget({ title: 'CacheWriteTokens by model', left: [byDim('CacheWriteTokens', 'model', hour)], stacked: true, width: 12, height: 6 }),
-      new cw.GraphWidget({ title: 'GpuMinutes by endpoint', left: [byDim('GpuMinutes', 'endpoint', hour)], stacked: true, width: 12, height: 6 }),
+      new cw.GraphWidget({
+        title: 'CacheWriteTokens by model',
+        left: [byDim('CacheWriteTokens', 'model', hour)],
+        stacked: true,
+        width: 12,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'GpuMinutes by endpoint',
+        left: [byDim('GpuMinutes', 'endpoint', hour)],
+        stacked: true,
+        width: 12,
+        height: 6,
+      }),
     );
 
     // ---- Operations dashboard -----------------------------------------------------------------
@@ -310,12 +359,18 @@ export class ObservabilityStack extends Stack {
       new cw.GraphWidget({
         title: 'API requests and errors',
         left: [restApi.metricCount({ statistic: cw.Stats.SUM })],
-        right: [restApi.metricClientError({ statistic: cw.Stats.SUM }), restApi.metricServerError({ statistic: cw.Stats.SUM })],
+        right: [
+          restApi.metricClientError({ statistic: cw.Stats.SUM }),
+          restApi.metricServerError({ statistic: cw.Stats.SUM }),
+        ],
         width: 12,
       }),
       new cw.GraphWidget({
         title: 'API latency (p50/p99)',
-        left: [restApi.metricLatency({ statistic: cw.Stats.p(50) }), restApi.metricLatency({ statistic: cw.Stats.p(99) })],
+        left: [
+          restApi.metricLatency({ statistic: cw.Stats.p(50) }),
+          restApi.metricLatency({ statistic: cw.Stats.p(99) }),
+        ],
         right: [restApi.metricIntegrationLatency({ statistic: cw.Stats.p(99) })],
         width: 12,
       }),
@@ -331,12 +386,16 @@ export class ObservabilityStack extends Stack {
           data.queue.metricApproximateNumberOfMessagesVisible({ statistic: cw.Stats.MAXIMUM }),
           data.queue.metricApproximateAgeOfOldestMessage({ statistic: cw.Stats.MAXIMUM }),
         ],
-        right: [data.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: cw.Stats.MAXIMUM, label: 'DLQ' })],
+        right: [
+          data.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: cw.Stats.MAXIMUM, label: 'DLQ' }),
+        ],
         width: 12,
       }),
       new cw.GraphWidget({
         title: 'Workflow executions failed',
-        left: Object.entries(workflows.stateMachines).map(([n, sm]) => sm.metricFailed({ statistic: cw.Stats.SUM, label: n })),
+        left: Object.entries(workflows.stateMachines).map(([n, sm]) =>
+          sm.metricFailed({ statistic: cw.Stats.SUM, label: n }),
+        ),
         width: 12,
       }),
       new cw.GraphWidget({
@@ -345,7 +404,9 @@ export class ObservabilityStack extends Stack {
           s.targetGroup ? [s.targetGroup.metrics.healthyHostCount({ label: `${s.node.id} healthy` })] : [],
         ),
         right: [inference.encoder, inference.decoder].flatMap((s) =>
-          s.targetGroup ? [s.targetGroup.metrics.targetResponseTime({ statistic: cw.Stats.p(99), label: `${s.node.id} p99` })] : [],
+          s.targetGroup
+            ? [s.targetGroup.metrics.targetResponseTime({ statistic: cw.Stats.p(99), label: `${s.node.id} p99` })]
+            : [],
         ),
         width: 12,
       }),
@@ -354,7 +415,9 @@ export class ObservabilityStack extends Stack {
 
     // ---- Budget ----------------------------------------------------------------------------------
     if (config.monthlyBudgetUsd > 0) {
-      const subscribers: budgets.CfnBudget.SubscriberProperty[] = [{ subscriptionType: 'SNS', address: this.alarmTopic.topicArn }];
+      const subscribers: budgets.CfnBudget.SubscriberProperty[] = [
+        { subscriptionType: 'SNS', address: this.alarmTopic.topicArn },
+      ];
       if (config.alarmEmail) subscribers.push({ subscriptionType: 'EMAIL', address: config.alarmEmail });
       new budgets.CfnBudget(this, 'MonthlyBudget', {
         budget: {
@@ -367,11 +430,21 @@ export class ObservabilityStack extends Stack {
         },
         notificationsWithSubscribers: [
           {
-            notification: { notificationType: 'ACTUAL', comparisonOperator: 'GREATER_THAN', threshold: 80, thresholdType: 'PERCENTAGE' },
+            notification: {
+              notificationType: 'ACTUAL',
+              comparisonOperator: 'GREATER_THAN',
+              threshold: 80,
+              thresholdType: 'PERCENTAGE',
+            },
             subscribers,
           },
           {
-            notification: { notificationType: 'FORECASTED', comparisonOperator: 'GREATER_THAN', threshold: 100, thresholdType: 'PERCENTAGE' },
+            notification: {
+              notificationType: 'FORECASTED',
+              comparisonOperator: 'GREATER_THAN',
+              threshold: 100,
+              thresholdType: 'PERCENTAGE',
+            },
             subscribers,
           },
         ],

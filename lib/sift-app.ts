@@ -64,7 +64,11 @@ export function buildSift(app: App | Stage, config: StageConfig, options: BuildO
     description: `Sift ${config.stage}: REST API, authorizers, control-plane Lambdas, WAF`,
   });
   api.addStackDependency(data);
-  new ConsoleStack(app, stackName(config, 'Console'), { config, apiUrl: api.api.url, description: `Sift ${config.stage}: the web console (S3 + CloudFront)` });
+  new ConsoleStack(app, stackName(config, 'Console'), {
+    config,
+    apiUrl: api.api.url,
+    description: `Sift ${config.stage}: the web console (S3 + CloudFront)`,
+  });
   const observability = new ObservabilityStack(app, stackName(config, 'Observability'), {
     config,
     api,

@@ -23,7 +23,13 @@ import { BUCKET_PREFIXES } from './data-stack';
 import { IMAGES } from './images';
 import { acknowledge } from './nag';
 import { acceptsVolumeKmsKey } from './aws-rules';
-import { PLACEHOLDERS, WORKFLOWS, type Placeholder, type TrainingOptions, type WorkflowName } from './workflows/definitions';
+import {
+  PLACEHOLDERS,
+  WORKFLOWS,
+  type Placeholder,
+  type TrainingOptions,
+  type WorkflowName,
+} from './workflows/definitions';
 
 export interface WorkflowStackProps extends StackProps {
   readonly config: StageConfig;
@@ -91,8 +97,18 @@ export class WorkflowStack extends Stack {
         sid: 'TrainingLogs',
         actions: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents', 'logs:DescribeLogStreams'],
         resources: [
-          this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/sagemaker/TrainingJobs', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
-          this.formatArn({ service: 'logs', resource: 'log-group', resourceName: '/aws/sagemaker/TrainingJobs:log-stream:*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+          this.formatArn({
+            service: 'logs',
+            resource: 'log-group',
+            resourceName: '/aws/sagemaker/TrainingJobs',
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+          this.formatArn({
+            service: 'logs',
+            resource: 'log-group',
+            resourceName: '/aws/sagemaker/TrainingJobs:log-stream:*',
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
         ],
       }),
     );
@@ -112,13 +128,19 @@ export class WorkflowStack extends Stack {
       bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.jobs],
       kms: true,
     });
-    acknowledge(this.trainingRole, {
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ecr:GetAuthorizationToken has no resource scope; cloudwatch:PutMetricData is limited by a namespace condition to /aws/sagemaker/*.',
-    }, {
-      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:*]',
-      reason: 'SageMaker writes one log stream per training host, named at runtime, in its fixed /aws/sagemaker/TrainingJobs group.',
-    });
+    acknowledge(
+      this.trainingRole,
+      {
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'ecr:GetAuthorizationToken has no resource scope; cloudwatch:PutMetricData is limited by a namespace condition to /aws/sagemaker/*.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:*]',
+        reason:
+          'SageMaker writes one log stream per training host, named at runtime, in its fixed /aws/sagemaker/TrainingJobs group.',
+      },
+    );
 
     // ---- Lambda functions ---------------------------------------------------------
     this.taskFunction = new SiftFunction(this, 'Tasks', {
@@ -159,7 +181,14 @@ export class WorkflowStack extends Stack {
     });
     // a Failed/Stopped event ends the job through the core, which bills it: the usage batch puts its
     // per-request row (BatchWriteItem) and, for a replay refused as stale, a PutItem (core/billing/)
-    data.table.grant(this.trainingEventsFunction.fn, 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:BatchWriteItem');
+    data.table.grant(
+      this.trainingEventsFunction.fn,
+      'dynamodb:GetItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:Query',
+      'dynamodb:PutItem',
+      'dynamodb:BatchWriteItem',
+    );
     data.key.grantEncryptDecrypt(this.trainingEventsFunction.fn);
     acknowledgeDataGrants(this.trainingEventsFunction.role, config.stage, { table: true, kms: true });
 
@@ -172,7 +201,8 @@ export class WorkflowStack extends Stack {
     const eventsDlq = this.trainingEventsDlq;
     acknowledge(eventsDlq, {
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is the dead-letter target of the training-state EventBridge rule; it has no consumer and is alarmed on depth.',
+      reason:
+        'This queue is the dead-letter target of the training-state EventBridge rule; it has no consumer and is alarmed on depth.',
     });
     this.trainingStateRule = new events.Rule(this, 'TrainingStateChange', {
       description: `Sift ${config.stage}: SageMaker training job state changes -> job records`,
@@ -227,11 +257,20 @@ export class WorkflowStack extends Stack {
     // The adaptive loop's tasks start the candidate's training and its evaluations (as the API does).
     // ARNs from the names: referencing the machines would be a cycle (each machine invokes this function).
     const machineArn = (name: WorkflowName) =>
-      this.formatArn({ service: 'states', resource: 'stateMachine', resourceName: `sift-${config.stage}-${name}`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+      this.formatArn({
+        service: 'states',
+        resource: 'stateMachine',
+        resourceName: `sift-${config.stage}-${name}`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
     this.taskFunction.fn.addEnvironment('SIFT_TRAINING_STATE_MACHINE_ARN', machineArn('training'));
     this.taskFunction.fn.addEnvironment('SIFT_EVALUATION_STATE_MACHINE_ARN', machineArn('evaluation'));
     this.taskFunction.fn.addToRolePolicy(
-      new iam.PolicyStatement({ sid: 'StartAdaptiveChildren', actions: ['states:StartExecution'], resources: [machineArn('training'), machineArn('evaluation')] }),
+      new iam.PolicyStatement({
+        sid: 'StartAdaptiveChildren',
+        actions: ['states:StartExecution'],
+        resources: [machineArn('training'), machineArn('evaluation')],
+      }),
     );
 
     // Training: the IAM that tasks.SageMakerCreateTrainingJob would add (CustomState-style ASL grants nothing).
@@ -239,7 +278,13 @@ export class WorkflowStack extends Stack {
     training.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'RunTrainingJobs',
-        actions: ['sagemaker:CreateTrainingJob', 'sagemaker:DescribeTrainingJob', 'sagemaker:StopTrainingJob', 'sagemaker:AddTags', 'sagemaker:ListTags'],
+        actions: [
+          'sagemaker:CreateTrainingJob',
+          'sagemaker:DescribeTrainingJob',
+          'sagemaker:StopTrainingJob',
+          'sagemaker:AddTags',
+          'sagemaker:ListTags',
+        ],
         resources: [trainingJobs],
       }),
     );
@@ -258,20 +303,28 @@ export class WorkflowStack extends Stack {
       reason: `Training job names are generated per job at runtime; the role is limited to jobs named ${prefix}*.`,
     });
     for (const sm of Object.values(this.stateMachines)) {
-      acknowledge(sm, {
-        id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'X-Ray tracing and CloudWatch Logs delivery (logs:*LogDelivery, DescribeResourcePolicies) for state machines do not support resource-level permissions.',
-      }, {
-        id: `AwsSolutions-IAM5[Resource::<${logicalId(this.taskFunction.fn)}.Arn>:*]`,
-        reason: 'CDK grantInvoke adds the function ARN and its versions/aliases (:*) of the one workflow-task function.',
-      });
+      acknowledge(
+        sm,
+        {
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            'X-Ray tracing and CloudWatch Logs delivery (logs:*LogDelivery, DescribeResourcePolicies) for state machines do not support resource-level permissions.',
+        },
+        {
+          id: `AwsSolutions-IAM5[Resource::<${logicalId(this.taskFunction.fn)}.Arn>:*]`,
+          reason:
+            'CDK grantInvoke adds the function ARN and its versions/aliases (:*) of the one workflow-task function.',
+        },
+      );
     }
 
     if (config.adaptiveSchedule !== 'off') {
       new events.Rule(this, 'AdaptiveSchedule', {
         description: `Sift ${config.stage}: adaptive loop`,
         schedule: events.Schedule.expression(config.adaptiveSchedule),
-        targets: [new targets.SfnStateMachine(adaptive, { input: events.RuleTargetInput.fromObject({ trigger: 'schedule' }) })],
+        targets: [
+          new targets.SfnStateMachine(adaptive, { input: events.RuleTargetInput.fromObject({ trigger: 'schedule' }) }),
+        ],
       });
     }
 

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 
 // Fast checks first: lint (Biome over the TypeScript, ruff over containers/) and both typechecks
 // (the service's and the console's) fail in seconds, before the long test steps.
-const STEPS = ['check:deps', 'lint', 'lint:py', 'typecheck', 'typecheck:web', 'test:unit', 'test:trainer', 'fuzz:api'];
+const STEPS = ['check:deps', 'lint', 'lint:py', 'format:check', 'typecheck', 'typecheck:web', 'test:unit', 'test:trainer', 'fuzz:api'];
 
 const scratch = mkdtempSync(join(tmpdir(), 'sift-test-run-'));
 const env = { ...process.env, TMPDIR: scratch, TMP: scratch, TEMP: scratch };

@@ -36,6 +36,8 @@ for (const output of Object.values(meta.outputs ?? {})) {
 rmSync(metaPath);
 if (offenders.size > 0) {
   console.error(`check-bundle: forbidden modules in Lambda bundle ${outputDir}:\n  ${[...offenders].join('\n  ')}`);
-  console.error('ONNX Runtime and llama.cpp run on ECS and in local mode only: import them lazily (await import()) from Lambda-reachable code.');
+  console.error(
+    'ONNX Runtime and llama.cpp run on ECS and in local mode only: import them lazily (await import()) from Lambda-reachable code.',
+  );
   process.exit(1);
 }

@@ -37,7 +37,9 @@ export class ApiAuthorizers extends ResourceGroup {
     // keep the name it had before this group existed, so the permission is not replaced.
     for (const authorizer of [this.native, this.compat]) {
       const permission = handler.node.findChild(`${Names.uniqueId(authorizer)}:Permissions`) as lambda.CfnPermission;
-      permission.overrideLogicalId(logicalIdSkippingGroups(handler, `${uniqueIdSkippingGroups(authorizer)}:Permissions`));
+      permission.overrideLogicalId(
+        logicalIdSkippingGroups(handler, `${uniqueIdSkippingGroups(authorizer)}:Permissions`),
+      );
     }
   }
 }

@@ -69,7 +69,8 @@ export class ApiFunctions extends ResourceGroup {
     data.queue.grantSendMessages(this.apiFunction.fn);
     if (workflows) {
       const w = workflows;
-      for (const sm of [w.training, w.generation, w.evaluation, w.adaptive]) sm.grantStartExecution(this.apiFunction.fn);
+      for (const sm of [w.training, w.generation, w.evaluation, w.adaptive])
+        sm.grantStartExecution(this.apiFunction.fn);
       this.apiFunction.role.addToPolicy(
         new iam.PolicyStatement({
           sid: 'StopAndReadTrainingJobs',
@@ -107,20 +108,25 @@ export class ApiFunctions extends ResourceGroup {
 
     if (workflows) {
       const prefix = workflows.trainingJobPrefix;
-      acknowledge(this.apiFunction.role, {
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/${prefix}*]`,
-        reason: `Stop/describe for training jobs started by the Sift training workflow; names are per job and always start with ${prefix}.`,
-      }, {
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:${prefix}*]`,
-        reason: 'Training log streams are named <job>/algo-<n>-<ts> by SageMaker; reads are limited to Sift job streams.',
-      });
+      acknowledge(
+        this.apiFunction.role,
+        {
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/${prefix}*]`,
+          reason: `Stop/describe for training jobs started by the Sift training workflow; names are per job and always start with ${prefix}.`,
+        },
+        {
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:log-stream:${prefix}*]`,
+          reason:
+            'Training log streams are named <job>/algo-<n>-<ts> by SageMaker; reads are limited to Sift job streams.',
+        },
+      );
     }
 
     this.authorizerFunction = new SiftFunction(this, 'Authorizer', {
       ...common,
       entry: 'authorizer.ts',
       service: 'authorizer',
-      description: 'Sift API-key authorizer (sha256 of the key looked up in DynamoDB; names the team\'s usage plan key)',
+      description: "Sift API-key authorizer (sha256 of the key looked up in DynamoDB; names the team's usage plan key)",
       memorySize: 256,
       // a team's first request also creates its usage plan key (three API Gateway calls)
       timeout: Duration.seconds(10),

@@ -45,22 +45,35 @@ export class ApiRoutes extends ResourceGroup {
       modelName: 'JsonObject',
       schema: { schema: apigw.JsonSchemaVersion.DRAFT4, title: 'JsonObject', type: apigw.JsonSchemaType.OBJECT },
     });
-    const controlIntegration = new apigw.LambdaIntegration(props.control, { proxy: true, scopePermissionToMethod: false });
+    const controlIntegration = new apigw.LambdaIntegration(props.control, {
+      proxy: true,
+      scopePermissionToMethod: false,
+    });
 
     const routes = new RouteBuilder(api, controlIntegration, authorizers, validator, jsonObject);
     for (const m of gatewayMethods()) {
       const toDataPlane = m.plane === 'data' && props.inference !== undefined;
       const method = routes.add(m, toDataPlane ? dataPlaneIntegration(props.inference!, m) : controlIntegration);
       if (toDataPlane) {
-        (method.node.defaultChild as apigw.CfnMethod).addPropertyOverride('Integration.IntegrationTarget', props.inference!.loadBalancerArn);
+        (method.node.defaultChild as apigw.CfnMethod).addPropertyOverride(
+          'Integration.IntegrationTarget',
+          props.inference!.loadBalancerArn,
+        );
       }
     }
     routes.add({ path: '/{proxy+}', method: 'ANY', access: 'key', plane: 'control' }, controlIntegration);
     routes.addFallbacks();
     // The integration's invoke permission is named after the function's and the API's paths: keep
     // the name it had before the functions moved into a group (lib/constructs/resource-group.ts).
-    const permission = api.node.findChild(`ApiPermission.ApiScoped.${Names.uniqueId(props.control)}.${Names.uniqueId(api)}`) as lambda.CfnPermission;
-    permission.overrideLogicalId(logicalIdSkippingGroups(api, `ApiPermission.ApiScoped.${uniqueIdSkippingGroups(props.control)}.${uniqueIdSkippingGroups(api)}`));
+    const permission = api.node.findChild(
+      `ApiPermission.ApiScoped.${Names.uniqueId(props.control)}.${Names.uniqueId(api)}`,
+    ) as lambda.CfnPermission;
+    permission.overrideLogicalId(
+      logicalIdSkippingGroups(
+        api,
+        `ApiPermission.ApiScoped.${uniqueIdSkippingGroups(props.control)}.${uniqueIdSkippingGroups(api)}`,
+      ),
+    );
   }
 }
 
@@ -129,7 +142,10 @@ class RouteBuilder {
       const isProxy = (c: apigw.Resource): boolean => c.path.endsWith('/{proxy+}');
       if (res !== this.api.root && (children.length > 0 || hasRoutesBelow(res.path)) && !children.some(isProxy)) {
         const path = `${res.path}/{proxy+}`;
-        this.add({ path, method: 'ANY', access: path.startsWith('/v1/') ? 'key-or-bearer' : 'key', plane: 'control' }, this.control);
+        this.add(
+          { path, method: 'ANY', access: path.startsWith('/v1/') ? 'key-or-bearer' : 'key', plane: 'control' },
+          this.control,
+        );
       }
       for (const c of children) if (!isProxy(c)) visit(c);
     };

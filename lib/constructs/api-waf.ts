@@ -31,7 +31,11 @@ export class ApiWaf extends ResourceGroup {
       name: this.webAclName,
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
-      visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: `sift-${stage}-api`, sampledRequestsEnabled: true },
+      visibilityConfig: {
+        cloudWatchMetricsEnabled: true,
+        metricName: `sift-${stage}-api`,
+        sampledRequestsEnabled: true,
+      },
       customResponseBodies: {
         'rate-limited': { contentType: 'APPLICATION_JSON', content: '{"detail":"Rate limit exceeded"}' },
       },
@@ -55,7 +59,11 @@ export class ApiWaf extends ResourceGroup {
               },
             },
           },
-          visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: 'edge-rate-limit-per-ip', sampledRequestsEnabled: true },
+          visibilityConfig: {
+            cloudWatchMetricsEnabled: true,
+            metricName: 'edge-rate-limit-per-ip',
+            sampledRequestsEnabled: true,
+          },
         },
         managedRule('AWSManagedRulesAmazonIpReputationList', 1),
         managedRule('AWSManagedRulesKnownBadInputsRuleSet', 2),
@@ -105,7 +113,9 @@ function managedRule(name: string, priority: number, countOnly: string[] = []): 
       managedRuleGroupStatement: {
         vendorName: 'AWS',
         name,
-        ...(countOnly.length > 0 ? { ruleActionOverrides: countOnly.map((n) => ({ name: n, actionToUse: { count: {} } })) } : {}),
+        ...(countOnly.length > 0
+          ? { ruleActionOverrides: countOnly.map((n) => ({ name: n, actionToUse: { count: {} } })) }
+          : {}),
       },
     },
     visibilityConfig: { cloudWatchMetricsEnabled: true, metricName: name, sampledRequestsEnabled: true },

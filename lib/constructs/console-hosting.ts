@@ -32,7 +32,9 @@ export class ConsoleHosting extends Construct {
     super(scope, id);
     const distDir = props.distDir ?? join(REPO_ROOT, 'web', 'dist');
     if (!existsSync(join(distDir, 'index.html'))) {
-      throw new Error(`The console is not built (${distDir}/index.html is missing): run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/) before synth`);
+      throw new Error(
+        `The console is not built (${distDir}/index.html is missing): run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/) before synth`,
+      );
     }
     const removalPolicy = props.config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
 
@@ -96,9 +98,21 @@ export class ConsoleHosting extends Construct {
     });
     acknowledge(
       this.distribution,
-      { id: 'AwsSolutions-CFR1', reason: 'The console is static JavaScript and CSS for every region the API serves; the API enforces access with keys' },
-      { id: 'AwsSolutions-CFR2', reason: 'Static assets only: the API behind it has its own WAF web ACL (ApiStack), which is where requests are filtered' },
-      { id: 'AwsSolutions-CFR4', reason: 'The default *.cloudfront.net certificate cannot pin TLS 1.2; a custom domain with its own certificate would' },
+      {
+        id: 'AwsSolutions-CFR1',
+        reason:
+          'The console is static JavaScript and CSS for every region the API serves; the API enforces access with keys',
+      },
+      {
+        id: 'AwsSolutions-CFR2',
+        reason:
+          'Static assets only: the API behind it has its own WAF web ACL (ApiStack), which is where requests are filtered',
+      },
+      {
+        id: 'AwsSolutions-CFR4',
+        reason:
+          'The default *.cloudfront.net certificate cannot pin TLS 1.2; a custom domain with its own certificate would',
+      },
     );
 
     const deployment = new s3deploy.BucketDeployment(this, 'Deploy', {
@@ -112,15 +126,32 @@ export class ConsoleHosting extends Construct {
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
       reason: 'CDK’s BucketDeployment handler uses AWSLambdaBasicExecutionRole only to write its own CloudWatch logs',
     });
-    const copyReason = 'CDK’s BucketDeployment handler copies the asset zip into the console bucket and prunes old files: CDK grants these wildcards';
-    for (const finding of ['Action::s3:GetBucket*', 'Action::s3:GetObject*', 'Action::s3:List*', 'Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*', 'Action::s3:Abort*', 'Action::s3:DeleteObject*', `Resource::<${Stack.of(this).getLogicalId(site.node.defaultChild as s3.CfnBucket)}.Arn>/*`, 'Resource::*']) {
+    const copyReason =
+      'CDK’s BucketDeployment handler copies the asset zip into the console bucket and prunes old files: CDK grants these wildcards';
+    for (const finding of [
+      'Action::s3:GetBucket*',
+      'Action::s3:GetObject*',
+      'Action::s3:List*',
+      'Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*',
+      'Action::s3:Abort*',
+      'Action::s3:DeleteObject*',
+      `Resource::<${Stack.of(this).getLogicalId(site.node.defaultChild as s3.CfnBucket)}.Arn>/*`,
+      'Resource::*',
+    ]) {
       acknowledge(deployment.handlerRole, { id: `AwsSolutions-IAM5[${finding}]`, reason: copyReason });
     }
     const handler = deployment.handlerRole.node.scope;
-    if (handler) acknowledge(handler, { id: 'AwsSolutions-L1', reason: 'CDK’s BucketDeployment singleton pins its own Python runtime; upgrading it is CDK’s, not ours' });
+    if (handler)
+      acknowledge(handler, {
+        id: 'AwsSolutions-L1',
+        reason: 'CDK’s BucketDeployment singleton pins its own Python runtime; upgrading it is CDK’s, not ours',
+      });
 
     this.url = `https://${this.distribution.distributionDomainName}`;
-    new CfnOutput(this, 'ConsoleUrl', { value: this.url, description: 'The web console; add it to consoleOrigins (cdk.json) for CORS' });
+    new CfnOutput(this, 'ConsoleUrl', {
+      value: this.url,
+      description: 'The web console; add it to consoleOrigins (cdk.json) for CORS',
+    });
   }
 }
 

@@ -10,14 +10,27 @@ export function addGatewayResponses(api: apigw.RestApi, origins: string[]): void
   if (origins.length === 1) headers['Access-Control-Allow-Origin'] = `'${origins[0]}'`;
   const requestId = '"request_id":"$context.requestId"';
   const fixed = (text: string): string => `{"detail":${JSON.stringify(text)},${requestId}}`;
-  const add = (id: string, type: apigw.ResponseType, statusCode: string, body: string, extra: Record<string, string> = {}): void => {
-    api.addGatewayResponse(id, { type, statusCode, responseHeaders: { ...headers, ...extra }, templates: { 'application/json': body } });
+  const add = (
+    id: string,
+    type: apigw.ResponseType,
+    statusCode: string,
+    body: string,
+    extra: Record<string, string> = {},
+  ): void => {
+    api.addGatewayResponse(id, {
+      type,
+      statusCode,
+      responseHeaders: { ...headers, ...extra },
+      templates: { 'application/json': body },
+    });
   };
   add('Unauthorized', apigw.ResponseType.UNAUTHORIZED, '401', fixed('API key missing, invalid or revoked'));
   add('AccessDenied', apigw.ResponseType.ACCESS_DENIED, '401', fixed('API key missing, invalid or revoked'));
   add('MissingAuthToken', apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, '404', fixed('Not Found'));
   add('Throttled', apigw.ResponseType.THROTTLED, '429', fixed('Rate limit exceeded'), { 'Retry-After': "'1'" });
-  add('QuotaExceeded', apigw.ResponseType.QUOTA_EXCEEDED, '429', fixed('Rate limit exceeded'), { 'Retry-After': "'60'" });
+  add('QuotaExceeded', apigw.ResponseType.QUOTA_EXCEEDED, '429', fixed('Rate limit exceeded'), {
+    'Retry-After': "'60'",
+  });
   add('WafFiltered', apigw.ResponseType.WAF_FILTERED, '403', fixed('Forbidden'));
   // The only body rule API Gateway checks is "a JSON object" (the JsonObject model); its own
   // validationErrorString is unquoted text, so the field error is written out here.

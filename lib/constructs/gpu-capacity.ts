@@ -110,17 +110,25 @@ export class GpuCapacity extends Construct {
 
     acknowledge(this.autoScalingGroup, {
       id: 'AwsSolutions-AS3',
-      reason: 'Scaling is driven by the ECS capacity provider; failed launches are caught by the EventBridge rule and alarms in the observability stack.',
+      reason:
+        'Scaling is driven by the ECS capacity provider; failed launches are caught by the EventBridge rule and alarms in the observability stack.',
     });
-    acknowledge(role, {
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]',
-      reason: 'AWS managed policy for SSM Session Manager access to GPU hosts (replaces SSH; no inbound ports).',
-    }, {
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ECS agent actions added by the cluster (ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken, logs) do not support resource scoping.',
-    }, {
-      id: 'AwsSolutions-IAM5[Action::ecs:Submit*]',
-      reason: 'ECS agent state reporting (SubmitContainerStateChange/TaskStateChange/AttachmentStateChanges), added by CDK and scoped to this cluster.',
-    });
+    acknowledge(
+      role,
+      {
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]',
+        reason: 'AWS managed policy for SSM Session Manager access to GPU hosts (replaces SSH; no inbound ports).',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'ECS agent actions added by the cluster (ecs:DiscoverPollEndpoint, ecr:GetAuthorizationToken, logs) do not support resource scoping.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Action::ecs:Submit*]',
+        reason:
+          'ECS agent state reporting (SubmitContainerStateChange/TaskStateChange/AttachmentStateChanges), added by CDK and scoped to this cluster.',
+      },
+    );
   }
 }

@@ -19,7 +19,8 @@ export function uniqueIdOfPath(components: readonly string[]): string {
   return Names.uniqueId(scope);
 }
 
-const idsOutsideGroups = (scopes: readonly IConstruct[]): string[] => scopes.filter((s) => !(s instanceof ResourceGroup)).map((s) => s.node.id);
+const idsOutsideGroups = (scopes: readonly IConstruct[]): string[] =>
+  scopes.filter((s) => !(s instanceof ResourceGroup)).map((s) => s.node.id);
 
 /** For `Stack.allocateLogicalId`: an element's logical ID with every `ResourceGroup` left out of its path; undefined when it is in none. */
 export function allocateSkippingGroups(element: CfnElement): string | undefined {

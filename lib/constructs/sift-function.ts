@@ -51,7 +51,8 @@ const RETENTION: Record<number, logs.RetentionDays> = {
 
 export function retentionDays(days: number): logs.RetentionDays {
   const r = RETENTION[days];
-  if (r === undefined) throw new Error(`unsupported log retention ${days} days (use ${Object.keys(RETENTION).join(', ')})`);
+  if (r === undefined)
+    throw new Error(`unsupported log retention ${days} days (use ${Object.keys(RETENTION).join(', ')})`);
   return r;
 }
 
@@ -71,7 +72,8 @@ export const BUNDLING: nodejs.BundlingOptions = {
   // lazy imports alone (the afterBundling guard rejects static imports of them).
   externalModules: ['onnxruntime-node', 'node-llama-cpp', 'tokenizers'],
   // ESM bundles still meet CommonJS dependencies that call require().
-  banner: "import { createRequire as __siftCreateRequire } from 'node:module'; const require = __siftCreateRequire(import.meta.url);",
+  banner:
+    "import { createRequire as __siftCreateRequire } from 'node:module'; const require = __siftCreateRequire(import.meta.url);",
   forceDockerBundling: false,
   tsconfig: join(REPO_ROOT, 'tsconfig.json'),
   commandHooks: {

@@ -160,7 +160,11 @@ export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false
     StartAt: 'PrepareTraining',
     TimeoutSeconds: 7 * 24 * 3600,
     States: {
-      PrepareTraining: lambdaTask('training.prepare', { next: 'Train', resultPath: '$.training', catchTo: 'RecordTrainingFailure' }),
+      PrepareTraining: lambdaTask('training.prepare', {
+        next: 'Train',
+        resultPath: '$.training',
+        catchTo: 'RecordTrainingFailure',
+      }),
       Train: {
         Type: 'Task',
         Comment: 'SageMaker CreateTrainingJob, waits for completion (.sync)',
@@ -186,7 +190,11 @@ export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false
         Catch: [catchAll('RecordTrainingFailure')],
         Next: 'RecordTrainingResult',
       },
-      RecordTrainingResult: lambdaTask('training.complete', { next: 'TrainingSucceeded', resultPath: '$.record', catchTo: 'RecordTrainingFailure' }),
+      RecordTrainingResult: lambdaTask('training.complete', {
+        next: 'TrainingSucceeded',
+        resultPath: '$.record',
+        catchTo: 'RecordTrainingFailure',
+      }),
       TrainingSucceeded: { Type: 'Succeed' },
       ...failureBranch('RecordTrainingFailure', 'training.failed', 'TrainingFailed', 'Sift.TrainingFailed'),
     },
@@ -204,7 +212,11 @@ export function generationDefinition(): AslDefinition {
     StartAt: 'PlanGeneration',
     TimeoutSeconds: 24 * 3600,
     States: {
-      PlanGeneration: lambdaTask('generation.plan', { next: 'GenerateShards', resultPath: '$.plan', catchTo: 'MarkGenerationFailed' }),
+      PlanGeneration: lambdaTask('generation.plan', {
+        next: 'GenerateShards',
+        resultPath: '$.plan',
+        catchTo: 'MarkGenerationFailed',
+      }),
       GenerateShards: {
         Type: 'Map',
         ItemsPath: '$.plan.shards',
@@ -221,7 +233,12 @@ export function generationDefinition(): AslDefinition {
         Catch: [catchAll('MarkGenerationFailed')],
         Next: 'AssembleDataset',
       },
-      AssembleDataset: lambdaTask('generation.assemble', { next: 'GenerationSucceeded', resultPath: '$.dataset', catchTo: 'MarkGenerationFailed', timeoutSeconds: 900 }),
+      AssembleDataset: lambdaTask('generation.assemble', {
+        next: 'GenerationSucceeded',
+        resultPath: '$.dataset',
+        catchTo: 'MarkGenerationFailed',
+        timeoutSeconds: 900,
+      }),
       GenerationSucceeded: { Type: 'Succeed' },
       ...failureBranch('MarkGenerationFailed', 'generation.failed', 'GenerationFailed', 'Sift.GenerationFailed'),
     },
@@ -237,7 +254,11 @@ export function evaluationDefinition(): AslDefinition {
     StartAt: 'PrepareEvaluation',
     TimeoutSeconds: 12 * 3600,
     States: {
-      PrepareEvaluation: lambdaTask('evaluation.prepare', { next: 'EvaluateShards', resultPath: '$.plan', catchTo: 'MarkEvaluationFailed' }),
+      PrepareEvaluation: lambdaTask('evaluation.prepare', {
+        next: 'EvaluateShards',
+        resultPath: '$.plan',
+        catchTo: 'MarkEvaluationFailed',
+      }),
       EvaluateShards: {
         Type: 'Map',
         ItemsPath: '$.plan.shards',
@@ -254,7 +275,11 @@ export function evaluationDefinition(): AslDefinition {
         Catch: [catchAll('MarkEvaluationFailed')],
         Next: 'AggregateEvaluation',
       },
-      AggregateEvaluation: lambdaTask('evaluation.aggregate', { next: 'EvaluationSucceeded', resultPath: '$.result', catchTo: 'MarkEvaluationFailed' }),
+      AggregateEvaluation: lambdaTask('evaluation.aggregate', {
+        next: 'EvaluationSucceeded',
+        resultPath: '$.result',
+        catchTo: 'MarkEvaluationFailed',
+      }),
       EvaluationSucceeded: { Type: 'Succeed' },
       ...failureBranch('MarkEvaluationFailed', 'evaluation.failed', 'EvaluationFailed', 'Sift.EvaluationFailed'),
     },
@@ -268,7 +293,13 @@ export function evaluationDefinition(): AslDefinition {
 export const ADAPTIVE_POLL_SECONDS = { training: 300, evaluation: 60 } as const;
 
 /** Wait → look (a Lambda task answering `{done}`) → Choice: done goes on, not done waits again. */
-function pollLoop(prefix: string, task: string, seconds: number, next: string, catchTo: string): Record<string, AslState> {
+function pollLoop(
+  prefix: string,
+  task: string,
+  seconds: number,
+  next: string,
+  catchTo: string,
+): Record<string, AslState> {
   return {
     [`WaitFor${prefix}`]: { Type: 'Wait', Seconds: seconds, Next: `Check${prefix}` },
     [`Check${prefix}`]: lambdaTask(task, { next: `${prefix}Done`, resultPath: `$.poll`, catchTo }),
@@ -288,11 +319,16 @@ function pollLoop(prefix: string, task: string, seconds: number, next: string, c
  */
 export function adaptiveDefinition(): AslDefinition {
   return {
-    Comment: 'Sift adaptive loop: for each eligible project, build a dataset from informative traces and feedback, train a candidate, evaluate it against the deployed baseline, offer it for promotion',
+    Comment:
+      'Sift adaptive loop: for each eligible project, build a dataset from informative traces and feedback, train a candidate, evaluate it against the deployed baseline, offer it for promotion',
     StartAt: 'SelectProjects',
     TimeoutSeconds: 7 * 24 * 3600,
     States: {
-      SelectProjects: lambdaTask('adaptive.projects', { next: 'ForEachProject', resultPath: '$.selection', catchTo: 'LoopFailed' }),
+      SelectProjects: lambdaTask('adaptive.projects', {
+        next: 'ForEachProject',
+        resultPath: '$.selection',
+        catchTo: 'LoopFailed',
+      }),
       ForEachProject: {
         Type: 'Map',
         ItemsPath: '$.selection.projects',
@@ -302,7 +338,11 @@ export function adaptiveDefinition(): AslDefinition {
           ProcessorConfig: { Mode: 'INLINE' },
           StartAt: 'SelectTraces',
           States: {
-            SelectTraces: lambdaTask('adaptive.traces', { next: 'EnoughData', resultPath: '$.traces', catchTo: 'RecordProjectFailure' }),
+            SelectTraces: lambdaTask('adaptive.traces', {
+              next: 'EnoughData',
+              resultPath: '$.traces',
+              catchTo: 'RecordProjectFailure',
+            }),
             EnoughData: {
               Type: 'Choice',
               Choices: [{ Variable: '$.traces.enough', BooleanEquals: true, Next: 'StartCandidate' }],
@@ -310,10 +350,31 @@ export function adaptiveDefinition(): AslDefinition {
             },
             // the traces task has recorded the cycle as skipped, with the reason
             NotEnoughData: { Type: 'Succeed' },
-            StartCandidate: lambdaTask('adaptive.dataset', { next: 'WaitForTraining', resultPath: '$.candidate', catchTo: 'RecordProjectFailure', timeoutSeconds: 900 }),
-            ...pollLoop('Training', 'adaptive.training', ADAPTIVE_POLL_SECONDS.training, 'StartEvaluations', 'RecordProjectFailure'),
-            StartEvaluations: lambdaTask('adaptive.evaluate', { next: 'WaitForEvaluations', resultPath: '$.evaluations', catchTo: 'RecordProjectFailure' }),
-            ...pollLoop('Evaluations', 'adaptive.scores', ADAPTIVE_POLL_SECONDS.evaluation, 'OfferPromotion', 'RecordProjectFailure'),
+            StartCandidate: lambdaTask('adaptive.dataset', {
+              next: 'WaitForTraining',
+              resultPath: '$.candidate',
+              catchTo: 'RecordProjectFailure',
+              timeoutSeconds: 900,
+            }),
+            ...pollLoop(
+              'Training',
+              'adaptive.training',
+              ADAPTIVE_POLL_SECONDS.training,
+              'StartEvaluations',
+              'RecordProjectFailure',
+            ),
+            StartEvaluations: lambdaTask('adaptive.evaluate', {
+              next: 'WaitForEvaluations',
+              resultPath: '$.evaluations',
+              catchTo: 'RecordProjectFailure',
+            }),
+            ...pollLoop(
+              'Evaluations',
+              'adaptive.scores',
+              ADAPTIVE_POLL_SECONDS.evaluation,
+              'OfferPromotion',
+              'RecordProjectFailure',
+            ),
             OfferPromotion: lambdaTask('adaptive.offer', { resultPath: '$.offer', catchTo: 'RecordProjectFailure' }),
             RecordProjectFailure: {
               ...lambdaTask('adaptive.failed', { next: 'ProjectSkipped', resultPath: '$.failure' }),
@@ -328,7 +389,11 @@ export function adaptiveDefinition(): AslDefinition {
         Next: 'LoopDone',
       },
       LoopDone: { Type: 'Succeed' },
-      LoopFailed: { Type: 'Fail', Error: 'Sift.AdaptiveLoopFailed', Cause: 'project selection or the project map failed' },
+      LoopFailed: {
+        Type: 'Fail',
+        Error: 'Sift.AdaptiveLoopFailed',
+        Cause: 'project selection or the project map failed',
+      },
     },
   };
 }
@@ -371,7 +436,11 @@ export function lambdaTaskNames(def: { States: Record<string, AslState> }): Reco
   const walk = (states: Record<string, AslState>): void => {
     for (const [name, state] of Object.entries(states)) {
       const params = state.Parameters as Record<string, Json> | undefined;
-      if (state.Type === 'Task' && state.Resource === ph(PLACEHOLDERS.taskFunction) && typeof params?.task === 'string') {
+      if (
+        state.Type === 'Task' &&
+        state.Resource === ph(PLACEHOLDERS.taskFunction) &&
+        typeof params?.task === 'string'
+      ) {
         out[name] = params.task;
       }
       const proc = (state.ItemProcessor ?? state.Iterator) as { States: Record<string, AslState> } | undefined;
@@ -385,6 +454,9 @@ export function lambdaTaskNames(def: { States: Record<string, AslState> }): Reco
 
 /** Replace `${Name}` placeholders (what CloudFormation does with DefinitionSubstitutions). */
 export function substitute(def: AslDefinition, values: Partial<Record<Placeholder, string>>): AslDefinition {
-  const text = JSON.stringify(def).replace(/\$\{([A-Za-z0-9]+)\}/g, (m, name: string) => values[name as Placeholder] ?? m);
+  const text = JSON.stringify(def).replace(
+    /\$\{([A-Za-z0-9]+)\}/g,
+    (m, name: string) => values[name as Placeholder] ?? m,
+  );
   return JSON.parse(text) as AslDefinition;
 }

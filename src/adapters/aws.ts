@@ -44,7 +44,11 @@ export interface AwsWiring {
 }
 
 /** The S3 client every blob store uses (an `endpoint` means an emulator: path-style addressing). */
-export function createS3Client(o: { region?: string; credentials?: { accessKeyId: string; secretAccessKey: string }; endpoint?: string }): S3Client {
+export function createS3Client(o: {
+  region?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  endpoint?: string;
+}): S3Client {
   return new S3Client({
     region: o.region ?? process.env.AWS_REGION ?? 'us-east-1',
     ...(o.credentials ? { credentials: o.credentials } : {}),
@@ -62,7 +66,11 @@ export function createServices(w: AwsWiring): AwsServices {
   const region = w.region ?? process.env.AWS_REGION ?? 'us-east-1';
   const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
   const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
-  const s3 = createS3Client({ region, ...(w.credentials ? { credentials: w.credentials } : {}), ...(w.s3Endpoint ? { endpoint: w.s3Endpoint } : {}) });
+  const s3 = createS3Client({
+    region,
+    ...(w.credentials ? { credentials: w.credentials } : {}),
+    ...(w.s3Endpoint ? { endpoint: w.s3Endpoint } : {}),
+  });
   const records = new DynamoRecordStore(dynamo, w.table);
   const queue = 'sqsQueueUrl' in w.queue ? new SqsWorkQueue(new SQSClient(common), w.queue.sqsQueueUrl) : w.queue;
   const now = () => new Date();

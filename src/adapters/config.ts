@@ -18,6 +18,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Sif
   if (generation !== undefined) out.generationModel = generation;
   // lib/inference-stack.ts sets it on the encoder service
   const preload = env.SIFT_PRELOAD_MODELS;
-  if (preload !== undefined) out.preloadModels = preload.split(',').map((s) => s.trim()).filter(Boolean);
+  if (preload !== undefined)
+    out.preloadModels = preload
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   return out;
 }

@@ -19,7 +19,13 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CATALOG, findBaseModel } from '../core/catalog';
-import { baseModelPrefix, isUnpublishedFile, MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
+import {
+  baseModelPrefix,
+  isUnpublishedFile,
+  MANIFEST_FILE,
+  modelDirName,
+  modelIdFromDirName,
+} from '../core/modelLayout';
 import { BUCKET_PREFIXES } from '../core/storageLayout';
 import { missingAsUndefined } from './fs/missingFile';
 import type { S3BlobStore } from './s3/blobStore';
@@ -86,7 +92,10 @@ async function sha256(path: string): Promise<string> {
 /** The catalog id a model directory holds: its manifest's `model_id`, which must agree with the directory name. */
 export async function readModelDir(dir: string): Promise<{ modelId: string; manifest: Buffer; listed: string[] }> {
   const manifest = await readFile(join(dir, MANIFEST_FILE)).catch(missingAsUndefined);
-  if (!manifest) throw new ModelPublishError(`${dir} has no ${MANIFEST_FILE}: not a model directory (expected <vendor>--<name>/ with a manifest, as set-up builds them)`);
+  if (!manifest)
+    throw new ModelPublishError(
+      `${dir} has no ${MANIFEST_FILE}: not a model directory (expected <vendor>--<name>/ with a manifest, as set-up builds them)`,
+    );
   let parsed: { model_id?: unknown; files?: unknown };
   try {
     parsed = JSON.parse(manifest.toString('utf8')) as typeof parsed;
@@ -95,10 +104,19 @@ export async function readModelDir(dir: string): Promise<{ modelId: string; mani
   }
   const fromName = modelIdFromDirName(basename(dir));
   const modelId = typeof parsed.model_id === 'string' ? parsed.model_id : fromName;
-  if (modelId !== fromName) throw new ModelPublishError(`${dir}: manifest model_id '${modelId}' does not match the directory name (expected ${modelDirName(modelId)}/)`);
-  if (!findBaseModel(modelId)) throw new ModelPublishError(`'${modelId}' (${dir}) is not a catalog model; the service serves and trains only: ${CATALOG.map((m) => m.id).join(', ')}`);
+  if (modelId !== fromName)
+    throw new ModelPublishError(
+      `${dir}: manifest model_id '${modelId}' does not match the directory name (expected ${modelDirName(modelId)}/)`,
+    );
+  if (!findBaseModel(modelId))
+    throw new ModelPublishError(
+      `'${modelId}' (${dir}) is not a catalog model; the service serves and trains only: ${CATALOG.map((m) => m.id).join(', ')}`,
+    );
   // `files` names what the model needs (values are paths; a trailing `/` names a directory)
-  const listed = parsed.files && typeof parsed.files === 'object' ? Object.values(parsed.files).filter((v): v is string => typeof v === 'string') : [];
+  const listed =
+    parsed.files && typeof parsed.files === 'object'
+      ? Object.values(parsed.files).filter((v): v is string => typeof v === 'string')
+      : [];
   return { modelId, manifest, listed };
 }
 
@@ -109,7 +127,8 @@ export async function modelDirsIn(modelsDir: string): Promise<string[]> {
   for (const e of entries) {
     if (!e.isDirectory() || !e.name.includes('--')) continue;
     const dir = join(modelsDir, e.name);
-    if ((await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined)) && findBaseModel(modelIdFromDirName(e.name))) dirs.push(dir);
+    if ((await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined)) && findBaseModel(modelIdFromDirName(e.name)))
+      dirs.push(dir);
   }
   return dirs.sort();
 }
@@ -126,25 +145,39 @@ export async function resolveModelSources(sources: string[], modelsDir: string):
       if (await stat(join(source, MANIFEST_FILE)).catch(missingAsUndefined)) dirs.push(source);
       else {
         const found = await modelDirsIn(source);
-        if (!found.length) throw new ModelPublishError(`${source} holds no model directories (<vendor>--<name>/ with a ${MANIFEST_FILE}, named after a catalog model)`);
+        if (!found.length)
+          throw new ModelPublishError(
+            `${source} holds no model directories (<vendor>--<name>/ with a ${MANIFEST_FILE}, named after a catalog model)`,
+          );
         dirs.push(...found);
       }
     } else if (findBaseModel(source)) {
       const dir = join(modelsDir, modelDirName(source));
       if (!(await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined))) {
-        throw new ModelPublishError(`'${source}' is not built or provided: no ${join(dir, MANIFEST_FILE)} (build it with \`node scripts/setup.mjs\`, or put its files there)`);
+        throw new ModelPublishError(
+          `'${source}' is not built or provided: no ${join(dir, MANIFEST_FILE)} (build it with \`node scripts/setup.mjs\`, or put its files there)`,
+        );
       }
       dirs.push(dir);
     } else {
-      throw new ModelPublishError(`'${source}' is neither a directory nor a catalog model id (${CATALOG.map((m) => m.id).join(', ')})`);
+      throw new ModelPublishError(
+        `'${source}' is neither a directory nor a catalog model id (${CATALOG.map((m) => m.id).join(', ')})`,
+      );
     }
   }
   return [...new Set(dirs)];
 }
 
-async function remoteObject(blobs: S3BlobStore, key: string, signal?: AbortSignal): Promise<{ size: number; sha256?: string } | undefined> {
+async function remoteObject(
+  blobs: S3BlobStore,
+  key: string,
+  signal?: AbortSignal,
+): Promise<{ size: number; sha256?: string } | undefined> {
   try {
-    const res = await blobs.s3.send(new HeadObjectCommand({ Bucket: blobs.bucket, Key: key }), signal ? { abortSignal: signal } : {});
+    const res = await blobs.s3.send(
+      new HeadObjectCommand({ Bucket: blobs.bucket, Key: key }),
+      signal ? { abortSignal: signal } : {},
+    );
     const sum = res.Metadata?.[SHA256_METADATA];
     return { size: res.ContentLength ?? 0, ...(sum ? { sha256: sum } : {}) };
   } catch (err) {
@@ -154,7 +187,15 @@ async function remoteObject(blobs: S3BlobStore, key: string, signal?: AbortSigna
   }
 }
 
-async function putFile(blobs: S3BlobStore, key: string, body: Buffer | string, size: number, hex: string, contentType: string, signal?: AbortSignal) {
+async function putFile(
+  blobs: S3BlobStore,
+  key: string,
+  body: Buffer | string,
+  size: number,
+  hex: string,
+  contentType: string,
+  signal?: AbortSignal,
+) {
   await blobs.s3.send(
     new PutObjectCommand({
       Bucket: blobs.bucket,
@@ -171,13 +212,19 @@ async function putFile(blobs: S3BlobStore, key: string, body: Buffer | string, s
 }
 
 /** Publishes one model directory; see the module comment for the guarantees. */
-export async function publishModelDir(blobs: S3BlobStore, dir: string, opts: PublishOptions = {}): Promise<PublishResult> {
+export async function publishModelDir(
+  blobs: S3BlobStore,
+  dir: string,
+  opts: PublishOptions = {},
+): Promise<PublishResult> {
   const { modelId, manifest, listed } = await readModelDir(dir);
   const prefix = baseModelPrefix(modelId, opts.root ?? BUCKET_PREFIXES.models);
   const manifestKey = prefix + MANIFEST_FILE;
   const manifestSum = createHash('sha256').update(manifest).digest('hex');
   const remoteManifest = await remoteObject(blobs, manifestKey, opts.signal);
-  const manifestCurrent = remoteManifest?.size === manifest.length && (remoteManifest.sha256 === manifestSum || (await blobs.getText(manifestKey)) === manifest.toString('utf8'));
+  const manifestCurrent =
+    remoteManifest?.size === manifest.length &&
+    (remoteManifest.sha256 === manifestSum || (await blobs.getText(manifestKey)) === manifest.toString('utf8'));
   if (opts.trustManifest && manifestCurrent) {
     opts.onEvent?.({ type: 'done', modelId, uploaded: 0, unchanged: 0, manifest: 'unchanged' });
     return { modelId, uploaded: 0, unchanged: 0, manifest: 'unchanged' };
@@ -190,9 +237,17 @@ export async function publishModelDir(blobs: S3BlobStore, dir: string, opts: Pub
     files.push({ path, rel, size: (await stat(path)).size });
   }
   const tooBig = files.filter((f) => f.size > MAX_SINGLE_PUT_BYTES);
-  if (tooBig.length) throw new ModelPublishError(`${tooBig.map((f) => f.rel).join(', ')} exceed${tooBig.length > 1 ? '' : 's'} 5 GiB, the most one PutObject takes; publishing it needs multipart upload (@aws-sdk/lib-storage)`);
-  const missing = listed.filter((p) => (p.endsWith('/') ? !files.some((f) => f.rel.startsWith(p)) : !files.some((f) => f.rel === p)));
-  if (missing.length) throw new ModelPublishError(`${dir}: the manifest names files that are not in the directory: ${missing.join(', ')}`);
+  if (tooBig.length)
+    throw new ModelPublishError(
+      `${tooBig.map((f) => f.rel).join(', ')} exceed${tooBig.length > 1 ? '' : 's'} 5 GiB, the most one PutObject takes; publishing it needs multipart upload (@aws-sdk/lib-storage)`,
+    );
+  const missing = listed.filter((p) =>
+    p.endsWith('/') ? !files.some((f) => f.rel.startsWith(p)) : !files.some((f) => f.rel === p),
+  );
+  if (missing.length)
+    throw new ModelPublishError(
+      `${dir}: the manifest names files that are not in the directory: ${missing.join(', ')}`,
+    );
   opts.onEvent?.({ type: 'model', modelId, dir, files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) });
 
   let uploaded = 0;
@@ -227,7 +282,10 @@ export async function publishModelDir(blobs: S3BlobStore, dir: string, opts: Pub
   // the manifest goes last, once every file is verified where SageMaker and the runtimes read it
   for (const f of files) {
     const remote = await remoteObject(blobs, prefix + f.rel, opts.signal);
-    if (remote?.size !== f.size) throw new ModelPublishError(`s3://${blobs.bucket}/${prefix}${f.rel} is missing or has the wrong size after upload; not writing the manifest`);
+    if (remote?.size !== f.size)
+      throw new ModelPublishError(
+        `s3://${blobs.bucket}/${prefix}${f.rel} is missing or has the wrong size after upload; not writing the manifest`,
+      );
   }
   opts.signal?.throwIfAborted();
   await putFile(blobs, manifestKey, manifest, manifest.length, manifestSum, 'application/json', opts.signal);
@@ -236,7 +294,11 @@ export async function publishModelDir(blobs: S3BlobStore, dir: string, opts: Pub
 }
 
 /** Publishes several model directories in order. */
-export async function publishModelDirs(blobs: S3BlobStore, dirs: string[], opts: PublishOptions = {}): Promise<PublishResult[]> {
+export async function publishModelDirs(
+  blobs: S3BlobStore,
+  dirs: string[],
+  opts: PublishOptions = {},
+): Promise<PublishResult[]> {
   const results: PublishResult[] = [];
   for (const dir of dirs) results.push(await publishModelDir(blobs, dir, opts));
   return results;

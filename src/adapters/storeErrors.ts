@@ -17,7 +17,8 @@ function unavailableReason(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const e = err as SdkError;
   if (isThrottlingError(e)) return 'throttled';
-  if (isTransientError(e)) return e.$metadata?.httpStatusCode ? `server error ${e.$metadata.httpStatusCode}` : 'unreachable';
+  if (isTransientError(e))
+    return e.$metadata?.httpStatusCode ? `server error ${e.$metadata.httpStatusCode}` : 'unreachable';
   if (isServerError(e)) return `server error ${e.$metadata?.httpStatusCode}`;
   return undefined;
 }

@@ -24,13 +24,17 @@ async function internalToken(): Promise<string | undefined> {
     return (await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }))).SecretString;
   })().catch((err: unknown) => {
     tokenFromSecret = undefined; // try again on the next task
-    throw new RemoteTaskError('Sift.TransientError', `could not read the internal token secret: ${(err as Error).message}`);
+    throw new RemoteTaskError(
+      'Sift.TransientError',
+      `could not read the internal token secret: ${(err as Error).message}`,
+    );
   });
   return tokenFromSecret;
 }
 
 /** The encoder service's base URL: `SIFT_ENCODER_URL`, else the gateway URL the workflow stack sets. */
-export const encoderServiceUrl = (env: NodeJS.ProcessEnv = process.env) => env.SIFT_ENCODER_URL ?? env.SIFT_INFERENCE_URL;
+export const encoderServiceUrl = (env: NodeJS.ProcessEnv = process.env) =>
+  env.SIFT_ENCODER_URL ?? env.SIFT_INFERENCE_URL;
 
 export async function runOnEncoderService(
   task: string,
@@ -39,7 +43,11 @@ export async function runOnEncoderService(
 ): Promise<unknown> {
   const baseUrl = opts.baseUrl ?? encoderServiceUrl();
   const token = opts.token ?? (await internalToken());
-  if (!baseUrl || !token) throw new RemoteTaskError('Sift.TaskFailed', `task '${task}' needs the encoder service: SIFT_ENCODER_URL (or SIFT_INFERENCE_URL) and SIFT_INTERNAL_TOKEN (or SIFT_INTERNAL_TOKEN_SECRET_ARN)`);
+  if (!baseUrl || !token)
+    throw new RemoteTaskError(
+      'Sift.TaskFailed',
+      `task '${task}' needs the encoder service: SIFT_ENCODER_URL (or SIFT_INFERENCE_URL) and SIFT_INTERNAL_TOKEN (or SIFT_INTERNAL_TOKEN_SECRET_ARN)`,
+    );
   let res: Response;
   try {
     res = await (opts.fetchImpl ?? fetch)(`${baseUrl.replace(/\/$/, '')}/internal/tasks/${task}`, {
@@ -49,7 +57,10 @@ export async function runOnEncoderService(
       signal: AbortSignal.timeout(opts.timeoutMs ?? 14 * 60_000),
     });
   } catch (err) {
-    throw new RemoteTaskError('Sift.TransientError', `encoder service unreachable for '${task}': ${(err as Error).message}`);
+    throw new RemoteTaskError(
+      'Sift.TransientError',
+      `encoder service unreachable for '${task}': ${(err as Error).message}`,
+    );
   }
   const text = await res.text();
   if (res.ok) return JSON.parse(text) as unknown;
@@ -60,5 +71,8 @@ export async function runOnEncoderService(
     /* not JSON */
   }
   const transient = res.status >= 500 || res.status === 429;
-  throw new RemoteTaskError(transient ? 'Sift.TransientError' : 'Sift.TaskFailed', `encoder service answered ${res.status} for '${task}': ${detail}`);
+  throw new RemoteTaskError(
+    transient ? 'Sift.TransientError' : 'Sift.TaskFailed',
+    `encoder service answered ${res.status} for '${task}': ${detail}`,
+  );
 }

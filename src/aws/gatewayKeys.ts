@@ -4,7 +4,13 @@
  * environment (the plans hang off the stage, which depends on the authorizer).
  */
 import { randomBytes } from 'node:crypto';
-import { APIGatewayClient, CreateApiKeyCommand, CreateUsagePlanKeyCommand, DeleteApiKeyCommand, GetUsagePlansCommand } from '@aws-sdk/client-api-gateway';
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  GetUsagePlansCommand,
+} from '@aws-sdk/client-api-gateway';
 import type { GatewayKeys } from '../core/ports';
 import type { Plan, Team } from '../core/teams';
 
@@ -34,7 +40,9 @@ export class ApiGatewayKeys implements GatewayKeys {
       const byName = new Map<string, string>();
       let position: string | undefined;
       do {
-        const page = await this.client.send(new GetUsagePlansCommand({ limit: 500, ...(position ? { position } : {}) }));
+        const page = await this.client.send(
+          new GetUsagePlansCommand({ limit: 500, ...(position ? { position } : {}) }),
+        );
         for (const p of page.items ?? []) if (p.name && p.id) byName.set(p.name, p.id);
         position = page.position;
       } while (position);
@@ -64,7 +72,10 @@ export class ApiGatewayKeys implements GatewayKeys {
     } catch (err) {
       // don't leave a key outside every plan; if that fails too, both failures are the error
       await this.delete(key.id).catch((deleteError: unknown) => {
-        throw new AggregateError([err, deleteError], `could not add API key ${key.id} to its usage plan, nor delete it afterwards`);
+        throw new AggregateError(
+          [err, deleteError],
+          `could not add API key ${key.id} to its usage plan, nor delete it afterwards`,
+        );
       });
       throw err;
     }

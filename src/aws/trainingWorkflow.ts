@@ -12,7 +12,13 @@ import { ConflictError } from '../core/errors';
 import type { Logger } from '../core/logger';
 import { safeRelativePath } from '../core/safePath';
 import { encoderServiceUrl, runOnEncoderService } from './encoderTasks';
-import { archiveKey, jobPrefix, modelPrefix, syncedCheckpointsPrefix, trainChannelPrefix } from '../core/training/artifacts';
+import {
+  archiveKey,
+  jobPrefix,
+  modelPrefix,
+  syncedCheckpointsPrefix,
+  trainChannelPrefix,
+} from '../core/training/artifacts';
 import type { TrainingLauncher } from '../core/training/launcher';
 import * as lifecycle from '../core/training/lifecycle';
 import { transitionJob } from '../core/trainingJobs';
@@ -24,7 +30,8 @@ export interface TrainingEnv {
   maxRuntimeSeconds: number;
 }
 
-export const sageMakerJobName = (env: Pick<TrainingEnv, 'jobNamePrefix'>, jobId: string) => `${env.jobNamePrefix}${jobId}`.slice(0, 63);
+export const sageMakerJobName = (env: Pick<TrainingEnv, 'jobNamePrefix'>, jobId: string) =>
+  `${env.jobNamePrefix}${jobId}`.slice(0, 63);
 
 /** Starts the training workflow; stopping goes straight to SageMaker, whose event then lands here. */
 export class StepFunctionsTrainingLauncher implements TrainingLauncher {
@@ -38,14 +45,22 @@ export class StepFunctionsTrainingLauncher implements TrainingLauncher {
 
   async submit(teamId: string, jobId: string): Promise<void> {
     await this.svc().records.put(jobRefItem(jobId), { team_id: teamId, job_id: jobId });
-    await this.sfn.send(new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name: jobId, input: JSON.stringify({ jobId, teamId }) }));
+    await this.sfn.send(
+      new StartExecutionCommand({
+        stateMachineArn: this.stateMachineArn,
+        name: jobId,
+        input: JSON.stringify({ jobId, teamId }),
+      }),
+    );
   }
 
   async stop(_teamId: string, jobId: string): Promise<void> {
-    await this.sagemaker.send(new StopTrainingJobCommand({ TrainingJobName: sageMakerJobName(this.env, jobId) })).catch((err: { name?: string }) => {
-      // Not started yet (still preparing) or already over: the record's `stopped` is what counts.
-      if (err.name !== 'ValidationException' && err.name !== 'ResourceNotFound') throw err;
-    });
+    await this.sagemaker
+      .send(new StopTrainingJobCommand({ TrainingJobName: sageMakerJobName(this.env, jobId) }))
+      .catch((err: { name?: string }) => {
+        // Not started yet (still preparing) or already over: the record's `stopped` is what counts.
+        if (err.name !== 'ValidationException' && err.name !== 'ResourceNotFound') throw err;
+      });
   }
 }
 
@@ -56,7 +71,9 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
   for (const rows of prepared.train) await svc.blobs.copy(rows.key, `${train}${rows.file}`);
   const channel = (name: string, prefix: string) => ({
     ChannelName: name,
-    DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: svc.blobs.uri(prefix), S3DataDistributionType: 'FullyReplicated' } },
+    DataSource: {
+      S3DataSource: { S3DataType: 'S3Prefix', S3Uri: svc.blobs.uri(prefix), S3DataDistributionType: 'FullyReplicated' },
+    },
     InputMode: 'File',
   });
   return {
@@ -99,7 +116,9 @@ export async function completeTraining(
       await svc.blobs.copy(artifactKey, archiveKey(input.teamId, input.jobId));
     },
     // the same evaluator and engine as evaluations: the encoder service scores the held-out rows
-    scorer: encoderServiceUrl() ? (teamId, jobId) => runOnEncoderService('training.validate', { teamId, jobId }) : undefined,
+    scorer: encoderServiceUrl()
+      ? (teamId, jobId) => runOnEncoderService('training.validate', { teamId, jobId })
+      : undefined,
   });
 }
 
@@ -107,8 +126,15 @@ export async function completeTraining(
  * `training.failed`: the workflow's error (or SageMaker's reason) becomes the job's `error`, and the
  * checkpoints the trainer saved before it failed or was stopped are kept: the lifecycle's failure.
  */
-export async function recordTrainingFailure(svc: Services, input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } }, logger: Logger = workflowLogger()) {
-  return lifecycle.failTraining(svc, input.teamId, input.jobId, failureReason(input.error), { report: { logger }, computeSeconds: describedSeconds(input.error) });
+export async function recordTrainingFailure(
+  svc: Services,
+  input: { jobId: string; teamId: string; error?: { Error?: string; Cause?: string } },
+  logger: Logger = workflowLogger(),
+) {
+  return lifecycle.failTraining(svc, input.teamId, input.jobId, failureReason(input.error), {
+    report: { logger },
+    computeSeconds: describedSeconds(input.error),
+  });
 }
 
 /**
@@ -139,17 +165,32 @@ const ignoreConflict = (err: unknown) => {
 };
 
 /** EventBridge "SageMaker Training Job State Change" → the job record. */
-export async function applySageMakerEvent(svc: Services, env: Pick<TrainingEnv, 'jobNamePrefix'>, detail: { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }) {
+export async function applySageMakerEvent(
+  svc: Services,
+  env: Pick<TrainingEnv, 'jobNamePrefix'>,
+  detail: { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string },
+) {
   if (!detail.TrainingJobName.startsWith(env.jobNamePrefix)) return;
   const jobId = detail.TrainingJobName.slice(env.jobNamePrefix.length);
   const ref = await svc.records.get<{ team_id: string }>(jobRefItem(jobId).pk, jobRefItem(jobId).sk);
   if (!ref) return;
-  const to = { InProgress: 'running', Stopped: 'stopped', Failed: 'failed' }[detail.TrainingJobStatus] as 'running' | 'stopped' | 'failed' | undefined;
+  const to = { InProgress: 'running', Stopped: 'stopped', Failed: 'failed' }[detail.TrainingJobStatus] as
+    | 'running'
+    | 'stopped'
+    | 'failed'
+    | undefined;
   if (!to) return; // Completed is recorded by the workflow once the artifacts are in place.
   // a repeated or late event loses the conditional write: nothing to do. This function reaches the
   // table only (no bucket): the workflow's failure step keeps the checkpoints (lifecycle.failTraining)
   if (to === 'running') await lifecycle.trainingRunning(svc, ref.team_id, jobId);
-  else await transitionJob(svc, ref.team_id, jobId, to, to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {}).catch(ignoreConflict);
+  else
+    await transitionJob(
+      svc,
+      ref.team_id,
+      jobId,
+      to,
+      to === 'failed' ? { error: detail.FailureReason ?? 'SageMaker reported the job failed' } : {},
+    ).catch(ignoreConflict);
 }
 
 /**

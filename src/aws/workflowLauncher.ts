@@ -20,7 +20,9 @@ export class StepFunctionsWorkflowLauncher implements WorkflowLauncher {
     const arn = this.stateMachines[kind];
     if (!arn) throw new Error(`no ${kind} state machine is configured for this function`);
     try {
-      await this.sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name: executionName(name), input: JSON.stringify(input) }));
+      await this.sfn.send(
+        new StartExecutionCommand({ stateMachineArn: arn, name: executionName(name), input: JSON.stringify(input) }),
+      );
     } catch (err) {
       if ((err as { name?: string }).name !== 'ExecutionAlreadyExists') throw err;
     }

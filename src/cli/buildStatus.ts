@@ -6,8 +6,13 @@ import { modelProgress, readBuildStatus } from '../local/modelBuild';
 export async function buildStatus(modelsDir: string): Promise<{ state: string | undefined; lines: string[] }> {
   const status = await readBuildStatus(modelsDir);
   if (!status) return { state: undefined, lines: [] };
-  const lines = [`model build: ${status.state}${status.error ? ` (${status.error})` : ''}${status.log ? `; log ${status.log}` : ''}`];
-  if (status.venv) lines.push(`  training venv: ${status.venv.state === 'building' ? 'installing' : status.venv.state}${status.venv.error ? ` (${status.venv.error})` : ''}`);
+  const lines = [
+    `model build: ${status.state}${status.error ? ` (${status.error})` : ''}${status.log ? `; log ${status.log}` : ''}`,
+  ];
+  if (status.venv)
+    lines.push(
+      `  training venv: ${status.venv.state === 'building' ? 'installing' : status.venv.state}${status.venv.error ? ` (${status.venv.error})` : ''}`,
+    );
   for (const id of Object.keys(status.models ?? {})) {
     const p = modelProgress(status, id);
     lines.push(`  ${id}: ${p ? describeBuild(p).replace(/^it is |^its /, '') : 'built'}`);

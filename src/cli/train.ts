@@ -52,9 +52,17 @@ export async function startTraining(opts: TrainOptions): Promise<JobView> {
 }
 
 /** Polls a job and draws a live progress bar (steps, epoch, loss) until the job ends. */
-export async function followJob(opts: { url: string; apiKey: string }, jobId: string, intervalMs = 1000): Promise<JobView> {
+export async function followJob(
+  opts: { url: string; apiKey: string },
+  jobId: string,
+  intervalMs = 1000,
+): Promise<JobView> {
   const bar = new SingleBar(
-    { format: '{status} |{bar}| {value}/{total} steps | epoch {epoch} | loss {loss} | {duration_formatted}', hideCursor: true, stream: process.stderr },
+    {
+      format: '{status} |{bar}| {value}/{total} steps | epoch {epoch} | loss {loss} | {duration_formatted}',
+      hideCursor: true,
+      stream: process.stderr,
+    },
     Presets.shades_classic,
   );
   let started = false;

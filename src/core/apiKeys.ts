@@ -29,7 +29,6 @@ interface StoredSession {
   expires_at: string;
 }
 
-
 /**
  * The most active keys a team may hold. Keys are minted by any member; without a bound one member
  * could fill the team's key index (and every session check reads it: principalForSession).
@@ -94,14 +93,21 @@ export async function createApiKey(
     revoked_at: null,
     key_hash: hash,
   };
-  await svc.records.put({ ...apiKeyItem(hash), gsi1pk: teamKeysIndex(teamId), gsi1sk: byCreation(stored.created_at, stored.id) }, stored, {
-    ifAbsent: true,
-  });
+  await svc.records.put(
+    { ...apiKeyItem(hash), gsi1pk: teamKeysIndex(teamId), gsi1sk: byCreation(stored.created_at, stored.id) },
+    stored,
+    {
+      ifAbsent: true,
+    },
+  );
   return { ...view(stored), key };
 }
 
 /** What is stored for this exact key value, revoked or not (used to seed SIFT_ADMIN_KEY idempotently). */
-export async function findStoredKey(svc: Services, key: string): Promise<Pick<StoredKey, 'id' | 'team_id' | 'role' | 'revoked_at'> | undefined> {
+export async function findStoredKey(
+  svc: Services,
+  key: string,
+): Promise<Pick<StoredKey, 'id' | 'team_id' | 'role' | 'revoked_at'> | undefined> {
   const { pk, sk } = apiKeyItem(sha256Hex(key));
   const stored = await svc.records.get<StoredKey>(pk, sk);
   return stored && { id: stored.id, team_id: stored.team_id, role: stored.role, revoked_at: stored.revoked_at };
@@ -125,7 +131,8 @@ export function givenKeyProblem(key: string): string | undefined {
     return `it must have at least ${MIN_GIVEN_KEY_CHARS} characters after ${API_KEY_PREFIX} (it has ${secret.length}), as random as a generated key's: e.g. ${GIVEN_KEY_EXAMPLE}`;
   }
   // a long key of a few repeated characters is as guessable as a short one
-  if (new Set(secret).size < 8) return `its characters after ${API_KEY_PREFIX} must not be a few repeated ones (use random ones: e.g. ${GIVEN_KEY_EXAMPLE})`;
+  if (new Set(secret).size < 8)
+    return `its characters after ${API_KEY_PREFIX} must not be a few repeated ones (use random ones: e.g. ${GIVEN_KEY_EXAMPLE})`;
   return undefined;
 }
 
@@ -206,11 +213,15 @@ async function principalForSession(svc: Services, token: string): Promise<Princi
   }
   // A session dies with the key that opened it.
   const keys = await svc.records.queryAll<StoredKey>(teamKeysIndex(session.team_id), { index: 'gsi1' });
-  if (!keys.some((k) => k.id === session.key_id && !k.revoked_at)) throw new UnauthorizedError('Invalid or expired session token');
+  if (!keys.some((k) => k.id === session.key_id && !k.revoked_at))
+    throw new UnauthorizedError('Invalid or expired session token');
   return { team_id: session.team_id, key_id: session.key_id, role: session.role, via: 'session' };
 }
 
-export async function createSession(svc: Services, principal: Principal): Promise<{ token: string; expires_at: string }> {
+export async function createSession(
+  svc: Services,
+  principal: Principal,
+): Promise<{ token: string; expires_at: string }> {
   const minted = await svc.rateLimiter.hit(`sessions:${principal.team_id}`, SESSION_MINTS_PER_TEAM, svc.now());
   if (minted.count > SESSION_MINTS_PER_TEAM.limit) {
     throw new RateLimitError(

@@ -22,7 +22,10 @@ interface Installation {
  * with the configured operator key dead would look healthy and answer the operator 401, and seeding it
  * again would undo a revocation (which may have been made because the key leaked).
  */
-export async function ensureInstallation(svc: Services, adminKey?: string): Promise<{ teamId: string; createdKey?: string }> {
+export async function ensureInstallation(
+  svc: Services,
+  adminKey?: string,
+): Promise<{ teamId: string; createdKey?: string }> {
   const problem = adminKey === undefined ? undefined : givenKeyProblem(adminKey);
   if (problem) throw new Error(`SIFT_ADMIN_KEY is not usable as the operator key: ${problem}`);
   let install = await svc.records.get<Installation>(INSTALL.pk, INSTALL.sk);
@@ -30,7 +33,11 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
     const team = await createTeam(svc, { name: 'default', plan: 'custom' });
     install = { operator_team_id: team.id, created_at: svc.now().toISOString() };
     await svc.records.put(INSTALL, install, { ifAbsent: true });
-    const created = await createApiKey(svc, team.id, { name: 'operator', role: 'operator', ...(adminKey ? { key: adminKey } : {}) });
+    const created = await createApiKey(svc, team.id, {
+      name: 'operator',
+      role: 'operator',
+      ...(adminKey ? { key: adminKey } : {}),
+    });
     return { teamId: team.id, ...(adminKey ? {} : { createdKey: created.key }) };
   }
   if (adminKey) {
@@ -40,7 +47,12 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
         `SIFT_ADMIN_KEY was revoked at ${stored.revoked_at} (key id ${stored.id}) and a revoked key stays revoked: set SIFT_ADMIN_KEY to a new key (e.g. ${GIVEN_KEY_EXAMPLE}) and start again, or unset it to keep using another operator key`,
       );
     }
-    if (!stored) await createApiKey(svc, install.operator_team_id, { name: 'operator (SIFT_ADMIN_KEY)', role: 'operator', key: adminKey });
+    if (!stored)
+      await createApiKey(svc, install.operator_team_id, {
+        name: 'operator (SIFT_ADMIN_KEY)',
+        role: 'operator',
+        key: adminKey,
+      });
   }
   return { teamId: install.operator_team_id };
 }
@@ -52,7 +64,9 @@ export async function ensureInstallation(svc: Services, adminKey?: string): Prom
  * their process died with the service, so they are never left looking alive — and evaluations
  * and generation jobs still `running` are started again.
  */
-export async function recoverInterruptedWork(svc: Services): Promise<{ datasets: number; jobs: number; workflows: number }> {
+export async function recoverInterruptedWork(
+  svc: Services,
+): Promise<{ datasets: number; jobs: number; workflows: number }> {
   const recovered = { datasets: 0, jobs: 0, workflows: 0 };
   for (const team of await listTeams(svc)) {
     // validated again, unless the process died in every attempt so far: then failed, not re-queued
@@ -61,7 +75,8 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
     for (const job of await listTrainingJobs(svc, team.id)) {
       if (job.status === 'running') {
         await transitionJob(svc, team.id, job.id, 'failed', {
-          error: 'Sift stopped while this job was running, and its training process ended with it. Checkpoints saved before that are kept; continue from one with base_model.',
+          error:
+            'Sift stopped while this job was running, and its training process ended with it. Checkpoints saved before that are kept; continue from one with base_model.',
           // billed for the time it trained, not until this restart
           compute_seconds: await secondsToLastLog(svc, team.id, job),
         }).catch(changedOrGoneAsUndefined);
@@ -79,13 +94,21 @@ export async function recoverInterruptedWork(svc: Services): Promise<{ datasets:
     }
     for (const evaluation of await listEvaluations(svc, team.id, {})) {
       if (evaluation.status !== 'running' || !svc.workflows) continue;
-      await svc.workflows.start('evaluation', `eval-${evaluation.id}`, { evaluationId: evaluation.id, teamId: team.id });
+      await svc.workflows.start('evaluation', `eval-${evaluation.id}`, {
+        evaluationId: evaluation.id,
+        teamId: team.id,
+      });
       recovered.workflows += 1;
     }
     // adaptive cycles resume from their record (each task checks what the last attempt finished)
     for (const project of await listProjects(svc, team.id)) {
       if (!project.adaptive_cycle_id || !svc.workflows) continue;
-      await svc.workflows.start('adaptive', `adaptive-${project.adaptive_cycle_id}`, { trigger: 'resume', teamId: team.id, projectId: project.id, cycleId: project.adaptive_cycle_id });
+      await svc.workflows.start('adaptive', `adaptive-${project.adaptive_cycle_id}`, {
+        trigger: 'resume',
+        teamId: team.id,
+        projectId: project.id,
+        cycleId: project.adaptive_cycle_id,
+      });
       recovered.workflows += 1;
     }
   }

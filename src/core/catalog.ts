@@ -82,11 +82,14 @@ export async function listBaseModels(
   filter: { task_type?: string | undefined; supports_training?: boolean | undefined },
 ) {
   const models = CATALOG.filter((m) => {
-    if (filter.task_type && m.type !== filter.task_type && !m.tasks.includes(filter.task_type as ModelTask)) return false;
+    if (filter.task_type && m.type !== filter.task_type && !m.tasks.includes(filter.task_type as ModelTask))
+      return false;
     if (filter.supports_training !== undefined && m.supports_training !== filter.supports_training) return false;
     return true;
   });
-  const available = await Promise.all(models.map(async (m) => (await svc.blobs.head(baseModelManifestKey(m.id))) !== undefined));
+  const available = await Promise.all(
+    models.map(async (m) => (await svc.blobs.head(baseModelManifestKey(m.id))) !== undefined),
+  );
   return models.map((m, i) => {
     // a model without weights that this installation is building says how far the build is
     const build = available[i] ? undefined : svc.modelBuilds?.progress(m.id);

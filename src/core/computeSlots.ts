@@ -15,7 +15,14 @@ import type { Services } from './context';
 import { RateLimitError } from './errors';
 import { CONCURRENT_COMPUTE, CONCURRENT_COMPUTE_RETRY_SECONDS, type ComputeKind } from './limits';
 import { WriteConflict } from './ports';
-import { computeSlotItem, computeSlotsPrefix, evaluationItem, generationItem, jobItem, teamPartition } from './recordKeys';
+import {
+  computeSlotItem,
+  computeSlotsPrefix,
+  evaluationItem,
+  generationItem,
+  jobItem,
+  teamPartition,
+} from './recordKeys';
 import { getTeam } from './teams';
 
 export type { ComputeKind } from './limits';
@@ -30,11 +37,23 @@ interface Slot {
 /** A create writes its record right after taking its slot; a slot this old with no record is a create that died. */
 export const ORPHAN_SLOT_GRACE_MS = 5 * 60_000;
 
-const NOUN: Record<ComputeKind, string> = { training: 'training jobs', evaluation: 'evaluations', generation: 'generation jobs' };
-const ACTIVE_STATES: Record<ComputeKind, string[]> = { training: ['requested', 'running'], evaluation: ['running'], generation: ['queued', 'running'] };
+const NOUN: Record<ComputeKind, string> = {
+  training: 'training jobs',
+  evaluation: 'evaluations',
+  generation: 'generation jobs',
+};
+const ACTIVE_STATES: Record<ComputeKind, string[]> = {
+  training: ['requested', 'running'],
+  evaluation: ['running'],
+  generation: ['queued', 'running'],
+};
 
 const holderItem = (teamId: string, kind: ComputeKind, id: string) =>
-  kind === 'training' ? jobItem(teamId, id) : kind === 'evaluation' ? evaluationItem(teamId, id) : generationItem(teamId, id);
+  kind === 'training'
+    ? jobItem(teamId, id)
+    : kind === 'evaluation'
+      ? evaluationItem(teamId, id)
+      : generationItem(teamId, id);
 
 export async function computeCap(svc: Services, teamId: string, kind: ComputeKind): Promise<number> {
   return CONCURRENT_COMPUTE[(await getTeam(svc, teamId)).plan][kind];
@@ -54,7 +73,10 @@ async function isStale(svc: Services, teamId: string, slot: Slot): Promise<boole
 async function take(svc: Services, teamId: string, kind: ComputeKind, n: number, holderId: string): Promise<boolean> {
   const item = computeSlotItem(teamId, kind, n);
   try {
-    await svc.records.update(item.pk, item.sk, { set: { kind, slot: n, holder: holderId, acquired_at: svc.now().toISOString() }, condition: [{ attr: 'holder', present: false }] });
+    await svc.records.update(item.pk, item.sk, {
+      set: { kind, slot: n, holder: holderId, acquired_at: svc.now().toISOString() },
+      condition: [{ attr: 'holder', present: false }],
+    });
     return true;
   } catch (err) {
     if (err instanceof WriteConflict) return false;
@@ -66,7 +88,10 @@ async function take(svc: Services, teamId: string, kind: ComputeKind, n: number,
 async function free(svc: Services, teamId: string, slot: Slot): Promise<boolean> {
   const item = computeSlotItem(teamId, slot.kind, slot.slot);
   try {
-    await svc.records.update(item.pk, item.sk, { remove: ['holder', 'acquired_at'], condition: [{ attr: 'holder', equals: slot.holder }] });
+    await svc.records.update(item.pk, item.sk, {
+      remove: ['holder', 'acquired_at'],
+      condition: [{ attr: 'holder', equals: slot.holder }],
+    });
     return true;
   } catch (err) {
     if (err instanceof WriteConflict) return false;
@@ -89,7 +114,12 @@ export function usableSlots(cap: number, heldAt: number[]): number {
  * Holds one of the team's slots of `kind` for `holderId` (the id its record will have), or throws
  * 429 `concurrent_jobs` naming the cap. Call before writing the record; release it if the create fails.
  */
-export async function acquireComputeSlot(svc: Services, teamId: string, kind: ComputeKind, holderId: string): Promise<void> {
+export async function acquireComputeSlot(
+  svc: Services,
+  teamId: string,
+  kind: ComputeKind,
+  holderId: string,
+): Promise<void> {
   const cap = await computeCap(svc, teamId, kind);
   for (let pass = 0; pass < 2; pass++) {
     const held = (await slotsOf(svc, teamId, kind)).filter((s) => s.holder);
@@ -115,7 +145,12 @@ export async function acquireComputeSlot(svc: Services, teamId: string, kind: Co
  * Frees the slot `holderId` holds, if it still holds one (idempotent). Never rejects: a slot whose
  * release failed belongs to an ended holder, which the next create reclaims.
  */
-export async function releaseComputeSlot(svc: Services, teamId: string, kind: ComputeKind, holderId: string): Promise<void> {
+export async function releaseComputeSlot(
+  svc: Services,
+  teamId: string,
+  kind: ComputeKind,
+  holderId: string,
+): Promise<void> {
   try {
     for (const slot of await slotsOf(svc, teamId, kind)) if (slot.holder === holderId) await free(svc, teamId, slot);
   } catch {

@@ -1,6 +1,15 @@
 import type { DecoderRuntime } from './decoder/runtime';
 import type { HotPath } from './hotPath';
-import type { BlobStore, EncoderRuntime, GatewayKeys, ModelBuildTracker, RateLimiter, RecordStore, UsageSink, WorkQueue } from './ports';
+import type {
+  BlobStore,
+  EncoderRuntime,
+  GatewayKeys,
+  ModelBuildTracker,
+  RateLimiter,
+  RecordStore,
+  UsageSink,
+  WorkQueue,
+} from './ports';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageMetrics } from './billing/usageMetrics';
 import type { DatasetFiles } from './datasets/validation';

@@ -37,38 +37,64 @@ export interface ProjectDeployment {
 /** Which files make a model directory servable by each engine (read from the training manifest). */
 async function servableWeights(svc: Services, job: TrainingJob, prefix: string, what: string): Promise<void> {
   const key = `${prefix}manifest.json`;
-  const manifest = (await svc.blobs.head(key)) ? (JSON.parse(await svc.blobs.getText(key)) as { files?: Record<string, unknown> }) : undefined;
+  const manifest = (await svc.blobs.head(key))
+    ? (JSON.parse(await svc.blobs.getText(key)) as { files?: Record<string, unknown> })
+    : undefined;
   const files = manifest?.files ?? {};
-  const ok = job.model_type === 'encoder' ? typeof files.onnx_dir === 'string' : typeof files.adapter_gguf === 'string' || typeof files.adapter === 'string';
+  const ok =
+    job.model_type === 'encoder'
+      ? typeof files.onnx_dir === 'string'
+      : typeof files.adapter_gguf === 'string' || typeof files.adapter === 'string';
   if (!ok) {
     const needs = job.model_type === 'encoder' ? 'an ONNX export' : 'a LoRA adapter';
-    throw new ConflictError(`${what} has no servable weights (${needs}); only the final model of a complete job is exported for serving`);
+    throw new ConflictError(
+      `${what} has no servable weights (${needs}); only the final model of a complete job is exported for serving`,
+    );
   }
 }
 
 /** Activates (or re-pins) a job's deployment. Idempotent for the same checkpoint. */
-export async function deployTrainingJob(svc: Services, teamId: string, jobId: string, opts: { checkpoint_id?: string | undefined } = {}): Promise<TrainingJob> {
+export async function deployTrainingJob(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  opts: { checkpoint_id?: string | undefined } = {},
+): Promise<TrainingJob> {
   const job = await getTrainingJob(svc, teamId, jobId);
   let checkpointId: string | null;
   let prefix: string;
   if (opts.checkpoint_id !== undefined) {
-    const ckpt = isUuid(opts.checkpoint_id) ? await getCheckpoint(svc, teamId, opts.checkpoint_id).catch(notFoundAsUndefined) : undefined;
+    const ckpt = isUuid(opts.checkpoint_id)
+      ? await getCheckpoint(svc, teamId, opts.checkpoint_id).catch(notFoundAsUndefined)
+      : undefined;
     if (!ckpt || ckpt.job_id !== job.id) {
-      throw ValidationError.field(['body', 'checkpoint_id'], `'${opts.checkpoint_id}' is not a checkpoint of training job '${job.id}' (GET /core/training-jobs/${job.id}/checkpoints lists them)`, 'unknown_checkpoint');
+      throw ValidationError.field(
+        ['body', 'checkpoint_id'],
+        `'${opts.checkpoint_id}' is not a checkpoint of training job '${job.id}' (GET /core/training-jobs/${job.id}/checkpoints lists them)`,
+        'unknown_checkpoint',
+      );
     }
     checkpointId = ckpt.id;
     prefix = ckpt.blob_prefix;
     await servableWeights(svc, job, prefix, `Checkpoint '${ckpt.id}'`);
   } else {
     if (job.status !== 'complete') {
-      throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be deployed (or name one of its servable checkpoints with checkpoint_id)`);
+      throw new ConflictError(
+        `Training job '${job.id}' is ${job.status}; only a complete job can be deployed (or name one of its servable checkpoints with checkpoint_id)`,
+      );
     }
-    checkpointId = job.final_checkpoint_id ?? (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
+    checkpointId =
+      job.final_checkpoint_id ?? (await listCheckpoints(svc, teamId, job.id)).find((c) => c.is_final)?.id ?? null;
     prefix = modelPrefix(teamId, job.id);
     await servableWeights(svc, job, prefix, `Training job '${job.id}'`);
   }
   if (job.deployment?.checkpoint_id === checkpointId && job.deployment.blob_prefix === prefix) return job;
-  const deployment: JobDeployment = { status: 'active', checkpoint_id: checkpointId, blob_prefix: prefix, deployed_at: svc.now().toISOString() };
+  const deployment: JobDeployment = {
+    status: 'active',
+    checkpoint_id: checkpointId,
+    blob_prefix: prefix,
+    deployed_at: svc.now().toISOString(),
+  };
   try {
     // conditional on the job still existing: a concurrent delete must not be resurrected
     return await svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, {
@@ -95,7 +121,10 @@ export async function undeployTrainingJob(svc: Services, teamId: string, jobId: 
       `Training job '${job.id}' is serving project${serving.length > 1 ? 's' : ''} ${serving.map((p) => `'${p.name}'`).join(', ')}: promote another model there (or clear the project's deployment) first`,
     );
   }
-  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, { remove: ['deployment'], condition: ITEM_EXISTS });
+  return svc.records.update<TrainingJob>(jobItem(teamId, job.id).pk, jobItem(teamId, job.id).sk, {
+    remove: ['deployment'],
+    condition: ITEM_EXISTS,
+  });
 }
 
 async function retarget(
@@ -116,15 +145,32 @@ async function retarget(
   };
   let updated: Project;
   try {
-    updated = await svc.records.update<Project>(projectItem(teamId, project.id).pk, projectItem(teamId, project.id).sk, {
-      set: { active_training_job_id: entry.training_job_id, active_deployment_id: entry.id, updated_at: entry.created_at },
-      condition:
-        project.active_training_job_id === null
-          ? [{ itemExists: true }, { anyOf: [{ attr: 'active_training_job_id', present: false }, { attr: 'active_training_job_id', equals: null }] }]
-          : [{ itemExists: true }, { attr: 'active_training_job_id', equals: project.active_training_job_id }],
-    });
+    updated = await svc.records.update<Project>(
+      projectItem(teamId, project.id).pk,
+      projectItem(teamId, project.id).sk,
+      {
+        set: {
+          active_training_job_id: entry.training_job_id,
+          active_deployment_id: entry.id,
+          updated_at: entry.created_at,
+        },
+        condition:
+          project.active_training_job_id === null
+            ? [
+                { itemExists: true },
+                {
+                  anyOf: [
+                    { attr: 'active_training_job_id', present: false },
+                    { attr: 'active_training_job_id', equals: null },
+                  ],
+                },
+              ]
+            : [{ itemExists: true }, { attr: 'active_training_job_id', equals: project.active_training_job_id }],
+      },
+    );
   } catch (err) {
-    if (err instanceof WriteConflict) throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
+    if (err instanceof WriteConflict)
+      throw new ConflictError(`Project '${project.name}' changed while this request ran; read it again and retry`);
     throw err;
   }
   await svc.records.put(projectDeploymentItem(teamId, project.id, entry.created_at, entry.id), entry);
@@ -139,15 +185,29 @@ export async function promoteToProject(
   input: { training_job_id: string; checkpoint_id?: string | undefined },
 ): Promise<{ project: Project; deployment: ProjectDeployment }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const known = isUuid(input.training_job_id) ? await getTrainingJob(svc, teamId, input.training_job_id).catch(notFoundAsUndefined) : undefined;
-  if (!known) throw ValidationError.field(['body', 'training_job_id'], `no training job '${input.training_job_id}' exists`, 'unknown_training_job');
+  const known = isUuid(input.training_job_id)
+    ? await getTrainingJob(svc, teamId, input.training_job_id).catch(notFoundAsUndefined)
+    : undefined;
+  if (!known)
+    throw ValidationError.field(
+      ['body', 'training_job_id'],
+      `no training job '${input.training_job_id}' exists`,
+      'unknown_training_job',
+    );
   const job = await deployTrainingJob(svc, teamId, known.id, { checkpoint_id: input.checkpoint_id });
   return retarget(svc, teamId, project, 'promote', job);
 }
 
-export async function listProjectDeployments(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployments: ProjectDeployment[] }> {
+export async function listProjectDeployments(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+): Promise<{ project: Project; deployments: ProjectDeployment[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id), newestFirst: true });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), {
+    beginsWith: projectDeploymentsPrefix(project.id),
+    newestFirst: true,
+  });
   return { project, deployments: items };
 }
 
@@ -165,22 +225,48 @@ export async function rollbackProject(
   let target: ProjectDeployment | undefined;
   if (input.deployment_id !== undefined) {
     target = deployments.find((d) => d.id === input.deployment_id);
-    if (!target) throw ValidationError.field(['body', 'deployment_id'], `'${input.deployment_id}' is not in project '${project.name}''s deployment history`, 'unknown_deployment');
-    if (!target.training_job_id) throw ValidationError.field(['body', 'deployment_id'], `deployment '${target.id}' cleared the project; roll back to one that served a model`);
+    if (!target)
+      throw ValidationError.field(
+        ['body', 'deployment_id'],
+        `'${input.deployment_id}' is not in project '${project.name}''s deployment history`,
+        'unknown_deployment',
+      );
+    if (!target.training_job_id)
+      throw ValidationError.field(
+        ['body', 'deployment_id'],
+        `deployment '${target.id}' cleared the project; roll back to one that served a model`,
+      );
   } else {
-    target = deployments.find((d) => d.training_job_id !== null && d.training_job_id !== project.active_training_job_id);
+    target = deployments.find(
+      (d) => d.training_job_id !== null && d.training_job_id !== project.active_training_job_id,
+    );
     if (!target) throw new ConflictError(`Project '${project.name}' has no earlier deployment to roll back to`);
   }
   const job = await getTrainingJob(svc, teamId, target.training_job_id!).catch(notFoundAsUndefined);
-  if (!job) throw new ConflictError(`Training job '${target.training_job_id}' of deployment '${target.id}' was deleted; it can't be served again`);
-  const deployed = await deployTrainingJob(svc, teamId, job.id, target.checkpoint_id && target.checkpoint_id !== job.final_checkpoint_id ? { checkpoint_id: target.checkpoint_id } : {});
+  if (!job)
+    throw new ConflictError(
+      `Training job '${target.training_job_id}' of deployment '${target.id}' was deleted; it can't be served again`,
+    );
+  const deployed = await deployTrainingJob(
+    svc,
+    teamId,
+    job.id,
+    target.checkpoint_id && target.checkpoint_id !== job.final_checkpoint_id
+      ? { checkpoint_id: target.checkpoint_id }
+      : {},
+  );
   return retarget(svc, teamId, project, 'rollback', deployed);
 }
 
 /** The project keeps its history but serves nothing (its name answers 409 until the next promotion). */
-export async function clearProjectDeployment(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; deployment: ProjectDeployment }> {
+export async function clearProjectDeployment(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+): Promise<{ project: Project; deployment: ProjectDeployment }> {
   const project = await getProject(svc, teamId, projectIdOrName);
-  if (!project.active_training_job_id) throw new ConflictError(`Project '${project.name}' has no active inference deployment`);
+  if (!project.active_training_job_id)
+    throw new ConflictError(`Project '${project.name}' has no active inference deployment`);
   return retarget(svc, teamId, project, 'clear', null);
 }
 
@@ -188,7 +274,9 @@ export async function clearProjectDeployment(svc: Services, teamId: string, proj
 export async function deleteProjectAndHistory(svc: Services, teamId: string, projectIdOrName: string): Promise<void> {
   const project = await getProject(svc, teamId, projectIdOrName);
   await deleteProject(svc, teamId, project.id);
-  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), { beginsWith: projectDeploymentsPrefix(project.id) });
+  const items = await svc.records.queryAll<ProjectDeployment>(teamPartition(teamId), {
+    beginsWith: projectDeploymentsPrefix(project.id),
+  });
   for (const d of items) {
     const k = projectDeploymentItem(teamId, project.id, d.created_at, d.id);
     await svc.records.delete(k.pk, k.sk);
@@ -198,7 +286,12 @@ export async function deleteProjectAndHistory(svc: Services, teamId: string, pro
 /** What a model identifier routes to. */
 export type ServingTarget =
   | { kind: 'catalog'; model: BaseModel; projectId: null; job: null }
-  | { kind: 'deployment'; model: BaseModel; job: TrainingJob & { deployment: JobDeployment }; projectId: string | null };
+  | {
+      kind: 'deployment';
+      model: BaseModel;
+      job: TrainingJob & { deployment: JobDeployment };
+      projectId: string | null;
+    };
 
 /**
  * docs/reference/decisions.md#model-identifiers: a catalog id; a training job id (only while deployed, else 409 "has no
@@ -214,13 +307,20 @@ export async function resolveServingTarget(svc: Services, teamId: string, model:
   if (!job) {
     const project = await getProject(svc, teamId, model).catch(notFoundAsUndefined);
     if (!project) throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
-    if (!project.active_training_job_id) throw new ConflictError(`Project '${model}' has no active inference deployment: deploy a trained model to it first`);
+    if (!project.active_training_job_id)
+      throw new ConflictError(
+        `Project '${model}' has no active inference deployment: deploy a trained model to it first`,
+      );
     job = await getTrainingJob(svc, teamId, project.active_training_job_id).catch(notFoundAsUndefined);
-    if (!job) throw new ConflictError(`Project '${model}' has no active inference deployment: its training job was deleted`);
+    if (!job)
+      throw new ConflictError(`Project '${model}' has no active inference deployment: its training job was deleted`);
     projectId = project.id;
   }
   if (!job.deployment) throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
   const root = findBaseModel(job.root_model);
-  if (!root) throw new ConflictError(`Training job '${job.id}' was trained from '${job.root_model}', which this deployment's catalog no longer has`);
+  if (!root)
+    throw new ConflictError(
+      `Training job '${job.id}' was trained from '${job.root_model}', which this deployment's catalog no longer has`,
+    );
   return { kind: 'deployment', model: root, job: job as TrainingJob & { deployment: JobDeployment }, projectId };
 }

@@ -79,7 +79,10 @@ export class ValidationError extends ApiError {
   readonly status = 422;
   readonly kind = 'invalid_request_error';
 
-  constructor(readonly errors: FieldError[], message?: string) {
+  constructor(
+    readonly errors: FieldError[],
+    message?: string,
+  ) {
     super(message ?? ValidationError.summarize(errors));
   }
 
@@ -117,7 +120,8 @@ export class ServiceUnavailableError extends ApiError {
   /** `retryAfterSeconds`: when the condition is expected to clear (sent as Retry-After). */
   constructor(message: string, retryAfterSeconds?: number) {
     super(message);
-    if (retryAfterSeconds !== undefined) this.headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
+    if (retryAfterSeconds !== undefined)
+      this.headers['retry-after'] = String(Math.max(1, Math.ceil(retryAfterSeconds)));
   }
 }
 
@@ -139,7 +143,10 @@ export class StoreUnavailableError extends ServiceUnavailableError {
     readonly reason: string,
     cause: unknown,
   ) {
-    super(`The ${store === 'records' ? 'record' : 'blob'} store is unavailable (${reason}); retry in a few seconds`, STORE_RETRY_AFTER_SECONDS);
+    super(
+      `The ${store === 'records' ? 'record' : 'blob'} store is unavailable (${reason}); retry in a few seconds`,
+      STORE_RETRY_AFTER_SECONDS,
+    );
     this.cause = cause;
   }
 }

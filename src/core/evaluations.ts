@@ -30,7 +30,6 @@ export interface Evaluation {
   finished_at: string | null;
 }
 
-
 /**
  * Validates and records an evaluation, then starts its workflow (docs/reference/decisions.md#evaluations: `{id, status: running}`).
  * A complete training job is scored on its final model whether or not it is deployed; a catalog
@@ -39,27 +38,56 @@ export interface Evaluation {
 export async function createEvaluation(
   svc: Services,
   teamId: string,
-  input: { base_model: string; dataset_name: string; dataset_version?: number | undefined; project_id?: string | undefined },
+  input: {
+    base_model: string;
+    dataset_name: string;
+    dataset_version?: number | undefined;
+    project_id?: string | undefined;
+  },
 ): Promise<Evaluation> {
   let trainingJobId: string | null = null;
   let projectId = input.project_id ?? null;
   if (isUuid(input.base_model) && !findBaseModel(input.base_model)) {
     const job = await getTrainingJob(svc, teamId, input.base_model).catch(notFoundAsUndefined);
-    if (!job) throw ValidationError.field(['body', 'base_model'], `no training job '${input.base_model}' exists`, 'unknown_model');
-    if (job.model_type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `training job '${job.id}' trained a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
-    if (job.status !== 'complete') throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be evaluated`);
+    if (!job)
+      throw ValidationError.field(
+        ['body', 'base_model'],
+        `no training job '${input.base_model}' exists`,
+        'unknown_model',
+      );
+    if (job.model_type !== 'encoder')
+      throw ValidationError.field(
+        ['body', 'base_model'],
+        `training job '${job.id}' trained a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`,
+      );
+    if (job.status !== 'complete')
+      throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be evaluated`);
     trainingJobId = job.id;
   } else {
     const base = findBaseModel(input.base_model);
-    if (!base) throw ValidationError.field(['body', 'base_model'], `'${input.base_model}' is neither a training job id nor a catalog model id`, 'unknown_model');
-    if (base.type !== 'encoder') throw ValidationError.field(['body', 'base_model'], `'${base.id}' is a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`);
+    if (!base)
+      throw ValidationError.field(
+        ['body', 'base_model'],
+        `'${input.base_model}' is neither a training job id nor a catalog model id`,
+        'unknown_model',
+      );
+    if (base.type !== 'encoder')
+      throw ValidationError.field(
+        ['body', 'base_model'],
+        `'${base.id}' is a decoder; evaluations score extraction models (F1 on labelled spans, labels, fields, relations)`,
+      );
     if (!(await svc.blobs.head(baseModelManifestKey(base.id)))) {
-      throw missingWeightsError(svc, base.id, `Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`);
+      throw missingWeightsError(
+        svc,
+        base.id,
+        `Model '${base.id}' is in the catalog but its weights are not in the model store on this deployment`,
+      );
     }
   }
   if (projectId !== null) {
     const project = await getProject(svc, teamId, projectId).catch(notFoundAsUndefined);
-    if (!project) throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
+    if (!project)
+      throw ValidationError.field(['body', 'project_id'], `no project '${input.project_id}' exists`, 'unknown_project');
     projectId = project.id;
   }
   const version =
@@ -70,7 +98,10 @@ export async function createEvaluation(
     await getVersion(svc, teamId, input.dataset_name);
     throw new ConflictError(`Dataset '${input.dataset_name}' has no ready version yet`);
   }
-  if (version.status !== 'ready') throw new ConflictError(`Dataset '${input.dataset_name}' version ${version.version} is ${version.status}, not ready`);
+  if (version.status !== 'ready')
+    throw new ConflictError(
+      `Dataset '${input.dataset_name}' version ${version.version} is ${version.status}, not ready`,
+    );
   if (!version.task_types.some((t) => (ENCODER_TASK_TYPES as string[]).includes(t))) {
     throw ValidationError.field(
       ['body', 'dataset_name'],
@@ -94,9 +125,17 @@ export async function createEvaluation(
     finished_at: null,
   };
   try {
-    await svc.records.put({ ...evaluationItem(teamId, evaluation.id), gsi1pk: evaluationsIndex(teamId), gsi1sk: byCreation(evaluation.created_at, evaluation.id) }, evaluation, {
-      ifAbsent: true,
-    });
+    await svc.records.put(
+      {
+        ...evaluationItem(teamId, evaluation.id),
+        gsi1pk: evaluationsIndex(teamId),
+        gsi1sk: byCreation(evaluation.created_at, evaluation.id),
+      },
+      evaluation,
+      {
+        ifAbsent: true,
+      },
+    );
   } catch (err) {
     await releaseComputeSlot(svc, teamId, 'evaluation', id);
     throw err;
@@ -107,7 +146,13 @@ export async function createEvaluation(
   } catch (err) {
     // never leave a record `running` that nothing will finish
     const failed = { status: 'failed' as const, error: `could not start the evaluation: ${(err as Error).message}` };
-    return (await finishEvaluation(svc, teamId, evaluation.id, failed)) ?? { ...evaluation, ...failed, finished_at: svc.now().toISOString() };
+    return (
+      (await finishEvaluation(svc, teamId, evaluation.id, failed)) ?? {
+        ...evaluation,
+        ...failed,
+        finished_at: svc.now().toISOString(),
+      }
+    );
   }
   return evaluation;
 }
@@ -126,7 +171,10 @@ export async function finishEvaluation(
   const key = evaluationItem(teamId, id);
   let after: Evaluation;
   try {
-    after = await svc.records.update<Evaluation>(key.pk, key.sk, { set: { ...set, finished_at: svc.now().toISOString() }, condition: [{ attr: 'status', equals: 'running' }] });
+    after = await svc.records.update<Evaluation>(key.pk, key.sk, {
+      set: { ...set, finished_at: svc.now().toISOString() },
+      condition: [{ attr: 'status', equals: 'running' }],
+    });
   } catch (err) {
     if (err instanceof WriteConflict) return undefined;
     throw err;
@@ -137,22 +185,33 @@ export async function finishEvaluation(
 }
 
 export async function getEvaluation(svc: Services, teamId: string, id: string): Promise<Evaluation> {
-  const found = isUuid(id) ? await svc.records.get<Evaluation>(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk) : undefined;
+  const found = isUuid(id)
+    ? await svc.records.get<Evaluation>(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk)
+    : undefined;
   if (!found) throw new NotFoundError(`Evaluation '${id}' not found`);
   return found;
 }
 
-export async function listEvaluations(svc: Services, teamId: string, filter: { project_id?: string | undefined }): Promise<Evaluation[]> {
+export async function listEvaluations(
+  svc: Services,
+  teamId: string,
+  filter: { project_id?: string | undefined },
+): Promise<Evaluation[]> {
   const all = await svc.records.queryAll<Evaluation>(evaluationsIndex(teamId), { index: 'gsi1', newestFirst: true });
   return filter.project_id ? all.filter((e) => e.project_id === filter.project_id) : all;
 }
 
 export async function deleteEvaluation(svc: Services, teamId: string, id: string): Promise<void> {
   const evaluation = await getEvaluation(svc, teamId, id);
-  await svc.records.delete(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk, [{ attr: 'status', equals: evaluation.status }]).catch((err: unknown) => {
-    if (err instanceof WriteConflict) throw new ConflictError(`Evaluation '${id}' changed meanwhile (it finished, or was deleted); read it again`);
-    throw err;
-  });
+  await svc.records
+    .delete(evaluationItem(teamId, id).pk, evaluationItem(teamId, id).sk, [
+      { attr: 'status', equals: evaluation.status },
+    ])
+    .catch((err: unknown) => {
+      if (err instanceof WriteConflict)
+        throw new ConflictError(`Evaluation '${id}' changed meanwhile (it finished, or was deleted); read it again`);
+      throw err;
+    });
   if (evaluation.status === 'running') {
     // deleting a running evaluation ends it (once: the delete above is conditional on `running`):
     // it pays for the shards scored so far and frees its slot

@@ -33,7 +33,11 @@ export async function usageIdentifierFor(svc: Services, team: Pick<Team, 'id' | 
   const created = await svc.gatewayKeys.create(team);
   const record: TeamGatewayKey = { ...created, plan: team.plan, created_at: svc.now().toISOString() };
   try {
-    await svc.records.put(item, record, existing ? { condition: [{ attr: 'id', equals: existing.id }] } : { ifAbsent: true });
+    await svc.records.put(
+      item,
+      record,
+      existing ? { condition: [{ attr: 'id', equals: existing.id }] } : { ifAbsent: true },
+    );
   } catch (err) {
     if (!(err instanceof WriteConflict)) throw err;
     await svc.gatewayKeys.delete(created.id);

@@ -72,5 +72,10 @@ export interface HotPath {
 }
 
 export function createHotPath(onWriteError: (id: string, error: unknown) => void, ttlMs = 5000): HotPath {
-  return { principals: new TtlCache(ttlMs), teams: new TtlCache(ttlMs), storedWeights: new TtlCache(ttlMs, 1000), writes: new PendingWrites(onWriteError) };
+  return {
+    principals: new TtlCache(ttlMs),
+    teams: new TtlCache(ttlMs),
+    storedWeights: new TtlCache(ttlMs, 1000),
+    writes: new PendingWrites(onWriteError),
+  };
 }

@@ -49,12 +49,18 @@ export const newInferenceId = (): string => `inf_${newUlid()}`;
  * Persists an inference unless the caller said `store: false` (then nothing is written, but the id
  * is still returned and tokens still billed by the caller of this function).
  */
-export async function storeInference(svc: Services, teamId: string, record: Omit<InferenceRecord, 'feedback' | 'created_at'>, store: boolean): Promise<void> {
+export async function storeInference(
+  svc: Services,
+  teamId: string,
+  record: Omit<InferenceRecord, 'feedback' | 'created_at'>,
+  store: boolean,
+): Promise<void> {
   if (!store) return;
   const created = svc.now();
   const full: InferenceRecord = { ...record, created_at: created.toISOString(), feedback: null };
   const expiresAt = Math.floor(created.getTime() / 1000) + svc.config.inferenceRetentionDays * 86400;
-  const put = () => svc.records.put({ pk: PARTITION(teamId), sk: record.inference_id, expiresAt }, full, { ifAbsent: true });
+  const put = () =>
+    svc.records.put({ pk: PARTITION(teamId), sk: record.inference_id, expiresAt }, full, { ifAbsent: true });
   if (!svc.hotPath) return put();
   // a long-lived server answers first and writes right after (hotPath.ts); reads here wait for it.
   // setImmediate: even building the request (marshalling, signing) waits until the answer is sent.
@@ -88,12 +94,13 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
   const found: InferenceRecord[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
-    const page: { items: InferenceRecord[]; nextKey?: Record<string, unknown> } = await svc.records.query<InferenceRecord>(PARTITION(teamId), {
-      newestFirst: true,
-      limit: Math.min(1000, wanted * 2),
-      ...(startKey ? { startKey } : {}),
-      ...(clauses.length ? { filter: clauses } : {}),
-    });
+    const page: { items: InferenceRecord[]; nextKey?: Record<string, unknown> } =
+      await svc.records.query<InferenceRecord>(PARTITION(teamId), {
+        newestFirst: true,
+        limit: Math.min(1000, wanted * 2),
+        ...(startKey ? { startKey } : {}),
+        ...(clauses.length ? { filter: clauses } : {}),
+      });
     found.push(...page.items);
     startKey = page.nextKey;
   } while (startKey && found.length < wanted);
@@ -103,8 +110,11 @@ export async function listInferences(svc: Services, teamId: string, filter: Infe
 
 export async function getInference(svc: Services, teamId: string, id: string): Promise<InferenceRecord> {
   await svc.hotPath?.writes.settled(id);
-  const found = /^inf_[0-9A-HJKMNP-TV-Z]{26}$/.test(id) ? await svc.records.get<InferenceRecord>(PARTITION(teamId), id) : undefined;
-  if (!found) throw new NotFoundError(`Inference '${id}' not found (never stored, stored with store:false, or expired)`);
+  const found = /^inf_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)
+    ? await svc.records.get<InferenceRecord>(PARTITION(teamId), id)
+    : undefined;
+  if (!found)
+    throw new NotFoundError(`Inference '${id}' not found (never stored, stored with store:false, or expired)`);
   return found;
 }
 
@@ -119,13 +129,21 @@ export async function submitFeedback(
     throw ValidationError.field(['body', 'corrected_output'], 'required when verdict is "incorrect"', 'missing');
   }
   if (input.verdict === 'correct' && input.corrected_output) {
-    throw ValidationError.field(['body', 'corrected_output'], 'only allowed when verdict is "incorrect"', 'extra_forbidden');
+    throw ValidationError.field(
+      ['body', 'corrected_output'],
+      'only allowed when verdict is "incorrect"',
+      'extra_forbidden',
+    );
   }
   if (input.corrected_output) {
     const problems = checkCorrectedOutput(inference, input.corrected_output);
     if (problems.length) throw new ValidationError(problems);
   }
-  const feedback: Feedback = { verdict: input.verdict, corrected_output: input.corrected_output ?? null, created_at: svc.now().toISOString() };
+  const feedback: Feedback = {
+    verdict: input.verdict,
+    corrected_output: input.corrected_output ?? null,
+    created_at: svc.now().toISOString(),
+  };
   return svc.records.update<InferenceRecord>(PARTITION(teamId), id, { set: { feedback }, condition: ITEM_EXISTS });
 }
 
@@ -156,7 +174,13 @@ function checkCorrectedOutput(inf: InferenceRecord, corrected: Record<string, un
     if (!Array.isArray(entities)) bad(at('entities'), 'must be a list of {text, label, start, end}');
     else
       entities.forEach((e, i) => {
-        if (!isObj(e) || typeof e.text !== 'string' || typeof e.label !== 'string' || !Number.isInteger(e.start) || !Number.isInteger(e.end)) {
+        if (
+          !isObj(e) ||
+          typeof e.text !== 'string' ||
+          typeof e.label !== 'string' ||
+          !Number.isInteger(e.start) ||
+          !Number.isInteger(e.end)
+        ) {
           bad(at('entities', i), 'must be {text: string, label: string, start: integer, end: integer}');
           return;
         }
@@ -175,12 +199,19 @@ function checkCorrectedOutput(inf: InferenceRecord, corrected: Record<string, un
       for (const [task, value] of Object.entries(cls)) {
         const labels = heads.get(task);
         if (!labels) {
-          bad(at('classifications', task), `not a classification task of this inference (${[...heads.keys()].join(', ')})`);
+          bad(
+            at('classifications', task),
+            `not a classification task of this inference (${[...heads.keys()].join(', ')})`,
+          );
           continue;
         }
         const given = Array.isArray(value) ? value : [value];
         given.forEach((l, i) => {
-          if (typeof l !== 'string' || !labels.has(l)) bad(at('classifications', task, ...(Array.isArray(value) ? [i] : [])), `'${String(l)}' is not one of the request's labels`);
+          if (typeof l !== 'string' || !labels.has(l))
+            bad(
+              at('classifications', task, ...(Array.isArray(value) ? [i] : [])),
+              `'${String(l)}' is not one of the request's labels`,
+            );
         });
       }
   }

@@ -9,8 +9,10 @@ import { ServiceUnavailableError } from './errors';
 
 /** One line a person can read: "training step 120/700, about 6 min left". */
 export function describeBuild(p: ModelBuildProgress): string {
-  if (p.state === 'failed') return `its build failed: ${p.error ?? 'no reason recorded'}${p.log ? ` (log: ${p.log})` : ''}`;
-  if (p.state === 'pending') return `it is queued to be built (${p.stage === 'venv' ? 'installing the training venv first' : 'another model builds first'})`;
+  if (p.state === 'failed')
+    return `its build failed: ${p.error ?? 'no reason recorded'}${p.log ? ` (log: ${p.log})` : ''}`;
+  if (p.state === 'pending')
+    return `it is queued to be built (${p.stage === 'venv' ? 'installing the training venv first' : 'another model builds first'})`;
   const steps = p.step !== undefined && p.total ? `, step ${p.step}/${p.total}` : '';
   const eta = p.eta_seconds !== undefined ? `, about ${Math.max(1, Math.round(p.eta_seconds / 60))} min left` : '';
   return `it is being built (${p.stage ?? 'starting'}${steps}${eta})`;
@@ -27,5 +29,7 @@ export function missingWeightsError(svc: Services, modelId: string, fallback: st
   const p = svc.modelBuilds?.progress(modelId);
   if (!p) return new ServiceUnavailableError(fallback);
   const message = `Model '${modelId}' is not available yet: ${describeBuild(p)}`;
-  return p.state === 'failed' ? new ServiceUnavailableError(message) : new ServiceUnavailableError(message, retryAfterSeconds(p));
+  return p.state === 'failed'
+    ? new ServiceUnavailableError(message)
+    : new ServiceUnavailableError(message, retryAfterSeconds(p));
 }

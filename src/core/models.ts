@@ -45,30 +45,69 @@ export type ResolvedModel = ResolvedDecoder | ResolvedEncoder;
  * (`ensureEncoderWeights`). `extraction`: the caller can only extract, so a decoder is a 422 on
  * `body.model_id` before anything else is checked.
  */
-export async function resolveModel(svc: Services, principal: Pick<Principal, 'team_id'>, model: string, opts: { extraction?: boolean } = {}): Promise<ResolvedModel> {
+export async function resolveModel(
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  opts: { extraction?: boolean } = {},
+): Promise<ResolvedModel> {
   const target = await resolveServingTarget(svc, principal.team_id, model);
   const trainingJobId = target.job?.id ?? null;
   if (target.model.type === 'encoder') {
     const prefix = target.kind === 'catalog' ? `models/${model}/` : target.job.deployment.blob_prefix;
-    return { type: 'encoder', requested: model, baseModel: target.model.id, prefix, projectId: target.projectId, trainingJobId };
+    return {
+      type: 'encoder',
+      requested: model,
+      baseModel: target.model.id,
+      prefix,
+      projectId: target.projectId,
+      trainingJobId,
+    };
   }
   if (opts.extraction) {
-    const what = target.kind === 'catalog' ? `'${model}' is a decoder model` : target.projectId ? `project '${model}' serves a decoder model` : `training job '${model}' trained a decoder model`;
-    throw ValidationError.field(['body', 'model_id'], `${what}: extraction needs an encoder; for generation send task: "generate" with messages`);
+    const what =
+      target.kind === 'catalog'
+        ? `'${model}' is a decoder model`
+        : target.projectId
+          ? `project '${model}' serves a decoder model`
+          : `training job '${model}' trained a decoder model`;
+    throw ValidationError.field(
+      ['body', 'model_id'],
+      `${what}: extraction needs an encoder; for generation send task: "generate" with messages`,
+    );
   }
   if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
   const backend = svc.decoder.backend;
   if (target.kind === 'catalog') {
     if (!(await backend.hasModel(target.model.id))) {
-      throw missingWeightsError(svc, target.model.id, `Model '${model}' is in the catalog but its weights are not installed on this deployment`);
+      throw missingWeightsError(
+        svc,
+        target.model.id,
+        `Model '${model}' is in the catalog but its weights are not installed on this deployment`,
+      );
     }
-    return { type: 'decoder', requested: model, backendModel: target.model.id, baseModel: target.model.id, profile: decoderProfile(target.model.id), projectId: null, trainingJobId: null };
+    return {
+      type: 'decoder',
+      requested: model,
+      backendModel: target.model.id,
+      baseModel: target.model.id,
+      profile: decoderProfile(target.model.id),
+      projectId: null,
+      trainingJobId: null,
+    };
   }
   if (!(await backend.hasModel(target.model.id))) {
-    throw new ServiceUnavailableError(`Base model '${target.model.id}' of training job '${target.job.id}' is not installed on this deployment`);
+    throw new ServiceUnavailableError(
+      `Base model '${target.model.id}' of training job '${target.job.id}' is not installed on this deployment`,
+    );
   }
-  if (!backend.ensureAdapter) throw new ServiceUnavailableError(`The ${backend.name} backend cannot serve fine-tuned adapters`);
-  const adapter: DecoderAdapterSpec = { id: target.job.id, baseModel: target.model.id, blobPrefix: target.job.deployment.blob_prefix };
+  if (!backend.ensureAdapter)
+    throw new ServiceUnavailableError(`The ${backend.name} backend cannot serve fine-tuned adapters`);
+  const adapter: DecoderAdapterSpec = {
+    id: target.job.id,
+    baseModel: target.model.id,
+    blobPrefix: target.job.deployment.blob_prefix,
+  };
   return {
     type: 'decoder',
     requested: model,

@@ -23,7 +23,11 @@ const MAX_PROJECT_NAME_CHARS = 128;
 
 /** A second item (projectNameItem) claims the name, so two projects of a team can never share one. */
 
-export async function createProject(svc: Services, teamId: string, input: { name: string; description?: string | undefined }): Promise<Project> {
+export async function createProject(
+  svc: Services,
+  teamId: string,
+  input: { name: string; description?: string | undefined },
+): Promise<Project> {
   const project: Project = {
     id: newUuid(),
     name: input.name,
@@ -55,12 +59,18 @@ export async function listProjects(svc: Services, teamId: string): Promise<Proje
 export async function getProject(svc: Services, teamId: string, idOrName: string): Promise<Project> {
   let id = isUuid(idOrName) ? idOrName : undefined;
   // no project has a longer name (validation.ts resourceName), and as a key it could pass the store's limit (DynamoDB: 1 KB)
-  if (!id && idOrName.length > MAX_PROJECT_NAME_CHARS) throw new NotFoundError(`Project '${idOrName.slice(0, MAX_PROJECT_NAME_CHARS)}…' not found`);
+  if (!id && idOrName.length > MAX_PROJECT_NAME_CHARS)
+    throw new NotFoundError(`Project '${idOrName.slice(0, MAX_PROJECT_NAME_CHARS)}…' not found`);
   if (!id) {
-    const claim = await svc.records.get<{ project_id: string }>(projectNameItem(teamId, idOrName).pk, projectNameItem(teamId, idOrName).sk);
+    const claim = await svc.records.get<{ project_id: string }>(
+      projectNameItem(teamId, idOrName).pk,
+      projectNameItem(teamId, idOrName).sk,
+    );
     id = claim?.project_id;
   }
-  const project = id ? await svc.records.get<Project>(projectItem(teamId, id).pk, projectItem(teamId, id).sk) : undefined;
+  const project = id
+    ? await svc.records.get<Project>(projectItem(teamId, id).pk, projectItem(teamId, id).sk)
+    : undefined;
   if (!project) throw new NotFoundError(`Project '${idOrName}' not found`);
   return project;
 }

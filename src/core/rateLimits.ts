@@ -63,7 +63,10 @@ export async function enforceEdgeLimit(limiter: RateLimiter, ip: string, now: Da
   const state = await limiter.hit(`edge:${ip}`, EDGE_LIMIT, now);
   if (state.count > EDGE_LIMIT.limit) {
     throw withHeaders(
-      new RateLimitError(`Too many requests from this address; retry after ${state.resetSeconds} s`, state.resetSeconds),
+      new RateLimitError(
+        `Too many requests from this address; retry after ${state.resetSeconds} s`,
+        state.resetSeconds,
+      ),
       headersFor(EDGE_LIMIT, state),
     );
   }

@@ -24,7 +24,11 @@ async function check(name: string, report: ReadinessReport, fn: () => Promise<un
     report.checks[name] = { ok: true, ms: Math.round(performance.now() - started) };
   } catch (err) {
     report.ready = false;
-    report.checks[name] = { ok: false, detail: (err as Error).message.slice(0, 300), ms: Math.round(performance.now() - started) };
+    report.checks[name] = {
+      ok: false,
+      detail: (err as Error).message.slice(0, 300),
+      ms: Math.round(performance.now() - started),
+    };
   }
 }
 
@@ -41,7 +45,11 @@ export async function readiness(svc: Services, models: string[] = svc.config.pre
       if (!p) continue;
       // a blob store that cannot say whether the model is published is its own failed check, not a build in progress
       const published = await svc.blobs.head(baseModelManifestKey(m.id)).then(Boolean, (err: unknown) => {
-        report.checks[`build:${m.id}`] = { ok: false, detail: `could not check the model store: ${(err as Error).message}`.slice(0, 300), ms: 0 };
+        report.checks[`build:${m.id}`] = {
+          ok: false,
+          detail: `could not check the model store: ${(err as Error).message}`.slice(0, 300),
+          ms: 0,
+        };
         return undefined;
       });
       if (published) continue;

@@ -26,7 +26,10 @@ export const teamKeysIndex = (teamId: string) => `TEAM#${teamId}#KEYS`;
 export const projectItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `PROJECT#${id}` });
 export const PROJECTS_PREFIX = 'PROJECT#';
 /** Claims a project name within the team (a conditional create). */
-export const projectNameItem = (teamId: string, name: string) => ({ pk: teamPartition(teamId), sk: `PROJECTNAME#${name}` });
+export const projectNameItem = (teamId: string, name: string) => ({
+  pk: teamPartition(teamId),
+  sk: `PROJECTNAME#${name}`,
+});
 /** Append-only: one item per promote / rollback / clear, ordered by time. */
 export const projectDeploymentItem = (teamId: string, projectId: string, createdAt: string, id: string) => ({
   pk: teamPartition(teamId),
@@ -47,7 +50,10 @@ export const datasetVersionsPrefix = (name?: string) => (name === undefined ? 'D
 export const jobItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `JOB#${id}` });
 export const jobsIndex = (teamId: string) => `TEAM#${teamId}#JOBS`;
 /** A checkpoint by its id (a checkpoint id is also a valid `base_model`). */
-export const checkpointItem = (teamId: string, checkpointId: string) => ({ pk: teamPartition(teamId), sk: `CKPT#${checkpointId}` });
+export const checkpointItem = (teamId: string, checkpointId: string) => ({
+  pk: teamPartition(teamId),
+  sk: `CKPT#${checkpointId}`,
+});
 /** Job → its checkpoints, in creation order, beside the id lookup. */
 export const jobCheckpointItem = (teamId: string, jobId: string, createdAt: string, id: string) => ({
   pk: teamPartition(teamId),
@@ -62,11 +68,17 @@ export const evaluationItem = (teamId: string, id: string) => ({ pk: teamPartiti
 export const evaluationsIndex = (teamId: string) => `TEAM#${teamId}#EVALS`;
 export const generationItem = (teamId: string, id: string) => ({ pk: teamPartition(teamId), sk: `GENJOB#${id}` });
 export const generationsIndex = (teamId: string) => `TEAM#${teamId}#GENJOBS`;
-export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({ pk: teamPartition(teamId), sk: `ADAPTIVE#${projectId}#${cycleId}` });
+export const cycleItem = (teamId: string, projectId: string, cycleId: string) => ({
+  pk: teamPartition(teamId),
+  sk: `ADAPTIVE#${projectId}#${cycleId}`,
+});
 export const cyclesPrefix = (projectId: string) => `ADAPTIVE#${projectId}#`;
 
 // Compute running at once: slot n of a kind is held by one job, evaluation or generation (computeSlots.ts)
-export const computeSlotItem = (teamId: string, kind: string, n: number) => ({ pk: teamPartition(teamId), sk: `ACTIVE#${kind}#${String(n).padStart(4, '0')}` });
+export const computeSlotItem = (teamId: string, kind: string, n: number) => ({
+  pk: teamPartition(teamId),
+  sk: `ACTIVE#${kind}#${String(n).padStart(4, '0')}`,
+});
 export const computeSlotsPrefix = (kind: string) => `ACTIVE#${kind}#`;
 
 // Stored inferences: their own partition per team, sort key = the inference id (a ULID: time order)
@@ -86,12 +98,17 @@ export const USAGE_REQUESTS_PREFIX = 'USAGEREQ#';
  */
 export type UsagePeriod = 'DAY' | 'MONTH';
 export type UsageBreakdown = 'MODEL' | 'ENDPOINT';
-export const usageBreakdownPrefix = (period: UsagePeriod, when: string, kind: UsageBreakdown) => `USAGEBY#${period}#${when}#${kind}#`;
-export const usageBreakdownSk = (period: UsagePeriod, when: string, kind: UsageBreakdown, key: string) => usageBreakdownPrefix(period, when, kind) + key;
+export const usageBreakdownPrefix = (period: UsagePeriod, when: string, kind: UsageBreakdown) =>
+  `USAGEBY#${period}#${when}#${kind}#`;
+export const usageBreakdownSk = (period: UsagePeriod, when: string, kind: UsageBreakdown, key: string) =>
+  usageBreakdownPrefix(period, when, kind) + key;
 /**
  * A usage batch a replay could not apply safely (its writer's sequence numbers were pruned from
  * an item it touches), kept for reconciliation: one installation-wide partition an operator
  * queries, keyed so that reporting the same batch twice writes one item.
  */
-export const staleUsageItem = (teamId: string, writer: string, seq: number) => ({ pk: 'USAGESTALE', sk: `${teamId}#${writer}#${String(seq).padStart(12, '0')}` });
+export const staleUsageItem = (teamId: string, writer: string, seq: number) => ({
+  pk: 'USAGESTALE',
+  sk: `${teamId}#${writer}#${String(seq).padStart(12, '0')}`,
+});
 export const STALE_USAGE_PARTITION = 'USAGESTALE';

@@ -30,6 +30,7 @@ export function safeRelativePath(rel: string, what: string): string {
 export function containedPath(dir: string, rel: string, what: string): string {
   const root = resolve(dir);
   const file = resolve(root, safeRelativePath(rel, what));
-  if (!file.startsWith(root + sep)) throw new UnsafePathError(`${what} names ${JSON.stringify(rel)}, which resolves outside ${root}`);
+  if (!file.startsWith(root + sep))
+    throw new UnsafePathError(`${what} names ${JSON.stringify(rel)}, which resolves outside ${root}`);
   return file;
 }

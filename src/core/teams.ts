@@ -26,26 +26,43 @@ export function teamView(r: TeamRecord & LegacyMoney): Team {
     id: r.id,
     name: r.name,
     plan: r.plan,
-    daily_spend_cap_usd: r.daily_spend_cap_micros === undefined ? (r.daily_spend_cap_usd ?? null) : usdOrNull(r.daily_spend_cap_micros),
-    credit_balance_usd: r.credit_balance_micros === undefined ? (r.credit_balance_usd ?? null) : microsToUsd(r.credit_balance_micros),
+    daily_spend_cap_usd:
+      r.daily_spend_cap_micros === undefined ? (r.daily_spend_cap_usd ?? null) : usdOrNull(r.daily_spend_cap_micros),
+    credit_balance_usd:
+      r.credit_balance_micros === undefined ? (r.credit_balance_usd ?? null) : microsToUsd(r.credit_balance_micros),
     created_at: r.created_at,
   };
 }
 
 export async function createTeam(
   svc: Services,
-  input: { name: string; plan?: Plan | undefined; daily_spend_cap_usd?: number | null | undefined; credit_balance_usd?: number | null | undefined; id?: string },
+  input: {
+    name: string;
+    plan?: Plan | undefined;
+    daily_spend_cap_usd?: number | null | undefined;
+    credit_balance_usd?: number | null | undefined;
+    id?: string;
+  },
 ): Promise<Team> {
   const record: TeamRecord = {
     id: input.id ?? newUuid(),
     name: input.name,
     plan: input.plan ?? 'pro',
-    daily_spend_cap_micros: input.daily_spend_cap_usd === null || input.daily_spend_cap_usd === undefined ? null : usdToMicros(input.daily_spend_cap_usd),
-    ...(input.credit_balance_usd === null || input.credit_balance_usd === undefined ? {} : { credit_balance_micros: usdToMicros(input.credit_balance_usd) }),
+    daily_spend_cap_micros:
+      input.daily_spend_cap_usd === null || input.daily_spend_cap_usd === undefined
+        ? null
+        : usdToMicros(input.daily_spend_cap_usd),
+    ...(input.credit_balance_usd === null || input.credit_balance_usd === undefined
+      ? {}
+      : { credit_balance_micros: usdToMicros(input.credit_balance_usd) }),
     created_at: svc.now().toISOString(),
   };
   try {
-    await svc.records.put({ ...teamKey(record.id), gsi1pk: TEAMS_INDEX, gsi1sk: byCreation(record.created_at, record.id) }, record, { ifAbsent: true });
+    await svc.records.put(
+      { ...teamKey(record.id), gsi1pk: TEAMS_INDEX, gsi1sk: byCreation(record.created_at, record.id) },
+      record,
+      { ifAbsent: true },
+    );
   } catch (err) {
     // only a duplicate id is a conflict; anything else (a store failure) must not pass for one
     if (!(err instanceof WriteConflict)) throw err;
@@ -68,8 +85,11 @@ async function migrateLegacyMoney(svc: Services, team: TeamRecord & LegacyMoney)
   if (!('credit_balance_usd' in team) && !('daily_spend_cap_usd' in team)) return team;
   const { pk, sk } = teamKey(team.id);
   const set: Record<string, unknown> = {};
-  if (team.daily_spend_cap_micros === undefined) set.daily_spend_cap_micros = typeof team.daily_spend_cap_usd === 'number' ? usdToMicros(team.daily_spend_cap_usd) : null;
-  if (typeof team.credit_balance_usd === 'number' && team.credit_balance_micros === undefined) set.credit_balance_micros = usdToMicros(team.credit_balance_usd);
+  if (team.daily_spend_cap_micros === undefined)
+    set.daily_spend_cap_micros =
+      typeof team.daily_spend_cap_usd === 'number' ? usdToMicros(team.daily_spend_cap_usd) : null;
+  if (typeof team.credit_balance_usd === 'number' && team.credit_balance_micros === undefined)
+    set.credit_balance_micros = usdToMicros(team.credit_balance_usd);
   try {
     return await svc.records.update<TeamRecord>(pk, sk, {
       set,

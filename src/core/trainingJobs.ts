@@ -74,7 +74,9 @@ export interface TrainingJob {
 export function headlineMetrics(m: unknown): TrainingJob['metrics'] {
   const r = (m ?? {}) as Record<string, unknown>;
   const { f1, precision, recall } = r;
-  return typeof f1 === 'number' && typeof precision === 'number' && typeof recall === 'number' ? { f1, precision, recall } : null;
+  return typeof f1 === 'number' && typeof precision === 'number' && typeof recall === 'number'
+    ? { f1, precision, recall }
+    : null;
 }
 
 /**
@@ -120,7 +122,6 @@ export interface JobDeployment {
   deployed_at: string;
 }
 
-
 /** The RL keys each algorithm needs (docs/reference/decisions.md#rl-config: its shape is ours). */
 const RL_REQUIRED: Record<'dpo' | 'grpo', (keyof RlConfig)[]> = { dpo: ['beta'], grpo: ['num_generations', 'reward'] };
 const TASKS_FOR_ALGORITHM: Record<'sft' | 'dpo' | 'grpo', TaskType[]> = {
@@ -133,10 +134,17 @@ async function resolveBaseModel(svc: Services, teamId: string, baseModel: string
   const catalog = findBaseModel(baseModel);
   if (catalog) return { root: catalog };
   if (isUuid(baseModel)) {
-    const ckpt = await svc.records.get<CheckpointRef>(checkpointItem(teamId, baseModel).pk, checkpointItem(teamId, baseModel).sk);
+    const ckpt = await svc.records.get<CheckpointRef>(
+      checkpointItem(teamId, baseModel).pk,
+      checkpointItem(teamId, baseModel).sk,
+    );
     const root = ckpt ? findBaseModel(ckpt.root_model) : undefined;
     if (root) return { root };
-    throw ValidationError.field(['body', 'base_model'], `'${baseModel}' is not a checkpoint of any of your training jobs`, 'unknown_checkpoint');
+    throw ValidationError.field(
+      ['body', 'base_model'],
+      `'${baseModel}' is not a checkpoint of any of your training jobs`,
+      'unknown_checkpoint',
+    );
   }
   throw ValidationError.field(
     ['body', 'base_model'],
@@ -150,22 +158,41 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
   const problems: FieldError[] = [];
   const trainingType = input.training_type ?? 'lora';
   const algorithm = input.training_algorithm ?? 'sft';
-  if (!root.supports_training) problems.push({ loc: ['body', 'base_model'], msg: `${root.id} does not support training`, type: 'value_error' });
+  if (!root.supports_training)
+    problems.push({ loc: ['body', 'base_model'], msg: `${root.id} does not support training`, type: 'value_error' });
   if (!root.training_types.includes(trainingType)) {
-    problems.push({ loc: ['body', 'training_type'], msg: `${root.type} models train with ${root.training_types.join(' or ')} only`, type: 'value_error' });
+    problems.push({
+      loc: ['body', 'training_type'],
+      msg: `${root.type} models train with ${root.training_types.join(' or ')} only`,
+      type: 'value_error',
+    });
   }
   if (!root.training_algorithms.includes(algorithm)) {
-    problems.push({ loc: ['body', 'training_algorithm'], msg: `${root.id} supports ${root.training_algorithms.join(', ')}`, type: 'value_error' });
+    problems.push({
+      loc: ['body', 'training_algorithm'],
+      msg: `${root.id} supports ${root.training_algorithms.join(', ')}`,
+      type: 'value_error',
+    });
   }
   if (algorithm === 'dpo' || algorithm === 'grpo') {
-    if (!input.rl_config) problems.push({ loc: ['body', 'rl_config'], msg: `required when training_algorithm is ${algorithm}`, type: 'missing' });
+    if (!input.rl_config)
+      problems.push({
+        loc: ['body', 'rl_config'],
+        msg: `required when training_algorithm is ${algorithm}`,
+        type: 'missing',
+      });
     else {
       for (const key of RL_REQUIRED[algorithm]) {
-        if (input.rl_config[key] === undefined) problems.push({ loc: ['body', 'rl_config', key], msg: `required for ${algorithm}`, type: 'missing' });
+        if (input.rl_config[key] === undefined)
+          problems.push({ loc: ['body', 'rl_config', key], msg: `required for ${algorithm}`, type: 'missing' });
       }
     }
   } else if (input.rl_config) {
-    problems.push({ loc: ['body', 'rl_config'], msg: 'only used with training_algorithm dpo or grpo', type: 'extra_forbidden' });
+    problems.push({
+      loc: ['body', 'rl_config'],
+      msg: 'only used with training_algorithm dpo or grpo',
+      type: 'extra_forbidden',
+    });
   }
   if (problems.length) throw new ValidationError(problems);
 
@@ -174,15 +201,24 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
   const tooLong: FieldError[] = [];
   let trainingRows = 0;
   for (const [i, ref] of input.datasets.entries()) {
-    const version = ref.version !== undefined ? await getVersion(svc, teamId, ref.name, ref.version) : await latestReadyVersion(svc, teamId, ref.name);
+    const version =
+      ref.version !== undefined
+        ? await getVersion(svc, teamId, ref.name, ref.version)
+        : await latestReadyVersion(svc, teamId, ref.name);
     if (!version) {
       await getVersion(svc, teamId, ref.name); // 404 when the dataset does not exist at all
-      throw new ConflictError(`Dataset '${ref.name}' (datasets[${i}]) has no ready version yet; wait for processing to finish`);
+      throw new ConflictError(
+        `Dataset '${ref.name}' (datasets[${i}]) has no ready version yet; wait for processing to finish`,
+      );
     }
     if (version.status !== 'ready') {
-      throw new ConflictError(`Dataset '${ref.name}' version ${version.version} (datasets[${i}]) is ${version.status}, not ready`);
+      throw new ConflictError(
+        `Dataset '${ref.name}' version ${version.version} (datasets[${i}]) is ${version.status}, not ready`,
+      );
     }
-    const fits = version.task_types.filter((t) => TASKS_FOR_ALGORITHM[algorithm].includes(t as TaskType) && fitsModel(root, t as TaskType));
+    const fits = version.task_types.filter(
+      (t) => TASKS_FOR_ALGORITHM[algorithm].includes(t as TaskType) && fitsModel(root, t as TaskType),
+    );
     if (fits.length === 0) {
       throw ValidationError.field(
         ['body', 'datasets', i, 'name'],
@@ -225,7 +261,11 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     finished_at: null,
   };
   try {
-    await svc.records.put({ ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: byCreation(job.created_at, job.id) }, job, { ifAbsent: true });
+    await svc.records.put(
+      { ...jobItem(teamId, job.id), gsi1pk: jobsIndex(teamId), gsi1sk: byCreation(job.created_at, job.id) },
+      job,
+      { ifAbsent: true },
+    );
   } catch (err) {
     await releaseComputeSlot(svc, teamId, 'training', job.id);
     throw err;
@@ -246,12 +286,18 @@ const fitsModel = (model: BaseModel, task: TaskType) =>
   model.type === 'encoder' ? ENCODER_TASK_TYPES.includes(task) : DECODER_TASK_TYPES.includes(task);
 
 export async function getTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
-  const job = isUuid(id) ? await svc.records.get<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk) : undefined;
+  const job = isUuid(id)
+    ? await svc.records.get<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk)
+    : undefined;
   if (!job) throw new NotFoundError(`Training job '${id}' not found`);
   return job;
 }
 
-export async function listTrainingJobs(svc: Services, teamId: string, filter: { status?: JobStatus | undefined } = {}): Promise<TrainingJob[]> {
+export async function listTrainingJobs(
+  svc: Services,
+  teamId: string,
+  filter: { status?: JobStatus | undefined } = {},
+): Promise<TrainingJob[]> {
   const jobs = await svc.records.queryAll<TrainingJob>(jobsIndex(teamId), { index: 'gsi1', newestFirst: true });
   return filter.status ? jobs.filter((j) => j.status === filter.status) : jobs;
 }
@@ -260,7 +306,13 @@ export async function listTrainingJobs(svc: Services, teamId: string, filter: { 
  * Records a running job's progress (and its last loss, when the trainer reported one). Never
  * creates a record: a job deleted meanwhile stays deleted (WriteConflict).
  */
-export async function recordJobProgress(svc: Services, teamId: string, jobId: string, progress: NonNullable<TrainingJob['progress']>, lastLoss?: number): Promise<void> {
+export async function recordJobProgress(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  progress: NonNullable<TrainingJob['progress']>,
+  lastLoss?: number,
+): Promise<void> {
   await svc.records.update(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk, {
     set: { progress, ...(lastLoss !== undefined ? { last_loss: lastLoss } : {}) },
     condition: ITEM_EXISTS,
@@ -269,7 +321,10 @@ export async function recordJobProgress(svc: Services, teamId: string, jobId: st
 
 /** The epochs the trainer planned for a job that left them to it (sized from the dataset: `epochs_from_data`). */
 export async function recordJobEpochs(svc: Services, teamId: string, jobId: string, epochs: number): Promise<void> {
-  await svc.records.update(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk, { set: { nr_epochs: epochs }, condition: ITEM_EXISTS });
+  await svc.records.update(jobItem(teamId, jobId).pk, jobItem(teamId, jobId).sk, {
+    set: { nr_epochs: epochs },
+    condition: ITEM_EXISTS,
+  });
 }
 
 /**
@@ -288,7 +343,8 @@ export async function transitionJob(
     throw new ConflictError(`Training job '${id}' is ${job.status}; it cannot become ${to}`);
   }
   const now = svc.now().toISOString();
-  const times: Partial<TrainingJob> = to === 'running' ? { started_at: now } : TERMINAL.includes(to) ? { finished_at: now } : {};
+  const times: Partial<TrainingJob> =
+    to === 'running' ? { started_at: now } : TERMINAL.includes(to) ? { finished_at: now } : {};
   try {
     const after = await svc.records.update<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk, {
       set: { ...extra, ...times, status: to },
@@ -315,7 +371,11 @@ export async function transitionJob(
  * `started_at` to its last log line (the runner writes its log each second while the trainer
  * prints), not to the restart, which may be hours later. 0 when it never logged.
  */
-export async function secondsToLastLog(svc: Services, teamId: string, job: Pick<TrainingJob, 'id' | 'started_at'>): Promise<number> {
+export async function secondsToLastLog(
+  svc: Services,
+  teamId: string,
+  job: Pick<TrainingJob, 'id' | 'started_at'>,
+): Promise<number> {
   if (!job.started_at) return 0;
   const last = (await svc.blobs.list(`${jobPrefix(teamId, job.id)}logs/`)).sort().at(-1);
   if (!last) return 0;
@@ -338,7 +398,10 @@ export async function deleteTrainingJob(svc: Services, teamId: string, id: strin
   if (job.status === 'running' || job.status === 'requested') {
     throw new ConflictError(`Training job '${id}' is ${job.status}; stop it before deleting it`);
   }
-  if (job.deployment) throw new ConflictError(`Training job '${id}' has an active inference deployment; undeploy it (DELETE /core/training-jobs/${id}/deploy) before deleting it`);
+  if (job.deployment)
+    throw new ConflictError(
+      `Training job '${id}' has an active inference deployment; undeploy it (DELETE /core/training-jobs/${id}/deploy) before deleting it`,
+    );
   await svc.blobs.deletePrefix(`jobs/${teamId}/${id}/`);
   await deleteCheckpointRecords(svc, teamId, id);
   await svc.records.delete(jobItem(teamId, id).pk, jobItem(teamId, id).sk, [{ attr: 'status', equals: job.status }]);

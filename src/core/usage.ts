@@ -1,9 +1,27 @@
 import type { Services } from './context';
 import { PaymentRequiredError, RateLimitError, ValidationError } from './errors';
 import { microsToUsd, usdOrNull } from './billing/money';
-import { BILLED_REQUESTS, BREAKDOWN_COUNTERS, dayOf, monthOf, parseLegacyBreakdownAttr, TOKEN_COUNTERS, type BilledUsage, type UsageRequestRow } from './billing/usageBatch';
+import {
+  BILLED_REQUESTS,
+  BREAKDOWN_COUNTERS,
+  dayOf,
+  monthOf,
+  parseLegacyBreakdownAttr,
+  TOKEN_COUNTERS,
+  type BilledUsage,
+  type UsageRequestRow,
+} from './billing/usageBatch';
 import type { QueryPage } from './ports';
-import { daySk, monthSk, teamPartition, USAGE_DAYS_PREFIX, USAGE_REQUESTS_PREFIX, usageBreakdownPrefix, type UsageBreakdown, type UsagePeriod } from './recordKeys';
+import {
+  daySk,
+  monthSk,
+  teamPartition,
+  USAGE_DAYS_PREFIX,
+  USAGE_REQUESTS_PREFIX,
+  usageBreakdownPrefix,
+  type UsageBreakdown,
+  type UsagePeriod,
+} from './recordKeys';
 import { LIMIT_CLASSES, type LimitClass } from './rateLimits';
 import { getTeam, getTeamRecord } from './teams';
 
@@ -21,20 +39,41 @@ export function recordRequest(svc: Services, teamId: string, limitClass: LimitCl
  * stays one row whether it was called by name or id, and no caller-chosen string keys it), and
  * the project's name when the caller used it.
  */
-export function billedModel(m: { requested: string; baseModel: string; projectId: string | null; trainingJobId: string | null }): Pick<BilledUsage, 'model' | 'model_id' | 'model_name'> {
+export function billedModel(m: {
+  requested: string;
+  baseModel: string;
+  projectId: string | null;
+  trainingJobId: string | null;
+}): Pick<BilledUsage, 'model' | 'model_id' | 'model_name'> {
   const id = m.projectId ?? m.trainingJobId ?? m.baseModel;
-  return { model: m.requested, model_id: id, ...(m.projectId !== null && m.requested !== m.projectId ? { model_name: m.requested } : {}) };
+  return {
+    model: m.requested,
+    model_id: id,
+    ...(m.projectId !== null && m.requested !== m.projectId ? { model_name: m.requested } : {}),
+  };
 }
 
 /**
  * Bills one request: tokens and cost on the day/month counters (by model and endpoint), a row in
  * the per-request listing, the cost taken from a prepaid balance, and finance's EMF metrics.
  */
-export function recordBilledUsage(svc: Services, teamId: string, limitClass: LimitClass, usage: BilledUsage): Promise<void> {
-  return svc.usage.add({ team_id: teamId, at: svc.now().toISOString(), limit_class: limitClass, requests: 0, billed: usage });
+export function recordBilledUsage(
+  svc: Services,
+  teamId: string,
+  limitClass: LimitClass,
+  usage: BilledUsage,
+): Promise<void> {
+  return svc.usage.add({
+    team_id: teamId,
+    at: svc.now().toISOString(),
+    limit_class: limitClass,
+    requests: 0,
+    billed: usage,
+  });
 }
 
-const nextUtcMidnight = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+const nextUtcMidnight = (now: Date) =>
+  new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
 
 const outOfCredits = () => {
   const err = new PaymentRequiredError('Account out of credits: add credits or change plan');
@@ -101,7 +140,14 @@ interface Totals {
   cost_usd: number;
 }
 
-const emptyTotals = (): Totals => ({ requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 });
+const emptyTotals = (): Totals => ({
+  requests: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_tokens: 0,
+  cache_write_tokens: 0,
+  cost_usd: 0,
+});
 
 function totalsFrom(get: (counter: string) => number): Totals {
   return {
@@ -133,7 +179,12 @@ type BreakdownRow<F extends string> = Totals & { [K in F]: string } & { name?: s
  * on the totals item: read as they are). Largest cost first; past `shown` rows, or when the read
  * stopped at its bound, one `other` row holds the rest of the period's totals.
  */
-function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored | undefined, page: QueryPage<Stored>, shown: number): BreakdownRow<F>[] {
+function breakdownRows<F extends 'model' | 'endpoint'>(
+  field: F,
+  totals: Stored | undefined,
+  page: QueryPage<Stored>,
+  shown: number,
+): BreakdownRow<F>[] {
   const kind = field === 'model' ? 'MODEL' : 'ENDPOINT';
   const rows = new Map<string, { name?: string; c: Record<string, number> }>();
   const row = (key: string) => {
@@ -159,22 +210,37 @@ function breakdownRows<F extends 'model' | 'endpoint'>(field: F, totals: Stored 
     for (const counter of BREAKDOWN_COUNTERS) r.c[counter] = (r.c[counter] ?? 0) + numberIn(item)(counter);
     if (typeof item.name === 'string') r.name = item.name;
   }
-  const sorted = [...rows].sort(([ka, a], [kb, b]) => (b.c.cost_usd_micros ?? 0) - (a.c.cost_usd_micros ?? 0) || (b.c.requests ?? 0) - (a.c.requests ?? 0) || (ka < kb ? -1 : ka > kb ? 1 : 0));
+  const sorted = [...rows].sort(
+    ([ka, a], [kb, b]) =>
+      (b.c.cost_usd_micros ?? 0) - (a.c.cost_usd_micros ?? 0) ||
+      (b.c.requests ?? 0) - (a.c.requests ?? 0) ||
+      (ka < kb ? -1 : ka > kb ? 1 : 0),
+  );
   const listed = sorted.slice(0, shown);
-  const out = listed.map(([key, r]) => ({ [field]: key, ...(r.name ? { name: r.name } : {}), ...totalsFrom((n) => r.c[n] ?? 0) }) as BreakdownRow<F>);
+  const out = listed.map(
+    ([key, r]) =>
+      ({ [field]: key, ...(r.name ? { name: r.name } : {}), ...totalsFrom((n) => r.c[n] ?? 0) }) as BreakdownRow<F>,
+  );
   if (sorted.length > shown || page.nextKey) {
     const total = numberIn(totals);
     const rest = (counter: string) => {
       const whole = counter === 'requests' ? total(BILLED_REQUESTS) + oldLayoutRequests : total(counter);
       return Math.max(0, whole - listed.reduce((sum, [, r]) => sum + (r.c[counter] ?? 0), 0));
     };
-    if (BREAKDOWN_COUNTERS.some((c) => rest(c) > 0)) out.push({ [field]: OTHER_ROW_KEY, other: true, ...totalsFrom(rest) } as BreakdownRow<F>);
+    if (BREAKDOWN_COUNTERS.some((c) => rest(c) > 0))
+      out.push({ [field]: OTHER_ROW_KEY, other: true, ...totalsFrom(rest) } as BreakdownRow<F>);
   }
   return out;
 }
 
-const breakdownPage = (svc: Services, teamId: string, period: UsagePeriod, when: string, kind: UsageBreakdown, limit: number) =>
-  svc.records.query<Stored>(teamPartition(teamId), { beginsWith: usageBreakdownPrefix(period, when, kind), limit });
+const breakdownPage = (
+  svc: Services,
+  teamId: string,
+  period: UsagePeriod,
+  when: string,
+  kind: UsageBreakdown,
+  limit: number,
+) => svc.records.query<Stored>(teamPartition(teamId), { beginsWith: usageBreakdownPrefix(period, when, kind), limit });
 
 async function inChunks<T, R>(items: T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
@@ -193,16 +259,21 @@ export async function getUsage(svc: Services, teamId: string, days = 31) {
   const [day, month] = [dayOf(iso), monthOf(iso)];
   const pk = teamPartition(teamId);
   const L = USAGE_READ_LIMITS;
-  const [team, todayItem, monthItem, dayItems, todayModels, todayEndpoints, monthModels, monthEndpoints] = await Promise.all([
-    getTeamRecord(svc, teamId),
-    svc.records.get<Stored>(pk, daySk(day)),
-    svc.records.get<Stored>(pk, monthSk(month)),
-    svc.records.query<Stored & { day?: string }>(pk, { beginsWith: USAGE_DAYS_PREFIX, newestFirst: true, limit: days }),
-    breakdownPage(svc, teamId, 'DAY', day, 'MODEL', L.periodItems),
-    breakdownPage(svc, teamId, 'DAY', day, 'ENDPOINT', L.periodItems),
-    breakdownPage(svc, teamId, 'MONTH', month, 'MODEL', L.periodItems),
-    breakdownPage(svc, teamId, 'MONTH', month, 'ENDPOINT', L.periodItems),
-  ]);
+  const [team, todayItem, monthItem, dayItems, todayModels, todayEndpoints, monthModels, monthEndpoints] =
+    await Promise.all([
+      getTeamRecord(svc, teamId),
+      svc.records.get<Stored>(pk, daySk(day)),
+      svc.records.get<Stored>(pk, monthSk(month)),
+      svc.records.query<Stored & { day?: string }>(pk, {
+        beginsWith: USAGE_DAYS_PREFIX,
+        newestFirst: true,
+        limit: days,
+      }),
+      breakdownPage(svc, teamId, 'DAY', day, 'MODEL', L.periodItems),
+      breakdownPage(svc, teamId, 'DAY', day, 'ENDPOINT', L.periodItems),
+      breakdownPage(svc, teamId, 'MONTH', month, 'MODEL', L.periodItems),
+      breakdownPage(svc, teamId, 'MONTH', month, 'ENDPOINT', L.periodItems),
+    ]);
   const period = (totals: Stored | undefined, models: QueryPage<Stored>, endpoints: QueryPage<Stored>) => ({
     ...readTotals(totals),
     by_model: breakdownRows('model', totals, models, L.periodRows),
@@ -214,7 +285,11 @@ export async function getUsage(svc: Services, teamId: string, days = 31) {
     L.dayQueriesAtOnce,
     async (item) => {
       const models = await breakdownPage(svc, teamId, 'DAY', item.day as string, 'MODEL', L.dayItems);
-      return { day: item.day as string, ...totalsOf(readTotals(item)), by_model: breakdownRows('model', item, models, L.dayRows) };
+      return {
+        day: item.day as string,
+        ...totalsOf(readTotals(item)),
+        by_model: breakdownRows('model', item, models, L.dayRows),
+      };
     },
   );
   const cap = team.daily_spend_cap_micros;
@@ -227,11 +302,15 @@ export async function getUsage(svc: Services, teamId: string, days = 31) {
     this_month: period(monthItem, monthModels, monthEndpoints),
     by_day: byDay,
     daily_spend_cap_usd: usdOrNull(cap),
-    remaining_daily_allowance_usd: cap === null ? null : microsToUsd(Math.max(0, cap - Math.round(today.cost_usd * 1e6))),
+    remaining_daily_allowance_usd:
+      cap === null ? null : microsToUsd(Math.max(0, cap - Math.round(today.cost_usd * 1e6))),
     credit_balance_usd: team.credit_balance_micros === undefined ? null : microsToUsd(team.credit_balance_micros),
     resets_at: nextUtcMidnight(now).toISOString(),
     rate_limits: Object.fromEntries(
-      Object.entries(LIMIT_CLASSES).map(([cls, rules]) => [cls, rules.map((r) => ({ limit: r.limit, window_seconds: r.windowSeconds }))]),
+      Object.entries(LIMIT_CLASSES).map(([cls, rules]) => [
+        cls,
+        rules.map((r) => ({ limit: r.limit, window_seconds: r.windowSeconds })),
+      ]),
     ),
   };
 }
@@ -243,14 +322,21 @@ function totalsOf(c: Totals): Totals {
 }
 
 /** The per-request listing, newest first, paged by an opaque cursor. */
-export async function listUsageRequests(svc: Services, teamId: string, opts: { limit: number; cursor?: string | undefined }) {
+export async function listUsageRequests(
+  svc: Services,
+  teamId: string,
+  opts: { limit: number; cursor?: string | undefined },
+) {
   let startKey: Record<string, unknown> | undefined;
   try {
-    startKey = opts.cursor ? (JSON.parse(Buffer.from(opts.cursor, 'base64url').toString('utf8')) as Record<string, unknown>) : undefined;
+    startKey = opts.cursor
+      ? (JSON.parse(Buffer.from(opts.cursor, 'base64url').toString('utf8')) as Record<string, unknown>)
+      : undefined;
   } catch {
     throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   }
-  if (startKey && startKey.pk !== teamPartition(teamId)) throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
+  if (startKey && startKey.pk !== teamPartition(teamId))
+    throw ValidationError.field(['query', 'cursor'], 'is not a next_cursor from a previous page');
   await svc.usage.settled(teamId);
   const page = await svc.records.query<UsageRequestRow>(teamPartition(teamId), {
     beginsWith: USAGE_REQUESTS_PREFIX,

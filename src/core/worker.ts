@@ -13,13 +13,23 @@ export interface WorkerRuntime {
  * throws marks its record failed with the reason, so nothing stays `processing` forever; one whose
  * process dies instead is ended by the attempt limit (datasets/service.ts MAX_PROCESSING_ATTEMPTS).
  */
-export async function handleWorkMessage(svc: Services, message: WorkMessage, runtime: WorkerRuntime = {}): Promise<void> {
+export async function handleWorkMessage(
+  svc: Services,
+  message: WorkMessage,
+  runtime: WorkerRuntime = {},
+): Promise<void> {
   switch (message.type) {
     case 'dataset.process':
       try {
         await processVersion(svc, message.team_id, message.dataset_name, message.version, runtime.validateDataset);
       } catch (err) {
-        await failVersion(svc, message.team_id, message.dataset_name, message.version, `processing failed: ${(err as Error).message}`).catch((recordError: unknown) => {
+        await failVersion(
+          svc,
+          message.team_id,
+          message.dataset_name,
+          message.version,
+          `processing failed: ${(err as Error).message}`,
+        ).catch((recordError: unknown) => {
           // a version no longer `processing` (finished or deleted meanwhile) keeps its state; a store failure here propagates (the message is retried)
           if (!(recordError instanceof WriteConflict)) throw recordError;
         });

@@ -82,7 +82,17 @@ interface ModelQueue {
   timer: NodeJS.Timeout | undefined;
 }
 
-const emptyStats = (): BatchStats => ({ batches: 0, requests: 0, texts: 0, requestsPerBatch: {}, maxRequestsInBatch: 0, splitAfterFailure: 0, aborted: 0, queuedMs: 0, runMs: 0 });
+const emptyStats = (): BatchStats => ({
+  batches: 0,
+  requests: 0,
+  texts: 0,
+  requestsPerBatch: {},
+  maxRequestsInBatch: 0,
+  splitAfterFailure: 0,
+  aborted: 0,
+  queuedMs: 0,
+  runMs: 0,
+});
 
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The request was aborted', 'AbortError');
@@ -136,11 +146,22 @@ export class EncoderBatcher {
    * `model.infer(texts, schema, opts)` for one request, run in a batch with the concurrent requests
    * that share its model, schema and options. Same output as calling the engine alone.
    */
-  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts: BatchedInferOptions = {}): Promise<InferOutput> {
+  infer(
+    model: EncoderModel,
+    texts: string[],
+    schema: EncoderSchema,
+    opts: BatchedInferOptions = {},
+  ): Promise<InferOutput> {
     const { signal, ...rest } = opts;
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const engineOpts: InferOptions = { ...rest, threshold: rest.threshold ?? 0.5 };
-    const key = JSON.stringify([schema, engineOpts.threshold, engineOpts.chunkWords, engineOpts.chunkOverlap, engineOpts.labelGroupTokens]);
+    const key = JSON.stringify([
+      schema,
+      engineOpts.threshold,
+      engineOpts.chunkWords,
+      engineOpts.chunkOverlap,
+      engineOpts.labelGroupTokens,
+    ]);
     return new Promise<InferOutput>((resolve, reject) => {
       const entry: Entry = {
         texts,
@@ -185,7 +206,8 @@ export class EncoderBatcher {
     if (this.summary) clearInterval(this.summary);
     for (const q of this.queues.values()) {
       if (q.timer) clearTimeout(q.timer);
-      for (const group of q.groups.values()) for (const e of group) e.reject(new Error('the encoder runtime is closed'));
+      for (const group of q.groups.values())
+        for (const e of group) e.reject(new Error('the encoder runtime is closed'));
     }
     this.queues.clear();
   }
@@ -225,12 +247,15 @@ export class EncoderBatcher {
     while (q.inFlight < this.maxInFlight && q.groups.size) {
       const key = this.oldestGroup(q);
       const group = q.groups.get(key)!;
-      const full = group.reduce((n, e) => n + e.texts.length, 0) >= this.maxBatchTexts || group.reduce((n, e) => n + e.chars, 0) >= this.maxBatchChars;
+      const full =
+        group.reduce((n, e) => n + e.texts.length, 0) >= this.maxBatchTexts ||
+        group.reduce((n, e) => n + e.chars, 0) >= this.maxBatchChars;
       if (!waited && !full && this.maxWaitMs > 0 && q.inFlight === 0) {
-        if (!q.timer) q.timer = setTimeout(() => {
-          q.timer = undefined;
-          this.schedule(model, q, true);
-        }, this.maxWaitMs);
+        if (!q.timer)
+          q.timer = setTimeout(() => {
+            q.timer = undefined;
+            this.schedule(model, q, true);
+          }, this.maxWaitMs);
         return;
       }
       if (q.timer) {

@@ -4,7 +4,10 @@ import type { ClassificationSpec } from './schema';
 import type { LabelScore } from './types';
 
 export function stableSortDesc<T extends LabelScore>(xs: T[]): T[] {
-  return xs.map((x, i) => ({ x, i })).sort((a, b) => b.x.score - a.x.score || a.i - b.i).map((y) => y.x);
+  return xs
+    .map((x, i) => ({ x, i }))
+    .sort((a, b) => b.x.score - a.x.score || a.i - b.i)
+    .map((y) => y.x);
 }
 
 /** Per-label probabilities: sigmoid (multi-label) or softmax over the task's labels (single-label). */
@@ -33,7 +36,9 @@ export function decodeClassification(c: ClassificationSpec, lg: Float32Array, th
   } else {
     chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];
     if (c.topK !== undefined && c.topK > 1) {
-      const rest = stableSortDesc(c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((_, j) => j !== argmax));
+      const rest = stableSortDesc(
+        c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((_, j) => j !== argmax),
+      );
       chosen = [...chosen, ...rest].slice(0, c.topK);
     }
   }

@@ -35,7 +35,10 @@ interface Selection {
  * best-ranked item in one but not the other, found by walking both lists until they meet.
  * `stats.steps` counts the items visited, for the tests.
  */
-export function resolveDisallow<T extends { score: number; start: number; end: number }>(items: T[], stats?: { steps: number }): T[] {
+export function resolveDisallow<T extends { score: number; start: number; end: number }>(
+  items: T[],
+  stats?: { steps: number },
+): T[] {
   if (!items.length) return [];
   const rank = (a: { item: T; idx: number }, b: { item: T; idx: number }) =>
     b.item.score - a.item.score || a.item.start - b.item.start || a.item.end - b.item.end || a.idx - b.idx;
@@ -47,7 +50,9 @@ export function resolveDisallow<T extends { score: number; start: number; end: n
     seen.add(k);
     return true;
   });
-  const byEnd = [...distinct].sort((a, b) => a.item.end - b.item.end || a.item.start - b.item.start || b.item.score - a.item.score || a.idx - b.idx);
+  const byEnd = [...distinct].sort(
+    (a, b) => a.item.end - b.item.end || a.item.start - b.item.start || b.item.score - a.item.score || a.idx - b.idx,
+  );
   const ends = byEnd.map((r) => r.item.end);
   const pred = byEnd.map((r, index) => {
     // bisect_right(ends, start, 0, index) - 1
@@ -95,7 +100,8 @@ export function resolveDisallow<T extends { score: number; start: number; end: n
     const without = best[index]!;
     if (withItem.score > without.score) best.push(withItem);
     else if (withItem.score < without.score) best.push(without);
-    else if (withItem.sel.size !== size(without.sel)) best.push(withItem.sel.size > size(without.sel) ? withItem : without);
+    else if (withItem.sel.size !== size(without.sel))
+      best.push(withItem.sel.size > size(without.sel) ? withItem : without);
     else best.push(firstWins(withItem.sel, without.sel) ? withItem : without);
   });
   const chosen: Array<(typeof byEnd)[number]> = [];

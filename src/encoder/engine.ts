@@ -22,12 +22,32 @@ import type { ProviderLog } from './executionProvider';
 import { createSessions, type SessionSet } from './sessions';
 import { CodePoints } from './text';
 import { PromptTokens } from './tokenize';
-import { GROUP_TEXT_TOKENS, EncoderInputError, type EncodedRecord, type EncoderResult, type FragmentConfig, type InferOptions, type InferOutput, type Precision } from './types';
+import {
+  GROUP_TEXT_TOKENS,
+  EncoderInputError,
+  type EncodedRecord,
+  type EncoderResult,
+  type FragmentConfig,
+  type InferOptions,
+  type InferOutput,
+  type Precision,
+} from './types';
 import { mergeChunks, splitTexts, textWindows } from './windows';
 
 export { MAX_PADDING, paddedBatches } from './batches';
 export { EncoderInputError, GROUP_TEXT_TOKENS } from './types';
-export type { ChoiceValue, EncoderResult, FieldValue, FragmentConfig, InferOptions, InferOutput, LabelScore, Precision, RelationInstance, Span } from './types';
+export type {
+  ChoiceValue,
+  EncoderResult,
+  FieldValue,
+  FragmentConfig,
+  InferOptions,
+  InferOutput,
+  LabelScore,
+  Precision,
+  RelationInstance,
+  Span,
+} from './types';
 
 export class EncoderModel {
   readonly dir: string;
@@ -65,7 +85,10 @@ export class EncoderModel {
     ];
   }
 
-  static async load(dir: string, opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep'; logger?: ProviderLog } = {}): Promise<EncoderModel> {
+  static async load(
+    dir: string,
+    opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep'; logger?: ProviderLog } = {},
+  ): Promise<EncoderModel> {
     const precision = opts.precision ?? 'fp32';
     const missing = EncoderModel.requiredFiles(precision).filter((f) => !existsSync(join(dir, f)));
     if (missing.length) throw new Error(`encoder model at ${dir} is missing ${missing.join(', ')}`);
@@ -73,17 +96,32 @@ export class EncoderModel {
     if (config.counting_layer !== 'count_lstm' && config.counting_layer !== 'count_lstm_v2')
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
-    const files = [encFile, 'onnx/span_rep.onnx', 'onnx/count_pred.onnx', 'onnx/count_embed.onnx', 'onnx/classifier.onnx'];
+    const files = [
+      encFile,
+      'onnx/span_rep.onnx',
+      'onnx/count_pred.onnx',
+      'onnx/count_embed.onnx',
+      'onnx/classifier.onnx',
+    ];
     // span_scores.onnx (sift_trainer.export.export_scorer) when exported: no per-span MLP, no host scoring loops
-    const scorer = opts.scorer !== 'span_rep' && existsSync(join(dir, 'onnx/span_scores.onnx')) && existsSync(join(dir, 'onnx/count_embed_c1.onnx')) ? 'span_scores' : 'span_rep';
+    const scorer =
+      opts.scorer !== 'span_rep' &&
+      existsSync(join(dir, 'onnx/span_scores.onnx')) &&
+      existsSync(join(dir, 'onnx/count_embed_c1.onnx'))
+        ? 'span_scores'
+        : 'span_rep';
     if (scorer === 'span_scores') files.splice(1, 1, 'onnx/span_scores.onnx');
     const sessions = await createSessions(
       {
         encoder: join(dir, encFile),
-        ...(scorer === 'span_scores' ? { spanScores: join(dir, 'onnx/span_scores.onnx') } : { spanRep: join(dir, 'onnx/span_rep.onnx') }),
+        ...(scorer === 'span_scores'
+          ? { spanScores: join(dir, 'onnx/span_scores.onnx') }
+          : { spanRep: join(dir, 'onnx/span_rep.onnx') }),
         countPred: join(dir, 'onnx/count_pred.onnx'),
         countEmbed: join(dir, 'onnx/count_embed.onnx'),
-        ...(existsSync(join(dir, 'onnx/count_embed_c1.onnx')) ? { countEmbedC1: join(dir, 'onnx/count_embed_c1.onnx') } : {}),
+        ...(existsSync(join(dir, 'onnx/count_embed_c1.onnx'))
+          ? { countEmbedC1: join(dir, 'onnx/count_embed_c1.onnx') }
+          : {}),
         classifier: join(dir, 'onnx/classifier.onnx'),
       },
       { threads: opts.threads, logger: opts.logger },
@@ -93,7 +131,16 @@ export class EncoderModel {
     const tokenizer = TokenizerImpl.fromFile(join(dir, 'tokenizer.json'));
     tokenizer.disableTruncation();
     tokenizer.disablePadding();
-    return new EncoderModel(dir, config, precision, bytes, new PromptTokens(tokenizer), sessions, scorer, existsSync(join(dir, 'onnx/count_embed_c1.onnx')));
+    return new EncoderModel(
+      dir,
+      config,
+      precision,
+      bytes,
+      new PromptTokens(tokenizer),
+      sessions,
+      scorer,
+      existsSync(join(dir, 'onnx/count_embed_c1.onnx')),
+    );
   }
 
   async release(): Promise<void> {
@@ -135,7 +182,11 @@ export class EncoderModel {
     const textTokens = new Array<number>(texts.length).fill(0);
     let inputTokens = 0;
     if (direct.length) {
-      const out = await this.inferDirect(direct.map((i) => texts[i]!), schema, opts);
+      const out = await this.inferDirect(
+        direct.map((i) => texts[i]!),
+        schema,
+        opts,
+      );
       direct.forEach((ti, j) => {
         results[ti] = out.results[j]!;
         chunks[ti] = out.chunks[j]!;
@@ -145,7 +196,12 @@ export class EncoderModel {
     }
     const parts: EncoderResult[][] = grouped.map(() => []);
     for (const g of groupSchemas) {
-      const out = await this.inferDirect(grouped.map((i) => texts[i]!), g, opts, true);
+      const out = await this.inferDirect(
+        grouped.map((i) => texts[i]!),
+        g,
+        opts,
+        true,
+      );
       out.results.forEach((r, j) => {
         parts[j]!.push(r);
       });
@@ -168,11 +224,19 @@ export class EncoderModel {
   }
 
   /** The label groups `infer` would split `schema` into (labelGroups.ts). */
-  labelGroups(schema: EncoderSchema, budget = this.config.max_position_embeddings - GROUP_TEXT_TOKENS): Promise<EncoderSchema[]> {
+  labelGroups(
+    schema: EncoderSchema,
+    budget = this.config.max_position_embeddings - GROUP_TEXT_TOKENS,
+  ): Promise<EncoderSchema[]> {
     return planLabelGroups(this.tok, schema, budget, this.config.max_position_embeddings);
   }
 
-  private async inferDirect(texts: string[], schema: EncoderSchema, opts: InferOptions, raw = false): Promise<InferOutput> {
+  private async inferDirect(
+    texts: string[],
+    schema: EncoderSchema,
+    opts: InferOptions,
+    raw = false,
+  ): Promise<InferOutput> {
     const threshold = opts.threshold ?? 0.5;
     const batchSize = Math.max(1, opts.batchSize ?? 8);
     const tasks = buildPromptTasks(schema);
@@ -189,13 +253,24 @@ export class EncoderModel {
     // 2. records; texts over the position limit are split into overlapping word windows
     const records: EncodedRecord[] = [];
     const chunks: number[] = [];
-    const promptLen = this.tok.build({ textIndex: 0, text: '', offset: 0, words: [], starts: [], ends: [], prefix }, tasks).ids.length;
-    if (promptLen + 2 > maxPos) throw new EncoderInputError(`the schema serializes to ${promptLen} tokens; the model accepts ${maxPos} tokens in all (schema + text)`);
+    const promptLen = this.tok.build(
+      { textIndex: 0, text: '', offset: 0, words: [], starts: [], ends: [], prefix },
+      tasks,
+    ).ids.length;
+    if (promptLen + 2 > maxPos)
+      throw new EncoderInputError(
+        `the schema serializes to ${promptLen} tokens; the model accepts ${maxPos} tokens in all (schema + text)`,
+      );
     for (let ti = 0; ti < texts.length; ti++) {
       const s = split[ti]!;
       // counted before building: a long text's record would be built only to be thrown away
       if (s.words.reduce((n, w) => n + this.tok.ids(w).length, promptLen) <= maxPos) {
-        records.push(this.tok.build({ textIndex: ti, text: s.norm, offset: 0, words: s.words, starts: s.starts, ends: s.ends, prefix }, tasks));
+        records.push(
+          this.tok.build(
+            { textIndex: ti, text: s.norm, offset: 0, words: s.words, starts: s.starts, ends: s.ends, prefix },
+            tasks,
+          ),
+        );
         chunks.push(1);
         continue;
       }
@@ -208,9 +283,17 @@ export class EncoderModel {
     // batches of similar length (less padding); results go back to record order
     const order = records.map((_, i) => i).sort((a, b) => records[a]!.ids.length - records[b]!.ids.length || a - b);
     const perRecord: EncoderResult[] = new Array<EncoderResult>(records.length);
-    for (const idx of paddedBatches(order.map((i) => records[i]!.ids.length), batchSize)) {
+    for (const idx of paddedBatches(
+      order.map((i) => records[i]!.ids.length),
+      batchSize,
+    )) {
       const ids = idx.map((j) => order[j]!);
-      const out = await this.runBatch(ids.map((i) => records[i]!), tasks, threshold, raw);
+      const out = await this.runBatch(
+        ids.map((i) => records[i]!),
+        tasks,
+        threshold,
+        raw,
+      );
       ids.forEach((i, j) => {
         perRecord[i] = out[j]!;
       });
@@ -232,9 +315,17 @@ export class EncoderModel {
   }
 
   /** `raw`: classification tasks return every label (sorted by score) with its logit, for `mergeGroups`. */
-  private async runBatch(batch: EncodedRecord[], tasks: PromptTask[], threshold: number, raw = false): Promise<EncoderResult[]> {
-    const scores = await scoreBatch({ sessions: this.sessions, config: this.config, scorer: this.scorer, hasC1: this.hasC1 }, batch, tasks);
+  private async runBatch(
+    batch: EncodedRecord[],
+    tasks: PromptTask[],
+    threshold: number,
+    raw = false,
+  ): Promise<EncoderResult[]> {
+    const scores = await scoreBatch(
+      { sessions: this.sessions, config: this.config, scorer: this.scorer, hasC1: this.hasC1 },
+      batch,
+      tasks,
+    );
     return batch.map((r, bi) => decodeRecord(r, bi, scores, this.config.max_width, threshold, raw));
   }
 }
-

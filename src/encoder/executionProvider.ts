@@ -16,14 +16,23 @@ export function executionProviderFromEnv(env: NodeJS.ProcessEnv = process.env): 
   const raw = (env[EXECUTION_PROVIDER_ENV] ?? '').trim().toLowerCase();
   if (raw === '') return 'cpu';
   if ((EXECUTION_PROVIDERS as readonly string[]).includes(raw)) return raw as ExecutionProvider;
-  throw new Error(`${EXECUTION_PROVIDER_ENV} must be one of ${EXECUTION_PROVIDERS.join(', ')}; got '${env[EXECUTION_PROVIDER_ENV]}'`);
+  throw new Error(
+    `${EXECUTION_PROVIDER_ENV} must be one of ${EXECUTION_PROVIDERS.join(', ')}; got '${env[EXECUTION_PROVIDER_ENV]}'`,
+  );
 }
 
 /** onnxruntime's provider list: with CUDA, CPU stays listed for the operators CUDA lacks. */
 export const ortProviders = (p: ExecutionProvider): string[] => (p === 'cuda' ? ['cuda', 'cpu'] : ['cpu']);
 
 /** Errors that mean "this provider can't run here" (libraries, driver, device), not "this model is bad". */
-const PROVIDER_UNAVAILABLE = [/AppendExecutionProvider/i, /Failed to load (shared )?library/i, /no CUDA-capable device/i, /CUDA driver version is insufficient/i, /CUDA failure \d+/i, /cudaErrorNoDevice|cudaErrorInsufficientDriver/];
+const PROVIDER_UNAVAILABLE = [
+  /AppendExecutionProvider/i,
+  /Failed to load (shared )?library/i,
+  /no CUDA-capable device/i,
+  /CUDA driver version is insufficient/i,
+  /CUDA failure \d+/i,
+  /cudaErrorNoDevice|cudaErrorInsufficientDriver/,
+];
 
 export function isProviderUnavailable(err: unknown): boolean {
   const text = err instanceof Error ? `${err.message}\n${err.stack ?? ''}` : String(err);
@@ -39,7 +48,12 @@ export interface ProviderLog {
  * Creates something with the wanted provider; if that provider can't load, warns and creates it on
  * CPU instead. Logs the provider actually in use either way.
  */
-export async function withProviderFallback<T>(wanted: ExecutionProvider, create: (p: ExecutionProvider) => Promise<T>, log: ProviderLog, context: Record<string, unknown> = {}): Promise<T> {
+export async function withProviderFallback<T>(
+  wanted: ExecutionProvider,
+  create: (p: ExecutionProvider) => Promise<T>,
+  log: ProviderLog,
+  context: Record<string, unknown> = {},
+): Promise<T> {
   if (wanted !== 'cpu') {
     try {
       const value = await create(wanted);
@@ -48,7 +62,12 @@ export async function withProviderFallback<T>(wanted: ExecutionProvider, create:
     } catch (err) {
       if (!isProviderUnavailable(err)) throw err;
       const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
-      log.warn(`the ${wanted} execution provider could not be loaded; encoder sessions run on CPU`, { ...context, requested: wanted, execution_provider: 'cpu', reason });
+      log.warn(`the ${wanted} execution provider could not be loaded; encoder sessions run on CPU`, {
+        ...context,
+        requested: wanted,
+        execution_provider: 'cpu',
+        reason,
+      });
     }
   }
   const value = await create('cpu');

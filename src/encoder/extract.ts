@@ -9,7 +9,14 @@ import { CodePoints, pyStrip } from './text';
 import type { ChoiceValue, EncodedRecord, EncoderResult, FieldValue, RawLabelScore, RelationInstance } from './types';
 
 /** `raw`: classification tasks return every label (sorted by score) with its logit, for label-group merging. */
-export function decodeRecord(r: EncodedRecord, bi: number, scores: BatchScores, W: number, threshold: number, raw = false): EncoderResult {
+export function decodeRecord(
+  r: EncodedRecord,
+  bi: number,
+  scores: BatchScores,
+  W: number,
+  threshold: number,
+  raw = false,
+): EncoderResult {
   const { spanTasks, clsTasks, counts, clsLogits } = scores;
   const res: EncoderResult = { classifications: {}, structures: {}, relations: {} };
   const cps = new CodePoints(r.text);
@@ -105,7 +112,9 @@ export function decodeRecord(r: EncodedRecord, bi: number, scores: BatchScores, 
     if (!lg.length) continue;
     if (raw) {
       const probs = classProbs(c, lg);
-      res.classifications[t.name] = stableSortDesc(c.labels.map((label, j): RawLabelScore => ({ label, score: probs[j]!, logit: lg[j]! })));
+      res.classifications[t.name] = stableSortDesc(
+        c.labels.map((label, j): RawLabelScore => ({ label, score: probs[j]!, logit: lg[j]! })),
+      );
     } else res.classifications[t.name] = decodeClassification(c, lg, threshold);
   }
   return res;

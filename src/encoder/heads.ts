@@ -36,7 +36,11 @@ export interface HeadContext {
   hasC1: boolean;
 }
 
-export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContext, batch: EncodedRecord[], tasks: PromptTask[]): Promise<BatchScores> {
+export async function scoreBatch(
+  { sessions, config, scorer, hasC1 }: HeadContext,
+  batch: EncodedRecord[],
+  tasks: PromptTask[],
+): Promise<BatchScores> {
   const D = config.hidden_size;
   const W = config.max_width;
   const B = batch.length;
@@ -54,7 +58,7 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
     input_ids: { type: 'int64', data: ids, dims: [B, S] },
     attention_mask: { type: 'int64', data: mask, dims: [B, S] },
   });
-  const hidden = encOut.hidden!.data ;
+  const hidden = encOut.hidden!.data;
   const vec = (bi: number, pos: number) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D);
 
   // span representations for all records in one call
@@ -82,7 +86,10 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
             si[o + 1] = valid ? BigInt(i + w) : 0n;
           }
       });
-      const out = await sessions.run('spanRep', { word_embs: { type: 'float32', data: we, dims: [B, Lmax, D] }, span_idx: { type: 'int64', data: si, dims: [B, Lmax * W, 2] } });
+      const out = await sessions.run('spanRep', {
+        word_embs: { type: 'float32', data: we, dims: [B, Lmax, D] },
+        span_idx: { type: 'int64', data: si, dims: [B, Lmax * W, 2] },
+      });
       spanRep = out.span_rep!.data;
     }
   }
@@ -96,8 +103,10 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
         p.set(vec(bi, r.taskPos[i]![0]!), (bi * spanTasks.length + k) * D);
       });
     });
-    const out = await sessions.run('countPred', { p_emb: { type: 'float32', data: p, dims: [B * spanTasks.length, D] } });
-    const logits = out.count_logits!.data ;
+    const out = await sessions.run('countPred', {
+      p_emb: { type: 'float32', data: p, dims: [B * spanTasks.length, D] },
+    });
+    const logits = out.count_logits!.data;
     const K = config.max_count;
     batch.forEach((_, bi) => {
       spanTasks.forEach((_t, k) => {
@@ -126,9 +135,11 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
     const total = group.reduce((n, j) => n + j.M, 0);
     const f = new Float32Array(total * D);
     let o = 0;
-    for (const j of group) for (const v of fieldVec(j.bi, j.k)) f.set(v, (o++) * D);
-    const out = await sessions.run(oneSlot ? 'countEmbedC1' : 'countEmbed', { field_embs: { type: 'float32', data: f, dims: [total, D] } });
-    const data = out.struct_proj!.data ; // [20, total, D]
+    for (const j of group) for (const v of fieldVec(j.bi, j.k)) f.set(v, o++ * D);
+    const out = await sessions.run(oneSlot ? 'countEmbedC1' : 'countEmbed', {
+      field_embs: { type: 'float32', data: f, dims: [total, D] },
+    });
+    const data = out.struct_proj!.data; // [20, total, D]
     let off = 0;
     for (const j of group) {
       proj.set(`${j.bi}:${j.k}`, { data, M: total, off });
@@ -137,10 +148,14 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
   };
   if (jobs.length) {
     // slots are causal, so the first slot alone equals slot 0 of the 20 unrolled ones
-    const one = (j: (typeof jobs)[number]) => hasC1 && (spanTasks[j.k]!.t.kind === 'entities' || counts[j.bi]![j.k]! === 1);
+    const one = (j: (typeof jobs)[number]) =>
+      hasC1 && (spanTasks[j.k]!.t.kind === 'entities' || counts[j.bi]![j.k]! === 1);
     if (config.counting_layer === 'count_lstm') {
       await runCountEmbed(jobs.filter(one), true);
-      await runCountEmbed(jobs.filter((j) => !one(j)), false);
+      await runCountEmbed(
+        jobs.filter((j) => !one(j)),
+        false,
+      );
     } else for (const j of jobs) await runCountEmbed([j], one(j));
   }
 
@@ -164,7 +179,10 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
     Qmax = Math.max(...perRecord);
     const x = new Float32Array(B * Qmax * D);
     for (const { bi, q, v } of qs) x.set(v, (bi * Qmax + q) * D);
-    const out = await sessions.run('spanScores', { word_embs: { type: 'float32', data: we!, dims: [B, Lmax, D] }, queries: { type: 'float32', data: x, dims: [B, Qmax, D] } });
+    const out = await sessions.run('spanScores', {
+      word_embs: { type: 'float32', data: we!, dims: [B, Lmax, D] },
+      queries: { type: 'float32', data: x, dims: [B, Qmax, D] },
+    });
     scores = out.scores!.data;
   }
 
@@ -186,7 +204,7 @@ export async function scoreBatch({ sessions, config, scorer, hasC1 }: HeadContex
         x.set(v, j * D);
       });
       const out = await sessions.run('classifier', { label_embs: { type: 'float32', data: x, dims: [all.length, D] } });
-      const lg = out.logits!.data ;
+      const lg = out.logits!.data;
       let o = 0;
       for (const { key, n } of keys) {
         clsLogits.set(key, lg.slice(o, o + n));

@@ -15,14 +15,18 @@ type Unit =
   | { kind: 'relation'; name: string }
   | { kind: 'label'; task: number; label: string };
 
-
 /**
  * Splits a schema into groups whose prompt is at most `budget` tokens, greedily in prompt order.
  * Entity types and classification labels are split one by one; a structure (its fields share the
  * count head and instance slots) and a relation stay whole. A part longer than `budget` runs alone;
  * one that cannot fit the encoder even without text is an `EncoderInputError`.
  */
-export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, budget: number, maxPos: number): Promise<EncoderSchema[]> {
+export async function planLabelGroups(
+  tok: PromptTokens,
+  schema: EncoderSchema,
+  budget: number,
+  maxPos: number,
+): Promise<EncoderSchema[]> {
   const units: Unit[] = [
     ...schema.structures.filter((s) => s.fields.length).map((s): Unit => ({ kind: 'structure', name: s.name })),
     ...schema.entities.map((e): Unit => ({ kind: 'entity', name: e.name })),
@@ -30,8 +34,18 @@ export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, 
     ...schema.classifications.flatMap((c, task) => c.labels.map((label): Unit => ({ kind: 'label', task, label }))),
   ];
   // additive estimate (exact for WordPiece: the prompt string's pieces are split at spaces anyway)
-  const pieces = new Set<string>([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, SPECIAL.P, SPECIAL.E, SPECIAL.L, '(', ')', 'entities']);
-  const descOf = (label: string, desc: string | undefined) => (desc ? `${SPECIAL.DESCRIPTION} ${label}: ${desc}` : undefined);
+  const pieces = new Set<string>([
+    SPECIAL.SEP_STRUCT,
+    SPECIAL.SEP_TEXT,
+    SPECIAL.P,
+    SPECIAL.E,
+    SPECIAL.L,
+    '(',
+    ')',
+    'entities',
+  ]);
+  const descOf = (label: string, desc: string | undefined) =>
+    desc ? `${SPECIAL.DESCRIPTION} ${label}: ${desc}` : undefined;
   const taskHead = (c: ClassificationSpec) => (c.prompt ? `${c.task}: ${c.prompt}` : c.task);
   for (const e of schema.entities) for (const x of [e.name, descOf(e.name, e.description)]) if (x) pieces.add(x);
   for (const c of schema.classifications) {
@@ -51,12 +65,23 @@ export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, 
     if (u.kind === 'structure' || u.kind === 'relation') return whole.get(`${u.kind}:${u.name}`)!;
     if (u.kind === 'entity') {
       const e = schema.entities.find((x) => x.name === u.name)!;
-      return (open.has('entities') ? 0 : wrapper + n('entities')) + n(SPECIAL.E) + n(e.name) + n(descOf(e.name, e.description));
+      return (
+        (open.has('entities') ? 0 : wrapper + n('entities')) +
+        n(SPECIAL.E) +
+        n(e.name) +
+        n(descOf(e.name, e.description))
+      );
     }
     const c = schema.classifications[u.task]!;
-    return (open.has(`task:${u.task}`) ? 0 : wrapper + n(taskHead(c))) + n(SPECIAL.L) + n(u.label) + n(descOf(u.label, c.labelDescriptions?.[u.label]));
+    return (
+      (open.has(`task:${u.task}`) ? 0 : wrapper + n(taskHead(c))) +
+      n(SPECIAL.L) +
+      n(u.label) +
+      n(descOf(u.label, c.labelDescriptions?.[u.label]))
+    );
   };
-  const key = (u: Unit) => (u.kind === 'entity' ? 'entities' : u.kind === 'label' ? `task:${u.task}` : `${u.kind}:${u.name}`);
+  const key = (u: Unit) =>
+    u.kind === 'entity' ? 'entities' : u.kind === 'label' ? `task:${u.task}` : `${u.kind}:${u.name}`;
 
   const groups: Unit[][] = [];
   let cur: Unit[] = [];
@@ -84,8 +109,15 @@ export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, 
     if (g.length === 1) {
       if (len + 2 > maxPos) {
         const u = g[0]!;
-        const what = u.kind === 'label' ? `label '${u.label}' of classification '${schema.classifications[u.task]!.task}'` : u.kind === 'entity' ? `entity type '${u.name}'` : `${u.kind} '${u.name}'`;
-        throw new EncoderInputError(`the ${what} alone serializes to ${len} tokens; the model accepts ${maxPos} tokens in all (schema + text)`);
+        const what =
+          u.kind === 'label'
+            ? `label '${u.label}' of classification '${schema.classifications[u.task]!.task}'`
+            : u.kind === 'entity'
+              ? `entity type '${u.name}'`
+              : `${u.kind} '${u.name}'`;
+        throw new EncoderInputError(
+          `the ${what} alone serializes to ${len} tokens; the model accepts ${maxPos} tokens in all (schema + text)`,
+        );
       }
     } else if (len > budget) {
       groups.splice(gi + 1, 0, [g.pop()!]);
@@ -99,13 +131,17 @@ export async function planLabelGroups(tok: PromptTokens, schema: EncoderSchema, 
 
 /** The schema restricted to some of its parts (`labelGroups`); descriptions follow their labels. */
 function subSchema(schema: EncoderSchema, units: Unit[]): EncoderSchema {
-  const has = (kind: Unit['kind'], name: string) => units.some((u) => u.kind === kind && 'name' in u && u.name === name);
+  const has = (kind: Unit['kind'], name: string) =>
+    units.some((u) => u.kind === kind && 'name' in u && u.name === name);
   return {
     structures: schema.structures.filter((s) => has('structure', s.name)),
     entities: schema.entities.filter((e) => has('entity', e.name)),
     relations: schema.relations.filter((r) => has('relation', r.name)),
     classifications: schema.classifications
-      .map((c, task) => ({ ...c, labels: c.labels.filter((l) => units.some((u) => u.kind === 'label' && u.task === task && u.label === l)) }))
+      .map((c, task) => ({
+        ...c,
+        labels: c.labels.filter((l) => units.some((u) => u.kind === 'label' && u.task === task && u.label === l)),
+      }))
       .filter((c) => c.labels.length > 0),
   };
 }
@@ -130,7 +166,8 @@ export function mergeGroups(parts: EncoderResult[], schema: EncoderSchema, thres
   for (const c of schema.classifications) {
     const logits = new Float32Array(c.labels.length).fill(Number.NaN);
     const at = new Map(c.labels.map((l, j) => [l, j]));
-    for (const p of parts) for (const x of (p.classifications[c.task] ?? []) as RawLabelScore[]) logits[at.get(x.label)!] = x.logit;
+    for (const p of parts)
+      for (const x of (p.classifications[c.task] ?? []) as RawLabelScore[]) logits[at.get(x.label)!] = x.logit;
     if (logits.some((x) => Number.isNaN(x))) continue;
     out.classifications[c.task] = decodeClassification(c, logits, threshold);
   }

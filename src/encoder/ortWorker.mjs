@@ -6,10 +6,11 @@ import * as ort from 'onnxruntime-node';
 
 const sessions = {};
 try {
-  for (const [name, file] of Object.entries(workerData.files)) sessions[name] = await ort.InferenceSession.create(file, workerData.options);
+  for (const [name, file] of Object.entries(workerData.files))
+    sessions[name] = await ort.InferenceSession.create(file, workerData.options);
   parentPort.postMessage({ ready: true });
 } catch (e) {
-  parentPort.postMessage({ ready: false, error: String((e?.stack) || e) });
+  parentPort.postMessage({ ready: false, error: String(e?.stack || e) });
 }
 parentPort.on('message', async (msg) => {
   if (msg.release) {
@@ -30,6 +31,6 @@ parentPort.on('message', async (msg) => {
     }
     parentPort.postMessage({ id: msg.id, res }, transfer);
   } catch (e) {
-    parentPort.postMessage({ id: msg.id, error: String((e?.stack) || e) });
+    parentPort.postMessage({ id: msg.id, error: String(e?.stack || e) });
   }
 });

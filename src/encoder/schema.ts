@@ -4,10 +4,24 @@
  * `_transform_schema`, `_build_classification_prefix`).
  */
 
-import type { ClassificationSpec, EncoderSchema, EntitySpec, RelationSpec, StructureSpec } from '../core/extraction/types';
+import type {
+  ClassificationSpec,
+  EncoderSchema,
+  EntitySpec,
+  RelationSpec,
+  StructureSpec,
+} from '../core/extraction/types';
 
 // The schema's types are the core's (what it sends an engine); the prompt serialization is the engine's.
-export type { ClassificationSpec, Dtype, EncoderSchema, EntitySpec, FieldSpec, RelationSpec, StructureSpec } from '../core/extraction/types';
+export type {
+  ClassificationSpec,
+  Dtype,
+  EncoderSchema,
+  EntitySpec,
+  FieldSpec,
+  RelationSpec,
+  StructureSpec,
+} from '../core/extraction/types';
 
 export const SPECIAL = {
   SEP_STRUCT: '[SEP_STRUCT]',
@@ -36,9 +50,16 @@ export interface PromptTask {
   relation?: RelationSpec;
 }
 
-function transformSchema(parent: string, fields: string[], marker: string, prompt: string | undefined, descriptions: Array<[string, string]>): string[] {
+function transformSchema(
+  parent: string,
+  fields: string[],
+  marker: string,
+  prompt: string | undefined,
+  descriptions: Array<[string, string]>,
+): string[] {
   let promptStr = prompt ? `${parent}: ${prompt}` : parent;
-  for (const [label, desc] of descriptions) if (fields.includes(label)) promptStr += ` ${SPECIAL.DESCRIPTION} ${label}: ${desc}`;
+  for (const [label, desc] of descriptions)
+    if (fields.includes(label)) promptStr += ` ${SPECIAL.DESCRIPTION} ${label}: ${desc}`;
   const tokens = ['(', SPECIAL.P, promptStr, '('];
   for (const f of fields) tokens.push(marker, f);
   tokens.push(')', ')');
@@ -52,20 +73,44 @@ export function buildPromptTasks(schema: EncoderSchema): PromptTask[] {
     const fields = s.fields.map((f) => f.name);
     if (!fields.length) continue;
     const descs = s.fields.filter((f) => f.description).map((f): [string, string] => [f.name, f.description!]);
-    tasks.push({ kind: 'json_structures', name: s.name, tokens: transformSchema(s.name, fields, SPECIAL.C, undefined, descs), fields, structure: s });
+    tasks.push({
+      kind: 'json_structures',
+      name: s.name,
+      tokens: transformSchema(s.name, fields, SPECIAL.C, undefined, descs),
+      fields,
+      structure: s,
+    });
   }
   if (schema.entities.length) {
     const fields = schema.entities.map((e) => e.name);
     const descs = schema.entities.filter((e) => e.description).map((e): [string, string] => [e.name, e.description!]);
-    tasks.push({ kind: 'entities', name: 'entities', tokens: transformSchema('entities', fields, SPECIAL.E, undefined, descs), fields, entities: schema.entities });
+    tasks.push({
+      kind: 'entities',
+      name: 'entities',
+      tokens: transformSchema('entities', fields, SPECIAL.E, undefined, descs),
+      fields,
+      entities: schema.entities,
+    });
   }
   for (const r of schema.relations) {
     const fields = ['head', 'tail'];
-    tasks.push({ kind: 'relations', name: r.name, tokens: transformSchema(r.name, fields, SPECIAL.R, r.description || undefined, []), fields, relation: r });
+    tasks.push({
+      kind: 'relations',
+      name: r.name,
+      tokens: transformSchema(r.name, fields, SPECIAL.R, r.description || undefined, []),
+      fields,
+      relation: r,
+    });
   }
   for (const c of schema.classifications) {
     const descs = Object.entries(c.labelDescriptions ?? {});
-    tasks.push({ kind: 'classifications', name: c.task, tokens: transformSchema(c.task, c.labels, SPECIAL.L, c.prompt, descs), fields: c.labels, classification: c });
+    tasks.push({
+      kind: 'classifications',
+      name: c.task,
+      tokens: transformSchema(c.task, c.labels, SPECIAL.L, c.prompt, descs),
+      fields: c.labels,
+      classification: c,
+    });
   }
   return tasks;
 }

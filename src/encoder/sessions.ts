@@ -7,9 +7,22 @@ import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 // Type-only: onnxruntime-node (native, ~290 MB) loads on first use; Lambda bundles never carry it.
 import type * as Ort from 'onnxruntime-node';
-import { executionProviderFromEnv, ortProviders, withProviderFallback, type ExecutionProvider, type ProviderLog } from './executionProvider';
+import {
+  executionProviderFromEnv,
+  ortProviders,
+  withProviderFallback,
+  type ExecutionProvider,
+  type ProviderLog,
+} from './executionProvider';
 
-export type SessionName = 'encoder' | 'spanRep' | 'spanScores' | 'countPred' | 'countEmbed' | 'countEmbedC1' | 'classifier';
+export type SessionName =
+  | 'encoder'
+  | 'spanRep'
+  | 'spanScores'
+  | 'countPred'
+  | 'countEmbed'
+  | 'countEmbedC1'
+  | 'classifier';
 export interface Feed {
   type: 'int64' | 'float32';
   data: BigInt64Array | Float32Array;
@@ -40,7 +53,12 @@ function ortOptions(o: SessionOptions, provider: ExecutionProvider): Ort.Inferen
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     // spinning worker threads starve everything else on a shared, busy CPU
-    extra: { session: { intra_op: { allow_spinning: process.env.SIFT_ENCODER_SPIN === '1' ? '1' : '0' }, inter_op: { allow_spinning: '0' } } },
+    extra: {
+      session: {
+        intra_op: { allow_spinning: process.env.SIFT_ENCODER_SPIN === '1' ? '1' : '0' },
+        inter_op: { allow_spinning: '0' },
+      },
+    },
   };
 }
 
@@ -91,7 +109,10 @@ class InWorker implements SessionSet {
     this.pending.delete(id);
     if (this.pending.size === 0) this.w.unref();
   }
-  static async create(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<InWorker> {
+  static async create(
+    files: Partial<Record<SessionName, string>>,
+    options: Ort.InferenceSession.SessionOptions,
+  ): Promise<InWorker> {
     const w = new Worker(new URL('./ortWorker.mjs', import.meta.url), { workerData: { files, options } });
     try {
       await new Promise<void>((ok, fail) => {
@@ -118,7 +139,10 @@ class InWorker implements SessionSet {
 
 const useWorker = () => process.env.SIFT_ORT_WORKER === '1' || process.env.JEST_WORKER_ID !== undefined;
 
-async function createInProcess(files: Partial<Record<SessionName, string>>, options: Ort.InferenceSession.SessionOptions): Promise<SessionSet> {
+async function createInProcess(
+  files: Partial<Record<SessionName, string>>,
+  options: Ort.InferenceSession.SessionOptions,
+): Promise<SessionSet> {
   const ort = await import('onnxruntime-node');
   const names = Object.keys(files) as SessionName[];
   const settled = await Promise.allSettled(names.map((n) => ort.InferenceSession.create(files[n]!, options)));
@@ -128,15 +152,22 @@ async function createInProcess(files: Partial<Record<SessionName, string>>, opti
     throw failed.reason;
   }
   const loaded = settled.map((r) => (r as PromiseFulfilledResult<Ort.InferenceSession>).value);
-  return new InProcess(ort, Object.fromEntries(names.map((n, i) => [n, loaded[i]!])) as Record<SessionName, Ort.InferenceSession>);
+  return new InProcess(
+    ort,
+    Object.fromEntries(names.map((n, i) => [n, loaded[i]!])) as Record<SessionName, Ort.InferenceSession>,
+  );
 }
 
 const silentLog: ProviderLog = { info: () => {}, warn: () => {} };
 
 /** The model's fragments as sessions on the configured execution provider (CPU when it can't load). */
-export async function createSessions(files: Partial<Record<SessionName, string>>, o: SessionOptions = {}): Promise<SessionSet> {
+export async function createSessions(
+  files: Partial<Record<SessionName, string>>,
+  o: SessionOptions = {},
+): Promise<SessionSet> {
   const wanted = o.executionProvider ?? executionProviderFromEnv();
-  const create = (p: ExecutionProvider) => (useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p)));
+  const create = (p: ExecutionProvider) =>
+    useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p));
   const first = Object.values(files)[0];
   const context = { fragments: Object.keys(files).length, ...(first ? { model_dir: dirname(dirname(first)) } : {}) };
   return withProviderFallback(wanted, create, o.logger ?? silentLog, context);

@@ -74,7 +74,8 @@ const LONG_S = 0x17f;
 const KELVIN = 0x212a;
 
 const PY_SPACE_CODES = new Set([0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000]);
-const isPySpace = (cp: number) => (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || (cp >= 0x2000 && cp <= 0x200a) || PY_SPACE_CODES.has(cp);
+const isPySpace = (cp: number) =>
+  (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || (cp >= 0x2000 && cp <= 0x200a) || PY_SPACE_CODES.has(cp);
 
 /** Class bits of the BMP, filled on first sight of each code point. */
 const bmpClasses = new Uint8Array(0x10000);
@@ -82,7 +83,8 @@ const bmpClasses = new Uint8Array(0x10000);
 function computeClass(cp: number): number {
   if (isPySpace(cp)) return SPACE;
   const lower = cp | 0x20;
-  if ((lower >= 0x61 && lower <= 0x7a) || cp === LONG_S || cp === KELVIN) return LOCAL | DOMAIN | ALPHA | MENTION | WORD;
+  if ((lower >= 0x61 && lower <= 0x7a) || cp === LONG_S || cp === KELVIN)
+    return LOCAL | DOMAIN | ALPHA | MENTION | WORD;
   if (cp >= 0x30 && cp <= 0x39) return LOCAL | DOMAIN | MENTION | WORD;
   if (cp === 0x5f) return LOCAL | MENTION | WORD; // _
   if (cp === DOT || cp === HYPHEN) return LOCAL | DOMAIN;
@@ -149,7 +151,8 @@ export function splitWords(text: string, stats?: SplitStats): SplitText {
     mentionEnd[i] = c & MENTION ? mentionEnd[i + 1]! : i;
     wordEnd[i] = c & WORD ? wordEnd[i + 1]! : i;
     if (!(c & DOMAIN)) lastDot[i] = -1;
-    else if (lastDot[i + 1]! >= 0) lastDot[i] = lastDot[i + 1]!; // only set inside this run
+    else if (lastDot[i + 1]! >= 0)
+      lastDot[i] = lastDot[i + 1]!; // only set inside this run
     else lastDot[i] = cps[i] === DOT && alphaEnd[i + 1]! - (i + 1) >= 2 ? i : -1;
   }
 

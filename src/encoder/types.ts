@@ -6,7 +6,16 @@
 import type { ExtractOptions, LabelScore } from '../core/extraction/types';
 
 export { EncoderInputError } from '../core/extraction/types';
-export type { ChoiceValue, EncoderResult, FieldValue, InferOutput, LabelScore, Precision, RelationInstance, Span } from '../core/extraction/types';
+export type {
+  ChoiceValue,
+  EncoderResult,
+  FieldValue,
+  InferOutput,
+  LabelScore,
+  Precision,
+  RelationInstance,
+  Span,
+} from '../core/extraction/types';
 
 export interface FragmentConfig {
   hidden_size: number;

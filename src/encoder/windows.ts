@@ -7,7 +7,16 @@ import { resolveDisallow, type Span } from './decode';
 import type { PromptTask, EncoderSchema } from './schema';
 import { CodePoints, normalizeText, splitWords, type SplitText } from './text';
 import type { PromptTokens } from './tokenize';
-import { EncoderInputError, type ChoiceValue, type EncodedRecord, type EncoderResult, type FieldValue, type InferOptions, type LabelScore, type RelationInstance } from './types';
+import {
+  EncoderInputError,
+  type ChoiceValue,
+  type EncodedRecord,
+  type EncoderResult,
+  type FieldValue,
+  type InferOptions,
+  type LabelScore,
+  type RelationInstance,
+} from './types';
 
 /**
  * Main-thread work between two yields to the event loop, in characters split (a 100,000-character
@@ -49,7 +58,15 @@ export async function splitTexts(texts: string[]): Promise<Array<SplitText & { n
  * before each window (at most `chunkWords` words to split, tokenize and build), so other requests
  * interleave with a long text's hundreds of windows.
  */
-export async function textWindows(tok: PromptTokens, ti: number, original: string, tasks: PromptTask[], prefix: string[], opts: InferOptions, maxPos: number): Promise<EncodedRecord[]> {
+export async function textWindows(
+  tok: PromptTokens,
+  ti: number,
+  original: string,
+  tasks: PromptTask[],
+  prefix: string[],
+  opts: InferOptions,
+  maxPos: number,
+): Promise<EncodedRecord[]> {
   const cps = new CodePoints(original);
   const words = splitWords(original);
   let size = opts.chunkWords ?? 200;
@@ -67,7 +84,10 @@ export async function textWindows(tok: PromptTokens, ti: number, original: strin
       // gliner2 runs windows with max_len = window size: the appended "." of a full window is cut
       for (const k of ['words', 'raw', 'starts', 'ends'] as const) (sp[k] as unknown[]).splice(size);
       await tok.tokenizeAll(sp.words);
-      const rec = tok.build({ textIndex: ti, text, offset: startChar, words: sp.words, starts: sp.starts, ends: sp.ends, prefix }, tasks);
+      const rec = tok.build(
+        { textIndex: ti, text, offset: startChar, words: sp.words, starts: sp.starts, ends: sp.ends, prefix },
+        tasks,
+      );
       if (rec.ids.length > maxPos) {
         ok = false;
         break;
@@ -104,7 +124,12 @@ export function mergeChunks(parts: EncoderResult[], original: CodePoints, schema
     for (const p of parts)
       for (const inst of p.structures[s.name] ?? []) {
         const fixed: Record<string, FieldValue> = {};
-        for (const [f, v] of Object.entries(inst)) fixed[f] = Array.isArray(v) ? (v as Array<Span | ChoiceValue>).map((x) => ('start' in x ? fix(x) : x)) as FieldValue : v && 'start' in v ? fix(v) : v;
+        for (const [f, v] of Object.entries(inst))
+          fixed[f] = Array.isArray(v)
+            ? ((v as Array<Span | ChoiceValue>).map((x) => ('start' in x ? fix(x) : x)) as FieldValue)
+            : v && 'start' in v
+              ? fix(v)
+              : v;
         const k = key(fixed);
         if (!seen.has(k)) {
           seen.set(k, list.length);
@@ -124,10 +149,10 @@ export function mergeChunks(parts: EncoderResult[], original: CodePoints, schema
         if (at === undefined) {
           seen.set(k, list.length);
           list.push(fixed);
-        } else if (Math.max(fixed.head.score, fixed.tail.score) > Math.max(list[at]!.head.score, list[at]!.tail.score)) list[at] = fixed;
+        } else if (Math.max(fixed.head.score, fixed.tail.score) > Math.max(list[at]!.head.score, list[at]!.tail.score))
+          list[at] = fixed;
       }
     out.relations[r.name] = list;
   }
   return out;
 }
-

@@ -27,7 +27,9 @@ export function serveGateway(port: number): Gateway {
   // One long-lived process per task: limits and usage are kept in memory and flushed each second.
   const svc = servicesFromEnv('memory');
   const logger = createLogger();
-  svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
+  svc.hotPath = createHotPath((id, error) =>
+    logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
+  );
   // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
   const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
   // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts); no request can throw out of its listener

@@ -57,15 +57,26 @@ export class SiftApp {
       const matched = this.match(req);
       spec = matched.spec;
       if (spec.auth === 'internal') {
-        if (!internalTokenMatches(req.headers[INTERNAL_TOKEN_HEADER])) throw new NotFoundError(`No route for ${req.method} ${req.path}`);
+        if (!internalTokenMatches(req.headers[INTERNAL_TOKEN_HEADER]))
+          throw new NotFoundError(`No route for ${req.method} ${req.path}`);
       } else {
         principal = spec.auth === 'public' ? await this.optionalPrincipal(req) : await authenticate(this.svc, req);
       }
-      if (spec.auth === 'operator' && principal?.role !== 'operator') throw new ForbiddenError("This operation needs the installation's operator key");
-      rateHeaders = await enforceLimits(this.svc.rateLimiter, principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`, spec.limit ?? 'default', now);
+      if (spec.auth === 'operator' && principal?.role !== 'operator')
+        throw new ForbiddenError("This operation needs the installation's operator key");
+      rateHeaders = await enforceLimits(
+        this.svc.rateLimiter,
+        principal ? `team:${principal.team_id}` : `ip:${req.sourceIp}`,
+        spec.limit ?? 'default',
+        now,
+      );
       // an optional body schema lets clients send nothing at all (e.g. POST …/deploy)
       const empty = !req.body || req.body.length === 0;
-      const body = spec.body ? (empty && spec.body.safeParse(undefined).success ? undefined : parseWith(spec.body, this.readJson(req), 'body')) : this.rejectBody(req);
+      const body = spec.body
+        ? empty && spec.body.safeParse(undefined).success
+          ? undefined
+          : parseWith(spec.body, this.readJson(req), 'body')
+        : this.rejectBody(req);
       const query = spec.query ? parseWith(spec.query, req.query, 'query') : undefined;
       const params = spec.params ? parseWith(spec.params, matched.params, 'path') : matched.params;
       response = await spec.handler({
@@ -86,7 +97,11 @@ export class SiftApp {
         this.logger.error('usage counter update failed', { request_id: requestId, error }),
       );
     }
-    const headers: Record<string, string> = { ...(rateHeaders ?? {}), ...(response.headers ?? {}), 'x-request-id': requestId };
+    const headers: Record<string, string> = {
+      ...(rateHeaders ?? {}),
+      ...(response.headers ?? {}),
+      'x-request-id': requestId,
+    };
     // The Anthropic SDK reads `request-id`, the OpenAI SDK `x-request-id`: compat paths send both.
     if (req.path.startsWith('/v1/')) headers['request-id'] = requestId;
     if (response.body !== undefined && !response.stream && response.raw === undefined) {
@@ -109,7 +124,9 @@ export class SiftApp {
     // `/core/datasets/upload/url` also matches `GET /core/datasets/:name/:version`, whose version is a number.
     const allowed = METHODS.filter((m) => m !== req.method && this.find(m, req.path)?.fits);
     if (allowed.length > 0) {
-      const err = new MethodNotAllowedError(`Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`);
+      const err = new MethodNotAllowedError(
+        `Method ${req.method} is not allowed on ${req.path}; allowed: ${allowed.join(', ')}`,
+      );
       err.headers.allow = allowed.join(', ');
       throw err;
     }
@@ -119,7 +136,10 @@ export class SiftApp {
     throw new NotFoundError(`No route for ${req.method} ${req.path}${hint}`);
   }
 
-  private find(method: string, path: string): { spec: RouteSpec; params: Record<string, string>; fits: boolean } | undefined {
+  private find(
+    method: string,
+    path: string,
+  ): { spec: RouteSpec; params: Record<string, string>; fits: boolean } | undefined {
     const found = this.router.find(method as HttpMethod, path);
     if (!found) return undefined;
     const { spec } = found.store as { spec: RouteSpec };
@@ -171,7 +191,8 @@ export class SiftApp {
   private rejectBody(req: ApiRequest): undefined {
     if (req.body && req.body.length > 0 && req.method !== 'GET') {
       const text = req.body.toString('utf8').trim();
-      if (text !== '' && text !== '{}') throw ValidationError.field(['body'], 'This endpoint takes no request body', 'extra_forbidden');
+      if (text !== '' && text !== '{}')
+        throw ValidationError.field(['body'], 'This endpoint takes no request body', 'extra_forbidden');
     }
     return undefined;
   }
@@ -180,7 +201,14 @@ export class SiftApp {
     const format = errorFormatFor(req.path, spec);
     // the caller gets 503 + Retry-After; the operator gets the cause, findable by the request id
     if (err instanceof StoreUnavailableError) {
-      this.logger.error('store unavailable', { request_id: requestId, method: req.method, path: spec?.path ?? req.path, store: err.store, reason: err.reason, error: err.cause });
+      this.logger.error('store unavailable', {
+        request_id: requestId,
+        method: req.method,
+        path: spec?.path ?? req.path,
+        store: err.store,
+        reason: err.reason,
+        error: err.cause,
+      });
     }
     if (err instanceof ApiError) return renderError(format, err, requestId);
     this.logger.error('unhandled error', { request_id: requestId, method: req.method, path: req.path, error: err });

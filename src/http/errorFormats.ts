@@ -38,7 +38,9 @@ const ANTHROPIC_TYPE: Record<number, string> = {
  */
 /** The error body a path's route renders: its own `errorFormat`, else the vendor envelope of `/v1/*`, else `{detail}`. */
 export function errorFormatFor(path: string, spec?: { errorFormat?: ErrorFormat | undefined }): ErrorFormat {
-  return spec?.errorFormat ?? (path.startsWith('/v1/messages') ? 'anthropic' : path.startsWith('/v1/') ? 'openai' : 'native');
+  return (
+    spec?.errorFormat ?? (path.startsWith('/v1/messages') ? 'anthropic' : path.startsWith('/v1/') ? 'openai' : 'native')
+  );
 }
 
 export function renderError(format: ErrorFormat, err: ApiError | undefined, requestId: string): ApiResponse {
@@ -52,16 +54,30 @@ export function renderError(format: ErrorFormat, err: ApiError | undefined, requ
   if (format === 'openai') {
     const loc = err instanceof ValidationError ? err.errors[0]?.loc : undefined;
     const param = err?.param ?? (loc && loc[0] === 'body' && loc.length > 1 ? loc.slice(1).join('.') : null);
-    const code = err?.code ?? (headers['x-ratelimit-reason'] ? headers['x-ratelimit-reason'] : OPENAI_CODE[status] ?? (status === 400 ? 'invalid_value' : null));
+    const code =
+      err?.code ??
+      (headers['x-ratelimit-reason']
+        ? headers['x-ratelimit-reason']
+        : (OPENAI_CODE[status] ?? (status === 400 ? 'invalid_value' : null)));
     return {
       status,
       headers,
-      body: { error: { message, type: OPENAI_TYPE[status] ?? 'invalid_request_error', param, code }, detail: message, ...extra },
+      body: {
+        error: { message, type: OPENAI_TYPE[status] ?? 'invalid_request_error', param, code },
+        detail: message,
+        ...extra,
+      },
     };
   }
   return {
     status,
     headers,
-    body: { type: 'error', error: { type: ANTHROPIC_TYPE[status] ?? 'invalid_request_error', message }, request_id: requestId, detail: message, ...extra },
+    body: {
+      type: 'error',
+      error: { type: ANTHROPIC_TYPE[status] ?? 'invalid_request_error', message },
+      request_id: requestId,
+      detail: message,
+      ...extra,
+    },
   };
 }

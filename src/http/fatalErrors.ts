@@ -38,11 +38,15 @@ export function exitCleanlyOnFatalErrors(policy: FatalErrorPolicy): () => void {
   let exiting = false;
   const handlers = (['uncaughtException', 'unhandledRejection'] as const).map((event) => {
     const listener = (error: unknown) => {
-      policy.logger.error(`${event}: ${exiting ? 'while shutting down' : 'shutting down cleanly for a restart'}`, { error });
+      policy.logger.error(`${event}: ${exiting ? 'while shutting down' : 'shutting down cleanly for a restart'}`, {
+        error,
+      });
       if (exiting) return;
       exiting = true;
       const deadline = setTimeout(() => {
-        policy.logger.error('shutdown after a fatal error ran past its deadline; exiting now', { deadline_ms: policy.deadlineMs ?? FATAL_SHUTDOWN_DEADLINE_MS });
+        policy.logger.error('shutdown after a fatal error ran past its deadline; exiting now', {
+          deadline_ms: policy.deadlineMs ?? FATAL_SHUTDOWN_DEADLINE_MS,
+        });
         proc.exit(1);
       }, policy.deadlineMs ?? FATAL_SHUTDOWN_DEADLINE_MS); // not unref'd: it also keeps the process alive until the exit
       policy.shutdown().then(

@@ -29,15 +29,30 @@ export function jsonBodyProblem(value: unknown): FieldError | undefined {
   // holds one frame per level (not one entry per element of a 10 MiB array), and builds a
   // location only for the problem it reports
   const frames: Frame[] = [];
-  const here = (...more: string[]): (string | number)[] => ['body', ...frames.map((f) => (f.keys ? f.keys[f.next - 1]! : f.next - 1)), ...more];
+  const here = (...more: string[]): (string | number)[] => [
+    'body',
+    ...frames.map((f) => (f.keys ? f.keys[f.next - 1]! : f.next - 1)),
+    ...more,
+  ];
   let current: unknown = value;
   for (;;) {
     if (typeof current === 'number') {
-      if (!Number.isFinite(current)) return { loc: here(), msg: 'number is too large to represent (it must be finite)', type: 'number_out_of_range' };
+      if (!Number.isFinite(current))
+        return {
+          loc: here(),
+          msg: 'number is too large to represent (it must be finite)',
+          type: 'number_out_of_range',
+        };
     } else if (current !== null && typeof current === 'object') {
-      if (frames.length >= MAX_JSON_DEPTH) return { loc: here().slice(0, 6), msg: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`, type: 'json_too_deep' };
+      if (frames.length >= MAX_JSON_DEPTH)
+        return {
+          loc: here().slice(0, 6),
+          msg: `nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`,
+          type: 'json_too_deep',
+        };
       const keys = Array.isArray(current) ? undefined : Object.keys(current);
-      if (keys && Object.hasOwn(current, '__proto__')) return { loc: here('__proto__'), msg: "'__proto__' is not allowed as a key", type: 'key_forbidden' };
+      if (keys && Object.hasOwn(current, '__proto__'))
+        return { loc: here('__proto__'), msg: "'__proto__' is not allowed as a key", type: 'key_forbidden' };
       frames.push({ container: current as Frame['container'], keys, next: 0 });
     }
     // the next value in document order: the top frame's next child, else its parent's, …
@@ -45,7 +60,9 @@ export function jsonBodyProblem(value: unknown): FieldError | undefined {
     while (frames.length) {
       const top = frames[frames.length - 1]!;
       if (top.keys ? top.next < top.keys.length : top.next < (top.container as unknown[]).length) {
-        current = top.keys ? (top.container as Record<string, unknown>)[top.keys[top.next]!] : (top.container as unknown[])[top.next];
+        current = top.keys
+          ? (top.container as Record<string, unknown>)[top.keys[top.next]!]
+          : (top.container as unknown[])[top.next];
         top.next += 1;
         advanced = true;
         break;

@@ -24,5 +24,8 @@ export const KEEP_ALIVE = {
 /** A node:http server whose timeouts keep it behind the ALB's idle timeout (local mode uses it too). */
 export function createKeepAliveServer(handler: RequestListener): Server {
   const headersTimeout = KEEP_ALIVE.nodeHeadersTimeoutSeconds * 1000;
-  return createServer({ headersTimeout, requestTimeout: headersTimeout, keepAliveTimeout: KEEP_ALIVE.backendKeepAliveSeconds * 1000 }, handler);
+  return createServer(
+    { headersTimeout, requestTimeout: headersTimeout, keepAliveTimeout: KEEP_ALIVE.backendKeepAliveSeconds * 1000 },
+    handler,
+  );
 }

@@ -37,7 +37,8 @@ class SchemaCollector {
   /** One name, one shape: a named schema whose input and output forms differ would need two names. */
   private add(id: string, def: Json): void {
     const existing = this.components[id];
-    if (existing && JSON.stringify(existing) !== JSON.stringify(def)) throw new Error(`Two different schemas are named '${id}' in the OpenAPI document`);
+    if (existing && JSON.stringify(existing) !== JSON.stringify(def))
+      throw new Error(`Two different schemas are named '${id}' in the OpenAPI document`);
     this.components[id] = def;
   }
 }
@@ -47,12 +48,19 @@ function rewriteRefs<T>(value: T): T {
   if (value === null || typeof value !== 'object') return value;
   const out: Json = {};
   for (const [key, v] of Object.entries(value as Json)) {
-    out[key] = key === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/') ? COMPONENTS + v.slice('#/$defs/'.length) : rewriteRefs(v);
+    out[key] =
+      key === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/')
+        ? COMPONENTS + v.slice('#/$defs/'.length)
+        : rewriteRefs(v);
   }
   return out as T;
 }
 
-const ERROR_COMPONENT: Record<ErrorFormat, string> = { native: 'Error', openai: 'OpenAiError', anthropic: 'AnthropicError' };
+const ERROR_COMPONENT: Record<ErrorFormat, string> = {
+  native: 'Error',
+  openai: 'OpenAiError',
+  anthropic: 'AnthropicError',
+};
 const errorSchema = (format: ErrorFormat, status: string) => ({
   $ref: COMPONENTS + (format === 'native' && status === '422' ? 'ValidationError' : ERROR_COMPONENT[format]),
 });
@@ -70,7 +78,8 @@ function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number,
   // internal routes answer 404 to anyone without the internal token; a path names a resource that may not exist
   if (spec.auth === 'internal' || hasPathParams) errors[404] = 'Not found';
   // vendor formats answer validation failures with 400, as the vendors do (errorFormats.ts)
-  if (spec.body || spec.query || spec.params) errors[errorFormatFor(spec.path, spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
+  if (spec.body || spec.query || spec.params)
+    errors[errorFormatFor(spec.path, spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
   if (spec.body) {
     errors[413] = 'Request body over the size limit';
     errors[415] = 'Content-Type is not JSON';
@@ -83,7 +92,9 @@ export const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}').rep
 
 function pathParameters(spec: RouteSpec, path: string, schemas: SchemaCollector): Json[] {
   const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string);
-  const declared = spec.params ? (schemas.convert(spec.params, 'input') as { properties?: Record<string, Json> }).properties ?? {} : {};
+  const declared = spec.params
+    ? ((schemas.convert(spec.params, 'input') as { properties?: Record<string, Json> }).properties ?? {})
+    : {};
   return names.map((name) => ({
     name,
     in: 'path',
@@ -100,7 +111,10 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
     const path = openApiPath(spec.path);
     const parameters = pathParameters(spec, path, schemas);
     if (spec.query) {
-      const schema = schemas.convert(spec.query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+      const schema = schemas.convert(spec.query, 'input') as {
+        properties?: Record<string, unknown>;
+        required?: string[];
+      };
       for (const [name, prop] of Object.entries(schema.properties ?? {})) {
         parameters.push({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: prop });
       }
@@ -110,10 +124,22 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
     for (const [status, doc] of Object.entries(spec.responses)) {
       if (format !== 'native' && status === '422') continue;
       const isError = Number(status) >= 400;
-      const schema = doc.schema ? schemas.convert(doc.schema, 'output') : isError ? errorSchema(format, status) : undefined;
-      responses[status] = { description: doc.description, ...(schema ? { content: { [doc.contentType ?? 'application/json']: { schema } } } : {}) };
+      const schema = doc.schema
+        ? schemas.convert(doc.schema, 'output')
+        : isError
+          ? errorSchema(format, status)
+          : undefined;
+      responses[status] = {
+        description: doc.description,
+        ...(schema ? { content: { [doc.contentType ?? 'application/json']: { schema } } } : {}),
+      };
     }
-    for (const [status, description] of Object.entries(standardErrors(spec, parameters.some((p) => p.in === 'path')))) {
+    for (const [status, description] of Object.entries(
+      standardErrors(
+        spec,
+        parameters.some((p) => p.in === 'path'),
+      ),
+    )) {
       responses[status] ??= { description, content: { 'application/json': { schema: errorSchema(format, status) } } };
     }
     paths[path] ??= {};
@@ -122,17 +148,30 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
       summary: spec.summary,
       ...(spec.description ? { description: spec.description } : {}),
       operationId: `${spec.method.toLowerCase()}${path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
-      security: spec.auth === 'public' ? [] : path.startsWith('/v1/') ? [{ apiKey: [] }, { bearer: [] }] : [{ apiKey: [] }],
+      security:
+        spec.auth === 'public' ? [] : path.startsWith('/v1/') ? [{ apiKey: [] }, { bearer: [] }] : [{ apiKey: [] }],
       ...(parameters.length ? { parameters } : {}),
-      ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemas.convert(spec.body, 'input') } } } } : {}),
+      ...(spec.body
+        ? {
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: schemas.convert(spec.body, 'input') } },
+            },
+          }
+        : {}),
       responses,
     };
   }
   // the error bodies every operation refers to
-  for (const body of [ErrorBody, ValidationErrorBody, OpenAiErrorBody, AnthropicErrorBody]) schemas.convert(body, 'output');
+  for (const body of [ErrorBody, ValidationErrorBody, OpenAiErrorBody, AnthropicErrorBody])
+    schemas.convert(body, 'output');
   return {
     openapi: '3.1.0',
-    info: { title: 'Sift API', version, description: 'Training and inference for GLiNER2-family encoders and small decoder LLMs.' },
+    info: {
+      title: 'Sift API',
+      version,
+      description: 'Training and inference for GLiNER2-family encoders and small decoder LLMs.',
+    },
     paths,
     components: {
       securitySchemes: {

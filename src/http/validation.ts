@@ -11,7 +11,9 @@ function unwrapUnions(issues: readonly Issue[], base: PropertyKey[] = []): Issue
   return issues.flatMap((issue): Issue[] => {
     const path = [...base, ...issue.path];
     if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [{ ...issue, path }];
-    const typed = issue.errors.filter((branch) => !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0));
+    const typed = issue.errors.filter(
+      (branch) => !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0),
+    );
     return typed.length === 1 ? unwrapUnions(typed[0] as Issue[], path) : [{ ...issue, path }];
   });
 }
@@ -21,7 +23,11 @@ export function toFieldErrors(error: z.ZodError, prefix: string): FieldError[] {
     const loc: (string | number)[] = [prefix, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))];
     // Unknown keys are reported on the key itself, so the field is named.
     if (issue.code === 'unrecognized_keys') {
-      return { loc: [...loc, ...(issue.keys.length === 1 ? issue.keys : [])], msg: `Unknown field(s): ${issue.keys.join(', ')}`, type: 'extra_forbidden' };
+      return {
+        loc: [...loc, ...(issue.keys.length === 1 ? issue.keys : [])],
+        msg: `Unknown field(s): ${issue.keys.join(', ')}`,
+        type: 'extra_forbidden',
+      };
     }
     return { loc, msg: issue.message, type: issue.code };
   });
@@ -61,15 +67,25 @@ export const resourceName = z
 /** Text a model reads: not empty or whitespace only. */
 export const nonBlank = (message: string) => z.string().regex(/\S/, message);
 
-export const uuid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
+export const uuid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a UUID');
 
 /**
  * A USD amount the ledger can hold exactly: non-negative, at most 6 decimals (it is stored in
  * micro-USD), at most 1e9. Declared as `multipleOf` so the API document states the rule too.
  */
-export const usdAmount = z.number().nonnegative().max(1_000_000_000).multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
+export const usdAmount = z
+  .number()
+  .nonnegative()
+  .max(1_000_000_000)
+  .multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
 /** A USD amount to add: as `usdAmount`, and more than 0. */
-export const positiveUsdAmount = z.number().positive('must be greater than 0').max(1_000_000_000).multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
+export const positiveUsdAmount = z
+  .number()
+  .positive('must be greater than 0')
+  .max(1_000_000_000)
+  .multipleOf(0.000001, 'must have at most 6 decimal places (micro-USD)');
 
 /** Query-string integers ("10" → 10) with bounds; documented as the integer they carry. */
 export const queryInt = (min: number, max: number, dflt: number) => {

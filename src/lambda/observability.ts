@@ -5,7 +5,10 @@ import type { Logger as SiftLogger } from '../http/logger';
 
 /** One Powertools logger/metrics/tracer set per Lambda container. */
 export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'sift' });
-export const metrics = new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Sift', serviceName: 'sift' });
+export const metrics = new Metrics({
+  namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Sift',
+  serviceName: 'sift',
+});
 export const tracer = new Tracer({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'sift' });
 
 export const siftLogger: SiftLogger = {

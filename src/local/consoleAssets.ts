@@ -41,7 +41,12 @@ export const CONSOLE_CSP = [
  * node:http adapter's guard (httpAdapter.ts), which parsed the target: a malformed target or
  * percent-encoding never gets here, and what this throws is answered there (400 or 500).
  */
-export async function serveConsole(req: IncomingMessage, res: ServerResponse, target: RequestTarget, dist = CONSOLE_DIST): Promise<boolean> {
+export async function serveConsole(
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget,
+  dist = CONSOLE_DIST,
+): Promise<boolean> {
   const path = target.path;
   if (path !== CONSOLE_PATH && !path.startsWith(`${CONSOLE_PATH}/`)) return false;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -57,7 +62,11 @@ export async function serveConsole(req: IncomingMessage, res: ServerResponse, ta
   }
   if (!existsSync(join(dist, 'index.html'))) {
     res.writeHead(503, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ detail: `The console is not built: run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/ into ${dist})` }));
+    res.end(
+      JSON.stringify({
+        detail: `The console is not built: run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/ into ${dist})`,
+      }),
+    );
     return true;
   }
   const rel = decodePath(path.slice(CONSOLE_PATH.length + 1)) || 'index.html';

@@ -71,12 +71,24 @@ export async function startEmulators(
 
     // No CORS rule in the bucket: the front answers browsers itself (and drops s3rver's answers,
     // which a data dir from an older version may still configure with AllowedOrigin *).
-    const s3 = new S3rver({ port: s3Socket, directory: s3Dir, silent: true, configureBuckets: [{ name: opts.bucket }] });
+    const s3 = new S3rver({
+      port: s3Socket,
+      directory: s3Dir,
+      silent: true,
+      configureBuckets: [{ name: opts.bucket }],
+    });
     await s3.run();
     closers.push(() => s3.close());
 
     let origins: readonly string[] = [];
-    const dynamoFront = await startStoreFront({ service: 'dynamodb', credentials, upstreamSocket: dynamoSocket, host: '127.0.0.1', port: 0, maxVerifiedBodyBytes: DYNAMO_MAX_BODY });
+    const dynamoFront = await startStoreFront({
+      service: 'dynamodb',
+      credentials,
+      upstreamSocket: dynamoSocket,
+      host: '127.0.0.1',
+      port: 0,
+      maxVerifiedBodyBytes: DYNAMO_MAX_BODY,
+    });
     closers.push(() => dynamoFront.close());
     const s3Front = await startStoreFront({
       service: 's3',
@@ -112,7 +124,7 @@ export async function startEmulators(
  */
 async function writeCredentialsFile(file: string, credentials: StoreCredentials): Promise<void> {
   const text = [
-    '# The local stores\' credentials for the current `sift serve` run (new at every start).',
+    "# The local stores' credentials for the current `sift serve` run (new at every start).",
     '[default]',
     `aws_access_key_id = ${credentials.accessKeyId}`,
     `aws_secret_access_key = ${credentials.secretAccessKey}`,

@@ -40,7 +40,9 @@ export function decodePath(path: string): string {
     return decodeURIComponent(path);
   } catch {
     // URIError is the only thing decodeURIComponent throws: a malformed or non-UTF-8 percent-encoding
-    throw new BadRequestError(`The request path ${echo(path)} has a malformed percent-encoding: each %XX sequence must spell UTF-8`);
+    throw new BadRequestError(
+      `The request path ${echo(path)} has a malformed percent-encoding: each %XX sequence must spell UTF-8`,
+    );
   }
 }
 
@@ -75,7 +77,9 @@ export function parseRequestTarget(target: string): RequestTarget {
       try {
         decodeURIComponent(part.replace(/\+/g, ' '));
       } catch {
-        throw new BadRequestError(`The query parameter ${echo(name)} has a malformed percent-encoding: each %XX sequence must spell UTF-8`);
+        throw new BadRequestError(
+          `The query parameter ${echo(name)} has a malformed percent-encoding: each %XX sequence must spell UTF-8`,
+        );
       }
     }
     for (const [k, v] of url.searchParams) if (!(k in query)) query[k] = v;
@@ -83,7 +87,12 @@ export function parseRequestTarget(target: string): RequestTarget {
   return { path: url.pathname, query };
 }
 
-export function toApiRequest(req: IncomingMessage, target: RequestTarget, body: Buffer, signal: AbortSignal): ApiRequest {
+export function toApiRequest(
+  req: IncomingMessage,
+  target: RequestTarget,
+  body: Buffer,
+  signal: AbortSignal,
+): ApiRequest {
   const headers: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(req.headers)) headers[k] = Array.isArray(v) ? v.join(', ') : v;
   return {
@@ -129,7 +138,11 @@ export async function writeApiResponse(res: ServerResponse, response: ApiRespons
  * What the local server answers before the API (the console's files): true when it answered.
  * It runs inside the listener's guard, like the API.
  */
-export type FrontHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => boolean | Promise<boolean>;
+export type FrontHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: RequestTarget,
+) => boolean | Promise<boolean>;
 
 export interface ListenerOptions {
   /** Where failures outside the pipeline are logged (default: the service's JSON logger). */
@@ -150,11 +163,20 @@ export function nodeHandler(app: SiftApp, maxBodyBytes: number, opts: ListenerOp
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    serve(app, maxBodyBytes, opts.front, req, res, abort.signal).catch((err: unknown) => answerFailure(req, res, err, abort.signal, logger));
+    serve(app, maxBodyBytes, opts.front, req, res, abort.signal).catch((err: unknown) =>
+      answerFailure(req, res, err, abort.signal, logger),
+    );
   };
 }
 
-async function serve(app: SiftApp, maxBodyBytes: number, front: FrontHandler | undefined, req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
+async function serve(
+  app: SiftApp,
+  maxBodyBytes: number,
+  front: FrontHandler | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
   const target = parseRequestTarget(req.url ?? '/');
   if (front && (await front(req, res, target))) return;
   const body = await readBody(req, maxBodyBytes);
@@ -169,18 +191,35 @@ async function serve(app: SiftApp, maxBodyBytes: number, front: FrontHandler | u
 }
 
 /** The last stop of a request that failed outside SiftApp's own error handling; it never throws. */
-function answerFailure(req: IncomingMessage, res: ServerResponse, err: unknown, signal: AbortSignal, logger: Logger): void {
+function answerFailure(
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  signal: AbortSignal,
+  logger: Logger,
+): void {
   try {
     // a client that went away (mid-body, mid-stream) is the one failure nobody needs to hear about
     const clientGone = signal.aborted || req.socket.destroyed;
     if (res.headersSent || clientGone) {
-      if (!clientGone) logger.error('response failed after it started; closing the connection', { method: req.method, url: req.url?.slice(0, ECHO_LIMIT), error: err });
+      if (!clientGone)
+        logger.error('response failed after it started; closing the connection', {
+          method: req.method,
+          url: req.url?.slice(0, ECHO_LIMIT),
+          error: err,
+        });
       res.destroy();
       return;
     }
     const requestId = newUuid();
     const known = err instanceof ApiError ? err : undefined;
-    if (!known) logger.error('request failed outside the pipeline', { request_id: requestId, method: req.method, url: req.url?.slice(0, ECHO_LIMIT), error: err });
+    if (!known)
+      logger.error('request failed outside the pipeline', {
+        request_id: requestId,
+        method: req.method,
+        url: req.url?.slice(0, ECHO_LIMIT),
+        error: err,
+      });
     let path = '/';
     try {
       path = parseRequestTarget(req.url ?? '/').path;
@@ -188,7 +227,11 @@ function answerFailure(req: IncomingMessage, res: ServerResponse, err: unknown, 
       // the target itself was the problem: answer in the native format
     }
     const response = renderError(errorFormatFor(path), known, requestId);
-    res.writeHead(response.status, { ...response.headers, 'content-type': 'application/json', 'x-request-id': requestId });
+    res.writeHead(response.status, {
+      ...response.headers,
+      'content-type': 'application/json',
+      'x-request-id': requestId,
+    });
     res.end(JSON.stringify(response.body));
   } catch (error) {
     logger.error('could not answer a failed request; closing the connection', { error });
@@ -205,8 +248,15 @@ const PARSER_STATUS: Record<string, [number, string]> = {
 
 function rawJsonResponse(status: number, reason: string, body: object, extra: Record<string, string> = {}): string {
   const text = JSON.stringify(body);
-  const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), connection: 'close', ...extra };
-  return `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${text}`;
+  const headers = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(text)),
+    connection: 'close',
+    ...extra,
+  };
+  return `HTTP/1.1 ${status} ${reason}\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n${text}`;
 }
 
 /**
@@ -220,7 +270,10 @@ export function answerUnparsedRequests(server: Server, logger: Logger): void {
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
       const [status, reason] = PARSER_STATUS[err.code ?? ''] ?? [400, 'Bad Request'];
-      const why = status === 431 ? 'the request line and headers are larger than the server accepts' : (err.reason ?? err.message);
+      const why =
+        status === 431
+          ? 'the request line and headers are larger than the server accepts'
+          : (err.reason ?? err.message);
       socket.end(rawJsonResponse(status, reason, { detail: `Malformed HTTP request: ${why}` }));
     }
     socket.destroySoon();
@@ -229,12 +282,23 @@ export function answerUnparsedRequests(server: Server, logger: Logger): void {
     socket.on('error', () => {}); // a client gone before the answer: nothing to tell it
     logger.info('refused a CONNECT request', { target: req.url?.slice(0, ECHO_LIMIT) });
     const methods = 'GET, HEAD, POST, PUT, PATCH, DELETE';
-    socket.end(rawJsonResponse(405, 'Method Not Allowed', new MethodNotAllowedError(`CONNECT is not served here; allowed: ${methods}`).toBody(), { allow: methods }));
+    socket.end(
+      rawJsonResponse(
+        405,
+        'Method Not Allowed',
+        new MethodNotAllowedError(`CONNECT is not served here; allowed: ${methods}`).toBody(),
+        { allow: methods },
+      ),
+    );
   });
 }
 
 /** The HTTP server of the local service and the ECS gateway: keep-alive timeouts, the guarded listener, node's refusals as JSON. */
-export function createApiServer(app: SiftApp, maxBodyBytes: number, opts: ListenerOptions & { logger: Logger }): Server {
+export function createApiServer(
+  app: SiftApp,
+  maxBodyBytes: number,
+  opts: ListenerOptions & { logger: Logger },
+): Server {
   const server = createKeepAliveServer(nodeHandler(app, maxBodyBytes, opts));
   answerUnparsedRequests(server, opts.logger);
   return server;

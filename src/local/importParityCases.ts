@@ -13,7 +13,13 @@ export interface ParityCase {
   threshold: number;
 }
 
-const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({ entities: [], classifications: [], structures: [], relations: [], ...s });
+const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({
+  entities: [],
+  classifications: [],
+  structures: [],
+  relations: [],
+  ...s,
+});
 
 export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
   {
@@ -23,7 +29,14 @@ export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
       'José Álvarez from Société Générale visited São Paulo and Kraków.',
       'Contact jane.doe@example.com before 5 May 2025 about invoice 4471.',
     ],
-    schema: schema({ entities: [{ name: 'person' }, { name: 'organization' }, { name: 'location' }, { name: 'date', description: 'a calendar date' }] }),
+    schema: schema({
+      entities: [
+        { name: 'person' },
+        { name: 'organization' },
+        { name: 'location' },
+        { name: 'date', description: 'a calendar date' },
+      ],
+    }),
     threshold: 0.3,
   },
   {
@@ -57,7 +70,10 @@ export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
   {
     name: 'relations',
     texts: ['Satya Nadella works for Microsoft, which is based in Redmond.'],
-    schema: schema({ entities: [{ name: 'person' }, { name: 'organization' }], relations: [{ name: 'works for' }, { name: 'based in' }] }),
+    schema: schema({
+      entities: [{ name: 'person' }, { name: 'organization' }],
+      relations: [{ name: 'works for' }, { name: 'based in' }],
+    }),
     threshold: 0.3,
   },
 ];

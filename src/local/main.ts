@@ -89,12 +89,19 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const dataDir = resolve(opts.dataDir);
   // local mode's metrics log: the same EMF lines CloudWatch would extract on AWS
   mkdirSync(join(dataDir, 'logs'), { recursive: true });
-  const emfLog = opts.metricsOut ? undefined : createWriteStream(join(dataDir, 'logs', 'metrics.emf.jsonl'), { flags: 'a' });
+  const emfLog = opts.metricsOut
+    ? undefined
+    : createWriteStream(join(dataDir, 'logs', 'metrics.emf.jsonl'), { flags: 'a' });
   const metricsOut = opts.metricsOut ?? ((line: string) => emfLog!.write(`${line}\n`));
-  const emulators = await startEmulators(dataDir, { bucket: BUCKET, ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}) });
+  const emulators = await startEmulators(dataDir, {
+    bucket: BUCKET,
+    ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}),
+  });
   let svc: AwsServices | undefined;
   // dataset rows are validated in child processes with a bounded heap, never on the thread that serves requests
-  const validation = new ValidationProcesses({ heapMb: opts.validationHeapMb ?? (Number(process.env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB) });
+  const validation = new ValidationProcesses({
+    heapMb: opts.validationHeapMb ?? (Number(process.env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB),
+  });
   const queue = new InProcessWorkQueue(
     (message: WorkMessage) => handleWorkMessage(svc as Services, message, { validateDataset: validation.validate }),
     2,
@@ -139,16 +146,24 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   });
   svc.training = runner;
   svc.modelBuilds = builds;
-  svc.hotPath = createHotPath((id, error) => logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }));
-  const workflows = new LocalWorkflowRunner(() => {
-    const services = svc as Services;
-    const predictor = new InProcessPredictor(services);
-    return {
-      ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
-      ...syntheticDataTasks(services, (input) => generateSyntheticDataShard(services, decoderTextGenerator(services), predictor, input)),
-      ...adaptiveTasks(services),
-    };
-  }, logger, opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000));
+  svc.hotPath = createHotPath((id, error) =>
+    logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
+  );
+  const workflows = new LocalWorkflowRunner(
+    () => {
+      const services = svc as Services;
+      const predictor = new InProcessPredictor(services);
+      return {
+        ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
+        ...syntheticDataTasks(services, (input) =>
+          generateSyntheticDataShard(services, decoderTextGenerator(services), predictor, input),
+        ),
+        ...adaptiveTasks(services),
+      };
+    },
+    logger,
+    opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000),
+  );
   svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {
@@ -165,7 +180,9 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   } catch (err) {
     // A failed start must not leave the emulators listening (or their files locked).
     // the start's own error is the one to throw; closing the usage ledger may fail for the same reason (the store), so it is logged
-    await svc.usage.close().catch((error: unknown) => logger.error('could not close the usage ledger after a failed start', { error }));
+    await svc.usage
+      .close()
+      .catch((error: unknown) => logger.error('could not close the usage ledger after a failed start', { error }));
     emfLog?.end();
     builds.close();
     await emulators.close();
@@ -173,10 +190,13 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   }
   const app = new SiftApp(svc, allRoutes(), logger);
   // the local stand-in for the stack's EventBridge schedule: the same input to the same state machine
-  const adaptiveEvery = opts.adaptiveEveryMs ?? (Number(process.env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined);
+  const adaptiveEvery =
+    opts.adaptiveEveryMs ?? (Number(process.env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined);
   const schedule = adaptiveEvery
     ? setInterval(() => {
-        workflows.start('adaptive', `adaptive-schedule-${Date.now()}`, { trigger: 'schedule' }).catch((err: unknown) => logger.error('could not start the adaptive loop', { error: err as Error }));
+        workflows
+          .start('adaptive', `adaptive-schedule-${Date.now()}`, { trigger: 'schedule' })
+          .catch((err: unknown) => logger.error('could not start the adaptive loop', { error: err as Error }));
       }, adaptiveEvery)
     : undefined;
   schedule?.unref();

@@ -18,7 +18,17 @@ export interface BuildStatusFile {
   error?: string;
   log?: string;
   venv?: { state: 'building' | 'done' | 'failed'; error?: string };
-  models?: Record<string, { state: 'pending' | 'building' | 'done' | 'failed'; stage?: string; step?: number; total?: number; eta_seconds?: number; error?: string }>;
+  models?: Record<
+    string,
+    {
+      state: 'pending' | 'building' | 'done' | 'failed';
+      stage?: string;
+      step?: number;
+      total?: number;
+      eta_seconds?: number;
+      error?: string;
+    }
+  >;
 }
 
 export const buildStatusPath = (modelsDir: string) => join(modelsDir, '.sift-build.json');
@@ -43,12 +53,17 @@ export async function readBuildStatus(modelsDir: string): Promise<BuildStatusFil
     return undefined; // never half-written (renamed into place); unparsable means not ours
   }
   if (status.state === 'running' && !alive(status.pid)) {
-    status = { ...status, state: 'failed', error: `the build process (pid ${status.pid}) ended without finishing${status.log ? `; see ${status.log}` : ''}` };
+    status = {
+      ...status,
+      state: 'failed',
+      error: `the build process (pid ${status.pid}) ended without finishing${status.log ? `; see ${status.log}` : ''}`,
+    };
   }
   if (status.state !== 'running') {
     // a build that ended (stopped, crashed) leaves nothing pending: what it did not finish failed
     const error = status.error ?? 'the build ended without finishing';
-    for (const m of Object.values(status.models ?? {})) if (m.state === 'pending' || m.state === 'building') Object.assign(m, { state: 'failed', error });
+    for (const m of Object.values(status.models ?? {}))
+      if (m.state === 'pending' || m.state === 'building') Object.assign(m, { state: 'failed', error });
     if (status.venv?.state === 'building') status.venv = { state: 'failed', error };
   }
   return status;
@@ -60,7 +75,12 @@ export function modelProgress(status: BuildStatusFile | undefined, modelId: stri
   if (!status || !m || m.state === 'done') return undefined;
   const log = status.log ? { log: status.log } : {};
   if (m.state === 'failed') return { state: 'failed', error: m.error ?? status.error ?? 'no reason recorded', ...log };
-  if (m.state === 'pending') return { state: 'pending', ...(status.stage ? { stage: status.stage === 'venv' ? 'venv' : 'queued' } : {}), ...log };
+  if (m.state === 'pending')
+    return {
+      state: 'pending',
+      ...(status.stage ? { stage: status.stage === 'venv' ? 'venv' : 'queued' } : {}),
+      ...log,
+    };
   const { state: _state, error: _error, ...rest } = m;
   return { state: 'building', ...rest, ...log };
 }
@@ -107,7 +127,10 @@ export class ModelBuildWatcher implements ModelBuildTracker {
     for (;;) {
       signal?.throwIfAborted();
       const s = this.status;
-      if (s?.venv?.state === 'failed') throw new Error(`the training venv could not be installed: ${s.venv.error ?? s.error ?? 'no reason recorded'}${s.log ? ` (log: ${s.log})` : ''}`);
+      if (s?.venv?.state === 'failed')
+        throw new Error(
+          `the training venv could not be installed: ${s.venv.error ?? s.error ?? 'no reason recorded'}${s.log ? ` (log: ${s.log})` : ''}`,
+        );
       const pending = modelIds.map((id) => [id, this.progress(id)] as const).filter(([, p]) => p !== undefined);
       const failed = pending.find(([, p]) => p?.state === 'failed');
       if (failed) throw new Error(`the build of ${failed[0]} failed: ${failed[1]?.error ?? 'no reason recorded'}`);

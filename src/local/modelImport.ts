@@ -58,8 +58,14 @@ export interface ImportResult {
 export function importableModel(id: string): BaseModel {
   const model = findBaseModel(id);
   const encoders = CATALOG.filter((m) => m.type === 'encoder').map((m) => m.id);
-  if (!model) throw new ModelImportError(`'${id}' is not a catalog model; the service serves only catalog ids, so import as one of: ${encoders.join(', ')}`);
-  if (model.type !== 'encoder') throw new ModelImportError(`'${id}' is a ${model.type} model; only GLiNER2 encoders are imported (${encoders.join(', ')})`);
+  if (!model)
+    throw new ModelImportError(
+      `'${id}' is not a catalog model; the service serves only catalog ids, so import as one of: ${encoders.join(', ')}`,
+    );
+  if (model.type !== 'encoder')
+    throw new ModelImportError(
+      `'${id}' is a ${model.type} model; only GLiNER2 encoders are imported (${encoders.join(', ')})`,
+    );
   return model;
 }
 
@@ -84,9 +90,22 @@ interface TrainerEvent {
 }
 
 /** Runs `python -m sift_trainer.export.import_checkpoint …`; resolves with its last event and a tail of stderr. */
-export function runImportModule(args: string[], o: { python?: string | undefined; trainerDir?: string | undefined; env?: Record<string, string>; onEvent?: (e: TrainerEvent) => void }): Promise<{ code: number | null; last?: TrainerEvent; stderr: string }> {
+export function runImportModule(
+  args: string[],
+  o: {
+    python?: string | undefined;
+    trainerDir?: string | undefined;
+    env?: Record<string, string>;
+    onEvent?: (e: TrainerEvent) => void;
+  },
+): Promise<{ code: number | null; last?: TrainerEvent; stderr: string }> {
   const python = o.python ?? DEFAULT_PYTHON;
-  if (!existsSync(python)) return Promise.reject(new ModelImportError(`the trainer's Python is not at ${python} (run \`node scripts/setup.mjs\`, or set SIFT_PYTHON)`));
+  if (!existsSync(python))
+    return Promise.reject(
+      new ModelImportError(
+        `the trainer's Python is not at ${python} (run \`node scripts/setup.mjs\`, or set SIFT_PYTHON)`,
+      ),
+    );
   return new Promise((ok, fail) => {
     const child = spawn(python, ['-m', 'sift_trainer.export.import_checkpoint', ...args], {
       cwd: o.trainerDir ?? join(REPO_ROOT, 'containers', 'training'),
@@ -110,7 +129,12 @@ export function runImportModule(args: string[], o: { python?: string | undefined
 }
 
 /** TS engine vs the Python library's answers on every case. */
-async function checkParity(dir: string, cases: readonly ParityCase[], reference: Array<{ name: string; results: CanonResult[] }>, tolerance: number) {
+async function checkParity(
+  dir: string,
+  cases: readonly ParityCase[],
+  reference: Array<{ name: string; results: CanonResult[] }>,
+  tolerance: number,
+) {
   const model = await EncoderModel.load(dir, { logger: createLogger() });
   try {
     let items = 0;
@@ -119,7 +143,12 @@ async function checkParity(dir: string, cases: readonly ParityCase[], reference:
     for (const [ci, c] of cases.entries()) {
       const out = await model.infer(c.texts, c.schema, { threshold: c.threshold, batchSize: 8 });
       out.results.forEach((r, ti) => {
-        const report = compareCanon(canonResult(r, c.schema), reference[ci]?.results[ti] ?? {}, tolerance, `[${c.name} #${ti}] `);
+        const report = compareCanon(
+          canonResult(r, c.schema),
+          reference[ci]?.results[ti] ?? {},
+          tolerance,
+          `[${c.name} #${ti}] `,
+        );
         items += report.items;
         maxDiff = Math.max(maxDiff, report.maxDiff);
         mismatches.push(...report.mismatches);
@@ -137,10 +166,18 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
   const checkpointDir = resolve(o.checkpointDir);
   if (!existsSync(checkpointDir)) throw new ModelImportError(`checkpoint directory ${checkpointDir} does not exist`);
   const modelId = o.modelId ?? (await modelIdFromCheckpoint(checkpointDir));
-  if (!modelId) throw new ModelImportError(`cannot tell which catalog model ${checkpointDir} is: pass --as <id> (${CATALOG.filter((m) => m.type === 'encoder').map((m) => m.id).join(', ')})`);
+  if (!modelId)
+    throw new ModelImportError(
+      `cannot tell which catalog model ${checkpointDir} is: pass --as <id> (${CATALOG.filter(
+        (m) => m.type === 'encoder',
+      )
+        .map((m) => m.id)
+        .join(', ')})`,
+    );
   importableModel(modelId);
   const target = join(o.modelsDir, modelDirName(modelId));
-  if (existsSync(target) && !o.force) throw new ModelImportError(`${target} already exists; pass --force to replace ${modelId}'s weights`);
+  if (existsSync(target) && !o.force)
+    throw new ModelImportError(`${target} already exists; pass --force to replace ${modelId}'s weights`);
   const cases = o.cases ?? IMPORT_PARITY_CASES;
   const tolerance = o.tolerance ?? IMPORT_PARITY_TOLERANCE;
 
@@ -152,27 +189,65 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
     await writeFile(join(work, 'cases.json'), JSON.stringify(cases));
     say(`${modelId}: converting ${checkpointDir} (gliner2 → ONNX fragments)…`);
     const run = await runImportModule(
-      ['convert', '--checkpoint', checkpointDir, '--out', staging, '--model-id', modelId, '--cases', join(work, 'cases.json'), '--reference', join(work, 'reference.json')],
-      { python: o.python, trainerDir: o.trainerDir, env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' }, onEvent: (e) => e.event === 'import_stage' && say(`  ${e.stage} (${e.seconds ?? '?'} s)`) },
+      [
+        'convert',
+        '--checkpoint',
+        checkpointDir,
+        '--out',
+        staging,
+        '--model-id',
+        modelId,
+        '--cases',
+        join(work, 'cases.json'),
+        '--reference',
+        join(work, 'reference.json'),
+      ],
+      {
+        python: o.python,
+        trainerDir: o.trainerDir,
+        env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+        onEvent: (e) => e.event === 'import_stage' && say(`  ${e.stage} (${e.seconds ?? '?'} s)`),
+      },
     );
     if (run.code !== 0) {
-      const why = run.last?.event === 'import_failed' && run.last.error ? run.last.error : `the converter exited with ${run.code}: ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`;
+      const why =
+        run.last?.event === 'import_failed' && run.last.error
+          ? run.last.error
+          : `the converter exited with ${run.code}: ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`;
       throw new ModelImportError(`refused ${checkpointDir}: ${why}`);
     }
-    const reference = JSON.parse(await readFile(join(work, 'reference.json'), 'utf8')) as Array<{ name: string; results: CanonResult[] }>;
+    const reference = JSON.parse(await readFile(join(work, 'reference.json'), 'utf8')) as Array<{
+      name: string;
+      results: CanonResult[];
+    }>;
     const parity = await checkParity(staging, cases, reference, tolerance);
     if (parity.mismatches.length) {
-      const shown = parity.mismatches.slice(0, 8).map((m) => `  ${m}`).join('\n');
+      const shown = parity.mismatches
+        .slice(0, 8)
+        .map((m) => `  ${m}`)
+        .join('\n');
       throw new ModelImportError(
         `refused ${checkpointDir}: the TS engine on the export disagrees with the gliner2 library on the checkpoint (${parity.mismatches.length} of ${parity.items} items beyond ${tolerance}); nothing was published:\n${shown}`,
       );
     }
     const texts = cases.reduce((n, c) => n + c.texts.length, 0);
     const summary = { cases: cases.length, texts, items: parity.items, maxDiff: parity.maxDiff, tolerance };
-    say(`  parity: ${parity.items} spans/labels on ${texts} texts identical, max |Δscore| ${parity.maxDiff.toExponential(2)} (≤ ${tolerance})`);
+    say(
+      `  parity: ${parity.items} spans/labels on ${texts} texts identical, max |Δscore| ${parity.maxDiff.toExponential(2)} (≤ ${tolerance})`,
+    );
     // the verdict travels with the weights
     const manifest = JSON.parse(await readFile(join(staging, MANIFEST_FILE), 'utf8')) as Record<string, unknown>;
-    await writeFile(join(staging, MANIFEST_FILE), JSON.stringify({ ...manifest, import_parity: { ...summary, engine: 'onnxruntime-node fp32', reference: 'gliner2 (PyTorch, CPU)' } }, null, 2));
+    await writeFile(
+      join(staging, MANIFEST_FILE),
+      JSON.stringify(
+        {
+          ...manifest,
+          import_parity: { ...summary, engine: 'onnxruntime-node fp32', reference: 'gliner2 (PyTorch, CPU)' },
+        },
+        null,
+        2,
+      ),
+    );
     if (existsSync(target)) {
       const old = `${staging}.replaced`;
       await rename(target, old);

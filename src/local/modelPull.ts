@@ -6,7 +6,14 @@
  */
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { importableModel, importCheckpoint, ModelImportError, runImportModule, type ImportOptions, type ImportResult } from './modelImport';
+import {
+  importableModel,
+  importCheckpoint,
+  ModelImportError,
+  runImportModule,
+  type ImportOptions,
+  type ImportResult,
+} from './modelImport';
 
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
 export const HUB_PROBE_TIMEOUT_MS = 10_000;
@@ -25,21 +32,32 @@ const truthy = (v: string | undefined) => ['1', 'true', 'yes', 'on'].includes((v
 /** One metadata request: resolves when the hub answers for the repo, else a ModelImportError saying why. */
 export async function probeHub(modelId: string, endpoint: string, timeoutMs: number): Promise<void> {
   if (truthy(process.env.HF_HUB_OFFLINE)) {
-    throw new ModelImportError(`HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: download ${modelId} where the hub is reachable and run \`sift models import <dir> --as ${modelId}\``);
+    throw new ModelImportError(
+      `HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: download ${modelId} where the hub is reachable and run \`sift models import <dir> --as ${modelId}\``,
+    );
   }
   const url = `${endpoint.replace(/\/+$/, '')}/api/models/${modelId}`;
   const token = process.env.HF_TOKEN;
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}) });
+    res = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}),
+    });
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
-    const why = e.name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : (e.cause?.code ?? e.cause?.message ?? e.message);
+    const why =
+      e.name === 'TimeoutError'
+        ? `no answer in ${timeoutMs / 1000} s`
+        : (e.cause?.code ?? e.cause?.message ?? e.message);
     throw new ModelImportError(
       `the Hugging Face hub is not reachable at ${endpoint} (${why}): download ${modelId} where it is (e.g. \`hf download ${modelId} --local-dir <dir>\`) and run \`sift models import <dir> --as ${modelId}\``,
     );
   }
-  if (res.status === 401 || res.status === 403) throw new ModelImportError(`the hub refused ${modelId} (HTTP ${res.status}): the repo is gated or private; set HF_TOKEN`);
+  if (res.status === 401 || res.status === 403)
+    throw new ModelImportError(
+      `the hub refused ${modelId} (HTTP ${res.status}): the repo is gated or private; set HF_TOKEN`,
+    );
   if (res.status === 404) throw new ModelImportError(`the hub has no repo ${modelId} (HTTP 404)`);
   if (!res.ok) throw new ModelImportError(`the hub answered HTTP ${res.status} for ${url}`);
 }
@@ -53,12 +71,18 @@ export async function pullModel(o: PullOptions): Promise<ImportResult> {
   const download = join(o.modelsDir, `.pulling-${process.pid}-${Date.now()}`);
   try {
     say(`${o.modelId}: downloading from ${endpoint}…`);
-    const run = await runImportModule(['download', '--repo', o.modelId, '--to', download, ...(o.revision ? ['--revision', o.revision] : [])], {
-      python: o.python,
-      trainerDir: o.trainerDir,
-      env: { HF_ENDPOINT: endpoint, HF_HUB_OFFLINE: '0' },
-    });
-    if (run.code !== 0) throw new ModelImportError(`downloading ${o.modelId} failed: ${run.last?.error ?? run.stderr.trim().split('\n').slice(-2).join(' | ')}`);
+    const run = await runImportModule(
+      ['download', '--repo', o.modelId, '--to', download, ...(o.revision ? ['--revision', o.revision] : [])],
+      {
+        python: o.python,
+        trainerDir: o.trainerDir,
+        env: { HF_ENDPOINT: endpoint, HF_HUB_OFFLINE: '0' },
+      },
+    );
+    if (run.code !== 0)
+      throw new ModelImportError(
+        `downloading ${o.modelId} failed: ${run.last?.error ?? run.stderr.trim().split('\n').slice(-2).join(' | ')}`,
+      );
     return await importCheckpoint({ ...o, checkpointDir: download, modelId: o.modelId });
   } finally {
     await rm(download, { recursive: true, force: true });

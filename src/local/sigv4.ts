@@ -58,7 +58,14 @@ export interface RequestToVerify {
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
 // Query-string auth parameters, by their exact names (as S3 reads them; the payload hash is the SDK presigner's).
-const AUTH_QUERY_PARAMS = ['X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature'];
+const AUTH_QUERY_PARAMS = [
+  'X-Amz-Algorithm',
+  'X-Amz-Credential',
+  'X-Amz-Date',
+  'X-Amz-Expires',
+  'X-Amz-SignedHeaders',
+  'X-Amz-Signature',
+];
 const PAYLOAD_QUERY_PARAM = 'X-Amz-Content-Sha256';
 const CONTENT_SHA256 = 'x-amz-content-sha256';
 const SIGNATURE = /^[0-9a-f]{64}$/;
@@ -67,7 +74,11 @@ const LONG_DATE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
 /** node:crypto in the shape the SDK's signer takes for its hash (what @smithy/hash-node does). */
 type SourceData = string | ArrayBuffer | ArrayBufferView;
 const bytes = (data: SourceData) =>
-  typeof data === 'string' ? data : data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  typeof data === 'string'
+    ? data
+    : data instanceof ArrayBuffer
+      ? new Uint8Array(data)
+      : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 export class NodeSha256 {
   private hash: Hash | Hmac;
   constructor(private readonly secret?: SourceData) {
@@ -93,7 +104,9 @@ type Query = Record<string, string | string[]>;
 function parseLongDate(value: string | undefined): Date | undefined {
   const m = value ? LONG_DATE.exec(value) : null;
   if (!m) return undefined;
-  const date = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])));
+  const date = new Date(
+    Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])),
+  );
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
@@ -176,17 +189,26 @@ export class SigV4Verifier {
     const authorization = headerValue(req.headers, 'authorization');
     const presigned = 'X-Amz-Algorithm' in query || 'X-Amz-Signature' in query;
     if (authorization !== undefined && presigned) {
-      return refuse('malformed', 'Only one auth mechanism allowed: the Authorization header or the X-Amz-* query parameters.');
+      return refuse(
+        'malformed',
+        'Only one auth mechanism allowed: the Authorization header or the X-Amz-* query parameters.',
+      );
     }
     if (presigned) return this.verifyPresigned(req, path, query);
     if (authorization !== undefined) return this.verifyHeader(req, path, query, authorization);
     return refuse('missing', 'Access Denied: the request is not signed.');
   }
 
-  private async verifyHeader(req: RequestToVerify, path: string, query: Query, authorization: string): Promise<Verdict> {
+  private async verifyHeader(
+    req: RequestToVerify,
+    path: string,
+    query: Query,
+    authorization: string,
+  ): Promise<Verdict> {
     const space = authorization.indexOf(' ');
     const algorithm = space < 0 ? authorization : authorization.slice(0, space);
-    if (algorithm !== ALGORITHM) return refuse('malformed', `Unsupported authorization type: only ${ALGORITHM} is accepted.`);
+    if (algorithm !== ALGORITHM)
+      return refuse('malformed', `Unsupported authorization type: only ${ALGORITHM} is accepted.`);
     const fields = new Map<string, string>();
     for (const part of authorization.slice(space + 1).split(',')) {
       const eq = part.indexOf('=');
@@ -198,7 +220,10 @@ export class SigV4Verifier {
     const longDate = headerValue(req.headers, 'x-amz-date');
     const date = parseLongDate(longDate);
     if (!scope || !signedHeaders?.length || !signature || !SIGNATURE.test(signature)) {
-      return refuse('malformed', 'The authorization header is malformed: it needs Credential, SignedHeaders and Signature.');
+      return refuse(
+        'malformed',
+        'The authorization header is malformed: it needs Credential, SignedHeaders and Signature.',
+      );
     }
     if (!date) return refuse('malformed', 'AWS authentication requires a valid x-amz-date header.');
     const problem = this.checkScope(scope, longDate!, signedHeaders);
@@ -236,14 +261,26 @@ export class SigV4Verifier {
     const expiresText = param('X-Amz-Expires');
     const signedHeaders = param('X-Amz-SignedHeaders')?.split(';');
     const signature = param('X-Amz-Signature');
-    if (algorithm !== ALGORITHM || !scope || !date || !expiresText || !signedHeaders?.length || !signature || !SIGNATURE.test(signature)) {
+    if (
+      algorithm !== ALGORITHM ||
+      !scope ||
+      !date ||
+      !expiresText ||
+      !signedHeaders?.length ||
+      !signature ||
+      !SIGNATURE.test(signature)
+    ) {
       return refuse(
         'malformed',
         'Query-string authentication requires the X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date, X-Amz-Expires, X-Amz-SignedHeaders and X-Amz-Signature parameters.',
       );
     }
     const expires = /^[1-9]\d{0,6}$/.test(expiresText) ? Number(expiresText) : NaN;
-    if (!(expires <= MAX_PRESIGNED_EXPIRY_S)) return refuse('malformed', `X-Amz-Expires must be a whole number of seconds from 1 to ${MAX_PRESIGNED_EXPIRY_S}.`);
+    if (!(expires <= MAX_PRESIGNED_EXPIRY_S))
+      return refuse(
+        'malformed',
+        `X-Amz-Expires must be a whole number of seconds from 1 to ${MAX_PRESIGNED_EXPIRY_S}.`,
+      );
     const problem = this.checkScope(scope, longDate!, signedHeaders);
     if (problem) return problem;
     const now = this.now().getTime();
@@ -277,7 +314,10 @@ export class SigV4Verifier {
       signingService: scope.service,
       signableHeaders: new Set(signedHeaders),
       // signed headers stay headers; the payload hash goes back to the query only if it was there
-      unhoistableHeaders: new Set([...signedHeaders.filter((h) => h.startsWith('x-amz-')), ...(inQuery ? [] : [CONTENT_SHA256])]),
+      unhoistableHeaders: new Set([
+        ...signedHeaders.filter((h) => h.startsWith('x-amz-')),
+        ...(inQuery ? [] : [CONTENT_SHA256]),
+      ]),
       ...(inQuery ? {} : { unsignableHeaders: new Set([CONTENT_SHA256]) }),
     });
     if (!sameSignature(single(presignedAgain.query?.['X-Amz-Signature'] ?? undefined), signature)) return mismatch();
@@ -289,7 +329,10 @@ export class SigV4Verifier {
       return refuse('unknown_key', 'The AWS access key id you provided does not exist in our records.');
     }
     if (scope.service !== this.service || scope.shortDate !== longDate.slice(0, 8)) {
-      return refuse('malformed', `The credential scope must name this service ('${this.service}') and the request's date.`);
+      return refuse(
+        'malformed',
+        `The credential scope must name this service ('${this.service}') and the request's date.`,
+      );
     }
     if (!signedHeaders.includes('host') || signedHeaders.some((h) => h !== h.toLowerCase() || !h)) {
       return refuse('malformed', 'SignedHeaders must be lower-case names and include host.');
@@ -300,10 +343,15 @@ export class SigV4Verifier {
   /** S3 requires the payload's hash (or UNSIGNED-PAYLOAD) on every header-signed request; aws-chunked bodies are not supported here. */
   private checkPayload(payloadHash: string | undefined): Verdict | undefined {
     if (payloadHash === undefined) {
-      return this.service === 's3' ? refuse('payload_missing', 'Missing required header for this request: x-amz-content-sha256.') : undefined;
+      return this.service === 's3'
+        ? refuse('payload_missing', 'Missing required header for this request: x-amz-content-sha256.')
+        : undefined;
     }
     if (payloadHash.startsWith('STREAMING-')) {
-      return refuse('payload_unsupported', `The local store does not accept ${payloadHash} (aws-chunked) bodies; send UNSIGNED-PAYLOAD or the body's sha256.`);
+      return refuse(
+        'payload_unsupported',
+        `The local store does not accept ${payloadHash} (aws-chunked) bodies; send UNSIGNED-PAYLOAD or the body's sha256.`,
+      );
     }
     if (payloadHash !== UNSIGNED_PAYLOAD && !/^[0-9a-f]{64}$/.test(payloadHash)) {
       return refuse('malformed', 'x-amz-content-sha256 must be UNSIGNED-PAYLOAD or a lower-case hex sha256.');
@@ -338,5 +386,8 @@ function refuse(refusal: Refusal, message: string): Verdict {
 }
 
 function mismatch(): Verdict {
-  return refuse('mismatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.');
+  return refuse(
+    'mismatch',
+    'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+  );
 }

@@ -1,5 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Agent, createServer, request as upstreamRequest, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent,
+  createServer,
+  request as upstreamRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SigV4Verifier, UNSIGNED_PAYLOAD, type Refusal, type StoreCredentials, type Verdict } from './sigv4';
 
@@ -42,7 +50,17 @@ export interface StoreFront {
 const S3RVER_ACCESS_KEY = 'S3RVER';
 const CORS_METHODS = ['GET', 'HEAD', 'PUT'];
 // Headers that describe one hop, not the request: never forwarded.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'expect']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'expect',
+]);
 
 interface StoreError {
   status: number;
@@ -89,7 +107,12 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
   };
   const corsHeaders = (req: IncomingMessage): OutgoingHttpHeaders => {
     const origin = allowedOrigin(req);
-    return isS3 ? { vary: 'Origin', ...(origin ? { 'access-control-allow-origin': origin, 'access-control-expose-headers': 'ETag' } : {}) } : {};
+    return isS3
+      ? {
+          vary: 'Origin',
+          ...(origin ? { 'access-control-allow-origin': origin, 'access-control-expose-headers': 'ETag' } : {}),
+        }
+      : {};
   };
 
   const fail = (req: IncomingMessage, res: ServerResponse, error: StoreError) => {
@@ -119,7 +142,12 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     const origin = allowedOrigin(req);
     const method = String(req.headers['access-control-request-method']);
     const requested = req.headers['access-control-request-headers'];
-    if (!origin || !CORS_METHODS.includes(method) || (requested !== undefined && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+(?:\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/.test(requested))) {
+    if (
+      !origin ||
+      !CORS_METHODS.includes(method) ||
+      (requested !== undefined &&
+        !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+(?:\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/.test(requested))
+    ) {
       fail(req, res, { status: 403, code: 'AccessDenied', message: 'CORSResponse: This CORS request is not allowed.' });
       return;
     }
@@ -154,18 +182,40 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
       req.once('aborted', () => reject(new Error('request aborted')));
     });
 
-  const forward = (req: IncomingMessage, res: ServerResponse, path: string, headers: OutgoingHttpHeaders, body: Buffer | 'stream') => {
-    const up = upstreamRequest({ socketPath: opts.upstreamSocket, agent, method: req.method, path, headers }, (upRes) => {
-      const out: OutgoingHttpHeaders = {};
-      for (const [name, value] of Object.entries(upRes.headers)) {
-        // the store's own CORS answers (s3rver's bucket rules) never reach a browser: ours do
-        if (value === undefined || name.startsWith('access-control-') || name === 'vary' || name === 'connection' || name === 'keep-alive') continue;
-        out[name] = value;
-      }
-      res.writeHead(upRes.statusCode ?? 502, { ...out, ...corsHeaders(req) });
-      upRes.pipe(res);
-    });
-    up.on('error', () => fail(req, res, { status: 500, code: isS3 ? 'InternalError' : 'InternalServerError', message: 'The local store did not answer.' }));
+  const forward = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    body: Buffer | 'stream',
+  ) => {
+    const up = upstreamRequest(
+      { socketPath: opts.upstreamSocket, agent, method: req.method, path, headers },
+      (upRes) => {
+        const out: OutgoingHttpHeaders = {};
+        for (const [name, value] of Object.entries(upRes.headers)) {
+          // the store's own CORS answers (s3rver's bucket rules) never reach a browser: ours do
+          if (
+            value === undefined ||
+            name.startsWith('access-control-') ||
+            name === 'vary' ||
+            name === 'connection' ||
+            name === 'keep-alive'
+          )
+            continue;
+          out[name] = value;
+        }
+        res.writeHead(upRes.statusCode ?? 502, { ...out, ...corsHeaders(req) });
+        upRes.pipe(res);
+      },
+    );
+    up.on('error', () =>
+      fail(req, res, {
+        status: 500,
+        code: isS3 ? 'InternalError' : 'InternalServerError',
+        message: 'The local store did not answer.',
+      }),
+    );
     // a client that goes away mid-upload aborts the store's request too
     res.on('close', () => {
       if (!res.writableFinished) up.destroy();
@@ -182,14 +232,21 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     }
     const url = req.url ?? '/';
     // DynamoDB clients other than the SDK sign the body's hash without sending it: hash what came
-    const needsBody = !isS3 && req.headers['x-amz-content-sha256'] === undefined && req.headers.authorization !== undefined;
+    const needsBody =
+      !isS3 && req.headers['x-amz-content-sha256'] === undefined && req.headers.authorization !== undefined;
     let body: Buffer | undefined;
     if (needsBody) {
       if (expectsContinue) res.writeContinue();
       body = await readBody(req, opts.maxVerifiedBodyBytes);
-      if (!body) return fail(req, res, { status: 413, code: 'RequestEntityTooLarge', message: 'Request body too large' });
+      if (!body)
+        return fail(req, res, { status: 413, code: 'RequestEntityTooLarge', message: 'Request body too large' });
     }
-    const verdict = await verifier.verify({ method: req.method ?? 'GET', url, headers: req.headers, ...(body ? { body } : {}) });
+    const verdict = await verifier.verify({
+      method: req.method ?? 'GET',
+      url,
+      headers: req.headers,
+      ...(body ? { body } : {}),
+    });
     if (!verdict.ok) return refuse(req, res, verdict);
     if (expectsContinue && !needsBody) res.writeContinue();
 
@@ -223,7 +280,8 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     let path = url;
     if (isS3) {
       // s3rver knows only its built-in key; the signature was checked here, so name that key instead
-      if (typeof headers.authorization === 'string') headers.authorization = headers.authorization.replace(/Credential=[^/]+\//, `Credential=${S3RVER_ACCESS_KEY}/`);
+      if (typeof headers.authorization === 'string')
+        headers.authorization = headers.authorization.replace(/Credential=[^/]+\//, `Credential=${S3RVER_ACCESS_KEY}/`);
       path = url.replace(/([?&]X-Amz-Credential=)[^/%&]+(%2F|\/)/, `$1${S3RVER_ACCESS_KEY}$2`);
     }
     forward(req, res, path, headers, body ?? 'stream');
@@ -231,7 +289,11 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
 
   const serve = (expectsContinue: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res, expectsContinue).catch(() =>
-      fail(req, res, { status: 500, code: isS3 ? 'InternalError' : 'InternalServerError', message: 'We encountered an internal error. Please try again.' }),
+      fail(req, res, {
+        status: 500,
+        code: isS3 ? 'InternalError' : 'InternalServerError',
+        message: 'We encountered an internal error. Please try again.',
+      }),
     );
   };
   const server = createServer(serve(false));

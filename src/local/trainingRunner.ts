@@ -16,7 +16,15 @@ import { missingAsUndefined } from '../adapters/fs/missingFile';
 import { InProcessPredictor, validationMetrics } from '../core/evaluation/workflow';
 import { archiveKey, checkpointPrefix, logChunkKey, modelPrefix, type LogLine } from '../core/training/artifacts';
 import type { TrainingLauncher } from '../core/training/launcher';
-import { checkpointSaved, completeTraining, failTraining, prepareTraining, trainingRunning, type LifecycleReport, type PreparedTraining } from '../core/training/lifecycle';
+import {
+  checkpointSaved,
+  completeTraining,
+  failTraining,
+  prepareTraining,
+  trainingRunning,
+  type LifecycleReport,
+  type PreparedTraining,
+} from '../core/training/lifecycle';
 import { getTrainingJob, recordJobEpochs, recordJobProgress, type TrainingJob } from '../core/trainingJobs';
 import type { Logger } from '../http/logger';
 
@@ -46,10 +54,30 @@ export interface RunnerOptions {
  * internal token — since the trainer runs checkpoint and dataset content the service did not write.
  */
 export const TRAINER_ENV_NAMES = [
-  'PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'TMP', 'TEMP',
-  'SIFT_TORCH_THREADS', 'OMP_NUM_THREADS', 'OMP_WAIT_POLICY', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS',
-  'TORCH_HOME', 'HF_HOME', 'HF_HUB_CACHE', 'HF_DATASETS_CACHE', 'XDG_CACHE_HOME',
-  'CUDA_VISIBLE_DEVICES', 'PYTORCH_CUDA_ALLOC_CONF',
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'LANG',
+  'LANGUAGE',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TMPDIR',
+  'TMP',
+  'TEMP',
+  'SIFT_TORCH_THREADS',
+  'OMP_NUM_THREADS',
+  'OMP_WAIT_POLICY',
+  'MKL_NUM_THREADS',
+  'OPENBLAS_NUM_THREADS',
+  'TORCH_HOME',
+  'HF_HOME',
+  'HF_HUB_CACHE',
+  'HF_DATASETS_CACHE',
+  'XDG_CACHE_HOME',
+  'CUDA_VISIBLE_DEVICES',
+  'PYTORCH_CUDA_ALLOC_CONF',
 ] as const;
 
 /** The trainer's environment: the allow-listed variables that are set, then the job's own. */
@@ -59,7 +87,14 @@ export function trainerEnv(jobDir: string, from: NodeJS.ProcessEnv = process.env
     const value = from[name];
     if (value !== undefined) env[name] = value;
   }
-  return { ...env, SIFT_JOB_DIR: jobDir, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' };
+  return {
+    ...env,
+    SIFT_JOB_DIR: jobDir,
+    PYTHONUNBUFFERED: '1',
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    TOKENIZERS_PARALLELISM: 'false',
+  };
 }
 
 const EPOCHS_WRITE_ATTEMPTS = 4;
@@ -144,7 +179,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
       });
       if (!requested) return;
       try {
-        await this.opts.whenBuilt(findBaseModel(requested.base_model) ? [requested.base_model] : [], this.closing.signal);
+        await this.opts.whenBuilt(
+          findBaseModel(requested.base_model) ? [requested.base_model] : [],
+          this.closing.signal,
+        );
       } catch (err) {
         if (this.closing.signal.aborted) return;
         await this.fail(svc, teamId, jobId, `cannot train yet: ${(err as Error).message}`);
@@ -156,7 +194,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
     if (!job) return; // stopped or deleted while it waited
     const dir = join(this.opts.workDir, 'jobs', jobId);
     const log = new LogWriter(svc, teamId, jobId);
-    const report: LifecycleReport = { logger: this.opts.logger, jobLog: { line: (text) => log.system(text), flush: () => log.flush() } };
+    const report: LifecycleReport = {
+      logger: this.opts.logger,
+      jobLog: { line: (text) => log.system(text), flush: () => log.flush() },
+    };
     try {
       await rm(dir, { recursive: true, force: true });
       await this.prepare(svc, teamId, job, dir, log);
@@ -166,11 +207,17 @@ export class LocalTrainingRunner implements TrainingLauncher {
     } catch (err) {
       log.system(`runner error: ${(err as Error).message}`);
       // the job still fails with the reason on its record when its log cannot be written
-      await log.flush().catch((error: unknown) => this.opts.logger.error('could not write a failed training job\'s log', { job_id: jobId, error }));
+      await log
+        .flush()
+        .catch((error: unknown) =>
+          this.opts.logger.error("could not write a failed training job's log", { job_id: jobId, error }),
+        );
       await this.fail(svc, teamId, jobId, (err as Error).message);
     } finally {
       // `force` already ignores a missing directory; anything else leaves files behind, said here
-      await rm(dir, { recursive: true, force: true }).catch((error: unknown) => this.opts.logger.warn('could not remove a training job directory', { job_id: jobId, dir, error }));
+      await rm(dir, { recursive: true, force: true }).catch((error: unknown) =>
+        this.opts.logger.warn('could not remove a training job directory', { job_id: jobId, dir, error }),
+      );
     }
   }
 
@@ -183,7 +230,10 @@ export class LocalTrainingRunner implements TrainingLauncher {
       await writeFile(join(dir, 'input', 'data', 'train', rows.file), await svc.blobs.getText(rows.key));
     }
     const baseModelPath = await this.baseModelDir(svc, prepared.model);
-    await writeFile(join(dir, 'input', 'config', 'hyperparameters.json'), JSON.stringify(prepared.hyperparameters(baseModelPath), null, 2));
+    await writeFile(
+      join(dir, 'input', 'config', 'hyperparameters.json'),
+      JSON.stringify(prepared.hyperparameters(baseModelPath), null, 2),
+    );
     log.system(`prepared ${prepared.train.length} dataset(s); base model ${prepared.job.base_model}`);
   }
 
@@ -245,19 +295,30 @@ export class LocalTrainingRunner implements TrainingLauncher {
         if (lastProgress) pending.push(this.saveProgress(svc, teamId, job.id, lastProgress));
         void Promise.allSettled([...pending, ...saves]).then((settled) => {
           const failed = settled.slice(pending.length).find((r): r is PromiseRejectedResult => r.status === 'rejected');
-          resolve({ code, signal, ...(completed ? { completed } : {}), ...(failed ? { saveError: failed.reason as Error } : {}) });
+          resolve({
+            code,
+            signal,
+            ...(completed ? { completed } : {}),
+            ...(failed ? { saveError: failed.reason as Error } : {}),
+          });
         });
       });
     });
   }
 
   private async saveProgress(svc: Services, teamId: string, jobId: string, e: TrainerEvent): Promise<void> {
-    const progress = { epoch: Number(e.epoch ?? 0), step: Number(e.step ?? 0), total_steps: Number(e.total_steps ?? 0) };
+    const progress = {
+      epoch: Number(e.epoch ?? 0),
+      step: Number(e.step ?? 0),
+      total_steps: Number(e.total_steps ?? 0),
+    };
     // progress is rewritten every second: a failed write is logged, not retried; a job deleted meanwhile needs none
-    await recordJobProgress(svc, teamId, jobId, progress, typeof e.loss === 'number' ? e.loss : undefined).catch((error: unknown) => {
-      if (error instanceof WriteConflict) return;
-      this.opts.logger.warn('could not record a training job\'s progress', { job_id: jobId, error });
-    });
+    await recordJobProgress(svc, teamId, jobId, progress, typeof e.loss === 'number' ? e.loss : undefined).catch(
+      (error: unknown) => {
+        if (error instanceof WriteConflict) return;
+        this.opts.logger.warn("could not record a training job's progress", { job_id: jobId, error });
+      },
+    );
   }
 
   /**
@@ -265,7 +326,13 @@ export class LocalTrainingRunner implements TrainingLauncher {
    * is retried, and one that still fails is logged with the job id and said in the job's log, since
    * the record then keeps the catalog default. A job deleted meanwhile (WriteConflict) is not retried.
    */
-  private async saveEpochs(svc: Services, teamId: string, jobId: string, epochs: number, log: LogWriter): Promise<void> {
+  private async saveEpochs(
+    svc: Services,
+    teamId: string,
+    jobId: string,
+    epochs: number,
+    log: LogWriter,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         await recordJobEpochs(svc, teamId, jobId, epochs);
@@ -276,8 +343,15 @@ export class LocalTrainingRunner implements TrainingLauncher {
           return;
         }
         if (attempt >= EPOCHS_WRITE_ATTEMPTS) {
-          this.opts.logger.error('could not record the planned epochs of a training job', { job_id: jobId, epochs, attempts: attempt, error });
-          log.system(`WARNING: the trainer planned ${epochs} epochs but the job record could not be updated (${(error as Error).message}); it still shows the default`);
+          this.opts.logger.error('could not record the planned epochs of a training job', {
+            job_id: jobId,
+            epochs,
+            attempts: attempt,
+            error,
+          });
+          log.system(
+            `WARNING: the trainer planned ${epochs} epochs but the job record could not be updated (${(error as Error).message}); it still shows the default`,
+          );
           return;
         }
         await delay(EPOCHS_RETRY_DELAY_MS * attempt);
@@ -286,26 +360,45 @@ export class LocalTrainingRunner implements TrainingLauncher {
   }
 
   /** Uploads the checkpoint's files, then reports it to the lifecycle: a listed checkpoint always has its files. */
-  private async saveCheckpoint(svc: Services, teamId: string, job: TrainingJob, e: TrainerEvent, log: LogWriter): Promise<void> {
+  private async saveCheckpoint(
+    svc: Services,
+    teamId: string,
+    job: TrainingJob,
+    e: TrainerEvent,
+    log: LogWriter,
+  ): Promise<void> {
     const id = typeof e.id === 'string' ? e.id : newUuid();
     const prefix = checkpointPrefix(teamId, job.id, id);
     try {
       await svc.blobs.putDirectory(String(e.path ?? ''), prefix);
       await checkpointSaved(svc, teamId, job, { ...e, id }, prefix);
     } catch (error) {
-      this.opts.logger.error('could not save a training job\'s checkpoint', { job_id: job.id, checkpoint_id: id, error });
+      this.opts.logger.error("could not save a training job's checkpoint", {
+        job_id: job.id,
+        checkpoint_id: id,
+        error,
+      });
       throw new Error(`could not save checkpoint ${id} (step ${String(e.step ?? '?')}): ${(error as Error).message}`);
     }
     log.system(`checkpoint ${id} saved (step ${String(e.step ?? '?')})`);
   }
 
   /** The trainer exited: its model goes to the lifecycle's completion, anything else to its failure. */
-  private async finish(svc: Services, teamId: string, job: TrainingJob, dir: string, exit: TrainerExit, report: LifecycleReport): Promise<void> {
+  private async finish(
+    svc: Services,
+    teamId: string,
+    job: TrainingJob,
+    dir: string,
+    exit: TrainerExit,
+    report: LifecycleReport,
+  ): Promise<void> {
     if (exit.saveError) throw exit.saveError;
     if (exit.code !== 0 || !exit.completed) {
       // a stopped job's trainer exits too: the stop stands (failTraining keeps it), with its checkpoints
       const failure = (await readFile(join(dir, 'output', 'failure'), 'utf8').catch(missingAsUndefined)) ?? ''; // the trainer may die before writing one
-      const reason = failure.trim() || `the trainer exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`} and wrote no failure file`;
+      const reason =
+        failure.trim() ||
+        `the trainer exited with ${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`} and wrote no failure file`;
       await failTraining(svc, teamId, job.id, reason, { report });
       return;
     }
@@ -374,7 +467,11 @@ class LogWriter {
     if (batch.length === 0) return this.writing;
     const first = batch[0] as LogLine;
     this.writing = this.writing.then(() =>
-      this.svc.blobs.put(logChunkKey(this.teamId, this.jobId, first.offset), `${batch.map((l) => JSON.stringify(l)).join('\n')}\n`, 'application/x-ndjson'),
+      this.svc.blobs.put(
+        logChunkKey(this.teamId, this.jobId, first.offset),
+        `${batch.map((l) => JSON.stringify(l)).join('\n')}\n`,
+        'application/x-ndjson',
+      ),
     );
     return this.writing;
   }

@@ -92,8 +92,14 @@ export class ValidationProcesses {
 
   private start(): ChildProcess {
     this.started += 1;
-    const env = Object.fromEntries(CHILD_ENV.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]!]])));
-    const child = fork(this.entry, [], { execArgv: [`--max-old-space-size=${this.opts.heapMb}`], env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    const env = Object.fromEntries(
+      CHILD_ENV.flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]!]])),
+    );
+    const child = fork(this.entry, [], {
+      execArgv: [`--max-old-space-size=${this.opts.heapMb}`],
+      env,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     const tail = { text: '' };
     this.stderrTail.set(child, tail);
     child.stderr!.setEncoding('utf8');

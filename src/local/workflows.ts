@@ -39,7 +39,9 @@ export class LocalWorkflowRunner implements WorkflowLauncher {
       const raw = WORKFLOWS[kind]();
       // task names are found by the placeholder Resource, so read them before substituting
       m = {
-        sm: new StateMachine(substitute(raw, LOCAL_ARNS) as never, { validationOptions: { checkArn: false, checkPaths: true } }),
+        sm: new StateMachine(substitute(raw, LOCAL_ARNS) as never, {
+          validationOptions: { checkArn: false, checkPaths: true },
+        }),
         taskNames: lambdaTaskNames(raw),
         waits: Object.fromEntries(waitStates(raw).map((state) => [state, this.pollMs])),
       };
@@ -66,7 +68,9 @@ export class LocalWorkflowRunner implements WorkflowLauncher {
     }
     const exec = sm.run(input as never, {
       overrides: { taskResourceLocalHandlers: handlers as never, waitTimeOverrides: waits },
-      context: { Execution: { Id: `arn:aws:states:local:000000000000:execution:sift-local-${kind}:${name}`, Name: name } } as never,
+      context: {
+        Execution: { Id: `arn:aws:states:local:000000000000:execution:sift-local-${kind}:${name}`, Name: name },
+      } as never,
     });
     const done = exec.result.then(
       () => undefined,

@@ -45,7 +45,10 @@ describe('put / head / stream / getText', () => {
     await writeFile(join(dir, 'big.jsonl'), big);
     await blobs.put('t/c.jsonl', createReadStream(join(dir, 'big.jsonl')), 'application/x-ndjson');
 
-    expect(await blobs.head('t/a.txt')).toMatchObject({ size: Buffer.byteLength('héllo 🎉'), contentType: 'text/plain; charset=utf-8' });
+    expect(await blobs.head('t/a.txt')).toMatchObject({
+      size: Buffer.byteLength('héllo 🎉'),
+      contentType: 'text/plain; charset=utf-8',
+    });
     expect((await blobs.head('t/a.txt'))?.lastModified).toBeInstanceOf(Date);
     expect(await blobs.head('t/b.bin')).toMatchObject({ size: 5, contentType: 'application/octet-stream' });
     expect(await blobs.head('t/c.jsonl')).toMatchObject({ size: big.length, contentType: 'application/x-ndjson' });

@@ -98,7 +98,10 @@ test('a re-published model is picked up within the checked-copy TTL; while its m
   await blobs.deletePrefix('models/a/manifest.json');
   expect(await runtime.localDir(blobs, served('a'))).toBe(first); // within the TTL: the checked copy
   await new Promise((r) => setTimeout(r, 150));
-  await expect(runtime.localDir(blobs, served('a'))).rejects.toMatchObject({ status: 503, message: expect.stringContaining('not in the model store') });
+  await expect(runtime.localDir(blobs, served('a'))).rejects.toMatchObject({
+    status: 503,
+    message: expect.stringContaining('not in the model store'),
+  });
   await blobs.put('models/a/onnx/encoder.onnx', new Uint8Array(FILE_BYTES).fill(7));
   await blobs.put('models/a/manifest.json', JSON.stringify({ id: 'a', build: 2 }));
   const second = await runtime.localDir(blobs, served('a'));

@@ -28,16 +28,23 @@ async function modelWith(extraKey: string): Promise<MemoryBlobStore> {
   return blobs;
 }
 
-test.each(['onnx/../../escaped.txt', 'onnx/../../../escaped.txt', 'onnx/..\\..\\escaped.txt'])('a store key %j is refused, naming it, and nothing is written outside the cache', async (suffix) => {
-  const runtime = new OnnxEncoderRuntime({ cacheDir });
-  const refused = await runtime.localDir(await modelWith(suffix), { requested: 'm', prefix: 'models/m/' }).catch((e: unknown) => e as Error);
-  await runtime.close();
-  expect(refused).toBeInstanceOf(Error);
-  expect((refused as Error).message).toBe(`model store key models/m/${suffix} names an unsafe path ${JSON.stringify(suffix)}: it climbs out with ".."`);
-  expect(existsSync(join(root, 'escaped.txt'))).toBe(false);
-  expect(existsSync(join(cacheDir, 'escaped.txt'))).toBe(false);
-  expect(await readdir(root)).toEqual(['cache']);
-});
+test.each(['onnx/../../escaped.txt', 'onnx/../../../escaped.txt', 'onnx/..\\..\\escaped.txt'])(
+  'a store key %j is refused, naming it, and nothing is written outside the cache',
+  async (suffix) => {
+    const runtime = new OnnxEncoderRuntime({ cacheDir });
+    const refused = await runtime
+      .localDir(await modelWith(suffix), { requested: 'm', prefix: 'models/m/' })
+      .catch((e: unknown) => e as Error);
+    await runtime.close();
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toBe(
+      `model store key models/m/${suffix} names an unsafe path ${JSON.stringify(suffix)}: it climbs out with ".."`,
+    );
+    expect(existsSync(join(root, 'escaped.txt'))).toBe(false);
+    expect(existsSync(join(cacheDir, 'escaped.txt'))).toBe(false);
+    expect(await readdir(root)).toEqual(['cache']);
+  },
+);
 
 test('a plain model is still copied whole', async () => {
   const runtime = new OnnxEncoderRuntime({ cacheDir });

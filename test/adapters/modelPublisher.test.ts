@@ -53,7 +53,11 @@ async function buildModelDir(root: string, id = MODEL): Promise<string> {
   await writeFile(join(dir, 'onnx', 'encoder.onnx'), randomBytes(700_000));
   await writeFile(join(dir, 'onnx', 'span_rep.onnx'), randomBytes(300_000));
   await writeFile(join(dir, '.build.lock'), '');
-  const manifest = { format: 'sift-model/1', model_id: id, files: { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', onnx_dir: 'onnx/' } };
+  const manifest = {
+    format: 'sift-model/1',
+    model_id: id,
+    files: { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', onnx_dir: 'onnx/' },
+  };
   await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
   return dir;
 }
@@ -101,7 +105,9 @@ describe('publishing a model directory', () => {
       for await (const c of await stack.svc.blobs.stream(PREFIX + rel)) chunks.push(Buffer.from(c));
       expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
     }
-    const head = await (stack.svc.blobs.s3 as S3Client).send(new HeadObjectCommand({ Bucket: stack.svc.blobs.bucket, Key: `${PREFIX}model.safetensors` }));
+    const head = await (stack.svc.blobs.s3 as S3Client).send(
+      new HeadObjectCommand({ Bucket: stack.svc.blobs.bucket, Key: `${PREFIX}model.safetensors` }),
+    );
     expect(head.Metadata?.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(await available()).toBe(true);
   });
@@ -110,12 +116,22 @@ describe('publishing a model directory', () => {
     const dir = await buildModelDir(join(work, 'again'));
     await publishModelDir(stack.svc.blobs, dir);
     puts = [];
-    expect(await publishModelDir(stack.svc.blobs, dir)).toEqual({ modelId: MODEL, uploaded: 0, unchanged: 5, manifest: 'unchanged' });
+    expect(await publishModelDir(stack.svc.blobs, dir)).toEqual({
+      modelId: MODEL,
+      uploaded: 0,
+      unchanged: 5,
+      manifest: 'unchanged',
+    });
     expect(puts).toEqual([]);
 
     await writeFile(join(dir, 'onnx', 'encoder.onnx'), randomBytes(700_000)); // same size, new bytes
     const events: PublishEvent[] = [];
-    expect(await publishModelDir(stack.svc.blobs, dir, { onEvent: (e) => events.push(e) })).toEqual({ modelId: MODEL, uploaded: 1, unchanged: 4, manifest: 'written' });
+    expect(await publishModelDir(stack.svc.blobs, dir, { onEvent: (e) => events.push(e) })).toEqual({
+      modelId: MODEL,
+      uploaded: 1,
+      unchanged: 4,
+      manifest: 'written',
+    });
     expect(puts).toEqual([`${PREFIX}onnx/encoder.onnx`, `${PREFIX}manifest.json`]);
     expect(events.some((e) => e.type === 'withdrawn')).toBe(true);
   });
@@ -127,7 +143,8 @@ describe('publishing a model directory', () => {
     const first = publishModelDir(stack.svc.blobs, dir, {
       signal: abort.signal,
       onEvent: (e) => {
-        if (e.type === 'file' && e.action === 'uploaded' && ++uploads === 2) abort.abort(new Error('operator pressed ctrl-c'));
+        if (e.type === 'file' && e.action === 'uploaded' && ++uploads === 2)
+          abort.abort(new Error('operator pressed ctrl-c'));
       },
     });
     await expect(first).rejects.toThrow('operator pressed ctrl-c');
@@ -136,7 +153,12 @@ describe('publishing a model directory', () => {
     expect(await stack.svc.blobs.list(PREFIX)).toHaveLength(2);
 
     puts = [];
-    expect(await publishModelDir(stack.svc.blobs, dir)).toEqual({ modelId: MODEL, uploaded: 3, unchanged: 2, manifest: 'written' });
+    expect(await publishModelDir(stack.svc.blobs, dir)).toEqual({
+      modelId: MODEL,
+      uploaded: 3,
+      unchanged: 2,
+      manifest: 'written',
+    });
     expect(puts).toHaveLength(4);
     expect(await available()).toBe(true);
   });
@@ -145,9 +167,16 @@ describe('publishing a model directory', () => {
     const dir = await buildModelDir(join(work, 'bad'));
     const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
     await writeFile(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, model_id: 'fastino/gliner2-base-v1' }));
-    await expect(publishModelDir(stack.svc.blobs, dir)).rejects.toThrow(/model_id 'fastino\/gliner2-base-v1' does not match the directory name/);
-    await writeFile(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, files: { ...manifest.files, tokenizer_config: 'tokenizer_config.json' } }));
-    await expect(publishModelDir(stack.svc.blobs, dir)).rejects.toThrow(/names files that are not in the directory: tokenizer_config.json/);
+    await expect(publishModelDir(stack.svc.blobs, dir)).rejects.toThrow(
+      /model_id 'fastino\/gliner2-base-v1' does not match the directory name/,
+    );
+    await writeFile(
+      join(dir, 'manifest.json'),
+      JSON.stringify({ ...manifest, files: { ...manifest.files, tokenizer_config: 'tokenizer_config.json' } }),
+    );
+    await expect(publishModelDir(stack.svc.blobs, dir)).rejects.toThrow(
+      /names files that are not in the directory: tokenizer_config.json/,
+    );
     expect(puts).toEqual([]);
   });
 });
@@ -160,8 +189,12 @@ describe('sources and the CLI path', () => {
     await mkdir(join(root, 'not-a-model'), { recursive: true });
     expect(await resolveModelSources([root], root)).toEqual([base, mini]);
     expect(await resolveModelSources([MODEL, mini], root)).toEqual([mini]);
-    await expect(resolveModelSources(['acme/unknown'], root)).rejects.toThrow(/neither a directory nor a catalog model id/);
-    await expect(resolveModelSources(['fastino/gliner2-large-v1'], root)).rejects.toThrow(/not built or provided: no .*fastino--gliner2-large-v1\/manifest.json/);
+    await expect(resolveModelSources(['acme/unknown'], root)).rejects.toThrow(
+      /neither a directory nor a catalog model id/,
+    );
+    await expect(resolveModelSources(['fastino/gliner2-large-v1'], root)).rejects.toThrow(
+      /not built or provided: no .*fastino--gliner2-large-v1\/manifest.json/,
+    );
     await expect(resolveModelSources([join(root, 'not-a-model')], root)).rejects.toThrow(/holds no model directories/);
   });
 
@@ -175,9 +208,18 @@ describe('sources and the CLI path', () => {
     process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
     const lines: string[] = [];
     try {
-      const opts = { bucket: stack.svc.blobs.bucket, prefix: 'models/', modelsDir: root, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
-      await expect(publishCommand([MODEL], { ...opts, bucket: 'Bad_Bucket' }, (l) => lines.push(l))).rejects.toThrow(/--bucket: 'Bad_Bucket'/);
-      await expect(publishCommand([MODEL], { ...opts, prefix: 'models' }, (l) => lines.push(l))).rejects.toThrow(/--prefix: 'models' must end with '\/'/);
+      const opts = {
+        bucket: stack.svc.blobs.bucket,
+        prefix: 'models/',
+        modelsDir: root,
+        endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`,
+      };
+      await expect(publishCommand([MODEL], { ...opts, bucket: 'Bad_Bucket' }, (l) => lines.push(l))).rejects.toThrow(
+        /--bucket: 'Bad_Bucket'/,
+      );
+      await expect(publishCommand([MODEL], { ...opts, prefix: 'models' }, (l) => lines.push(l))).rejects.toThrow(
+        /--prefix: 'models' must end with '\/'/,
+      );
       const [result] = await publishCommand([MODEL], opts, (l) => lines.push(l));
       expect(result).toMatchObject({ modelId: MODEL, uploaded: 5, manifest: 'written' });
     } finally {
@@ -198,15 +240,34 @@ describe('sources and the CLI path', () => {
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
     // the local stores' credentials as a user's tool finds them: the file each start writes in the data dir
     const { AWS_ACCESS_KEY_ID: _id, AWS_SECRET_ACCESS_KEY: _secret, AWS_PROFILE: _profile, ...ambient } = process.env;
-    const env = { ...ambient, AWS_SHARED_CREDENTIALS_FILE: join(stack.dataDir, STORE_CREDENTIALS_FILE), AWS_REGION: 'us-east-1' };
+    const env = {
+      ...ambient,
+      AWS_SHARED_CREDENTIALS_FILE: join(stack.dataDir, STORE_CREDENTIALS_FILE),
+      AWS_REGION: 'us-east-1',
+    };
     // async: this process hosts the S3 emulator the CLI talks to
-    const sift = (...args: string[]) => promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env, encoding: 'utf8' });
+    const sift = (...args: string[]) =>
+      promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], {
+        env,
+        encoding: 'utf8',
+      });
     expect((await sift('--help')).stdout).toMatch(/^ {2}models +Base-model weights in a deployed bucket$/m);
-    const publish = ['models', 'publish', MODEL, '--models-dir', root, '--endpoint-url', `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`];
+    const publish = [
+      'models',
+      'publish',
+      MODEL,
+      '--models-dir',
+      root,
+      '--endpoint-url',
+      `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`,
+    ];
     const { stdout } = await sift(...publish, '--bucket', stack.svc.blobs.bucket);
     expect(stdout.trim().split('\n').pop()).toBe('sift/gliner2-mini-v1: 5 uploaded, 0 unchanged; manifest written');
     expect(await available()).toBe(true);
-    await expect(sift(...publish, '--bucket', 'x')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("sift models publish: --bucket: 'x' is not a valid S3 bucket name") });
+    await expect(sift(...publish, '--bucket', 'x')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining("sift models publish: --bucket: 'x' is not a valid S3 bucket name"),
+    });
   }, 60_000);
 
   it('local start-up publishes with the same code and skips a model whose manifest is already there', async () => {
@@ -224,11 +285,23 @@ describe("SageMaker's model channel", () => {
     const dir = await buildModelDir(join(work, 'channel'));
     await publishModelDir(stack.svc.blobs, dir);
     const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
-    const ds = await stack.uploadDataset('channel-rows', jsonl([{ text: 'Tim Cook leads Apple.', entities: [{ text: 'Tim Cook', start: 0, end: 8, label: 'person' }] }]));
+    const ds = await stack.uploadDataset(
+      'channel-rows',
+      jsonl([{ text: 'Tim Cook leads Apple.', entities: [{ text: 'Tim Cook', start: 0, end: 8, label: 'person' }] }]),
+    );
     expect(ds.status).toBe('ready');
     const { training: _notSubmitted, ...recordOnly } = stack.svc;
-    const job = await createTrainingJob(recordOnly, teamId, { model_name: 'channel', base_model: MODEL, datasets: [{ name: 'channel-rows' }], training_type: 'full' });
-    const prepared = await prepareTraining(stack.svc, { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 }, { jobId: job.id, teamId });
+    const job = await createTrainingJob(recordOnly, teamId, {
+      model_name: 'channel',
+      base_model: MODEL,
+      datasets: [{ name: 'channel-rows' }],
+      training_type: 'full',
+    });
+    const prepared = await prepareTraining(
+      stack.svc,
+      { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 },
+      { jobId: job.id, teamId },
+    );
 
     const channel = prepared.channels.find((c) => c.ChannelName === 'model') as S3PrefixChannel;
     const container = join(work, 'container');

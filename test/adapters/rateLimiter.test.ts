@@ -11,7 +11,13 @@ import { DynamoRecordStore } from '../../src/adapters/dynamodb/recordStore';
 import { RateLimitError } from '../../src/core/errors';
 import { DynamoRateLimiter } from '../../src/adapters/dynamodb/rateLimiter';
 import { MemoryRateLimiter } from '../../src/adapters/memory/rateLimiter';
-import { EDGE_LIMIT, enforceEdgeLimit, enforceLimits, LIMIT_CLASSES, type RateLimiter } from '../../src/core/rateLimits';
+import {
+  EDGE_LIMIT,
+  enforceEdgeLimit,
+  enforceLimits,
+  LIMIT_CLASSES,
+  type RateLimiter,
+} from '../../src/core/rateLimits';
 import { startEmulators, type Emulators } from '../../src/local/emulators';
 
 let dir: string;
@@ -22,7 +28,11 @@ let records: DynamoRecordStore;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-limits-'));
   emulators = await startEmulators(dir, { bucket: 'unused' });
-  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: emulators.credentials });
+  client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: emulators.dynamoEndpoint,
+    credentials: emulators.credentials,
+  });
   records = new DynamoRecordStore(client, 'limits');
   await records.ensureTable();
 });
@@ -98,7 +108,9 @@ describe('DynamoRateLimiter storage', () => {
     const two = new DynamoRateLimiter(records);
     await one.hit(key, MINUTE, at(125));
     expect((await two.hit(key, MINUTE, at(126))).count).toBe(2);
-    const raw = await records.doc.send(new GetCommand({ TableName: 'limits', Key: { pk: `RATE#${key}#60`, sk: String(T0 / 1000 + 120) } }));
+    const raw = await records.doc.send(
+      new GetCommand({ TableName: 'limits', Key: { pk: `RATE#${key}#60`, sk: String(T0 / 1000 + 120) } }),
+    );
     expect(raw.Item).toMatchObject({ count: 2, expiresAt: T0 / 1000 + 120 + 120 });
   });
 });
@@ -110,19 +122,33 @@ describe.each(implementations)('enforceLimits over %s', (_name, make) => {
     const limit = LIMIT_CLASSES.training_create[0]!.limit;
     for (let i = 1; i <= limit; i += 1) {
       const headers = await enforceLimits(limiter, scope, 'training_create', at(10));
-      expect(headers).toEqual({ 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(limit - i), 'x-ratelimit-reset': '50' });
+      expect(headers).toEqual({
+        'x-ratelimit-limit': String(limit),
+        'x-ratelimit-remaining': String(limit - i),
+        'x-ratelimit-reset': '50',
+      });
     }
     const err = await enforceLimits(limiter, scope, 'training_create', at(15)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RateLimitError);
     const e = err as RateLimitError;
     expect(e.status).toBe(429);
     expect(e.message).toMatch(/Rate limit exceeded: 20 requests per 60 s/);
-    expect(e.headers).toEqual({ 'retry-after': '45', 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '45' });
+    expect(e.headers).toEqual({
+      'retry-after': '45',
+      'x-ratelimit-limit': '20',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '45',
+    });
     expect(e.toBody()).toEqual({ detail: e.message });
     // Another scope and another class are unaffected; the next window is open again.
     await expect(enforceLimits(limiter, `team:${bucket('t')}`, 'training_create', at(15))).resolves.toBeDefined();
-    await expect(enforceLimits(limiter, scope, 'generate', at(15))).resolves.toMatchObject({ 'x-ratelimit-limit': '120' });
-    await expect(enforceLimits(limiter, scope, 'training_create', at(60))).resolves.toMatchObject({ 'x-ratelimit-remaining': '19', 'x-ratelimit-reset': '60' });
+    await expect(enforceLimits(limiter, scope, 'generate', at(15))).resolves.toMatchObject({
+      'x-ratelimit-limit': '120',
+    });
+    await expect(enforceLimits(limiter, scope, 'training_create', at(60))).resolves.toMatchObject({
+      'x-ratelimit-remaining': '19',
+      'x-ratelimit-reset': '60',
+    });
   });
 
   it('counts a request against every rule of its class and reports the tightest window', async () => {

@@ -17,7 +17,11 @@ let store: DynamoRecordStore;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sift-records-'));
   emulators = await startEmulators(dir, { bucket: 'unused' });
-  client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulators.dynamoEndpoint, credentials: emulators.credentials });
+  client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: emulators.dynamoEndpoint,
+    credentials: emulators.credentials,
+  });
   store = new DynamoRecordStore(client, 'contract');
   await store.ensureTable();
 });
@@ -61,7 +65,16 @@ describe('DynamoDB items', () => {
 
   it('conditions become DynamoDB condition expressions with placeholders only', () => {
     expect(
-      toExpression([{ itemExists: true }, { anyOf: [{ attr: 'seq|w1', present: false }, { attr: 'seq|w1', lessThan: 4 }] }, { attr: 'tasks', contains: 'ner' }]),
+      toExpression([
+        { itemExists: true },
+        {
+          anyOf: [
+            { attr: 'seq|w1', present: false },
+            { attr: 'seq|w1', lessThan: 4 },
+          ],
+        },
+        { attr: 'tasks', contains: 'ner' },
+      ]),
     ).toEqual({
       expression: 'attribute_exists(pk) AND (attribute_not_exists(#c1) OR #c2 < :c3) AND contains(#c4, :c5)',
       names: { '#c1': 'seq|w1', '#c2': 'seq|w1', '#c4': 'tasks' },
@@ -81,7 +94,8 @@ describe('queryAll over more than one 1 MB page', () => {
   const ITEMS = 8;
   const blob = 'x'.repeat(300 * 1024);
   beforeAll(async () => {
-    for (let i = 0; i < ITEMS; i += 1) await store.put({ pk, sk: `BIG#${String(i).padStart(2, '0')}` }, { i, even: i % 2 === 0, blob });
+    for (let i = 0; i < ITEMS; i += 1)
+      await store.put({ pk, sk: `BIG#${String(i).padStart(2, '0')}` }, { i, even: i % 2 === 0, blob });
   });
 
   it('follows pagination to the end (one query returns a partial page)', async () => {
@@ -98,7 +112,10 @@ describe('queryAll over more than one 1 MB page', () => {
   it('applies filters on every page and stops at max', async () => {
     const even = await store.queryAll<{ i: number }>(pk, { filter: [{ attr: 'even', equals: true }] });
     expect(even.map((x) => x.i)).toEqual([0, 2, 4, 6]);
-    const odd = await store.queryAll<{ i: number }>(pk, { beginsWith: 'BIG#', filter: [{ attr: 'even', equals: false }] });
+    const odd = await store.queryAll<{ i: number }>(pk, {
+      beginsWith: 'BIG#',
+      filter: [{ attr: 'even', equals: false }],
+    });
     expect(odd.map((x) => x.i)).toEqual([1, 3, 5, 7]);
     const capped = await store.queryAll<{ i: number }>(pk, { max: 2 });
     expect(capped.map((x) => x.i)).toEqual([0, 1]);

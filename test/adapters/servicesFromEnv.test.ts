@@ -13,7 +13,9 @@ describe('servicesFromEnv', () => {
     const svc = servicesFromEnv('dynamodb');
     expect(svc.records.table).toBe('sift-records');
     expect(() => svc.blobs.list('x')).toThrow(/SIFT_BUCKET is not set/);
-    expect(() => svc.queue.send({ type: 'dataset.process', team_id: 't', dataset_name: 'd', version: 1 })).toThrow(/SIFT_QUEUE_URL is not set/);
+    expect(() => svc.queue.send({ type: 'dataset.process', team_id: 't', dataset_name: 'd', version: 1 })).toThrow(
+      /SIFT_QUEUE_URL is not set/,
+    );
   });
 
   it('refuses to start without a table', () => {

@@ -11,13 +11,32 @@ import { StoreUnavailableError, STORE_RETRY_AFTER_SECONDS } from '../../src/core
 import { WriteConflict } from '../../src/core/ports';
 
 const sdkError = (name: string, status: number | undefined, extra: object = {}) =>
-  Object.assign(new Error(`${name} from the service`), { name, $metadata: status === undefined ? {} : { httpStatusCode: status }, ...extra });
+  Object.assign(new Error(`${name} from the service`), {
+    name,
+    $metadata: status === undefined ? {} : { httpStatusCode: status },
+    ...extra,
+  });
 
 describe('storeFailure: unavailable means throttled, 5xx or unreachable', () => {
   it.each([
-    ['a refused connection', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), { code: 'ECONNREFUSED', $metadata: { attempts: 3 } }), 'unreachable'],
-    ['a reset connection', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET', $metadata: {} }), 'unreachable'],
-    ['a DNS failure', Object.assign(new Error('getaddrinfo ENOTFOUND dynamodb'), { code: 'ENOTFOUND', $metadata: {} }), 'unreachable'],
+    [
+      'a refused connection',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8000'), {
+        code: 'ECONNREFUSED',
+        $metadata: { attempts: 3 },
+      }),
+      'unreachable',
+    ],
+    [
+      'a reset connection',
+      Object.assign(new Error('socket hang up'), { code: 'ECONNRESET', $metadata: {} }),
+      'unreachable',
+    ],
+    [
+      'a DNS failure',
+      Object.assign(new Error('getaddrinfo ENOTFOUND dynamodb'), { code: 'ENOTFOUND', $metadata: {} }),
+      'unreachable',
+    ],
     ['a request timeout', sdkError('TimeoutError', undefined), 'unreachable'],
     ['DynamoDB throttling', sdkError('ThrottlingException', 400), 'throttled'],
     ['DynamoDB over provisioned throughput', sdkError('ProvisionedThroughputExceededException', 400), 'throttled'],
@@ -29,7 +48,13 @@ describe('storeFailure: unavailable means throttled, 5xx or unreachable', () => 
   ])('%s → StoreUnavailableError', (_what, err, reason) => {
     const mapped = storeFailure('records', err);
     expect(mapped).toBeInstanceOf(StoreUnavailableError);
-    expect(mapped).toMatchObject({ status: 503, store: 'records', reason, cause: err, headers: { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) } });
+    expect(mapped).toMatchObject({
+      status: 503,
+      store: 'records',
+      reason,
+      cause: err,
+      headers: { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) },
+    });
   });
 
   it.each([
@@ -43,10 +68,13 @@ describe('storeFailure: unavailable means throttled, 5xx or unreachable', () => 
   });
 });
 
-describe('the DynamoDB adapter speaks the core\'s terms', () => {
+describe("the DynamoDB adapter speaks the core's terms", () => {
   /** A DynamoDB client whose every call fails with `err`, as the SDK would throw it. */
   const storeFailingWith = (err: unknown) => {
-    const store = new DynamoRecordStore(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }), 'sift-records');
+    const store = new DynamoRecordStore(
+      new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } }),
+      'sift-records',
+    );
     store.doc.send = (async () => {
       throw err;
     }) as typeof store.doc.send;
@@ -69,7 +97,13 @@ describe('the DynamoDB adapter speaks the core\'s terms', () => {
   });
 
   it('a failed condition is still WriteConflict, and a validation error still itself', async () => {
-    await expect(storeFailingWith(sdkError('ConditionalCheckFailedException', 400)).put({ pk: 'a', sk: 'b' }, {}, { ifAbsent: true })).rejects.toBeInstanceOf(WriteConflict);
+    await expect(
+      storeFailingWith(sdkError('ConditionalCheckFailedException', 400)).put(
+        { pk: 'a', sk: 'b' },
+        {},
+        { ifAbsent: true },
+      ),
+    ).rejects.toBeInstanceOf(WriteConflict);
     const invalid = sdkError('ValidationException', 400);
     await expect(storeFailingWith(invalid).get('a', 'b')).rejects.toBe(invalid);
   });

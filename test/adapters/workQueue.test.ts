@@ -43,7 +43,18 @@ function gatedHandler() {
       running -= 1;
     }
   };
-  return { handler, gates, started, finished, get running() { return running; }, get maxRunning() { return maxRunning; } };
+  return {
+    handler,
+    gates,
+    started,
+    finished,
+    get running() {
+      return running;
+    },
+    get maxRunning() {
+      return maxRunning;
+    },
+  };
 }
 
 describe('InProcessWorkQueue', () => {
@@ -69,7 +80,10 @@ describe('InProcessWorkQueue', () => {
   });
 
   it('honours a concurrency of 1 and of more than the backlog', async () => {
-    for (const [concurrency, expected] of [[1, 1], [10, 4]] as const) {
+    for (const [concurrency, expected] of [
+      [1, 1],
+      [10, 4],
+    ] as const) {
       const h = gatedHandler();
       const queue = new InProcessWorkQueue(h.handler, concurrency);
       for (let v = 1; v <= 4; v += 1) await queue.send(msg(v));

@@ -15,8 +15,19 @@ let keys: ApiGatewayKeys;
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  fake = await FakeApiGateway.start(['sift-test-free', 'sift-test-pro', 'sift-test-research', 'sift-test-custom', 'sift-other-pro']);
-  const client = new APIGatewayClient({ endpoint: fake.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' }, maxAttempts: 1 });
+  fake = await FakeApiGateway.start([
+    'sift-test-free',
+    'sift-test-pro',
+    'sift-test-research',
+    'sift-test-custom',
+    'sift-other-pro',
+  ]);
+  const client = new APIGatewayClient({
+    endpoint: fake.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+    maxAttempts: 1,
+  });
   keys = new ApiGatewayKeys('test', client);
   stack.svc.gatewayKeys = keys;
 });
@@ -25,7 +36,7 @@ afterAll(async () => {
   await fake?.stop();
 });
 
-it('gives a team one key, in its plan\'s usage plan of this stage, and the same value afterwards', async () => {
+it("gives a team one key, in its plan's usage plan of this stage, and the same value afterwards", async () => {
   const team = { id: 'team-a', plan: 'pro' as const };
   const value = await usageIdentifierFor(stack.svc, team);
   expect(value).toMatch(/^[A-Za-z0-9_-]{40}$/);
@@ -37,7 +48,7 @@ it('gives a team one key, in its plan\'s usage plan of this stage, and the same 
   expect(fake.calls.length).toBe(before); // remembered: no API Gateway call
 });
 
-it('moves a team to its new plan\'s usage plan and deletes the old key', async () => {
+it("moves a team to its new plan's usage plan and deletes the old key", async () => {
   const first = await usageIdentifierFor(stack.svc, { id: 'team-b', plan: 'free' });
   const oldId = [...fake.keys.values()].find((k) => k.value === first)!.id;
   const second = await usageIdentifierFor(stack.svc, { id: 'team-b', plan: 'research' });
@@ -48,10 +59,16 @@ it('moves a team to its new plan\'s usage plan and deletes the old key', async (
 });
 
 it('two first requests at once keep one key (the loser deletes its own)', async () => {
-  const [a, b] = await Promise.all([usageIdentifierFor(stack.svc, { id: 'team-c', plan: 'custom' }), usageIdentifierFor(stack.svc, { id: 'team-c', plan: 'custom' })]);
+  const [a, b] = await Promise.all([
+    usageIdentifierFor(stack.svc, { id: 'team-c', plan: 'custom' }),
+    usageIdentifierFor(stack.svc, { id: 'team-c', plan: 'custom' }),
+  ]);
   expect(a).toBe(b);
   expect([...fake.keys.values()].filter((k) => k.tags['sift:team'] === 'team-c')).toHaveLength(1);
-  const stored = await stack.svc.records.get<{ value: string }>(gatewayKeyItem('team-c').pk, gatewayKeyItem('team-c').sk);
+  const stored = await stack.svc.records.get<{ value: string }>(
+    gatewayKeyItem('team-c').pk,
+    gatewayKeyItem('team-c').sk,
+  );
   expect(stored?.value).toBe(a);
 });
 
@@ -64,8 +81,17 @@ it('leaves no key outside every plan when attaching it fails, and records nothin
 });
 
 it('names the missing usage plan when the stack has none for the plan', async () => {
-  const other = new ApiGatewayKeys('nostage', new APIGatewayClient({ endpoint: fake.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } }));
-  await expect(other.create({ id: 'team-e', plan: 'pro' })).rejects.toThrow('no API Gateway usage plan named sift-nostage-pro');
+  const other = new ApiGatewayKeys(
+    'nostage',
+    new APIGatewayClient({
+      endpoint: fake.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+    }),
+  );
+  await expect(other.create({ id: 'team-e', plan: 'pro' })).rejects.toThrow(
+    'no API Gateway usage plan named sift-nostage-pro',
+  );
 });
 
 it('keeps the key off the team record: GET /teams never shows it', async () => {

@@ -24,8 +24,20 @@ const TRAINING_ARN = 'arn:aws:states:us-east-1:123456789012:stateMachine:sift-te
 const PREFIX = 'sift-test-';
 const TOKEN_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sift-test-internal-token';
 const ROWS = [
-  { text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] },
-  { text: 'Satya Nadella visited Paris.', entities: [['Satya Nadella', 'person'], ['Paris', 'city']] },
+  {
+    text: 'Tim Cook runs Apple.',
+    entities: [
+      ['Tim Cook', 'person'],
+      ['Apple', 'company'],
+    ],
+  },
+  {
+    text: 'Satya Nadella visited Paris.',
+    entities: [
+      ['Satya Nadella', 'person'],
+      ['Paris', 'city'],
+    ],
+  },
 ];
 
 let stack: TestStack;
@@ -69,7 +81,10 @@ beforeAll(async () => {
 
   output = await writeTrainerOutput(workDir, { validationRows: ROWS });
   // the base model's files: SageMaker refuses a job whose model channel is empty
-  await stack.svc.blobs.put('models/sift/gliner2-mini-v1/manifest.json', JSON.stringify({ format: 'sift-model/1', family: 'encoder' }));
+  await stack.svc.blobs.put(
+    'models/sift/gliner2-mini-v1/manifest.json',
+    JSON.stringify({ format: 'sift-model/1', family: 'encoder' }),
+  );
   team = await stack.newTeam('rehearsal');
   await stack.uploadDataset('people', jsonl(ROWS), { key: team.key });
 }, 60_000);
@@ -82,17 +97,30 @@ afterAll(async () => {
 });
 
 async function callApi(method: string, path: string, body?: unknown) {
-  const res = await api(apiGatewayEvent(method, path, { key: team.key, ...(body !== undefined ? { body } : {}) }), lambdaContext);
+  const res = await api(
+    apiGatewayEvent(method, path, { key: team.key, ...(body !== undefined ? { body } : {}) }),
+    lambdaContext,
+  );
   return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
 }
 
 /** POST /core/training-jobs through the API Lambda; returns the job id and the execution it started. */
 async function createJob(modelName: string, baseModel = 'sift/gliner2-mini-v1') {
-  const created = await callApi('POST', '/core/training-jobs', { model_name: modelName, base_model: baseModel, datasets: [{ name: 'people' }], training_type: 'lora', nr_epochs: 2 });
+  const created = await callApi('POST', '/core/training-jobs', {
+    model_name: modelName,
+    base_model: baseModel,
+    datasets: [{ name: 'people' }],
+    training_type: 'lora',
+    nr_epochs: 2,
+  });
   expect(created).toMatchObject({ status: 201, body: { status: 'requested' } });
   const id = created.body.id as string;
   const start = control.callsOf('AWSStepFunctions.StartExecution').find((r) => r.name === id);
-  expect(start).toEqual({ stateMachineArn: TRAINING_ARN, name: id, input: JSON.stringify({ jobId: id, teamId: team.teamId }) });
+  expect(start).toEqual({
+    stateMachineArn: TRAINING_ARN,
+    name: id,
+    input: JSON.stringify({ jobId: id, teamId: team.teamId }),
+  });
   return { id, input: JSON.parse(String(start!.input)) as Record<string, unknown> };
 }
 
@@ -100,7 +128,11 @@ async function createJob(modelName: string, baseModel = 'sift/gliner2-mini-v1') 
  * Runs the deployed training ASL: Lambda tasks → the workflow Lambda (payload `{task, input}`, as
  * Step Functions invokes it), Train → the SageMaker stand-in. `deliver` decides what EventBridge does.
  */
-async function runTraining(input: Record<string, unknown>, outcome: Outcome, deliver: (e: TrainingEvent) => Promise<void> = (e) => trainingEvents(e, lambdaContext)) {
+async function runTraining(
+  input: Record<string, unknown>,
+  outcome: Outcome,
+  deliver: (e: TrainingEvent) => Promise<void> = (e) => trainingEvents(e, lambdaContext),
+) {
   const raw = WORKFLOWS.training();
   const definition = substitute(raw, {
     TaskFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:sift-test-tasks',
@@ -110,18 +142,24 @@ async function runTraining(input: Record<string, unknown>, outcome: Outcome, del
     Stage: 'test',
   });
   const sageMaker = new SageMakerTrainingStandIn(stack.svc.blobs, control, deliver);
-  const handlers: Record<string, (payload: never) => Promise<unknown>> = { Train: (request) => sageMaker.run(request, outcome) };
-  for (const state of Object.keys(lambdaTaskNames(raw))) handlers[state] = (payload) => workflow(payload, lambdaContext);
+  const handlers: Record<string, (payload: never) => Promise<unknown>> = {
+    Train: (request) => sageMaker.run(request, outcome),
+  };
+  for (const state of Object.keys(lambdaTaskNames(raw)))
+    handlers[state] = (payload) => workflow(payload, lambdaContext);
   const sm = new StateMachine(definition as never, { validationOptions: { checkArn: false, checkPaths: true } });
-  const result = await sm.run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never } }).result.then(
-    (out) => ({ ok: true as const, out: out as Record<string, unknown> }),
-    (error: Error) => ({ ok: false as const, error }),
-  );
+  const result = await sm
+    .run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never } })
+    .result.then(
+      (out) => ({ ok: true as const, out: out as Record<string, unknown> }),
+      (error: Error) => ({ ok: false as const, error }),
+    );
   return { result, sageMaker };
 }
 
 const job = async (id: string) => (await callApi('GET', `/core/training-jobs/${id}`)).body;
-const checkpoints = async (id: string) => (await callApi('GET', `/core/training-jobs/${id}/checkpoints`)).body.checkpoints as Record<string, unknown>[];
+const checkpoints = async (id: string) =>
+  (await callApi('GET', `/core/training-jobs/${id}/checkpoints`)).body.checkpoints as Record<string, unknown>[];
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 async function blob(key: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -141,29 +179,59 @@ describe('training on AWS, rehearsed against the emulators', () => {
     // what SageMaker was asked to run (already checked against the CreateTrainingJob rules)
     const [request] = sageMaker.requests as Record<string, any>[];
     expect(request!.TrainingJobName).toBe(`${PREFIX}${id}`);
-    expect(request!.HyperParameters).toMatchObject({ base_model_path: '/opt/ml/input/data/model', training_type: 'lora', nr_epochs: '2', model_name: 'end-to-end' });
-    const channels = Object.fromEntries((request!.InputDataConfig as any[]).map((c) => [c.ChannelName, c.DataSource.S3DataSource.S3Uri]));
-    expect(channels).toEqual({ train: `s3://sift-data/jobs/${team.teamId}/${id}/input/train/`, model: 's3://sift-data/models/sift/gliner2-mini-v1/' });
-    expect(await stack.svc.blobs.getText(`jobs/${team.teamId}/${id}/input/train/people-v1.jsonl`)).toContain('Tim Cook');
-    expect(request!.Tags).toEqual([{ Key: 'sift:stage', Value: 'test' }, { Key: 'sift:job', Value: id }]);
+    expect(request!.HyperParameters).toMatchObject({
+      base_model_path: '/opt/ml/input/data/model',
+      training_type: 'lora',
+      nr_epochs: '2',
+      model_name: 'end-to-end',
+    });
+    const channels = Object.fromEntries(
+      (request!.InputDataConfig as any[]).map((c) => [c.ChannelName, c.DataSource.S3DataSource.S3Uri]),
+    );
+    expect(channels).toEqual({
+      train: `s3://sift-data/jobs/${team.teamId}/${id}/input/train/`,
+      model: 's3://sift-data/models/sift/gliner2-mini-v1/',
+    });
+    expect(await stack.svc.blobs.getText(`jobs/${team.teamId}/${id}/input/train/people-v1.jsonl`)).toContain(
+      'Tim Cook',
+    );
+    expect(request!.Tags).toEqual([
+      { Key: 'sift:stage', Value: 'test' },
+      { Key: 'sift:job', Value: id },
+    ]);
 
     const done = await job(id);
-    expect(done).toMatchObject({ status: 'complete', error: null, metrics: { f1: 0.8125, precision: 0.8667, recall: 0.7647 } });
+    expect(done).toMatchObject({
+      status: 'complete',
+      error: null,
+      metrics: { f1: 0.8125, precision: 0.8667, recall: 0.7647 },
+    });
     expect(done.started_at <= done.finished_at).toBe(true);
 
     // every file of /opt/ml/model, byte for byte, under the job's model prefix; the archive kept as the download
     const prefix = `jobs/${team.teamId}/${id}/model/`;
-    expect((await stack.svc.blobs.list(prefix)).map((k) => k.slice(prefix.length)).sort()).toEqual([...output.modelFiles.keys()].sort());
+    expect((await stack.svc.blobs.list(prefix)).map((k) => k.slice(prefix.length)).sort()).toEqual(
+      [...output.modelFiles.keys()].sort(),
+    );
     for (const [rel, body] of output.modelFiles) expect([rel, sha(await blob(prefix + rel))]).toEqual([rel, sha(body)]);
     const artifact = await blob(`jobs/${team.teamId}/${id}/sagemaker/output/${PREFIX}${id}/output/model.tar.gz`);
     expect(sha(await blob(`jobs/${team.teamId}/${id}/model.tar.gz`))).toBe(sha(artifact));
-    const download = await api(apiGatewayEvent('GET', `/core/training-jobs/${id}/download`, { key: team.key, headers: { Accept: 'application/json' } }), lambdaContext);
+    const download = await api(
+      apiGatewayEvent('GET', `/core/training-jobs/${id}/download`, {
+        key: team.key,
+        headers: { Accept: 'application/json' },
+      }),
+      lambdaContext,
+    );
     expect(JSON.parse(download.body)).toMatchObject({ size_bytes: artifact.length });
 
     // the trainer's checkpoints (ids from sift_checkpoint.json) plus the final model; the best by f1 marked
     const listed = await checkpoints(id);
     expect(listed).toHaveLength(output.checkpoints.length + 1);
-    for (const c of output.checkpoints) expect(listed).toContainEqual(expect.objectContaining({ id: c.meta.id, step: c.meta.step, epoch: c.meta.epoch, metrics: c.meta.metrics }));
+    for (const c of output.checkpoints)
+      expect(listed).toContainEqual(
+        expect.objectContaining({ id: c.meta.id, step: c.meta.step, epoch: c.meta.epoch, metrics: c.meta.metrics }),
+      );
     const final = listed.find((c) => !output.checkpoints.some((t) => t.meta.id === c.id))!;
     expect(final).toMatchObject({ id: done.final_checkpoint_id, is_final: true, is_best: true, epoch: 2 });
     expect(listed.filter((c) => c.is_best)).toHaveLength(1);
@@ -179,9 +247,27 @@ describe('training on AWS, rehearsed against the emulators', () => {
     const events = ['InProgress', 'Stopped', 'Failed', 'Completed', 'InProgress'].map((status) => eventFor(id, status));
     for (const e of [...events, ...events]) await trainingEvents(e, lambdaContext);
     // Step Functions retries a task whose Lambda invocation errored after the work was done
-    const retried = await workflow({ task: 'training.complete', input: { jobId: id, teamId: team.teamId, trainingResult: { modelArtifacts: `s3://sift-data/jobs/${team.teamId}/${id}/sagemaker/output/${PREFIX}${id}/output/model.tar.gz` } } }, lambdaContext);
+    const retried = await workflow(
+      {
+        task: 'training.complete',
+        input: {
+          jobId: id,
+          teamId: team.teamId,
+          trainingResult: {
+            modelArtifacts: `s3://sift-data/jobs/${team.teamId}/${id}/sagemaker/output/${PREFIX}${id}/output/model.tar.gz`,
+          },
+        },
+      },
+      lambdaContext,
+    );
     expect(retried).toEqual({ status: 'complete' });
-    await workflow({ task: 'training.failed', input: { jobId: id, teamId: team.teamId, error: { Error: 'States.Timeout', Cause: 'late' } } }, lambdaContext);
+    await workflow(
+      {
+        task: 'training.failed',
+        input: { jobId: id, teamId: team.teamId, error: { Error: 'States.Timeout', Cause: 'late' } },
+      },
+      lambdaContext,
+    );
     expect(await job(id)).toEqual(before.job);
     expect(await checkpoints(id)).toEqual(before.checkpoints);
   });
@@ -190,7 +276,11 @@ describe('training on AWS, rehearsed against the emulators', () => {
     const { id, input } = await createJob('late-event');
     const held: TrainingEvent[] = [];
     // this archive has bare entry names (the first job's had `./` ones)
-    const { result } = await runTraining(input, { kind: 'complete', output, tarEntries: 'names' }, async (e) => void held.push(e));
+    const { result } = await runTraining(
+      input,
+      { kind: 'complete', output, tarEntries: 'names' },
+      async (e) => void held.push(e),
+    );
     expect(result).toMatchObject({ ok: true });
     expect(await job(id)).toMatchObject({ status: 'complete', metrics: { f1: 0.8125 } });
     const prefix = `jobs/${team.teamId}/${id}/model/`;
@@ -200,7 +290,7 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect((await job(id)).status).toBe('complete');
   });
 
-  it('records the trainer\'s failure reason from the Failed event; the workflow\'s failure step and late events keep it', async () => {
+  it("records the trainer's failure reason from the Failed event; the workflow's failure step and late events keep it", async () => {
     const { id, input } = await createJob('bad-rows');
     const failureFile = "invalid dataset: row 2: entity 'Paris' is not in the text\n";
     const { result, sageMaker } = await runTraining(input, { kind: 'fail', failureFile, output });
@@ -209,16 +299,25 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect(failed).toMatchObject({ status: 'failed', metrics: null });
     expect(failed.error).toContain("invalid dataset: row 2: entity 'Paris' is not in the text");
     // the checkpoints saved before the failure are still recorded, as locally
-    expect((await checkpoints(id)).map((c) => c.id).sort()).toEqual(output.checkpoints.filter((c) => !c.meta.is_final).map((c) => c.meta.id).sort());
+    expect((await checkpoints(id)).map((c) => c.id).sort()).toEqual(
+      output.checkpoints
+        .filter((c) => !c.meta.is_final)
+        .map((c) => c.meta.id)
+        .sort(),
+    );
     for (const e of [...sageMaker.events].reverse()) await trainingEvents(e, lambdaContext);
     expect(await job(id)).toEqual(failed);
   });
 
-  it('without the Failed event, the workflow\'s failure step records SageMaker\'s reason (not the whole job description)', async () => {
+  it("without the Failed event, the workflow's failure step records SageMaker's reason (not the whole job description)", async () => {
     const { id, input } = await createJob('lost-event');
-    const { result } = await runTraining(input, { kind: 'fail', failureFile: 'out of memory: CUDA out of memory', output }, async (e) => {
-      if (e.detail.TrainingJobStatus !== 'Failed') await trainingEvents(e, lambdaContext);
-    });
+    const { result } = await runTraining(
+      input,
+      { kind: 'fail', failureFile: 'out of memory: CUDA out of memory', output },
+      async (e) => {
+        if (e.detail.TrainingJobStatus !== 'Failed') await trainingEvents(e, lambdaContext);
+      },
+    );
     expect(result.ok).toBe(false);
     const failed = await job(id);
     expect(failed.status).toBe('failed');
@@ -231,20 +330,29 @@ describe('training on AWS, rehearsed against the emulators', () => {
     // wait until SageMaker has the job InProgress, then stop it the way a caller does
     while ((await job(id)).status !== 'running') await new Promise((r) => setTimeout(r, 20));
     expect(control.trainingJobs.get(`${PREFIX}${id}`)?.status).toBe('InProgress');
-    expect(await callApi('POST', `/core/training-jobs/${id}/stop`)).toMatchObject({ status: 200, body: { status: 'stopped' } });
+    expect(await callApi('POST', `/core/training-jobs/${id}/stop`)).toMatchObject({
+      status: 200,
+      body: { status: 'stopped' },
+    });
     expect(control.callsOf('SageMaker.StopTrainingJob')).toContainEqual({ TrainingJobName: `${PREFIX}${id}` });
     const { result } = await run;
     expect(result.ok).toBe(false);
     expect(await job(id)).toMatchObject({ status: 'stopped', error: null });
     expect((await checkpoints(id)).map((c) => c.id)).toEqual([output.checkpoints[0]!.meta.id]);
     // the failure step again (a retry): the checkpoint is registered once
-    await workflow({ task: 'training.failed', input: { ...input, error: { Error: 'States.TaskFailed', Cause: '{}' } } }, lambdaContext);
+    await workflow(
+      { task: 'training.failed', input: { ...input, error: { Error: 'States.TaskFailed', Cause: '{}' } } },
+      lambdaContext,
+    );
     expect(await checkpoints(id)).toHaveLength(1);
   });
 
-  it('a stop before SageMaker has the job: StopTrainingJob\'s ResourceNotFound is fine, and the workflow never creates it', async () => {
+  it("a stop before SageMaker has the job: StopTrainingJob's ResourceNotFound is fine, and the workflow never creates it", async () => {
     const { id, input } = await createJob('stopped-early');
-    expect(await callApi('POST', `/core/training-jobs/${id}/stop`)).toMatchObject({ status: 200, body: { status: 'stopped' } });
+    expect(await callApi('POST', `/core/training-jobs/${id}/stop`)).toMatchObject({
+      status: 200,
+      body: { status: 'stopped' },
+    });
     const { result, sageMaker } = await runTraining(input, { kind: 'complete', output });
     expect(result.ok).toBe(false);
     expect(sageMaker.requests).toHaveLength(0);
@@ -253,19 +361,34 @@ describe('training on AWS, rehearsed against the emulators', () => {
 
   it('when Step Functions refuses to start the execution, the job is not left requested forever', async () => {
     control.failNext = { operation: 'AWSStepFunctions.StartExecution', type: 'ThrottlingException' };
-    const refused = await callApi('POST', '/core/training-jobs', { model_name: 'never-started', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] });
+    const refused = await callApi('POST', '/core/training-jobs', {
+      model_name: 'never-started',
+      base_model: 'sift/gliner2-mini-v1',
+      datasets: [{ name: 'people' }],
+    });
     expect(refused.status).toBeGreaterThanOrEqual(500);
-    const listed = (await callApi('GET', '/core/training-jobs')).body.data as { model_name: string; status: string; error: string | null }[];
-    expect(listed.find((j) => j.model_name === 'never-started')).toMatchObject({ status: 'failed', error: expect.stringContaining('could not be started') });
+    const listed = (await callApi('GET', '/core/training-jobs')).body.data as {
+      model_name: string;
+      status: string;
+      error: string | null;
+    }[];
+    expect(listed.find((j) => j.model_name === 'never-started')).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('could not be started'),
+    });
   });
 
-  it('continuing from a checkpoint: the model channel is that checkpoint\'s files', async () => {
+  it("continuing from a checkpoint: the model channel is that checkpoint's files", async () => {
     const base = (await job(completedId)).final_checkpoint_id as string;
     const { input } = await createJob('continued', base);
-    const prepared = (await workflow({ task: 'training.prepare', input }, lambdaContext)) as { channels: { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[] };
+    const prepared = (await workflow({ task: 'training.prepare', input }, lambdaContext)) as {
+      channels: { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[];
+    };
     const model = prepared.channels.find((c) => c.ChannelName === 'model')!;
     expect(model.DataSource.S3DataSource.S3Uri).toBe(`s3://sift-data/jobs/${team.teamId}/${completedId}/model/`);
-    expect(await workflow({ task: 'training.nope', input }, lambdaContext).catch((e: Error) => e.name)).toBe('Sift.UnsupportedTask');
+    expect(await workflow({ task: 'training.nope', input }, lambdaContext).catch((e: Error) => e.name)).toBe(
+      'Sift.UnsupportedTask',
+    );
   });
 });
 
@@ -279,6 +402,10 @@ function eventFor(id: string, status: string): TrainingEvent {
     time: new Date().toISOString(),
     region: 'us-east-1',
     resources: [],
-    detail: { TrainingJobName: `${PREFIX}${id}`, TrainingJobStatus: status, ...(status === 'Failed' ? { FailureReason: 'replayed' } : {}) },
+    detail: {
+      TrainingJobName: `${PREFIX}${id}`,
+      TrainingJobStatus: status,
+      ...(status === 'Failed' ? { FailureReason: 'replayed' } : {}),
+    },
   };
 }

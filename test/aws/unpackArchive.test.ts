@@ -29,7 +29,11 @@ async function complete(files: [string, string][]) {
   const job = await newJob(svc, teamId);
   const artifactKey = `jobs/${teamId}/${job.id}/sagemaker/output/model.tar.gz`;
   await svc.blobs.put(artifactKey, tarGz(files));
-  const outcome = await completeTraining(svc, { teamId, jobId: job.id, trainingResult: { modelArtifacts: svc.blobs.uri(artifactKey) } }).then(
+  const outcome = await completeTraining(svc, {
+    teamId,
+    jobId: job.id,
+    trainingResult: { modelArtifacts: svc.blobs.uri(artifactKey) },
+  }).then(
     (done) => ({ done }),
     (error: Error) => ({ error }),
   );

@@ -37,7 +37,9 @@ const derived = gatewayMethods();
 const PUBLIC_ROUTES = derived.filter((m) => m.access === 'public');
 const COMPAT_ROUTES = derived.filter((m) => m.access === 'key-or-bearer').map((m) => m.path);
 const INFERENCE_ROUTES = derived.filter((m) => m.plane === 'data').map((m) => m.path);
-const SPEC_METHOD_LIMITS_PER_MINUTE = derived.flatMap((m) => (m.perMinute === undefined ? [] : [{ path: m.path, method: m.method, perMinute: m.perMinute }]));
+const SPEC_METHOD_LIMITS_PER_MINUTE = derived.flatMap((m) =>
+  m.perMinute === undefined ? [] : [{ path: m.path, method: m.method, perMinute: m.perMinute }],
+);
 const authorizerIdOf = (name: string): string =>
   Object.entries(authorizers).find(([, a]) => a.Properties?.Name === name)![0];
 
@@ -50,18 +52,30 @@ describe('routes and authorization', () => {
     const open = routes.filter((r) => r.props.AuthorizationType !== 'CUSTOM');
     for (const r of open) {
       const isPublic = PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method);
-      expect({ route: `${r.method} ${r.path}`, ok: isPublic || r.method === 'OPTIONS' }).toEqual({ route: `${r.method} ${r.path}`, ok: true });
+      expect({ route: `${r.method} ${r.path}`, ok: isPublic || r.method === 'OPTIONS' }).toEqual({
+        route: `${r.method} ${r.path}`,
+        ok: true,
+      });
     }
     for (const p of PUBLIC_ROUTES) {
-      expect(routes.some((r) => r.path === p.path && r.method === p.method && r.props.AuthorizationType === 'NONE')).toBe(true);
+      expect(
+        routes.some((r) => r.path === p.path && r.method === p.method && r.props.AuthorizationType === 'NONE'),
+      ).toBe(true);
     }
   });
 
   it('puts an authorizer on every other method', () => {
-    const guarded = routes.filter((r) => r.method !== 'OPTIONS' && !PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method));
+    const guarded = routes.filter(
+      (r) => r.method !== 'OPTIONS' && !PUBLIC_ROUTES.some((p) => p.path === r.path && p.method === r.method),
+    );
     expect(guarded.length).toBeGreaterThan(15);
     for (const r of guarded) {
-      expect({ route: `${r.method} ${r.path}`, type: r.props.AuthorizationType, hasAuthorizer: r.props.AuthorizerId !== undefined, key: r.props.ApiKeyRequired }).toEqual({
+      expect({
+        route: `${r.method} ${r.path}`,
+        type: r.props.AuthorizationType,
+        hasAuthorizer: r.props.AuthorizerId !== undefined,
+        key: r.props.ApiKeyRequired,
+      }).toEqual({
         route: `${r.method} ${r.path}`,
         type: 'CUSTOM',
         hasAuthorizer: true,
@@ -77,14 +91,20 @@ describe('routes and authorization', () => {
       IdentitySource: 'method.request.header.X-API-Key',
       AuthorizerResultTtlInSeconds: 60,
     });
-    t.hasResourceProperties('AWS::ApiGateway::Authorizer', { Name: 'api-key-or-bearer', Type: 'REQUEST', AuthorizerResultTtlInSeconds: 0 });
+    t.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Name: 'api-key-or-bearer',
+      Type: 'REQUEST',
+      AuthorizerResultTtlInSeconds: 0,
+    });
     const compat = authorizerIdOf('api-key-or-bearer');
     for (const path of COMPAT_ROUTES) {
       const r = routes.find((x) => x.path === path && x.method === 'POST')!;
       expect(r.props.AuthorizerId).toEqual({ Ref: compat });
     }
     const key = authorizerIdOf('api-key');
-    expect(routes.find((x) => x.path === '/inference' && x.method === 'POST')!.props.AuthorizerId).toEqual({ Ref: key });
+    expect(routes.find((x) => x.path === '/inference' && x.method === 'POST')!.props.AuthorizerId).toEqual({
+      Ref: key,
+    });
     expect(routes.find((x) => x.path === '/{proxy+}' && x.method === 'ANY')!.props.AuthorizerId).toEqual({ Ref: key });
   });
 
@@ -137,7 +157,10 @@ describe('usage plans', () => {
     for (const plan of PLANS) {
       const p = plans.find((x) => x.Properties?.UsagePlanName === `sift-dev-${plan}`)!;
       expect(p.Properties).toMatchObject({
-        Throttle: { RateLimit: built.config.usagePlans[plan].rateLimit, BurstLimit: built.config.usagePlans[plan].burstLimit },
+        Throttle: {
+          RateLimit: built.config.usagePlans[plan].rateLimit,
+          BurstLimit: built.config.usagePlans[plan].burstLimit,
+        },
         ApiStages: [{ ApiId: expect.anything(), Stage: expect.anything() }],
       });
       expect(p.Properties?.Quota).toBeUndefined(); // credits and spend caps are the service's (docs/reference/decisions.md#limits)
@@ -146,11 +169,15 @@ describe('usage plans', () => {
   });
 
   it('lets the authorizer make keys only inside those plans, in a policy the function does not wait on', () => {
-    const policy = Object.entries(resourcesOfType(t, 'AWS::IAM::Policy')).find(([id]) => id.startsWith('AuthorizerUsagePlanKeys'))!;
+    const policy = Object.entries(resourcesOfType(t, 'AWS::IAM::Policy')).find(([id]) =>
+      id.startsWith('AuthorizerUsagePlanKeys'),
+    )!;
     const text = JSON.stringify(policy[1].Properties);
     expect(text).toContain('/usageplans/');
     expect(text).not.toMatch(/"apigateway:\*"/);
-    const fn = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find((f) => String(f.Properties?.Description).includes('authorizer'))!;
+    const fn = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find((f) =>
+      String(f.Properties?.Description).includes('authorizer'),
+    )!;
     expect(JSON.stringify((fn as { DependsOn?: unknown }).DependsOn ?? [])).not.toContain(policy[0]);
   });
 });
@@ -175,7 +202,11 @@ describe('stage', () => {
 
   it('applies the default limit (decisions.md#limits) to every other method', () => {
     const d = settings.find((x) => x.ResourcePath === '/*' && x.HttpMethod === '*');
-    expect(d).toMatchObject({ ThrottlingRateLimit: throttleFor(SPEC_DEFAULT_PER_MINUTE, scale).rateLimit, LoggingLevel: 'INFO', MetricsEnabled: true });
+    expect(d).toMatchObject({
+      ThrottlingRateLimit: throttleFor(SPEC_DEFAULT_PER_MINUTE, scale).rateLimit,
+      LoggingLevel: 'INFO',
+      MetricsEnabled: true,
+    });
   });
 
   it('converts per-minute limits to per-second rates', () => {
@@ -185,7 +216,10 @@ describe('stage', () => {
 
   it('writes JSON access logs and traces requests', () => {
     expect(stage.TracingEnabled).toBe(true);
-    expect(stage.AccessLogSetting).toMatchObject({ DestinationArn: expect.anything(), Format: expect.stringContaining('$context.requestId') });
+    expect(stage.AccessLogSetting).toMatchObject({
+      DestinationArn: expect.anything(),
+      Format: expect.stringContaining('$context.requestId'),
+    });
   });
 });
 
@@ -221,7 +255,9 @@ describe('Lambda functions', () => {
         Architectures: ['arm64'],
         TracingConfig: { Mode: 'Active' },
         LoggingConfig: expect.objectContaining({ LogFormat: 'JSON' }),
-        Environment: { Variables: expect.objectContaining({ POWERTOOLS_METRICS_NAMESPACE: 'Sift', SIFT_STAGE: 'dev' }) },
+        Environment: {
+          Variables: expect.objectContaining({ POWERTOOLS_METRICS_NAMESPACE: 'Sift', SIFT_STAGE: 'dev' }),
+        },
       });
     }
   });
@@ -235,17 +271,23 @@ describe('Lambda functions', () => {
       const actions = asArray(s.Action as string | string[]);
       for (const a of actions) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
       if (asArray(s.Resource as unknown).includes('*')) {
-        expect({ actions, ok: actions.every((a) => /^(xray|ec2|logs|ecr|cloudwatch):/.test(a)) }).toEqual({ actions, ok: true });
+        expect({ actions, ok: actions.every((a) => /^(xray|ec2|logs|ecr|cloudwatch):/.test(a)) }).toEqual({
+          actions,
+          ok: true,
+        });
       }
     }
   });
 
   it('lets the authorizer only read and stamp key items and record usage plan keys', () => {
-    const role = Object.entries(resourcesOfType(t, 'AWS::IAM::Role')).find(([id]) => id.startsWith('AuthorizerRole'))![0];
+    const role = Object.entries(resourcesOfType(t, 'AWS::IAM::Role')).find(([id]) =>
+      id.startsWith('AuthorizerRole'),
+    )![0];
     const policy = Object.values(resourcesOfType(t, 'AWS::IAM::Policy')).find((p) =>
       JSON.stringify(p.Properties?.Roles).includes(role),
     )!;
-    const statements = (policy.Properties!.PolicyDocument as { Statement: Array<{ Action: string | string[] }> }).Statement;
+    const statements = (policy.Properties!.PolicyDocument as { Statement: Array<{ Action: string | string[] }> })
+      .Statement;
     const dynamo = statements.flatMap((s) => asArray(s.Action)).filter((a) => a.startsWith('dynamodb:'));
     expect(dynamo.sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
     expect(JSON.stringify(statements)).not.toContain('s3:');

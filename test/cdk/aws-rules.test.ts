@@ -20,18 +20,29 @@ const dev = buildApp();
 
 describe('SageMaker: a volume KMS key only on instance types with an EBS volume', () => {
   it('knows the instance-storage (NVMe) families from the EBS ones', () => {
-    for (const t of ['ml.g5.xlarge', 'ml.g6.2xlarge', 'ml.g6e.xlarge', 'ml.p4d.24xlarge', 'ml.p5.48xlarge', 'ml.g4dn.xlarge', 'ml.m5d.large']) {
+    for (const t of [
+      'ml.g5.xlarge',
+      'ml.g6.2xlarge',
+      'ml.g6e.xlarge',
+      'ml.p4d.24xlarge',
+      'ml.p5.48xlarge',
+      'ml.g4dn.xlarge',
+      'ml.m5d.large',
+    ]) {
       expect([t, acceptsVolumeKmsKey(t)]).toEqual([t, false]);
     }
-    for (const t of ['ml.m5.xlarge', 'ml.c5.2xlarge', 'ml.p3.2xlarge']) expect([t, acceptsVolumeKmsKey(t)]).toEqual([t, true]);
+    for (const t of ['ml.m5.xlarge', 'ml.c5.2xlarge', 'ml.p3.2xlarge'])
+      expect([t, acceptsVolumeKmsKey(t)]).toEqual([t, true]);
     expect(() => acceptsVolumeKmsKey('g5.xlarge')).toThrow(/ml\.<family>\.<size>/);
   });
 
   const trainResourceConfig = (built: Built): Record<string, unknown> => {
-    const sm = Object.values(resourcesOfType(built.template(built.stacks.workflows), 'AWS::StepFunctions::StateMachine')).find(
-      (m) => m.Properties?.StateMachineName === `sift-${built.config.stage}-training`,
-    )!;
-    const def = JSON.parse(sm.Properties?.DefinitionString as string) as { States: { Train: { Parameters: { ResourceConfig: Record<string, unknown> } } } };
+    const sm = Object.values(
+      resourcesOfType(built.template(built.stacks.workflows), 'AWS::StepFunctions::StateMachine'),
+    ).find((m) => m.Properties?.StateMachineName === `sift-${built.config.stage}-training`)!;
+    const def = JSON.parse(sm.Properties?.DefinitionString as string) as {
+      States: { Train: { Parameters: { ResourceConfig: Record<string, unknown> } } };
+    };
     return def.States.Train.Parameters.ResourceConfig;
   };
 
@@ -49,7 +60,9 @@ describe('SageMaker: a volume KMS key only on instance types with an EBS volume'
     const fn = Object.values(resourcesOfType(m5.template(m5.stacks.workflows), 'AWS::Lambda::Function')).find((f) =>
       JSON.stringify(f.Properties?.Environment ?? {}).includes('SIFT_TRAINING_INSTANCE_TYPE'),
     )!;
-    expect((fn.Properties!.Environment as { Variables: Record<string, string> }).Variables.SIFT_TRAINING_INSTANCE_TYPE).toBe('ml.m5.xlarge');
+    expect(
+      (fn.Properties!.Environment as { Variables: Record<string, string> }).Variables.SIFT_TRAINING_INSTANCE_TYPE,
+    ).toBe('ml.m5.xlarge');
   });
 
   it('refuses a training type outside the offered list', () => {
@@ -74,16 +87,31 @@ describe('API Gateway: who reaches the authorizer', () => {
   }));
   const asRule = (a: Record<string, unknown>) => ({
     type: a.Type as 'TOKEN' | 'REQUEST',
-    identitySources: a.IdentitySource ? String(a.IdentitySource).split(',').map((s) => s.trim()) : [],
+    identitySources: a.IdentitySource
+      ? String(a.IdentitySource)
+          .split(',')
+          .map((s) => s.trim())
+      : [],
     ttlSeconds: Number(a.AuthorizerResultTtlInSeconds ?? 300),
   });
-  const v1 = methods.filter((m) => m.path.startsWith('/v1/') && m.method !== 'OPTIONS' && !gatewayMethods().some((p) => p.access === 'public' && p.path === m.path && p.method === m.method));
+  const v1 = methods.filter(
+    (m) =>
+      m.path.startsWith('/v1/') &&
+      m.method !== 'OPTIONS' &&
+      !gatewayMethods().some((p) => p.access === 'public' && p.path === m.path && p.method === m.method),
+  );
 
   it('every guarded /v1/ method runs its authorizer with X-API-Key alone and with Authorization alone (docs/reference/decisions.md#authentication rule 3)', () => {
-    expect(v1.map((m) => m.path)).toEqual(expect.arrayContaining(['/v1/chat/completions', '/v1/messages', '/v1/{proxy+}']));
+    expect(v1.map((m) => m.path)).toEqual(
+      expect.arrayContaining(['/v1/chat/completions', '/v1/messages', '/v1/{proxy+}']),
+    );
     for (const m of v1) {
       const rule = asRule(m.authorizer!);
-      expect({ route: `${m.method} ${m.path}`, xApiKey: authorizerRuns(rule, ['X-API-Key']), bearer: authorizerRuns(rule, ['Authorization']) }).toEqual({
+      expect({
+        route: `${m.method} ${m.path}`,
+        xApiKey: authorizerRuns(rule, ['X-API-Key']),
+        bearer: authorizerRuns(rule, ['Authorization']),
+      }).toEqual({
         route: `${m.method} ${m.path}`,
         xApiKey: true,
         bearer: true,
@@ -93,12 +121,20 @@ describe('API Gateway: who reaches the authorizer', () => {
 
   it('the native routes keep the cached X-API-Key authorizer (a request without the header is a 401 before any Lambda)', () => {
     const native = methods.find((m) => m.path === '/core/training-jobs' && m.method === 'POST')!;
-    expect(asRule(native.authorizer!)).toEqual({ type: 'TOKEN', identitySources: ['method.request.header.X-API-Key'], ttlSeconds: 60 });
+    expect(asRule(native.authorizer!)).toEqual({
+      type: 'TOKEN',
+      identitySources: ['method.request.header.X-API-Key'],
+      ttlSeconds: 60,
+    });
     expect(authorizerRuns(asRule(native.authorizer!), ['Authorization'])).toBe(false);
   });
 
   it('the rule itself: listed sources must all be present; none listed is allowed only uncached', () => {
-    expect(authorizerRuns({ type: 'REQUEST', identitySources: ['method.request.header.Authorization'], ttlSeconds: 0 }, ['X-API-Key'])).toBe(false);
+    expect(
+      authorizerRuns({ type: 'REQUEST', identitySources: ['method.request.header.Authorization'], ttlSeconds: 0 }, [
+        'X-API-Key',
+      ]),
+    ).toBe(false);
     expect(authorizerRuns({ type: 'REQUEST', identitySources: [], ttlSeconds: 0 }, [])).toBe(true);
     expect(authorizerRuns({ type: 'REQUEST', identitySources: [], ttlSeconds: 60 }, ['X-API-Key'])).toBe(false);
   });
@@ -108,16 +144,27 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
   const responses = Object.values(resourcesOfType(dev.template(dev.stacks.api), 'AWS::ApiGateway::GatewayResponse'));
   const hostile = 'instance type (string) does not match "object"\n\tand it\'s \\ broken }';
 
-  it.each(responses.map((r) => [String(r.Properties?.ResponseType), r.Properties] as const))('%s renders to a JSON object with a string detail', (_type, props) => {
-    const template = (props!.ResponseTemplates as Record<string, string>)['application/json']!;
-    const body = JSON.parse(renderGatewayResponse(template, hostile, '4f9c1e1a-2b3c-4d5e-8f90-123456789abc')) as Record<string, unknown>;
-    expect(typeof body.detail).toBe('string');
-    expect(body.request_id).toBe('4f9c1e1a-2b3c-4d5e-8f90-123456789abc');
-  });
+  it.each(responses.map((r) => [String(r.Properties?.ResponseType), r.Properties] as const))(
+    '%s renders to a JSON object with a string detail',
+    (_type, props) => {
+      const template = (props!.ResponseTemplates as Record<string, string>)['application/json']!;
+      const body = JSON.parse(
+        renderGatewayResponse(template, hostile, '4f9c1e1a-2b3c-4d5e-8f90-123456789abc'),
+      ) as Record<string, unknown>;
+      expect(typeof body.detail).toBe('string');
+      expect(body.request_id).toBe('4f9c1e1a-2b3c-4d5e-8f90-123456789abc');
+    },
+  );
 
   it('a 422 carries an errors array naming the body (docs/reference/decisions.md#errors)', () => {
     const bad = responses.find((r) => r.Properties?.ResponseType === 'BAD_REQUEST_BODY')!;
-    const body = JSON.parse(renderGatewayResponse((bad.Properties!.ResponseTemplates as Record<string, string>)['application/json']!, hostile, 'r'));
+    const body = JSON.parse(
+      renderGatewayResponse(
+        (bad.Properties!.ResponseTemplates as Record<string, string>)['application/json']!,
+        hostile,
+        'r',
+      ),
+    );
     expect(bad.Properties?.StatusCode).toBe('422');
     expect(body.errors).toEqual([expect.objectContaining({ loc: ['body'], msg: expect.any(String) })]);
   });
@@ -126,9 +173,20 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
 describe('keep-alive: every target outlives the ALB idle timeout', () => {
   const t = dev.template(dev.stacks.inference);
   const lb = Object.values(resourcesOfType(t, 'AWS::ElasticLoadBalancingV2::LoadBalancer'))[0]!;
-  const albIdle = Number((lb.Properties!.LoadBalancerAttributes as Array<{ Key: string; Value: string }>).find((a) => a.Key === 'idle_timeout.timeout_seconds')!.Value);
-  const containers = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition')).map((d) => (d.Properties!.ContainerDefinitions as Array<Record<string, any>>)[0]!);
-  const vllmEnv = Object.fromEntries((containers.find((c) => c.Name === 'vllm')!.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]));
+  const albIdle = Number(
+    (lb.Properties!.LoadBalancerAttributes as Array<{ Key: string; Value: string }>).find(
+      (a) => a.Key === 'idle_timeout.timeout_seconds',
+    )!.Value,
+  );
+  const containers = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition')).map(
+    (d) => (d.Properties!.ContainerDefinitions as Array<Record<string, any>>)[0]!,
+  );
+  const vllmEnv = Object.fromEntries(
+    (containers.find((c) => c.Name === 'vllm')!.Environment as Array<{ Name: string; Value: string }>).map((e) => [
+      e.Name,
+      e.Value,
+    ]),
+  );
 
   /** Runs containers/decoder/entrypoint.sh with a stand-in python3 that prints what vLLM would read. */
   const entrypoint = (env: Record<string, string>) => {
@@ -136,8 +194,16 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion in the stub script
     writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "keepalive=${VLLM_HTTP_TIMEOUT_KEEP_ALIVE:-unset}"\n');
     chmodSync(join(bin, 'python3'), 0o755);
-    const base = { PATH: `${bin}:/usr/bin:/bin`, SIFT_DECODER_MODEL: 'm', SIFT_MAX_LORAS: '8', SIFT_MAX_MODEL_LEN: '8192' };
-    return spawnSync('sh', [join(CONTAINERS_DIR, 'decoder', 'entrypoint.sh')], { env: { ...base, ...env }, encoding: 'utf8' });
+    const base = {
+      PATH: `${bin}:/usr/bin:/bin`,
+      SIFT_DECODER_MODEL: 'm',
+      SIFT_MAX_LORAS: '8',
+      SIFT_MAX_MODEL_LEN: '8192',
+    };
+    return spawnSync('sh', [join(CONTAINERS_DIR, 'decoder', 'entrypoint.sh')], {
+      env: { ...base, ...env },
+      encoding: 'utf8',
+    });
   };
 
   it('the ALB idle timeout covers a 15-minute stream', () => {
@@ -158,7 +224,7 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
     expect(r.stderr).toContain('SIFT_KEEP_ALIVE_SECONDS');
   });
 
-  it('the gateway image\'s real entry program answers with a keep-alive longer than the ALB idle timeout', async () => {
+  it("the gateway image's real entry program answers with a keep-alive longer than the ALB idle timeout", async () => {
     const { spawn } = await import('node:child_process');
     const { createServer: freePort } = await import('node:net');
     const port = await new Promise<number>((ok) => {
@@ -167,8 +233,19 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
         probe.close(() => ok(p));
       });
     });
-    const env = { ...process.env, PORT: String(port), SIFT_TABLE: 't', SIFT_BUCKET: 'b', SIFT_QUEUE_URL: 'http://127.0.0.1:9/q', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x' };
-    const gateway = spawn(process.execPath, ['--import', 'tsx', 'bin/gateway.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = {
+      ...process.env,
+      PORT: String(port),
+      SIFT_TABLE: 't',
+      SIFT_BUCKET: 'b',
+      SIFT_QUEUE_URL: 'http://127.0.0.1:9/q',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'x',
+    };
+    const gateway = spawn(process.execPath, ['--import', 'tsx', 'bin/gateway.ts'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       await new Promise<void>((ok, fail) => {
         gateway.stdout.on('data', (d: Buffer) => d.toString().includes('listening') && ok());
@@ -180,7 +257,8 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
       expect(timeout).toBeGreaterThan(albIdle);
     } finally {
       // waited for: a gateway still exiting when the file ends keeps Jest's worker from exiting
-      const exited = gateway.exitCode !== null || gateway.signalCode !== null ? Promise.resolve() : once(gateway, 'exit');
+      const exited =
+        gateway.exitCode !== null || gateway.signalCode !== null ? Promise.resolve() : once(gateway, 'exit');
       gateway.kill('SIGKILL');
       await exited;
     }

@@ -43,7 +43,9 @@ const guard = (dir: string): { status: number | null; stderr: string } => {
 /** Entry files of every NodejsFunction in the app (from the asset metadata CDK records). */
 const built = buildApp();
 const descriptions = Object.values(built.stacks).flatMap((s) =>
-  Object.values(resourcesOfType(built.template(s), 'AWS::Lambda::Function')).map((f) => String(f.Properties?.Description ?? '')),
+  Object.values(resourcesOfType(built.template(s), 'AWS::Lambda::Function')).map((f) =>
+    String(f.Properties?.Description ?? ''),
+  ),
 );
 const ENTRIES = ['api.ts', 'authorizer.ts', 'worker.ts', 'workflow.ts', 'training-events.ts'];
 
@@ -52,10 +54,14 @@ describe('Lambda bundles', () => {
     expect(descriptions.filter((d) => d.startsWith('Sift')).length).toBe(ENTRIES.length);
   });
 
-  it.each(ENTRIES)('%s bundles locally without onnxruntime or native addons', async (entry) => {
-    const dir = await bundle(join(LAMBDAS_DIR, entry));
-    expect(guard(dir)).toEqual({ status: 0, stderr: '' });
-  }, 60_000);
+  it.each(ENTRIES)(
+    '%s bundles locally without onnxruntime or native addons',
+    async (entry) => {
+      const dir = await bundle(join(LAMBDAS_DIR, entry));
+      expect(guard(dir)).toEqual({ status: 0, stderr: '' });
+    },
+    60_000,
+  );
 
   it('bundles the AWS SDK version the tests run (nothing under @aws-sdk is left to the runtime)', async () => {
     const { meta } = await bundleWithMeta(join(LAMBDAS_DIR, 'authorizer.ts'));
@@ -67,19 +73,28 @@ describe('Lambda bundles', () => {
     expect(BUNDLING.externalModules ?? []).not.toContain('@aws-sdk/*');
   }, 60_000);
 
-  it.each(['onnxruntime-node', 'node-llama-cpp'])('fails the build when a bundle imports %s statically', async (pkg) => {
-    const src = mkdtempSync(join(tmpdir(), 'sift-bad-'));
-    const entry = join(src, 'bad.ts');
-    writeFileSync(entry, `import * as engine from '${pkg}';\nexport const handler = async () => Object.keys(engine).length;\n`);
-    const r = guard(await bundle(entry));
-    expect(r.status).toBe(1);
-    expect(r.stderr).toContain(pkg);
-  });
+  it.each(['onnxruntime-node', 'node-llama-cpp'])(
+    'fails the build when a bundle imports %s statically',
+    async (pkg) => {
+      const src = mkdtempSync(join(tmpdir(), 'sift-bad-'));
+      const entry = join(src, 'bad.ts');
+      writeFileSync(
+        entry,
+        `import * as engine from '${pkg}';\nexport const handler = async () => Object.keys(engine).length;\n`,
+      );
+      const r = guard(await bundle(entry));
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(pkg);
+    },
+  );
 
   it('accepts a lazy import of an engine (never bundled, never run in Lambda)', async () => {
     const src = mkdtempSync(join(tmpdir(), 'sift-lazy-'));
     const entry = join(src, 'lazy.ts');
-    writeFileSync(entry, "export const handler = async (local: boolean) => (local ? (await import('onnxruntime-node')).env : null);\n");
+    writeFileSync(
+      entry,
+      "export const handler = async (local: boolean) => (local ? (await import('onnxruntime-node')).env : null);\n",
+    );
     expect(guard(await bundle(entry))).toEqual({ status: 0, stderr: '' });
   });
 });

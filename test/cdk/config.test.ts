@@ -14,8 +14,12 @@ describe('usagePlans context', () => {
 
   it('refuses unknown plans, bad numbers and bad JSON, naming the problem', () => {
     expect(() => load({ usagePlans: '{"gold":{"rateLimit":1,"burstLimit":1}}' })).toThrow('unknown plan gold');
-    expect(() => load({ usagePlans: '{"pro":{"rateLimit":0,"burstLimit":5}}' })).toThrow('usagePlans.pro needs a positive rateLimit');
-    expect(() => load({ usagePlans: '{"pro":{"rateLimit":5,"burstLimit":2.5}}' })).toThrow('positive integer burstLimit');
+    expect(() => load({ usagePlans: '{"pro":{"rateLimit":0,"burstLimit":5}}' })).toThrow(
+      'usagePlans.pro needs a positive rateLimit',
+    );
+    expect(() => load({ usagePlans: '{"pro":{"rateLimit":5,"burstLimit":2.5}}' })).toThrow(
+      'positive integer burstLimit',
+    );
     expect(() => load({ usagePlans: '{pro' })).toThrow('context usagePlans must be JSON');
   });
 });

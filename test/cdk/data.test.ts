@@ -58,7 +58,10 @@ describe('datasets/artifacts bucket', () => {
     expect(buckets[blobsId]?.Properties).toMatchObject({
       BucketEncryption: {
         ServerSideEncryptionConfiguration: [
-          { BucketKeyEnabled: true, ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: expect.anything() } },
+          {
+            BucketKeyEnabled: true,
+            ServerSideEncryptionByDefault: { SSEAlgorithm: 'aws:kms', KMSMasterKeyID: expect.anything() },
+          },
         ],
       },
       LoggingConfiguration: { DestinationBucketName: expect.anything(), LogFilePrefix: 'blobs/' },

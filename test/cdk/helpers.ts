@@ -70,10 +70,15 @@ export function nagViolations(built: Built): NagViolation[] {
   const report = readdirSync(built.outdir).find((f) => f.endsWith('validation-report.json'));
   if (!report) return [];
   const json = JSON.parse(readFileSync(join(built.outdir, report), 'utf8')) as {
-    pluginReports: Array<{ violations: Array<{ ruleName: string; violatingConstructs?: Array<{ constructPath?: string }> }> }>;
+    pluginReports: Array<{
+      violations: Array<{ ruleName: string; violatingConstructs?: Array<{ constructPath?: string }> }>;
+    }>;
   };
   return json.pluginReports.flatMap((r) =>
-    r.violations.map((v) => ({ rule: v.ruleName, paths: (v.violatingConstructs ?? []).map((x) => x.constructPath ?? '?') })),
+    r.violations.map((v) => ({
+      rule: v.ruleName,
+      paths: (v.violatingConstructs ?? []).map((x) => x.constructPath ?? '?'),
+    })),
   );
 }
 
@@ -84,15 +89,22 @@ export function resourcesOfType(template: Template, type: string): Resources {
 }
 
 /** All IAM policy statements of a template (inline policies and AWS::IAM::Policy). */
-export function policyStatements(template: Template): Array<{ Effect: string; Action: unknown; Resource: unknown; Condition?: unknown; logicalId: string }> {
+export function policyStatements(
+  template: Template,
+): Array<{ Effect: string; Action: unknown; Resource: unknown; Condition?: unknown; logicalId: string }> {
   const out: Array<{ Effect: string; Action: unknown; Resource: unknown; Condition?: unknown; logicalId: string }> = [];
   for (const [id, res] of Object.entries(resourcesOfType(template, 'AWS::IAM::Policy'))) {
     const doc = (res.Properties?.PolicyDocument ?? {}) as { Statement?: Array<Record<string, unknown>> };
-    for (const s of doc.Statement ?? []) out.push({ ...(s as { Effect: string; Action: unknown; Resource: unknown }), logicalId: id });
+    for (const s of doc.Statement ?? [])
+      out.push({ ...(s as { Effect: string; Action: unknown; Resource: unknown }), logicalId: id });
   }
   for (const [id, res] of Object.entries(resourcesOfType(template, 'AWS::IAM::Role'))) {
-    const policies = (res.Properties?.Policies ?? []) as Array<{ PolicyDocument: { Statement: Array<Record<string, unknown>> } }>;
-    for (const p of policies) for (const s of p.PolicyDocument.Statement) out.push({ ...(s as { Effect: string; Action: unknown; Resource: unknown }), logicalId: id });
+    const policies = (res.Properties?.Policies ?? []) as Array<{
+      PolicyDocument: { Statement: Array<Record<string, unknown>> };
+    }>;
+    for (const p of policies)
+      for (const s of p.PolicyDocument.Statement)
+        out.push({ ...(s as { Effect: string; Action: unknown; Resource: unknown }), logicalId: id });
   }
   return out;
 }

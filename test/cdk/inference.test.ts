@@ -18,7 +18,9 @@ describe('GPU capacity', () => {
 
   it('boots the ECS GPU-optimized Amazon Linux 2023 AMI, resolved at deploy time', () => {
     const params = t.findParameters('*');
-    const ami = Object.values(params).find((p) => String((p as { Default?: string }).Default).includes('amazon-linux-2023/gpu'));
+    const ami = Object.values(params).find((p) =>
+      String((p as { Default?: string }).Default).includes('amazon-linux-2023/gpu'),
+    );
     expect(ami).toMatchObject({ Type: 'AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>' });
   });
 
@@ -80,7 +82,9 @@ describe('services', () => {
     for (const s of services) {
       expect(s.Properties).toMatchObject({
         CapacityProviderStrategy: [expect.objectContaining({ Weight: 1 })],
-        DeploymentConfiguration: expect.objectContaining({ DeploymentCircuitBreaker: { Enable: true, Rollback: true } }),
+        DeploymentConfiguration: expect.objectContaining({
+          DeploymentCircuitBreaker: { Enable: true, Rollback: true },
+        }),
         NetworkConfiguration: { AwsvpcConfiguration: expect.objectContaining({ AssignPublicIp: 'DISABLED' }) },
       });
     }
@@ -124,7 +128,9 @@ describe('network', () => {
 
   it('gives the gateway the internal token from Secrets Manager, never as plain environment', () => {
     const tasks = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
-    const gateway = tasks.flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>).find((c) => c.Name === 'gateway')!;
+    const gateway = tasks
+      .flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>)
+      .find((c) => c.Name === 'gateway')!;
     expect(gateway.Secrets.map((x: any) => x.Name)).toEqual(['SIFT_INTERNAL_TOKEN']);
     expect(JSON.stringify(gateway.Environment)).not.toContain('SIFT_INTERNAL_TOKEN');
     expect(Object.keys(resourcesOfType(t, 'AWS::SecretsManager::Secret'))).toHaveLength(1);
@@ -133,9 +139,13 @@ describe('network', () => {
   it('runs the encoder on the GPU the gateway task reserves, with a value the engine accepts', async () => {
     const { executionProviderFromEnv, EXECUTION_PROVIDER_ENV } = await import('../../src/encoder/executionProvider');
     const tasks = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
-    const gateway = tasks.flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>).find((c) => c.Name === 'gateway')!;
+    const gateway = tasks
+      .flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>)
+      .find((c) => c.Name === 'gateway')!;
     expect(gateway.ResourceRequirements).toEqual([{ Type: 'GPU', Value: '1' }]);
-    const env = Object.fromEntries((gateway.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]));
+    const env = Object.fromEntries(
+      (gateway.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]),
+    );
     expect(env[EXECUTION_PROVIDER_ENV]).toBeDefined();
     expect(executionProviderFromEnv(env)).toBe('cuda');
   });

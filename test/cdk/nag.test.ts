@@ -32,7 +32,8 @@ describe('cdk-nag AwsSolutions', () => {
       delete process.env.SIFT_NAG_IGNORE_ACKS;
     }
     const unused = acks.filter(
-      (ack) => !raw.some((v) => v.rule === ack.id && v.paths.some((p) => p === ack.path || p.startsWith(`${ack.path}/`))),
+      (ack) =>
+        !raw.some((v) => v.rule === ack.id && v.paths.some((p) => p === ack.path || p.startsWith(`${ack.path}/`))),
     );
     expect(unused.map((a) => `${a.path} ${a.id}`)).toEqual([]);
   });

@@ -14,7 +14,8 @@ describe('finance dashboard', () => {
   it('queries every usage metric, by exactly the usage dimensions', () => {
     const queries = dashboardQueries(body);
     for (const m of USAGE_METRICS) expect(queries.some((q) => q.metric === m)).toBe(true);
-    for (const q of queries) expect(q).toEqual({ namespace: 'Sift', metric: expect.any(String), dimensions: [...USAGE_DIMENSIONS].sort() });
+    for (const q of queries)
+      expect(q).toEqual({ namespace: 'Sift', metric: expect.any(String), dimensions: [...USAGE_DIMENSIONS].sort() });
   });
 
   it('reads usage only by model and endpoint, never per customer', () => {
@@ -27,7 +28,11 @@ describe('finance dashboard', () => {
     const expressions = widgets
       .flatMap((w) => w.properties.metrics ?? [])
       .flat()
-      .flatMap((m) => (typeof m === 'object' && m !== null && 'expression' in m ? [String((m as { expression: string }).expression)] : []));
+      .flatMap((m) =>
+        typeof m === 'object' && m !== null && 'expression' in m
+          ? [String((m as { expression: string }).expression)]
+          : [],
+      );
     expect(expressions.length).toBeGreaterThan(10);
     for (const e of expressions) expect(e).not.toMatch(/team|account|customer|tenant|user/i);
   });
@@ -60,7 +65,10 @@ describe('alarms', () => {
 
   it('reports GPU instances that fail to launch', () => {
     t.hasResourceProperties('AWS::Events::Rule', {
-      EventPattern: Match.objectLike({ source: ['aws.autoscaling'], 'detail-type': ['EC2 Instance Launch Unsuccessful'] }),
+      EventPattern: Match.objectLike({
+        source: ['aws.autoscaling'],
+        'detail-type': ['EC2 Instance Launch Unsuccessful'],
+      }),
     });
   });
 });

@@ -22,9 +22,16 @@ const exposed = registered.filter((r) => r.auth !== 'internal');
 
 type Props = Record<string, unknown>;
 const resources = resourcesOfType(t, 'AWS::ApiGateway::Resource');
-const methods = Object.entries(resourcesOfType(t, 'AWS::ApiGateway::Method')).map(([id, m]) => ({ id, props: m.Properties as Props }));
-const authorizerNames = Object.fromEntries(Object.entries(resourcesOfType(t, 'AWS::ApiGateway::Authorizer')).map(([id, a]) => [id, String(a.Properties?.Name)]));
-const stage = Object.values(resourcesOfType(t, 'AWS::ApiGateway::Stage'))[0]!.Properties as { MethodSettings: Array<Record<string, unknown>> };
+const methods = Object.entries(resourcesOfType(t, 'AWS::ApiGateway::Method')).map(([id, m]) => ({
+  id,
+  props: m.Properties as Props,
+}));
+const authorizerNames = Object.fromEntries(
+  Object.entries(resourcesOfType(t, 'AWS::ApiGateway::Authorizer')).map(([id, a]) => [id, String(a.Properties?.Name)]),
+);
+const stage = Object.values(resourcesOfType(t, 'AWS::ApiGateway::Stage'))[0]!.Properties as {
+  MethodSettings: Array<Record<string, unknown>>;
+};
 
 /** Resource id → its path part and parent (undefined parent: the root). */
 const parentOf = (id: string): string | undefined => (resources[id]!.Properties!.ParentId as { Ref?: string }).Ref;
@@ -55,7 +62,9 @@ function methodFor(resourceId: string, httpMethod: string) {
 
 function throttleOf(resourcePath: string, httpMethod: string): unknown {
   const key = `/${resourcePath.replace(/\//g, '~1')}`;
-  const s = stage.MethodSettings.find((x) => x.ResourcePath === key && x.HttpMethod === httpMethod) ?? stage.MethodSettings.find((x) => x.ResourcePath === '/*');
+  const s =
+    stage.MethodSettings.find((x) => x.ResourcePath === key && x.HttpMethod === httpMethod) ??
+    stage.MethodSettings.find((x) => x.ResourcePath === '/*');
   return { rateLimit: s?.ThrottlingRateLimit, burstLimit: s?.ThrottlingBurstLimit };
 }
 
@@ -69,15 +78,25 @@ describe('route table', () => {
     expect(keys.sort()).toEqual(Object.keys(ROUTE_TABLE).sort());
     for (const r of registered) {
       const entry = (ROUTE_TABLE as Record<string, RouteEntry>)[`${r.method} ${r.path}`]!;
-      expect({ route: `${r.method} ${r.path}`, auth: r.auth, limit: r.limit }).toEqual({ route: `${r.method} ${r.path}`, auth: entry.auth, limit: entry.limit });
+      expect({ route: `${r.method} ${r.path}`, auth: r.auth, limit: r.limit }).toEqual({
+        route: `${r.method} ${r.path}`,
+        auth: entry.auth,
+        limit: entry.limit,
+      });
     }
   });
 
-
   it('refuses a route that has no entry', () => {
-    expect(() => route({ method: 'GET', path: '/not-in-the-table', tag: 't', summary: 's', responses: {}, handler: async () => json(200, {}) })).toThrow(
-      'Route GET /not-in-the-table has no entry in src/http/routeTable.ts',
-    );
+    expect(() =>
+      route({
+        method: 'GET',
+        path: '/not-in-the-table',
+        tag: 't',
+        summary: 's',
+        responses: {},
+        handler: async () => json(200, {}),
+      }),
+    ).toThrow('Route GET /not-in-the-table has no entry in src/http/routeTable.ts');
   });
 });
 
@@ -113,7 +132,12 @@ describe('every method the stack deploys serves a route', () => {
     const dead = methods
       .map((m) => ({ path: pathOf((m.props.ResourceId as { Ref?: string }).Ref), method: String(m.props.HttpMethod) }))
       .filter((m) => m.method !== 'OPTIONS' && !fallback(m.path, m.method))
-      .filter((m) => !exposed.some((r) => r.method === m.method && resolve(concrete(r.path)) === resolve(m.path.replace('{proxy+}', 'x1'))));
+      .filter(
+        (m) =>
+          !exposed.some(
+            (r) => r.method === m.method && resolve(concrete(r.path)) === resolve(m.path.replace('{proxy+}', 'x1')),
+          ),
+      );
     expect(dead).toEqual([]);
   });
 });

@@ -27,7 +27,8 @@ describe('the rule the wake-up depends on', () => {
       ((a.Properties?.AlarmActions ?? []) as Array<{ Ref?: string }>).some((x) => stepPolicies.has(x.Ref ?? '')),
     );
     expect(alarms).toHaveLength(4); // wake + idle, per service
-    for (const a of alarms) expect(JSON.stringify(a.Properties?.Metrics)).toContain('"MetricName":"HTTPCode_ELB_503_Count"');
+    for (const a of alarms)
+      expect(JSON.stringify(a.Properties?.Metrics)).toContain('"MetricName":"HTTPCode_ELB_503_Count"');
   });
 });
 
@@ -52,7 +53,10 @@ describe('from zero', () => {
   it('a cold chat request wakes the gateway, then (on the retry) the decoder', () => {
     // the client retries each minute; the gateway forwards to the decoder once it takes traffic
     const chat = (up: { gateway: boolean }): Minute => (up.gateway ? { gateway: 1, decoder: 1 } : { gateway: 1 });
-    const run = sim.run(Array.from({ length: 12 }, () => chat), { bootMinutes: 3 });
+    const run = sim.run(
+      Array.from({ length: 12 }, () => chat),
+      { bootMinutes: 3 },
+    );
     expect(run[0]).toEqual({ gateway: 1, decoder: 0 });
     expect(run[2]).toEqual({ gateway: 1, decoder: 0 });
     expect(run[3]).toEqual({ gateway: 1, decoder: 1 });
@@ -74,7 +78,10 @@ describe('back to zero', () => {
 
   it('prod keeps its minimum of one task when idle', () => {
     const prod = buildApp({ stage: 'prod' });
-    const run = new ScalingSimulator(prod.template(prod.stacks.inference)).run(minutes(SCALE_TO_ZERO.idleMinutes + 2, {}), { desired: { gateway: 3, decoder: 2 } });
+    const run = new ScalingSimulator(prod.template(prod.stacks.inference)).run(
+      minutes(SCALE_TO_ZERO.idleMinutes + 2, {}),
+      { desired: { gateway: 3, decoder: 2 } },
+    );
     expect(run.at(-1)).toEqual({ gateway: 1, decoder: 1 });
   });
 });

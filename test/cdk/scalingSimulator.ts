@@ -34,23 +34,33 @@ export class ScalingSimulator {
 
   constructor(template: Template) {
     for (const [id, svc] of Object.entries(resourcesOfType(template, 'AWS::ECS::Service'))) {
-      const lb = (svc.Properties!.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>)[0]!;
+      const lb = (
+        svc.Properties!.LoadBalancers as Array<{ ContainerName: string; TargetGroupArn: { Ref: string } }>
+      )[0]!;
       const name: ServiceName = lb.ContainerName === 'gateway' ? 'gateway' : 'decoder';
       this.serviceOfTargetGroup.set(lb.TargetGroupArn.Ref, name);
       this.serviceOfEcsService.set(id, name);
     }
-    for (const [id, target] of Object.entries(resourcesOfType(template, 'AWS::ApplicationAutoScaling::ScalableTarget'))) {
+    for (const [id, target] of Object.entries(
+      resourcesOfType(template, 'AWS::ApplicationAutoScaling::ScalableTarget'),
+    )) {
       const p = target.Properties as Record<string, any>;
       const svcId = (JSON.stringify(p.ResourceId).match(/"Fn::GetAtt":\["([^"]+)","Name"\]/) ?? [])[1]!;
       this.targetOfService.set(this.serviceOfEcsService.get(svcId)!, { id, min: p.MinCapacity, max: p.MaxCapacity });
     }
-    this.alarms = Object.entries(resourcesOfType(template, 'AWS::CloudWatch::Alarm')).map(([id, a]) => ({ id, props: a.Properties as Record<string, any> }));
+    this.alarms = Object.entries(resourcesOfType(template, 'AWS::CloudWatch::Alarm')).map(([id, a]) => ({
+      id,
+      props: a.Properties as Record<string, any>,
+    }));
     this.policies = resourcesOfType(template, 'AWS::ApplicationAutoScaling::ScalingPolicy');
   }
 
   /** Runs the minutes; returns each service's desired count after every minute. */
   run(minutes: MinuteOf[], opts: SimulationOptions = {}): Array<Record<ServiceName, number>> {
-    const desired: Record<ServiceName, number> = { gateway: opts.desired?.gateway ?? 0, decoder: opts.desired?.decoder ?? 0 };
+    const desired: Record<ServiceName, number> = {
+      gateway: opts.desired?.gateway ?? 0,
+      decoder: opts.desired?.decoder ?? 0,
+    };
     const boot = opts.bootMinutes ?? 5;
     // minute at which each desired task became routable: tasks present from the start are warm
     const warmSince: Record<ServiceName, number[]> = {
@@ -61,7 +71,10 @@ export class ScalingSimulator {
     const out: Array<Record<ServiceName, number>> = [];
     minutes.forEach((minute, now) => {
       const routable = (s: ServiceName) => warmSince[s].filter((t) => now - t >= boot).length;
-      const traffic = typeof minute === 'function' ? minute({ gateway: routable('gateway') > 0, decoder: routable('decoder') > 0 }) : minute;
+      const traffic =
+        typeof minute === 'function'
+          ? minute({ gateway: routable('gateway') > 0, decoder: routable('decoder') > 0 })
+          : minute;
       const running = (s: ServiceName) => warmSince[s].length;
       const world = { traffic, routable, running };
       for (const alarm of this.alarms) {
@@ -72,8 +85,15 @@ export class ScalingSimulator {
         for (const action of (alarm.props.AlarmActions ?? []) as Array<{ Ref?: string }>) {
           const policy = action.Ref ? this.policies[action.Ref] : undefined;
           if (policy?.Properties?.PolicyType !== 'StepScaling') continue;
-          const service = [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0];
-          const next = this.applyStep(policy, alarm.props.Threshold as number, points[points.length - 1], desired[service]);
+          const service = [...this.targetOfService].find(
+            ([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref,
+          )![0];
+          const next = this.applyStep(
+            policy,
+            alarm.props.Threshold as number,
+            points[points.length - 1],
+            desired[service],
+          );
           if (next !== undefined) desired[service] = next;
         }
       }
@@ -89,7 +109,12 @@ export class ScalingSimulator {
   /** One minute's value of the alarm's metric (undefined: no data point). */
   private datapoint(props: Record<string, any>, world: World): number | undefined {
     if (props.MetricName) return this.metric(props as MetricStat, world);
-    const metrics = props.Metrics as Array<{ Id: string; Expression?: string; MetricStat?: { Metric: MetricStat }; ReturnData?: boolean }>;
+    const metrics = props.Metrics as Array<{
+      Id: string;
+      Expression?: string;
+      MetricStat?: { Metric: MetricStat };
+      ReturnData?: boolean;
+    }>;
     const values: Record<string, number | undefined> = {};
     for (const m of metrics) if (m.MetricStat) values[m.Id] = this.metric(m.MetricStat.Metric, world);
     const returned = metrics.find((m) => m.ReturnData !== false)!;
@@ -116,16 +141,24 @@ export class ScalingSimulator {
       return nonZero(world.traffic[service] ?? 0);
     }
     // load balancer: the ALB answers 503 itself for each request to a listener with no routable target
-    const refused = (['gateway', 'decoder'] as const).reduce((n, s) => n + (world.routable(s) === 0 ? world.traffic[s] ?? 0 : 0), 0);
+    const refused = (['gateway', 'decoder'] as const).reduce(
+      (n, s) => n + (world.routable(s) === 0 ? (world.traffic[s] ?? 0) : 0),
+      0,
+    );
     return stat.MetricName.startsWith('HTTPCode_ELB_5') ? nonZero(refused) : undefined;
   }
 
   private inAlarm(props: Record<string, any>, points: Array<number | undefined>): boolean {
     const window = points.slice(-(props.EvaluationPeriods as number));
     const breaching = window.filter((v) =>
-      v === undefined ? props.TreatMissingData === 'breaching' : compare(v, props.ComparisonOperator as string, props.Threshold as number),
+      v === undefined
+        ? props.TreatMissingData === 'breaching'
+        : compare(v, props.ComparisonOperator as string, props.Threshold as number),
     ).length;
-    return window.length === props.EvaluationPeriods && breaching >= ((props.DatapointsToAlarm as number | undefined) ?? props.EvaluationPeriods);
+    return (
+      window.length === props.EvaluationPeriods &&
+      breaching >= ((props.DatapointsToAlarm as number | undefined) ?? props.EvaluationPeriods)
+    );
   }
 
   /** The step whose bounds (relative to the threshold) hold the value; missing data matches none. */
@@ -133,14 +166,22 @@ export class ScalingSimulator {
     if (value === undefined) return undefined;
     const cfg = policy.Properties!.StepScalingPolicyConfiguration as {
       AdjustmentType: string;
-      StepAdjustments: Array<{ MetricIntervalLowerBound?: number; MetricIntervalUpperBound?: number; ScalingAdjustment: number }>;
+      StepAdjustments: Array<{
+        MetricIntervalLowerBound?: number;
+        MetricIntervalUpperBound?: number;
+        ScalingAdjustment: number;
+      }>;
     };
     const d = value - threshold;
     const step = cfg.StepAdjustments.find(
-      (s) => (s.MetricIntervalLowerBound === undefined || d >= s.MetricIntervalLowerBound) && (s.MetricIntervalUpperBound === undefined || d <= s.MetricIntervalUpperBound),
+      (s) =>
+        (s.MetricIntervalLowerBound === undefined || d >= s.MetricIntervalLowerBound) &&
+        (s.MetricIntervalUpperBound === undefined || d <= s.MetricIntervalUpperBound),
     );
     if (!step) return undefined;
-    const target = this.targetOfService.get([...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0])!;
+    const target = this.targetOfService.get(
+      [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0],
+    )!;
     const raw = cfg.AdjustmentType === 'ExactCapacity' ? step.ScalingAdjustment : current + step.ScalingAdjustment;
     return Math.min(target.max, Math.max(target.min, raw));
   }
@@ -154,17 +195,26 @@ interface World {
 
 function compare(v: number, op: string, threshold: number): boolean {
   switch (op) {
-    case 'GreaterThanOrEqualToThreshold': return v >= threshold;
-    case 'GreaterThanThreshold': return v > threshold;
-    case 'LessThanThreshold': return v < threshold;
-    case 'LessThanOrEqualToThreshold': return v <= threshold;
-    default: throw new Error(`simulator: comparison ${op}`);
+    case 'GreaterThanOrEqualToThreshold':
+      return v >= threshold;
+    case 'GreaterThanThreshold':
+      return v > threshold;
+    case 'LessThanThreshold':
+      return v < threshold;
+    case 'LessThanOrEqualToThreshold':
+      return v <= threshold;
+    default:
+      throw new Error(`simulator: comparison ${op}`);
   }
 }
 
 /** The metric-math subset the stack uses: IF, FILL, AND, comparisons, + and *. Missing → NaN. */
 function evaluate(expression: string, values: Record<string, number | undefined>): number | undefined {
-  const js = expression.replace(/\bIF\(/g, '$if(').replace(/\bFILL\(/g, '$fill(').replace(/\bAND\b/g, '&&').replace(/\bOR\b/g, '||');
+  const js = expression
+    .replace(/\bIF\(/g, '$if(')
+    .replace(/\bFILL\(/g, '$fill(')
+    .replace(/\bAND\b/g, '&&')
+    .replace(/\bOR\b/g, '||');
   if (/[^\w\s$().,+*\-<>=&|!]/.test(js)) throw new Error(`simulator: unsupported expression ${expression}`);
   const ids = Object.keys(values);
   // eslint-disable-next-line @typescript-eslint/no-implied-eval

@@ -60,7 +60,9 @@ async function run(name: WorkflowName, input: Json, handlers: Record<string, Han
   const sm = new StateMachine(def as never, { validationOptions: { checkArn: true, checkPaths: true } });
   const exec = sm.run(input as never, {
     overrides: { taskResourceLocalHandlers: wrapped as never, retryIntervalOverrides, waitTimeOverrides },
-    context: { Execution: { Id: `arn:aws:states:us-east-1:123456789012:execution:sift-test-${name}:local-1` } } as never,
+    context: {
+      Execution: { Id: `arn:aws:states:us-east-1:123456789012:execution:sift-test-${name}:local-1` },
+    } as never,
   });
   try {
     return { output: (await exec.result) as Json, calls };
@@ -74,14 +76,17 @@ const states = (r: Run): string[] => r.calls.map((c) => c.state);
 const errorName = (r: Run): string | undefined => (r.error as { cause?: { name?: string } } | undefined)?.cause?.name;
 
 describe('definitions', () => {
-  it.each(Object.keys(WORKFLOWS) as WorkflowName[])('%s has only placeholders CDK substitutes, and every Lambda task names its task', (name) => {
-    const raw = JSON.stringify(WORKFLOWS[name]());
-    const placeholders = [...raw.matchAll(/\$\{([A-Za-z0-9]+)\}/g)].map((m) => m[1]!);
-    for (const p of placeholders) expect(Object.keys(ARNS)).toContain(p);
-    const tasks = lambdaTaskNames(WORKFLOWS[name]());
-    expect(Object.keys(tasks).length).toBeGreaterThan(0);
-    for (const t of Object.values(tasks)) expect(t).toMatch(new RegExp(`^${name}\\.[a-z]+$`));
-  });
+  it.each(Object.keys(WORKFLOWS) as WorkflowName[])(
+    '%s has only placeholders CDK substitutes, and every Lambda task names its task',
+    (name) => {
+      const raw = JSON.stringify(WORKFLOWS[name]());
+      const placeholders = [...raw.matchAll(/\$\{([A-Za-z0-9]+)\}/g)].map((m) => m[1]!);
+      for (const p of placeholders) expect(Object.keys(ARNS)).toContain(p);
+      const tasks = lambdaTaskNames(WORKFLOWS[name]());
+      expect(Object.keys(tasks).length).toBeGreaterThan(0);
+      for (const t of Object.values(tasks)) expect(t).toMatch(new RegExp(`^${name}\\.[a-z]+$`));
+    },
+  );
 });
 
 describe('training workflow', () => {
@@ -89,8 +94,14 @@ describe('training workflow', () => {
     trainingJobName: 'sift-test-job1',
     hyperParameters: { epochs: '3' },
     channels: [
-      { ChannelName: 'train', DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/datasets/t/ds/1/' } } },
-      { ChannelName: 'model', DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/artifacts/base/' } } },
+      {
+        ChannelName: 'train',
+        DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/datasets/t/ds/1/' } },
+      },
+      {
+        ChannelName: 'model',
+        DataSource: { S3DataSource: { S3DataType: 'S3Prefix', S3Uri: 's3://b/artifacts/base/' } },
+      },
     ],
     outputS3Uri: 's3://b/artifacts/t/job1/',
     checkpointS3Uri: 's3://b/checkpoints/t/job1/',
@@ -106,107 +117,162 @@ describe('training workflow', () => {
   };
 
   it('prepares, trains and records the result', async () => {
-    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
-      PrepareTraining: () => prepared,
-      Train: () => sagemakerResult,
-      RecordTrainingResult: (i) => ({ recorded: (i as { task: string }).task }),
-    });
+    const r = await run(
+      'training',
+      { jobId: 'job1', teamId: 't' },
+      {
+        PrepareTraining: () => prepared,
+        Train: () => sagemakerResult,
+        RecordTrainingResult: (i) => ({ recorded: (i as { task: string }).task }),
+      },
+    );
     expect(r.error).toBeUndefined();
     expect(states(r)).toEqual(['PrepareTraining', 'Train', 'RecordTrainingResult']);
     expect(r.calls[0]!.input).toEqual({ task: 'training.prepare', input: { jobId: 'job1', teamId: 't' } });
     expect(r.output).toMatchObject({
-      trainingResult: { status: 'Completed', billableSeconds: 600, modelArtifacts: 's3://b/artifacts/t/job1/model.tar.gz' },
+      trainingResult: {
+        status: 'Completed',
+        billableSeconds: 600,
+        modelArtifacts: 's3://b/artifacts/t/job1/model.tar.gz',
+      },
       record: { recorded: 'training.complete' },
     });
   });
 
   it('sends SageMaker spot training with checkpoints and a max wait', async () => {
     let request: Json = null;
-    await run('training', { jobId: 'job1', teamId: 't' }, {
-      PrepareTraining: () => prepared,
-      Train: (i) => {
-        request = i;
-        return sagemakerResult;
+    await run(
+      'training',
+      { jobId: 'job1', teamId: 't' },
+      {
+        PrepareTraining: () => prepared,
+        Train: (i) => {
+          request = i;
+          return sagemakerResult;
+        },
       },
-    });
+    );
     expect(request).toMatchObject({
       TrainingJobName: 'sift-test-job1',
       RoleArn: ARNS.TrainingRoleArn,
       AlgorithmSpecification: { TrainingImage: ARNS.TrainingImage },
       EnableManagedSpotTraining: true,
-      InputDataConfig: [expect.objectContaining({ ChannelName: 'train' }), expect.objectContaining({ ChannelName: 'model' })],
+      InputDataConfig: [
+        expect.objectContaining({ ChannelName: 'train' }),
+        expect.objectContaining({ ChannelName: 'model' }),
+      ],
       StoppingCondition: { MaxRuntimeInSeconds: 3600, MaxWaitTimeInSeconds: 7200 },
       CheckpointConfig: { S3Uri: 's3://b/checkpoints/t/job1/', LocalPath: '/opt/ml/checkpoints' },
       OutputDataConfig: { KmsKeyId: ARNS.DataKeyArn },
-      Tags: [{ Key: 'sift:stage', Value: 'test' }, { Key: 'sift:job', Value: 'job1' }],
+      Tags: [
+        { Key: 'sift:stage', Value: 'test' },
+        { Key: 'sift:job', Value: 'job1' },
+      ],
     });
   });
 
   it('retries a transient task error', async () => {
     let attempts = 0;
-    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
-      PrepareTraining: () => {
-        attempts += 1;
-        if (attempts < 3) throw new NamedError(TRANSIENT_ERROR);
-        return prepared;
+    const r = await run(
+      'training',
+      { jobId: 'job1', teamId: 't' },
+      {
+        PrepareTraining: () => {
+          attempts += 1;
+          if (attempts < 3) throw new NamedError(TRANSIENT_ERROR);
+          return prepared;
+        },
+        Train: () => sagemakerResult,
       },
-      Train: () => sagemakerResult,
-    });
+    );
     expect(r.error).toBeUndefined();
     expect(attempts).toBe(3);
   });
 
   it('records a failed (or stopped) training job and fails the execution', async () => {
-    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
-      PrepareTraining: () => prepared,
-      Train: () => {
-        throw new NamedError('States.TaskFailed', 'TrainingJobStatus: Stopped');
+    const r = await run(
+      'training',
+      { jobId: 'job1', teamId: 't' },
+      {
+        PrepareTraining: () => prepared,
+        Train: () => {
+          throw new NamedError('States.TaskFailed', 'TrainingJobStatus: Stopped');
+        },
+        RecordTrainingFailure: () => ({ status: 'stopped' }),
       },
-      RecordTrainingFailure: () => ({ status: 'stopped' }),
-    });
+    );
     expect(states(r)).toEqual(['PrepareTraining', 'Train', 'RecordTrainingFailure']);
-    expect(r.calls[2]!.input).toMatchObject({ task: 'training.failed', input: { error: { Error: 'States.TaskFailed' } } });
+    expect(r.calls[2]!.input).toMatchObject({
+      task: 'training.failed',
+      input: { error: { Error: 'States.TaskFailed' } },
+    });
     expect(r.error).toBeInstanceOf(ExecutionError);
     expect(errorName(r)).toBe('Sift.TrainingFailed');
   });
 
   it('still fails cleanly when recording the failure fails too', async () => {
-    const r = await run('training', { jobId: 'job1', teamId: 't' }, {
-      PrepareTraining: () => {
-        throw new NamedError('Sift.ValidationError', 'dataset not ready');
+    const r = await run(
+      'training',
+      { jobId: 'job1', teamId: 't' },
+      {
+        PrepareTraining: () => {
+          throw new NamedError('Sift.ValidationError', 'dataset not ready');
+        },
+        RecordTrainingFailure: () => {
+          throw new NamedError('Sift.StoreError');
+        },
       },
-      RecordTrainingFailure: () => {
-        throw new NamedError('Sift.StoreError');
-      },
-    });
+    );
     expect(states(r)).toEqual(['PrepareTraining', 'RecordTrainingFailure']);
     expect(errorName(r)).toBe('Sift.TrainingFailed');
   });
 });
 
 describe('generation workflow', () => {
-  const plan = { shards: [{ index: 0, count: 50 }, { index: 1, count: 50 }, { index: 2, count: 20 }] };
+  const plan = {
+    shards: [
+      { index: 0, count: 50 },
+      { index: 1, count: 50 },
+      { index: 2, count: 20 },
+    ],
+  };
 
   it('generates every shard and assembles the dataset', async () => {
-    const r = await run('generation', { jobId: 'g1', teamId: 't' }, {
-      PlanGeneration: () => plan,
-      GenerateShard: (i) => ({ key: `generated/g1/${(i as { input: { shard: { index: number } } }).input.shard.index}.jsonl` }),
-      AssembleDataset: () => ({ datasetName: 'ds', rows: 120 }),
-    });
+    const r = await run(
+      'generation',
+      { jobId: 'g1', teamId: 't' },
+      {
+        PlanGeneration: () => plan,
+        GenerateShard: (i) => ({
+          key: `generated/g1/${(i as { input: { shard: { index: number } } }).input.shard.index}.jsonl`,
+        }),
+        AssembleDataset: () => ({ datasetName: 'ds', rows: 120 }),
+      },
+    );
     expect(r.error).toBeUndefined();
     expect(states(r).filter((s) => s === 'GenerateShard')).toHaveLength(3);
-    expect(r.output).toMatchObject({ shards: [{ key: 'generated/g1/0.jsonl' }, { key: 'generated/g1/1.jsonl' }, { key: 'generated/g1/2.jsonl' }], dataset: { rows: 120 } });
+    expect(r.output).toMatchObject({
+      shards: [{ key: 'generated/g1/0.jsonl' }, { key: 'generated/g1/1.jsonl' }, { key: 'generated/g1/2.jsonl' }],
+      dataset: { rows: 120 },
+    });
     const shardInput = r.calls.find((c) => c.state === 'GenerateShard')!.input;
-    expect(shardInput).toMatchObject({ task: 'generation.shard', input: { jobId: 'g1', teamId: 't', shard: { count: expect.any(Number) } } });
+    expect(shardInput).toMatchObject({
+      task: 'generation.shard',
+      input: { jobId: 'g1', teamId: 't', shard: { count: expect.any(Number) } },
+    });
   });
 
   it('marks the job failed when a shard keeps failing', async () => {
-    const r = await run('generation', { jobId: 'g1', teamId: 't' }, {
-      PlanGeneration: () => plan,
-      GenerateShard: () => {
-        throw new NamedError('Sift.DecoderUnavailable');
+    const r = await run(
+      'generation',
+      { jobId: 'g1', teamId: 't' },
+      {
+        PlanGeneration: () => plan,
+        GenerateShard: () => {
+          throw new NamedError('Sift.DecoderUnavailable');
+        },
       },
-    });
+    );
     expect(states(r)).toContain('MarkGenerationFailed');
     expect(states(r)).not.toContain('AssembleDataset');
     expect(errorName(r)).toBe('Sift.GenerationFailed');
@@ -215,25 +281,33 @@ describe('generation workflow', () => {
 
 describe('evaluation workflow', () => {
   it('scores shards and aggregates', async () => {
-    const r = await run('evaluation', { evaluationId: 'e1', teamId: 't' }, {
-      PrepareEvaluation: () => ({ shards: [{ index: 0 }, { index: 1 }] }),
-      EvaluateShard: () => ({ tp: 8, fp: 1, fn: 2 }),
-      AggregateEvaluation: (i) => {
-        const results = (i as { input: { shardResults: Array<{ tp: number }> } }).input.shardResults;
-        return { tp: results.reduce((a, x) => a + x.tp, 0) };
+    const r = await run(
+      'evaluation',
+      { evaluationId: 'e1', teamId: 't' },
+      {
+        PrepareEvaluation: () => ({ shards: [{ index: 0 }, { index: 1 }] }),
+        EvaluateShard: () => ({ tp: 8, fp: 1, fn: 2 }),
+        AggregateEvaluation: (i) => {
+          const results = (i as { input: { shardResults: Array<{ tp: number }> } }).input.shardResults;
+          return { tp: results.reduce((a, x) => a + x.tp, 0) };
+        },
       },
-    });
+    );
     expect(r.error).toBeUndefined();
     expect(r.output).toMatchObject({ result: { tp: 16 } });
   });
 
   it('marks the evaluation failed when aggregation fails', async () => {
-    const r = await run('evaluation', { evaluationId: 'e1', teamId: 't' }, {
-      PrepareEvaluation: () => ({ shards: [{ index: 0 }] }),
-      AggregateEvaluation: () => {
-        throw new NamedError('Sift.ValidationError');
+    const r = await run(
+      'evaluation',
+      { evaluationId: 'e1', teamId: 't' },
+      {
+        PrepareEvaluation: () => ({ shards: [{ index: 0 }] }),
+        AggregateEvaluation: () => {
+          throw new NamedError('Sift.ValidationError');
+        },
       },
-    });
+    );
     expect(states(r)).toEqual(['PrepareEvaluation', 'EvaluateShard', 'AggregateEvaluation', 'MarkEvaluationFailed']);
     expect(errorName(r)).toBe('Sift.EvaluationFailed');
   });
@@ -256,18 +330,23 @@ describe('adaptive loop', () => {
       polls[k] = (polls[k] ?? 0) + 1;
       return { done: polls[k]! >= doneAfter };
     };
-    const r = await run('adaptive', { trigger: 'schedule' }, {
-      SelectProjects: () => projects,
-      SelectTraces: (i) => ({ enough: project(i) !== 'quiet' }),
-      StartCandidate: (i) => ({ jobId: `job-${project(i)}` }),
-      CheckTraining: (i) => {
-        if (project(i) === 'broken') throw new NamedError('Error', 'candidate training job job-broken failed: CUDA OOM');
-        return poll('training', 3)(i);
+    const r = await run(
+      'adaptive',
+      { trigger: 'schedule' },
+      {
+        SelectProjects: () => projects,
+        SelectTraces: (i) => ({ enough: project(i) !== 'quiet' }),
+        StartCandidate: (i) => ({ jobId: `job-${project(i)}` }),
+        CheckTraining: (i) => {
+          if (project(i) === 'broken')
+            throw new NamedError('Error', 'candidate training job job-broken failed: CUDA OOM');
+          return poll('training', 3)(i);
+        },
+        StartEvaluations: () => ({ candidate: 'ec', baseline: 'eb' }),
+        CheckEvaluations: poll('evaluations', 2),
+        OfferPromotion: (i) => ({ status: 'offered', project: project(i) }),
       },
-      StartEvaluations: () => ({ candidate: 'ec', baseline: 'eb' }),
-      CheckEvaluations: poll('evaluations', 2),
-      OfferPromotion: (i) => ({ status: 'offered', project: project(i) }),
-    });
+    );
     expect(r.error).toBeUndefined();
     const s = states(r);
     expect(s.filter((x) => x === 'SelectTraces')).toHaveLength(3);
@@ -280,28 +359,39 @@ describe('adaptive loop', () => {
     });
     const offers = r.calls.filter((c) => c.state === 'OfferPromotion');
     expect(offers.map((c) => project(c.input))).toEqual(['ready']);
-    expect(offers[0]!.input).toMatchObject({ task: 'adaptive.offer', input: { project: { teamId: 't3', cycleId: 'c3' }, candidate: { jobId: 'job-ready' } } });
+    expect(offers[0]!.input).toMatchObject({
+      task: 'adaptive.offer',
+      input: { project: { teamId: 't3', cycleId: 'c3' }, candidate: { jobId: 'job-ready' } },
+    });
   });
 
   it('records a failed evaluation on the project and goes on', async () => {
-    const r = await run('adaptive', {}, {
-      SelectProjects: () => ({ projects: [projects.projects[2]!] }),
-      SelectTraces: () => ({ enough: true }),
-      CheckTraining: () => ({ done: true }),
-      CheckEvaluations: () => {
-        throw new NamedError('Error', 'the baseline evaluation e1 failed');
+    const r = await run(
+      'adaptive',
+      {},
+      {
+        SelectProjects: () => ({ projects: [projects.projects[2]!] }),
+        SelectTraces: () => ({ enough: true }),
+        CheckTraining: () => ({ done: true }),
+        CheckEvaluations: () => {
+          throw new NamedError('Error', 'the baseline evaluation e1 failed');
+        },
       },
-    });
+    );
     expect(r.error).toBeUndefined();
     expect(states(r).slice(-2)).toEqual(['CheckEvaluations', 'RecordProjectFailure']);
   });
 
   it('fails the loop when project selection fails', async () => {
-    const r = await run('adaptive', {}, {
-      SelectProjects: () => {
-        throw new NamedError('Sift.StoreError');
+    const r = await run(
+      'adaptive',
+      {},
+      {
+        SelectProjects: () => {
+          throw new NamedError('Sift.StoreError');
+        },
       },
-    });
+    );
     expect(errorName(r)).toBe('Sift.AdaptiveLoopFailed');
   });
 });

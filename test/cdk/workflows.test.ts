@@ -11,33 +11,44 @@ const byName = (name: WorkflowName): Record<string, unknown> =>
   Object.values(machines).find((m) => m.Properties?.StateMachineName === `sift-dev-${name}`)!.Properties!;
 
 describe('state machines', () => {
-  it.each(Object.keys(WORKFLOWS) as WorkflowName[])('deploys the shared %s definition with logging and tracing', (name) => {
-    const p = byName(name);
-    // training: the SageMaker volume key is decided from the stage's training instance type
-    const expected = WORKFLOWS[name](trainingOptions(built.config));
-    expect(JSON.parse(p.DefinitionString as string)).toEqual(expected);
-    expect(p).toMatchObject({
-      StateMachineType: 'STANDARD',
-      TracingConfiguration: { Enabled: true },
-      LoggingConfiguration: { Level: 'ALL' },
-      DefinitionSubstitutions: expect.objectContaining({ TaskFunctionArn: expect.anything(), Stage: 'dev' }),
-    });
-  });
+  it.each(Object.keys(WORKFLOWS) as WorkflowName[])(
+    'deploys the shared %s definition with logging and tracing',
+    (name) => {
+      const p = byName(name);
+      // training: the SageMaker volume key is decided from the stage's training instance type
+      const expected = WORKFLOWS[name](trainingOptions(built.config));
+      expect(JSON.parse(p.DefinitionString as string)).toEqual(expected);
+      expect(p).toMatchObject({
+        StateMachineType: 'STANDARD',
+        TracingConfiguration: { Enabled: true },
+        LoggingConfiguration: { Level: 'ALL' },
+        DefinitionSubstitutions: expect.objectContaining({ TaskFunctionArn: expect.anything(), Stage: 'dev' }),
+      });
+    },
+  );
 
-  it.each(Object.keys(WORKFLOWS) as WorkflowName[])('%s: every task retries, and every task is caught (itself or by its Map/Parallel)', (name) => {
-    const walk = (states: Record<string, AslState>, caughtByParent: boolean): void => {
-      for (const [stateName, s] of Object.entries(states)) {
-        const caught = caughtByParent || Array.isArray(s.Catch);
-        if (s.Type === 'Task') {
-          expect({ stateName, retry: Array.isArray(s.Retry) && s.Retry.length > 0, caught }).toEqual({ stateName, retry: true, caught: true });
+  it.each(Object.keys(WORKFLOWS) as WorkflowName[])(
+    '%s: every task retries, and every task is caught (itself or by its Map/Parallel)',
+    (name) => {
+      const walk = (states: Record<string, AslState>, caughtByParent: boolean): void => {
+        for (const [stateName, s] of Object.entries(states)) {
+          const caught = caughtByParent || Array.isArray(s.Catch);
+          if (s.Type === 'Task') {
+            expect({ stateName, retry: Array.isArray(s.Retry) && s.Retry.length > 0, caught }).toEqual({
+              stateName,
+              retry: true,
+              caught: true,
+            });
+          }
+          const inner = (s.ItemProcessor ?? s.Iterator) as { States: Record<string, AslState> } | undefined;
+          if (inner) walk(inner.States, caught);
+          for (const b of (s.Branches as Array<{ States: Record<string, AslState> }> | undefined) ?? [])
+            walk(b.States, caught);
         }
-        const inner = (s.ItemProcessor ?? s.Iterator) as { States: Record<string, AslState> } | undefined;
-        if (inner) walk(inner.States, caught);
-        for (const b of (s.Branches as Array<{ States: Record<string, AslState> }> | undefined) ?? []) walk(b.States, caught);
-      }
-    };
-    walk(WORKFLOWS[name]().States, false);
-  });
+      };
+      walk(WORKFLOWS[name]().States, false);
+    },
+  );
 
   it('runs SageMaker training as spot with checkpoints and a max wait (.sync)', () => {
     const train = WORKFLOWS.training().States.Train as { Resource: string; Parameters: Record<string, unknown> };
@@ -77,7 +88,8 @@ describe('IAM', () => {
   });
 
   it('grants no service-wide actions', () => {
-    for (const s of statements) for (const a of asArray(s.Action as string[])) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
+    for (const s of statements)
+      for (const a of asArray(s.Action as string[])) expect(a).not.toMatch(/^(\*|[a-z0-9-]+:\*)$/);
   });
 });
 
@@ -95,7 +107,9 @@ describe('training job records', () => {
 
   it('runs the workflow tasks inside the VPC (they call the internal gateway)', () => {
     const tasks = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find(
-      (f) => (f.Properties!.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_SERVICE_NAME === 'workflow',
+      (f) =>
+        (f.Properties!.Environment as { Variables: Record<string, unknown> }).Variables.POWERTOOLS_SERVICE_NAME ===
+        'workflow',
     )!;
     expect(tasks.Properties?.VpcConfig).toBeDefined();
   });
@@ -113,14 +127,19 @@ describe('task function (engine-bound tasks go to the gateway)', () => {
   });
 
   it('may read exactly that secret', () => {
-    const reads = policyStatements(t).filter((s) => asArray(s.Action as string[]).includes('secretsmanager:GetSecretValue'));
+    const reads = policyStatements(t).filter((s) =>
+      asArray(s.Action as string[]).includes('secretsmanager:GetSecretValue'),
+    );
     expect(reads).toHaveLength(1);
     expect(JSON.stringify(reads[0]!.Resource)).toContain('InternalToken');
   });
 
-  it('starts the adaptive loop\'s children (training, evaluation) by name, so no machine depends on another', () => {
+  it("starts the adaptive loop's children (training, evaluation) by name, so no machine depends on another", () => {
     const env = (tasks.Properties!.Environment as { Variables: Record<string, unknown> }).Variables;
-    for (const [key, name] of [['SIFT_TRAINING_STATE_MACHINE_ARN', 'training'], ['SIFT_EVALUATION_STATE_MACHINE_ARN', 'evaluation']] as const) {
+    for (const [key, name] of [
+      ['SIFT_TRAINING_STATE_MACHINE_ARN', 'training'],
+      ['SIFT_EVALUATION_STATE_MACHINE_ARN', 'evaluation'],
+    ] as const) {
       expect(JSON.stringify(env[key])).toContain(`:stateMachine:sift-dev-${name}`);
       expect(JSON.stringify(env[key])).not.toMatch(/"Ref":"(Training|Evaluation)/); // pseudo-parameters only
     }

@@ -20,7 +20,11 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
     new Anthropic({ baseURL: opts.baseURL ?? stack.url, apiKey: OPERATOR_KEY, maxRetries: opts.maxRetries ?? 0 });
 
   it('messages.create: Message shape, echoed model, usage fields', async () => {
-    const msg = await client().messages.create({ model: MODEL, max_tokens: 6, messages: [{ role: 'user', content: 'Say hello.' }] });
+    const msg = await client().messages.create({
+      model: MODEL,
+      max_tokens: 6,
+      messages: [{ role: 'user', content: 'Say hello.' }],
+    });
     expect(msg.type).toBe('message');
     expect(msg.role).toBe('assistant');
     expect(msg.model).toBe(MODEL);
@@ -33,7 +37,11 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
   });
 
   it('messages.stream().finalMessage() and raw events in the documented order', async () => {
-    const stream = client().messages.stream({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'Name a fruit.' }] });
+    const stream = client().messages.stream({
+      model: MODEL,
+      max_tokens: 5,
+      messages: [{ role: 'user', content: 'Name a fruit.' }],
+    });
     let text = '';
     stream.on('text', (t) => (text += t));
     const final = await stream.finalMessage();
@@ -41,7 +49,12 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
     expect(final.usage.output_tokens).toBeGreaterThan(0);
     expect(final.stop_reason).toMatch(/end_turn|max_tokens/);
 
-    const raw = await client().messages.create({ model: MODEL, max_tokens: 3, messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const raw = await client().messages.create({
+      model: MODEL,
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: true,
+    });
     const types: string[] = [];
     for await (const ev of raw) types.push(ev.type);
     expect(types[0]).toBe('message_start');
@@ -74,11 +87,16 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
     const first = await ask('What is 2+2?');
     expect(first.usage.cache_read_input_tokens).toBe(0);
     expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(16);
-    expect((first.usage as { cache_creation?: { ephemeral_5m_input_tokens: number } }).cache_creation?.ephemeral_5m_input_tokens).toBe(first.usage.cache_creation_input_tokens);
+    expect(
+      (first.usage as { cache_creation?: { ephemeral_5m_input_tokens: number } }).cache_creation
+        ?.ephemeral_5m_input_tokens,
+    ).toBe(first.usage.cache_creation_input_tokens);
     const second = await ask('What is 3+3?');
     expect(second.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
     expect(second.usage.cache_creation_input_tokens).toBe(0);
-    expect(second.usage.input_tokens).toBeLessThan(first.usage.input_tokens + (first.usage.cache_creation_input_tokens ?? 0));
+    expect(second.usage.input_tokens).toBeLessThan(
+      first.usage.input_tokens + (first.usage.cache_creation_input_tokens ?? 0),
+    );
 
     // The stream reports the same reads in message_start.
     const s = client().messages.stream({
@@ -94,14 +112,21 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
   it('without cache_control nothing is cached (Claude-style opt-in)', async () => {
     const system = longSystem(`nocache-${name}`);
     for (let i = 0; i < 2; i++) {
-      const msg = await client().messages.create({ model: MODEL, max_tokens: 2, system, messages: [{ role: 'user', content: 'Hi' }] });
+      const msg = await client().messages.create({
+        model: MODEL,
+        max_tokens: 2,
+        system,
+        messages: [{ role: 'user', content: 'Hi' }],
+      });
       expect(msg.usage).toMatchObject({ cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
     }
   });
 
   it('bad input: clear 400s in the Anthropic envelope before any stream', async () => {
     const c = client();
-    const noMax = await c.messages.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] } as never).catch((e) => e);
+    const noMax = await c.messages
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] } as never)
+      .catch((e) => e);
     expect(noMax).toBeInstanceOf(Anthropic.BadRequestError);
     expect(noMax.type ?? noMax.error?.error?.type).toBe('invalid_request_error');
 
@@ -110,31 +135,55 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
         model: MODEL,
         max_tokens: 2,
         stream: true,
-        messages: [{ role: 'user', content: [1, 2, 3, 4, 5].map((n) => ({ type: 'text' as const, text: `part ${n}`, cache_control: { type: 'ephemeral' as const } })) }],
+        messages: [
+          {
+            role: 'user',
+            content: [1, 2, 3, 4, 5].map((n) => ({
+              type: 'text' as const,
+              text: `part ${n}`,
+              cache_control: { type: 'ephemeral' as const },
+            })),
+          },
+        ],
       })
       .catch((e) => e);
     expect(five).toBeInstanceOf(Anthropic.BadRequestError);
     expect(five.message).toMatch(/4/);
 
     const onString = await c.messages
-      .create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'plain', cache_control: { type: 'ephemeral' } } as never] })
+      .create({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{ role: 'user', content: 'plain', cache_control: { type: 'ephemeral' } } as never],
+      })
       .catch((e) => e);
     expect(onString).toBeInstanceOf(Anthropic.BadRequestError);
     expect(onString.message).toMatch(/plain string/);
 
-    const malformed = await c.messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text' } as never] }] }).catch((e) => e);
+    const malformed = await c.messages
+      .create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text' } as never] }] })
+      .catch((e) => e);
     expect(malformed).toBeInstanceOf(Anthropic.BadRequestError);
 
-    const unknown = await c.messages.create({ model: 'claude-nope', max_tokens: 2, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const unknown = await c.messages
+      .create({ model: 'claude-nope', max_tokens: 2, messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
     expect(unknown.requestID).toMatch(/.{8,}/);
 
     const tools = await c.messages
-      .create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'f', input_schema: { type: 'object' } }] })
+      .create({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ name: 'f', input_schema: { type: 'object' } }],
+      })
       .catch((e) => e);
     expect(tools).toBeInstanceOf(Anthropic.BadRequestError);
 
-    const v1Base = await client({ baseURL: `${stack.url}/v1` }).messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const v1Base = await client({ baseURL: `${stack.url}/v1` })
+      .messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(v1Base).toBeInstanceOf(Anthropic.NotFoundError);
   });
 
@@ -143,7 +192,11 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
     for await (const m of client().models.list()) ids.push(m.id);
     expect(ids).toContain(MODEL);
     const fault = inject429(stack, 1);
-    const msg = await client({ maxRetries: 2 }).messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
+    const msg = await client({ maxRetries: 2 }).messages.create({
+      model: MODEL,
+      max_tokens: 2,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     fault.clear();
     expect(msg.type).toBe('message');
     expect(fault.remaining()).toBe(0);

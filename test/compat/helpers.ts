@@ -11,7 +11,8 @@ export async function startCompatStack(): Promise<TestStack> {
 }
 
 /** A system prompt long enough to be cacheable (> 16 tokens), unique per call site. */
-export const longSystem = (tag: string) => `You are ${tag}, a concise assistant. Answer in one short sentence. Never use lists. `.repeat(3);
+export const longSystem = (tag: string) =>
+  `You are ${tag}, a concise assistant. Answer in one short sentence. Never use lists. `.repeat(3);
 
 /** Makes the next `times` compat requests of a team answer 429 with `retry-after: 1` (fault injection). */
 export function inject429(stack: TestStack, times: number): { remaining: () => number; clear: () => void } {

@@ -19,7 +19,12 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
   const client = () => new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
 
   it('chat.completions.create: OpenAI shape, echoed model, usage with cached/write details', async () => {
-    const res = await client().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 6, temperature: 0 });
+    const res = await client().chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      max_tokens: 6,
+      temperature: 0,
+    });
     expect(res.object).toBe('chat.completion');
     expect(res.model).toBe(MODEL);
     expect(res.choices[0]?.message.role).toBe('assistant');
@@ -49,7 +54,13 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
   });
 
   it('raw streaming: same id on every chunk, usage chunk with choices: [] last, no usage without include_usage', async () => {
-    const s = await client().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+    const s = await client().chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const c of s) chunks.push(c);
     expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
@@ -59,7 +70,12 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
     expect(last?.usage?.completion_tokens).toBeGreaterThan(0);
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
 
-    const plain = await client().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, stream: true });
+    const plain = await client().chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 3,
+      stream: true,
+    });
     const plainChunks = [];
     for await (const c of plain) plainChunks.push(c);
     expect(plainChunks.every((c) => c.usage === undefined)).toBe(true);
@@ -80,11 +96,22 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
   });
 
   it('completions.create (string prompt), streaming included', async () => {
-    const res = await client().completions.create({ model: MODEL, prompt: 'The sky is', max_tokens: 4, temperature: 0 });
+    const res = await client().completions.create({
+      model: MODEL,
+      prompt: 'The sky is',
+      max_tokens: 4,
+      temperature: 0,
+    });
     expect(res.object).toBe('text_completion');
     expect(res.choices[0]?.text.length).toBeGreaterThan(0);
     expect(res.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
-    const s = await client().completions.create({ model: MODEL, prompt: 'The sky is', max_tokens: 3, stream: true, stream_options: { include_usage: true } });
+    const s = await client().completions.create({
+      model: MODEL,
+      prompt: 'The sky is',
+      max_tokens: 3,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let usage: typeof res.usage;
     for await (const c of s) {
@@ -96,12 +123,21 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
   });
 
   it('responses.create → output_text, and responses.stream().finalResponse()', async () => {
-    const res = await client().responses.create({ model: MODEL, input: 'Say yes.', max_output_tokens: 4, instructions: 'Be brief.' });
+    const res = await client().responses.create({
+      model: MODEL,
+      input: 'Say yes.',
+      max_output_tokens: 4,
+      instructions: 'Be brief.',
+    });
     expect(res.object).toBe('response');
     expect(res.model).toBe(MODEL);
     expect(res.output_text.length).toBeGreaterThan(0);
     expect(res.usage?.input_tokens_details).toMatchObject({ cached_tokens: 0, cache_write_tokens: 0 });
-    const stream = client().responses.stream({ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_text', text: 'Say no.' }] }], max_output_tokens: 4 });
+    const stream = client().responses.stream({
+      model: MODEL,
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'Say no.' }] }],
+      max_output_tokens: 4,
+    });
     const deltas: string[] = [];
     stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
     const final = await stream.finalResponse();
@@ -140,39 +176,64 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
 
   it('errors: typed classes, OpenAI envelope, request ids', async () => {
     const c = client();
-    const notFound = await c.chat.completions.create({ model: 'nope/unknown', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const notFound = await c.chat.completions
+      .create({ model: 'nope/unknown', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
     expect(notFound.code).toBe('model_not_found');
     expect(notFound.param).toBe('model');
     expect(notFound.requestID).toMatch(/.{8,}/);
 
-    const badKey = await new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: 'svc_sk_wrong', maxRetries: 0 }).chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const badKey = await new OpenAI({
+      baseURL: `${stack.url}/v1`,
+      apiKey: 'svc_sk_wrong',
+      maxRetries: 0,
+    }).chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(badKey).toBeInstanceOf(OpenAI.AuthenticationError);
 
-    const zero = await c.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }).catch((e) => e);
+    const zero = await c.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 0 })
+      .catch((e) => e);
     expect(zero).toBeInstanceOf(OpenAI.BadRequestError);
     expect(zero.param).toBe('max_tokens');
 
-    const tooMany = await c.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 100_000 }).catch((e) => e);
+    const tooMany = await c.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 100_000 })
+      .catch((e) => e);
     expect(tooMany).toBeInstanceOf(OpenAI.BadRequestError);
     expect(tooMany.message).toMatch(/limit/);
 
     const tools = await c.chat.completions
-      .create({ model: MODEL, messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] })
+      .create({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      })
       .catch((e) => e);
     expect(tools).toBeInstanceOf(OpenAI.BadRequestError);
     expect(tools.param).toBe('tools');
 
-    const encoder = await c.chat.completions.create({ model: 'fastino/gliner2-base-v1', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const encoder = await c.chat.completions
+      .create({ model: 'fastino/gliner2-base-v1', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(encoder).toBeInstanceOf(OpenAI.BadRequestError);
     expect(encoder.message).toMatch(/encoder/);
 
     const image = await c.chat.completions
-      .create({ model: MODEL, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] })
+      .create({
+        model: MODEL,
+        messages: [
+          { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+        ],
+      })
       .catch((e) => e);
     expect(image).toBeInstanceOf(OpenAI.BadRequestError);
 
-    const streamErr = await c.chat.completions.create({ model: 'nope/unknown', messages: [{ role: 'user', content: 'x' }], stream: true }).catch((e) => e);
+    const streamErr = await c.chat.completions
+      .create({ model: 'nope/unknown', messages: [{ role: 'user', content: 'x' }], stream: true })
+      .catch((e) => e);
     expect(streamErr).toBeInstanceOf(OpenAI.NotFoundError);
 
     const prev = await c.responses.create({ model: MODEL, input: 'x', previous_response_id: 'resp_1' }).catch((e) => e);
@@ -182,7 +243,11 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
   it('retries a 429 after Retry-After and then succeeds', async () => {
     const fault = inject429(stack, 1);
     const started = Date.now();
-    const res = await new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 2 }).chat.completions.create({
+    const res = await new OpenAI({
+      baseURL: `${stack.url}/v1`,
+      apiKey: OPERATOR_KEY,
+      maxRetries: 2,
+    }).chat.completions.create({
       model: MODEL,
       messages: [{ role: 'user', content: 'Hi' }],
       max_tokens: 2,
@@ -192,7 +257,9 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     fault.clear();
     const spam = inject429(stack, 5);
-    const err = await client().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }).catch((e) => e);
+    const err = await client()
+      .chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 })
+      .catch((e) => e);
     spam.clear();
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     expect(err.type).toBe('rate_limit_error');

@@ -24,14 +24,18 @@ describe('prefix reuse across teams', () => {
   it("team B sharing a long prefix with team A's prompt reuses, reads and is told nothing of it; A keeps its reuse", async () => {
     const teamB = await stack.newTeam('team-b');
     // Team A's confidential system prompt, marked for caching as a real client would.
-    const secret = `${longSystem('a-secret')}The merger with Northwind closes on 14 March at 41 dollars a share. `.repeat(2);
+    const secret =
+      `${longSystem('a-secret')}The merger with Northwind closes on 14 March at 41 dollars a share. `.repeat(2);
     const ask = (key: string | undefined, question: string) =>
       stack.call('POST', '/v1/chat/completions', {
         ...(key ? { key } : {}),
         body: {
           model: MODEL,
           max_tokens: 1,
-          messages: [{ role: 'system', content: [{ type: 'text', text: secret, cache_control: { type: 'ephemeral' } }] }, { role: 'user', content: question }],
+          messages: [
+            { role: 'system', content: [{ type: 'text', text: secret, cache_control: { type: 'ephemeral' } }] },
+            { role: 'user', content: question },
+          ],
         },
       });
 
@@ -51,6 +55,8 @@ describe('prefix reuse across teams', () => {
     // A, again: its slot and its cache entry still serve it.
     const a2 = await ask(undefined, 'And after that?');
     expect(reusedTokens(a2)).toBeGreaterThanOrEqual(a1.body.usage.prompt_tokens_details.cache_write_tokens);
-    expect(a2.body.usage.prompt_tokens_details.cached_tokens).toBe(a1.body.usage.prompt_tokens_details.cache_write_tokens);
+    expect(a2.body.usage.prompt_tokens_details.cached_tokens).toBe(
+      a1.body.usage.prompt_tokens_details.cache_write_tokens,
+    );
   });
 });

@@ -14,7 +14,10 @@ import { REPO_ROOT } from '../../src/paths';
 const generator = join(REPO_ROOT, 'web', 'node_modules', '.bin', 'openapi-typescript');
 
 it('web/src/api/schema.d.ts matches the types generated from the current GET /openapi.json', () => {
-  if (!existsSync(generator)) throw new Error(`${generator} is missing: run \`node scripts/setup.mjs --for-tests\` (it installs web/'s dependencies)`);
+  if (!existsSync(generator))
+    throw new Error(
+      `${generator} is missing: run \`node scripts/setup.mjs --for-tests\` (it installs web/'s dependencies)`,
+    );
   const dir = mkdtempSync(join(tmpdir(), 'sift-api-types-'));
   try {
     const doc = join(dir, 'openapi.json');

@@ -21,8 +21,12 @@ const CHROMIUM = process.env.SIFT_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = process.env.SIFT_CONSOLE_SCREENSHOTS;
 const AXE = readFileSync(join(REPO_ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
-if (!existsSync(CHROMIUM)) throw new Error(`The console's browser tests need Chromium at ${CHROMIUM}: run \`node scripts/setup.mjs --for-tests\` (it runs apt-get install chromium) or set SIFT_CHROMIUM`);
-if (!existsSync(join(CONSOLE_DIST, 'index.html'))) throw new Error(`The console is not built (${CONSOLE_DIST}): run \`node scripts/setup.mjs --for-tests\``);
+if (!existsSync(CHROMIUM))
+  throw new Error(
+    `The console's browser tests need Chromium at ${CHROMIUM}: run \`node scripts/setup.mjs --for-tests\` (it runs apt-get install chromium) or set SIFT_CHROMIUM`,
+  );
+if (!existsSync(join(CONSOLE_DIST, 'index.html')))
+  throw new Error(`The console is not built (${CONSOLE_DIST}): run \`node scripts/setup.mjs --for-tests\``);
 
 jest.setTimeout(240_000);
 
@@ -34,16 +38,29 @@ let adminKey: string;
 let adminTeamId: string;
 const loadTimes: Record<string, number> = {};
 
-
 beforeAll(async () => {
   // three reviewed traces are enough for a cycle here (two to train on, one held out)
-  stack = await TestStack.start({ withModels: true, maxTrainingJobs: 1, workflowPollMs: 500, config: { adaptiveMinExamples: 3 } });
+  stack = await TestStack.start({
+    withModels: true,
+    maxTrainingJobs: 1,
+    workflowPollMs: 500,
+    config: { adaptiveMinExamples: 3 },
+  });
   ({ key: adminKey, teamId: adminTeamId } = await stack.newTeam('console'));
   profile = mkdtempSync(join(tmpdir(), 'sift-chromium-'));
   // a new empty profile (--user-data-dir, which playwright passes for a persistent context)
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 900 },
   });
   const context = browser;
@@ -59,19 +76,26 @@ afterAll(async () => {
   await browser?.close();
   await stack?.stop();
   if (profile) rmSync(profile, { recursive: true, force: true });
-  if (Object.keys(loadTimes).length) process.stdout.write(`console page load times (ms, local service, headless Chromium): ${JSON.stringify(loadTimes)}\n`);
+  if (Object.keys(loadTimes).length)
+    process.stdout.write(
+      `console page load times (ms, local service, headless Chromium): ${JSON.stringify(loadTimes)}\n`,
+    );
 });
 
 /** axe-core's WCAG 2 A/AA rules on the page as it is now: no serious or critical violation. */
 async function expectAccessible(name: string) {
   // transitions mid-way (a modal fading in) blend colours: check the settled page
-  await page.evaluate(() => Promise.all((globalThis as any).document.getAnimations().map((a: any) => a.finished.catch(() => undefined))));
+  await page.evaluate(() =>
+    Promise.all((globalThis as any).document.getAnimations().map((a: any) => a.finished.catch(() => undefined))),
+  );
   // evaluated through the DevTools protocol: the page's CSP (no inline scripts) stays in force
   if (!(await page.evaluate(() => 'axe' in (globalThis as any)))) await page.evaluate(AXE);
   const violations = await page.evaluate(async () => {
     const g = globalThis as any; // the page's window (this project's TypeScript has no DOM lib)
     const r = await g.axe.run(g.document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa'] } });
-    return r.violations.filter((v: any) => v.impact === 'serious' || v.impact === 'critical').map((v: any) => `${v.id}: ${v.help} (${v.nodes.map((n: any) => n.target.join(' ')).join(', ')})`);
+    return r.violations
+      .filter((v: any) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v: any) => `${v.id}: ${v.help} (${v.nodes.map((n: any) => n.target.join(' ')).join(', ')})`);
   });
   expect({ page: name, violations }).toEqual({ page: name, violations: [] });
 }
@@ -97,7 +121,8 @@ async function open(route: string, heading: string) {
   loadTimes[route] = Date.now() - t0;
 }
 
-const keyCalls = (key: string) => fetch(`${stack.service.url}/api-keys`, { headers: { 'x-api-key': key } }).then((r) => r.status);
+const keyCalls = (key: string) =>
+  fetch(`${stack.service.url}/api-keys`, { headers: { 'x-api-key': key } }).then((r) => r.status);
 
 describe('the web console', () => {
   it('serves the built app at /console with a CSP, and sends /console to /console/', async () => {
@@ -118,7 +143,9 @@ describe('the web console', () => {
     await expectAccessible('sign-in');
     await screenshot('sign-in');
     // what the server answers that key (the request the form makes), to find its detail on the page
-    const refused = await fetch(`${stack.service.url}/billing/usage/requests?days=1`, { headers: { 'x-api-key': 'svc_sk_not-a-real-key' } });
+    const refused = await fetch(`${stack.service.url}/billing/usage/requests?days=1`, {
+      headers: { 'x-api-key': 'svc_sk_not-a-real-key' },
+    });
     expect(refused.status).toBe(401);
     const detail = ((await refused.json()) as { detail: unknown }).detail;
     expect(typeof detail === 'string' && detail.length > 0).toBe(true);
@@ -162,12 +189,22 @@ describe('the web console', () => {
   });
 
   it('Credits / usage: balance, cap, spend by day and the by-model and by-request tables', async () => {
-    const billed = await stack.call('POST', '/gliner-2/entities', { key: adminKey, body: { model_id: 'sift/gliner2-mini-v1', text: 'Ada Lovelace lived in London.', entities: ['person'] } });
+    const billed = await stack.call('POST', '/gliner-2/entities', {
+      key: adminKey,
+      body: { model_id: 'sift/gliner2-mini-v1', text: 'Ada Lovelace lived in London.', entities: ['person'] },
+    });
     expect(billed.status).toBe(200);
     await stack.service.svc.usage.flush(); // usage is buffered; the page reads what is stored
     await open('settings/credits', 'Credits and usage');
-    await page.getByRole('table', { name: 'Usage by model' }).getByRole('row', { name: /sift\/gliner2-mini-v1/ }).waitFor();
-    await page.getByRole('table', { name: 'Usage by request' }).getByRole('row', { name: /\/gliner-2\/entities|entities/ }).first().waitFor();
+    await page
+      .getByRole('table', { name: 'Usage by model' })
+      .getByRole('row', { name: /sift\/gliner2-mini-v1/ })
+      .waitFor();
+    await page
+      .getByRole('table', { name: 'Usage by request' })
+      .getByRole('row', { name: /\/gliner-2\/entities|entities/ })
+      .first()
+      .waitFor();
     await page.getByTestId('stat-Credit balance').waitFor();
     await page.getByRole('heading', { name: 'Spend by day' }).waitFor();
     await page.getByRole('heading', { name: 'By request' }).waitFor();
@@ -180,10 +217,20 @@ describe('the web console', () => {
     await page.getByText('No datasets yet').waitFor();
     await expectAccessible('datasets-empty');
     const rows = [
-      { text: 'Tim Cook works for Apple.', entities: [['Tim Cook', 'person'], ['apple', 'company']] },
+      {
+        text: 'Tim Cook works for Apple.',
+        entities: [
+          ['Tim Cook', 'person'],
+          ['apple', 'company'],
+        ],
+      },
       { text: 'Satya Nadella runs Microsoft.', entities: [['Satya Nadella', 'person']] },
     ];
-    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`) });
+    await page.getByTestId('dataset-file').setInputFiles({
+      name: 'people.jsonl',
+      mimeType: 'application/jsonl',
+      buffer: Buffer.from(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`),
+    });
     await page.getByLabel('Dataset name').fill('people');
     await page.getByRole('button', { name: 'Upload' }).click();
     const report = page.getByTestId('validation-report');
@@ -194,7 +241,11 @@ describe('the web console', () => {
     await expectAccessible('datasets');
     await screenshot('datasets');
     // a good file: ready, with its heads and vocabulary
-    await page.getByTestId('dataset-file').setInputFiles({ name: 'people.jsonl', mimeType: 'application/jsonl', buffer: Buffer.from(`${JSON.stringify(rows[1])}\n`) });
+    await page.getByTestId('dataset-file').setInputFiles({
+      name: 'people.jsonl',
+      mimeType: 'application/jsonl',
+      buffer: Buffer.from(`${JSON.stringify(rows[1])}\n`),
+    });
     await page.getByRole('button', { name: 'Upload' }).click();
     await page.getByText('No problems found in 1 rows.').waitFor({ timeout: 60_000 });
     await page.getByText('Entity types: person').waitFor();
@@ -204,9 +255,15 @@ describe('the web console', () => {
     await open('training', 'Training jobs');
     await page.getByText('No training jobs yet').waitFor();
     await page.getByRole('textbox', { name: /^Model name/ }).fill('people-v1');
-    await page.getByLabel(/^Base model/).first().click();
+    await page
+      .getByLabel(/^Base model/)
+      .first()
+      .click();
     await page.getByRole('option', { name: /sift\/gliner2-mini-v1/ }).click();
-    await page.getByLabel(/^Dataset/).first().click();
+    await page
+      .getByLabel(/^Dataset/)
+      .first()
+      .click();
     await page.getByRole('option', { name: /people v2/ }).click();
     await page.getByRole('textbox', { name: /^Epochs/ }).fill('1');
     await expectAccessible('training-form');
@@ -214,11 +271,18 @@ describe('the web console', () => {
     const status = page.getByTestId('job-status');
     await status.waitFor();
     // the SSE log stream shows the trainer's lines while it runs, then its end event
-    await page.getByTestId('job-logs').getByText(/"event"/).first().waitFor({ timeout: 180_000 });
+    await page
+      .getByTestId('job-logs')
+      .getByText(/"event"/)
+      .first()
+      .waitFor({ timeout: 180_000 });
     await page.getByText('Logs (ended: complete)').waitFor({ timeout: 240_000 });
     await page.getByTestId('job-status').getByText('complete', { exact: true }).waitFor({ timeout: 30_000 });
     await page.getByRole('button', { name: 'Deploy' }).waitFor();
-    await page.getByRole('table', { name: 'Training jobs' }).getByRole('row', { name: /people-v1.*complete/i }).waitFor();
+    await page
+      .getByRole('table', { name: 'Training jobs' })
+      .getByRole('row', { name: /people-v1.*complete/i })
+      .waitFor();
     await expectAccessible('training-job');
     await screenshot('training');
   });
@@ -239,7 +303,9 @@ describe('the web console', () => {
     // the request carries them as the API's schema takes them
     const request = page.locator('pre:visible', { hasText: '"relations":["works for"]' }); // the curl tab
     await request.waitFor();
-    expect(await request.textContent()).toContain('"employment":{"fields":[{"name":"employee","dtype":"str","description":"the person employed"},{"name":"employer","dtype":"str"}]}');
+    expect(await request.textContent()).toContain(
+      '"employment":{"fields":[{"name":"employee","dtype":"str","description":"the person employed"},{"name":"employer","dtype":"str"}]}',
+    );
     const thumb = page.getByRole('slider', { name: /Threshold/ });
     for (let i = 0; i < 6; i++) await thumb.press('ArrowLeft'); // 0.5 → 0.2, as the encoder tests use for relations
     await page.getByText('Threshold: 0.20').waitFor();
@@ -248,15 +314,28 @@ describe('the web console', () => {
     await text.waitFor({ timeout: 120_000 });
     const marks = text.locator('mark');
     expect(await marks.count()).toBeGreaterThan(0);
-    expect(await marks.first().getAttribute('aria-label')).toMatch(/: (person|location|organization), score [01]\.\d{3}$/);
+    expect(await marks.first().getAttribute('aria-label')).toMatch(
+      /: (person|location|organization), score [01]\.\d{3}$/,
+    );
     const structure = page.getByRole('table', { name: 'Structure employment' });
     await structure.getByRole('columnheader', { name: 'employee' }).waitFor();
     await structure.getByRole('columnheader', { name: 'employer' }).waitFor();
     expect(await structure.getByRole('row').count()).toBeGreaterThan(1);
     const relations = page.getByRole('table', { name: 'Relations' });
-    await relations.getByRole('row', { name: /^works for/ }).first().waitFor();
-    expect(await relations.getByRole('row', { name: /^works for/ }).first().textContent()).toMatch(/0\.\d{3}$/);
-    await page.getByRole('tablist', { name: 'Copy this request', exact: true }).getByRole('tab', { name: 'Python' }).click();
+    await relations
+      .getByRole('row', { name: /^works for/ })
+      .first()
+      .waitFor();
+    expect(
+      await relations
+        .getByRole('row', { name: /^works for/ })
+        .first()
+        .textContent(),
+    ).toMatch(/0\.\d{3}$/);
+    await page
+      .getByRole('tablist', { name: 'Copy this request', exact: true })
+      .getByRole('tab', { name: 'Python' })
+      .click();
     await page.getByText('requests.post(').first().waitFor();
     await expectAccessible('playground');
     await screenshot('playground');
@@ -275,7 +354,11 @@ describe('the web console', () => {
         const el = g.document.querySelectorAll('[data-testid="assistant-message"]');
         const last = el[el.length - 1];
         if (last) g.__replies.push(last.textContent);
-      }).observe(g.document.querySelector('[data-testid="chat-messages"]'), { subtree: true, childList: true, characterData: true });
+      }).observe(g.document.querySelector('[data-testid="chat-messages"]'), {
+        subtree: true,
+        childList: true,
+        characterData: true,
+      });
     });
     await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Name three colours.');
     await chat.getByRole('button', { name: 'Send' }).click();
@@ -285,11 +368,16 @@ describe('the web console', () => {
     expect(await usage.textContent()).toMatch(/^\d+ prompt \+ [1-9]\d* completion = \d+ tokens$/);
     const final = (await chat.getByTestId('assistant-message').last().textContent()) ?? '';
     expect(final.trim().length).toBeGreaterThan(0);
-    const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter((t) => t && t !== '…');
+    const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter(
+      (t) => t && t !== '…',
+    );
     expect(seen.length).toBeGreaterThan(2); // more than one update: streamed, not shown at once
     for (const t of seen) expect(final.startsWith(t)).toBe(true); // each update extends the reply
     await chat.getByRole('button', { name: 'Send' }).waitFor();
-    await page.getByRole('tablist', { name: 'Copy this chat request' }).getByRole('tab', { name: 'TypeScript' }).click();
+    await page
+      .getByRole('tablist', { name: 'Copy this chat request' })
+      .getByRole('tab', { name: 'TypeScript' })
+      .click();
     await page.getByText('TextDecoderStream').first().waitFor();
     await expectAccessible('playground-chat');
     await screenshot('playground-chat');
@@ -305,11 +393,15 @@ describe('the web console', () => {
     await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Write a long story about a dragon.');
     await chat.getByRole('button', { name: 'Send' }).click();
     // streaming has begun (some text of the reply is on the page), so the server has a generation to cut
-    await page.waitForFunction(() => {
-      const el = (globalThis as any).document.querySelectorAll('[data-testid="assistant-message"]');
-      const text = el.length ? el[el.length - 1].textContent : '';
-      return Boolean(text) && text !== '…';
-    }, undefined, { timeout: 120_000 });
+    await page.waitForFunction(
+      () => {
+        const el = (globalThis as any).document.querySelectorAll('[data-testid="assistant-message"]');
+        const text = el.length ? el[el.length - 1].textContent : '';
+        return Boolean(text) && text !== '…';
+      },
+      undefined,
+      { timeout: 120_000 },
+    );
     await chat.getByRole('button', { name: 'Stop' }).click();
     await chat.getByRole('button', { name: 'Send' }).waitFor();
     expect(await chat.getByRole('alert').count()).toBe(0);
@@ -328,7 +420,10 @@ describe('the web console', () => {
     await chat.getByRole('textbox', { name: /^…or a trained decoder/ }).fill('no-such-decoder');
     await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Hi');
     await chat.getByRole('button', { name: 'Send' }).click();
-    await chat.getByRole('alert').getByText(/no-such-decoder|not found|model/i).waitFor();
+    await chat
+      .getByRole('alert')
+      .getByText(/no-such-decoder|not found|model/i)
+      .waitFor();
   });
 
   it('Playground: the chat sends its system prompt, temperature and max tokens, and streams from both /v1/chat/completions and /v1/messages', async () => {
@@ -343,7 +438,8 @@ describe('the web console', () => {
     await chat.getByRole('textbox', { name: /^System prompt/ }).fill('You are a terse assistant.');
     await chat.getByRole('textbox', { name: /^Temperature/ }).fill('0');
     await chat.getByRole('textbox', { name: /^Max tokens/ }).fill('6');
-    const latestChat = async () => (await stack.call('GET', '/inferences?task=generate&limit=1', { key: adminKey })).body.data[0];
+    const latestChat = async () =>
+      (await stack.call('GET', '/inferences?task=generate&limit=1', { key: adminKey })).body.data[0];
     const usage = chat.getByTestId('chat-usage');
     const completionTokens = async () => Number(/\+ (\d+) completion/.exec((await usage.textContent()) ?? '')?.[1]);
 
@@ -362,7 +458,11 @@ describe('the web console', () => {
           const el = g.document.querySelectorAll('[data-testid="assistant-message"]');
           const last = el[el.length - 1];
           if (last) g.__replies.push(last.textContent);
-        }).observe(g.document.querySelector('[data-testid="chat-messages"]'), { subtree: true, childList: true, characterData: true });
+        }).observe(g.document.querySelector('[data-testid="chat-messages"]'), {
+          subtree: true,
+          childList: true,
+          characterData: true,
+        });
       });
       await chat.getByRole('textbox', { name: 'Message', exact: true }).fill('Count from one to twenty.');
       await chat.getByRole('button', { name: 'Send' }).click();
@@ -374,14 +474,36 @@ describe('the web console', () => {
       expect(tokens).toBeGreaterThan(0);
       expect(tokens).toBeLessThanOrEqual(6); // max tokens reached the decoder
       const final = (await chat.getByTestId('assistant-message').last().textContent()) ?? '';
-      const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter((t) => t && t !== '…');
+      const seen = [...new Set<string>(await page.evaluate(() => (globalThis as any).__replies))].filter(
+        (t) => t && t !== '…',
+      );
       expect(seen.length).toBeGreaterThan(1); // streamed: the reply grew on the page
       for (const t of seen) expect(final.startsWith(t)).toBe(true);
       // what the browser sent, in each API's own shape
       const request = sent.at(-1)!;
       expect(request.url).toBe(`${stack.service.url}${path}`);
-      if (api === 'OpenAI') expect(request.body).toMatchObject({ stream: true, max_tokens: 6, temperature: 0, messages: [{ role: 'system', content: 'You are a terse assistant.' }, { role: 'user', content: 'Count from one to twenty.' }] });
-      else expect(request.body).toMatchObject({ stream: true, max_tokens: 6, temperature: 0, system: 'You are a terse assistant.', messages: [{ role: 'user', content: 'Count from one to twenty.' }, { role: 'assistant' }, { role: 'user', content: 'Count from one to twenty.' }] });
+      if (api === 'OpenAI')
+        expect(request.body).toMatchObject({
+          stream: true,
+          max_tokens: 6,
+          temperature: 0,
+          messages: [
+            { role: 'system', content: 'You are a terse assistant.' },
+            { role: 'user', content: 'Count from one to twenty.' },
+          ],
+        });
+      else
+        expect(request.body).toMatchObject({
+          stream: true,
+          max_tokens: 6,
+          temperature: 0,
+          system: 'You are a terse assistant.',
+          messages: [
+            { role: 'user', content: 'Count from one to twenty.' },
+            { role: 'assistant' },
+            { role: 'user', content: 'Count from one to twenty.' },
+          ],
+        });
       // and what the server stored: the endpoint, the system prompt, a reply cut at the token limit
       const stored = await latestChat();
       expect(stored.endpoint).toBe(path);
@@ -403,11 +525,23 @@ describe('the web console', () => {
       { text: 'Absolutely wonderful experience, would buy again.', label: 'positive' },
       { text: 'Awful support and a broken screen.', label: 'negative' },
     ];
-    expect((await stack.uploadDataset('sentiment', `${sentiment.map((r) => JSON.stringify(r)).join('\n')}\n`, { key: adminKey })).status).toBe('ready');
+    expect(
+      (
+        await stack.uploadDataset('sentiment', `${sentiment.map((r) => JSON.stringify(r)).join('\n')}\n`, {
+          key: adminKey,
+        })
+      ).status,
+    ).toBe('ready');
     await page.reload();
-    await page.getByLabel(/^Model/).first().click();
+    await page
+      .getByLabel(/^Model/)
+      .first()
+      .click();
     await page.getByRole('option', { name: 'sift/gliner2-mini-v1' }).click();
-    await page.getByLabel(/^Dataset/).first().click();
+    await page
+      .getByLabel(/^Dataset/)
+      .first()
+      .click();
     await page.getByRole('option', { name: /sentiment v1/ }).click();
     await page.getByRole('button', { name: 'Run evaluation' }).click();
     await page.getByTestId('evaluation-status').getByText('complete', { exact: true }).waitFor({ timeout: 120_000 });
@@ -419,7 +553,10 @@ describe('the web console', () => {
     expect(counts.reduce((a, b) => a + b, 0)).toBe(sentiment.length);
     const shades = await matrix.locator('td').evaluateAll((tds) => tds.map((td: any) => td.style.backgroundColor));
     expect(new Set(shades).size).toBeGreaterThan(1); // counts differ, so colours differ
-    await page.getByRole('table', { name: 'Metrics by label' }).getByRole('row', { name: /^positive/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Metrics by label' })
+      .getByRole('row', { name: /^positive/ })
+      .waitFor();
     await page.getByTestId('stat-Rows scored').getByText('4').waitFor();
     await expectAccessible('evaluation');
     await screenshot('evaluations');
@@ -428,14 +565,23 @@ describe('the web console', () => {
   it('Evaluations: compares the base model with the trained model side by side', async () => {
     await open('evaluations', 'Evaluations');
     for (const model of [/^people-v1/, /^sift\/gliner2-mini-v1$/]) {
-      await page.getByLabel(/^Model/).first().click();
+      await page
+        .getByLabel(/^Model/)
+        .first()
+        .click();
       await page.getByRole('option', { name: model }).click();
-      await page.getByLabel(/^Dataset/).first().click();
+      await page
+        .getByLabel(/^Dataset/)
+        .first()
+        .click();
       await page.getByRole('option', { name: /people v2/ }).click();
       await page.getByRole('button', { name: 'Run evaluation' }).click();
       await page.getByTestId('evaluation-status').getByText('complete', { exact: true }).waitFor({ timeout: 120_000 });
     }
-    await page.getByRole('table', { name: 'Metrics by entity type' }).getByRole('row', { name: /^person/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Metrics by entity type' })
+      .getByRole('row', { name: /^person/ })
+      .waitFor();
     const rows = page.getByRole('table', { name: 'Evaluations' }).getByRole('row', { name: /people v2.*complete/ });
     await rows.nth(1).waitFor({ timeout: 120_000 }); // the list shows both finished
     expect(await rows.count()).toBe(2);
@@ -447,9 +593,15 @@ describe('the web console', () => {
     const compare = page.getByTestId('evaluation-compare');
     await compare.getByRole('row', { name: /F1 · entity type person/ }).waitFor();
     // each cell from the two evaluations as the API returns them (A: the one ticked first)
-    const listed = (await stack.call('GET', '/core/evaluations', { key: adminKey })).body.data as { id: string; dataset_name: string; status: string }[];
+    const listed = (await stack.call('GET', '/core/evaluations', { key: adminKey })).body.data as {
+      id: string;
+      dataset_name: string;
+      status: string;
+    }[];
     const evaluations = await Promise.all(
-      listed.filter((e) => e.dataset_name === 'people' && e.status === 'complete').map(async (e) => (await stack.call('GET', `/core/evaluations/${e.id}`, { key: adminKey })).body),
+      listed
+        .filter((e) => e.dataset_name === 'people' && e.status === 'complete')
+        .map(async (e) => (await stack.call('GET', `/core/evaluations/${e.id}`, { key: adminKey })).body),
     );
     expect(evaluations).toHaveLength(2);
     const title = (e: any) => `${e.base_model} on ${e.dataset_name} v${e.dataset_version}`;
@@ -465,7 +617,9 @@ describe('the web console', () => {
       ['F1 · entity type person', a.metrics.per_entity.person.f1, b.metrics.per_entity.person.f1],
     ] as [string, number, number][]) {
       expect(typeof x === 'number' && typeof y === 'number').toBe(true);
-      expect(await compare.getByRole('row', { name: new RegExp(`^${name}`) }).textContent()).toBe(`${name}${pct(x)}${pct(y)}${diff(x, y)}`);
+      expect(await compare.getByRole('row', { name: new RegExp(`^${name}`) }).textContent()).toBe(
+        `${name}${pct(x)}${pct(y)}${diff(x, y)}`,
+      );
     }
     await expectAccessible('evaluations-compare');
   });
@@ -473,17 +627,32 @@ describe('the web console', () => {
   it('Inference history: filters by task, opens one and records feedback, and a correction is checked', async () => {
     await open('inferences', 'Inference history');
     const table = page.getByRole('table', { name: 'Inferences' });
-    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();
+    await table
+      .getByRole('row', { name: /gliner2-mini-v1/ })
+      .first()
+      .waitFor();
     await page.getByLabel(/^Task/).first().click();
     await page.getByRole('option', { name: 'generate', exact: true }).click();
     // only the playground chat's decoder calls are left
-    await table.getByRole('row', { name: /SmolLM2/ }).first().waitFor();
-    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor({ state: 'detached' });
+    await table
+      .getByRole('row', { name: /SmolLM2/ })
+      .first()
+      .waitFor();
+    await table
+      .getByRole('row', { name: /gliner2-mini-v1/ })
+      .first()
+      .waitFor({ state: 'detached' });
     await page.getByLabel(/^Task/).first().click();
     await page.getByRole('option', { name: 'ner', exact: true }).click();
-    await table.getByRole('row', { name: /gliner2-mini-v1/ }).first().waitFor();
+    await table
+      .getByRole('row', { name: /gliner2-mini-v1/ })
+      .first()
+      .waitFor();
     await expectAccessible('inferences');
-    await table.getByRole('button', { name: /^Open inference/ }).first().click();
+    await table
+      .getByRole('button', { name: /^Open inference/ })
+      .first()
+      .click();
     await page.getByTestId('inference-output').waitFor();
     await page.getByRole('button', { name: 'Mark correct' }).click();
     await page.getByTestId('feedback-saved').getByText('correct', { exact: true }).waitFor();
@@ -498,10 +667,16 @@ describe('the web console', () => {
     for (const span of template.entities) expect(Object.keys(span).sort()).toEqual(['end', 'label', 'start', 'text']);
     await box.fill('{not json');
     await page.getByRole('button', { name: 'Save correction' }).click();
-    await page.getByRole('alert').getByText(/not valid JSON/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/not valid JSON/)
+      .waitFor();
     await box.fill('{"nonsense_head": 1}');
     await page.getByRole('button', { name: 'Save correction' }).click();
-    await page.getByRole('alert').getByText(/nonsense_head|corrected_output/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/nonsense_head|corrected_output/)
+      .waitFor();
     await expectAccessible('inference-feedback');
     // the pre-filled correction is accepted as it is
     await box.fill(prefilled);
@@ -521,7 +696,10 @@ describe('the web console', () => {
     await page.getByText('Nothing deployed yet').waitFor();
     const serving = page.getByTestId('current-model');
     for (const model of ['people-v1', 'people-v2']) {
-      await page.getByLabel(/^Promote a trained model/).first().click();
+      await page
+        .getByLabel(/^Promote a trained model/)
+        .first()
+        .click();
       await page.getByRole('option', { name: new RegExp(`^${model} `) }).click();
       await page.getByRole('button', { name: 'Promote', exact: true }).click();
       await serving.getByText(new RegExp(`^${model} `)).waitFor();
@@ -531,14 +709,19 @@ describe('the web console', () => {
     const history = page.getByRole('table', { name: 'Deployment history' });
     await history.getByRole('row', { name: /rollback.*people-v1.*people-v2/ }).waitFor();
     expect(await history.getByRole('row', { name: /promote/ }).count()).toBe(2);
-    await page.getByRole('table', { name: 'Projects' }).getByRole('row', { name: /support-ner.*people-v1/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Projects' })
+      .getByRole('row', { name: /support-ner.*people-v1/ })
+      .waitFor();
     await page.getByText('No adaptive cycles yet.').waitFor();
     await expectAccessible('projects');
     await screenshot('projects');
   });
 
   it('Projects: reviews the traces a cycle asks about, a second cycle trains a candidate from that feedback, and its promote button serves it', async () => {
-    const projectId = ((await stack.call('GET', '/projects', { key: adminKey })).body.data as { id: string; name: string }[]).find((p) => p.name === 'support-ner')!.id;
+    const projectId = (
+      (await stack.call('GET', '/projects', { key: adminKey })).body.data as { id: string; name: string }[]
+    ).find((p) => p.name === 'support-ner')!.id;
     // traffic under the project's id: a person who is also the customer (two types for one span: the
     // model cannot be sure, so these traces are the informative ones), and two classifications
     const people: Record<string, string> = {
@@ -556,8 +739,17 @@ describe('the web console', () => {
         { task: 'sentiment', labels: ['positive', 'negative'] },
       ],
     };
-    for (const text of Object.keys(people)) expect((await stack.call('POST', '/inference', { key: adminKey, body: { model_id: projectId, text, schema, threshold: 0.3 } })).status).toBe(200);
-    const feedbackOf = async (id: string) => (await stack.call('GET', `/inferences/${id}`, { key: adminKey })).body.feedback;
+    for (const text of Object.keys(people))
+      expect(
+        (
+          await stack.call('POST', '/inference', {
+            key: adminKey,
+            body: { model_id: projectId, text, schema, threshold: 0.3 },
+          })
+        ).status,
+      ).toBe(200);
+    const feedbackOf = async (id: string) =>
+      (await stack.call('GET', `/inferences/${id}`, { key: adminKey })).body.feedback;
 
     await open('projects', 'Projects');
     await page.getByRole('button', { name: 'Open project support-ner' }).click();
@@ -565,12 +757,18 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Start a cycle' }).click();
     // too little feedback: the cycle is skipped and says why; the page follows it without a reload
     const cycles = page.getByRole('table', { name: 'Adaptive cycles' });
-    await cycles.getByRole('row', { name: /skipped/ }).getByText(/0 reviewed traces .* a cycle needs 3/).waitFor({ timeout: 60_000 });
+    await cycles
+      .getByRole('row', { name: /skipped/ })
+      .getByText(/0 reviewed traces .* a cycle needs 3/)
+      .waitFor({ timeout: 60_000 });
     const review = page.getByRole('region', { name: 'Traces waiting for review' });
     const traces = review.getByRole('article');
     await traces.first().waitFor();
     expect(await traces.count()).toBeGreaterThanOrEqual(3);
-    await review.getByTestId('review-progress').getByText(/^0 of \d+ reviewed/).waitFor();
+    await review
+      .getByTestId('review-progress')
+      .getByText(/^0 of \d+ reviewed/)
+      .waitFor();
     await expectAccessible('projects-review');
 
     // one marked correct: stored on the inference
@@ -583,14 +781,24 @@ describe('the web console', () => {
     const second = traces.nth(1);
     const text = (await stack.call('GET', `/inferences/${ids[1]}`, { key: adminKey })).body.input.text as string;
     await second.getByRole('button', { name: 'Correct it…' }).click();
-    for (let n = await second.getByRole('button', { name: /^Remove / }).count(); n > 0; n--) await second.getByRole('button', { name: /^Remove / }).first().click();
+    for (let n = await second.getByRole('button', { name: /^Remove / }).count(); n > 0; n--)
+      await second
+        .getByRole('button', { name: /^Remove / })
+        .first()
+        .click();
     await second.getByText('No entities').waitFor();
     await second.getByRole('textbox', { name: /^Missing span/ }).fill('Nobody Here');
     await second.getByRole('button', { name: 'Add span' }).click();
-    await second.getByRole('alert').getByText(/is not in the text/).waitFor();
+    await second
+      .getByRole('alert')
+      .getByText(/is not in the text/)
+      .waitFor();
     await second.getByRole('textbox', { name: /^Missing span/ }).fill(people[text]!);
     await second.getByRole('button', { name: 'Add span' }).click();
-    await second.getByRole('table', { name: /^Corrected entities/ }).getByRole('row', { name: new RegExp(`${people[text]} person`) }).waitFor();
+    await second
+      .getByRole('table', { name: /^Corrected entities/ })
+      .getByRole('row', { name: new RegExp(`${people[text]} person`) })
+      .waitFor();
     await second.getByRole('combobox', { name: 'Label for priority' }).click();
     await page.getByRole('option', { name: 'urgent' }).click();
     await expectAccessible('projects-review-correction');
@@ -599,24 +807,39 @@ describe('the web console', () => {
     const start = Array.from(text.slice(0, text.indexOf(people[text]!))).length;
     expect(await feedbackOf(ids[1]!)).toMatchObject({
       verdict: 'incorrect',
-      corrected_output: { entities: [{ text: people[text], label: 'person', start, end: start + people[text]!.length }], classifications: { priority: 'urgent' } },
+      corrected_output: {
+        entities: [{ text: people[text], label: 'person', start, end: start + people[text]!.length }],
+        classifications: { priority: 'urgent' },
+      },
     });
     await traces.nth(2).getByRole('button', { name: 'Mark correct' }).click();
     await traces.nth(2).getByTestId('trace-feedback').getByText('marked correct').waitFor();
-    await review.getByTestId('review-progress').getByText(/^3 of \d+ reviewed/).waitFor();
+    await review
+      .getByTestId('review-progress')
+      .getByText(/^3 of \d+ reviewed/)
+      .waitFor();
     await screenshot('projects-review');
 
     // enough feedback now: the next cycle trains a candidate from the deployed model, scores both, offers it
     await page.getByRole('button', { name: 'Start a cycle' }).click();
     await cycles.getByRole('row', { name: /running/ }).waitFor();
     // the newest cycle is the first row
-    await cycles.getByRole('row').nth(1).getByText(/^(offered|failed|skipped)$/).waitFor({ timeout: 480_000 });
+    await cycles
+      .getByRole('row')
+      .nth(1)
+      .getByText(/^(offered|failed|skipped)$/)
+      .waitFor({ timeout: 480_000 });
     const cycle = (await stack.call('GET', `/projects/${projectId}/adaptive-cycles`, { key: adminKey })).body.data[0];
     expect({ status: cycle.status, reason: cycle.reason }).toEqual({ status: 'offered', reason: null });
     const comparison = page.getByRole('region', { name: 'Candidate vs deployed model' });
     const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
-    expect(await comparison.getByRole('row', { name: /^F1/ }).textContent()).toBe(`F1${pct(cycle.comparison.baseline.f1)}${pct(cycle.comparison.candidate.f1)}${(cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1 > 0 ? '+' : '') + ((cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1) * 100).toFixed(1)} pts`);
-    await comparison.getByTestId('recommendation').getByText(`recommendation: ${cycle.comparison.recommendation}`).waitFor();
+    expect(await comparison.getByRole('row', { name: /^F1/ }).textContent()).toBe(
+      `F1${pct(cycle.comparison.baseline.f1)}${pct(cycle.comparison.candidate.f1)}${(cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1 > 0 ? '+' : '') + ((cycle.comparison.candidate.f1 - cycle.comparison.baseline.f1) * 100).toFixed(1)} pts`,
+    );
+    await comparison
+      .getByTestId('recommendation')
+      .getByText(`recommendation: ${cycle.comparison.recommendation}`)
+      .waitFor();
     await expectAccessible('projects-adaptive');
     await screenshot('projects-adaptive');
     const serving = page.getByTestId('current-model');
@@ -627,9 +850,14 @@ describe('the web console', () => {
     await serving.getByText(/^support-ner-adaptive-/).waitFor();
     const project = (await stack.call('GET', `/projects/${projectId}`, { key: adminKey })).body;
     expect(project.active_training_job_id).toBe(cycle.candidate_training_job_id);
-    expect((await stack.call('GET', `/projects/${projectId}/adaptive-cycles/${cycle.id}`, { key: adminKey })).body.status).toBe('promoted');
+    expect(
+      (await stack.call('GET', `/projects/${projectId}/adaptive-cycles/${cycle.id}`, { key: adminKey })).body.status,
+    ).toBe('promoted');
     await comparison.getByText(/^Promoted: the project serves this candidate/).waitFor();
-    await page.getByRole('table', { name: 'Deployment history' }).getByRole('row', { name: /promote.*support-ner-adaptive-.*people-v1/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Deployment history' })
+      .getByRole('row', { name: /promote.*support-ner-adaptive-.*people-v1/ })
+      .waitFor();
   }, 600_000);
 
   it('keyboard: the navigation is reachable with Tab and opens a page with Enter', async () => {

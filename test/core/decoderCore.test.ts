@@ -35,9 +35,21 @@ describe('PromptCache', () => {
   it('writes at markers, then reads the longest exact prefix; ≥ minimum only', () => {
     const now = { t: 0 };
     const c = cache(now);
-    const first = c.plan('team', 'm', { tokens, breakpoints: [{ length: 5, ttlSeconds: 300 }, { length: 40, ttlSeconds: 300 }] });
+    const first = c.plan('team', 'm', {
+      tokens,
+      breakpoints: [
+        { length: 5, ttlSeconds: 300 },
+        { length: 40, ttlSeconds: 300 },
+      ],
+    });
     expect(first).toMatchObject({ readTokens: 0, writeTokens: 40, write5mTokens: 40, write1hTokens: 0 });
-    const second = c.plan('team', 'm', { tokens, breakpoints: [{ length: 40, ttlSeconds: 300 }, { length: 60, ttlSeconds: 300 }] });
+    const second = c.plan('team', 'm', {
+      tokens,
+      breakpoints: [
+        { length: 40, ttlSeconds: 300 },
+        { length: 60, ttlSeconds: 300 },
+      ],
+    });
     expect(second).toMatchObject({ readTokens: 40, writeTokens: 20 });
     const changed = [...tokens];
     changed[3] = 999;
@@ -62,7 +74,13 @@ describe('PromptCache', () => {
 
   it('splits writes by ttl like Anthropic (1h before 5m)', () => {
     const c = cache({ t: 0 });
-    const plan = c.plan('t', 'm', { tokens, breakpoints: [{ length: 30, ttlSeconds: 3600 }, { length: 70, ttlSeconds: 300 }] });
+    const plan = c.plan('t', 'm', {
+      tokens,
+      breakpoints: [
+        { length: 30, ttlSeconds: 3600 },
+        { length: 70, ttlSeconds: 300 },
+      ],
+    });
     expect(plan).toMatchObject({ writeTokens: 70, write1hTokens: 30, write5mTokens: 40 });
   });
 

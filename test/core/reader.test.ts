@@ -33,7 +33,11 @@ describe('formatOf', () => {
 });
 
 describe('readRows: JSONL', () => {
-  const rows = [{ text: 'héllo 🎉 wörld', label: 'a' }, { text: 'second', label: 'b' }, { text: 'third 中文', label: 'c' }];
+  const rows = [
+    { text: 'héllo 🎉 wörld', label: 'a' },
+    { text: 'second', label: 'b' },
+    { text: 'third 中文', label: 'c' },
+  ];
   const body = Buffer.from(`${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
 
   it.each([1, 2, 3, 7, 64, 4096])('parses the same rows whatever the chunk size (%i bytes)', async (size) => {
@@ -98,7 +102,10 @@ describe('readRows: JSONL', () => {
       return `{"text":"${'x'.repeat(n - base.length)}","label":"a"}`;
     };
     expect(Buffer.byteLength(line(100))).toBe(100);
-    const got = await collect('jsonl', chunks([`${line(100)}\n${line(101)}\n${line(101)}`]), { maxRowBytes: 100, maxJsonBytes: 1 });
+    const got = await collect('jsonl', chunks([`${line(100)}\n${line(101)}\n${line(101)}`]), {
+      maxRowBytes: 100,
+      maxJsonBytes: 1,
+    });
     expect(got.map((r) => ('error' in r ? `err${r.row}` : `ok${r.row}`))).toEqual(['ok1', 'err2', 'err3']);
   });
 
@@ -119,9 +126,15 @@ describe('readRows: JSON array', () => {
   });
 
   it('reports a file-level problem as row 0: not an array, bad JSON, bad UTF-8, too large', async () => {
-    expect(await collect('json', chunks(['{"text":"a"}']))).toEqual([{ row: 0, error: expect.stringMatching(/must be an array/) }]);
-    expect(await collect('json', chunks(['[{"text":']))).toEqual([{ row: 0, error: expect.stringMatching(/^not valid JSON/) }]);
-    expect(await collect('json', chunks([Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d])]))).toEqual([{ row: 0, error: 'file is not valid UTF-8 text' }]);
+    expect(await collect('json', chunks(['{"text":"a"}']))).toEqual([
+      { row: 0, error: expect.stringMatching(/must be an array/) },
+    ]);
+    expect(await collect('json', chunks(['[{"text":']))).toEqual([
+      { row: 0, error: expect.stringMatching(/^not valid JSON/) },
+    ]);
+    expect(await collect('json', chunks([Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d])]))).toEqual([
+      { row: 0, error: 'file is not valid UTF-8 text' },
+    ]);
     const bigFile = Buffer.from(JSON.stringify([{ text: 'x'.repeat(500) }]));
     const tally = new ByteTally();
     const big = await collect('json', tally.tap(chunks(split(bigFile, 100))), { maxRowBytes: 1, maxJsonBytes: 300 });
@@ -133,7 +146,9 @@ describe('readRows: JSON array', () => {
 
 describe('readRows: CSV', () => {
   it('reads a header and records, with quotes, embedded newlines, CRLF and a BOM, across chunks', async () => {
-    const body = Buffer.from('\uFEFFtext,label\r\n"Hello, ""world""",greeting\r\n"two\nlines 🎉",multi\r\n\r\nplain,x\r\n');
+    const body = Buffer.from(
+      '\uFEFFtext,label\r\n"Hello, ""world""",greeting\r\n"two\nlines 🎉",multi\r\n\r\nplain,x\r\n',
+    );
     expect(await collect('csv', chunks(split(body, 4)))).toEqual([
       { row: 1, value: { text: 'Hello, "world"', label: 'greeting' } },
       { row: 2, value: { text: 'two\nlines 🎉', label: 'multi' } },

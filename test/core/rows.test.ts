@@ -1,4 +1,10 @@
-import { codePointSlice, DatasetSummary, validateRow, type RowError, type TaskType } from '../../src/core/datasets/rows';
+import {
+  codePointSlice,
+  DatasetSummary,
+  validateRow,
+  type RowError,
+  type TaskType,
+} from '../../src/core/datasets/rows';
 
 const ok = (raw: unknown, n = 1) => {
   const r = validateRow(raw, n);
@@ -17,7 +23,8 @@ const fields = (errors: RowError[]) => errors.map((e) => e.field);
 
 describe('validateRow: shape and columns', () => {
   it('rejects non-object rows', () => {
-    for (const v of [null, 'text', 3, [1, 2], true]) expect(bad(v)[0]).toMatchObject({ field: null, message: expect.stringMatching(/JSON object/) });
+    for (const v of [null, 'text', 3, [1, 2], true])
+      expect(bad(v)[0]).toMatchObject({ field: null, message: expect.stringMatching(/JSON object/) });
   });
 
   it('requires a non-empty text and at least one label column', () => {
@@ -37,7 +44,12 @@ describe('validateRow: shape and columns', () => {
   });
 
   it('keeps id and metadata, and checks their types', () => {
-    expect(ok({ id: 'r1', metadata: { source: 'x' }, text: 'hi', label: 'a' }).row).toEqual({ id: 'r1', metadata: { source: 'x' }, text: 'hi', label: 'a' });
+    expect(ok({ id: 'r1', metadata: { source: 'x' }, text: 'hi', label: 'a' }).row).toEqual({
+      id: 'r1',
+      metadata: { source: 'x' },
+      text: 'hi',
+      label: 'a',
+    });
     expect(ok({ id: 3, text: 'hi', label: 'a' }).row?.id).toBe(3);
     expect(fields(bad({ id: { a: 1 }, text: 'hi', label: 'a' }))).toEqual(['id']);
     expect(fields(bad({ metadata: 'x', text: 'hi', label: 'a' }))).toEqual(['metadata']);
@@ -52,8 +64,14 @@ describe('validateRow: shape and columns', () => {
 
 describe('validateRow: classification (docs/reference/decisions.md#dataset-rows rules 4, 5)', () => {
   it('accepts label (single) and labels (multi)', () => {
-    expect(ok({ text: 'great', label: 'positive' })).toMatchObject({ row: { text: 'great', label: 'positive' }, tasks: ['classification'] });
-    expect(ok({ text: 'great', labels: ['a', 'b'] })).toMatchObject({ row: { labels: ['a', 'b'] }, tasks: ['multi_label_classification'] });
+    expect(ok({ text: 'great', label: 'positive' })).toMatchObject({
+      row: { text: 'great', label: 'positive' },
+      tasks: ['classification'],
+    });
+    expect(ok({ text: 'great', labels: ['a', 'b'] })).toMatchObject({
+      row: { labels: ['a', 'b'] },
+      tasks: ['multi_label_classification'],
+    });
   });
 
   it('rejects label and labels in one row', () => {
@@ -66,7 +84,10 @@ describe('validateRow: classification (docs/reference/decisions.md#dataset-rows 
     expect(fields(bad({ text: 'x', label: ['a'] }))).toContain('label');
     expect(fields(bad({ text: 'x', labels: 'a|b' }))).toContain('labels');
     expect(fields(bad({ text: 'x', labels: ['a', 3, ''] }))).toEqual(['labels[1]', 'labels[2]']);
-    expect(bad({ text: 'x', labels: ['a', 'a'] })[0]).toMatchObject({ field: 'labels', message: expect.stringMatching(/repeat/) });
+    expect(bad({ text: 'x', labels: ['a', 'a'] })[0]).toMatchObject({
+      field: 'labels',
+      message: expect.stringMatching(/repeat/),
+    });
   });
 });
 
@@ -74,7 +95,14 @@ describe('validateRow: entities (docs/reference/decisions.md#dataset-rows)', () 
   const text = 'Tim Cook runs Apple in Cupertino.';
 
   it('accepts objects with and without offsets, and [text, label] pairs', () => {
-    const r = ok({ text, entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Apple', label: 'company' }, ['Cupertino', 'city']] });
+    const r = ok({
+      text,
+      entities: [
+        { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
+        { text: 'Apple', label: 'company' },
+        ['Cupertino', 'city'],
+      ],
+    });
     expect(r.tasks).toEqual(['ner']);
     expect(r.row?.entities).toEqual([
       { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
@@ -87,24 +115,52 @@ describe('validateRow: entities (docs/reference/decisions.md#dataset-rows)', () 
     const emoji = '🎉🎉 Tim Cook 👍 runs Apple';
     // In code points: two emoji + space = 3, so "Tim Cook" is [3, 11). In UTF-16 units it is [5, 13).
     expect(codePointSlice(emoji, 3, 11)).toBe('Tim Cook');
-    ok({ text: emoji, entities: [{ text: 'Tim Cook', label: 'person', start: 3, end: 11 }, { text: 'Apple', label: 'company', start: 19, end: 24 }] });
+    ok({
+      text: emoji,
+      entities: [
+        { text: 'Tim Cook', label: 'person', start: 3, end: 11 },
+        { text: 'Apple', label: 'company', start: 19, end: 24 },
+      ],
+    });
     const utf16 = bad({ text: emoji, entities: [{ text: 'Tim Cook', label: 'person', start: 5, end: 13 }] });
     expect(utf16[0]).toMatchObject({ field: 'entities[0]', message: expect.stringMatching(/code points/) });
     // The end bound is the code-point length (24), not the UTF-16 length (27).
     expect(emoji.length).toBe(27);
-    expect(bad({ text: emoji, entities: [{ text: 'Apple', label: 'company', start: 22, end: 27 }] })[0]!.message).toMatch(/<= 24/);
+    expect(
+      bad({ text: emoji, entities: [{ text: 'Apple', label: 'company', start: 22, end: 27 }] })[0]!.message,
+    ).toMatch(/<= 24/);
   });
 
   it('rejects offsets that are out of range, reversed, non-integer or given alone', () => {
-    for (const [start, end] of [[-1, 3], [3, 3], [5, 2], [0, 99], [0.5, 3], ['0', '3']]) {
+    for (const [start, end] of [
+      [-1, 3],
+      [3, 3],
+      [5, 2],
+      [0, 99],
+      [0.5, 3],
+      ['0', '3'],
+    ]) {
       expect(fields(bad({ text, entities: [{ text: 'Tim', label: 'p', start, end }] }))).toEqual(['entities[0]']);
     }
     expect(bad({ text, entities: [{ text: 'Tim', label: 'p', start: 0 }] })[0]!.message).toMatch(/both start and end/);
   });
 
   it('rejects entity text that is not in the row text, and malformed items', () => {
-    expect(bad({ text, entities: [['Satya', 'person']] })[0]).toMatchObject({ field: 'entities[0].text', message: expect.stringMatching(/verbatim/) });
-    expect(fields(bad({ text, entities: [{ text: 'Apple', label: 'c' }, { text: 'tim cook', label: 'p' }] }))).toEqual(['entities[1].text']);
+    expect(bad({ text, entities: [['Satya', 'person']] })[0]).toMatchObject({
+      field: 'entities[0].text',
+      message: expect.stringMatching(/verbatim/),
+    });
+    expect(
+      fields(
+        bad({
+          text,
+          entities: [
+            { text: 'Apple', label: 'c' },
+            { text: 'tim cook', label: 'p' },
+          ],
+        }),
+      ),
+    ).toEqual(['entities[1].text']);
     expect(fields(bad({ text, entities: [['Apple']] }))).toEqual(['entities[0]']);
     expect(fields(bad({ text, entities: [['Apple', 'c', 'extra']] }))).toEqual(['entities[0]']);
     expect(fields(bad({ text, entities: ['Apple'] }))).toEqual(['entities[0]']);
@@ -126,8 +182,12 @@ describe('validateRow: relations', () => {
       field: 'relations[0].tail',
       message: expect.stringMatching(/verbatim/),
     });
-    expect(fields(bad({ text, relations: [{ relation: '', head: 'Tim Cook', tail: 'Apple' }] }))).toEqual(['relations[0].relation']);
-    expect(fields(bad({ text, relations: [{ relation: 'r', head: 'Tim Cook', tail: 'Apple', score: 1 }] }))).toEqual(['relations[0]']);
+    expect(fields(bad({ text, relations: [{ relation: '', head: 'Tim Cook', tail: 'Apple' }] }))).toEqual([
+      'relations[0].relation',
+    ]);
+    expect(fields(bad({ text, relations: [{ relation: 'r', head: 'Tim Cook', tail: 'Apple', score: 1 }] }))).toEqual([
+      'relations[0]',
+    ]);
     expect(fields(bad({ text, relations: ['Tim Cook works for Apple'] }))).toEqual(['relations[0]']);
     expect(fields(bad({ text, relations: { relation: 'r' } }))).toEqual(['relations']);
   });
@@ -154,7 +214,9 @@ describe('validateRow: json_structures (docs/reference/decisions.md#dataset-rows
     const errors = bad({ text, json_structures: [{ order: { item: 'pizzas', sizes: ['large', 'medium', 'small'] } }] });
     expect(fields(errors)).toEqual(['json_structures[0].order.sizes[1]']);
     // Case matters: verbatim means verbatim.
-    expect(fields(bad({ text, json_structures: [{ order: { item: 'Pizzas' } }] }))).toEqual(['json_structures[0].order.item']);
+    expect(fields(bad({ text, json_structures: [{ order: { item: 'Pizzas' } }] }))).toEqual([
+      'json_structures[0].order.item',
+    ]);
   });
 
   it('rejects malformed structures', () => {
@@ -163,8 +225,12 @@ describe('validateRow: json_structures (docs/reference/decisions.md#dataset-rows
     expect(fields(bad({ text, json_structures: ['pizzas'] }))).toEqual(['json_structures[0]']);
     expect(fields(bad({ text, json_structures: [{ order: 'pizzas' }] }))).toEqual(['json_structures[0].order']);
     expect(fields(bad({ text, json_structures: [{ order: { qty: 2 } }] }))).toEqual(['json_structures[0].order.qty']);
-    expect(fields(bad({ text, json_structures: [{ order: { item: '' } }] }))).toEqual(['json_structures[0].order.item']);
-    expect(fields(bad({ text, json_structures: [{ order: { sizes: [['large']] } }] }))).toEqual(['json_structures[0].order.sizes[0]']);
+    expect(fields(bad({ text, json_structures: [{ order: { item: '' } }] }))).toEqual([
+      'json_structures[0].order.item',
+    ]);
+    expect(fields(bad({ text, json_structures: [{ order: { sizes: [['large']] } }] }))).toEqual([
+      'json_structures[0].order.sizes[0]',
+    ]);
   });
 
   it('combines every encoder head in one row (docs/reference/decisions.md#dataset-rows rule 3)', () => {
@@ -194,9 +260,20 @@ describe('validateRow: decoder rows', () => {
   it('rejects bad chat rows', () => {
     expect(fields(bad({ messages: [] }))).toEqual(['messages']);
     expect(fields(bad({ messages: [{ role: 'user', content: 'hi' }] }))).toEqual(['messages']);
-    expect(fields(bad({ messages: [{ role: 'wizard', content: 'hi' }, { role: 'assistant', content: 'x' }] }))).toEqual(['messages[0].role']);
+    expect(
+      fields(
+        bad({
+          messages: [
+            { role: 'wizard', content: 'hi' },
+            { role: 'assistant', content: 'x' },
+          ],
+        }),
+      ),
+    ).toEqual(['messages[0].role']);
     expect(fields(bad({ messages: [{ role: 'assistant', content: 5 }] }))).toEqual(['messages[0].content']);
-    expect(fields(bad({ messages: [{ role: 'assistant', content: [{ type: 'image', url: 'x' }] }] }))).toEqual(['messages[0].content']);
+    expect(fields(bad({ messages: [{ role: 'assistant', content: [{ type: 'image', url: 'x' }] }] }))).toEqual([
+      'messages[0].content',
+    ]);
     expect(fields(bad({ messages: ['hi'] }))).toEqual(['messages[0]']);
     expect(fields(bad({ messages: [{ role: 'assistant', content: 'x' }], prompt: 'p' }))).toEqual(['prompt']);
   });
@@ -209,7 +286,11 @@ describe('validateRow: decoder rows', () => {
     expect(fields(bad({ chosen: 'a', rejected: 'b' }))).toEqual(['prompt']);
     expect(fields(bad({ prompt: 'p', answer: 42 }))).toEqual(['answer']);
     // a prompt may be the conversation so far (a worked example as earlier turns), ending with the user's turn
-    const shot = [{ role: 'user', content: 'Repeat: house' }, { role: 'assistant', content: 'house' }, { role: 'user', content: 'Repeat: tree' }];
+    const shot = [
+      { role: 'user', content: 'Repeat: house' },
+      { role: 'assistant', content: 'house' },
+      { role: 'user', content: 'Repeat: tree' },
+    ];
     expect(ok({ prompt: shot, answer: 'tree' }).tasks).toEqual(['grpo']);
     expect(ok({ prompt: shot, chosen: 'tree', rejected: 'no' }).tasks).toEqual(['dpo']);
     expect(fields(bad({ prompt: shot.slice(0, 2), answer: 'house' }))).toEqual(['prompt']);
@@ -233,9 +314,24 @@ describe('DatasetSummary', () => {
 
   it('derives vocabulary, entity types, relation types, structures and task types', () => {
     const { errors, d } = feed([
-      { text: 'Tim Cook runs Apple', labels: ['tech', 'business'], entities: [['Tim Cook', 'person'], ['Apple', 'company']] },
-      { text: 'Apple hired Tim Cook', labels: ['business'], relations: [{ relation: 'employs', head: 'Apple', tail: 'Tim Cook' }] },
-      { text: 'two large pizzas', labels: ['food'], json_structures: [{ order: { item: 'pizzas', sizes: ['large'] } }] },
+      {
+        text: 'Tim Cook runs Apple',
+        labels: ['tech', 'business'],
+        entities: [
+          ['Tim Cook', 'person'],
+          ['Apple', 'company'],
+        ],
+      },
+      {
+        text: 'Apple hired Tim Cook',
+        labels: ['business'],
+        relations: [{ relation: 'employs', head: 'Apple', tail: 'Tim Cook' }],
+      },
+      {
+        text: 'two large pizzas',
+        labels: ['food'],
+        json_structures: [{ order: { item: 'pizzas', sizes: ['large'] } }],
+      },
     ]);
     expect(errors).toEqual([]);
     expect(d).toEqual({
@@ -249,7 +345,12 @@ describe('DatasetSummary', () => {
   });
 
   it('rejects a dataset that mixes label and labels, naming the first row of each', () => {
-    const { errors } = feed([{ text: 'a', label: 'x' }, { text: 'b', label: 'y' }, { text: 'c', labels: ['x'] }, { text: 'd', labels: ['z'] }]);
+    const { errors } = feed([
+      { text: 'a', label: 'x' },
+      { text: 'b', label: 'y' },
+      { text: 'c', labels: ['x'] },
+      { text: 'd', labels: ['z'] },
+    ]);
     expect(errors).toEqual([
       { row: 3, field: 'labels', message: expect.stringMatching(/mixes 'label' \(first at row 1\) and 'labels'/) },
       { row: 4, field: 'labels', message: expect.any(String) },
@@ -260,7 +361,10 @@ describe('DatasetSummary', () => {
     const { errors } = feed([
       { text: 'large pizzas', json_structures: [{ order: { size: 'large' } }] },
       { text: 'small salad', json_structures: [{ order: { size: ['small'] } }] },
-      { text: 'large pizza and small salad', json_structures: [{ dish: { size: 'large' } }, { dish: { size: ['small'] } }] },
+      {
+        text: 'large pizza and small salad',
+        json_structures: [{ dish: { size: 'large' } }, { dish: { size: ['small'] } }],
+      },
     ]);
     expect(errors).toEqual([
       { row: 2, field: 'json_structures.order.size', message: 'is a list here but a str in earlier rows' },
@@ -272,21 +376,39 @@ describe('DatasetSummary', () => {
     expect(new DatasetSummary().finish()).toEqual([{ row: null, field: null, message: 'the dataset has no rows' }]);
     // Rows were read but none was valid: each row already has its own error, so no "no rows" on top.
     expect(new DatasetSummary().finish(3)).toEqual([]);
-    expect(feed([{ text: 'a', label: 'x' }, { prompt: 'p', answer: 'a' }]).errors).toEqual([
-      { row: null, field: null, message: expect.stringMatching(/mixes encoder rows/) },
-    ]);
-    expect(feed([{ prompt: 'p', answer: 'a' }, { prompt: 'p', chosen: 'a', rejected: 'b' }]).errors).toEqual([
-      { row: null, field: null, message: 'the dataset mixes decoder row kinds: dpo, grpo' },
-    ]);
-    expect(feed([{ messages: [{ role: 'assistant', content: 'x' }] }, { messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }] }]).errors).toEqual([]);
+    expect(
+      feed([
+        { text: 'a', label: 'x' },
+        { prompt: 'p', answer: 'a' },
+      ]).errors,
+    ).toEqual([{ row: null, field: null, message: expect.stringMatching(/mixes encoder rows/) }]);
+    expect(
+      feed([
+        { prompt: 'p', answer: 'a' },
+        { prompt: 'p', chosen: 'a', rejected: 'b' },
+      ]).errors,
+    ).toEqual([{ row: null, field: null, message: 'the dataset mixes decoder row kinds: dpo, grpo' }]);
+    expect(
+      feed([
+        { messages: [{ role: 'assistant', content: 'x' }] },
+        {
+          messages: [
+            { role: 'user', content: 'q' },
+            { role: 'assistant', content: 'a' },
+          ],
+        },
+      ]).errors,
+    ).toEqual([]);
   });
 
   it('accepts every encoder head mixed across rows', () => {
-    const tasks = new Set<TaskType>(feed([
-      { text: 'Tim Cook', entities: [['Tim Cook', 'person']] },
-      { text: 'good', label: 'pos' },
-      { text: 'a b', json_structures: [{ s: { f: 'a' } }] },
-    ]).s.tasks);
+    const tasks = new Set<TaskType>(
+      feed([
+        { text: 'Tim Cook', entities: [['Tim Cook', 'person']] },
+        { text: 'good', label: 'pos' },
+        { text: 'a b', json_structures: [{ s: { f: 'a' } }] },
+      ]).s.tasks,
+    );
     expect([...tasks].sort()).toEqual(['classification', 'ner', 'structures']);
   });
 });

@@ -10,7 +10,10 @@ import { occurringIn } from '../../src/core/datasets/textIndex';
 import { mergeVocabularies } from '../../src/core/evaluation/workflow';
 
 /** The security review's row: a 100,000-character text and 1,000 entities whose offsets span all of it. */
-const reviewRow = () => ({ text: 'x'.repeat(100_000), entities: Array.from({ length: 1000 }, () => ({ text: 'x', label: 'l', start: 0, end: 100_000 })) });
+const reviewRow = () => ({
+  text: 'x'.repeat(100_000),
+  entities: Array.from({ length: 1000 }, () => ({ text: 'x', label: 'l', start: 0, end: 100_000 })),
+});
 
 /** Bytes of the errors as the report stores them. */
 const reportBytes = (errors: unknown[]) => Buffer.byteLength(JSON.stringify(errors));
@@ -25,7 +28,13 @@ describe('a row with many wrong offsets (the review: 148 KB → 100 MB of errors
     expect(normalized).toBeUndefined();
     expect(errors).toHaveLength(ROW_LIMITS.errorsPerRow + 1);
     for (const e of errors.slice(0, 20)) {
-      expect(e).toEqual({ row: 7, field: expect.stringMatching(/^entities\[\d+\]$/), message: expect.stringMatching(/^text\[0:100000\] is 'x{200}…' \(100,000 characters\), not 'x' \(offsets count code points\)$/) });
+      expect(e).toEqual({
+        row: 7,
+        field: expect.stringMatching(/^entities\[\d+\]$/),
+        message: expect.stringMatching(
+          /^text\[0:100000\] is 'x{200}…' \(100,000 characters\), not 'x' \(offsets count code points\)$/,
+        ),
+      });
     }
     expect(errors.map((e) => e.field).slice(0, 3)).toEqual(['entities[0]', 'entities[1]', 'entities[2]']);
     expect(errors[20]).toEqual({ row: 7, field: null, message: '… and 980 more errors in this row' });
@@ -45,11 +54,24 @@ describe('a row with many wrong offsets (the review: 148 KB → 100 MB of errors
 
   it('a 1 MiB row: over 5,000 entities is one error naming the column; 5,000 wrong offsets are capped like any others', () => {
     const text = 'y'.repeat(524_000);
-    const tooMany = { text, entities: Array.from({ length: 10_900 }, () => ({ text: 'y', label: 'l', start: 0, end: 524_000 })) };
+    const tooMany = {
+      text,
+      entities: Array.from({ length: 10_900 }, () => ({ text: 'y', label: 'l', start: 0, end: 524_000 })),
+    };
     expect(Buffer.byteLength(JSON.stringify(tooMany))).toBeGreaterThan(1_000_000);
-    expect(validateRow(tooMany, 3).errors).toEqual([{ row: 3, field: 'entities', message: 'has 10,900 items; a row may have at most 5,000' }]);
+    expect(validateRow(tooMany, 3).errors).toEqual([
+      { row: 3, field: 'entities', message: 'has 10,900 items; a row may have at most 5,000' },
+    ]);
 
-    const atCap = { text, entities: Array.from({ length: ROW_LIMITS.entities }, (_, i) => ({ text: 'y', label: 'l', start: i, end: 524_000 - i })) };
+    const atCap = {
+      text,
+      entities: Array.from({ length: ROW_LIMITS.entities }, (_, i) => ({
+        text: 'y',
+        label: 'l',
+        start: i,
+        end: 524_000 - i,
+      })),
+    };
     const before = validationWork.codePointScans;
     const { errors } = validateRow(atCap, 4);
     expect(validationWork.codePointScans - before).toBe(1);
@@ -60,9 +82,13 @@ describe('a row with many wrong offsets (the review: 148 KB → 100 MB of errors
 
   it('relations and json_structures are capped per row too, naming the column', () => {
     const relations = Array.from({ length: ROW_LIMITS.relations + 1 }, () => ({ relation: 'r', head: 'a', tail: 'a' }));
-    expect(validateRow({ text: 'a', relations }, 1).errors).toEqual([{ row: 1, field: 'relations', message: 'has 5,001 items; a row may have at most 5,000' }]);
+    expect(validateRow({ text: 'a', relations }, 1).errors).toEqual([
+      { row: 1, field: 'relations', message: 'has 5,001 items; a row may have at most 5,000' },
+    ]);
     const json_structures = Array.from({ length: ROW_LIMITS.structures + 1 }, () => ({ s: { f: 'a' } }));
-    expect(validateRow({ text: 'a', json_structures }, 1).errors).toEqual([{ row: 1, field: 'json_structures', message: 'has 1,001 items; a row may have at most 1,000' }]);
+    expect(validateRow({ text: 'a', json_structures }, 1).errors).toEqual([
+      { row: 1, field: 'json_structures', message: 'has 1,001 items; a row may have at most 1,000' },
+    ]);
   });
 });
 
@@ -88,7 +114,11 @@ describe('verbatim-substring rules: one scan of the text for the whole row', () 
       1,
     );
     expect(errors).toHaveLength(21);
-    expect(errors[0]).toEqual({ row: 1, field: 'entities[0].text', message: "'ab' is not a verbatim substring of text" });
+    expect(errors[0]).toEqual({
+      row: 1,
+      field: 'entities[0].text',
+      message: "'ab' is not a verbatim substring of text",
+    });
     expect(includes.mock.contexts.filter((self) => String(self).length === text.length)).toHaveLength(0);
     expect(validationWork.substringScans - before.substringScans).toBe(1);
     // one pass: no more code units examined than the text has
@@ -125,27 +155,47 @@ describe('messages and field names are bounded', () => {
     const entity: Record<string, unknown> = { text: 'a', label: 'l' };
     for (let i = 0; i < 5000; i += 1) entity[`extra${i}`] = i;
     const [e] = validateRow({ text: 'a', entities: [entity] }, 1).errors;
-    expect(e).toEqual({ row: 1, field: 'entities[0]', message: "unknown key(s): 'extra0', 'extra1', 'extra2', 'extra3', 'extra4' and 4,995 more" });
+    expect(e).toEqual({
+      row: 1,
+      field: 'entities[0]',
+      message: "unknown key(s): 'extra0', 'extra1', 'extra2', 'extra3', 'extra4' and 4,995 more",
+    });
   });
 });
 
 describe('reserved names in json_structures (F13)', () => {
   // JSON.parse makes `__proto__` an own key, as the dataset reader does
-  const row = (structures: string) => JSON.parse(`{"text": "large pizza", "json_structures": ${structures}}`) as unknown;
+  const row = (structures: string) =>
+    JSON.parse(`{"text": "large pizza", "json_structures": ${structures}}`) as unknown;
 
-  it.each(['__proto__', 'constructor', 'prototype'])('rejects %s as a structure name or a field name, naming the field', (name) => {
-    expect(validateRow(row(`[{"${name}": {"size": "large"}}]`), 5).errors).toEqual([
-      { row: 5, field: `json_structures[0].${name}`, message: `'${name}' cannot name a structure (it is reserved on every JavaScript object); rename it` },
-    ]);
-    expect(validateRow(row(`[{"order": {"${name}": "large"}}]`), 5).errors).toEqual([
-      { row: 5, field: `json_structures[0].order.${name}`, message: `'${name}' cannot name a field (it is reserved on every JavaScript object); rename it` },
-    ]);
-  });
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'rejects %s as a structure name or a field name, naming the field',
+    (name) => {
+      expect(validateRow(row(`[{"${name}": {"size": "large"}}]`), 5).errors).toEqual([
+        {
+          row: 5,
+          field: `json_structures[0].${name}`,
+          message: `'${name}' cannot name a structure (it is reserved on every JavaScript object); rename it`,
+        },
+      ]);
+      expect(validateRow(row(`[{"order": {"${name}": "large"}}]`), 5).errors).toEqual([
+        {
+          row: 5,
+          field: `json_structures[0].order.${name}`,
+          message: `'${name}' cannot name a field (it is reserved on every JavaScript object); rename it`,
+        },
+      ]);
+    },
+  );
 
-  it("mergeVocabularies keeps a `__proto__` name as data and pollutes no prototype", () => {
-    const structures = JSON.parse('{"__proto__": {"polluted_by_test": {"dtype": "str"}}, "order": {"size": {"dtype": "list"}}}');
+  it('mergeVocabularies keeps a `__proto__` name as data and pollutes no prototype', () => {
+    const structures = JSON.parse(
+      '{"__proto__": {"polluted_by_test": {"dtype": "str"}}, "order": {"size": {"dtype": "list"}}}',
+    );
     try {
-      const merged = mergeVocabularies([{ task_types: ['structures'], label_vocabulary: [], entity_types: [], relation_types: [], structures }]);
+      const merged = mergeVocabularies([
+        { task_types: ['structures'], label_vocabulary: [], entity_types: [], relation_types: [], structures },
+      ]);
       expect(({} as Record<string, unknown>).polluted_by_test).toBeUndefined();
       expect(Object.hasOwn(merged.structures!, '__proto__')).toBe(true);
       expect(Object.keys(merged.structures!)).toEqual(['__proto__', 'order']);
@@ -167,13 +217,27 @@ describe('property: any JSON row', () => {
         entities: fc.array(
           fc.oneof(
             fc.tuple(fc.string({ maxLength: 8 }), fc.string({ maxLength: 4 })),
-            fc.record({ text: fc.string({ maxLength: 8 }), label: fc.string({ maxLength: 4 }), start: fc.integer({ min: -2, max: 70 }), end: fc.integer({ min: -2, max: 70 }) }, { requiredKeys: ['text', 'label'] }),
+            fc.record(
+              {
+                text: fc.string({ maxLength: 8 }),
+                label: fc.string({ maxLength: 4 }),
+                start: fc.integer({ min: -2, max: 70 }),
+                end: fc.integer({ min: -2, max: 70 }),
+              },
+              { requiredKeys: ['text', 'label'] },
+            ),
             fc.jsonValue({ maxDepth: 2 }),
           ),
           { maxLength: 40 },
         ),
-        relations: fc.array(fc.dictionary(fc.constantFrom('relation', 'head', 'tail', 'x'), fc.jsonValue({ maxDepth: 1 })), { maxLength: 10 }),
-        json_structures: fc.array(fc.dictionary(fc.constantFrom('order', '__proto__', 'constructor', 's'), fc.jsonValue({ maxDepth: 2 })), { maxLength: 5 }),
+        relations: fc.array(
+          fc.dictionary(fc.constantFrom('relation', 'head', 'tail', 'x'), fc.jsonValue({ maxDepth: 1 })),
+          { maxLength: 10 },
+        ),
+        json_structures: fc.array(
+          fc.dictionary(fc.constantFrom('order', '__proto__', 'constructor', 's'), fc.jsonValue({ maxDepth: 2 })),
+          { maxLength: 5 },
+        ),
         messages: fc.jsonValue({ maxDepth: 3 }),
         prompt: fc.jsonValue({ maxDepth: 2 }),
       },
@@ -192,8 +256,12 @@ describe('property: any JSON row', () => {
         for (const e of result.errors) {
           expect(Object.keys(e).sort()).toEqual(['field', 'message', 'row']);
           expect(e.row).toBe(n);
-          expect(e.field === null || (typeof e.field === 'string' && e.field.length <= ROW_LIMITS.fieldChars + 1)).toBe(true);
-          expect(typeof e.message === 'string' && e.message.length > 0 && e.message.length <= ROW_LIMITS.messageChars + 1).toBe(true);
+          expect(e.field === null || (typeof e.field === 'string' && e.field.length <= ROW_LIMITS.fieldChars + 1)).toBe(
+            true,
+          );
+          expect(
+            typeof e.message === 'string' && e.message.length > 0 && e.message.length <= ROW_LIMITS.messageChars + 1,
+          ).toBe(true);
         }
       }),
       { seed: 25_003, numRuns: NUM_RUNS },
@@ -201,9 +269,14 @@ describe('property: any JSON row', () => {
   });
 
   it('valid rows stay valid: entities as pairs or with code-point offsets, relations and structures from the text', () => {
-    const word = fc.array(fc.constantFrom('a', 'b', 'é', '🎉', 'Z', '\u0301'), { minLength: 1, maxLength: 6 }).map((c) => c.join(''));
+    const word = fc
+      .array(fc.constantFrom('a', 'b', 'é', '🎉', 'Z', '\u0301'), { minLength: 1, maxLength: 6 })
+      .map((c) => c.join(''));
     const validRow = fc
-      .tuple(fc.array(word, { minLength: 1, maxLength: 30 }), fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { maxLength: 25 }))
+      .tuple(
+        fc.array(word, { minLength: 1, maxLength: 30 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean()), { maxLength: 25 }),
+      )
       .map(([words, picks]) => {
         const text = words.join(' ');
         const points = Array.from(text);
@@ -221,7 +294,10 @@ describe('property: any JSON row', () => {
           json_structures: spans.length ? [{ thing: { name: spans[0]!, all: spans } }] : [],
         };
       })
-      .filter((r) => r.text.trim().length > 0 && r.entities.every((e) => (Array.isArray(e) ? e[0]! : e.text).trim().length > 0));
+      .filter(
+        (r) =>
+          r.text.trim().length > 0 && r.entities.every((e) => (Array.isArray(e) ? e[0]! : e.text).trim().length > 0),
+      );
     fc.assert(
       fc.property(validRow, (raw) => {
         const result = validateRow(raw, 1);

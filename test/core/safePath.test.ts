@@ -35,7 +35,9 @@ describe('safeRelativePath', () => {
   ])('refuses %j, naming the path and where it came from', (rel, why) => {
     expect(() => safeRelativePath(rel, 'the model archive jobs/t/j/model.tar.gz')).toThrow(UnsafePathError);
     expect(() => safeRelativePath(rel, 'the model archive jobs/t/j/model.tar.gz')).toThrow(why);
-    expect(() => safeRelativePath(rel, 'the model archive jobs/t/j/model.tar.gz')).toThrow(`the model archive jobs/t/j/model.tar.gz names an unsafe path ${JSON.stringify(rel)}`);
+    expect(() => safeRelativePath(rel, 'the model archive jobs/t/j/model.tar.gz')).toThrow(
+      `the model archive jobs/t/j/model.tar.gz names an unsafe path ${JSON.stringify(rel)}`,
+    );
   });
 });
 
@@ -45,7 +47,9 @@ describe('containedPath', () => {
   });
 
   it('refuses a suffix that passes a prefix filter but climbs out (onnx/../../x)', () => {
-    expect(() => containedPath(ROOT, 'onnx/../../x', 'model store key models/m/onnx/../../x')).toThrow(/model store key models\/m\/onnx\/\.\.\/\.\.\/x names an unsafe path/);
+    expect(() => containedPath(ROOT, 'onnx/../../x', 'model store key models/m/onnx/../../x')).toThrow(
+      /model store key models\/m\/onnx\/\.\.\/\.\.\/x names an unsafe path/,
+    );
   });
 
   it('never answers a path outside the directory, whatever the name (fast-check)', () => {

@@ -35,23 +35,42 @@ const EXPORTER = join(REPO_ROOT, 'containers', 'training', 'sift_trainer', 'deco
 
 /** Builds (once; cached by the generator's and exporter's source) a LoRA fixture directory. */
 async function fixture(init: 'random' | 'zero'): Promise<string> {
-  const hash = createHash('sha256').update(readFileSync(SCRIPT)).update(readFileSync(EXPORTER)).update(init).digest('hex').slice(0, 12);
+  const hash = createHash('sha256')
+    .update(readFileSync(SCRIPT))
+    .update(readFileSync(EXPORTER))
+    .update(init)
+    .digest('hex')
+    .slice(0, 12);
   const out = join(REPO_ROOT, 'test', '.cache', 'lora', `${init}-${hash}`);
   if (!existsSync(join(out, 'adapter.gguf'))) {
     const base = join(DEFAULT_MODELS_DIR, BASE.replace('/', '--'));
-    await promisify(execFile)(DEFAULT_PYTHON, [SCRIPT, '--base', base, '--out', out, '--init', init], { timeout: 300_000, maxBuffer: 16 << 20 });
+    await promisify(execFile)(DEFAULT_PYTHON, [SCRIPT, '--base', base, '--out', out, '--init', init], {
+      timeout: 300_000,
+      maxBuffer: 16 << 20,
+    });
   }
   return out;
 }
 
 const spec = (id: string): DecoderAdapterSpec => ({ id, baseModel: BASE, blobPrefix: modelPrefix(TEAM, id) });
-const noCache = { plan: (): CachePlan => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
-const PROMPT = { kind: 'chat' as const, messages: [{ role: 'user' as const, parts: [{ text: 'Name three colours of the rainbow.' }] }] };
+const noCache = {
+  plan: (): CachePlan => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }),
+};
+const PROMPT = {
+  kind: 'chat' as const,
+  messages: [{ role: 'user' as const, parts: [{ text: 'Name three colours of the rainbow.' }] }],
+};
 
 async function greedy(d: LlamaCppDecoder, model: string): Promise<{ text: string; completionTokens: number }> {
   let text = '';
   let completionTokens = -1;
-  for await (const ev of d.generate({ model, scope: TEAM, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })) {
+  for await (const ev of d.generate({
+    model,
+    scope: TEAM,
+    prompt: PROMPT,
+    params: { maxTokens: 16, temperature: 0, stop: [] },
+    cache: noCache,
+  })) {
     if (ev.type === 'text') text += ev.text;
     if (ev.type === 'done') completionTokens = ev.usage.completionTokens;
   }
@@ -142,7 +161,11 @@ describe('LlamaCppDecoder.ensureAdapter', () => {
     // No temp files left behind: the download was renamed into place.
     expect((await readdir(join(dir, 'adapters'))).filter((n) => n.endsWith('.tmp'))).toEqual([]);
 
-    const restarted = new LlamaCppDecoder({ modelDirs: [DEFAULT_MODELS_DIR], stateDir: join(dir, 'kv2'), adapterDir: join(dir, 'adapters') });
+    const restarted = new LlamaCppDecoder({
+      modelDirs: [DEFAULT_MODELS_DIR],
+      stateDir: join(dir, 'kv2'),
+      adapterDir: join(dir, 'adapters'),
+    });
     try {
       await restarted.ensureAdapter(spec(JOB_RANDOM), blobs);
       expect(restarted.adapterDownloads).toBe(0);
@@ -155,9 +178,15 @@ describe('LlamaCppDecoder.ensureAdapter', () => {
 
   it('keeps at most maxAdapterContexts adapter contexts, never disposing one a generation holds', async () => {
     // maxAdapterContexts is 1 here. Hold a generation on the random adapter mid-stream…
-    const held = decoder.generate({ model: JOB_RANDOM, scope: TEAM, prompt: PROMPT, params: { maxTokens: 16, temperature: 0, stop: [] }, cache: noCache })[
-      Symbol.asyncIterator
-    ]();
+    const held = decoder
+      .generate({
+        model: JOB_RANDOM,
+        scope: TEAM,
+        prompt: PROMPT,
+        params: { maxTokens: 16, temperature: 0, stop: [] },
+        cache: noCache,
+      })
+      [Symbol.asyncIterator]();
     const first = await held.next();
     expect((first.value as GenerationEvent).type).toBe('start');
     // …while another adapter runs: over the limit, but the held context must survive it.
@@ -180,7 +209,15 @@ describe('LlamaCppDecoder.ensureAdapter', () => {
     const JOB = '5b0c3c1e-4444-4a4a-8a8a-000000000004';
     const key = `${modelPrefix(TEAM, JOB)}adapter.gguf`;
     await blobs.put(key, readFileSync(join(await fixture('zero'), 'adapter.gguf')));
-    const d = new LlamaCppDecoder({ modelDirs: [DEFAULT_MODELS_DIR], threads: 1, slots: 1, contextSize: 512, adapterRecheckMs: 0, stateDir: join(dir, 'kv3'), adapterDir: join(dir, 'adapters3') });
+    const d = new LlamaCppDecoder({
+      modelDirs: [DEFAULT_MODELS_DIR],
+      threads: 1,
+      slots: 1,
+      contextSize: 512,
+      adapterRecheckMs: 0,
+      stateDir: join(dir, 'kv3'),
+      adapterDir: join(dir, 'adapters3'),
+    });
     try {
       await d.ensureAdapter(spec(JOB), blobs);
       expect((await greedy(d, JOB)).text).toBe(baseline.text);
@@ -190,7 +227,8 @@ describe('LlamaCppDecoder.ensureAdapter', () => {
       await d.ensureAdapter(spec(JOB), blobs);
       expect(d.adapterDownloads).toBe(2);
       expect((await greedy(d, JOB)).text).toBe(tuned.text);
-      for (let i = 0; i < 100 && (await readdir(join(dir, 'adapters3'))).length > 1; i++) await new Promise((ok) => setTimeout(ok, 20));
+      for (let i = 0; i < 100 && (await readdir(join(dir, 'adapters3'))).length > 1; i++)
+        await new Promise((ok) => setTimeout(ok, 20));
       expect(await readdir(join(dir, 'adapters3'))).toHaveLength(1);
       expect(d.adapterContexts()).toEqual({ attached: [JOB], live: 1 });
     } finally {

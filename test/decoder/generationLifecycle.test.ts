@@ -113,9 +113,19 @@ const LAST_TEXT = `t${MAX_TOKENS - 1} `;
 
 /** The request body of each decoder route, streamed or not. */
 const ROUTES: Record<string, (stream: boolean) => Record<string, unknown>> = {
-  '/v1/chat/completions': (stream) => ({ model: MODEL, stream, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'Hi' }] }),
+  '/v1/chat/completions': (stream) => ({
+    model: MODEL,
+    stream,
+    max_tokens: MAX_TOKENS,
+    messages: [{ role: 'user', content: 'Hi' }],
+  }),
   '/v1/completions': (stream) => ({ model: MODEL, stream, max_tokens: MAX_TOKENS, prompt: 'Once upon a time' }),
-  '/v1/messages': (stream) => ({ model: MODEL, stream, max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'Hi' }] }),
+  '/v1/messages': (stream) => ({
+    model: MODEL,
+    stream,
+    max_tokens: MAX_TOKENS,
+    messages: [{ role: 'user', content: 'Hi' }],
+  }),
   '/v1/responses': (stream) => ({ model: MODEL, stream, max_output_tokens: MAX_TOKENS, input: 'Hi' }),
 };
 
@@ -152,23 +162,32 @@ async function expectEnded(id: string | undefined, finishReason: string, complet
 }
 
 describe.each(Object.keys(ROUTES))('%s, streamed: the generation ends wherever the client leaves', (path) => {
-  it.each<Stage>(['prefill', 'headers'])('client gone at %s: slot released, prompt billed once, stored as cancelled', async (stage) => {
-    const { response, inferenceId } = await run(path, ROUTES[path]!(true), stage);
-    expect(response.status).toBe(200);
-    await expectEnded(inferenceId, 'cancelled', 0);
-  });
+  it.each<Stage>(['prefill', 'headers'])(
+    'client gone at %s: slot released, prompt billed once, stored as cancelled',
+    async (stage) => {
+      const { response, inferenceId } = await run(path, ROUTES[path]!(true), stage);
+      expect(response.status).toBe(200);
+      await expectEnded(inferenceId, 'cancelled', 0);
+    },
+  );
 
-  it.each<Stage>(['first-chunk', 'mid-stream', 'last-chunk'])('client gone at %s: slot released, billed once for what was produced', async (stage) => {
-    const { written, inferenceId } = await run(path, ROUTES[path]!(true), stage);
-    const delivered = written.filter((w) => /t\d/.test(w)).length;
-    const { row, stored } = await expectEnded(inferenceId, stage === 'last-chunk' ? expect.stringMatching(/^(cancelled|length)$/) : 'cancelled');
-    // Every token produced is billed, one the client never saw included; the record keeps what was sent.
-    expect(row.output_tokens).toBeGreaterThanOrEqual(delivered);
-    expect(row.output_tokens).toBeLessThanOrEqual(MAX_TOKENS);
-    const completion = (stored.output as { completion: string }).completion;
-    expect(ALL_TEXT.startsWith(completion)).toBe(true);
-    if (stage !== 'first-chunk') expect(completion).toMatch(/^t0 t1 /);
-  });
+  it.each<Stage>(['first-chunk', 'mid-stream', 'last-chunk'])(
+    'client gone at %s: slot released, billed once for what was produced',
+    async (stage) => {
+      const { written, inferenceId } = await run(path, ROUTES[path]!(true), stage);
+      const delivered = written.filter((w) => /t\d/.test(w)).length;
+      const { row, stored } = await expectEnded(
+        inferenceId,
+        stage === 'last-chunk' ? expect.stringMatching(/^(cancelled|length)$/) : 'cancelled',
+      );
+      // Every token produced is billed, one the client never saw included; the record keeps what was sent.
+      expect(row.output_tokens).toBeGreaterThanOrEqual(delivered);
+      expect(row.output_tokens).toBeLessThanOrEqual(MAX_TOKENS);
+      const completion = (stored.output as { completion: string }).completion;
+      expect(ALL_TEXT.startsWith(completion)).toBe(true);
+      if (stage !== 'first-chunk') expect(completion).toMatch(/^t0 t1 /);
+    },
+  );
 
   it('a client that stays gets everything; billed once', async () => {
     const { written, inferenceId } = await run(path, ROUTES[path]!(true), 'none');
@@ -184,7 +203,9 @@ describe.each(Object.keys(ROUTES))('%s, streamed: the generation ends wherever t
     const rows = await allRows();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: 0 });
-    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({ finish_reason: 'cancelled' });
+    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({
+      finish_reason: 'cancelled',
+    });
   });
 
   it('an engine failure mid-stream: reported in-stream, slot released, prompt and produced pieces billed, stored as error', async () => {
@@ -201,7 +222,9 @@ describe.each(Object.keys(ROUTES))('%s, streamed: the generation ends wherever t
     const rows = await allRows();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: 0 });
-    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({ finish_reason: 'error' });
+    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({
+      finish_reason: 'error',
+    });
   });
 
   it('client gone during prefill of a non-streamed request: billed once, stored as cancelled', async () => {
@@ -212,7 +235,12 @@ describe.each(Object.keys(ROUTES))('%s, streamed: the generation ends wherever t
 });
 
 describe('POST /inference (decoder)', () => {
-  const body = { model_id: MODEL, task: 'generate', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'Hi' }] };
+  const body = {
+    model_id: MODEL,
+    task: 'generate',
+    max_tokens: MAX_TOKENS,
+    messages: [{ role: 'user', content: 'Hi' }],
+  };
 
   it('client gone during prefill: slot released, prompt billed once, stored as cancelled', async () => {
     const { inferenceId } = await run('/inference', body, 'prefill');
@@ -227,7 +255,9 @@ describe('POST /inference (decoder)', () => {
     const rows = await allRows();
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ input_tokens: PROMPT_TOKENS, output_tokens: 3 });
-    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({ finish_reason: 'error' });
+    expect((await getInference(p.svc, p.teamId, rows[0]!.inference_id)).output).toMatchObject({
+      finish_reason: 'error',
+    });
   });
 });
 
@@ -251,7 +281,10 @@ describe('Generation.close', () => {
     const results = await Promise.all([gen.close(), gen.stream.return(), gen.close()]);
     expect(backend.busy).toBe(0);
     expect(results[1]).toEqual({ done: true, value: results[0] });
-    expect(results[0]).toMatchObject({ finishReason: 'cancelled', usage: { promptTokens: PROMPT_TOKENS, completionTokens: 0 } });
+    expect(results[0]).toMatchObject({
+      finishReason: 'cancelled',
+      usage: { promptTokens: PROMPT_TOKENS, completionTokens: 0 },
+    });
     expect(await gen.stream.next()).toEqual({ done: true, value: results[0] });
     expect(await billedRows(p, gen.inferenceId)).toHaveLength(1);
   });

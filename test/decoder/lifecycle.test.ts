@@ -21,8 +21,15 @@ let decoder: LlamaCppDecoder;
 let p: Pipeline;
 
 beforeAll(async () => {
-  decoder = new LlamaCppDecoder({ modelDirs: modelDirs(), slots: SLOTS, threads: 1, contextSize: 2048, logger: silentLogger });
-  if (!(await decoder.hasModel(MODEL))) throw new Error(`the ${MODEL} GGUF is not installed: run npm run fetch:decoder (or wait for the model build)`);
+  decoder = new LlamaCppDecoder({
+    modelDirs: modelDirs(),
+    slots: SLOTS,
+    threads: 1,
+    contextSize: 2048,
+    logger: silentLogger,
+  });
+  if (!(await decoder.hasModel(MODEL)))
+    throw new Error(`the ${MODEL} GGUF is not installed: run npm run fetch:decoder (or wait for the model build)`);
   p = await memoryPipeline({ backend: decoder, minCacheTokens: 16 });
 });
 
@@ -30,7 +37,8 @@ afterAll(async () => decoder?.close());
 
 /** A cacheable system prompt, different per call so every request really computes its prefix. */
 let unique = 0;
-const system = () => `Request ${++unique}. You are a careful assistant who answers in one short sentence and never uses lists. `.repeat(4);
+const system = () =>
+  `Request ${++unique}. You are a careful assistant who answers in one short sentence and never uses lists. `.repeat(4);
 
 const BODIES: Record<string, (stream: boolean) => Record<string, unknown>> = {
   '/v1/chat/completions': (stream) => ({
@@ -38,9 +46,18 @@ const BODIES: Record<string, (stream: boolean) => Record<string, unknown>> = {
     stream,
     max_tokens: 24,
     temperature: 0,
-    messages: [{ role: 'system', content: [{ type: 'text', text: system(), cache_control: { type: 'ephemeral' } }] }, { role: 'user', content: 'Tell me about the sea.' }],
+    messages: [
+      { role: 'system', content: [{ type: 'text', text: system(), cache_control: { type: 'ephemeral' } }] },
+      { role: 'user', content: 'Tell me about the sea.' },
+    ],
   }),
-  '/v1/completions': (stream) => ({ model: MODEL, stream, max_tokens: 24, temperature: 0, prompt: `${system()}\nOnce upon a time` }),
+  '/v1/completions': (stream) => ({
+    model: MODEL,
+    stream,
+    max_tokens: 24,
+    temperature: 0,
+    prompt: `${system()}\nOnce upon a time`,
+  }),
   '/v1/messages': (stream) => ({
     model: MODEL,
     stream,
@@ -49,18 +66,29 @@ const BODIES: Record<string, (stream: boolean) => Record<string, unknown>> = {
     system: [{ type: 'text', text: system(), cache_control: { type: 'ephemeral' } }],
     messages: [{ role: 'user', content: 'Tell me about the sea.' }],
   }),
-  '/v1/responses': (stream) => ({ model: MODEL, stream, max_output_tokens: 24, temperature: 0, instructions: system(), input: 'Tell me about the sea.' }),
+  '/v1/responses': (stream) => ({
+    model: MODEL,
+    stream,
+    max_output_tokens: 24,
+    temperature: 0,
+    instructions: system(),
+    input: 'Tell me about the sea.',
+  }),
   '/inference': () => ({
     model_id: MODEL,
     task: 'generate',
     max_tokens: 24,
     temperature: 0,
-    messages: [{ role: 'system', content: [{ type: 'text', text: system(), cache_control: { type: 'ephemeral' } }] }, { role: 'user', content: 'Tell me about the sea.' }],
+    messages: [
+      { role: 'system', content: [{ type: 'text', text: system(), cache_control: { type: 'ephemeral' } }] },
+      { role: 'user', content: 'Tell me about the sea.' },
+    ],
   }),
 };
 
 /** Chunks that carry generated text (not a header event): SSE data with a non-empty delta or text. */
-const isText = (chunk: string) => /"(content|text|delta)":"[^"]/.test(chunk) && !/"role":"assistant","content":""/.test(chunk);
+const isText = (chunk: string) =>
+  /"(content|text|delta)":"[^"]/.test(chunk) && !/"role":"assistant","content":""/.test(chunk);
 
 /**
  * One request; for `prefill` the client leaves at the moment the engine asks the cache ledger for
@@ -143,12 +171,20 @@ describe('llama.cpp behind the pipeline: a client that leaves', () => {
 });
 
 describe('llama.cpp: computed prompt state stays within a team (F8)', () => {
-  const noCache = { plan: (): CachePlan => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
+  const noCache = {
+    plan: (): CachePlan => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }),
+  };
   const shared = 'The launch code for project Falcon is 7 3 9 1 and the backup site is in Lisbon. '.repeat(6);
   const req = (scope: string, tail: string): GenerateRequest => ({
     model: MODEL,
     scope,
-    prompt: { kind: 'chat', messages: [{ role: 'system', parts: [{ text: shared }] }, { role: 'user', parts: [{ text: tail }] }] },
+    prompt: {
+      kind: 'chat',
+      messages: [
+        { role: 'system', parts: [{ text: shared }] },
+        { role: 'user', parts: [{ text: tail }] },
+      ],
+    },
     params: { maxTokens: 1, temperature: 0, stop: [] },
     cache: noCache,
   });

@@ -39,7 +39,12 @@ export async function memoryPipeline(setup: DecoderSetup): Promise<Pipeline> {
 }
 
 /** A ServerResponse stand-in that records what was written and aborts the request at `stage`. */
-function clientLeavingAt(stage: Stage, abort: AbortController, isText: (chunk: string) => boolean, lastText: string | undefined) {
+function clientLeavingAt(
+  stage: Stage,
+  abort: AbortController,
+  isText: (chunk: string) => boolean,
+  lastText: string | undefined,
+) {
   const written: string[] = [];
   const res = {
     writeHead() {
@@ -69,7 +74,13 @@ export async function runRequest(
   p: Pipeline,
   path: string,
   body: Record<string, unknown>,
-  opts: { stage: Stage; isText: (chunk: string) => boolean; lastText?: string; onPrefill?: (abort: () => void) => Promise<void> | void; key?: string },
+  opts: {
+    stage: Stage;
+    isText: (chunk: string) => boolean;
+    lastText?: string;
+    onPrefill?: (abort: () => void) => Promise<void> | void;
+    key?: string;
+  },
 ): Promise<{ response: ApiResponse; written: string[]; inferenceId: string | undefined }> {
   const abort = new AbortController();
   const handled = p.app.handle({
@@ -85,7 +96,8 @@ export async function runRequest(
   const response = await handled;
   const client = clientLeavingAt(opts.stage, abort, opts.isText, opts.lastText);
   await writeApiResponse(client.res, response, abort.signal);
-  const inferenceId = response.headers?.['x-inference-id'] ?? (response.body as { inference_id?: string } | undefined)?.inference_id;
+  const inferenceId =
+    response.headers?.['x-inference-id'] ?? (response.body as { inference_id?: string } | undefined)?.inference_id;
   return { response, written: client.written, inferenceId };
 }
 

@@ -38,5 +38,9 @@ it('returns the text with the tokens the decoder read and wrote, and names its m
   svc.decoder = { backend, cache: {} as never };
   const generator = decoderTextGenerator(svc, 'HuggingFaceTB/SmolLM2-135M-Instruct');
   expect(generator.model).toBe('HuggingFaceTB/SmolLM2-135M-Instruct');
-  expect(await generator.complete('system', 'user', { seed: 1, maxTokens: 60, temperature: 0.9 })).toEqual({ text: 'Where is my parcel?', inputTokens: 41, outputTokens: 5 });
+  expect(await generator.complete('system', 'user', { seed: 1, maxTokens: 60, temperature: 0.9 })).toEqual({
+    text: 'Where is my parcel?',
+    inputTokens: 41,
+    outputTokens: 5,
+  });
 });

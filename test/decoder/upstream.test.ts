@@ -46,24 +46,35 @@ function fakeVllm(opts: { holdHeaders?: boolean; tokenize?: 'ok' | 'fail'; down?
     if (opts.holdHeaders) {
       const signal = init?.signal;
       return new Promise<Response>((_, reject) => {
-        signal?.addEventListener('abort', () => reject(new DOMException('This operation was aborted', 'AbortError')), { once: true });
+        signal?.addEventListener('abort', () => reject(new DOMException('This operation was aborted', 'AbortError')), {
+          once: true,
+        });
       });
     }
     const chunks = [
       { choices: [{ index: 0, delta: { content: 'Hel' } }] },
       { choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] },
-      { choices: [], usage: { prompt_tokens: PROMPT_TOKENS, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 0 } } },
+      {
+        choices: [],
+        usage: { prompt_tokens: PROMPT_TOKENS, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 0 } },
+      },
     ];
     const sse = `${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`;
     return new Response(sse, { headers: { 'content-type': 'text/event-stream' } });
   }) as typeof fetch;
-  return { sent, started, backend: new OpenAiUpstreamDecoder({ baseUrl: 'http://vllm.test', fetch: fetchImpl, logger: silentLogger }) };
+  return {
+    sent,
+    started,
+    backend: new OpenAiUpstreamDecoder({ baseUrl: 'http://vllm.test', fetch: fetchImpl, logger: silentLogger }),
+  };
 }
 
 const request = (scope: string, text = 'Hello'): GenerateRequest => ({
   model: MODEL,
   scope,
-  prompt: text.startsWith('raw:') ? { kind: 'text', text: text.slice(4) } : { kind: 'chat', messages: [{ role: 'user', parts: [{ text }] }] },
+  prompt: text.startsWith('raw:')
+    ? { kind: 'text', text: text.slice(4) }
+    : { kind: 'chat', messages: [{ role: 'user', parts: [{ text }] }] },
   params: { maxTokens: 8, stop: [] },
   cache: { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) },
 });
@@ -81,7 +92,11 @@ describe('OpenAiUpstreamDecoder: tenant isolation of the upstream prefix cache',
     await drain(backend.generate(request('team-a', 'raw:Once')));
     await drain(backend.generate(request('team-b')));
     const generations = sent.filter((s) => s.url.endsWith('/completions'));
-    expect(generations.map((s) => s.url.replace('http://vllm.test', ''))).toEqual(['/v1/chat/completions', '/v1/completions', '/v1/chat/completions']);
+    expect(generations.map((s) => s.url.replace('http://vllm.test', ''))).toEqual([
+      '/v1/chat/completions',
+      '/v1/completions',
+      '/v1/chat/completions',
+    ]);
     const [a1, a2, b] = generations.map((s) => s.body.cache_salt);
     expect(a1).toBe(cacheSalt('team-a'));
     expect(a2).toBe(a1);
@@ -100,7 +115,10 @@ describe('OpenAiUpstreamDecoder: a caller who leaves during the upstream prefill
     abort.abort();
     const got = await events;
     expect(got.map((e) => e.type)).toEqual(['start', 'done']);
-    expect(got[1]).toMatchObject({ finishReason: 'cancelled', usage: { promptTokens: PROMPT_TOKENS, completionTokens: 0 } });
+    expect(got[1]).toMatchObject({
+      finishReason: 'cancelled',
+      usage: { promptTokens: PROMPT_TOKENS, completionTokens: 0 },
+    });
   });
 
   it('is billed once through the core, and the inference stored as cancelled', async () => {
@@ -138,7 +156,9 @@ describe('OpenAiUpstreamDecoder: a caller who leaves during the upstream prefill
     const { sent, backend } = fakeVllm();
     const abort = new AbortController();
     abort.abort();
-    await expect(drain(backend.generate(request('team-a'), abort.signal))).rejects.toBeInstanceOf(ServiceUnavailableError);
+    await expect(drain(backend.generate(request('team-a'), abort.signal))).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    );
     expect(sent.filter((s) => s.url.endsWith('/completions'))).toEqual([]);
   });
 });
@@ -154,6 +174,9 @@ describe('OpenAiUpstreamDecoder: failures are not "not found"', () => {
     const svc = createMemoryServices();
     configureDecoder(svc, { backend: fakeVllm({ down: true }).backend });
     const team = await createTeam(svc, { name: 'acme' });
-    await expect(resolveModel(svc, { team_id: team.id }, MODEL)).rejects.toMatchObject({ status: 503, message: expect.stringMatching(/unreachable/) });
+    await expect(resolveModel(svc, { team_id: team.id }, MODEL)).rejects.toMatchObject({
+      status: 503,
+      message: expect.stringMatching(/unreachable/),
+    });
   });
 });

@@ -20,7 +20,8 @@ function torchBuildOf(dockerfile: string): { tag: string; version: string } | nu
       if (!/\bpip3? install\b/.test(step) || !pin) continue;
       const index = /--(?:extra-)?index-url[= ]https:\/\/download\.pytorch\.org\/whl\/(cu\d+)\b/.exec(step);
       if (!index) return null;
-      if (pin[2] !== index[1]) throw new Error(`torch==${pin[1]}${pin[2] ? `+${pin[2]}` : ''} does not name the index's build ${index[1]}`);
+      if (pin[2] !== index[1])
+        throw new Error(`torch==${pin[1]}${pin[2] ? `+${pin[2]}` : ''} does not name the index's build ${index[1]}`);
       return { tag: index[1]!, version: pin[1]! };
     }
   }
@@ -41,7 +42,11 @@ describe('the driver rule (NVIDIA minor version compatibility)', () => {
   });
 
   it("reads PyTorch's wheel tags", () => {
-    expect([cudaOfTorchTag('cu126'), cudaOfTorchTag('cu132'), cudaOfTorchTag('cu118')]).toEqual(['12.6', '13.2', '11.8']);
+    expect([cudaOfTorchTag('cu126'), cudaOfTorchTag('cu132'), cudaOfTorchTag('cu118')]).toEqual([
+      '12.6',
+      '13.2',
+      '11.8',
+    ]);
     expect(() => cudaOfTorchTag('cpu')).toThrow('not a PyTorch CUDA tag');
   });
 });
@@ -55,7 +60,11 @@ describe('the training image', () => {
     // PyPI's linux/x86_64 torch wheel carries the newest CUDA (13.x for torch 2.15): it needs driver >= 580
     expect(build).not.toBeNull();
     const cuda = cudaOfTorchTag(build!.tag);
-    expect({ cuda, minimumDriver: minimumDriverFor(cuda), runs: cudaRunsOnDriver(cuda, SAGEMAKER_GPU_HOST_DRIVER) }).toEqual({
+    expect({
+      cuda,
+      minimumDriver: minimumDriverFor(cuda),
+      runs: cudaRunsOnDriver(cuda, SAGEMAKER_GPU_HOST_DRIVER),
+    }).toEqual({
       cuda,
       minimumDriver: minimumDriverFor(cuda),
       runs: true,

@@ -32,7 +32,8 @@ export function parseDockerfile(text: string): Instruction[] {
 export function commandArgv(args: string): string[] {
   if (args.startsWith('[')) {
     const parsed: unknown = JSON.parse(args);
-    if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) throw new Error(`not an exec-form array: ${args}`);
+    if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string'))
+      throw new Error(`not an exec-form array: ${args}`);
     return parsed;
   }
   return ['/bin/sh', '-c', args];
@@ -46,7 +47,8 @@ function words(args: string): string[] {
 /** `ENV A=1 B="two words"` or the legacy `ENV A value`. */
 export function envPairs(args: string): Array<[string, string]> {
   const parts = words(args);
-  if (parts.length > 0 && !parts[0]!.includes('=')) return [[parts[0]!, args.slice(args.indexOf(parts[0]!) + parts[0]!.length).trim()]];
+  if (parts.length > 0 && !parts[0]!.includes('='))
+    return [[parts[0]!, args.slice(args.indexOf(parts[0]!) + parts[0]!.length).trim()]];
   return parts.map((p) => {
     const eq = p.indexOf('=');
     if (eq <= 0) throw new Error(`ENV entry without '=': ${p}`);

@@ -21,7 +21,8 @@ export function entryProgram(image: ReplayedImage): EntryProgram {
   if (argv[0] === 'npx') {
     // npx runs the package's bin from ./node_modules, or downloads it at start-up when it is not there
     const pkg = argv[1]!;
-    if (!existsSync(join(hostPath(image, image.workdir), 'node_modules', pkg, 'package.json'))) throw new Error(`npx ${pkg}: not installed in the image`);
+    if (!existsSync(join(hostPath(image, image.workdir), 'node_modules', pkg, 'package.json')))
+      throw new Error(`npx ${pkg}: not installed in the image`);
     if (pkg !== 'tsx') throw new Error(`npx ${pkg} is not rehearsed`);
     return nodeProgram(['node', '--import', 'tsx', ...argv.slice(2)]);
   }
@@ -66,7 +67,11 @@ export function runNodeCheck(image: ReplayedImage, entry: Extract<EntryProgram, 
   return { status: r.status, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}` };
 }
 
-const packageName = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageName = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 /**
  * Every module the entry can load, static or `import()` of a literal, resolved inside the image:
@@ -83,7 +88,13 @@ export async function nodeImportGraph(image: ReplayedImage, script: string): Pro
         if (isBuiltin(args.path)) return { external: true };
         const pkg = packageName(args.path);
         if (!existsSync(join(appDir, 'node_modules', pkg))) {
-          return { errors: [{ text: `package "${pkg}" is not installed in the image (RUN npm ci there decides: devDependencies are left out by --omit=dev)` }] };
+          return {
+            errors: [
+              {
+                text: `package "${pkg}" is not installed in the image (RUN npm ci there decides: devDependencies are left out by --omit=dev)`,
+              },
+            ],
+          };
         }
         packages.add(pkg);
         return { external: true };
@@ -96,14 +107,29 @@ export async function nodeImportGraph(image: ReplayedImage, script: string): Pro
     size = entries.size;
     let inputs: string[];
     try {
-      const result = await build({ entryPoints: [...entries], absWorkingDir: appDir, bundle: true, write: false, metafile: true, outdir: 'out', platform: 'node', format: 'esm', logLevel: 'silent', plugins: [inImage] });
+      const result = await build({
+        entryPoints: [...entries],
+        absWorkingDir: appDir,
+        bundle: true,
+        write: false,
+        metafile: true,
+        outdir: 'out',
+        platform: 'node',
+        format: 'esm',
+        logLevel: 'silent',
+        plugins: [inImage],
+      });
       inputs = Object.keys(result.metafile.inputs);
     } catch (e) {
       const errors = (e as { errors?: Array<{ text: string; location?: { file: string } | null }> }).errors ?? [];
-      throw new Error(`the entry's imports do not resolve inside the image:\n${errors.map((x) => `  ${x.location?.file ?? '?'}: ${x.text}`).join('\n')}`);
+      throw new Error(
+        `the entry's imports do not resolve inside the image:\n${errors.map((x) => `  ${x.location?.file ?? '?'}: ${x.text}`).join('\n')}`,
+      );
     }
     for (const input of inputs) {
-      for (const m of readFileSync(join(appDir, input), 'utf8').matchAll(/new URL\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g)) {
+      for (const m of readFileSync(join(appDir, input), 'utf8').matchAll(
+        /new URL\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*,\s*import\.meta\.url\s*\)/g,
+      )) {
         const target = join(dirname(input), m[1]!);
         if (!existsSync(join(appDir, target))) throw new Error(`${input} refers to ${m[1]}, which is not in the image`);
         if (/\.[mc]?[jt]s$/.test(target)) entries.add(target);
@@ -150,12 +176,22 @@ export function importPython(
   };
   const r = spawnSync(python, ['-c', PYTHON_IMPORTER, JSON.stringify(request)], {
     cwd: hostPath(image, cwd),
-    env: { ...env, PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1', PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: hostPath(image, '/root') },
+    env: {
+      ...env,
+      PYTHONPATH: pythonPath,
+      PYTHONNOUSERSITE: '1',
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: hostPath(image, '/root'),
+    },
     encoding: 'utf8',
     timeout: 120_000,
   });
   const last = r.stdout.trim().split('\n').at(-1) ?? '';
-  let result: { files: Record<string, string>; unlisted: UnlistedDistribution[]; mismatched: string[] } = { files: {}, unlisted: [], mismatched: [] };
+  let result: { files: Record<string, string>; unlisted: UnlistedDistribution[]; mismatched: string[] } = {
+    files: {},
+    unlisted: [],
+    mismatched: [],
+  };
   if (r.status === 0) result = JSON.parse(last) as typeof result;
   return { status: r.status, output: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}`, ...result };
 }

@@ -20,17 +20,23 @@ const BASE_IMAGE_MODULES: Record<string, string[]> = { 'vllm/vllm-openai': ['vll
 /** Deploy-time packages: a runtime image must never load them. */
 const DEPLOY_TIME_PACKAGES = ['aws-cdk-lib', 'constructs', 'aws-cdk', 'cdk-nag'];
 /** Paths that never belong in a build context. */
-const NEVER_IN_CONTEXT = /(^|\/)(node_modules|__pycache__|\.git|\.sift|\.venv|\.pytest_cache|coverage|cdk\.out[^/]*)(\/|$)/;
+const NEVER_IN_CONTEXT =
+  /(^|\/)(node_modules|__pycache__|\.git|\.sift|\.venv|\.pytest_cache|coverage|cdk\.out[^/]*)(\/|$)/;
 
 const python = trainingPython();
 /** The training venv stands in for every image's `pip install`: without it the check fails, never skips. */
 function requirePython(): string {
-  if (!python) throw new Error('the training venv (~/.cache/sift/venv, or SIFT_VENV) is absent, so the Python images cannot be import-checked: build it with `node scripts/setup.mjs` (npm test does)');
+  if (!python)
+    throw new Error(
+      'the training venv (~/.cache/sift/venv, or SIFT_VENV) is absent, so the Python images cannot be import-checked: build it with `node scripts/setup.mjs` (npm test does)',
+    );
   return python;
 }
 
 function listFiles(dir: string, base = dir): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), base) : [relative(base, join(dir, e.name))]));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(join(dir, e.name), base) : [relative(base, join(dir, e.name))],
+  );
 }
 
 const baseRepository = (from: string) => from.split(':')[0]!;
@@ -39,7 +45,11 @@ const baseRepository = (from: string) => from.split(':')[0]!;
 function ownPythonModules(image: ReplayedImage): Map<string, string[]> {
   const entry = entryProgram(image);
   const started =
-    entry.kind === 'python-module' ? [entry.module] : entry.kind === 'script' ? [...entry.text.matchAll(/\bpython3?\s+-m\s+([\w.]+)/g)].map((m) => m[1]!) : [];
+    entry.kind === 'python-module'
+      ? [entry.module]
+      : entry.kind === 'script'
+        ? [...entry.text.matchAll(/\bpython3?\s+-m\s+([\w.]+)/g)].map((m) => m[1]!)
+        : [];
   const all = [...started.map((module) => ({ module, workdir: image.workdir })), ...image.buildModules];
   const provided = BASE_IMAGE_MODULES[baseRepository(image.from)] ?? [];
   const byDir = new Map<string, string[]>();
@@ -56,7 +66,11 @@ describe('the images lib/images.ts builds', () => {
       .filter((d) => existsSync(join(CONTAINERS_DIR, d, 'Dockerfile')))
       .map((d) => join(CONTAINERS_DIR, d, 'Dockerfile'))
       .sort();
-    expect(Object.values(IMAGES).map((i) => join(i.directory, i.file)).sort()).toEqual(dockerfiles);
+    expect(
+      Object.values(IMAGES)
+        .map((i) => join(i.directory, i.file))
+        .sort(),
+    ).toEqual(dockerfiles);
   });
 });
 
@@ -68,7 +82,15 @@ describe('the encoder build context (the repository root)', () => {
       writeFileSync(join(stray, 'manifest.json'), '{}');
       const context = stageContext('encoder', outdir);
       expect(readdirSync(context)).not.toContain(basename(stray));
-      expect(readdirSync(context).sort()).toEqual(['.dockerignore', 'bin', 'containers', 'package-lock.json', 'package.json', 'src', 'tsconfig.json']);
+      expect(readdirSync(context).sort()).toEqual([
+        '.dockerignore',
+        'bin',
+        'containers',
+        'package-lock.json',
+        'package.json',
+        'src',
+        'tsconfig.json',
+      ]);
     } finally {
       rmSync(stray, { recursive: true, force: true });
       rmSync(outdir, { recursive: true, force: true });
@@ -87,7 +109,8 @@ describe.each(Object.keys(IMAGES) as ImageName[])('the %s image, replayed from i
 
   it('has a build context holding only what the Dockerfile copies', () => {
     const files = listFiles(image.context);
-    const wanted = (f: string) => f === IMAGES[name].file || f === '.dockerignore' || image.copied.some((c) => f === c || f.startsWith(`${c}/`));
+    const wanted = (f: string) =>
+      f === IMAGES[name].file || f === '.dockerignore' || image.copied.some((c) => f === c || f.startsWith(`${c}/`));
     expect(files.filter((f) => !wanted(f))).toEqual([]);
     expect(files.filter((f) => NEVER_IN_CONTEXT.test(f))).toEqual([]);
   });
@@ -98,7 +121,10 @@ describe.each(Object.keys(IMAGES) as ImageName[])('the %s image, replayed from i
       const packages = await nodeImportGraph(image, entry.script);
       expect(DEPLOY_TIME_PACKAGES.filter((p) => packages.has(p))).toEqual([]);
       const run = runNodeCheck(image, entry);
-      expect({ status: run.status, output: run.output }).toEqual({ status: 0, output: expect.stringContaining('modules loaded') });
+      expect({ status: run.status, output: run.output }).toEqual({
+        status: 0,
+        output: expect.stringContaining('modules loaded'),
+      });
     } else if (entry.kind === 'script') {
       const syntax = spawnSync('sh', ['-n', entry.path], { encoding: 'utf8' });
       expect({ status: syntax.status, stderr: syntax.stderr }).toEqual({ status: 0, stderr: '' });
@@ -114,7 +140,10 @@ describe.each(Object.keys(IMAGES) as ImageName[])('the %s image, replayed from i
     }
     for (const [workdir, modules] of groups.size > 0 ? groups : new Map([[image.workdir, []]])) {
       const run = importPython(image, python, modules, workdir, BASE_IMAGE_MODULES[baseRepository(image.from)] ?? []);
-      expect({ status: run.status, output: run.output.slice(-2000) }).toEqual({ status: 0, output: expect.any(String) });
+      expect({ status: run.status, output: run.output.slice(-2000) }).toEqual({
+        status: 0,
+        output: expect.any(String),
+      });
       // the host venv is updated in place and may hold what the image no longer installs
       expect(run.unlisted).toEqual([]);
       expect(run.mismatched).toEqual([]);

@@ -91,8 +91,15 @@ export function replayImage(name: ImageName): ReplayedImage {
         for (const source of spec.sources) {
           if (/[*?[]/.test(source)) throw new Error(`${keyword} with a wildcard is not rehearsed: ${source}`);
           const src = join(context, source);
-          if (!existsSync(src)) throw new Error(`${keyword} ${source}: not in the build context (missing, or left out by its .dockerignore)`);
-          const target = statSync(src).isDirectory() ? host(dest) : destIsDir ? join(host(dest), basename(source)) : host(dest);
+          if (!existsSync(src))
+            throw new Error(
+              `${keyword} ${source}: not in the build context (missing, or left out by its .dockerignore)`,
+            );
+          const target = statSync(src).isDirectory()
+            ? host(dest)
+            : destIsDir
+              ? join(host(dest), basename(source))
+              : host(dest);
           mkdirSync(dirname(target), { recursive: true });
           cpSync(src, target, { recursive: true });
           copied.push(posix.normalize(source).replace(/\/$/, ''));
@@ -112,7 +119,20 @@ export function replayImage(name: ImageName): ReplayedImage {
       default: // ARG, USER, EXPOSE, HEALTHCHECK, LABEL: nothing to lay out
     }
   }
-  return { name, context, rootfs, from, workdir, env, entry: [...entrypoint, ...cmd], copied, pipPackages, pipRequirements, pipPins, buildModules };
+  return {
+    name,
+    context,
+    rootfs,
+    from,
+    workdir,
+    env,
+    entry: [...entrypoint, ...cmd],
+    copied,
+    pipPackages,
+    pipRequirements,
+    pipPins,
+    buildModules,
+  };
 
   function provision(run: string, cwd: string): void {
     for (const step of run.split(/&&|;|\|\|/).map((s) => s.trim())) {
@@ -125,14 +145,17 @@ export function replayImage(name: ImageName): ReplayedImage {
           const w = words[i]!;
           if (w === '-r' || w === '--requirement') {
             const file = posix.resolve(cwd, words[++i]!);
-            if (!existsSync(host(file))) throw new Error(`RUN pip install -r ${words[i]}: ${file} was not copied before it`);
+            if (!existsSync(host(file)))
+              throw new Error(`RUN pip install -r ${words[i]}: ${file} was not copied before it`);
             pipRequirements.push({ path: file, noDeps });
           } else if (/^--(index-url|extra-index-url|constraint|target)$/.test(w) || w === '-c') i++;
           else if (w.startsWith('/') || w.startsWith('./')) {
             const dir = posix.resolve(cwd, w);
-            if (!existsSync(join(host(dir), 'pyproject.toml'))) throw new Error(`RUN pip install ${w}: no pyproject.toml at ${dir} in the image`);
+            if (!existsSync(join(host(dir), 'pyproject.toml')))
+              throw new Error(`RUN pip install ${w}: no pyproject.toml at ${dir} in the image`);
             pipPackages.push(dir);
-          } else if (/^[A-Za-z0-9][\w.-]*(\[[\w,.-]+\])?\s*(==|>=|<=|~=|!=|<|>)/.test(w)) pipPins.push({ requirement: w, noDeps });
+          } else if (/^[A-Za-z0-9][\w.-]*(\[[\w,.-]+\])?\s*(==|>=|<=|~=|!=|<|>)/.test(w))
+            pipPins.push({ requirement: w, noDeps });
         }
       }
       for (const m of step.matchAll(/\bpython3?\s+-m\s+([\w.]+)/g)) buildModules.push({ module: m[1]!, workdir: cwd });
@@ -146,8 +169,11 @@ export function replayImage(name: ImageName): ReplayedImage {
  */
 function linkNodeModules(appDir: string, omitDev: boolean): void {
   const lockPath = join(appDir, 'package-lock.json');
-  if (!existsSync(lockPath) || !existsSync(join(appDir, 'package.json'))) throw new Error('RUN npm ci: package.json and package-lock.json were not copied before it');
-  const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean }> };
+  if (!existsSync(lockPath) || !existsSync(join(appDir, 'package.json')))
+    throw new Error('RUN npm ci: package.json and package-lock.json were not copied before it');
+  const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as {
+    packages: Record<string, { dev?: boolean; optional?: boolean }>;
+  };
   const installed = realpathSync(join(REPO_ROOT, 'node_modules'));
   for (const [key, meta] of Object.entries(lock.packages)) {
     if (!key.startsWith('node_modules/')) continue;
@@ -167,7 +193,12 @@ function linkNodeModules(appDir: string, omitDev: boolean): void {
 export function hostEnv(image: ReplayedImage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(image.env)) {
-    out[k] = /^\/[^:]*(:\/[^:]*)*$/.test(v) ? v.split(':').map((p) => hostPath(image, p)).join(':') : v;
+    out[k] = /^\/[^:]*(:\/[^:]*)*$/.test(v)
+      ? v
+          .split(':')
+          .map((p) => hostPath(image, p))
+          .join(':')
+      : v;
   }
   return out;
 }

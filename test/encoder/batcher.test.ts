@@ -13,18 +13,33 @@ import { useMiniModel } from '../helpers/miniModel';
 
 const miniModel = useMiniModel();
 
-const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({ entities: [], classifications: [], structures: [], relations: [], ...s });
+const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({
+  entities: [],
+  classifications: [],
+  structures: [],
+  relations: [],
+  ...s,
+});
 const PEOPLE = schema({ entities: [{ name: 'person' }, { name: 'location' }, { name: 'organization' }] });
 const MIXED = schema({
   entities: [{ name: 'person' }],
   classifications: [{ task: 'sentiment', labels: ['positive', 'negative'], multiLabel: false }],
 });
 /** Over 512 positions with the prompt: the engine splits it into windows. */
-const LONG = Array.from({ length: 90 }, (_, i) => `Report ${i}: Angela Merkel visited Paris with Emmanuel Macron.`).join(' ');
+const LONG = Array.from(
+  { length: 90 },
+  (_, i) => `Report ${i}: Angela Merkel visited Paris with Emmanuel Macron.`,
+).join(' ');
 const REQUESTS: Array<{ texts: string[]; schema: EncoderSchema; threshold?: number }> = [
   { texts: ['Tim Cook met Satya Nadella in Zürich.'], schema: PEOPLE },
-  { texts: ['Ada Lovelace worked with Charles Babbage in London on the Analytical Engine, a mechanical computer.'], schema: PEOPLE },
-  { texts: ['Hi 😀 Sundar Pichai spoke at Google I/O.', 'Nothing to see here.', 'Marie Curie moved to Paris.'], schema: PEOPLE },
+  {
+    texts: ['Ada Lovelace worked with Charles Babbage in London on the Analytical Engine, a mechanical computer.'],
+    schema: PEOPLE,
+  },
+  {
+    texts: ['Hi 😀 Sundar Pichai spoke at Google I/O.', 'Nothing to see here.', 'Marie Curie moved to Paris.'],
+    schema: PEOPLE,
+  },
   { texts: [LONG], schema: PEOPLE },
   { texts: ['The staff at the Ritz in Madrid were wonderful.'], schema: MIXED },
   { texts: ['Tim Cook met Satya Nadella in Zürich.'], schema: PEOPLE, threshold: 0.2 },
@@ -45,7 +60,12 @@ describe('EncoderBatcher', () => {
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: totalTexts(people) });
     try {
       const batched = await Promise.all(people.map((r) => b.infer(miniModel(), r.texts, r.schema)));
-      expect(b.stats()).toMatchObject({ batches: 1, requests: people.length, texts: totalTexts(people), requestsPerBatch: { [people.length]: 1 } });
+      expect(b.stats()).toMatchObject({
+        batches: 1,
+        requests: people.length,
+        texts: totalTexts(people),
+        requestsPerBatch: { [people.length]: 1 },
+      });
       const expected: InferOutput[] = [];
       for (const r of people) expected.push(await alone(r));
       expect(batched).toEqual(expected);
@@ -79,7 +99,9 @@ describe('EncoderBatcher', () => {
   it('keeps different schemas and thresholds in separate batches, with unbatched results for all', async () => {
     const b = new EncoderBatcher({ maxWaitMs: 0, maxBatchTexts: 64 });
     try {
-      const batched = await Promise.all(REQUESTS.map((r) => b.infer(miniModel(), r.texts, r.schema, { threshold: r.threshold })));
+      const batched = await Promise.all(
+        REQUESTS.map((r) => b.infer(miniModel(), r.texts, r.schema, { threshold: r.threshold })),
+      );
       const expected: InferOutput[] = [];
       for (const r of REQUESTS) expected.push(await alone(r));
       expect(batched).toEqual(expected);
@@ -102,7 +124,9 @@ describe('EncoderBatcher', () => {
       expect(settled.slice(0, 3).every((s) => s.status === 'fulfilled')).toBe(true);
       expect(settled[3]!.status).toBe('rejected');
       expect((settled[3] as PromiseRejectedResult).reason).toBeInstanceOf(EncoderInputError);
-      await expect(miniModel().infer([UNSPLITTABLE], PEOPLE)).rejects.toThrow((settled[3] as PromiseRejectedResult).reason.message);
+      await expect(miniModel().infer([UNSPLITTABLE], PEOPLE)).rejects.toThrow(
+        (settled[3] as PromiseRejectedResult).reason.message,
+      );
       const expected: InferOutput[] = [];
       for (const r of good) expected.push(await alone(r));
       expect(settled.slice(0, 3).map((s) => (s as PromiseFulfilledResult<InferOutput>).value)).toEqual(expected);
@@ -124,18 +148,32 @@ describe('EncoderBatcher', () => {
       ac.abort();
       await expect(leaving).rejects.toMatchObject({ name: 'AbortError' });
       // the aborted one no longer counts towards the batch: two more fill it
-      const outs = await Promise.all([first, b.infer(miniModel(), text(3), PEOPLE), b.infer(miniModel(), text(4), PEOPLE)]);
-      expect(outs).toEqual([await alone({ texts: text(1), schema: PEOPLE }), await alone({ texts: text(3), schema: PEOPLE }), await alone({ texts: text(4), schema: PEOPLE })]);
+      const outs = await Promise.all([
+        first,
+        b.infer(miniModel(), text(3), PEOPLE),
+        b.infer(miniModel(), text(4), PEOPLE),
+      ]);
+      expect(outs).toEqual([
+        await alone({ texts: text(1), schema: PEOPLE }),
+        await alone({ texts: text(3), schema: PEOPLE }),
+        await alone({ texts: text(4), schema: PEOPLE }),
+      ]);
       expect(b.stats()).toMatchObject({ batches: 1, requestsPerBatch: { 3: 1 }, aborted: 1 });
 
       // aborted while its batch runs: it rejects, its batch-mates resolve
       const ac2 = new AbortController();
-      const running = [b.infer(miniModel(), text(5), PEOPLE, { signal: ac2.signal }), b.infer(miniModel(), text(6), PEOPLE), b.infer(miniModel(), text(7), PEOPLE)];
+      const running = [
+        b.infer(miniModel(), text(5), PEOPLE, { signal: ac2.signal }),
+        b.infer(miniModel(), text(6), PEOPLE),
+        b.infer(miniModel(), text(7), PEOPLE),
+      ];
       ac2.abort();
       const settled = await Promise.allSettled(running);
       expect(settled.map((s) => s.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
       // a signal aborted before the call never queues
-      await expect(b.infer(miniModel(), text(8), PEOPLE, { signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+      await expect(b.infer(miniModel(), text(8), PEOPLE, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+        name: 'AbortError',
+      });
     } finally {
       b.close();
     }
@@ -154,7 +192,10 @@ describe('EncoderBatcher', () => {
     const full = new EncoderBatcher({ maxWaitMs: 3_600_000, maxBatchTexts: 2 });
     try {
       // an hour's wait, but two texts fill the batch: it starts at once
-      const outs = await Promise.all([full.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE), full.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE)]);
+      const outs = await Promise.all([
+        full.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE),
+        full.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE),
+      ]);
       expect(outs).toHaveLength(2);
       expect(full.stats().requestsPerBatch).toEqual({ 2: 1 });
     } finally {
@@ -166,7 +207,11 @@ describe('EncoderBatcher', () => {
     const b = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: 2, maxBatchChars: 10_000 });
     try {
       const three = REQUESTS[2]!; // 3 texts > 2: alone, at once
-      const outs = await Promise.all([b.infer(miniModel(), three.texts, three.schema), b.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE), b.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE)]);
+      const outs = await Promise.all([
+        b.infer(miniModel(), three.texts, three.schema),
+        b.infer(miniModel(), ['Tim Cook spoke.'], PEOPLE),
+        b.infer(miniModel(), ['Satya Nadella listened.'], PEOPLE),
+      ]);
       expect(outs[0]).toEqual(await alone(three));
       expect(b.stats().requestsPerBatch).toEqual({ 1: 1, 2: 1 });
     } finally {
@@ -175,7 +220,10 @@ describe('EncoderBatcher', () => {
     const c = new EncoderBatcher({ maxWaitMs: 60_000, maxBatchTexts: 32, maxBatchChars: 40 });
     try {
       // 25 + 25 characters > 40: two batches of one (each fills the character bound on its own)
-      await Promise.all([c.infer(miniModel(), ['Tim Cook spoke in Berlin.'], PEOPLE), c.infer(miniModel(), ['Ada Lovelace wrote notes.'], PEOPLE)]);
+      await Promise.all([
+        c.infer(miniModel(), ['Tim Cook spoke in Berlin.'], PEOPLE),
+        c.infer(miniModel(), ['Ada Lovelace wrote notes.'], PEOPLE),
+      ]);
       expect(c.stats().requestsPerBatch).toEqual({ 1: 2 });
     } finally {
       c.close();

@@ -36,11 +36,34 @@ const HARD_WORD = Array.from({ length: 99 }, (_, i) => 'qxzjvkwy'[(i * 5) % 8]).
 
 /** Six texts in all: exactly one batch's worth (SIFT_ENCODER_BATCH_MAX_TEXTS). */
 const CALLS: Array<{ path: string; body: Record<string, unknown> }> = [
-  { path: '/inference', body: { model_id: MODEL, text: 'Tim Cook met Satya Nadella in Zürich.', schema: { entities: TYPES }, store: false } },
-  { path: '/inference', body: { model_id: MODEL, text: ['Hi 😀 Sundar Pichai spoke at Google I/O.', 'Marie Curie moved to Paris.'], schema: { entities: TYPES } } },
-  { path: '/gliner-2/entities', body: { model_id: MODEL, text: 'Ada Lovelace worked with Charles Babbage in London.', entities: TYPES } },
-  { path: '/v1/chat/completions', body: { model: MODEL, schema: { entities: TYPES }, messages: [{ role: 'user', content: 'Angela Merkel visited the European Commission in Brussels.' }] } },
-  { path: '/inference', body: { model_id: MODEL, text: Array(40).fill(HARD_WORD).join(' '), schema: { entities: TYPES } } },
+  {
+    path: '/inference',
+    body: { model_id: MODEL, text: 'Tim Cook met Satya Nadella in Zürich.', schema: { entities: TYPES }, store: false },
+  },
+  {
+    path: '/inference',
+    body: {
+      model_id: MODEL,
+      text: ['Hi 😀 Sundar Pichai spoke at Google I/O.', 'Marie Curie moved to Paris.'],
+      schema: { entities: TYPES },
+    },
+  },
+  {
+    path: '/gliner-2/entities',
+    body: { model_id: MODEL, text: 'Ada Lovelace worked with Charles Babbage in London.', entities: TYPES },
+  },
+  {
+    path: '/v1/chat/completions',
+    body: {
+      model: MODEL,
+      schema: { entities: TYPES },
+      messages: [{ role: 'user', content: 'Angela Merkel visited the European Commission in Brussels.' }],
+    },
+  },
+  {
+    path: '/inference',
+    body: { model_id: MODEL, text: Array(40).fill(HARD_WORD).join(' '), schema: { entities: TYPES } },
+  },
 ];
 
 /** What must not differ between a batched and an unbatched answer: everything but ids and timing. */
@@ -50,7 +73,8 @@ function answer(res: { status: number; body: any }) {
   if (b.choices) return { status: 200, content: JSON.parse(b.choices[0].message.content), usage: b.usage };
   return { status: 200, result: b.result, usage: b.usage, model_id: b.model_id };
 }
-const idOf = (res: { body: any }) => (res.body.choices ? /inf_[0-9A-Z]+/.exec(res.body.id)?.[0] : res.body.inference_id) as string | undefined;
+const idOf = (res: { body: any }) =>
+  (res.body.choices ? /inf_[0-9A-Z]+/.exec(res.body.id)?.[0] : res.body.inference_id) as string | undefined;
 
 describe('batching across requests over HTTP', () => {
   it('concurrent requests from three routes share a batch and answer exactly as they do one by one; each is billed its own tokens', async () => {
@@ -70,18 +94,22 @@ describe('batching across requests over HTTP', () => {
 
     expect(together.map((r) => r.status)).toEqual([200, 200, 200, 200, 422]);
     expect(together[4]!.body.detail).toMatch(/body\.schema: text cannot be split into windows/);
-    expect(together[0]!.body.result.entities.some((e: any) => e.text === 'Tim Cook' && e.label === 'person')).toBe(true);
+    expect(together[0]!.body.result.entities.some((e: any) => e.text === 'Tim Cook' && e.label === 'person')).toBe(
+      true,
+    );
     expect(together[1]!.body.result).toHaveLength(2);
 
     // usage: one row per successful request, with that request's own input tokens
-    const rows: any[] = (await stack.call('GET', '/billing/usage/requests/list?limit=100', { key: team.key })).body.data;
+    const rows: any[] = (await stack.call('GET', '/billing/usage/requests/list?limit=100', { key: team.key })).body
+      .data;
     expect(rows).toHaveLength(8);
     for (const res of together.slice(0, 4)) {
       const row = rows.find((r) => r.inference_id === idOf(res));
       expect(row).toBeDefined();
       expect(row.input_tokens).toBe(res.body.usage.input_tokens ?? res.body.usage.prompt_tokens);
     }
-    const tokens = (rs: typeof together) => rs.slice(0, 4).map((r) => r.body.usage.input_tokens ?? r.body.usage.prompt_tokens);
+    const tokens = (rs: typeof together) =>
+      rs.slice(0, 4).map((r) => r.body.usage.input_tokens ?? r.body.usage.prompt_tokens);
     expect(tokens(together)).toEqual(tokens(oneByOne));
     expect(new Set(tokens(together)).size).toBeGreaterThan(1); // not the batch's total split evenly
   }, 120_000);

@@ -13,11 +13,25 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EXECUTION_PROVIDER_ENV, executionProviderFromEnv, isProviderUnavailable, withProviderFallback, type ExecutionProvider } from '../../src/encoder/executionProvider';
+import {
+  EXECUTION_PROVIDER_ENV,
+  executionProviderFromEnv,
+  isProviderUnavailable,
+  withProviderFallback,
+  type ExecutionProvider,
+} from '../../src/encoder/executionProvider';
 import { createSessions } from '../../src/encoder/sessions';
 import { identityModel } from '../helpers/tinyOnnx';
 
-const CUDA_LIB = join('node_modules', 'onnxruntime-node', 'bin', 'napi-v6', 'linux', 'x64', 'libonnxruntime_providers_cuda.so');
+const CUDA_LIB = join(
+  'node_modules',
+  'onnxruntime-node',
+  'bin',
+  'napi-v6',
+  'linux',
+  'x64',
+  'libonnxruntime_providers_cuda.so',
+);
 const cudaInstalled = existsSync(CUDA_LIB);
 let dir: string;
 let model: string;
@@ -56,7 +70,9 @@ describe(`${EXECUTION_PROVIDER_ENV}`, () => {
     expect(executionProviderFromEnv({ [EXECUTION_PROVIDER_ENV]: '' })).toBe('cpu');
     expect(executionProviderFromEnv({ [EXECUTION_PROVIDER_ENV]: ' CUDA ' })).toBe('cuda');
     expect(executionProviderFromEnv({ [EXECUTION_PROVIDER_ENV]: 'cpu' })).toBe('cpu');
-    expect(() => executionProviderFromEnv({ [EXECUTION_PROVIDER_ENV]: 'gpu' })).toThrow("SIFT_ENCODER_EXECUTION_PROVIDER must be one of cpu, cuda; got 'gpu'");
+    expect(() => executionProviderFromEnv({ [EXECUTION_PROVIDER_ENV]: 'gpu' })).toThrow(
+      "SIFT_ENCODER_EXECUTION_PROVIDER must be one of cpu, cuda; got 'gpu'",
+    );
   });
 });
 
@@ -69,52 +85,76 @@ describe('session creation', () => {
     } finally {
       await sessions.release();
     }
-    expect(log.lines).toEqual([{ level: 'info', message: 'encoder sessions created', extra: expect.objectContaining({ execution_provider: 'cpu', requested: 'cpu' }) }]);
-  });
-
-  (cudaInstalled ? it.skip : it)('cuda from the environment, without the CUDA provider: warns why, then works on CPU', async () => {
-    const log = recorder();
-    const saved = process.env[EXECUTION_PROVIDER_ENV];
-    process.env[EXECUTION_PROVIDER_ENV] = 'cuda';
-    let sessions: Awaited<ReturnType<typeof createSessions>>;
-    try {
-      sessions = await createSessions({ encoder: model }, { logger: log.logger });
-    } finally {
-      if (saved === undefined) delete process.env[EXECUTION_PROVIDER_ENV];
-      else process.env[EXECUTION_PROVIDER_ENV] = saved;
-    }
-    try {
-      await identityWorks(sessions);
-    } finally {
-      await sessions.release();
-    }
-    expect(log.lines.map((l) => [l.level, l.extra.execution_provider])).toEqual([
-      ['warn', 'cpu'],
-      ['info', 'cpu'],
+    expect(log.lines).toEqual([
+      {
+        level: 'info',
+        message: 'encoder sessions created',
+        extra: expect.objectContaining({ execution_provider: 'cpu', requested: 'cpu' }),
+      },
     ]);
-    expect(log.lines[0]!.message).toBe('the cuda execution provider could not be loaded; encoder sessions run on CPU');
-    expect(log.lines[0]!.extra).toMatchObject({ requested: 'cuda', model_dir: expect.any(String) });
-    expect(String(log.lines[0]!.extra.reason)).toMatch(/Failed to load shared library|AppendExecutionProvider/);
   });
 
-  (cudaInstalled ? it : it.skip)('cuda with the CUDA provider installed: says which provider it ended up on', async () => {
-    const log = recorder();
-    const sessions = await createSessions({ encoder: model }, { executionProvider: 'cuda', logger: log.logger });
-    try {
-      await identityWorks(sessions);
-    } finally {
-      await sessions.release();
-    }
-    expect(log.lines).toEqual([{ level: 'info', message: 'encoder sessions created', extra: expect.objectContaining({ execution_provider: 'cuda', requested: 'cuda' }) }]);
-  });
+  (cudaInstalled ? it.skip : it)(
+    'cuda from the environment, without the CUDA provider: warns why, then works on CPU',
+    async () => {
+      const log = recorder();
+      const saved = process.env[EXECUTION_PROVIDER_ENV];
+      process.env[EXECUTION_PROVIDER_ENV] = 'cuda';
+      let sessions: Awaited<ReturnType<typeof createSessions>>;
+      try {
+        sessions = await createSessions({ encoder: model }, { logger: log.logger });
+      } finally {
+        if (saved === undefined) delete process.env[EXECUTION_PROVIDER_ENV];
+        else process.env[EXECUTION_PROVIDER_ENV] = saved;
+      }
+      try {
+        await identityWorks(sessions);
+      } finally {
+        await sessions.release();
+      }
+      expect(log.lines.map((l) => [l.level, l.extra.execution_provider])).toEqual([
+        ['warn', 'cpu'],
+        ['info', 'cpu'],
+      ]);
+      expect(log.lines[0]!.message).toBe(
+        'the cuda execution provider could not be loaded; encoder sessions run on CPU',
+      );
+      expect(log.lines[0]!.extra).toMatchObject({ requested: 'cuda', model_dir: expect.any(String) });
+      expect(String(log.lines[0]!.extra.reason)).toMatch(/Failed to load shared library|AppendExecutionProvider/);
+    },
+  );
+
+  (cudaInstalled ? it : it.skip)(
+    'cuda with the CUDA provider installed: says which provider it ended up on',
+    async () => {
+      const log = recorder();
+      const sessions = await createSessions({ encoder: model }, { executionProvider: 'cuda', logger: log.logger });
+      try {
+        await identityWorks(sessions);
+      } finally {
+        await sessions.release();
+      }
+      expect(log.lines).toEqual([
+        {
+          level: 'info',
+          message: 'encoder sessions created',
+          extra: expect.objectContaining({ execution_provider: 'cuda', requested: 'cuda' }),
+        },
+      ]);
+    },
+  );
 
   it('a broken model is an error, not a reason to fall back', async () => {
     const broken = join(dir, 'broken.onnx');
     await writeFile(broken, Buffer.from('not an onnx model'));
     const log = recorder();
-    await expect(createSessions({ encoder: broken }, { executionProvider: 'cpu', logger: log.logger })).rejects.toThrow();
+    await expect(
+      createSessions({ encoder: broken }, { executionProvider: 'cpu', logger: log.logger }),
+    ).rejects.toThrow();
     expect(log.lines).toEqual([]);
-    expect(isProviderUnavailable(new Error('Load model from broken.onnx failed: Protobuf parsing failed.'))).toBe(false);
+    expect(isProviderUnavailable(new Error('Load model from broken.onnx failed: Protobuf parsing failed.'))).toBe(
+      false,
+    );
     // asked for cuda, a model error is rethrown as it is: no second try on CPU, nothing logged
     const tried: ExecutionProvider[] = [];
     const create = async (p: ExecutionProvider) => {

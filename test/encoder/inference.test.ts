@@ -13,14 +13,18 @@ beforeAll(async () => {
   const models = (await stack.call('GET', '/base-models')).body;
   const list = Array.isArray(models) ? models : (models.models ?? models.data ?? models.base_models);
   const mini = list.find((m: any) => m.id === MODEL);
-  if (!mini?.available) throw new Error(`${MODEL} is not in the model store (${process.env.SIFT_MODELS_DIR ?? "~/.cache/sift/models"}): build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`);
+  if (!mini?.available)
+    throw new Error(
+      `${MODEL} is not in the model store (${process.env.SIFT_MODELS_DIR ?? '~/.cache/sift/models'}): build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`,
+    );
 }, 180_000);
 afterAll(async () => {
   await stack?.stop();
 });
 
 const cp = (s: string, start: number, end: number) => Array.from(s).slice(start, end).join('');
-const infer = (body: Record<string, unknown>) => stack.call('POST', '/inference', { body: { model_id: MODEL, ...body } });
+const infer = (body: Record<string, unknown>) =>
+  stack.call('POST', '/inference', { body: { model_id: MODEL, ...body } });
 
 describe('POST /inference (encoder)', () => {
   it('extracts entities with code-point offsets, usage and a stored record', async () => {
@@ -45,7 +49,11 @@ describe('POST /inference (encoder)', () => {
   });
 
   it('store:false returns an id but persists nothing', async () => {
-    const res = await infer({ text: 'Tim Cook leads Apple.', schema: { entities: { person: 'names of people' } }, store: false });
+    const res = await infer({
+      text: 'Tim Cook leads Apple.',
+      schema: { entities: { person: 'names of people' } },
+      store: false,
+    });
     expect(res.status).toBe(200);
     expect((await stack.call('GET', `/inferences/${res.body.inference_id}`)).status).toBe(404);
   });
@@ -88,7 +96,11 @@ describe('POST /inference (encoder)', () => {
   it('multi-label returns every label at or above the threshold and nothing else, an empty list when none is', async () => {
     const labels = ['service', 'food', 'price', 'location'];
     const ask = (threshold: number) =>
-      infer({ text: 'The service was terrible and the food was cold.', schema: { classifications: [{ task: 'aspects', labels, multi_label: true }] }, threshold });
+      infer({
+        text: 'The service was terrible and the food was cold.',
+        schema: { classifications: [{ task: 'aspects', labels, multi_label: true }] },
+        threshold,
+      });
     const all = (await ask(0)).body.result.classifications.aspects;
     expect(all.map((x: any) => x.label).sort()).toEqual([...labels].sort());
     const scores = new Map<string, number>(all.map((x: any) => [x.label, x.score]));
@@ -98,17 +110,30 @@ describe('POST /inference (encoder)', () => {
     const sorted = [...scores.values()].sort((a, b) => b - a);
     const cut = (sorted[1]! + sorted[2]!) / 2;
     const some = (await ask(cut)).body.result.classifications.aspects;
-    expect(some.map((x: any) => x.label).sort()).toEqual([...scores].filter(([, s]) => s >= cut).map(([l]) => l).sort());
+    expect(some.map((x: any) => x.label).sort()).toEqual(
+      [...scores]
+        .filter(([, s]) => s >= cut)
+        .map(([l]) => l)
+        .sort(),
+    );
   });
 
   it('extracts structures (str/list fields, choices) and relations, batch in input order', async () => {
-    const texts = ['Book a table for 4 people at 7pm tomorrow under the name Smith, outdoor seating please.', 'John Smith works for Acme Corp in Berlin.'];
+    const texts = [
+      'Book a table for 4 people at 7pm tomorrow under the name Smith, outdoor seating please.',
+      'John Smith works for Acme Corp in Berlin.',
+    ];
     const res = await infer({
       text: texts,
       schema: {
         structures: {
           reservation: {
-            fields: [{ name: 'people', dtype: 'str' }, { name: 'time', dtype: 'str', description: 'time of day' }, { name: 'names', dtype: 'list' }, { name: 'seating', choices: ['indoor', 'outdoor'] }],
+            fields: [
+              { name: 'people', dtype: 'str' },
+              { name: 'time', dtype: 'str', description: 'time of day' },
+              { name: 'names', dtype: 'list' },
+              { name: 'seating', choices: ['indoor', 'outdoor'] },
+            ],
           },
         },
         relations: ['works for', { name: 'located in' }],
@@ -123,7 +148,8 @@ describe('POST /inference (encoder)', () => {
       for (const inst of r.structures.reservation) {
         expect(Object.keys(inst)).toEqual(['people', 'time', 'names', 'seating']);
         expect(Array.isArray(inst.names)).toBe(true);
-        for (const f of ['people', 'time']) if (inst[f] !== null) expect(cp(texts[i]!, inst[f].start, inst[f].end)).toBe(inst[f].text);
+        for (const f of ['people', 'time'])
+          if (inst[f] !== null) expect(cp(texts[i]!, inst[f].start, inst[f].end)).toBe(inst[f].text);
         if (inst.seating !== null) expect(['indoor', 'outdoor']).toContain(inst.seating.text);
       }
       expect(Object.keys(r.relations).sort()).toEqual(['located in', 'works for']);
@@ -134,7 +160,23 @@ describe('POST /inference (encoder)', () => {
       }
     });
     // a batch gives what each text gives alone
-    const alone = await infer({ text: texts[1], schema: { relations: ['works for', { name: 'located in' }], structures: { reservation: { fields: [{ name: 'people', dtype: 'str' }, { name: 'time', dtype: 'str', description: 'time of day' }, { name: 'names', dtype: 'list' }, { name: 'seating', choices: ['indoor', 'outdoor'] }] } } }, threshold: 0.2 });
+    const alone = await infer({
+      text: texts[1],
+      schema: {
+        relations: ['works for', { name: 'located in' }],
+        structures: {
+          reservation: {
+            fields: [
+              { name: 'people', dtype: 'str' },
+              { name: 'time', dtype: 'str', description: 'time of day' },
+              { name: 'names', dtype: 'list' },
+              { name: 'seating', choices: ['indoor', 'outdoor'] },
+            ],
+          },
+        },
+      },
+      threshold: 0.2,
+    });
     expect(JSON.stringify(alone.body.result)).toBe(JSON.stringify(res.body.result[1]));
   });
 
@@ -156,10 +198,24 @@ describe('/gliner-2/*', () => {
     const text = 'Tim Cook, the CEO of Apple, announced record profits in Cupertino.';
     const calls = await Promise.all([
       stack.call('POST', '/gliner-2/entities', { body: { model_id: MODEL, text, entities: ['person', 'company'] } }),
-      stack.call('POST', '/gliner-2/classify', { body: { model_id: MODEL, text, classifications: [{ task: 'topic', labels: ['business', 'sports'] }] } }),
-      stack.call('POST', '/gliner-2/extract-json', { body: { model_id: MODEL, text, structures: { announcement: { fields: [{ name: 'who', dtype: 'str' }, 'where'] } } } }),
+      stack.call('POST', '/gliner-2/classify', {
+        body: { model_id: MODEL, text, classifications: [{ task: 'topic', labels: ['business', 'sports'] }] },
+      }),
+      stack.call('POST', '/gliner-2/extract-json', {
+        body: {
+          model_id: MODEL,
+          text,
+          structures: { announcement: { fields: [{ name: 'who', dtype: 'str' }, 'where'] } },
+        },
+      }),
       stack.call('POST', '/gliner-2/relations', { body: { model_id: MODEL, text, relations: ['works for'] } }),
-      stack.call('POST', '/gliner-2/extract', { body: { model_id: MODEL, text, schema: { entities: ['person'], classifications: [{ task: 'topic', labels: ['business', 'sports'] }] } } }),
+      stack.call('POST', '/gliner-2/extract', {
+        body: {
+          model_id: MODEL,
+          text,
+          schema: { entities: ['person'], classifications: [{ task: 'topic', labels: ['business', 'sports'] }] },
+        },
+      }),
     ]);
     for (const c of calls) {
       expect(c.status).toBe(200);
@@ -172,7 +228,13 @@ describe('/gliner-2/*', () => {
     expect(Object.keys(calls[4]!.body.result).sort()).toEqual(['classifications', 'entities']);
     // each call is billed once, under its own route and the model it named, with the tokens it reported
     const rows = (await stack.call('GET', '/billing/usage/requests/list?limit=500')).body.data as any[];
-    const paths = ['/gliner-2/entities', '/gliner-2/classify', '/gliner-2/extract-json', '/gliner-2/relations', '/gliner-2/extract'];
+    const paths = [
+      '/gliner-2/entities',
+      '/gliner-2/classify',
+      '/gliner-2/extract-json',
+      '/gliner-2/relations',
+      '/gliner-2/extract',
+    ];
     calls.forEach((c, i) => {
       const row = rows.filter((r) => r.inference_id === c.body.inference_id);
       expect(row).toHaveLength(1);
@@ -181,17 +243,31 @@ describe('/gliner-2/*', () => {
     });
     const usage = (await stack.call('GET', '/billing/usage/requests')).body;
     expect(usage.today.requests_by_endpoint.gliner).toBeGreaterThanOrEqual(5);
-    for (const p of paths) expect(usage.today.by_endpoint.find((e: any) => e.endpoint === p)?.requests).toBeGreaterThanOrEqual(1);
+    for (const p of paths)
+      expect(usage.today.by_endpoint.find((e: any) => e.endpoint === p)?.requests).toBeGreaterThanOrEqual(1);
   });
 });
 
 describe('compatible routes with a schema', () => {
   it('extract through /v1/chat/completions and /v1/messages', async () => {
-    const chat = await stack.call('POST', '/v1/chat/completions', { body: { model: MODEL, messages: [{ role: 'user', content: 'Tim Cook leads Apple.' }], schema: { entities: ['person'] } } });
+    const chat = await stack.call('POST', '/v1/chat/completions', {
+      body: {
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Tim Cook leads Apple.' }],
+        schema: { entities: ['person'] },
+      },
+    });
     expect(chat.status).toBe(200);
     const content = JSON.parse(chat.body.choices[0].message.content);
     expect(content.entities[0]).toMatchObject({ text: 'Tim Cook', label: 'person', start: 0, end: 8 });
-    const msg = await stack.call('POST', '/v1/messages', { body: { model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'Tim Cook leads Apple.' }], schema: { entities: ['person'] } } });
+    const msg = await stack.call('POST', '/v1/messages', {
+      body: {
+        model: MODEL,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Tim Cook leads Apple.' }],
+        schema: { entities: ['person'] },
+      },
+    });
     expect(msg.status).toBe(200);
     expect(JSON.parse(msg.body.content[0].text).entities[0].text).toBe('Tim Cook');
   });
@@ -204,17 +280,62 @@ describe('bad input: clear 4xx, never 500', () => {
     ['1 MB text', { text: 'word '.repeat(200_000), schema: { entities: ['person'] } }, 413, /at most 100000/],
     ['empty schema', { text: 'hello', schema: {} }, 422, /schema is empty/],
     ['empty entity list only', { text: 'hello', schema: { entities: [] } }, 422, /schema is empty/],
-    ['1,000 labels', { text: 'hello', schema: { entities: Array.from({ length: 1000 }, (_, i) => `label ${i}`) } }, 422, /at most 200/],
-    ['duplicate labels', { text: 'hello', schema: { entities: ['person', 'person'] } }, 422, /duplicate entity type 'person'/],
-    ['duplicate class labels', { text: 'hello', schema: { classifications: [{ task: 't', labels: ['a', 'a'] }] } }, 422, /duplicate label 'a'/],
-    ['bad dtype', { text: 'hello', schema: { structures: { s: { fields: [{ name: 'f', dtype: 'int' }] } } } }, 422, /dtype/],
-    ['choices on a list field', { text: 'hello', schema: { structures: { s: { fields: [{ name: 'f', dtype: 'list', choices: ['a', 'b'] }] } } } }, 422, /choices are only allowed on a 'str' field/],
-    ['decoder model', { model_id: 'HuggingFaceTB/SmolLM2-135M-Instruct', text: 'hello', schema: { entities: ['person'] } }, 422, /decoder/],
-    ['unknown model', { model_id: 'nobody/nothing', text: 'hello', schema: { entities: ['person'] } }, 404, /does not exist/],
-    ['weights absent', { model_id: 'fastino/gliner2-large-v1', text: 'hello', schema: { entities: ['person'] } }, 503, /fastino\/gliner2-large-v1.*not in the model store/],
+    [
+      '1,000 labels',
+      { text: 'hello', schema: { entities: Array.from({ length: 1000 }, (_, i) => `label ${i}`) } },
+      422,
+      /at most 200/,
+    ],
+    [
+      'duplicate labels',
+      { text: 'hello', schema: { entities: ['person', 'person'] } },
+      422,
+      /duplicate entity type 'person'/,
+    ],
+    [
+      'duplicate class labels',
+      { text: 'hello', schema: { classifications: [{ task: 't', labels: ['a', 'a'] }] } },
+      422,
+      /duplicate label 'a'/,
+    ],
+    [
+      'bad dtype',
+      { text: 'hello', schema: { structures: { s: { fields: [{ name: 'f', dtype: 'int' }] } } } },
+      422,
+      /dtype/,
+    ],
+    [
+      'choices on a list field',
+      { text: 'hello', schema: { structures: { s: { fields: [{ name: 'f', dtype: 'list', choices: ['a', 'b'] }] } } } },
+      422,
+      /choices are only allowed on a 'str' field/,
+    ],
+    [
+      'decoder model',
+      { model_id: 'HuggingFaceTB/SmolLM2-135M-Instruct', text: 'hello', schema: { entities: ['person'] } },
+      422,
+      /decoder/,
+    ],
+    [
+      'unknown model',
+      { model_id: 'nobody/nothing', text: 'hello', schema: { entities: ['person'] } },
+      404,
+      /does not exist/,
+    ],
+    [
+      'weights absent',
+      { model_id: 'fastino/gliner2-large-v1', text: 'hello', schema: { entities: ['person'] } },
+      503,
+      /fastino\/gliner2-large-v1.*not in the model store/,
+    ],
     ['unknown task', { task: 'summarize', text: 'hello', schema: { entities: ['person'] } }, 422, /unknown task/],
     // a long schema runs in label groups (docs/reference/encoder.md "Large label sets"); one label that cannot fit even alone is refused
-    ['a label too long for the model even alone', { text: 'hello', schema: { entities: { person: 'names', ['!'.repeat(100)]: '?'.repeat(500) } } }, 422, /entity type '!+' alone serializes to \d+ tokens; the model accepts 512/],
+    [
+      'a label too long for the model even alone',
+      { text: 'hello', schema: { entities: { person: 'names', ['!'.repeat(100)]: '?'.repeat(500) } } },
+      422,
+      /entity type '!+' alone serializes to \d+ tokens; the model accepts 512/,
+    ],
   ];
   it.each(cases)('%s', async (_name, body, status, detail) => {
     const res = await stack.call('POST', '/inference', { body: { model_id: MODEL, ...body } });
@@ -223,11 +344,21 @@ describe('bad input: clear 4xx, never 500', () => {
   });
 
   it('a schema longer than the encoder (200 labels, 40 long descriptions) is run in label groups: 200', async () => {
-    const many = await infer({ text: 'Tim Cook met Satya Nadella in Paris.', schema: { entities: ['person', ...Array.from({ length: 198 }, (_, i) => `archive record type ${i}`), 'city'] } });
+    const many = await infer({
+      text: 'Tim Cook met Satya Nadella in Paris.',
+      schema: { entities: ['person', ...Array.from({ length: 198 }, (_, i) => `archive record type ${i}`), 'city'] },
+    });
     expect(many.status).toBe(200);
     const labels = many.body.result.entities.map((e: any) => `${e.label}:${e.text}`);
     expect(labels).toEqual(expect.arrayContaining(['person:Tim Cook', 'city:Paris']));
-    const described = await infer({ text: 'hello', schema: { entities: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`type ${i}`, 'a very long description '.repeat(20).slice(0, 480)])) } });
+    const described = await infer({
+      text: 'hello',
+      schema: {
+        entities: Object.fromEntries(
+          Array.from({ length: 40 }, (_, i) => [`type ${i}`, 'a very long description '.repeat(20).slice(0, 480)]),
+        ),
+      },
+    });
     expect(described.status).toBe(200);
     expect(described.body.usage.input_tokens).toBeGreaterThan(512);
   });
@@ -235,11 +366,15 @@ describe('bad input: clear 4xx, never 500', () => {
   it('a training job id without an active deployment is 409', async () => {
     const rows = [{ text: 'Tim Cook leads Apple.', entities: [{ text: 'Tim Cook', label: 'person' }] }];
     expect((await stack.uploadDataset('enc-people', jsonl(rows))).status).toBe('ready');
-    const job = await stack.call('POST', '/core/training-jobs', { body: { model_name: 'enc-job', base_model: MODEL, datasets: [{ name: 'enc-people' }], nr_epochs: 1 } });
+    const job = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'enc-job', base_model: MODEL, datasets: [{ name: 'enc-people' }], nr_epochs: 1 },
+    });
     expect(job.status).toBe(201);
     for (const path of ['/inference', '/gliner-2/entities']) {
       const body = path === '/inference' ? { schema: { entities: ['person'] } } : { entities: ['person'] };
-      const res = await stack.call('POST', path, { body: { model_id: job.body.id, text: 'Tim Cook leads Apple.', ...body } });
+      const res = await stack.call('POST', path, {
+        body: { model_id: job.body.id, text: 'Tim Cook leads Apple.', ...body },
+      });
       expect(res.status).toBe(409);
       expect(res.body.detail).toMatch(/has no active inference deployment/);
     }
@@ -248,7 +383,9 @@ describe('bad input: clear 4xx, never 500', () => {
   it('per-head bodies are validated: 422', async () => {
     const r = await stack.call('POST', '/gliner-2/entities', { body: { model_id: MODEL, text: 'x' } });
     expect(r.status).toBe(422);
-    const r2 = await stack.call('POST', '/gliner-2/classify', { body: { model_id: MODEL, text: 'x', classifications: [{ task: 't', labels: [] }] } });
+    const r2 = await stack.call('POST', '/gliner-2/classify', {
+      body: { model_id: MODEL, text: 'x', classifications: [{ task: 't', labels: [] }] },
+    });
     expect(r2.status).toBe(422);
   });
 });

@@ -9,14 +9,45 @@ import { useMiniModel } from '../helpers/miniModel';
 
 const miniModel = useMiniModel();
 
-const A = ['garden', 'piano', 'poetry', 'knitting', 'volcano', 'origami', 'pottery', 'chess', 'astronomy', 'fossil', 'ballet', 'sculpture'];
-const B = ['lesson schedule', 'history archive', 'supply catalogue', 'contest result', 'festival program', 'repair manual', 'museum exhibit', 'society member', 'magazine issue', 'workshop venue'];
+const A = [
+  'garden',
+  'piano',
+  'poetry',
+  'knitting',
+  'volcano',
+  'origami',
+  'pottery',
+  'chess',
+  'astronomy',
+  'fossil',
+  'ballet',
+  'sculpture',
+];
+const B = [
+  'lesson schedule',
+  'history archive',
+  'supply catalogue',
+  'contest result',
+  'festival program',
+  'repair manual',
+  'museum exhibit',
+  'society member',
+  'magazine issue',
+  'workshop venue',
+];
 /** 120 distractor names of 4-5 tokens each. */
 const DISTRACT = A.flatMap((a) => B.map((b) => `${a} ${b} list`));
 const TYPES = [...DISTRACT.slice(0, 60), 'person', ...DISTRACT.slice(60, 100), 'city', ...DISTRACT.slice(100, 118)];
-const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({ entities: [], classifications: [], structures: [], relations: [], ...s });
+const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({
+  entities: [],
+  classifications: [],
+  structures: [],
+  relations: [],
+  ...s,
+});
 const cp = (s: string, start: number, end: number) => Array.from(s).slice(start, end).join('');
-const flat = (r: EncoderResult) => Object.entries(r.entities ?? {}).flatMap(([label, spans]) => spans.map((s) => ({ label, ...s })));
+const flat = (r: EncoderResult) =>
+  Object.entries(r.entities ?? {}).flatMap(([label, spans]) => spans.map((s) => ({ label, ...s })));
 
 describe('schemas longer than the encoder (label groups)', () => {
   // The assertions are about the mechanism, never about which spans the model finds: the mini model's
@@ -26,7 +57,10 @@ describe('schemas longer than the encoder (label groups)', () => {
     const s = schema({ entities: TYPES.map((name) => ({ name })) });
     expect(TYPES).toHaveLength(120);
     expect(await miniModel().promptTokens(s)).toBeGreaterThan(512);
-    const texts = ['Tim Cook met Satya Nadella in Paris last week.', 'Angela Merkel flew from Berlin to Rome on Monday.'];
+    const texts = [
+      'Tim Cook met Satya Nadella in Paris last week.',
+      'Angela Merkel flew from Berlin to Rome on Monday.',
+    ];
     // a low threshold, so the union compared below is never empty whichever build scores the spans
     const threshold = 0.1;
     const out = await miniModel().infer(texts, s, { threshold });
@@ -46,13 +80,23 @@ describe('schemas longer than the encoder (label groups)', () => {
     expect(groups).toHaveLength(2);
     const alone = await Promise.all(groups.map((g) => miniModel().infer(texts, g, { threshold })));
     texts.forEach((_, i) => {
-      const union = alone.flatMap((run) => flat(run.results[i]!)).map((e) => `${e.label}:${e.text}:${e.start}`).sort();
-      expect(flat(out.results[i]!).map((e) => `${e.label}:${e.text}:${e.start}`).sort()).toEqual(union);
+      const union = alone
+        .flatMap((run) => flat(run.results[i]!))
+        .map((e) => `${e.label}:${e.text}:${e.start}`)
+        .sort();
+      expect(
+        flat(out.results[i]!)
+          .map((e) => `${e.label}:${e.text}:${e.start}`)
+          .sort(),
+      ).toEqual(union);
     });
   });
 
   it('a schema that fits is untouched: forcing a budget it fits in gives the direct result bit for bit', async () => {
-    const s = schema({ entities: TYPES.slice(55, 75).map((name) => ({ name })), classifications: [{ task: 'sentiment', labels: ['positive', 'negative', 'neutral'], multiLabel: false }] });
+    const s = schema({
+      entities: TYPES.slice(55, 75).map((name) => ({ name })),
+      classifications: [{ task: 'sentiment', labels: ['positive', 'negative', 'neutral'], multiLabel: false }],
+    });
     const texts = ['Tim Cook loves Paris, it is wonderful.'];
     const direct = await miniModel().infer(texts, s);
     const same = await miniModel().infer(texts, s, { labelGroupTokens: 512 });
@@ -84,9 +128,16 @@ describe('schemas longer than the encoder (label groups)', () => {
     const wantEntities: Record<string, unknown> = {};
     const logit = new Map<string, number>();
     for (const g of groups) {
-      const ref = (await miniModel().infer(texts, { ...g, classifications: g.classifications.map((c) => ({ ...c, multiLabel: true, threshold: 0, topK: undefined })) })).results[0]!;
+      const ref = (
+        await miniModel().infer(texts, {
+          ...g,
+          classifications: g.classifications.map((c) => ({ ...c, multiLabel: true, threshold: 0, topK: undefined })),
+        })
+      ).results[0]!;
       Object.assign(wantEntities, ref.entities ?? {});
-      for (const c of g.classifications) for (const x of ref.classifications[c.task]!) logit.set(`${c.task}|${x.label}`, Math.log(x.score / (1 - x.score)));
+      for (const c of g.classifications)
+        for (const x of ref.classifications[c.task]!)
+          logit.set(`${c.task}|${x.label}`, Math.log(x.score / (1 - x.score)));
     }
     expect(r.entities).toEqual(wantEntities);
 
@@ -113,7 +164,10 @@ describe('schemas longer than the encoder (label groups)', () => {
   it('200 labels on a long text: groups × windows, offsets into the original, the union of each group run alone', async () => {
     const names = Array.from({ length: 198 }, (_, i) => `${DISTRACT[i % 120]} ${i}`);
     const s = schema({ entities: [{ name: 'person' }, ...names.map((name) => ({ name })), { name: 'city' }] });
-    const text = Array.from({ length: 30 }, (_, i) => `Report ${i}: Tim Cook visited Paris and met several partners there.`).join(' ');
+    const text = Array.from(
+      { length: 30 },
+      (_, i) => `Report ${i}: Tim Cook visited Paris and met several partners there.`,
+    ).join(' ');
     const threshold = 0.1; // as above: a union that is never empty
     const out = await miniModel().infer([text], s, { threshold });
     expect(out.groups[0]).toBeGreaterThan(2);
@@ -129,13 +183,20 @@ describe('schemas longer than the encoder (label groups)', () => {
     expect(groups).toHaveLength(out.groups[0]!);
     const alone = await Promise.all(groups.map((g) => miniModel().infer([text], g, { threshold })));
     const key = (e: { label: string; text: string; start: number }) => `${e.label}:${e.text}:${e.start}`;
-    expect(ents.map(key).sort()).toEqual(alone.flatMap((run) => flat(run.results[0]!)).map(key).sort());
+    expect(ents.map(key).sort()).toEqual(
+      alone
+        .flatMap((run) => flat(run.results[0]!))
+        .map(key)
+        .sort(),
+    );
   }, 120_000);
 
   it('a single label that cannot fit even alone is an input error naming it', async () => {
     const huge = '!'.repeat(100);
     const s = schema({ entities: [{ name: 'person' }, { name: huge, description: '?'.repeat(500) }] });
     await expect(miniModel().infer(['hello'], s)).rejects.toThrow(EncoderInputError);
-    await expect(miniModel().infer(['hello'], s)).rejects.toThrow(/entity type '!{100}' alone serializes to \d+ tokens/);
+    await expect(miniModel().infer(['hello'], s)).rejects.toThrow(
+      /entity type '!{100}' alone serializes to \d+ tokens/,
+    );
   });
 });

@@ -27,7 +27,9 @@ function copyingResolveDisallow<T extends Item>(items: T[]): T[] {
     seen.add(k);
     return true;
   });
-  const byEnd = [...distinct].sort((a, b) => a.item.end - b.item.end || a.item.start - b.item.start || b.item.score - a.item.score || a.idx - b.idx);
+  const byEnd = [...distinct].sort(
+    (a, b) => a.item.end - b.item.end || a.item.start - b.item.start || b.item.score - a.item.score || a.idx - b.idx,
+  );
   const ends = byEnd.map((r) => r.item.end);
   const pred = byEnd.map((r, index) => {
     let lo = 0;
@@ -56,16 +58,26 @@ function copyingResolveDisallow<T extends Item>(items: T[]): T[] {
     const without = best[index]!;
     if (withItem.score > without.score) best.push(withItem);
     else if (withItem.score < without.score) best.push(without);
-    else if (withItem.sel.length !== without.sel.length) best.push(withItem.sel.length > without.sel.length ? withItem : without);
+    else if (withItem.sel.length !== without.sel.length)
+      best.push(withItem.sel.length > without.sel.length ? withItem : without);
     else best.push(cmpSel(withItem.sel, without.sel) < 0 ? withItem : without);
   });
-  return best[best.length - 1]!.sel.map((i) => byEnd[i]!).sort(rank).map((r) => r.item);
+  return best[best.length - 1]!.sel.map((i) => byEnd[i]!)
+    .sort(rank)
+    .map((r) => r.item);
 }
 
 /** Spans over a short range with dyadic scores (sums are exact: ties between selections are common). */
 const spans = (maxStart: number, maxWidth: number, maxItems: number) =>
   fc.array(
-    fc.record({ score: fc.constantFrom(0, 0.25, 0.5, 0.75, 1, 0.375), start: fc.nat({ max: maxStart }), width: fc.integer({ min: 1, max: maxWidth }), id: fc.nat() }).map(({ score, start, width, id }) => ({ score, start, end: start + width, id })),
+    fc
+      .record({
+        score: fc.constantFrom(0, 0.25, 0.5, 0.75, 1, 0.375),
+        start: fc.nat({ max: maxStart }),
+        width: fc.integer({ min: 1, max: maxWidth }),
+        id: fc.nat(),
+      })
+      .map(({ score, start, width, id }) => ({ score, start, end: start + width, id })),
     { maxLength: maxItems },
   );
 
@@ -87,10 +99,20 @@ describe('resolveDisallow', () => {
 
   it('selects what gliner2 selects on spans with model-like scores', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ score: fc.double({ min: 0, max: 1, noNaN: true }), start: fc.nat({ max: 100 }), width: fc.integer({ min: 1, max: 6 }) }), { maxLength: 120 }), (raw) => {
-        const items = raw.map(({ score, start, width }) => ({ score, start, end: start + width }));
-        expect(resolveDisallow(items)).toEqual(copyingResolveDisallow(items));
-      }),
+      fc.property(
+        fc.array(
+          fc.record({
+            score: fc.double({ min: 0, max: 1, noNaN: true }),
+            start: fc.nat({ max: 100 }),
+            width: fc.integer({ min: 1, max: 6 }),
+          }),
+          { maxLength: 120 },
+        ),
+        (raw) => {
+          const items = raw.map(({ score, start, width }) => ({ score, start, end: start + width }));
+          expect(resolveDisallow(items)).toEqual(copyingResolveDisallow(items));
+        },
+      ),
       { seed: 25_103, numRuns: 1000 },
     );
   });
@@ -98,8 +120,14 @@ describe('resolveDisallow', () => {
   // The shapes a long hostile text's windows merge into: tens of thousands of spans, many tied.
   const N = 30_000;
   const SHAPES: Array<[string, Item[]]> = [
-    ['disjoint spans of one score', Array.from({ length: N }, (_, i) => ({ score: 0.9, start: 2 * i, end: 2 * i + 1 }))],
-    ['a chain of overlapping spans of one score', Array.from({ length: N }, (_, i) => ({ score: 0.5, start: i, end: i + 2 }))],
+    [
+      'disjoint spans of one score',
+      Array.from({ length: N }, (_, i) => ({ score: 0.9, start: 2 * i, end: 2 * i + 1 })),
+    ],
+    [
+      'a chain of overlapping spans of one score',
+      Array.from({ length: N }, (_, i) => ({ score: 0.5, start: i, end: i + 2 })),
+    ],
     [
       'pairs whose halves tie with the whole',
       Array.from({ length: N / 3 }, (_, i) => [
@@ -108,7 +136,12 @@ describe('resolveDisallow', () => {
         { score: 0.25, start: 3 * i + 1, end: 3 * i + 2 },
       ]).flat(),
     ],
-    ['spans of every width up to 8 at every start', Array.from({ length: N / 8 }, (_, s) => Array.from({ length: 8 }, (_, w) => ({ score: 0.5 + ((s * 7 + w) % 5) / 16, start: s, end: s + w + 1 }))).flat()],
+    [
+      'spans of every width up to 8 at every start',
+      Array.from({ length: N / 8 }, (_, s) =>
+        Array.from({ length: 8 }, (_, w) => ({ score: 0.5 + ((s * 7 + w) % 5) / 16, start: s, end: s + w + 1 })),
+      ).flat(),
+    ],
   ];
   for (const [name, items] of SHAPES)
     it(`${name}: at most 8 steps per span`, () => {

@@ -35,7 +35,12 @@ ${body}
   const env: NodeJS.ProcessEnv = { ...process.env, SIFT_ORT_WORKER: '1' };
   delete env.JEST_WORKER_ID;
   // a process that does not exit is killed at the timeout, and the call rejects
-  return promisify(execFile)(process.execPath, ['--no-warnings', '--import', 'tsx', script], { cwd: REPO_ROOT, env, encoding: 'utf8', timeout: 25_000 });
+  return promisify(execFile)(process.execPath, ['--no-warnings', '--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env,
+    encoding: 'utf8',
+    timeout: 25_000,
+  });
 }
 
 describe('worker-thread sessions', () => {

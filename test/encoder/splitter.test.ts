@@ -33,16 +33,87 @@ const ADVERSARIAL = [
 
 /** Pieces that reach every alternative and every class boundary of the pattern. */
 const PIECES = [
-  '.', '%', '+', '-', '_', '@', ':', '/', 'h', 't', 'p', 's', 'w', 'H', 'T', 'P', 'S', 'W', 'a', 'Z', 'k', 'x', '0', '9',
-  'http://', 'https://', 'HTTPS:/', 'www.', 'wWw.', '.com', '.c', '@ab', 'a@b', '-_', '--',
+  '.',
+  '%',
+  '+',
+  '-',
+  '_',
+  '@',
+  ':',
+  '/',
+  'h',
+  't',
+  'p',
+  's',
+  'w',
+  'H',
+  'T',
+  'P',
+  'S',
+  'W',
+  'a',
+  'Z',
+  'k',
+  'x',
+  '0',
+  '9',
+  'http://',
+  'https://',
+  'HTTPS:/',
+  'www.',
+  'wWw.',
+  '.com',
+  '.c',
+  '@ab',
+  'a@b',
+  '-_',
+  '--',
   // Python str.isspace() of each kind, and U+FEFF (JS \s, not a Python space)
-  ' ', '\t', '\n', '\v', '\f', '\r', '\x1c', '\x1f', '\x85', '\xa0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff',
+  ' ',
+  '\t',
+  '\n',
+  '\v',
+  '\f',
+  '\r',
+  '\x1c',
+  '\x1f',
+  '\x85',
+  '\xa0',
+  '\u1680',
+  '\u2000',
+  '\u200a',
+  '\u2028',
+  '\u2029',
+  '\u202f',
+  '\u205f',
+  '\u3000',
+  '\ufeff',
   // combining marks, joiners, letters and digits beyond ASCII, case-folding oddities
-  '\u0301', '\u0345', '\u200c', '\u200d', 'é', 'ß', '東', '١', 'Ⅻ', '\u017f', '\u212a', '\u0130', '\u0131',
+  '\u0301',
+  '\u0345',
+  '\u200c',
+  '\u200d',
+  'é',
+  'ß',
+  '東',
+  '١',
+  'Ⅻ',
+  '\u017f',
+  '\u212a',
+  '\u0130',
+  '\u0131',
   // astral characters and lone surrogates
-  '😀', '👩‍👩‍👧', '🇨🇭', '𝐀', '𐍈', '\ud800', '\udc00', '\udbff',
+  '😀',
+  '👩‍👩‍👧',
+  '🇨🇭',
+  '𝐀',
+  '𐍈',
+  '\ud800',
+  '\udc00',
+  '\udbff',
 ];
-const textOf = (maxPieces: number) => fc.array(fc.constantFrom(...PIECES), { maxLength: maxPieces }).map((xs) => xs.join(''));
+const textOf = (maxPieces: number) =>
+  fc.array(fc.constantFrom(...PIECES), { maxLength: maxPieces }).map((xs) => xs.join(''));
 
 describe('splitWords equals the regex', () => {
   it('on the texts of the encoder parity fixtures', () => {
@@ -55,12 +126,15 @@ describe('splitWords equals the regex', () => {
   });
 
   const sharedData = process.env.SIFT_SHARED_DATA ?? join(process.cwd(), '..', 'shared', 'data');
-  (existsSync(sharedData) ? it : it.skip)('on the texts of bench/parity/encoder-corpus.ts (../shared/data)', async () => {
-    const { parityCases } = await import('../../bench/parity/encoder-corpus');
-    const texts = parityCases().flatMap((c) => c.texts);
-    expect(texts.length).toBeGreaterThan(200);
-    for (const t of texts) expectSameSplit(t);
-  });
+  (existsSync(sharedData) ? it : it.skip)(
+    'on the texts of bench/parity/encoder-corpus.ts (../shared/data)',
+    async () => {
+      const { parityCases } = await import('../../bench/parity/encoder-corpus');
+      const texts = parityCases().flatMap((c) => c.texts);
+      expect(texts.length).toBeGreaterThan(200);
+      for (const t of texts) expectSameSplit(t);
+    },
+  );
 
   it('on e-mails, URLs, mentions and joins at their edges', () => {
     for (const t of [

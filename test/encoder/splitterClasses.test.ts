@@ -19,14 +19,20 @@ describe('splitWords character classes', () => {
     return parts.join('');
   })();
   /** The code points a one-code-point regex matches, found by one global scan of ALL. */
-  const matching = (re: RegExp): Set<number> => new Set([...ALL.matchAll(new RegExp(re.source.slice(1, -1), `${re.flags}g`))].map((m) => m[0].codePointAt(0)!));
+  const matching = (re: RegExp): Set<number> =>
+    new Set([...ALL.matchAll(new RegExp(re.source.slice(1, -1), `${re.flags}g`))].map((m) => m[0].codePointAt(0)!));
 
   it('match the regex classes on every code point', () => {
     const wrong: string[] = [];
-    const classes = Object.entries(ORACLE_CLASSES).map(([name, re]) => ({ name, want: matching(re), bit: CLASS_BITS[name as keyof typeof CLASS_BITS] }));
+    const classes = Object.entries(ORACLE_CLASSES).map(([name, re]) => ({
+      name,
+      want: matching(re),
+      bit: CLASS_BITS[name as keyof typeof CLASS_BITS],
+    }));
     for (let cp = 0; cp <= 0x10ffff; cp++) {
       const got = classOf(cp);
-      for (const { name, want, bit } of classes) if (want.has(cp) !== ((got & bit) !== 0)) wrong.push(`U+${cp.toString(16)} ${name}`);
+      for (const { name, want, bit } of classes)
+        if (want.has(cp) !== ((got & bit) !== 0)) wrong.push(`U+${cp.toString(16)} ${name}`);
     }
     expect(wrong).toEqual([]);
     expect(classOf(0x17f) & CLASS_BITS.ALPHA).toBeTruthy();
@@ -37,7 +43,8 @@ describe('splitWords character classes', () => {
     const wrong: string[] = [];
     for (const letter of 'hptsw') {
       const want = matching(new RegExp(`^${letter}$`, 'iu'));
-      for (let cp = 0; cp <= 0x10ffff; cp++) if (want.has(cp) !== foldsTo(cp, letter.charCodeAt(0))) wrong.push(`${letter} U+${cp.toString(16)}`);
+      for (let cp = 0; cp <= 0x10ffff; cp++)
+        if (want.has(cp) !== foldsTo(cp, letter.charCodeAt(0))) wrong.push(`${letter} U+${cp.toString(16)}`);
     }
     expect(wrong).toEqual([]);
     expect(foldsTo(0x17f, 's'.charCodeAt(0))).toBe(true);

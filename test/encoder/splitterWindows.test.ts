@@ -11,7 +11,8 @@ import { splitTexts, textWindows, YIELD_EVERY_CHARS } from '../../src/encoder/wi
 
 /** One id per 4 UTF-16 units of a pre-token (at least one), answered without a macrotask. */
 const stubTokenizer = {
-  encodeBatch: async (texts: string[]) => texts.map((t) => ({ getIds: () => Array.from({ length: Math.max(1, Math.ceil(t.length / 4)) }, (_, i) => i + 1) })),
+  encodeBatch: async (texts: string[]) =>
+    texts.map((t) => ({ getIds: () => Array.from({ length: Math.max(1, Math.ceil(t.length / 4)) }, (_, i) => i + 1) })),
 } as unknown as Tokenizer;
 
 /** How many event-loop turns (setImmediate callbacks) ran while `work` was in progress. */
@@ -29,7 +30,12 @@ async function turnsDuring<T>(work: () => Promise<T>): Promise<{ result: T; turn
   return { result, turns };
 }
 
-const schema: EncoderSchema = { entities: [{ name: 'person' }, { name: 'organization' }], classifications: [], structures: [], relations: [] };
+const schema: EncoderSchema = {
+  entities: [{ name: 'person' }, { name: 'organization' }],
+  classifications: [],
+  structures: [],
+  relations: [],
+};
 
 async function windowsOf(text: string) {
   const tok = new PromptTokens(stubTokenizer);
@@ -47,7 +53,11 @@ describe('long texts do not hold the event loop', () => {
   });
 
   it('the windows split each character at most twice (linear in the text)', async () => {
-    for (const text of ['.'.repeat(20_000), 'ab. '.repeat(5_000), `${' '.repeat(9_000)}x ${'y '.repeat(500)}${' '.repeat(9_000)}`]) {
+    for (const text of [
+      '.'.repeat(20_000),
+      'ab. '.repeat(5_000),
+      `${' '.repeat(9_000)}x ${'y '.repeat(500)}${' '.repeat(9_000)}`,
+    ]) {
       const { result } = await windowsOf(text);
       const windowChars = result.reduce((n, r) => n + r.text.length, 0);
       expect(windowChars).toBeLessThanOrEqual(2 * text.length + result.length);
@@ -63,7 +73,9 @@ describe('long texts do not hold the event loop', () => {
   });
 
   it('splitTexts does not yield for a batch of short texts', async () => {
-    const { turns } = await turnsDuring(() => splitTexts(Array.from({ length: 64 }, () => 'Tim Cook is the CEO of Apple.')));
+    const { turns } = await turnsDuring(() =>
+      splitTexts(Array.from({ length: 64 }, () => 'Tim Cook is the CEO of Apple.')),
+    );
     expect(turns).toBe(0);
   });
 });

@@ -24,7 +24,8 @@ export class FakeApiGateway {
 
   static async start(planNames: string[]): Promise<FakeApiGateway> {
     const fake = new FakeApiGateway();
-    for (const name of planNames) fake.usagePlans.set(`up${++fake.seq}`, { id: `up${fake.seq}`, name, keys: new Set() });
+    for (const name of planNames)
+      fake.usagePlans.set(`up${++fake.seq}`, { id: `up${fake.seq}`, name, keys: new Set() });
     fake.server = createServer((req, res) => {
       let raw = '';
       req.on('data', (c: Buffer) => (raw += c.toString()));
@@ -33,7 +34,10 @@ export class FakeApiGateway {
         const call = `${req.method} ${url.pathname}`;
         fake.calls.push(call);
         const send = (status: number, body: unknown, errorType?: string) => {
-          res.writeHead(status, { 'content-type': 'application/json', ...(errorType ? { 'x-amzn-errortype': errorType } : {}) });
+          res.writeHead(status, {
+            'content-type': 'application/json',
+            ...(errorType ? { 'x-amzn-errortype': errorType } : {}),
+          });
           res.end(JSON.stringify(body));
         };
         if (fake.failNext && call.startsWith(fake.failNext)) {
@@ -42,9 +46,15 @@ export class FakeApiGateway {
         }
         const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
         let m: RegExpMatchArray | null;
-        if (call === 'GET /usageplans') return send(200, { item: [...fake.usagePlans.values()].map((p) => ({ id: p.id, name: p.name })) });
+        if (call === 'GET /usageplans')
+          return send(200, { item: [...fake.usagePlans.values()].map((p) => ({ id: p.id, name: p.name })) });
         if (call === 'POST /apikeys') {
-          const key: FakeKey = { id: `k${++fake.seq}`, name: String(body.name), value: String(body.value), tags: (body.tags ?? {}) as Record<string, string> };
+          const key: FakeKey = {
+            id: `k${++fake.seq}`,
+            name: String(body.name),
+            value: String(body.value),
+            tags: (body.tags ?? {}) as Record<string, string>,
+          };
           fake.keys.set(key.id, key);
           return send(201, { id: key.id, name: key.name, enabled: true });
         }
@@ -57,7 +67,8 @@ export class FakeApiGateway {
         }
         m = call.match(/^DELETE \/apikeys\/([^/]+)$/);
         if (m) {
-          if (!fake.keys.delete(m[1]!)) return send(404, { message: 'Invalid API Key identifier specified' }, 'NotFoundException');
+          if (!fake.keys.delete(m[1]!))
+            return send(404, { message: 'Invalid API Key identifier specified' }, 'NotFoundException');
           for (const p of fake.usagePlans.values()) p.keys.delete(m[1]!);
           return send(202, {});
         }

@@ -39,7 +39,11 @@ export class FakeControlPlane {
         const request = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
         fake.calls.push({ operation, request });
         const send = (status: number, body: unknown) => {
-          res.writeHead(status, { 'content-type': operation.startsWith('SageMaker') ? 'application/x-amz-json-1.1' : 'application/x-amz-json-1.0' });
+          res.writeHead(status, {
+            'content-type': operation.startsWith('SageMaker')
+              ? 'application/x-amz-json-1.1'
+              : 'application/x-amz-json-1.0',
+          });
           res.end(JSON.stringify(body));
         };
         const fail = (type: string, message: string) => send(400, { __type: type, message });
@@ -54,8 +58,15 @@ export class FakeControlPlane {
         if (operation === 'SageMaker.StopTrainingJob') return fake.stopTrainingJob(request, send, fail);
         if (operation === 'secretsmanager.GetSecretValue') {
           const value = fake.secrets.get(String(request.SecretId));
-          if (value === undefined) return fail('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
-          return send(200, { ARN: request.SecretId, Name: 'secret', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] });
+          if (value === undefined)
+            return fail('ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
+          return send(200, {
+            ARN: request.SecretId,
+            Name: 'secret',
+            SecretString: value,
+            VersionId: 'v1',
+            VersionStages: ['AWSCURRENT'],
+          });
         }
         if (operation === 'AmazonSQS.SendMessage') {
           const messageId = randomUUID();
@@ -73,11 +84,16 @@ export class FakeControlPlane {
 
   // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html:
   // the same name and input is idempotent (the running execution's ARN); another input is ExecutionAlreadyExists
-  private startExecution(request: Record<string, unknown>, send: (s: number, b: unknown) => void, fail: (t: string, m: string) => void) {
+  private startExecution(
+    request: Record<string, unknown>,
+    send: (s: number, b: unknown) => void,
+    fail: (t: string, m: string) => void,
+  ) {
     const name = String(request.name);
     const input = String(request.input ?? '{}');
     const existing = this.executions.get(name);
-    if (existing && existing.input !== input) return fail('ExecutionAlreadyExists', `Execution Already Exists: '${existing.arn}'`);
+    if (existing && existing.input !== input)
+      return fail('ExecutionAlreadyExists', `Execution Already Exists: '${existing.arn}'`);
     const arn = `${String(request.stateMachineArn).replace(':stateMachine:', ':execution:')}:${name}`;
     if (!existing) {
       this.executions.set(name, { input, arn });
@@ -88,10 +104,16 @@ export class FakeControlPlane {
 
   // https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StopTrainingJob.html: an unknown
   // job is ResourceNotFound; a job that is no longer InProgress cannot be stopped (ValidationException)
-  private stopTrainingJob(request: Record<string, unknown>, send: (s: number, b: unknown) => void, fail: (t: string, m: string) => void) {
+  private stopTrainingJob(
+    request: Record<string, unknown>,
+    send: (s: number, b: unknown) => void,
+    fail: (t: string, m: string) => void,
+  ) {
     const job = this.trainingJobs.get(String(request.TrainingJobName));
-    if (!job) return fail('ResourceNotFound', `Requested resource not found: training job ${String(request.TrainingJobName)}`);
-    if (job.status !== 'InProgress') return fail('ValidationException', `The job is in status ${job.status} and cannot be stopped`);
+    if (!job)
+      return fail('ResourceNotFound', `Requested resource not found: training job ${String(request.TrainingJobName)}`);
+    if (job.status !== 'InProgress')
+      return fail('ValidationException', `The job is in status ${job.status} and cannot be stopped`);
     job.status = 'Stopping';
     job.onStop?.();
     return send(200, {});

@@ -27,15 +27,23 @@ export interface FakeVllm {
   close(): Promise<void>;
 }
 
-export async function startFakeVllm(opts: { promptTokens?: number; completionTokens?: number } = {}): Promise<FakeVllm> {
-  const state = { promptTokens: opts.promptTokens ?? 1000, completionTokens: opts.completionTokens ?? 100, pieceDelayMs: 0 };
+export async function startFakeVllm(
+  opts: { promptTokens?: number; completionTokens?: number } = {},
+): Promise<FakeVllm> {
+  const state = {
+    promptTokens: opts.promptTokens ?? 1000,
+    completionTokens: opts.completionTokens ?? 100,
+    pieceDelayMs: 0,
+  };
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       void (async () => {
         if (req.method === 'GET' && req.url === '/v1/models') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [{ id: FAKE_MODEL, max_model_len: 8192 }] }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ data: [{ id: FAKE_MODEL, max_model_len: 8192 }] }));
           return;
         }
         if (req.method === 'POST' && req.url === '/tokenize') {
@@ -51,8 +59,12 @@ export async function startFakeVllm(opts: { promptTokens?: number; completionTok
             res.write(`data: ${JSON.stringify({ choices: [choice] })}\n\n`);
             if (state.pieceDelayMs) await new Promise((r) => setTimeout(r, state.pieceDelayMs));
           }
-          const last = chat ? { index: 0, delta: {}, finish_reason: 'stop' } : { index: 0, text: '', finish_reason: 'stop' };
-          res.write(`data: ${JSON.stringify({ choices: [last], usage: { prompt_tokens: state.promptTokens, completion_tokens: state.completionTokens } })}\n\n`);
+          const last = chat
+            ? { index: 0, delta: {}, finish_reason: 'stop' }
+            : { index: 0, text: '', finish_reason: 'stop' };
+          res.write(
+            `data: ${JSON.stringify({ choices: [last], usage: { prompt_tokens: state.promptTokens, completion_tokens: state.completionTokens } })}\n\n`,
+          );
           res.end('data: [DONE]\n\n');
           return;
         }

@@ -7,7 +7,9 @@ export function dashboardBody(t: Template, logicalIdPrefix: string): string {
   const found = Object.entries(dashboards).find(([id]) => id.startsWith(logicalIdPrefix));
   if (!found) throw new Error(`no dashboard ${logicalIdPrefix}*`);
   const body = found[1].Properties.DashboardBody as string | { 'Fn::Join': [string, unknown[]] };
-  return typeof body === 'string' ? body : body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : '<token>')).join('');
+  return typeof body === 'string'
+    ? body
+    : body['Fn::Join'][1].map((p) => (typeof p === 'string' ? p : '<token>')).join('');
 }
 
 export interface MetricQuery {
@@ -23,11 +25,22 @@ export function dashboardQueries(body: string): MetricQuery[] {
   const expressions = widgets
     .flatMap((w) => w.properties.metrics ?? [])
     .flat()
-    .flatMap((m) => (typeof m === 'object' && m !== null && 'expression' in m ? [String((m as { expression: string }).expression)] : []));
+    .flatMap((m) =>
+      typeof m === 'object' && m !== null && 'expression' in m
+        ? [String((m as { expression: string }).expression)]
+        : [],
+    );
   const out: MetricQuery[] = [];
   for (const e of expressions) {
     for (const m of e.matchAll(/SELECT \w+\((\w+)\) FROM SCHEMA\("([^"]+)",\s*([^)]*)\)/g)) {
-      out.push({ metric: m[1]!, namespace: m[2]!, dimensions: m[3]!.split(',').map((d) => d.trim()).sort() });
+      out.push({
+        metric: m[1]!,
+        namespace: m[2]!,
+        dimensions: m[3]!
+          .split(',')
+          .map((d) => d.trim())
+          .sort(),
+      });
     }
     for (const m of e.matchAll(/SEARCH\('\{([^}]*)\} MetricName="(\w+)"/g)) {
       const [namespace, ...dims] = m[1]!.split(',').map((d) => d.trim());
@@ -39,7 +52,11 @@ export function dashboardQueries(body: string): MetricQuery[] {
 
 /** The metric + dimension sets an EMF line declares (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html). */
 export function emfMetrics(line: string): MetricQuery[] {
-  const doc = JSON.parse(line) as { _aws?: { CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }> } } & Record<string, unknown>;
+  const doc = JSON.parse(line) as {
+    _aws?: {
+      CloudWatchMetrics: Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }>;
+    };
+  } & Record<string, unknown>;
   if (!doc._aws) return [];
   return doc._aws.CloudWatchMetrics.flatMap((d) =>
     d.Metrics.flatMap((m) =>

@@ -9,7 +9,13 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const TRANSACT_ITEM_ACTIONS: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' };
+const TRANSACT_ITEM_ACTIONS: Record<string, string> = {
+  Put: 'PutItem',
+  Update: 'UpdateItem',
+  Delete: 'DeleteItem',
+  ConditionCheck: 'ConditionCheckItem',
+  Get: 'GetItem',
+};
 
 export class IamDynamoProxy {
   readonly used = new Set<string>();
@@ -24,7 +30,10 @@ export class IamDynamoProxy {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks);
-        const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? '';
+        const operation =
+          String(req.headers['x-amz-target'] ?? '')
+            .split('.')
+            .pop() ?? '';
         let actions = [operation];
         if (operation === 'TransactWriteItems' || operation === 'TransactGetItems') {
           const items = (JSON.parse(body.toString()) as { TransactItems: Record<string, unknown>[] }).TransactItems;
@@ -35,13 +44,21 @@ export class IamDynamoProxy {
         if (refused.length) {
           proxy.denied.push(...refused.map((a) => `dynamodb:${a}`));
           res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
-          res.end(JSON.stringify({ __type: 'com.amazon.coral.service#AccessDeniedException', Message: `User is not authorized to perform: dynamodb:${refused[0]} because no identity-based policy allows it` }));
+          res.end(
+            JSON.stringify({
+              __type: 'com.amazon.coral.service#AccessDeniedException',
+              Message: `User is not authorized to perform: dynamodb:${refused[0]} because no identity-based policy allows it`,
+            }),
+          );
           return;
         }
-        const forward = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (upstream) => {
-          res.writeHead(upstream.statusCode ?? 500, upstream.headers);
-          upstream.pipe(res);
-        });
+        const forward = httpRequest(
+          { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers },
+          (upstream) => {
+            res.writeHead(upstream.statusCode ?? 500, upstream.headers);
+            upstream.pipe(res);
+          },
+        );
         forward.on('error', (err) => {
           res.writeHead(500);
           res.end(String(err));

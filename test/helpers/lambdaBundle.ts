@@ -56,10 +56,14 @@ export async function invokeBundle(bundle: string, env: Record<string, string>, 
   await mkdir(dir, { recursive: true });
   try {
     await writeFile(join(dir, 'event.json'), JSON.stringify(event));
-    await promisify(execFile)(process.execPath, ['--input-type=module', '-e', RUNNER, bundle, join(dir, 'event.json'), join(dir, 'out.json')], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      timeout: 30_000,
-    });
+    await promisify(execFile)(
+      process.execPath,
+      ['--input-type=module', '-e', RUNNER, bundle, join(dir, 'event.json'), join(dir, 'out.json')],
+      {
+        env: { PATH: process.env.PATH ?? '', ...env },
+        timeout: 30_000,
+      },
+    );
     return JSON.parse(await readFile(join(dir, 'out.json'), 'utf8')) as Invocation;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -37,7 +37,13 @@ export function apiGatewayEvent(
 }
 
 /** An API Gateway REQUEST authorizer event (the authorizer sees headers, not the body). */
-export function authorizerRequestEvent(methodArn: string, httpMethod: string, path: string, headers: Record<string, string>, resource = path) {
+export function authorizerRequestEvent(
+  methodArn: string,
+  httpMethod: string,
+  path: string,
+  headers: Record<string, string>,
+  resource = path,
+) {
   return {
     type: 'REQUEST' as const,
     methodArn,

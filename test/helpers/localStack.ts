@@ -105,11 +105,21 @@ export class TestStack {
   async uploadDataset(
     name: string,
     content: string | Buffer,
-    opts: { key?: string; fileName?: string; newVersion?: boolean; declare?: { size_bytes?: number; sha256?: string } } = {},
+    opts: {
+      key?: string;
+      fileName?: string;
+      newVersion?: boolean;
+      declare?: { size_bytes?: number; sha256?: string };
+    } = {},
   ): Promise<any> {
     const url = await this.call('POST', '/core/datasets/upload/url', {
       ...(opts.key ? { key: opts.key } : {}),
-      body: { dataset_name: name, file_name: opts.fileName ?? 'rows.jsonl', ...(opts.newVersion ? { new_version: true } : {}), ...(opts.declare ?? {}) },
+      body: {
+        dataset_name: name,
+        file_name: opts.fileName ?? 'rows.jsonl',
+        ...(opts.newVersion ? { new_version: true } : {}),
+        ...(opts.declare ?? {}),
+      },
     });
     if (url.status !== 200) throw new Error(`upload url failed: ${url.status} ${url.text}`);
     const put = await fetch(url.body.upload_url, { method: 'PUT', body: content });
@@ -120,7 +130,9 @@ export class TestStack {
     });
     if (processed.status !== 202) throw new Error(`process failed: ${processed.status} ${processed.text}`);
     await this.service.idle();
-    return (await this.call('GET', `/core/datasets/${name}/${url.body.version}`, { ...(opts.key ? { key: opts.key } : {}) })).body;
+    return (
+      await this.call('GET', `/core/datasets/${name}/${url.body.version}`, { ...(opts.key ? { key: opts.key } : {}) })
+    ).body;
   }
 
   async stop(): Promise<void> {

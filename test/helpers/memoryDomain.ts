@@ -12,20 +12,42 @@ import { handleWorkMessage } from '../../src/core/worker';
 export const ENCODER = 'fastino/gliner2-base-v1';
 
 const NER_ROWS = [
-  { text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] },
-  { text: 'Satya Nadella runs Microsoft.', entities: [['Satya Nadella', 'person'], ['Microsoft', 'company']] },
+  {
+    text: 'Tim Cook leads Apple.',
+    entities: [
+      ['Tim Cook', 'person'],
+      ['Apple', 'company'],
+    ],
+  },
+  {
+    text: 'Satya Nadella runs Microsoft.',
+    entities: [
+      ['Satya Nadella', 'person'],
+      ['Microsoft', 'company'],
+    ],
+  },
 ];
 
 /** Uploads a dataset version and runs the queued processing, as the worker does. */
-export async function readyDataset(svc: MemoryServices, teamId: string, name: string, rows: object[] = NER_ROWS): Promise<void> {
+export async function readyDataset(
+  svc: MemoryServices,
+  teamId: string,
+  name: string,
+  rows: object[] = NER_ROWS,
+): Promise<void> {
   const url = await createUploadUrl(svc, teamId, { dataset_name: name, file_name: 'rows.jsonl', new_version: true });
   // the client's PUT to the presigned URL: the file lands where the version's record says
-  await svc.blobs.put(sourceKey(teamId, await getVersion(svc, teamId, name, url.version)), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+  await svc.blobs.put(
+    sourceKey(teamId, await getVersion(svc, teamId, name, url.version)),
+    `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`,
+  );
   await startProcessing(svc, teamId, name, url.version);
   for (const message of svc.sent.splice(0)) await handleWorkMessage(svc, message);
 }
 
-export async function teamWithDataset(opts: { now?: () => Date; credit_balance_usd?: number; daily_spend_cap_usd?: number } = {}) {
+export async function teamWithDataset(
+  opts: { now?: () => Date; credit_balance_usd?: number; daily_spend_cap_usd?: number } = {},
+) {
   const svc = createMemoryServices(opts.now ? { now: opts.now } : {});
   const team = await createTeam(svc, {
     name: 'acme',

@@ -13,7 +13,9 @@ export function useMiniModel(): () => EncoderModel {
   let model: EncoderModel | undefined;
   beforeAll(async () => {
     if (!existsSync(join(MINI_MODEL_DIR, 'onnx'))) {
-      throw new Error(`the mini model is not at ${MINI_MODEL_DIR}: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`);
+      throw new Error(
+        `the mini model is not at ${MINI_MODEL_DIR}: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_MODELS_DIR`,
+      );
     }
     model = await EncoderModel.load(MINI_MODEL_DIR);
   }, 120_000);

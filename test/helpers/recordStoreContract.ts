@@ -13,7 +13,10 @@ export function recordStoreContract(store: () => RecordStore): void {
   describe('put / get / delete', () => {
     it('round-trips a record without its key attributes (undefined values dropped)', async () => {
       const pk = partition('get');
-      await store().put({ pk, sk: 'A', gsi1pk: 'G', gsi1sk: '1', expiresAt: 4102444800 }, { name: 'x', nested: { list: [1, 'two', null], flag: true }, gone: undefined });
+      await store().put(
+        { pk, sk: 'A', gsi1pk: 'G', gsi1sk: '1', expiresAt: 4102444800 },
+        { name: 'x', nested: { list: [1, 'two', null], flag: true }, gone: undefined },
+      );
       expect(await store().get(pk, 'A')).toEqual({ name: 'x', nested: { list: [1, 'two', null], flag: true } });
       expect(await store().get(pk, 'missing')).toBeUndefined();
       expect(await store().get(pk, 'A', false)).toEqual({ name: 'x', nested: { list: [1, 'two', null], flag: true } });
@@ -36,7 +39,10 @@ export function recordStoreContract(store: () => RecordStore): void {
 
     it('putAll writes every item, more than one store call takes, the later of two same-keyed items winning', async () => {
       const pk = partition('putAll');
-      const items = Array.from({ length: 60 }, (_, i) => ({ keys: { pk, sk: `R#${String(i).padStart(2, '0')}`, expiresAt: 4102444800 }, record: { i, pk: 'spoofed' } }));
+      const items = Array.from({ length: 60 }, (_, i) => ({
+        keys: { pk, sk: `R#${String(i).padStart(2, '0')}`, expiresAt: 4102444800 },
+        record: { i, pk: 'spoofed' },
+      }));
       items.push({ keys: { pk, sk: 'R#07', expiresAt: 4102444800 }, record: { i: 700, pk: 'spoofed' } });
       await store().putAll(items);
       await store().putAll([]);
@@ -59,10 +65,14 @@ export function recordStoreContract(store: () => RecordStore): void {
 
     it('put with a condition', async () => {
       const pk = partition('cond-put');
-      await expect(store().put({ pk, sk: 'A' }, { v: 1 }, { condition: [{ itemExists: true }] })).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().put({ pk, sk: 'A' }, { v: 1 }, { condition: [{ itemExists: true }] }),
+      ).rejects.toBeInstanceOf(WriteConflict);
       expect(await store().get(pk, 'A')).toBeUndefined();
       await store().put({ pk, sk: 'A' }, { v: 1, state: 'open' });
-      await expect(store().put({ pk, sk: 'A' }, { v: 2 }, { condition: [{ attr: 'state', equals: 'closed' }] })).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().put({ pk, sk: 'A' }, { v: 2 }, { condition: [{ attr: 'state', equals: 'closed' }] }),
+      ).rejects.toBeInstanceOf(WriteConflict);
       await store().put({ pk, sk: 'A' }, { v: 2 }, { condition: [{ attr: 'state', equals: 'open' }] });
       expect(await store().get(pk, 'A')).toEqual({ v: 2 });
     });
@@ -97,10 +107,47 @@ export function recordStoreContract(store: () => RecordStore): void {
       ['list contains', [{ attr: 'tags', contains: 'b' }], true],
       ['list does not contain', [{ attr: 'tags', contains: 'c' }], false],
       ['string contains', [{ attr: 'note', contains: 'ell' }], true],
-      ['any of, one holds', [{ anyOf: [{ attr: 'missing', present: true }, { attr: 'n', lessThan: 9 }] }], true],
-      ['any of, none holds', [{ anyOf: [{ attr: 'missing', present: true }, { attr: 'n', lessThan: 1 }] }], false],
-      ['all clauses must hold', [{ itemExists: true }, { attr: 'status', equals: 'open' }, { attr: 'n', lessThan: 1 }], false],
-      ['missing or below (the usage sequence check)', [{ anyOf: [{ attr: 'seq', present: false }, { attr: 'seq', lessThan: 3 }] }], true],
+      [
+        'any of, one holds',
+        [
+          {
+            anyOf: [
+              { attr: 'missing', present: true },
+              { attr: 'n', lessThan: 9 },
+            ],
+          },
+        ],
+        true,
+      ],
+      [
+        'any of, none holds',
+        [
+          {
+            anyOf: [
+              { attr: 'missing', present: true },
+              { attr: 'n', lessThan: 1 },
+            ],
+          },
+        ],
+        false,
+      ],
+      [
+        'all clauses must hold',
+        [{ itemExists: true }, { attr: 'status', equals: 'open' }, { attr: 'n', lessThan: 1 }],
+        false,
+      ],
+      [
+        'missing or below (the usage sequence check)',
+        [
+          {
+            anyOf: [
+              { attr: 'seq', present: false },
+              { attr: 'seq', lessThan: 3 },
+            ],
+          },
+        ],
+        true,
+      ],
     ];
     it.each(cases)('%s', async (_label, condition, expected) => {
       const pk = partition('cond');
@@ -115,10 +162,16 @@ export function recordStoreContract(store: () => RecordStore): void {
 
     it('on a missing item only absence-tests hold', async () => {
       const pk = partition('cond-missing');
-      await expect(store().update(pk, 'A', { set: { v: 1 }, condition: [{ attr: 'status', equals: null }] })).rejects.toBeInstanceOf(WriteConflict);
-      await expect(store().update(pk, 'A', { set: { v: 1 }, condition: [{ itemExists: true }] })).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().update(pk, 'A', { set: { v: 1 }, condition: [{ attr: 'status', equals: null }] }),
+      ).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().update(pk, 'A', { set: { v: 1 }, condition: [{ itemExists: true }] }),
+      ).rejects.toBeInstanceOf(WriteConflict);
       expect(await store().get(pk, 'A')).toBeUndefined();
-      expect(await store().update(pk, 'A', { set: { v: 1 }, condition: [{ attr: 'status', present: false }] })).toEqual({ v: 1 });
+      expect(await store().update(pk, 'A', { set: { v: 1 }, condition: [{ attr: 'status', present: false }] })).toEqual(
+        { v: 1 },
+      );
     });
   });
 
@@ -138,7 +191,9 @@ export function recordStoreContract(store: () => RecordStore): void {
     it('creates a counter item when absent (atomic add), and concurrent adds all count', async () => {
       const pk = partition('counter');
       expect(await store().update<{ hits: number }>(pk, 'C', { add: { hits: 1 } })).toEqual({ hits: 1 });
-      const results = await Promise.all(Array.from({ length: 25 }, () => store().update<{ hits: number }>(pk, 'C', { add: { hits: 1 } })));
+      const results = await Promise.all(
+        Array.from({ length: 25 }, () => store().update<{ hits: number }>(pk, 'C', { add: { hits: 1 } })),
+      );
       expect(results.map((r) => r.hits).sort((a, b) => a - b)).toEqual(Array.from({ length: 25 }, (_, i) => i + 2));
       expect(await store().get(pk, 'C')).toEqual({ hits: 26 });
     });
@@ -147,11 +202,17 @@ export function recordStoreContract(store: () => RecordStore): void {
       const pk = partition('cond-update');
       await store().put({ pk, sk: 'A' }, { status: 'pending', n: 0 });
       const when = (s: string): Condition => [{ attr: 'status', equals: s }];
-      await expect(store().update(pk, 'A', { set: { status: 'processing' }, add: { n: 1 }, condition: when('ready') })).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().update(pk, 'A', { set: { status: 'processing' }, add: { n: 1 }, condition: when('ready') }),
+      ).rejects.toBeInstanceOf(WriteConflict);
       expect(await store().get(pk, 'A')).toEqual({ status: 'pending', n: 0 });
-      expect(await store().update(pk, 'A', { set: { status: 'processing' }, add: { n: 1 }, condition: when('pending') })).toEqual({ status: 'processing', n: 1 });
+      expect(
+        await store().update(pk, 'A', { set: { status: 'processing' }, add: { n: 1 }, condition: when('pending') }),
+      ).toEqual({ status: 'processing', n: 1 });
       // itemExists guards against creating an item by accident.
-      await expect(store().update(pk, 'nope', { add: { n: 1 }, condition: [{ itemExists: true }] })).rejects.toBeInstanceOf(WriteConflict);
+      await expect(
+        store().update(pk, 'nope', { add: { n: 1 }, condition: [{ itemExists: true }] }),
+      ).rejects.toBeInstanceOf(WriteConflict);
       expect(await store().get(pk, 'nope')).toBeUndefined();
     });
 
@@ -159,7 +220,9 @@ export function recordStoreContract(store: () => RecordStore): void {
       const pk = partition('race');
       await store().put({ pk, sk: 'J' }, { status: 'running' });
       const outcomes = await Promise.allSettled(
-        ['complete', 'stopped'].map((to) => store().update(pk, 'J', { set: { status: to }, condition: [{ attr: 'status', equals: 'running' }] })),
+        ['complete', 'stopped'].map((to) =>
+          store().update(pk, 'J', { set: { status: to }, condition: [{ attr: 'status', equals: 'running' }] }),
+        ),
       );
       expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
       const lost = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
@@ -184,7 +247,13 @@ export function recordStoreContract(store: () => RecordStore): void {
       const pk = partition('query');
       await seed(pk);
       const all = await store().query<{ sk_copy: string }>(pk);
-      expect(all.items.map((i) => i.sk_copy)).toEqual(['DATASET#a', 'DSV#a#000001', 'DSV#a#000002', 'DSV#b#000001', 'JOB#1']);
+      expect(all.items.map((i) => i.sk_copy)).toEqual([
+        'DATASET#a',
+        'DSV#a#000001',
+        'DSV#a#000002',
+        'DSV#b#000001',
+        'JOB#1',
+      ]);
       expect(all.nextKey).toBeUndefined();
       const a = await store().query<{ sk_copy: string }>(pk, { beginsWith: 'DSV#a#' });
       expect(a.items.map((i) => i.sk_copy)).toEqual(['DSV#a#000001', 'DSV#a#000002']);
@@ -198,11 +267,25 @@ export function recordStoreContract(store: () => RecordStore): void {
       const pk = partition('gsi');
       await seed(pk);
       const byDate = await store().query<{ sk_copy: string }>(`${pk}#BYDATE`, { index: 'gsi1', newestFirst: true });
-      expect(byDate.items.map((i) => i.sk_copy)).toEqual(['JOB#1', 'DATASET#a', 'DSV#b#000001', 'DSV#a#000002', 'DSV#a#000001']);
-      const jan0 = await store().query<{ sk_copy: string }>(`${pk}#BYDATE`, { index: 'gsi1', beginsWith: '2024-01-0', limit: 2 });
+      expect(byDate.items.map((i) => i.sk_copy)).toEqual([
+        'JOB#1',
+        'DATASET#a',
+        'DSV#b#000001',
+        'DSV#a#000002',
+        'DSV#a#000001',
+      ]);
+      const jan0 = await store().query<{ sk_copy: string }>(`${pk}#BYDATE`, {
+        index: 'gsi1',
+        beginsWith: '2024-01-0',
+        limit: 2,
+      });
       expect(jan0.items.map((i) => i.sk_copy)).toEqual(['DSV#a#000001', 'DSV#a#000002']);
       expect(jan0.nextKey).toBeDefined();
-      const rest = await store().query<{ sk_copy: string }>(`${pk}#BYDATE`, { index: 'gsi1', beginsWith: '2024-01-0', startKey: jan0.nextKey! });
+      const rest = await store().query<{ sk_copy: string }>(`${pk}#BYDATE`, {
+        index: 'gsi1',
+        beginsWith: '2024-01-0',
+        startKey: jan0.nextKey!,
+      });
       expect(rest.items.map((i) => i.sk_copy)).toEqual(['DSV#b#000001', 'DATASET#a', 'JOB#1']);
       // Items without gsi1 keys are not on the index.
       await store().put({ pk, sk: 'NOINDEX' }, { kind: 'v' });
@@ -214,9 +297,22 @@ export function recordStoreContract(store: () => RecordStore): void {
       await seed(pk);
       const jobs = await store().query<{ sk_copy: string }>(pk, { filter: [{ attr: 'kind', equals: 'job' }] });
       expect(jobs.items.map((i) => i.sk_copy)).toEqual(['JOB#1']);
-      const heads = await store().query<{ sk_copy: string }>(pk, { beginsWith: 'D', filter: [{ anyOf: [{ attr: 'kind', equals: 'head' }, { attr: 'kind', equals: 'job' }] }] });
+      const heads = await store().query<{ sk_copy: string }>(pk, {
+        beginsWith: 'D',
+        filter: [
+          {
+            anyOf: [
+              { attr: 'kind', equals: 'head' },
+              { attr: 'kind', equals: 'job' },
+            ],
+          },
+        ],
+      });
       expect(heads.items.map((i) => i.sk_copy)).toEqual(['DATASET#a']);
-      const all = await store().queryAll<{ sk_copy: string }>(pk, { filter: [{ attr: 'kind', equals: 'v' }], newestFirst: true });
+      const all = await store().queryAll<{ sk_copy: string }>(pk, {
+        filter: [{ attr: 'kind', equals: 'v' }],
+        newestFirst: true,
+      });
       expect(all.map((i) => i.sk_copy)).toEqual(['DSV#b#000001', 'DSV#a#000002', 'DSV#a#000001']);
     });
 
@@ -236,7 +332,9 @@ export function recordStoreContract(store: () => RecordStore): void {
         let startKey: Record<string, unknown> | undefined;
         let pages = 0;
         do {
-          const page: { items: { i: number }[]; nextKey?: Record<string, unknown> } = await store().query<{ i: number }>(pk, { limit: 3, newestFirst, ...(startKey ? { startKey } : {}) });
+          const page: { items: { i: number }[]; nextKey?: Record<string, unknown> } = await store().query<{
+            i: number;
+          }>(pk, { limit: 3, newestFirst, ...(startKey ? { startKey } : {}) });
           expect(page.items.length).toBeLessThanOrEqual(3);
           seen.push(...page.items.map((x) => x.i));
           startKey = page.nextKey;

@@ -19,9 +19,15 @@ import { violations } from './awsRequestRules';
 import type { FakeControlPlane } from './fakeControlPlane';
 import { packModelDir, type TrainerOutput } from './trainerOutput';
 
-export type TrainingEvent = EventBridgeEvent<'SageMaker Training Job State Change', Record<string, unknown> & { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }>;
+export type TrainingEvent = EventBridgeEvent<
+  'SageMaker Training Job State Change',
+  Record<string, unknown> & { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string }
+>;
 
-export type Outcome = { kind: 'complete'; output: TrainerOutput; tarEntries?: 'dot' | 'names' } | { kind: 'fail'; failureFile: string; output: TrainerOutput } | { kind: 'stop'; output: TrainerOutput };
+export type Outcome =
+  | { kind: 'complete'; output: TrainerOutput; tarEntries?: 'dot' | 'names' }
+  | { kind: 'fail'; failureFile: string; output: TrainerOutput }
+  | { kind: 'stop'; output: TrainerOutput };
 
 const ACCOUNT = '123456789012';
 
@@ -31,7 +37,8 @@ function keyOf(blobs: BlobStore, uri: string): string {
   if (!uri.startsWith(prefix)) throw new Error(`${uri} is not in the stack's bucket ${blobs.bucket}`);
   return uri.slice(prefix.length);
 }
-const join3 = (...parts: string[]) => parts.map((p, i) => (i === 0 ? p.replace(/\/+$/, '') : p.replace(/^\/+|\/+$/g, ''))).join('/');
+const join3 = (...parts: string[]) =>
+  parts.map((p, i) => (i === 0 ? p.replace(/\/+$/, '') : p.replace(/^\/+|\/+$/g, ''))).join('/');
 
 export class SageMakerTrainingStandIn {
   readonly requests: Record<string, unknown>[] = [];
@@ -54,21 +61,37 @@ export class SageMakerTrainingStandIn {
     const stopped = new Promise<void>((ok) => (job.onStop = ok));
     this.control.trainingJobs.set(name, job);
     // File mode downloads every channel first; an empty prefix fails the job before the container starts
-    for (const channel of request.InputDataConfig as { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[]) {
+    for (const channel of request.InputDataConfig as {
+      ChannelName: string;
+      DataSource: { S3DataSource: { S3Uri: string } };
+    }[]) {
       const keys = await this.blobs.list(keyOf(this.blobs, channel.DataSource.S3DataSource.S3Uri));
-      if (!keys.length) return this.end(request, job, 'Failed', `ClientError: No S3 objects found under S3 URL "${channel.DataSource.S3DataSource.S3Uri}" given in input data source.`);
+      if (!keys.length)
+        return this.end(
+          request,
+          job,
+          'Failed',
+          `ClientError: No S3 objects found under S3 URL "${channel.DataSource.S3DataSource.S3Uri}" given in input data source.`,
+        );
     }
     await this.send(request, 'InProgress', 'Training');
     const checkpointsKey = keyOf(this.blobs, (request.CheckpointConfig as { S3Uri: string }).S3Uri);
     if (outcome.kind === 'stop') await stopped;
     // a stopped trainer got through its first epoch, a failing one through its epochs (no `final`)
     const all = outcome.output.checkpoints;
-    const kept = outcome.kind === 'stop' ? all.slice(0, 1) : outcome.kind === 'fail' ? all.filter((c) => !c.meta.is_final) : all;
+    const kept =
+      outcome.kind === 'stop' ? all.slice(0, 1) : outcome.kind === 'fail' ? all.filter((c) => !c.meta.is_final) : all;
     for (const c of kept) await this.blobs.putDirectory(c.dir, `${join3(checkpointsKey, c.meta.name)}/`);
     if (outcome.kind === 'stop') return this.end(request, job, 'Stopped');
-    if (outcome.kind === 'fail') return this.end(request, job, 'Failed', `AlgorithmError: ${outcome.failureFile.trim()}, exit code: 1`);
+    if (outcome.kind === 'fail')
+      return this.end(request, job, 'Failed', `AlgorithmError: ${outcome.failureFile.trim()}, exit code: 1`);
 
-    const outputKey = join3(keyOf(this.blobs, (request.OutputDataConfig as { S3OutputPath: string }).S3OutputPath), name, 'output', 'model.tar.gz');
+    const outputKey = join3(
+      keyOf(this.blobs, (request.OutputDataConfig as { S3OutputPath: string }).S3OutputPath),
+      name,
+      'output',
+      'model.tar.gz',
+    );
     const tmp = await mkdtemp(join(tmpdir(), 'sift-sagemaker-'));
     try {
       await packModelDir(outcome.output.modelDir, join(tmp, 'model.tar.gz'), outcome.tarEntries);
@@ -77,20 +100,31 @@ export class SageMakerTrainingStandIn {
       await rm(tmp, { recursive: true, force: true });
     }
     job.status = 'Completed';
-    const describe = this.describe(request, 'Completed', { ModelArtifacts: { S3ModelArtifacts: `s3://${this.blobs.bucket}/${outputKey}` } });
+    const describe = this.describe(request, 'Completed', {
+      ModelArtifacts: { S3ModelArtifacts: `s3://${this.blobs.bucket}/${outputKey}` },
+    });
     await this.send(request, 'Completed', 'Completed', describe);
     return describe;
   }
 
   /** Ends the job unsuccessfully: its event, then the task failure Step Functions reports for a .sync job. */
-  private async end(request: Record<string, unknown>, job: { status: string }, status: 'Failed' | 'Stopped', reason?: string): Promise<never> {
+  private async end(
+    request: Record<string, unknown>,
+    job: { status: string },
+    status: 'Failed' | 'Stopped',
+    reason?: string,
+  ): Promise<never> {
     job.status = status;
     const describe = this.describe(request, status, reason ? { FailureReason: reason } : {});
     await this.send(request, status, status, describe);
     throw Object.assign(new Error(JSON.stringify(describe)), { name: 'States.TaskFailed' });
   }
 
-  private describe(request: Record<string, unknown>, status: string, extra: Record<string, unknown>): Record<string, unknown> {
+  private describe(
+    request: Record<string, unknown>,
+    status: string,
+    extra: Record<string, unknown>,
+  ): Record<string, unknown> {
     const name = String(request.TrainingJobName);
     return {
       TrainingJobName: name,
@@ -103,8 +137,17 @@ export class SageMakerTrainingStandIn {
     };
   }
 
-  private async send(request: Record<string, unknown>, status: string, secondary: string, describe?: Record<string, unknown>): Promise<void> {
-    const detail: Record<string, unknown> = { ...(describe ?? this.describe(request, status, {})), TrainingJobStatus: status, SecondaryStatus: secondary };
+  private async send(
+    request: Record<string, unknown>,
+    status: string,
+    secondary: string,
+    describe?: Record<string, unknown>,
+  ): Promise<void> {
+    const detail: Record<string, unknown> = {
+      ...(describe ?? this.describe(request, status, {})),
+      TrainingJobStatus: status,
+      SecondaryStatus: secondary,
+    };
     const event: TrainingEvent = {
       version: '0',
       id: `evt-${this.events.length + 1}`,

@@ -24,9 +24,14 @@ export interface S3PrefixChannel {
 }
 
 /** Downloads a channel the way SageMaker would, into `<containerRoot>/opt/ml/input/data/<name>/`; returns that directory. */
-export async function materializeChannel(blobs: BlobStore, channel: S3PrefixChannel, containerRoot: string): Promise<string> {
+export async function materializeChannel(
+  blobs: BlobStore,
+  channel: S3PrefixChannel,
+  containerRoot: string,
+): Promise<string> {
   const { S3DataType, S3Uri } = channel.DataSource.S3DataSource;
-  if (S3DataType !== 'S3Prefix' || channel.InputMode !== 'File') throw new Error(`only File-mode S3Prefix channels are modelled, got ${S3DataType}/${channel.InputMode}`);
+  if (S3DataType !== 'S3Prefix' || channel.InputMode !== 'File')
+    throw new Error(`only File-mode S3Prefix channels are modelled, got ${S3DataType}/${channel.InputMode}`);
   const bucketUri = `s3://${blobs.bucket}/`;
   if (!S3Uri.startsWith(bucketUri)) throw new Error(`${S3Uri} is not in bucket ${blobs.bucket}`);
   const prefix = S3Uri.slice(bucketUri.length);

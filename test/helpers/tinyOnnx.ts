@@ -17,11 +17,19 @@ const bytes = (field: number, b: number[]) => [...varint((field << 3) | 2), ...v
 const str = (field: number, s: string) => bytes(field, [...Buffer.from(s, 'utf8')]);
 
 const FLOAT = 1;
-const valueInfo = (name: string, dim: number) => [...str(1, name), ...bytes(2, bytes(1, [...num(1, FLOAT), ...bytes(2, bytes(1, num(1, dim)))]))];
+const valueInfo = (name: string, dim: number) => [
+  ...str(1, name),
+  ...bytes(2, bytes(1, [...num(1, FLOAT), ...bytes(2, bytes(1, num(1, dim)))])),
+];
 
 export function identityModel(dim = 2): Uint8Array {
   const node = [...str(1, 'x'), ...str(2, 'y'), ...str(4, 'Identity')];
-  const graph = [...bytes(1, node), ...str(2, 'identity'), ...bytes(11, valueInfo('x', dim)), ...bytes(12, valueInfo('y', dim))];
+  const graph = [
+    ...bytes(1, node),
+    ...str(2, 'identity'),
+    ...bytes(11, valueInfo('x', dim)),
+    ...bytes(12, valueInfo('y', dim)),
+  ];
   const model = [...num(1, 8), ...bytes(7, graph), ...bytes(8, num(2, 13))];
   return Uint8Array.from(model);
 }

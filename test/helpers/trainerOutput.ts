@@ -27,10 +27,21 @@ export async function trainerModelFiles(): Promise<string[]> {
   const all = [...new Set([...manifestFiles, ...written, ...onnx])].sort();
   // the engine cannot load a model without these: if the trainer stops naming them, say so here
   // (src/encoder/engine.ts and runtime.ts load these; training.validate reads validation.jsonl)
-  const needed = ['manifest.json', 'metrics.json', 'validation.jsonl', 'config.json', 'tokenizer.json', 'onnx/gliner2_config.json'];
-  for (const fragment of ['encoder', 'span_rep', 'count_pred', 'count_embed', 'classifier']) needed.push(`onnx/${fragment}.onnx`);
+  const needed = [
+    'manifest.json',
+    'metrics.json',
+    'validation.jsonl',
+    'config.json',
+    'tokenizer.json',
+    'onnx/gliner2_config.json',
+  ];
+  for (const fragment of ['encoder', 'span_rep', 'count_pred', 'count_embed', 'classifier'])
+    needed.push(`onnx/${fragment}.onnx`);
   for (const file of needed) {
-    if (!all.includes(file)) throw new Error(`the trainer no longer writes ${file} (containers/training/sift_trainer): update the service and this rehearsal`);
+    if (!all.includes(file))
+      throw new Error(
+        `the trainer no longer writes ${file} (containers/training/sift_trainer): update the service and this rehearsal`,
+      );
   }
   return all;
 }
@@ -45,14 +56,29 @@ export interface TrainerOutput {
   modelFiles: Map<string, Buffer>;
   metrics: Record<string, unknown>;
   /** The checkpoint directories with their sift_checkpoint.json. */
-  checkpoints: { dir: string; meta: { id: string; name: string; step: number; epoch: number; metrics: Record<string, number>; is_best: boolean; is_final: boolean; created_at: string } }[];
+  checkpoints: {
+    dir: string;
+    meta: {
+      id: string;
+      name: string;
+      step: number;
+      epoch: number;
+      metrics: Record<string, number>;
+      is_best: boolean;
+      is_final: boolean;
+      created_at: string;
+    };
+  }[];
 }
 
 /**
  * Writes a finished job's /opt/ml/model and /opt/ml/checkpoints under `root`. `extraMetrics` go into
  * metrics.json beside the trainer's validation scores (e.g. `baseline_f1`, which learningWarnings reads).
  */
-export async function writeTrainerOutput(root: string, opts: { validationRows: unknown[]; weightsBytes?: number; extraMetrics?: Record<string, unknown> }): Promise<TrainerOutput> {
+export async function writeTrainerOutput(
+  root: string,
+  opts: { validationRows: unknown[]; weightsBytes?: number; extraMetrics?: Record<string, unknown> },
+): Promise<TrainerOutput> {
   const modelDir = join(root, 'model');
   const checkpointsDir = join(root, 'checkpoints');
   const metrics = {
@@ -68,10 +94,25 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
   for (const rel of await trainerModelFiles()) {
     let body: Buffer;
     if (rel === 'metrics.json') body = Buffer.from(JSON.stringify(metrics, null, 2));
-    else if (rel === 'validation.jsonl') body = Buffer.from(`${opts.validationRows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    else if (rel === 'validation.jsonl')
+      body = Buffer.from(`${opts.validationRows.map((r) => JSON.stringify(r)).join('\n')}\n`);
     else if (rel === 'manifest.json') {
       // job/train.py: the optimizer steps trained (the last checkpoint's below) and the epochs
-      body = Buffer.from(JSON.stringify({ format: 'sift-model/1', family: 'encoder', architecture: 'gliner2-span', training_type: 'lora', metrics, steps: TRAINED_STEPS, epochs: 2 }, null, 2));
+      body = Buffer.from(
+        JSON.stringify(
+          {
+            format: 'sift-model/1',
+            family: 'encoder',
+            architecture: 'gliner2-span',
+            training_type: 'lora',
+            metrics,
+            steps: TRAINED_STEPS,
+            epochs: 2,
+          },
+          null,
+          2,
+        ),
+      );
     } else if (rel.endsWith('.json')) body = Buffer.from(JSON.stringify({ file: rel }));
     // the weights are the big file: bigger than a stream chunk, so unpacking must stream it
     else body = rel === 'model.safetensors' ? randomBytes(opts.weightsBytes ?? 3 * 1024 * 1024) : randomBytes(2048);
@@ -122,5 +163,8 @@ export async function writeTrainerOutput(root: string, opts: { validationRows: u
  * must take either.
  */
 export async function packModelDir(modelDir: string, file: string, entries: 'dot' | 'names' = 'dot'): Promise<void> {
-  await createTar({ gzip: true, file, cwd: modelDir, portable: true }, entries === 'dot' ? ['.'] : await readdir(modelDir));
+  await createTar(
+    { gzip: true, file, cwd: modelDir, portable: true },
+    entries === 'dot' ? ['.'] : await readdir(modelDir),
+  );
 }

@@ -19,8 +19,20 @@ import { createTrainingJob, getTrainingJob, stopTrainingJob, type TrainingJob } 
 import { TRAINED_STEPS, writeTrainerOutput, type TrainerOutput } from './trainerOutput';
 
 export const LIFECYCLE_ROWS = [
-  { text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] },
-  { text: 'Satya Nadella visited Paris.', entities: [['Satya Nadella', 'person'], ['Paris', 'city']] },
+  {
+    text: 'Tim Cook runs Apple.',
+    entities: [
+      ['Tim Cook', 'person'],
+      ['Apple', 'company'],
+    ],
+  },
+  {
+    text: 'Satya Nadella visited Paris.',
+    entities: [
+      ['Satya Nadella', 'person'],
+      ['Paris', 'city'],
+    ],
+  },
 ];
 
 /**
@@ -78,9 +90,23 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    async function runJob(name: string, scenario: (output: TrainerOutput, stop: () => Promise<void>) => LifecycleScenario, extraMetrics?: Record<string, unknown>) {
-      const output = await writeTrainerOutput(join(dir, name), { validationRows: LIFECYCLE_ROWS, weightsBytes: 64 * 1024, ...(extraMetrics ? { extraMetrics } : {}) });
-      const created = await createTrainingJob(svc, teamId, { model_name: name, base_model: baseModel, datasets: [{ name: dataset }], training_type: 'lora', nr_epochs: 2 });
+    async function runJob(
+      name: string,
+      scenario: (output: TrainerOutput, stop: () => Promise<void>) => LifecycleScenario,
+      extraMetrics?: Record<string, unknown>,
+    ) {
+      const output = await writeTrainerOutput(join(dir, name), {
+        validationRows: LIFECYCLE_ROWS,
+        weightsBytes: 64 * 1024,
+        ...(extraMetrics ? { extraMetrics } : {}),
+      });
+      const created = await createTrainingJob(svc, teamId, {
+        model_name: name,
+        base_model: baseModel,
+        datasets: [{ name: dataset }],
+        training_type: 'lora',
+        nr_epochs: 2,
+      });
       const logged: Logged[] = [];
       const stop = async () => void (await stopTrainingJob(svc, teamId, created.id));
       await harness.run(created, scenario(output, stop), logged);
@@ -91,17 +117,25 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
 
     const bestOf = (all: Checkpoint[]) => Math.max(...all.map((c) => c.metrics?.f1 ?? -1));
 
-    it('completes from the model files: the model and its archive, every checkpoint, one final at the step trained, the best marked, the trainer\'s metrics (the engine could not score), dates from the service clock', async () => {
+    it("completes from the model files: the model and its archive, every checkpoint, one final at the step trained, the best marked, the trainer's metrics (the engine could not score), dates from the service clock", async () => {
       const { output, job, checkpoints, logged } = await runJob('completes', (o) => ({ kind: 'complete', output: o }));
-      expect(job).toMatchObject({ status: 'complete', error: null, metrics: { f1: 0.8125, precision: 0.8667, recall: 0.7647 }, warnings: [] });
+      expect(job).toMatchObject({
+        status: 'complete',
+        error: null,
+        metrics: { f1: 0.8125, precision: 0.8667, recall: 0.7647 },
+        warnings: [],
+      });
       expect(clock.gave(job.started_at)).toBe(true);
       expect(clock.gave(job.finished_at)).toBe(true);
       expect(job.started_at! <= job.finished_at!).toBe(true);
 
       // the model's files, byte for byte, under the job's model prefix; the archive as the download
       const prefix = modelPrefix(teamId, job.id);
-      expect((await svc.blobs.list(prefix)).map((k) => k.slice(prefix.length)).sort()).toEqual([...output.modelFiles.keys()].sort());
-      for (const [rel, body] of output.modelFiles) expect([rel, sha(await buffer(await svc.blobs.stream(prefix + rel)))]).toEqual([rel, sha(body)]);
+      expect((await svc.blobs.list(prefix)).map((k) => k.slice(prefix.length)).sort()).toEqual(
+        [...output.modelFiles.keys()].sort(),
+      );
+      for (const [rel, body] of output.modelFiles)
+        expect([rel, sha(await buffer(await svc.blobs.stream(prefix + rel)))]).toEqual([rel, sha(body)]);
       expect(await svc.blobs.head(archiveKey(teamId, job.id))).toBeTruthy();
 
       // every checkpoint the trainer saved, as it described it
@@ -124,16 +158,24 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       for (const c of checkpoints) for (const v of Object.values(c.metrics ?? {})) expect(typeof v).toBe('number');
 
       // the serving engine could not load the stand-in's weights: said, with the job, not silent
-      expect(logged).toContainEqual(expect.objectContaining({ level: 'warn', message: expect.stringContaining('could not score'), extra: expect.objectContaining({ job_id: job.id }) }));
+      expect(logged).toContainEqual(
+        expect.objectContaining({
+          level: 'warn',
+          message: expect.stringContaining('could not score'),
+          extra: expect.objectContaining({ job_id: job.id }),
+        }),
+      );
     });
 
     it('warns when the model does not beat its base model on the held-out rows (learningWarnings, from metrics.json)', async () => {
       const { job } = await runJob('no-better', (o) => ({ kind: 'complete', output: o }), { baseline_f1: 0.9 });
       expect(job.status).toBe('complete');
-      expect(job.warnings).toEqual([expect.stringMatching(/^validation F1 0\.8125 does not beat the base model's 0\.9000/)]);
+      expect(job.warnings).toEqual([
+        expect.stringMatching(/^validation F1 0\.8125 does not beat the base model's 0\.9000/),
+      ]);
     });
 
-    it('fails with the trainer\'s reason, keeping the checkpoints it saved (none final) with the best marked', async () => {
+    it("fails with the trainer's reason, keeping the checkpoints it saved (none final) with the best marked", async () => {
       const failureFile = "invalid dataset: row 2: entity 'Paris' is not in the text\n";
       const { output, job, checkpoints } = await runJob('fails', (o) => ({ kind: 'fail', output: o, failureFile }));
       expect(job).toMatchObject({ status: 'failed', metrics: null });
@@ -148,7 +190,7 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
       expect(await svc.blobs.head(archiveKey(teamId, job.id))).toBeFalsy();
     });
 
-    it('a stop while the trainer runs: the job ends stopped (the stop wins over the trainer\'s exit), with the checkpoint it saved, marked best', async () => {
+    it("a stop while the trainer runs: the job ends stopped (the stop wins over the trainer's exit), with the checkpoint it saved, marked best", async () => {
       const { output, job, checkpoints } = await runJob('stopped', (o, stop) => ({ kind: 'stop', output: o, stop }));
       expect(job).toMatchObject({ status: 'stopped', error: null, metrics: null });
       expect(clock.gave(job.finished_at)).toBe(true);

@@ -37,7 +37,10 @@ async function expectHealthy(): Promise<void> {
 async function storedReport(name: string) {
   const res = await stack.call('GET', `/core/datasets/${name}/1/report`);
   expect(res.status).toBe(200);
-  return { bytes: Buffer.byteLength(res.text), body: res.body as { error_count: number; errors: { row: number | null; field: string | null; message: string }[] } };
+  return {
+    bytes: Buffer.byteLength(res.text),
+    body: res.body as { error_count: number; errors: { row: number | null; field: string | null; message: string }[] },
+  };
 }
 
 /** A failed version published no rows. */
@@ -65,14 +68,26 @@ describe('hostile dataset files', () => {
   it('a 1 MiB row with 5,000 wrong offsets over a 700,000-character text: 20 errors and a summary, each echo cut', async () => {
     const name = uniq('wrong-offsets');
     const text = 'w'.repeat(700_000);
-    const row = { text, entities: Array.from({ length: ROW_LIMITS.entities }, (_, i) => ({ text: 'w', label: 'l', start: i, end: 700_000 - i })) };
+    const row = {
+      text,
+      entities: Array.from({ length: ROW_LIMITS.entities }, (_, i) => ({
+        text: 'w',
+        label: 'l',
+        start: i,
+        end: 700_000 - i,
+      })),
+    };
     const line = JSON.stringify(row);
     expect(Buffer.byteLength(line)).toBeGreaterThan(900_000);
     expect(Buffer.byteLength(line)).toBeLessThanOrEqual(1024 * 1024);
     const v = await stack.uploadDataset(name, `${line}\n`);
     expect(v.status).toBe('failed');
     expect(v.error_count).toBe(ROW_LIMITS.errorsPerRow + 1);
-    expect(v.errors[0]).toEqual({ row: 1, field: 'entities[0]', message: `text[0:700000] is '${'w'.repeat(200)}…' (700,000 characters), not 'w' (offsets count code points)` });
+    expect(v.errors[0]).toEqual({
+      row: 1,
+      field: 'entities[0]',
+      message: `text[0:700000] is '${'w'.repeat(200)}…' (700,000 characters), not 'w' (offsets count code points)`,
+    });
     expect(v.errors[20]).toEqual({ row: 1, field: null, message: '… and 4,980 more errors in this row' });
     const report = await storedReport(name);
     expect(report.body.errors).toEqual(v.errors);
@@ -84,9 +99,16 @@ describe('hostile dataset files', () => {
 
   it('a row with 10,900 entities (the review’s 1 MiB row): one error naming the column', async () => {
     const name = uniq('too-many-entities');
-    const row = { text: 'z'.repeat(524_000), entities: Array.from({ length: 10_900 }, () => ({ text: 'z', label: 'l', start: 0, end: 524_000 })) };
+    const row = {
+      text: 'z'.repeat(524_000),
+      entities: Array.from({ length: 10_900 }, () => ({ text: 'z', label: 'l', start: 0, end: 524_000 })),
+    };
     const v = await stack.uploadDataset(name, jsonl([row]));
-    expect(v).toMatchObject({ status: 'failed', error_count: 1, errors: [{ row: 1, field: 'entities', message: 'has 10,900 items; a row may have at most 5,000' }] });
+    expect(v).toMatchObject({
+      status: 'failed',
+      error_count: 1,
+      errors: [{ row: 1, field: 'entities', message: 'has 10,900 items; a row may have at most 5,000' }],
+    });
     await expectHealthy();
   });
 
@@ -107,38 +129,61 @@ describe('hostile dataset files', () => {
     expect(report.body.errors.length).toBeLessThanOrEqual(REPORT_LIMITS.errors);
     expect(report.bytes).toBeLessThanOrEqual(REPORT_LIMITS.bytes + 200);
     // the first errors, in row order
-    expect(report.body.errors.map((e) => e.row)).toEqual(Array.from({ length: report.body.errors.length }, (_, i) => i + 1));
+    expect(report.body.errors.map((e) => e.row)).toEqual(
+      Array.from({ length: report.body.errors.length }, (_, i) => i + 1),
+    );
     await expectNoRows(name);
     await expectHealthy();
   }, 60_000);
 
-  it.each(['__proto__', 'constructor', 'prototype'])('json_structures named %s: refused naming the field, no prototype touched', async (reserved) => {
-    const name = uniq('reserved');
-    const body = `{"text":"large pizza","json_structures":[{"${reserved}":{"size":"large"}}]}\n{"text":"small salad","json_structures":[{"order":{"${reserved}":"small"}}]}\n`;
-    const v = await stack.uploadDataset(name, body);
-    expect(v).toMatchObject({
-      status: 'failed',
-      errors: [
-        { row: 1, field: `json_structures[0].${reserved}`, message: expect.stringMatching(/cannot name a structure/) },
-        { row: 2, field: `json_structures[0].order.${reserved}`, message: expect.stringMatching(/cannot name a field/) },
-      ],
-    });
-    expect(({} as Record<string, unknown>).size).toBeUndefined();
-    await expectHealthy();
-  });
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'json_structures named %s: refused naming the field, no prototype touched',
+    async (reserved) => {
+      const name = uniq('reserved');
+      const body = `{"text":"large pizza","json_structures":[{"${reserved}":{"size":"large"}}]}\n{"text":"small salad","json_structures":[{"order":{"${reserved}":"small"}}]}\n`;
+      const v = await stack.uploadDataset(name, body);
+      expect(v).toMatchObject({
+        status: 'failed',
+        errors: [
+          {
+            row: 1,
+            field: `json_structures[0].${reserved}`,
+            message: expect.stringMatching(/cannot name a structure/),
+          },
+          {
+            row: 2,
+            field: `json_structures[0].order.${reserved}`,
+            message: expect.stringMatching(/cannot name a field/),
+          },
+        ],
+      });
+      expect(({} as Record<string, unknown>).size).toBeUndefined();
+      await expectHealthy();
+    },
+  );
 
   it(`a .json file whose parse needs more than the validator's ${HEAP_MB} MB heap: failed with the reason, the server serves on`, async () => {
     const name = uniq('heap-buster');
-    const row = (i: number) => `{"text":"row ${i} ${'of a file too big to parse here '.repeat(30)}","label":"l${i % 7}"}`;
+    const row = (i: number) =>
+      `{"text":"row ${i} ${'of a file too big to parse here '.repeat(30)}","label":"l${i % 7}"}`;
     const body = `[${Array.from({ length: 55_000 }, (_, i) => row(i)).join(',')}]`;
     expect(body.length).toBeGreaterThan(HEAP_MB * 1024 * 1024);
     const v = await stack.uploadDataset(name, body, { fileName: 'big.json' });
     expect(v).toMatchObject({
       status: 'failed',
-      errors: [{ row: null, field: null, message: `processing failed: the validation process ran out of memory (its heap is limited to ${HEAP_MB} MB): the file's rows need more than that` }],
+      errors: [
+        {
+          row: null,
+          field: null,
+          message: `processing failed: the validation process ran out of memory (its heap is limited to ${HEAP_MB} MB): the file's rows need more than that`,
+        },
+      ],
     });
     await expectHealthy();
     // and the next dataset is validated by a fresh process
-    expect(await stack.uploadDataset(uniq('after'), jsonl([{ text: 'fine', label: 'x' }]))).toMatchObject({ status: 'ready', row_count: 1 });
+    expect(await stack.uploadDataset(uniq('after'), jsonl([{ text: 'fine', label: 'x' }]))).toMatchObject({
+      status: 'ready',
+      row_count: 1,
+    });
   }, 60_000);
 });

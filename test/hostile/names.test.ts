@@ -26,13 +26,37 @@ let jobId: string;
 /** A complete decoder job (LoRA on the fake upstream's model) whose adapter is recorded, not trained. */
 async function seedDecoderJob(teamId: string): Promise<string> {
   const { training: _unused, ...recordOnly } = stack.svc;
-  const job = await createTrainingJob(recordOnly, teamId, { model_name: 'chat', base_model: FAKE_MODEL, datasets: [{ name: 'chat-set' }] });
+  const job = await createTrainingJob(recordOnly, teamId, {
+    model_name: 'chat',
+    base_model: FAKE_MODEL,
+    datasets: [{ name: 'chat-set' }],
+  });
   await transitionJob(stack.svc, teamId, job.id, 'running');
   const prefix = modelPrefix(teamId, job.id);
   await stack.svc.blobs.put(`${prefix}adapter/adapter_config.json`, '{"r":16}', 'application/json');
-  await stack.svc.blobs.put(`${prefix}manifest.json`, JSON.stringify({ format: 'sift-model/1', family: 'decoder', training_type: 'lora', files: { adapter: 'adapter/' } }), 'application/json');
+  await stack.svc.blobs.put(
+    `${prefix}manifest.json`,
+    JSON.stringify({
+      format: 'sift-model/1',
+      family: 'decoder',
+      training_type: 'lora',
+      files: { adapter: 'adapter/' },
+    }),
+    'application/json',
+  );
   const finalId = newUuid();
-  await registerCheckpoint(stack.svc, teamId, { id: finalId, job_id: job.id, root_model: job.root_model, blob_prefix: prefix, step: 1, epoch: 1, metrics: null, is_best: false, is_final: true, created_at: stack.svc.now().toISOString() });
+  await registerCheckpoint(stack.svc, teamId, {
+    id: finalId,
+    job_id: job.id,
+    root_model: job.root_model,
+    blob_prefix: prefix,
+    step: 1,
+    epoch: 1,
+    metrics: null,
+    is_best: false,
+    is_final: true,
+    created_at: stack.svc.now().toISOString(),
+  });
   await transitionJob(stack.svc, teamId, job.id, 'complete', { final_checkpoint_id: finalId });
   return job.id;
 }
@@ -43,7 +67,14 @@ beforeAll(async () => {
   useFakeVllm(stack, vllm);
   const made = (await stack.call('POST', '/teams', { body: { name: 'names', credit_balance_usd: 10 } })).body;
   team = { id: made.team.id, key: made.api_key.key };
-  const chat = jsonl([{ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }]);
+  const chat = jsonl([
+    {
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+      ],
+    },
+  ]);
   expect((await stack.uploadDataset('chat-set', chat, { key: team.key })).status).toBe('ready');
   jobId = await seedDecoderJob(team.id);
 }, 60_000);
@@ -74,9 +105,15 @@ describe('many projects with the longest names, each called', () => {
       const created = await stack.call('POST', '/projects', { key: team.key, body: { name: longName(i) } });
       expect(created.status).toBe(201);
       ids.set(created.body.id, longName(i));
-      const promoted = await stack.call('POST', `/projects/${longName(i)}/deployments`, { key: team.key, body: { training_job_id: jobId } });
+      const promoted = await stack.call('POST', `/projects/${longName(i)}/deployments`, {
+        key: team.key,
+        body: { training_job_id: jobId },
+      });
       expect([promoted.status, promoted.body.detail]).toEqual([201, undefined]);
-      const res = await stack.call('POST', '/v1/chat/completions', { key: team.key, body: { model: longName(i), messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5 } });
+      const res = await stack.call('POST', '/v1/chat/completions', {
+        key: team.key,
+        body: { model: longName(i), messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5 },
+      });
       expect(res.status).toBe(200);
       expect(res.body.model).toBe(longName(i));
       await expectHealthy();
@@ -88,9 +125,12 @@ describe('many projects with the longest names, each called', () => {
     const projectRows = rows.filter((r) => ids.has(r.model));
     expect(projectRows).toHaveLength(n);
     for (const r of projectRows) expect(r).toMatchObject({ name: ids.get(r.model), requests: 1 });
-    expect(usage.today.by_endpoint).toContainEqual(expect.objectContaining({ endpoint: '/v1/chat/completions', requests: n }));
+    expect(usage.today.by_endpoint).toContainEqual(
+      expect.objectContaining({ endpoint: '/v1/chat/completions', requests: n }),
+    );
 
-    const listed = (await stack.call('GET', '/billing/usage/requests/list?limit=500', { key: team.key })).body.data as Array<{ model: string; endpoint: string }>;
+    const listed = (await stack.call('GET', '/billing/usage/requests/list?limit=500', { key: team.key })).body
+      .data as Array<{ model: string; endpoint: string }>;
     expect(rows.reduce((sum, r) => sum + r.requests, 0)).toBe(listed.length); // the rows add up to every billed request
     const chats = listed.filter((r) => r.endpoint === '/v1/chat/completions');
     expect(chats.map((r) => r.model).sort()).toEqual([...ids.values()].sort()); // rows keep the name sent
@@ -119,9 +159,12 @@ describe('ids abused in paths and bodies', () => {
     '/inferences/__proto__',
     `/inferences/${'i'.repeat(10_000)}`,
   ];
-  it.each(paths.map((p) => [p.length > 100 ? `${p.slice(0, 40)}… (${p.length} chars)` : p, p]))('GET %s: a clear 4xx', async (_label, path) => {
-    await expectClear4xx(await stack.call('GET', path, { key: team.key }), path);
-  });
+  it.each(paths.map((p) => [p.length > 100 ? `${p.slice(0, 40)}… (${p.length} chars)` : p, p]))(
+    'GET %s: a clear 4xx',
+    async (_label, path) => {
+      await expectClear4xx(await stack.call('GET', path, { key: team.key }), path);
+    },
+  );
 
   it('project names that are no names: 422 naming body.name; nothing created', async () => {
     const before = (await stack.call('GET', '/projects', { key: team.key })).body.data.length;
@@ -137,9 +180,15 @@ describe('ids abused in paths and bodies', () => {
   it('model ids that name nothing: a clear 4xx, nothing billed', async () => {
     const before = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.today.cost_usd;
     for (const model of ['__proto__', 'constructor', '../../models/x', '..%2F', 'm'.repeat(10_000), newUuid()]) {
-      const chat = await stack.call('POST', '/v1/chat/completions', { key: team.key, body: { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5 } });
+      const chat = await stack.call('POST', '/v1/chat/completions', {
+        key: team.key,
+        body: { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5 },
+      });
       await expectClear4xx(chat, `chat ${model.slice(0, 20)}`);
-      const native = await stack.call('POST', '/inference', { key: team.key, body: { model_id: model, text: 'Tim Cook', schema: { entities: ['person'] } } });
+      const native = await stack.call('POST', '/inference', {
+        key: team.key,
+        body: { model_id: model, text: 'Tim Cook', schema: { entities: ['person'] } },
+      });
       await expectClear4xx(native, `inference ${model.slice(0, 20)}`);
     }
     expect((await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.today.cost_usd).toBe(before);

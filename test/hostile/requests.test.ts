@@ -63,7 +63,8 @@ function parseAnswer(raw: Buffer): RawAnswer {
   if (!text.startsWith('HTTP/1.1 ') || end < 0) return { headers: {}, body: undefined, text };
   const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
   const headers: Record<string, string> = {};
-  for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
+  for (const line of lines)
+    headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
   let body = raw.subarray(Buffer.byteLength(text.slice(0, end + 4), 'latin1'));
   if (headers['transfer-encoding'] === 'chunked') {
     const parts: Buffer[] = [];
@@ -87,9 +88,18 @@ function parseAnswer(raw: Buffer): RawAnswer {
 
 /** A request line and headers (+ body), closing the connection after the answer. */
 const request = (line: string, headers: Record<string, string> = {}, body?: string | Buffer) => {
-  const all = { host: 'localhost', connection: 'close', ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}), ...headers };
-  const head = `${line}\r\n${Object.entries(all).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
-  return body === undefined ? head : Buffer.concat([Buffer.from(head, 'latin1'), Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8')]);
+  const all = {
+    host: 'localhost',
+    connection: 'close',
+    ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}),
+    ...headers,
+  };
+  const head = `${line}\r\n${Object.entries(all)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
+  return body === undefined
+    ? head
+    : Buffer.concat([Buffer.from(head, 'latin1'), Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8')]);
 };
 const json = { 'content-type': 'application/json', 'x-api-key': OPERATOR_KEY };
 
@@ -111,7 +121,10 @@ async function expectAlive(): Promise<void> {
 /** A clear 4xx with a `detail` that matches, and a server that still answers afterwards. */
 async function expectRefused(bytes: string | Buffer, status: number, detail: RegExp): Promise<RawAnswer> {
   const answer = await rawRequest(port, bytes);
-  expect({ status: answer.status, detail: answer.body?.detail }).toEqual({ status, detail: expect.stringMatching(detail) });
+  expect({ status: answer.status, detail: answer.body?.detail }).toEqual({
+    status,
+    detail: expect.stringMatching(detail),
+  });
   expect(answer.headers['content-type']).toMatch(/^application\/json/);
   await expectAlive();
   return answer;
@@ -130,7 +143,11 @@ describe('malformed request targets and percent-encodings (F5: one request kille
     ['a lone surrogate, encoded', 'GET /inferences/%ed%a0%80 HTTP/1.1', /malformed percent-encoding/],
     ['a % that is not a sequence', 'GET /core/training-jobs/100% HTTP/1.1', /malformed percent-encoding/],
     ['a malformed query parameter', 'GET /projects?limit=%zz HTTP/1.1', /query parameter "limit"/],
-    ['%ff in an absolute-form target', 'GET http://localhost/core/evaluations/%ff HTTP/1.1', /malformed percent-encoding/],
+    [
+      '%ff in an absolute-form target',
+      'GET http://localhost/core/evaluations/%ff HTTP/1.1',
+      /malformed percent-encoding/,
+    ],
     ['asterisk-form on GET', 'GET * HTTP/1.1', /is not served/],
     ['asterisk-form OPTIONS', 'OPTIONS * HTTP/1.1', /is not served/],
     ['another scheme', 'GET ftp://localhost/health HTTP/1.1', /is not served/],
@@ -145,11 +162,19 @@ describe('malformed request targets and percent-encodings (F5: one request kille
 
   it('`//health` is the path //health (404), not host "health" with path /', async () => {
     await expectRefused(request('GET //health HTTP/1.1'), 404, /No route for GET \/\/health/);
-    await expectRefused(request('GET //x/projects HTTP/1.1', { 'x-api-key': OPERATOR_KEY }), 404, /No route for GET \/\/x\/projects/);
+    await expectRefused(
+      request('GET //x/projects HTTP/1.1', { 'x-api-key': OPERATOR_KEY }),
+      404,
+      /No route for GET \/\/x\/projects/,
+    );
   });
 
   it('a NUL byte, encoded, is an ordinary (invalid) name: 422 naming the path parameter', async () => {
-    const answer = await expectRefused(request('GET /core/datasets/a%00b HTTP/1.1', { 'x-api-key': OPERATOR_KEY }), 422, /path\.name/);
+    const answer = await expectRefused(
+      request('GET /core/datasets/a%00b HTTP/1.1', { 'x-api-key': OPERATOR_KEY }),
+      422,
+      /path\.name/,
+    );
     expect(answer.body.errors[0].loc).toEqual(['path', 'name']);
   });
 
@@ -170,19 +195,39 @@ describe("what node's parser refuses is answered as JSON too (clientError)", () 
   });
 
   it('a 64 KiB URL: 431', async () => {
-    await expectRefused(request(`GET /core/datasets/${'a'.repeat(64 * 1024)} HTTP/1.1`), 431, /larger than the server accepts/);
+    await expectRefused(
+      request(`GET /core/datasets/${'a'.repeat(64 * 1024)} HTTP/1.1`),
+      431,
+      /larger than the server accepts/,
+    );
   });
 
   it('a header flood: one huge header is 431; a thousand small ones are served', async () => {
-    await expectRefused(request('GET /health HTTP/1.1', { 'x-junk': 'j'.repeat(20_000) }), 431, /larger than the server accepts/);
+    await expectRefused(
+      request('GET /health HTTP/1.1', { 'x-junk': 'j'.repeat(20_000) }),
+      431,
+      /larger than the server accepts/,
+    );
     const many: Record<string, string> = {};
     for (let i = 0; i < 1000; i++) many[`x-h${i}`] = 'v';
     expect((await rawRequest(port, request('GET /health HTTP/1.1', many))).status).toBe(200);
   });
 
   it('an invalid header line, and request smuggling (Content-Length with Transfer-Encoding): 400', async () => {
-    await expectRefused('GET /health HTTP/1.1\r\nhost: x\r\nbad header\r\nconnection: close\r\n\r\n', 400, /Malformed HTTP request/);
-    await expectRefused(request('POST /projects HTTP/1.1', { 'content-length': '5', 'transfer-encoding': 'chunked', ...json }, '0\r\n\r\n'), 400, /Malformed HTTP request/);
+    await expectRefused(
+      'GET /health HTTP/1.1\r\nhost: x\r\nbad header\r\nconnection: close\r\n\r\n',
+      400,
+      /Malformed HTTP request/,
+    );
+    await expectRefused(
+      request(
+        'POST /projects HTTP/1.1',
+        { 'content-length': '5', 'transfer-encoding': 'chunked', ...json },
+        '0\r\n\r\n',
+      ),
+      400,
+      /Malformed HTTP request/,
+    );
   });
 
   it('HTTP/1.1 without Host: 400 (node answers it before any listener runs, with no body: RFC 9112 §3.2 requires the 400)', async () => {
@@ -194,26 +239,38 @@ describe("what node's parser refuses is answered as JSON too (clientError)", () 
 
 describe('methods', () => {
   it('CONNECT is answered (405 with Allow), not dropped', async () => {
-    const answer = await expectRefused('CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n', 405, /CONNECT is not served/);
+    const answer = await expectRefused(
+      'CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n',
+      405,
+      /CONNECT is not served/,
+    );
     expect(answer.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE');
   });
 
-  it.each(['PROPFIND', 'OPTIONS', 'TRACE', 'HEAD', 'PURGE'])('%s on a route: 405 naming the allowed methods', async (method) => {
-    const answer = await rawRequest(port, request(`${method} /projects HTTP/1.1`, { 'x-api-key': OPERATOR_KEY }));
-    expect(answer.status).toBe(405);
-    expect(answer.headers.allow).toBe('GET, POST');
-    // HEAD answers carry no body; the others say why
-    if (method !== 'HEAD') expect(answer.body.detail).toMatch(new RegExp(`${method} is not allowed`));
-    await expectAlive();
-  });
+  it.each(['PROPFIND', 'OPTIONS', 'TRACE', 'HEAD', 'PURGE'])(
+    '%s on a route: 405 naming the allowed methods',
+    async (method) => {
+      const answer = await rawRequest(port, request(`${method} /projects HTTP/1.1`, { 'x-api-key': OPERATOR_KEY }));
+      expect(answer.status).toBe(405);
+      expect(answer.headers.allow).toBe('GET, POST');
+      // HEAD answers carry no body; the others say why
+      if (method !== 'HEAD') expect(answer.body.detail).toMatch(new RegExp(`${method} is not allowed`));
+      await expectAlive();
+    },
+  );
 });
 
 describe('hostile JSON bodies', () => {
-  const post = (path: string, body: string | Buffer, headers: Record<string, string> = json) => request(`POST ${path} HTTP/1.1`, headers, body);
+  const post = (path: string, body: string | Buffer, headers: Record<string, string> = json) =>
+    request(`POST ${path} HTTP/1.1`, headers, body);
 
   it(`100k-deep arrays and objects (within the 10 MiB limit): 422 at the body, not a stack overflow`, async () => {
     const arrays = '['.repeat(100_000) + ']'.repeat(100_000);
-    const answer = await expectRefused(post('/projects', arrays), 422, new RegExp(`nested deeper than ${MAX_JSON_DEPTH} levels`));
+    const answer = await expectRefused(
+      post('/projects', arrays),
+      422,
+      new RegExp(`nested deeper than ${MAX_JSON_DEPTH} levels`),
+    );
     expect(answer.body.errors[0]).toMatchObject({ loc: ['body', 0, 0, 0, 0, 0], type: 'json_too_deep' });
     const objects = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
     await expectRefused(post('/projects', objects), 422, /nested deeper/);
@@ -227,21 +284,58 @@ describe('hostile JSON bodies', () => {
   });
 
   it('a number too large to represent (1e309 → Infinity): 422 naming the field', async () => {
-    const answer = await expectRefused(post('/core/training-jobs', '{"model_name":"m","base_model":"sift/gliner2-mini-v1","datasets":[{"name":"d"}],"nr_epochs":1e309}'), 422, /body\.nr_epochs/);
+    const answer = await expectRefused(
+      post(
+        '/core/training-jobs',
+        '{"model_name":"m","base_model":"sift/gliner2-mini-v1","datasets":[{"name":"d"}],"nr_epochs":1e309}',
+      ),
+      422,
+      /body\.nr_epochs/,
+    );
     expect(answer.body.errors[0]).toMatchObject({ loc: ['body', 'nr_epochs'], type: 'number_out_of_range' });
   });
 
   it('a __proto__ key, at the top or inside a map-like field: 422 naming it, not silently dropped', async () => {
     const top = await expectRefused(post('/projects', '{"name":"p","__proto__":{"admin":true}}'), 422, /__proto__/);
     expect(top.body.errors[0].loc).toEqual(['body', '__proto__']);
-    const nested = await expectRefused(post('/v1/chat/completions', '{"model":"m","messages":[{"role":"user","content":"hi"}],"schema":{"__proto__":{"x":1}}}'), 400, /__proto__/);
+    const nested = await expectRefused(
+      post(
+        '/v1/chat/completions',
+        '{"model":"m","messages":[{"role":"user","content":"hi"}],"schema":{"__proto__":{"x":1}}}',
+      ),
+      400,
+      /__proto__/,
+    );
     expect(nested.body.errors[0].loc).toEqual(['body', 'schema', '__proto__']);
     // feedback on a stored inference: before, the key vanished in zod's record copy and the answer was 200 with `corrected_output: {}`
     const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
     const id = 'inf_01HZZZZZZZZZZZZZZZZZZZZZZZ';
-    const record = { inference_id: id, model_id: 'fastino/gliner2-base-v1', type: 'encoder', tasks: ['ner'], project_id: null, training_job_id: null, endpoint: '/inference' };
-    await stack.svc.records.put({ pk: inferencePartition(teamId), sk: id }, { ...record, input: { text: 'a' }, output: {}, usage: {}, latency_ms: 1, created_at: new Date().toISOString(), feedback: null });
-    const feedback = await expectRefused(post(`/inferences/${id}/feedback`, '{"verdict":"incorrect","corrected_output":{"__proto__":{"entities":[]}}}'), 422, /__proto__/);
+    const record = {
+      inference_id: id,
+      model_id: 'fastino/gliner2-base-v1',
+      type: 'encoder',
+      tasks: ['ner'],
+      project_id: null,
+      training_job_id: null,
+      endpoint: '/inference',
+    };
+    await stack.svc.records.put(
+      { pk: inferencePartition(teamId), sk: id },
+      {
+        ...record,
+        input: { text: 'a' },
+        output: {},
+        usage: {},
+        latency_ms: 1,
+        created_at: new Date().toISOString(),
+        feedback: null,
+      },
+    );
+    const feedback = await expectRefused(
+      post(`/inferences/${id}/feedback`, '{"verdict":"incorrect","corrected_output":{"__proto__":{"entities":[]}}}'),
+      422,
+      /__proto__/,
+    );
     expect(feedback.body.errors[0].loc).toEqual(['body', 'corrected_output', '__proto__']);
     expect((await stack.call('GET', `/inferences/${id}`)).body.feedback).toBeNull();
   });
@@ -253,18 +347,30 @@ describe('hostile JSON bodies', () => {
   });
 
   it('invalid UTF-8 in a body: 422 json_invalid at the body', async () => {
-    const answer = await expectRefused(post('/projects', Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])), 422, /not valid UTF-8/);
+    const answer = await expectRefused(
+      post('/projects', Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d])),
+      422,
+      /not valid UTF-8/,
+    );
     expect(answer.body.errors[0]).toMatchObject({ loc: ['body'], type: 'json_invalid' });
   });
 
   it('huge bodies within the 10 MiB limit: a 9 MiB string and a 2-million-element array, each a 422 naming where', async () => {
-    const longName = await expectRefused(post('/projects', `{"name":"${'x'.repeat(9 * 1024 * 1024)}"}`), 422, /body\.name/);
+    const longName = await expectRefused(
+      post('/projects', `{"name":"${'x'.repeat(9 * 1024 * 1024)}"}`),
+      422,
+      /body\.name/,
+    );
     expect(longName.body.errors[0].loc).toEqual(['body', 'name']);
     await expectRefused(post('/projects', `[${'1,'.repeat(2 * 1024 * 1024)}1]`), 422, /body: .*expected object/);
   });
 
   it('a body over the limit: 413, read no further than the limit', async () => {
-    await expectRefused(request('POST /projects HTTP/1.1', { ...json, 'content-length': String(11 * 1024 * 1024) }), 413, /larger than the 10485760 byte limit/);
+    await expectRefused(
+      request('POST /projects HTTP/1.1', { ...json, 'content-length': String(11 * 1024 * 1024) }),
+      413,
+      /larger than the 10485760 byte limit/,
+    );
   });
 });
 
@@ -291,7 +397,10 @@ describe('the console behind the same guard (a built console: web/dist stand-in)
 
   it('GET /console/%ff: 400 with detail, and the console still serves', async () => {
     const bad = await rawRequest(consolePort, request('GET /console/%ff HTTP/1.1'));
-    expect({ status: bad.status, detail: bad.body?.detail }).toEqual({ status: 400, detail: expect.stringMatching(/malformed percent-encoding/) });
+    expect({ status: bad.status, detail: bad.body?.detail }).toEqual({
+      status: 400,
+      detail: expect.stringMatching(/malformed percent-encoding/),
+    });
     const page = await rawRequest(consolePort, request('GET /console/ HTTP/1.1'));
     expect(page.status).toBe(200);
     expect(page.text).toContain('<title>Sift</title>');
@@ -306,25 +415,43 @@ describe('the console behind the same guard (a built console: web/dist stand-in)
 describe('properties (fast-check, fixed seed and run count)', () => {
   it('parseRequestTarget: any string either parses to a decodable path or is a 400 (BadRequestError), nothing else', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string().map((s) => `/${s}`), fc.webUrl({ withQueryParameters: true, withFragments: true }), fc.string({ unit: 'binary' }).map((s) => `/${s}`)), (target) => {
-        let parsed: ReturnType<typeof parseRequestTarget>;
-        try {
-          parsed = parseRequestTarget(target);
-        } catch (err) {
-          expect(err).toBeInstanceOf(BadRequestError);
-          return;
-        }
-        expect(parsed.path.startsWith('/')).toBe(true);
-        expect(() => decodePath(parsed.path)).not.toThrow();
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string().map((s) => `/${s}`),
+          fc.webUrl({ withQueryParameters: true, withFragments: true }),
+          fc.string({ unit: 'binary' }).map((s) => `/${s}`),
+        ),
+        (target) => {
+          let parsed: ReturnType<typeof parseRequestTarget>;
+          try {
+            parsed = parseRequestTarget(target);
+          } catch (err) {
+            expect(err).toBeInstanceOf(BadRequestError);
+            return;
+          }
+          expect(parsed.path.startsWith('/')).toBe(true);
+          expect(() => decodePath(parsed.path)).not.toThrow();
+        },
+      ),
       { seed: 20261126, numRuns: 2000 },
     );
   });
 
   it('over HTTP: arbitrary printable targets always get a well-formed answer (JSON detail on errors), never a dropped connection', async () => {
     const target = fc.oneof(
-      fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 80 }).map((s) => `/${s}`),
-      fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 80 }),
+      fc
+        .string({
+          unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+          minLength: 1,
+          maxLength: 80,
+        })
+        .map((s) => `/${s}`),
+      fc.string({
+        unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+        minLength: 1,
+        maxLength: 80,
+      }),
     );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('GET', 'POST', 'DELETE', 'OPTIONS'), target, async (method, t) => {
@@ -344,29 +471,82 @@ describe('properties (fast-check, fixed seed and run count)', () => {
     const app = new SiftApp(svc, routes, silentLogger);
     const team = await createTeam(svc, { name: 'fuzz' });
     const key = (await createApiKey(svc, team.id, { name: 'fuzz' })).key;
-    const doc = buildOpenApi(routes, API_VERSION) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const doc = buildOpenApi(routes, API_VERSION) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
     /** Every status some operation on a path of this shape documents, plus routing's own 404/405 and the edge limit's 429. */
     const documented = (path: string): Set<number> => {
       const statuses = new Set([404, 405, 429, 503]);
       for (const spec of routes) {
-        const segments = spec.path.split('/').map((seg) => (seg.startsWith(':') ? '[^/]*' : seg === '*' ? '.*' : seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&')));
+        const segments = spec.path
+          .split('/')
+          .map((seg) =>
+            seg.startsWith(':') ? '[^/]*' : seg === '*' ? '.*' : seg.replace(/[.+?^${}()|[\]\\]/g, '\\$&'),
+          );
         const pattern = new RegExp(`^${segments.join('/')}$`);
         if (!pattern.test(path)) continue;
-        for (const op of Object.values(doc.paths[openApiPath(spec.path)] ?? {})) for (const s of Object.keys(op.responses)) statuses.add(Number(s));
+        for (const op of Object.values(doc.paths[openApiPath(spec.path)] ?? {}))
+          for (const s of Object.keys(op.responses)) statuses.add(Number(s));
       }
       return statuses;
     };
-    const paramValue = fc.oneof(fc.string(), fc.uuid(), fc.constantFrom('fastino/gliner2-base-v1', 'sift/gliner2-mini-v1', 'adc_01HZZZZZZZZZZZZZZZZZZZZZZZ', 'inf_01HZZZZZZZZZZZZZZZZZZZZZZZ', '0', '1', '-1', '..', '%2e%2e', ''));
+    const paramValue = fc.oneof(
+      fc.string(),
+      fc.uuid(),
+      fc.constantFrom(
+        'fastino/gliner2-base-v1',
+        'sift/gliner2-mini-v1',
+        'adc_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+        'inf_01HZZZZZZZZZZZZZZZZZZZZZZZ',
+        '0',
+        '1',
+        '-1',
+        '..',
+        '%2e%2e',
+        '',
+      ),
+    );
     /** A route's own method and path, its parameters filled with arbitrary values (percent-encoded as a client would). */
-    const routeRequest = fc.tuple(fc.constantFrom(...routes), fc.array(paramValue, { minLength: 3, maxLength: 3 })).map(([spec, values]) => {
-      let i = 0;
-      const path = spec.path.replace(/:\w+/g, () => encodeURIComponent(values[i++]!)).replace(/\*$/, encodeURIComponent(values[2]!));
-      return [spec.method as string, path] as const;
-    });
+    const routeRequest = fc
+      .tuple(fc.constantFrom(...routes), fc.array(paramValue, { minLength: 3, maxLength: 3 }))
+      .map(([spec, values]) => {
+        let i = 0;
+        const path = spec.path
+          .replace(/:\w+/g, () => encodeURIComponent(values[i++]!))
+          .replace(/\*$/, encodeURIComponent(values[2]!));
+        return [spec.method as string, path] as const;
+      });
     const anyMethod = fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'PROPFIND');
-    const anyRequest = fc.tuple(anyMethod, fc.oneof(routeRequest.map(([, path]) => path), fc.webPath(), fc.string().map((s) => `/${s}`)));
+    const anyRequest = fc.tuple(
+      anyMethod,
+      fc.oneof(
+        routeRequest.map(([, path]) => path),
+        fc.webPath(),
+        fc.string().map((s) => `/${s}`),
+      ),
+    );
     const methodAndPath = fc.oneof({ arbitrary: routeRequest, weight: 4 }, { arbitrary: anyRequest, weight: 1 });
-    const fieldNames = fc.constantFrom('name', 'model_id', 'model', 'text', 'schema', 'dataset_name', 'base_model', 'datasets', 'version', 'verdict', 'training_job_id', 'messages', 'max_tokens', 'description', 'amount_usd', 'project_id', 'checkpoint_id', '__proto__', 'constructor');
+    const fieldNames = fc.constantFrom(
+      'name',
+      'model_id',
+      'model',
+      'text',
+      'schema',
+      'dataset_name',
+      'base_model',
+      'datasets',
+      'version',
+      'verdict',
+      'training_job_id',
+      'messages',
+      'max_tokens',
+      'description',
+      'amount_usd',
+      'project_id',
+      'checkpoint_id',
+      '__proto__',
+      'constructor',
+    );
     const body = fc.oneof(
       fc.constant(undefined),
       fc.json().map((s) => Buffer.from(s)),
@@ -376,7 +556,10 @@ describe('properties (fast-check, fixed seed and run count)', () => {
     const headers = fc.record(
       {
         'x-api-key': fc.oneof({ arbitrary: fc.constant(key), weight: 4 }, { arbitrary: fc.string(), weight: 1 }),
-        'content-type': fc.oneof({ arbitrary: fc.constant('application/json'), weight: 4 }, { arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', ''), weight: 1 }),
+        'content-type': fc.oneof(
+          { arbitrary: fc.constant('application/json'), weight: 4 },
+          { arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', ''), weight: 1 },
+        ),
         authorization: fc.string(),
         'x-request-id': fc.string(),
       },
@@ -392,7 +575,14 @@ describe('properties (fast-check, fixed seed and run count)', () => {
         async ([method, path], query, hdrs, raw) => {
           let response: ApiResponse;
           try {
-            response = await app.handle({ method, path, query, headers: hdrs, ...(raw ? { body: raw } : {}), sourceIp: `10.0.${Math.floor(ip / 250)}.${ip++ % 250}` });
+            response = await app.handle({
+              method,
+              path,
+              query,
+              headers: hdrs,
+              ...(raw ? { body: raw } : {}),
+              sourceIp: `10.0.${Math.floor(ip / 250)}.${ip++ % 250}`,
+            });
           } catch (err) {
             throw new Error(`SiftApp.handle threw on ${method} ${path}: ${(err as Error).stack}`);
           }
@@ -402,7 +592,10 @@ describe('properties (fast-check, fixed seed and run count)', () => {
           expect(response.headers?.['x-request-id']).toEqual(expect.any(String));
           expect(() => JSON.stringify(response.body)).not.toThrow();
           if (response.status >= 400) expect(typeof (response.body as { detail?: unknown }).detail).toBe('string');
-          expect({ status: response.status, documented: documented(path).has(response.status) }).toEqual({ status: response.status, documented: true });
+          expect({ status: response.status, documented: documented(path).has(response.status) }).toEqual({
+            status: response.status,
+            documented: true,
+          });
         },
       ),
       { seed: 20261126, numRuns: 400 },

@@ -28,8 +28,15 @@ let decoder: LlamaCppDecoder;
 
 beforeAll(async () => {
   stack = await TestStack.start();
-  decoder = new LlamaCppDecoder({ modelDirs: modelDirs(), slots: SLOTS, threads: 1, contextSize: 2048, logger: silentLogger });
-  if (!(await decoder.hasModel(MODEL))) throw new Error(`the ${MODEL} GGUF is not installed: run npm run fetch:decoder (or wait for the model build)`);
+  decoder = new LlamaCppDecoder({
+    modelDirs: modelDirs(),
+    slots: SLOTS,
+    threads: 1,
+    contextSize: 2048,
+    logger: silentLogger,
+  });
+  if (!(await decoder.hasModel(MODEL)))
+    throw new Error(`the ${MODEL} GGUF is not installed: run npm run fetch:decoder (or wait for the model build)`);
   configureDecoder(stack.svc, { backend: decoder, minCacheTokens: 16 });
 });
 
@@ -45,7 +52,10 @@ async function until(what: string, cond: () => boolean | Promise<boolean>): Prom
 
 /** A cache-marked prefix of ~150 tokens, different each time so the engine really computes it. */
 let unique = 0;
-const longPrefix = () => `Reference document ${++unique}: the harbour opens at dawn, the ferries run every hour, and the fish market closes at noon. `.repeat(6);
+const longPrefix = () =>
+  `Reference document ${++unique}: the harbour opens at dawn, the ferries run every hour, and the fish market closes at noon. `.repeat(
+    6,
+  );
 
 type Stage = 'during-prefill' | 'after-headers' | 'after-first-chunk' | 'during-generation';
 
@@ -58,22 +68,47 @@ function body(path: string, stage: Stage): Record<string, unknown> {
   const common = { max_tokens: 200, temperature: 0 };
   switch (path) {
     case '/v1/chat/completions':
-      return { model: MODEL, stream: true, ...common, messages: [{ role: 'system', content: [marked] }, { role: 'user', content: question }] };
+      return {
+        model: MODEL,
+        stream: true,
+        ...common,
+        messages: [
+          { role: 'system', content: [marked] },
+          { role: 'user', content: question },
+        ],
+      };
     case '/v1/messages':
-      return { model: MODEL, stream: true, ...common, system: [marked], messages: [{ role: 'user', content: question }] };
+      return {
+        model: MODEL,
+        stream: true,
+        ...common,
+        system: [marked],
+        messages: [{ role: 'user', content: question }],
+      };
     case '/v1/responses':
       return {
         model: MODEL,
         stream: true,
         temperature: 0,
         max_output_tokens: 200,
-        input: [{ role: 'system', content: [{ ...marked, type: 'input_text' }] }, { role: 'user', content: question }],
+        input: [
+          { role: 'system', content: [{ ...marked, type: 'input_text' }] },
+          { role: 'user', content: question },
+        ],
       };
     case '/v1/completions':
       // Text completions take no markers: the long prompt is computed whole before the first token.
       return { model: MODEL, stream: true, ...common, prompt: `${system}\n${question}\n` };
     default:
-      return { model_id: MODEL, task: 'generate', ...common, messages: [{ role: 'system', content: [marked] }, { role: 'user', content: question }] };
+      return {
+        model_id: MODEL,
+        task: 'generate',
+        ...common,
+        messages: [
+          { role: 'system', content: [marked] },
+          { role: 'user', content: question },
+        ],
+      };
   }
 }
 
@@ -91,7 +126,11 @@ function abandon(path: string, stage: Stage): Promise<string | undefined> {
       port: url.port,
       path,
       method: 'POST',
-      headers: { 'x-api-key': OPERATOR_KEY, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      headers: {
+        'x-api-key': OPERATOR_KEY,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      },
     });
     const leave = () => {
       req.destroy();
@@ -143,7 +182,9 @@ describe('a client that destroys its socket while a generation runs', () => {
 
   it(`then ${SLOTS + 2} requests at once (more than the ${SLOTS} slots) all complete`, async () => {
     const answers = await Promise.all(
-      Array.from({ length: SLOTS + 2 }, (_, i) => stack.call('POST', '/v1/completions', { body: { model: MODEL, max_tokens: 2, prompt: `Count to ${i}:` } })),
+      Array.from({ length: SLOTS + 2 }, (_, i) =>
+        stack.call('POST', '/v1/completions', { body: { model: MODEL, max_tokens: 2, prompt: `Count to ${i}:` } }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(SLOTS + 2).fill(200));
     await expectHealthy();
@@ -152,9 +193,15 @@ describe('a client that destroys its socket while a generation runs', () => {
   it('each abandoned request is billed exactly once and stored as cancelled', async () => {
     const expected = new Map(PLAN.map(([path, stages]) => [path, stages.length]));
     const abandonedRows = async () => {
-      const rows = (await stack.call('GET', '/billing/usage/requests/list?limit=500')).body.data as { inference_id: string; endpoint: string; output_tokens: number }[];
+      const rows = (await stack.call('GET', '/billing/usage/requests/list?limit=500')).body.data as {
+        inference_id: string;
+        endpoint: string;
+        output_tokens: number;
+      }[];
       // The concurrent completions above answered in full (2 tokens, max_tokens); the abandoned ones were cut short.
-      return rows.filter((r) => !(r.endpoint === '/v1/completions' && r.output_tokens === 2 && !seenIds.includes(r.inference_id)));
+      return rows.filter(
+        (r) => !(r.endpoint === '/v1/completions' && r.output_tokens === 2 && !seenIds.includes(r.inference_id)),
+      );
     };
     // Billing is written in the background once the generation ended: wait for every row.
     const total = [...expected.values()].reduce((a, b) => a + b, 0);

@@ -31,7 +31,8 @@ interface Entity {
   end: number;
 }
 
-const infer = (text: string | string[], extra: Record<string, unknown> = {}) => stack.call('POST', '/inference', { body: { model_id: MODEL, text, schema: SCHEMA, store: false, ...extra } });
+const infer = (text: string | string[], extra: Record<string, unknown> = {}) =>
+  stack.call('POST', '/inference', { body: { model_id: MODEL, text, schema: SCHEMA, store: false, ...extra } });
 
 /** Every entity's offsets are code points into `text`, and its text is that slice. */
 function expectWellFormed(entities: Entity[], text: string): void {
@@ -60,7 +61,10 @@ const N = 100_000;
 describe('hostile texts on POST /inference', () => {
   it.each([
     ['100,000 dots', ['.'.repeat(N)]],
-    ['4 × 100,000 characters of . / %+-. / a. / +-', ['.'.repeat(N), '%+-.'.repeat(N / 4), 'a.'.repeat(N / 2), '+-'.repeat(N / 2)]],
+    [
+      '4 × 100,000 characters of . / %+-. / a. / +-',
+      ['.'.repeat(N), '%+-.'.repeat(N / 4), 'a.'.repeat(N / 2), '+-'.repeat(N / 2)],
+    ],
   ])('%s, split whole, then a schema too long for the encoder: 422 naming the entity type', async (_name, texts) => {
     const res = await infer(texts, { schema: REFUSED_SCHEMA });
     expect(res.status).toBe(422);
@@ -102,7 +106,10 @@ describe('hostile texts on POST /inference', () => {
     const raw = `{"model_id":"${MODEL}","schema":{"entities":["person","organization","location"]},"threshold":0.01,"text":"\\ud800 Tim Cook \\udc00\\udbff met Satya Nadella \\ud83d\\ude00 in Paris \\udfff"}`;
     const text = JSON.parse(raw).text as string;
     expect(text.length).toBe([...text].length + 1); // one real pair (😀), four lone halves
-    const res = await stack.call('POST', '/inference', { rawBody: raw, headers: { 'content-type': 'application/json' } });
+    const res = await stack.call('POST', '/inference', {
+      rawBody: raw,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.result.entities.length).toBeGreaterThan(0);
     expectWellFormed(res.body.result.entities, text);

@@ -14,10 +14,20 @@ afterAll(async () => stack?.stop());
 
 async function deployedProject(key: string | undefined, teamId: string, name: string) {
   const opts = key ? { key } : {};
-  expect((await stack.uploadDataset(`${name}-data`, jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]), opts)).status).toBe('ready');
+  expect(
+    (
+      await stack.uploadDataset(
+        `${name}-data`,
+        jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]),
+        opts,
+      )
+    ).status,
+  ).toBe('ready');
   const job = await seedCompleteEncoderJob(stack, teamId, `${name}-data`);
   expect((await stack.call('POST', '/projects', { ...opts, body: { name } })).status).toBe(201);
-  expect((await stack.call('POST', `/projects/${name}/deployments`, { ...opts, body: { training_job_id: job.id } })).status).toBe(201);
+  expect(
+    (await stack.call('POST', `/projects/${name}/deployments`, { ...opts, body: { training_job_id: job.id } })).status,
+  ).toBe(201);
 }
 
 it('runs a cycle for each deployed project of an eligible team, and none for a Free team', async () => {
@@ -34,6 +44,8 @@ it('runs a cycle for each deployed project of an eligible team, and none for a F
   const done = cycles.find((c) => c.status !== 'running');
   expect(done).toMatchObject({ trigger: 'schedule', status: 'skipped' });
   expect(done.reason).toMatch(/reviewed traces/);
-  const freeCycles = await stack.call('GET', '/projects/free-scheduled/adaptive-cycles', { key: free.body.api_key.key });
+  const freeCycles = await stack.call('GET', '/projects/free-scheduled/adaptive-cycles', {
+    key: free.body.api_key.key,
+  });
   expect(freeCycles.body.data).toEqual([]);
 }, 120_000);

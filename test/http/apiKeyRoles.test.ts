@@ -26,12 +26,16 @@ describe('revoking keys by role', () => {
     const team = await stack.newTeam('roles-member');
     const member = await newKey(team.key, 'member');
     const otherMember = await newKey(team.key, 'member', 'other');
-    const admins = (await stack.call('GET', '/api-keys', { key: team.key })).body.data.filter((k: { role: string }) => k.role === 'admin');
+    const admins = (await stack.call('GET', '/api-keys', { key: team.key })).body.data.filter(
+      (k: { role: string }) => k.role === 'admin',
+    );
     expect(admins).toHaveLength(1);
 
     const refused = await revoke(member.key, admins[0].id);
     expect(refused.status).toBe(403);
-    expect(refused.body.detail).toBe(`API key '${admins[0].id}' is an admin key: only an admin key (or the operator's) can revoke it; this key's role is member`);
+    expect(refused.body.detail).toBe(
+      `API key '${admins[0].id}' is an admin key: only an admin key (or the operator's) can revoke it; this key's role is member`,
+    );
     expect(await stillWorks(team.key)).toBe(true);
 
     expect((await revoke(member.key, otherMember.id)).status).toBe(200);
@@ -41,19 +45,32 @@ describe('revoking keys by role', () => {
   it('an admin key revokes another admin key', async () => {
     const team = await stack.newTeam('roles-admin');
     const second = await newKey(team.key, 'admin');
-    expect((await revoke(second.key, (await stack.call('GET', '/api-keys', { key: team.key })).body.data.find((k: { name: string }) => k.name === 'roles-admin admin').id)).status).toBe(200);
+    expect(
+      (
+        await revoke(
+          second.key,
+          (
+            await stack.call('GET', '/api-keys', { key: team.key })
+          ).body.data.find((k: { name: string }) => k.name === 'roles-admin admin').id,
+        )
+      ).status,
+    ).toBe(200);
     expect(await stillWorks(team.key)).toBe(false);
     expect(await stillWorks(second.key)).toBe(true);
   });
 
   it("in the operator's team, neither a member nor an admin key can revoke the operator key", async () => {
-    const operatorKey = (await stack.call('GET', '/api-keys')).body.data.find((k: { role: string }) => k.role === 'operator');
+    const operatorKey = (await stack.call('GET', '/api-keys')).body.data.find(
+      (k: { role: string }) => k.role === 'operator',
+    );
     const admin = await newKey(OPERATOR_KEY, 'admin', 'operator-team admin');
     const member = await newKey(OPERATOR_KEY, 'member', 'operator-team member');
     for (const by of [admin.key, member.key]) {
       const refused = await revoke(by, operatorKey.id);
       expect(refused.status).toBe(403);
-      expect(refused.body.detail).toBe(`API key '${operatorKey.id}' is the installation's operator key: only an operator key can revoke it`);
+      expect(refused.body.detail).toBe(
+        `API key '${operatorKey.id}' is the installation's operator key: only an operator key can revoke it`,
+      );
     }
     expect(await stillWorks(OPERATOR_KEY)).toBe(true);
     // the operator still revokes the team's admin keys
@@ -62,7 +79,9 @@ describe('revoking keys by role', () => {
 
   it('declares the 403 in the OpenAPI document', async () => {
     const doc = (await stack.call('GET', '/openapi.json')).body;
-    expect(Object.keys(doc.paths['/api-keys/{id}'].delete.responses)).toEqual(expect.arrayContaining(['200', '403', '404']));
+    expect(Object.keys(doc.paths['/api-keys/{id}'].delete.responses)).toEqual(
+      expect.arrayContaining(['200', '403', '404']),
+    );
     expect(Object.keys(doc.paths['/api-keys'].post.responses)).toEqual(expect.arrayContaining(['201', '403', '409']));
   });
 });

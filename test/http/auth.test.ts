@@ -37,9 +37,15 @@ describe('authentication (docs/reference/decisions.md#authentication)', () => {
   });
 
   it('takes Authorization: Bearer <svc_sk_ key> on /v1/* only', async () => {
-    const onV1 = await stack.call('GET', '/v1/models/sift/gliner2-mini-v1', { key: null, headers: { authorization: `Bearer ${OPERATOR_KEY}` } });
+    const onV1 = await stack.call('GET', '/v1/models/sift/gliner2-mini-v1', {
+      key: null,
+      headers: { authorization: `Bearer ${OPERATOR_KEY}` },
+    });
     expect(onV1.status).toBe(200);
-    const offV1 = await stack.call('GET', '/core/datasets', { key: null, headers: { authorization: `Bearer ${OPERATOR_KEY}` } });
+    const offV1 = await stack.call('GET', '/core/datasets', {
+      key: null,
+      headers: { authorization: `Bearer ${OPERATOR_KEY}` },
+    });
     expect(offV1.status).toBe(401);
   });
 
@@ -49,13 +55,22 @@ describe('authentication (docs/reference/decisions.md#authentication)', () => {
     expect(session.body.token).toMatch(/^sess_/);
     // No authenticated /v1 route exists beside the public ones yet; the core check is what matters.
     const { authenticate } = await import('../../src/core/apiKeys');
-    await expect(authenticate(stack.svc, { path: '/v1/chat/completions', headers: { authorization: `Bearer ${session.body.token}` } })).resolves.toMatchObject({
+    await expect(
+      authenticate(stack.svc, {
+        path: '/v1/chat/completions',
+        headers: { authorization: `Bearer ${session.body.token}` },
+      }),
+    ).resolves.toMatchObject({
       via: 'session',
     });
-    await expect(authenticate(stack.svc, { path: '/v1/chat/completions', headers: { authorization: 'Bearer not-a-session' } })).rejects.toMatchObject({
+    await expect(
+      authenticate(stack.svc, { path: '/v1/chat/completions', headers: { authorization: 'Bearer not-a-session' } }),
+    ).rejects.toMatchObject({
       status: 401,
     });
-    await expect(authenticate(stack.svc, { path: '/v1/chat/completions', headers: { authorization: 'Basic abc' } })).rejects.toMatchObject({ status: 401 });
+    await expect(
+      authenticate(stack.svc, { path: '/v1/chat/completions', headers: { authorization: 'Basic abc' } }),
+    ).rejects.toMatchObject({ status: 401 });
   });
 });
 
@@ -92,7 +107,9 @@ describe('API keys', () => {
 
   it('lets a member create member keys but not admin keys', async () => {
     const member = (await stack.call('POST', '/api-keys', { body: { name: 'member' } })).body.key;
-    expect((await stack.call('POST', '/api-keys', { key: member, body: { name: 'x', role: 'admin' } })).status).toBe(403);
+    expect((await stack.call('POST', '/api-keys', { key: member, body: { name: 'x', role: 'admin' } })).status).toBe(
+      403,
+    );
     expect((await stack.call('POST', '/api-keys', { key: member, body: { name: 'x' } })).status).toBe(201);
   });
 

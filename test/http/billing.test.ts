@@ -24,7 +24,10 @@ afterAll(async () => {
 });
 
 const chat = (key: string, extra: Record<string, unknown> = {}) =>
-  stack.call('POST', '/v1/chat/completions', { key, body: { model: FAKE_MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 100, ...extra } });
+  stack.call('POST', '/v1/chat/completions', {
+    key,
+    body: { model: FAKE_MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 100, ...extra },
+  });
 
 async function newTeam(body: Record<string, unknown>) {
   const res = await stack.call('POST', '/teams', { body: { name: 'billing', ...body } });
@@ -32,7 +35,8 @@ async function newTeam(body: Record<string, unknown>) {
   return { id: res.body.team.id as string, key: res.body.api_key.key as string };
 }
 
-const balanceMicros = async (key: string) => Math.round((await stack.call('GET', '/billing/usage/requests', { key })).body.credit_balance_usd * 1e6);
+const balanceMicros = async (key: string) =>
+  Math.round((await stack.call('GET', '/billing/usage/requests', { key })).body.credit_balance_usd * 1e6);
 
 describe('prepaid credit', () => {
   it('goes down by exactly each billed cost; the request after it is spent gets 402; a top-up lifts it', async () => {
@@ -40,7 +44,10 @@ describe('prepaid credit', () => {
     const team = await newTeam({ credit_balance_usd: 0.0002 }); // 200 micro-USD: 4 requests, the 4th overdraws
     let expected = 200;
     for (let i = 0; i < 4; i++) {
-      const res = await chat(team.key, i % 2 ? { stream: true, stream_options: { include_usage: true } } : { store: false });
+      const res = await chat(
+        team.key,
+        i % 2 ? { stream: true, stream_options: { include_usage: true } } : { store: false },
+      );
       expect(res.status).toBe(200);
       expected -= price;
       expect(await balanceMicros(team.key)).toBe(expected);
@@ -52,7 +59,10 @@ describe('prepaid credit', () => {
     expect(refused.body.detail).toBe('Account out of credits: add credits or change plan');
     expect(refused.body.error.code).toBe('insufficient_quota');
     // native routes answer the same
-    const native = await stack.call('POST', '/inference', { key: team.key, body: { model_id: FAKE_MODEL, task: 'generate', messages: [{ role: 'user', content: 'Hi' }] } });
+    const native = await stack.call('POST', '/inference', {
+      key: team.key,
+      body: { model_id: FAKE_MODEL, task: 'generate', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     expect(native.status).toBe(402);
     expect(native.headers.get('x-should-retry')).toBe('false');
     expect(await balanceMicros(team.key)).toBe(-40); // refused requests cost nothing
@@ -88,7 +98,10 @@ describe('prepaid credit', () => {
     // the team item as the previous release wrote it
     const { teamKey } = await import('../../src/core/recordKeys');
     const { pk, sk } = teamKey(team.id);
-    await stack.svc.records.update(pk, sk, { set: { credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 }, remove: ['credit_balance_micros', 'daily_spend_cap_micros'] });
+    await stack.svc.records.update(pk, sk, {
+      set: { credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 },
+      remove: ['credit_balance_micros', 'daily_spend_cap_micros'],
+    });
     stack.svc.hotPath?.teams.deleteWhere(() => true);
     const listed = (await stack.call('GET', '/teams')).body.data.find((t: any) => t.id === team.id);
     expect(listed).toMatchObject({ credit_balance_usd: 0.0001, daily_spend_cap_usd: 5 });
@@ -127,19 +140,39 @@ describe('prepaid credit', () => {
     expect(badPlan.status).toBe(422);
     expect(badPlan.body.errors[0].loc).toEqual(['body', 'plan']);
     expect((await stack.call('PATCH', `/teams/${team.id}`, { body: {} })).status).toBe(422);
-    expect((await stack.call('PATCH', '/teams/not-a-uuid', { body: { plan: 'pro' } })).body.errors[0].loc).toEqual(['path', 'id']);
-    expect((await stack.call('PATCH', '/teams/00000000-0000-4000-8000-000000000000', { body: { plan: 'pro' } })).status).toBe(404);
-    expect((await stack.call('POST', `/teams/${team.id}/credits`, { key: team.key, body: { amount_usd: 5 } })).status).toBe(403);
-    expect((await stack.call('PATCH', `/teams/${team.id}`, { key: team.key, body: { plan: 'custom' } })).status).toBe(403);
+    expect((await stack.call('PATCH', '/teams/not-a-uuid', { body: { plan: 'pro' } })).body.errors[0].loc).toEqual([
+      'path',
+      'id',
+    ]);
+    expect(
+      (await stack.call('PATCH', '/teams/00000000-0000-4000-8000-000000000000', { body: { plan: 'pro' } })).status,
+    ).toBe(404);
+    expect(
+      (await stack.call('POST', `/teams/${team.id}/credits`, { key: team.key, body: { amount_usd: 5 } })).status,
+    ).toBe(403);
+    expect((await stack.call('PATCH', `/teams/${team.id}`, { key: team.key, body: { plan: 'custom' } })).status).toBe(
+      403,
+    );
 
-    const changed = await stack.call('PATCH', `/teams/${team.id}`, { body: { plan: 'research', daily_spend_cap_usd: 2.5 } });
+    const changed = await stack.call('PATCH', `/teams/${team.id}`, {
+      body: { plan: 'research', daily_spend_cap_usd: 2.5 },
+    });
     expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ id: team.id, plan: 'research', daily_spend_cap_usd: 2.5, credit_balance_usd: 1 });
+    expect(changed.body).toMatchObject({
+      id: team.id,
+      plan: 'research',
+      daily_spend_cap_usd: 2.5,
+      credit_balance_usd: 1,
+    });
     const usage = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
     expect(usage).toMatchObject({ plan: 'research', daily_spend_cap_usd: 2.5 });
     // to arrears and back
-    expect((await stack.call('PATCH', `/teams/${team.id}`, { body: { credit_balance_usd: null } })).body.credit_balance_usd).toBeNull();
-    expect((await stack.call('PATCH', `/teams/${team.id}`, { body: { credit_balance_usd: 0 } })).body.credit_balance_usd).toBe(0);
+    expect(
+      (await stack.call('PATCH', `/teams/${team.id}`, { body: { credit_balance_usd: null } })).body.credit_balance_usd,
+    ).toBeNull();
+    expect(
+      (await stack.call('PATCH', `/teams/${team.id}`, { body: { credit_balance_usd: 0 } })).body.credit_balance_usd,
+    ).toBe(0);
     expect((await chat(team.key)).status).toBe(402);
   });
 
@@ -163,7 +196,12 @@ describe('cancelled streams', () => {
       const res = await fetch(`${stack.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'x-api-key': team.key, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: FAKE_MODEL, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] }),
+        body: JSON.stringify({
+          model: FAKE_MODEL,
+          stream: true,
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'Hi' }],
+        }),
         signal: ac.signal,
       });
       const id = res.headers.get('x-inference-id');
@@ -199,7 +237,11 @@ describe('daily spending cap', () => {
     expect(capped.headers.get('x-ratelimit-reason')).toBe('daily_spend_cap_exceeded');
     expect(capped.headers.get('x-should-retry')).toBe('false');
     const now = Date.now();
-    const midnight = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate() + 1);
+    const midnight = Date.UTC(
+      new Date(now).getUTCFullYear(),
+      new Date(now).getUTCMonth(),
+      new Date(now).getUTCDate() + 1,
+    );
     const retryAfter = Number(capped.headers.get('retry-after'));
     expect(Math.abs(retryAfter - (midnight - now) / 1000)).toBeLessThan(5);
     const usage = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
@@ -221,11 +263,20 @@ describe('usage by model, endpoint, day and request', () => {
       expect(res.status).toBe(200);
       ids.push(extra.stream ? /"id":"chatcmpl-(inf_[^"]+)"/.exec(res.text)![1]! : res.body.inference_id);
     }
-    const completion = await stack.call('POST', '/v1/completions', { key: team.key, body: { model: FAKE_MODEL, prompt: 'One', max_tokens: 100 } });
+    const completion = await stack.call('POST', '/v1/completions', {
+      key: team.key,
+      body: { model: FAKE_MODEL, prompt: 'One', max_tokens: 100 },
+    });
     expect(completion.status).toBe(200);
     const usage = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
     const byModel = usage.today.by_model.find((m: any) => m.model === FAKE_MODEL);
-    expect(byModel).toMatchObject({ requests: 4, input_tokens: 4000, output_tokens: 400, cache_read_tokens: 0, cache_write_tokens: 0 });
+    expect(byModel).toMatchObject({
+      requests: 4,
+      input_tokens: 4000,
+      output_tokens: 400,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+    });
     expect(Math.round(byModel.cost_usd * 1e6)).toBe(4 * price);
     const byEndpoint = Object.fromEntries(usage.today.by_endpoint.map((e: any) => [e.endpoint, e.requests]));
     expect(byEndpoint).toEqual({ '/v1/chat/completions': 3, '/v1/completions': 1 });
@@ -237,12 +288,21 @@ describe('usage by model, endpoint, day and request', () => {
     expect(first.status).toBe(200);
     expect(first.body.data).toHaveLength(3);
     expect(first.body.next_cursor).toEqual(expect.any(String));
-    const rest = await stack.call('GET', `/billing/usage/requests/list?limit=3&cursor=${first.body.next_cursor}`, { key: team.key });
+    const rest = await stack.call('GET', `/billing/usage/requests/list?limit=3&cursor=${first.body.next_cursor}`, {
+      key: team.key,
+    });
     const rows = [...first.body.data, ...rest.body.data];
     expect(rows).toHaveLength(4);
     expect(rows[0].endpoint).toBe('/v1/completions'); // newest first
     for (const id of ids) expect(rows.some((r: any) => r.inference_id === id)).toBe(true);
-    for (const r of rows) expect(r).toMatchObject({ model: FAKE_MODEL, input_tokens: 1000, output_tokens: 100, cost_usd: price / 1e6, at: expect.any(String) });
+    for (const r of rows)
+      expect(r).toMatchObject({
+        model: FAKE_MODEL,
+        input_tokens: 1000,
+        output_tokens: 100,
+        cost_usd: price / 1e6,
+        at: expect.any(String),
+      });
     // another team's cursor or garbage is a named 422
     const bad = await stack.call('GET', '/billing/usage/requests/list?cursor=xyz', { key: team.key });
     expect(bad.status).toBe(422);
@@ -252,31 +312,59 @@ describe('usage by model, endpoint, day and request', () => {
 
 describe('compute is money: training jobs, evaluations, generation and adaptive cycles (issue #25 item 2)', () => {
   const MINI = 'sift/gliner2-mini-v1';
-  const rows = jsonl([{ text: 'Tim Cook runs Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]);
+  const rows = jsonl([
+    {
+      text: 'Tim Cook runs Apple.',
+      entities: [
+        ['Tim Cook', 'person'],
+        ['Apple', 'company'],
+      ],
+    },
+  ]);
 
   /** A team with a ready dataset and a project serving a complete job: everything each kind of compute needs to pass validation. */
   async function computeTeam(body: Record<string, unknown>) {
     const team = await newTeam(body);
     // the model store's manifest is all validation looks at (nothing here runs the engine)
-    await stack.svc.blobs.put(`models/${MINI}/manifest.json`, JSON.stringify({ format: 'sift-model/1', family: 'encoder', files: { onnx_dir: 'onnx/' } }));
+    await stack.svc.blobs.put(
+      `models/${MINI}/manifest.json`,
+      JSON.stringify({ format: 'sift-model/1', family: 'encoder', files: { onnx_dir: 'onnx/' } }),
+    );
     expect((await stack.uploadDataset('people', rows, { key: team.key })).status).toBe('ready');
     const job = await seedCompleteEncoderJob(stack, team.id, 'people');
     expect((await stack.call('POST', '/projects', { key: team.key, body: { name: 'support' } })).status).toBe(201);
-    expect((await stack.call('POST', '/projects/support/deployments', { key: team.key, body: { training_job_id: job.id } })).status).toBe(201);
+    expect(
+      (await stack.call('POST', '/projects/support/deployments', { key: team.key, body: { training_job_id: job.id } }))
+        .status,
+    ).toBe(201);
     return { ...team, jobId: job.id };
   }
 
   /** One request per kind of compute, as a client sends it. */
   const startEach = (key: string) => ({
-    'POST /core/training-jobs': () => stack.call('POST', '/core/training-jobs', { key, body: { model_name: 'm', base_model: MINI, datasets: [{ name: 'people' }] } }),
-    'POST /core/evaluations': () => stack.call('POST', '/core/evaluations', { key, body: { base_model: MINI, dataset_name: 'people' } }),
-    'POST /generate': () => stack.call('POST', '/generate', { key, body: { task_type: 'classification', dataset_name: 'gen', num_examples: 10, labels: ['a', 'b'] } }),
+    'POST /core/training-jobs': () =>
+      stack.call('POST', '/core/training-jobs', {
+        key,
+        body: { model_name: 'm', base_model: MINI, datasets: [{ name: 'people' }] },
+      }),
+    'POST /core/evaluations': () =>
+      stack.call('POST', '/core/evaluations', { key, body: { base_model: MINI, dataset_name: 'people' } }),
+    'POST /generate': () =>
+      stack.call('POST', '/generate', {
+        key,
+        body: { task_type: 'classification', dataset_name: 'gen', num_examples: 10, labels: ['a', 'b'] },
+      }),
     'POST /projects/{id}/adaptive-cycles': () => stack.call('POST', '/projects/support/adaptive-cycles', { key }),
   });
 
   async function created(key: string) {
     const list = async (path: string) => (await stack.call('GET', path, { key })).body.data.length as number;
-    return { jobs: await list('/core/training-jobs'), evaluations: await list('/core/evaluations'), generations: await list('/generate/jobs'), cycles: await list('/projects/support/adaptive-cycles') };
+    return {
+      jobs: await list('/core/training-jobs'),
+      evaluations: await list('/core/evaluations'),
+      generations: await list('/generate/jobs'),
+      cycles: await list('/projects/support/adaptive-cycles'),
+    };
   }
 
   it('a team out of credit gets 402 for each kind, and nothing is created', async () => {
@@ -302,7 +390,11 @@ describe('compute is money: training jobs, evaluations, generation and adaptive 
     const before = await created(team.key);
     for (const [route, start] of Object.entries(startEach(team.key))) {
       const res = await start();
-      expect({ route, status: res.status, reason: res.headers.get('x-ratelimit-reason') }).toEqual({ route, status: 429, reason: 'daily_spend_cap_exceeded' });
+      expect({ route, status: res.status, reason: res.headers.get('x-ratelimit-reason') }).toEqual({
+        route,
+        status: 429,
+        reason: 'daily_spend_cap_exceeded',
+      });
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     }
     expect(await created(team.key)).toEqual(before);
@@ -315,15 +407,21 @@ describe('compute is money: training jobs, evaluations, generation and adaptive 
     const id = res.body.id as string;
     await transitionJob(stack.svc, team.id, id, 'running', { instance_type: 'local' });
     await transitionJob(stack.svc, team.id, id, 'complete', { compute_seconds: 120 });
-    await expect(transitionJob(stack.svc, team.id, id, 'complete', { compute_seconds: 120 })).rejects.toThrow(/is complete/);
+    await expect(transitionJob(stack.svc, team.id, id, 'complete', { compute_seconds: 120 })).rejects.toThrow(
+      /is complete/,
+    );
     const cost = trainingCostMicros('local', 120);
     const list = (await stack.call('GET', '/billing/usage/requests/list', { key: team.key })).body.data;
-    expect(list.filter((r: any) => r.inference_id === id)).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', model: id, cost_usd: cost / 1e6 })]);
+    expect(list.filter((r: any) => r.inference_id === id)).toEqual([
+      expect.objectContaining({ endpoint: '/core/training-jobs', model: id, cost_usd: cost / 1e6 }),
+    ]);
     // the seeded (deployed) job ran for a few milliseconds: billed too, as its own row
     expect(list.map((r: any) => r.inference_id).sort()).toEqual([id, team.jobId].sort());
     const spent = list.reduce((n: number, r: any) => n + Math.round(r.cost_usd * 1e6), 0);
     const usage = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
-    expect(usage.today.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', requests: 2 })]);
+    expect(usage.today.by_endpoint).toEqual([
+      expect.objectContaining({ endpoint: '/core/training-jobs', requests: 2 }),
+    ]);
     expect(Math.round(usage.today.by_endpoint[0].cost_usd * 1e6)).toBe(spent);
     expect(usage.today.by_model.find((m: any) => m.model === id)).toMatchObject({ requests: 1, cost_usd: cost / 1e6 });
     expect(Math.round(usage.credit_balance_usd * 1e6)).toBe(1_000_000 - spent);
@@ -333,9 +431,11 @@ describe('compute is money: training jobs, evaluations, generation and adaptive 
     expect(shown.instance_type).toBeUndefined();
   });
 
-  it('of cap + 3 training jobs created at once, exactly the plan\'s cap is accepted; the rest get 429 concurrent_jobs', async () => {
+  it("of cap + 3 training jobs created at once, exactly the plan's cap is accepted; the rest get 429 concurrent_jobs", async () => {
     const team = await computeTeam({ plan: 'free' }); // Free: one at a time
-    const results = await Promise.all(Array.from({ length: 4 }, () => startEach(team.key)['POST /core/training-jobs']()));
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => startEach(team.key)['POST /core/training-jobs']()),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 429, 429, 429]);
     for (const r of results.filter((x) => x.status === 429)) {
       expect(r.headers.get('x-ratelimit-reason')).toBe('concurrent_jobs');
@@ -357,7 +457,10 @@ describe('compute is money: training jobs, evaluations, generation and adaptive 
       ['/generate', 'post'],
       ['/projects/{id}/adaptive-cycles', 'post'],
     ] as const) {
-      expect({ path, statuses: Object.keys(doc.paths[path][method].responses) }).toEqual({ path, statuses: expect.arrayContaining(['402', '429']) });
+      expect({ path, statuses: Object.keys(doc.paths[path][method].responses) }).toEqual({
+        path,
+        statuses: expect.arrayContaining(['402', '429']),
+      });
       expect(doc.paths[path][method].responses['429'].description).toMatch(/concurrent_jobs/);
     }
   });

@@ -12,7 +12,10 @@ describe('GET /billing/usage/requests', () => {
     const team = await stack.newTeam('billing');
     const before = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
     await stack.call('GET', '/projects', { key: team.key });
-    await stack.call('POST', '/core/training-jobs', { key: team.key, body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'x' }] } });
+    await stack.call('POST', '/core/training-jobs', {
+      key: team.key,
+      body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'x' }] },
+    });
     const after = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body;
     // The first usage read itself counts too.
     expect(after.today.requests - before.today.requests).toBe(3);

@@ -20,16 +20,29 @@ let counter = 0;
 const uniq = (base: string) => `${base}-${++counter}`;
 
 async function reserve(name: string, extra: Record<string, unknown> = {}, key?: string) {
-  const res = await stack.call('POST', '/core/datasets/upload/url', { ...(key ? { key } : {}), body: { dataset_name: name, file_name: 'rows.jsonl', ...extra } });
+  const res = await stack.call('POST', '/core/datasets/upload/url', {
+    ...(key ? { key } : {}),
+    body: { dataset_name: name, file_name: 'rows.jsonl', ...extra },
+  });
   expect(res.status).toBe(200);
-  return res.body as { upload_url: string; version: number; dataset_name: string; status: string; expires_in: number; method: string };
+  return res.body as {
+    upload_url: string;
+    version: number;
+    dataset_name: string;
+    status: string;
+    expires_in: number;
+    method: string;
+  };
 }
 async function put(url: string, body: string | Buffer) {
   const res = await fetch(url, { method: 'PUT', body });
   expect(res.status).toBe(200);
 }
 const processCall = (name: string, version?: number, key?: string) =>
-  stack.call('POST', '/core/datasets/upload/process', { ...(key ? { key } : {}), body: { dataset_name: name, ...(version ? { version } : {}) } });
+  stack.call('POST', '/core/datasets/upload/process', {
+    ...(key ? { key } : {}),
+    body: { dataset_name: name, ...(version ? { version } : {}) },
+  });
 async function settle(name: string, version: number, key?: string) {
   await stack.service.idle();
   const res = await stack.call('GET', `/core/datasets/${name}/${version}`, key ? { key } : {});
@@ -41,23 +54,42 @@ const report = async (name: string, version: number) => {
   expect(res.status).toBe(200);
   return res.body;
 };
-const upload = (name: string, content: string | Buffer, fileName = 'rows.jsonl') => stack.uploadDataset(name, content, { fileName });
+const upload = (name: string, content: string | Buffer, fileName = 'rows.jsonl') =>
+  stack.uploadDataset(name, content, { fileName });
 const messagesOf = (v: any) => v.errors.map((e: any) => e.message).join('\n');
 
 describe('upload → process → ready, per format', () => {
   it('JSONL with every encoder head: ready, with the derived vocabulary, types and structures', async () => {
     const name = uniq('encoder');
     const rows = [
-      { text: 'Tim Cook runs Apple in Cupertino.', labels: ['business', 'tech'], entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, ['Apple', 'company']] },
-      { text: 'Apple employs Tim Cook.', labels: ['business'], relations: [{ relation: 'employs', head: 'Apple', tail: 'Tim Cook' }] },
+      {
+        text: 'Tim Cook runs Apple in Cupertino.',
+        labels: ['business', 'tech'],
+        entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, ['Apple', 'company']],
+      },
+      {
+        text: 'Apple employs Tim Cook.',
+        labels: ['business'],
+        relations: [{ relation: 'employs', head: 'Apple', tail: 'Tim Cook' }],
+      },
       {
         text: 'Two large pizzas and a small salad to 12 Main St.',
         labels: ['food'],
-        json_structures: [{ order: { item: 'pizzas', sizes: ['large'] } }, { order: { item: 'salad', sizes: ['small'] } }, { address: { street: '12 Main St' } }],
+        json_structures: [
+          { order: { item: 'pizzas', sizes: ['large'] } },
+          { order: { item: 'salad', sizes: ['small'] } },
+          { address: { street: '12 Main St' } },
+        ],
       },
     ];
     const url = await reserve(name);
-    expect(url).toMatchObject({ dataset_name: name, version: 1, status: 'pending_upload', method: 'PUT', expires_in: 3600 });
+    expect(url).toMatchObject({
+      dataset_name: name,
+      version: 1,
+      status: 'pending_upload',
+      method: 'PUT',
+      expires_in: 3600,
+    });
     // The upload goes to storage, not to the API: no key on the PUT.
     expect(url.upload_url.startsWith(stack.url)).toBe(false);
     await put(url.upload_url, jsonl(rows));
@@ -75,7 +107,10 @@ describe('upload → process → ready, per format', () => {
       label_vocabulary: ['business', 'food', 'tech'],
       entity_types: ['company', 'person'],
       relation_types: ['employs'],
-      structures: { order: { item: { dtype: 'str' }, sizes: { dtype: 'list' } }, address: { street: { dtype: 'str' } } },
+      structures: {
+        order: { item: { dtype: 'str' }, sizes: { dtype: 'list' } },
+        address: { street: { dtype: 'str' } },
+      },
       errors: [],
       error_count: 0,
       size_bytes: Buffer.byteLength(jsonl(rows)),
@@ -85,32 +120,79 @@ describe('upload → process → ready, per format', () => {
     // The normalized rows are published for trainers: shorthand entities become objects.
     const rowsKey = (await stack.svc.blobs.list('datasets/')).find((k) => k.endsWith(`/${name}/v1/rows.jsonl`));
     expect(rowsKey).toBeDefined();
-    const published = (await stack.svc.blobs.getText(rowsKey!)).trim().split('\n').map((l) => JSON.parse(l));
+    const published = (await stack.svc.blobs.getText(rowsKey!))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(published).toHaveLength(3);
-    expect(published[0].entities).toEqual([{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Apple', label: 'company' }]);
+    expect(published[0].entities).toEqual([
+      { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
+      { text: 'Apple', label: 'company' },
+    ]);
     expect(published[2].json_structures).toEqual(rows[2]!.json_structures);
     // Readable as a dataset and in the list.
     const ds = await stack.call('GET', `/core/datasets/${name}`);
-    expect(ds.body).toMatchObject({ name, version: 1, status: 'ready', versions: [{ version: 1, status: 'ready', row_count: 3 }] });
+    expect(ds.body).toMatchObject({
+      name,
+      version: 1,
+      status: 'ready',
+      versions: [{ version: 1, status: 'ready', row_count: 3 }],
+    });
     const list = await stack.call('GET', '/core/datasets');
     expect(list.body.data.find((d: any) => d.name === name)).toMatchObject({ status: 'ready', version: 1 });
   });
 
   it('a .json array file', async () => {
     const name = uniq('json-array');
-    const v = await upload(name, JSON.stringify([{ text: 'good film', label: 'positive' }, { text: 'bad film', label: 'negative' }]), 'data.json');
-    expect(v).toMatchObject({ status: 'ready', file_name: 'data.json', row_count: 2, task_types: ['classification'], label_vocabulary: ['negative', 'positive'] });
+    const v = await upload(
+      name,
+      JSON.stringify([
+        { text: 'good film', label: 'positive' },
+        { text: 'bad film', label: 'negative' },
+      ]),
+      'data.json',
+    );
+    expect(v).toMatchObject({
+      status: 'ready',
+      file_name: 'data.json',
+      row_count: 2,
+      task_types: ['classification'],
+      label_vocabulary: ['negative', 'positive'],
+    });
     const bad = await upload(uniq('json-object'), JSON.stringify({ text: 'x', label: 'y' }), 'data.json');
-    expect(bad).toMatchObject({ status: 'failed', errors: [{ row: null, field: null, message: expect.stringMatching(/must be an array/) }] });
+    expect(bad).toMatchObject({
+      status: 'failed',
+      errors: [{ row: null, field: null, message: expect.stringMatching(/must be an array/) }],
+    });
   });
 
   it('CSV text,label; labels as a|b or a JSON array; quoted commas and newlines', async () => {
-    const single = await upload(uniq('csv'), 'text,label\r\n"Great, really great",positive\r\n"so\nbad",negative\r\n', 'rows.csv');
-    expect(single).toMatchObject({ status: 'ready', row_count: 2, task_types: ['classification'], label_vocabulary: ['negative', 'positive'] });
-    const multi = await upload(uniq('csv-multi'), 'text,labels\nrain and wind,weather|outdoors\nsunny beach,"[""weather"",""travel""]"\n', 'multi.csv');
-    expect(multi).toMatchObject({ status: 'ready', task_types: ['multi_label_classification'], label_vocabulary: ['outdoors', 'travel', 'weather'] });
+    const single = await upload(
+      uniq('csv'),
+      'text,label\r\n"Great, really great",positive\r\n"so\nbad",negative\r\n',
+      'rows.csv',
+    );
+    expect(single).toMatchObject({
+      status: 'ready',
+      row_count: 2,
+      task_types: ['classification'],
+      label_vocabulary: ['negative', 'positive'],
+    });
+    const multi = await upload(
+      uniq('csv-multi'),
+      'text,labels\nrain and wind,weather|outdoors\nsunny beach,"[""weather"",""travel""]"\n',
+      'multi.csv',
+    );
+    expect(multi).toMatchObject({
+      status: 'ready',
+      task_types: ['multi_label_classification'],
+      label_vocabulary: ['outdoors', 'travel', 'weather'],
+    });
     const unknown = await upload(uniq('csv-extra'), 'text,label,score\nhello,greeting,0.9\n', 'x.csv');
-    expect(unknown).toMatchObject({ status: 'failed', errors: [{ row: 1, field: 'score', message: expect.stringMatching(/unknown column/) }] });
+    expect(unknown).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 1, field: 'score', message: expect.stringMatching(/unknown column/) }],
+    });
     const noText = await upload(uniq('csv-notext'), 'body,label\nhello,greeting\n', 'x.csv');
     expect(noText.status).toBe('failed');
     expect(noText.errors.map((e: any) => e.field)).toEqual(expect.arrayContaining(['body', 'text']));
@@ -120,19 +202,47 @@ describe('upload → process → ready, per format', () => {
 describe('row rules (docs/reference/decisions.md#dataset-rows)', () => {
   it('entities: code-point offsets with emoji pass; UTF-16 offsets fail naming the entity', async () => {
     const text = '🎉🎉 Tim Cook 👍 runs Apple';
-    const good = await upload(uniq('emoji'), jsonl([{ text, entities: [{ text: 'Tim Cook', label: 'person', start: 3, end: 11 }, { text: 'Apple', label: 'company', start: 19, end: 24 }] }]));
+    const good = await upload(
+      uniq('emoji'),
+      jsonl([
+        {
+          text,
+          entities: [
+            { text: 'Tim Cook', label: 'person', start: 3, end: 11 },
+            { text: 'Apple', label: 'company', start: 19, end: 24 },
+          ],
+        },
+      ]),
+    );
     expect(good).toMatchObject({ status: 'ready', task_types: ['ner'], entity_types: ['company', 'person'] });
-    const bad = await upload(uniq('emoji-utf16'), jsonl([{ text, entities: [{ text: 'Tim Cook', label: 'person', start: 5, end: 13 }] }]));
-    expect(bad).toMatchObject({ status: 'failed', error_count: 1, errors: [{ row: 1, field: 'entities[0]', message: expect.stringMatching(/code points/) }] });
+    const bad = await upload(
+      uniq('emoji-utf16'),
+      jsonl([{ text, entities: [{ text: 'Tim Cook', label: 'person', start: 5, end: 13 }] }]),
+    );
+    expect(bad).toMatchObject({
+      status: 'failed',
+      error_count: 1,
+      errors: [{ row: 1, field: 'entities[0]', message: expect.stringMatching(/code points/) }],
+    });
   });
 
   it('[text, label] shorthand and relations must be verbatim substrings', async () => {
     const v = await upload(
       uniq('verbatim'),
       jsonl([
-        { text: 'Tim Cook works for Apple.', entities: [['Tim Cook', 'person'], ['apple', 'company']] },
+        {
+          text: 'Tim Cook works for Apple.',
+          entities: [
+            ['Tim Cook', 'person'],
+            ['apple', 'company'],
+          ],
+        },
         { text: 'Tim Cook works for Apple.', relations: [{ relation: 'works for', head: 'Tim Cook', tail: 'Google' }] },
-        { text: 'Tim Cook works for Apple.', relations: [{ relation: 'works for', head: 'Tim Cook', tail: 'Apple' }], entities: [['Apple', 'company']] },
+        {
+          text: 'Tim Cook works for Apple.',
+          relations: [{ relation: 'works for', head: 'Tim Cook', tail: 'Apple' }],
+          entities: [['Apple', 'company']],
+        },
       ]),
     );
     expect(v.status).toBe('failed');
@@ -154,16 +264,34 @@ describe('row rules (docs/reference/decisions.md#dataset-rows)', () => {
     );
     expect(v.status).toBe('failed');
     expect(v.errors).toEqual([
-      { row: 1, field: 'json_structures[0].order.sizes[1]', message: expect.stringMatching(/'medium' is not a verbatim substring/) },
+      {
+        row: 1,
+        field: 'json_structures[0].order.sizes[1]',
+        message: expect.stringMatching(/'medium' is not a verbatim substring/),
+      },
       { row: 2, field: 'json_structures[0].order.item', message: expect.stringMatching(/'burger'/) },
     ]);
   });
 
   it('label xor labels: within a row, and across the dataset (docs/reference/decisions.md#dataset-rows rule 4)', async () => {
     const inRow = await upload(uniq('both'), jsonl([{ text: 'a', label: 'x', labels: ['x'] }]));
-    expect(inRow).toMatchObject({ status: 'failed', errors: [{ row: 1, field: 'label', message: expect.stringMatching(/not both/) }] });
-    const across = await upload(uniq('mixed-labels'), jsonl([{ text: 'a', label: 'x' }, { text: 'b', label: 'y' }, { text: 'c', labels: ['x', 'z'] }]));
-    expect(across).toMatchObject({ status: 'failed', error_count: 1, errors: [{ row: 3, field: 'labels', message: expect.stringMatching(/mixes 'label'/) }] });
+    expect(inRow).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 1, field: 'label', message: expect.stringMatching(/not both/) }],
+    });
+    const across = await upload(
+      uniq('mixed-labels'),
+      jsonl([
+        { text: 'a', label: 'x' },
+        { text: 'b', label: 'y' },
+        { text: 'c', labels: ['x', 'z'] },
+      ]),
+    );
+    expect(across).toMatchObject({
+      status: 'failed',
+      error_count: 1,
+      errors: [{ row: 3, field: 'labels', message: expect.stringMatching(/mixes 'label'/) }],
+    });
   });
 
   it('a structure field that is a str in one row and a list in another fails', async () => {
@@ -174,48 +302,102 @@ describe('row rules (docs/reference/decisions.md#dataset-rows)', () => {
         { text: 'small salad', json_structures: [{ order: { size: ['small'] } }] },
       ]),
     );
-    expect(v).toMatchObject({ status: 'failed', errors: [{ row: 2, field: 'json_structures.order.size', message: 'is a list here but a str in earlier rows' }] });
+    expect(v).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 2, field: 'json_structures.order.size', message: 'is a list here but a str in earlier rows' }],
+    });
   });
 
   it('unknown columns fail, named', async () => {
     const v = await upload(uniq('unknown-col'), jsonl([{ text: 'a', label: 'x', lable: 'y' }]));
-    expect(v).toMatchObject({ status: 'failed', errors: [{ row: 1, field: 'lable', message: expect.stringMatching(/unknown column 'lable'/) }] });
+    expect(v).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 1, field: 'lable', message: expect.stringMatching(/unknown column 'lable'/) }],
+    });
   });
 
   it('decoder rows: messages (sft), dpo and grpo datasets are ready', async () => {
     const sft = await upload(
       uniq('sft'),
       jsonl([
-        { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] },
-        { messages: [{ role: 'system', content: [{ type: 'text', text: 'be brief' }] }, { role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }] },
+        {
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: 'hello' },
+          ],
+        },
+        {
+          messages: [
+            { role: 'system', content: [{ type: 'text', text: 'be brief' }] },
+            { role: 'user', content: 'q' },
+            { role: 'assistant', content: 'a' },
+          ],
+        },
       ]),
     );
     expect(sft).toMatchObject({ status: 'ready', task_types: ['sft'], row_count: 2, label_vocabulary: [] });
-    expect((await upload(uniq('dpo'), jsonl([{ prompt: 'p', chosen: 'good', rejected: 'bad' }]))).task_types).toEqual(['dpo']);
-    expect((await upload(uniq('grpo'), jsonl([{ prompt: '2+2?', answer: '4' }, { prompt: 'free' }]))).task_types).toEqual(['grpo']);
-    const badChat = await upload(uniq('bad-chat'), jsonl([{ messages: [{ role: 'user', content: 'only a question' }] }]));
-    expect(badChat).toMatchObject({ status: 'failed', errors: [{ row: 1, field: 'messages', message: expect.stringMatching(/assistant/) }] });
+    expect((await upload(uniq('dpo'), jsonl([{ prompt: 'p', chosen: 'good', rejected: 'bad' }]))).task_types).toEqual([
+      'dpo',
+    ]);
+    expect(
+      (await upload(uniq('grpo'), jsonl([{ prompt: '2+2?', answer: '4' }, { prompt: 'free' }]))).task_types,
+    ).toEqual(['grpo']);
+    const badChat = await upload(
+      uniq('bad-chat'),
+      jsonl([{ messages: [{ role: 'user', content: 'only a question' }] }]),
+    );
+    expect(badChat).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 1, field: 'messages', message: expect.stringMatching(/assistant/) }],
+    });
   });
 
   it('mixing encoder and decoder rows, or decoder kinds, fails', async () => {
-    const mixed = await upload(uniq('enc-dec'), jsonl([{ text: 'a', label: 'x' }, { prompt: 'p', answer: 'a' }]));
-    expect(mixed).toMatchObject({ status: 'failed', errors: [{ row: null, field: null, message: expect.stringMatching(/mixes encoder rows/) }] });
+    const mixed = await upload(
+      uniq('enc-dec'),
+      jsonl([
+        { text: 'a', label: 'x' },
+        { prompt: 'p', answer: 'a' },
+      ]),
+    );
+    expect(mixed).toMatchObject({
+      status: 'failed',
+      errors: [{ row: null, field: null, message: expect.stringMatching(/mixes encoder rows/) }],
+    });
     const inRow = await upload(uniq('enc-dec-row'), jsonl([{ text: 'a', label: 'x', prompt: 'p' }]));
-    expect(inRow).toMatchObject({ status: 'failed', errors: [{ row: 1, message: expect.stringMatching(/mixes encoder columns/) }] });
-    const kinds = await upload(uniq('dpo-grpo'), jsonl([{ prompt: 'p', chosen: 'a', rejected: 'b' }, { prompt: 'q', answer: 'c' }]));
-    expect(kinds).toMatchObject({ status: 'failed', errors: [{ row: null, message: 'the dataset mixes decoder row kinds: dpo, grpo' }] });
+    expect(inRow).toMatchObject({
+      status: 'failed',
+      errors: [{ row: 1, message: expect.stringMatching(/mixes encoder columns/) }],
+    });
+    const kinds = await upload(
+      uniq('dpo-grpo'),
+      jsonl([
+        { prompt: 'p', chosen: 'a', rejected: 'b' },
+        { prompt: 'q', answer: 'c' },
+      ]),
+    );
+    expect(kinds).toMatchObject({
+      status: 'failed',
+      errors: [{ row: null, message: 'the dataset mixes decoder row kinds: dpo, grpo' }],
+    });
   });
 
   it('an empty file fails with "no rows"', async () => {
     const v = await upload(uniq('empty'), '\n\n');
-    expect(v).toMatchObject({ status: 'failed', row_count: 0, errors: [{ row: null, message: 'the dataset has no rows' }] });
+    expect(v).toMatchObject({
+      status: 'failed',
+      row_count: 0,
+      errors: [{ row: null, message: 'the dataset has no rows' }],
+    });
   });
 });
 
 describe('the validation report', () => {
   it('lists every row error: 300 bad rows → 300 in the report, the first 100 on the record', async () => {
     const name = uniq('many-bad');
-    const rows = Array.from({ length: 320 }, (_, i) => (i % 16 === 15 ? { text: `ok ${i}`, label: 'x' } : { text: `row ${i}`, label: 'x', colour: 'red' }));
+    const rows = Array.from({ length: 320 }, (_, i) =>
+      i % 16 === 15 ? { text: `ok ${i}`, label: 'x' } : { text: `row ${i}`, label: 'x', colour: 'red' },
+    );
     expect(rows.filter((r) => 'colour' in r)).toHaveLength(300);
     const v = await upload(name, jsonl(rows));
     expect(v.status).toBe('failed');
@@ -233,7 +415,13 @@ describe('the validation report', () => {
   it('for a ready version the report is empty', async () => {
     const name = uniq('clean');
     await upload(name, jsonl([{ text: 'a', label: 'x' }]));
-    expect(await report(name, 1)).toEqual({ dataset_name: name, version: 1, status: 'ready', error_count: 0, errors: [] });
+    expect(await report(name, 1)).toEqual({
+      dataset_name: name,
+      version: 1,
+      status: 'ready',
+      error_count: 0,
+      errors: [],
+    });
   });
 
   it('a version whose processing crashed reads as failed, and its report says why', async () => {
@@ -242,10 +430,19 @@ describe('the validation report', () => {
     const url = await reserve(name, {}, team.key);
     // The worker is handed a version whose file is gone (e.g. removed from the bucket by hand).
     await stack.svc.records.update(`TEAM#${team.teamId}`, `DSV#${name}#000001`, { set: { status: 'processing' } });
-    const message: WorkMessage = { type: 'dataset.process', team_id: team.teamId, dataset_name: name, version: url.version };
+    const message: WorkMessage = {
+      type: 'dataset.process',
+      team_id: team.teamId,
+      dataset_name: name,
+      version: url.version,
+    };
     await expect(handleWorkMessage(stack.svc, message)).rejects.toThrow();
     const v = await settle(name, 1, team.key);
-    expect(v).toMatchObject({ status: 'failed', error_count: 1, errors: [{ row: null, field: null, message: expect.stringMatching(/^processing failed/) }] });
+    expect(v).toMatchObject({
+      status: 'failed',
+      error_count: 1,
+      errors: [{ row: null, field: null, message: expect.stringMatching(/^processing failed/) }],
+    });
     const r = await stack.call('GET', `/core/datasets/${name}/1/report`, { key: team.key });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'failed', error_count: 1, errors: v.errors });
@@ -267,9 +464,17 @@ describe('bad input', () => {
       { row: 4, field: 'oops', message: expect.any(String) },
     ]);
     expect(v.row_count).toBe(2);
-    const json = await upload(uniq('latin1-json'), Buffer.concat([Buffer.from('[{"text":"'), latin1, Buffer.from('","label":"x"}]')]), 'd.json');
+    const json = await upload(
+      uniq('latin1-json'),
+      Buffer.concat([Buffer.from('[{"text":"'), latin1, Buffer.from('","label":"x"}]')]),
+      'd.json',
+    );
     expect(json).toMatchObject({ status: 'failed', errors: [{ row: null, message: 'file is not valid UTF-8 text' }] });
-    const csv = await upload(uniq('latin1-csv'), Buffer.concat([Buffer.from('text,label\n'), latin1, Buffer.from(',x\n')]), 'd.csv');
+    const csv = await upload(
+      uniq('latin1-csv'),
+      Buffer.concat([Buffer.from('text,label\n'), latin1, Buffer.from(',x\n')]),
+      'd.csv',
+    );
     expect(csv).toMatchObject({ status: 'failed', errors: [{ message: 'CSV: file is not valid UTF-8 text' }] });
   });
 
@@ -279,7 +484,9 @@ describe('bad input', () => {
     const body = Buffer.concat([
       Buffer.from('{"text":"first","label":"a"}\n{"text":"'),
       big,
-      Buffer.from('","label":"b"}\n{"text":"third","label":"c"}\n{"text":"fourth","label":"d","extra":true}\n{"text":"fifth","label":"e"}\n'),
+      Buffer.from(
+        '","label":"b"}\n{"text":"third","label":"c"}\n{"text":"fourth","label":"d","extra":true}\n{"text":"fifth","label":"e"}\n',
+      ),
     ]);
     const v = await upload(name, body);
     expect(v.status).toBe('failed');
@@ -302,7 +509,10 @@ describe('bad input', () => {
 
   it('truncated upload: the signed size refuses a short PUT; a short object storage holds anyway → 409, version stays pending_upload; a full re-PUT then works', async () => {
     const name = uniq('truncated');
-    const content = jsonl([{ text: 'one', label: 'a' }, { text: 'two', label: 'b' }]);
+    const content = jsonl([
+      { text: 'one', label: 'a' },
+      { text: 'two', label: 'b' },
+    ]);
     const url = await reserve(name, { size_bytes: Buffer.byteLength(content) });
     // the declared size is signed into the URL: storage itself refuses another length
     expect((await fetch(url.upload_url, { method: 'PUT', body: content.slice(0, 20) })).status).toBe(403);
@@ -316,7 +526,11 @@ describe('bad input', () => {
     expect((await stack.call('GET', `/core/datasets/${name}/1`)).body.status).toBe('pending_upload');
     await put(url.upload_url, content);
     expect((await processCall(name, url.version)).status).toBe(202);
-    expect(await settle(name, 1)).toMatchObject({ status: 'ready', row_count: 2, size_bytes: Buffer.byteLength(content) });
+    expect(await settle(name, 1)).toMatchObject({
+      status: 'ready',
+      row_count: 2,
+      size_bytes: Buffer.byteLength(content),
+    });
   });
 
   it('declared sha256: a mismatch fails the version, a match is ready', async () => {
@@ -329,7 +543,10 @@ describe('bad input', () => {
     await put(url.upload_url, content.replace('one', 'two'));
     expect((await processCall(name)).status).toBe(202);
     const bad = await settle(name, 1);
-    expect(bad).toMatchObject({ status: 'failed', errors: [{ row: null, message: expect.stringMatching(/sha256 .* not the declared/) }] });
+    expect(bad).toMatchObject({
+      status: 'failed',
+      errors: [{ row: null, message: expect.stringMatching(/sha256 .* not the declared/) }],
+    });
   });
 
   it('process before the PUT → 409; processing twice → 409; unknown dataset → 404', async () => {
@@ -350,7 +567,9 @@ describe('bad input', () => {
   });
 
   it('a declared size over the dataset limit → 413', async () => {
-    const res = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: uniq('huge'), file_name: 'a.jsonl', size_bytes: 513 * 1024 * 1024 } });
+    const res = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: uniq('huge'), file_name: 'a.jsonl', size_bytes: 513 * 1024 * 1024 },
+    });
     expect(res.status).toBe(413);
     expect(res.body.detail).toMatch(/limit/);
   });
@@ -360,15 +579,30 @@ describe('names, versions and request validation', () => {
   it('a duplicate name → 409; new_version: true → version 2, and both versions stay readable', async () => {
     const name = uniq('versions');
     await upload(name, jsonl([{ text: 'a', label: 'x' }]));
-    const dup = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: name, file_name: 'rows.jsonl' } });
+    const dup = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: name, file_name: 'rows.jsonl' },
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.detail).toMatch(/new_version/);
-    const v2 = await stack.uploadDataset(name, jsonl([{ text: 'b', label: 'y' }, { text: 'c', label: 'z' }]), { newVersion: true });
+    const v2 = await stack.uploadDataset(
+      name,
+      jsonl([
+        { text: 'b', label: 'y' },
+        { text: 'c', label: 'z' },
+      ]),
+      { newVersion: true },
+    );
     expect(v2).toMatchObject({ version: 2, status: 'ready', label_vocabulary: ['y', 'z'] });
     const ds = await stack.call('GET', `/core/datasets/${name}`);
     expect(ds.body).toMatchObject({ version: 2, row_count: 2 });
-    expect(ds.body.versions.map((v: any) => [v.version, v.status])).toEqual([[1, 'ready'], [2, 'ready']]);
-    expect((await stack.call('GET', `/core/datasets/${name}/1`)).body).toMatchObject({ version: 1, label_vocabulary: ['x'] });
+    expect(ds.body.versions.map((v: any) => [v.version, v.status])).toEqual([
+      [1, 'ready'],
+      [2, 'ready'],
+    ]);
+    expect((await stack.call('GET', `/core/datasets/${name}/1`)).body).toMatchObject({
+      version: 1,
+      label_vocabulary: ['x'],
+    });
     // process without a version picks the newest one
     const v3 = await reserve(name, { new_version: true });
     expect(v3.version).toBe(3);
@@ -381,7 +615,11 @@ describe('names, versions and request validation', () => {
     const name = uniq('fresh');
     expect((await reserve(name, { new_version: true })).version).toBe(1);
     const many = await Promise.all(
-      Array.from({ length: 6 }, () => stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: name, file_name: 'rows.jsonl', new_version: true } })),
+      Array.from({ length: 6 }, () =>
+        stack.call('POST', '/core/datasets/upload/url', {
+          body: { dataset_name: name, file_name: 'rows.jsonl', new_version: true },
+        }),
+      ),
     );
     expect(many.map((r) => r.status)).toEqual(Array(6).fill(200));
     expect(many.map((r) => r.body.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7]);
@@ -420,13 +658,21 @@ describe('names, versions and request validation', () => {
   });
 
   it('rejects unknown body fields and wrong types with 422', async () => {
-    const extra = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'x', file_name: 'a.jsonl', format: 'jsonl' } });
+    const extra = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'x', file_name: 'a.jsonl', format: 'jsonl' },
+    });
     expect(extra.status).toBe(422);
     expect(extra.body.errors[0]).toMatchObject({ loc: ['body', 'format'], type: 'extra_forbidden' });
-    const types = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'x', file_name: 'a.jsonl', size_bytes: -1, sha256: 'abc', new_version: 'yes' } });
+    const types = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'x', file_name: 'a.jsonl', size_bytes: -1, sha256: 'abc', new_version: 'yes' },
+    });
     expect(types.status).toBe(422);
-    expect(types.body.errors.map((e: any) => e.loc.join('.'))).toEqual(expect.arrayContaining(['body.size_bytes', 'body.sha256', 'body.new_version']));
-    const proc = await stack.call('POST', '/core/datasets/upload/process', { body: { dataset_name: 'x', version: 1, force: true } });
+    expect(types.body.errors.map((e: any) => e.loc.join('.'))).toEqual(
+      expect.arrayContaining(['body.size_bytes', 'body.sha256', 'body.new_version']),
+    );
+    const proc = await stack.call('POST', '/core/datasets/upload/process', {
+      body: { dataset_name: 'x', version: 1, force: true },
+    });
     expect(proc.status).toBe(422);
     expect(proc.body.errors[0].loc).toEqual(['body', 'force']);
   });
@@ -440,7 +686,8 @@ describe('names, versions and request validation', () => {
     expect(missing.body.detail).toMatch(/no version 2/);
     expect((await stack.call('GET', `/core/datasets/${name}/2/report`)).status).toBe(404);
     expect((await stack.call('GET', `/core/datasets/${uniq('unknown')}/1/report`)).status).toBe(404);
-    for (const bad of ['abc', '0', '-1', '1.5']) expect((await stack.call('GET', `/core/datasets/${name}/${bad}`)).status).toBe(422);
+    for (const bad of ['abc', '0', '-1', '1.5'])
+      expect((await stack.call('GET', `/core/datasets/${name}/${bad}`)).status).toBe(422);
     expect((await stack.call('GET', '/core/datasets/..')).status).not.toBe(200);
   });
 });
@@ -474,9 +721,14 @@ describe('delete and team isolation', () => {
     expect((await stack.call('GET', `/core/datasets/${name}`, { key: team.key })).status).toBe(404);
     expect((await stack.call('GET', `/core/datasets/${name}/1`, { key: team.key })).status).toBe(404);
     expect((await stack.call('DELETE', `/core/datasets/${name}`, { key: team.key })).status).toBe(404);
-    expect((await stack.call('GET', '/core/datasets', { key: team.key })).body.data.map((d: any) => d.name)).toEqual([keep]);
+    expect((await stack.call('GET', '/core/datasets', { key: team.key })).body.data.map((d: any) => d.name)).toEqual([
+      keep,
+    ]);
     // The name is free again and starts over at version 1.
-    expect(await stack.uploadDataset(name, jsonl([{ text: 'b', label: 'y' }]), { key: team.key })).toMatchObject({ version: 1, status: 'ready' });
+    expect(await stack.uploadDataset(name, jsonl([{ text: 'b', label: 'y' }]), { key: team.key })).toMatchObject({
+      version: 1,
+      status: 'ready',
+    });
   });
 
   it('another team can neither see nor touch a dataset, and may use the same name', async () => {
@@ -493,8 +745,13 @@ describe('delete and team isolation', () => {
     expect((await stack.call('GET', `/core/datasets/${name}`, { key: a.key })).status).toBe(200);
     const mine = await stack.uploadDataset(name, jsonl([{ text: 'b', label: 'y' }]), { key: b.key });
     expect(mine).toMatchObject({ version: 1, status: 'ready', label_vocabulary: ['y'] });
-    expect((await stack.call('GET', `/core/datasets/${name}`, { key: a.key })).body).toMatchObject({ status: 'failed', label_vocabulary: [] });
-    expect(messagesOf((await stack.call('GET', `/core/datasets/${name}/1`, { key: a.key })).body)).toMatch(/unknown column 'nope'/);
+    expect((await stack.call('GET', `/core/datasets/${name}`, { key: a.key })).body).toMatchObject({
+      status: 'failed',
+      label_vocabulary: [],
+    });
+    expect(messagesOf((await stack.call('GET', `/core/datasets/${name}/1`, { key: a.key })).body)).toMatch(
+      /unknown column 'nope'/,
+    );
   });
 
   it('a dataset with a version being processed cannot be deleted (409)', async () => {
@@ -521,7 +778,14 @@ describe('delete and team isolation', () => {
       ['POST', '/core/datasets/upload/url'],
       ['POST', '/core/datasets/upload/process'],
     ] as const) {
-      expect((await stack.call(method, path, { key: null, body: method === 'POST' ? { dataset_name: 'x', file_name: 'a.jsonl' } : undefined })).status).toBe(401);
+      expect(
+        (
+          await stack.call(method, path, {
+            key: null,
+            body: method === 'POST' ? { dataset_name: 'x', file_name: 'a.jsonl' } : undefined,
+          })
+        ).status,
+      ).toBe(401);
     }
   });
 });
@@ -532,8 +796,21 @@ describe('durability', () => {
     try {
       const first = await TestStack.start({ dataDir });
       const team = await first.newTeam('restart');
-      const url = await first.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: 'survivor', file_name: 'rows.jsonl' } });
-      expect((await fetch(url.body.upload_url, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }, { text: 'b', label: 'y' }]) })).status).toBe(200);
+      const url = await first.call('POST', '/core/datasets/upload/url', {
+        key: team.key,
+        body: { dataset_name: 'survivor', file_name: 'rows.jsonl' },
+      });
+      expect(
+        (
+          await fetch(url.body.upload_url, {
+            method: 'PUT',
+            body: jsonl([
+              { text: 'a', label: 'x' },
+              { text: 'b', label: 'y' },
+            ]),
+          })
+        ).status,
+      ).toBe(200);
       // As if the process died after accepting POST …/process but before the worker ran.
       await first.svc.records.update(`TEAM#${team.teamId}`, 'DSV#survivor#000001', { set: { status: 'processing' } });
       await first.stop();
@@ -558,10 +835,17 @@ describe('a version whose processing kept killing the server (#25 row 3)', () =>
     try {
       const first = await TestStack.start({ dataDir });
       const team = await first.newTeam('crashloop');
-      const url = await first.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: 'killer', file_name: 'rows.jsonl' } });
-      expect((await fetch(url.body.upload_url, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }]) })).status).toBe(200);
+      const url = await first.call('POST', '/core/datasets/upload/url', {
+        key: team.key,
+        body: { dataset_name: 'killer', file_name: 'rows.jsonl' },
+      });
+      expect(
+        (await fetch(url.body.upload_url, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }]) })).status,
+      ).toBe(200);
       // As if the process died during each of two attempts: each claimed the version, none finished.
-      await first.svc.records.update(`TEAM#${team.teamId}`, 'DSV#killer#000001', { set: { status: 'processing', processing_attempts: 2 } });
+      await first.svc.records.update(`TEAM#${team.teamId}`, 'DSV#killer#000001', {
+        set: { status: 'processing', processing_attempts: 2 },
+      });
       await first.stop();
 
       const second = await TestStack.start({ dataDir });
@@ -571,7 +855,13 @@ describe('a version whose processing kept killing the server (#25 row 3)', () =>
         expect(v.body).toMatchObject({
           status: 'failed',
           row_count: null,
-          errors: [{ row: null, field: null, message: expect.stringMatching(/^validation of this version stopped the worker 2 times/) }],
+          errors: [
+            {
+              row: null,
+              field: null,
+              message: expect.stringMatching(/^validation of this version stopped the worker 2 times/),
+            },
+          ],
         });
         // and it can be deleted like any failed version
         expect((await second.call('DELETE', '/core/datasets/killer', { key: team.key })).status).toBe(200);
@@ -586,12 +876,18 @@ describe('a version whose processing kept killing the server (#25 row 3)', () =>
 
 describe('stale upload URLs', () => {
   it('cannot write into a dataset re-created under the same name', async () => {
-    const first = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'reborn', file_name: 'r.jsonl' } });
+    const first = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'reborn', file_name: 'r.jsonl' },
+    });
     expect((await stack.call('DELETE', '/core/datasets/reborn')).status).toBe(200);
-    const second = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'reborn', file_name: 'r.jsonl' } });
+    const second = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'reborn', file_name: 'r.jsonl' },
+    });
     expect(second.body.version).toBe(1);
     // The old URL still works for S3, but it points at the deleted reservation's key.
-    expect((await fetch(first.body.upload_url, { method: 'PUT', body: '{"text":"stale","label":"x"}\n' })).ok).toBe(true);
+    expect((await fetch(first.body.upload_url, { method: 'PUT', body: '{"text":"stale","label":"x"}\n' })).ok).toBe(
+      true,
+    );
     const processed = await stack.call('POST', '/core/datasets/upload/process', { body: { dataset_name: 'reborn' } });
     expect(processed.status).toBe(409);
     expect(processed.body.detail).toMatch(/No file has been uploaded/);

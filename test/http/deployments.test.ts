@@ -19,7 +19,9 @@ const infer = (model_id: string) => stack.call('POST', '/inference', { body: { m
 beforeAll(async () => {
   stack = await TestStack.start({ withModels: true });
   teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
-  expect((await stack.uploadDataset('people', jsonl([{ text, entities: [['Tim Cook', 'person']] }]))).status).toBe('ready');
+  expect((await stack.uploadDataset('people', jsonl([{ text, entities: [['Tim Cook', 'person']] }]))).status).toBe(
+    'ready',
+  );
   jobA = (await seedCompleteEncoderJob(stack, teamId, 'people', 'model-a')).id;
   jobB = (await seedCompleteEncoderJob(stack, teamId, 'people', 'model-b')).id;
 }, 180_000);
@@ -51,14 +53,20 @@ describe('training job deployments', () => {
   });
 
   it('rejects what cannot be deployed with a clear error', async () => {
-    const requested = await stack.call('POST', '/core/training-jobs', { body: { model_name: 'pending', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] } });
+    const requested = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'pending', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] },
+    });
     const notDone = await stack.call('POST', `/core/training-jobs/${requested.body.id}/deploy`);
     expect(notDone.status).toBe(409);
     expect(notDone.body.detail).toMatch(/requested; only a complete job can be deployed/);
-    const badCkpt = await stack.call('POST', `/core/training-jobs/${jobA}/deploy`, { body: { checkpoint_id: '00000000-0000-4000-8000-000000000000' } });
+    const badCkpt = await stack.call('POST', `/core/training-jobs/${jobA}/deploy`, {
+      body: { checkpoint_id: '00000000-0000-4000-8000-000000000000' },
+    });
     expect(badCkpt.status).toBe(422);
     expect(badCkpt.body.errors[0].loc).toEqual(['body', 'checkpoint_id']);
-    expect((await stack.call('POST', '/core/training-jobs/00000000-0000-4000-8000-000000000000/deploy')).status).toBe(404);
+    expect((await stack.call('POST', '/core/training-jobs/00000000-0000-4000-8000-000000000000/deploy')).status).toBe(
+      404,
+    );
     const extra = await stack.call('POST', `/core/training-jobs/${jobA}/deploy`, { body: { replicas: 3 } });
     expect(extra.status).toBe(422);
     expect(extra.body.errors[0].loc).toEqual(['body', 'replicas']);
@@ -85,7 +93,11 @@ describe('projects', () => {
     const p1 = await stack.call('POST', '/projects/support-ner/deployments', { body: { training_job_id: jobA } });
     expect(p1.status).toBe(201);
     expect(p1.body.project.active_training_job_id).toBe(jobA);
-    expect(p1.body.deployment).toMatchObject({ action: 'promote', training_job_id: jobA, previous_training_job_id: null });
+    expect(p1.body.deployment).toMatchObject({
+      action: 'promote',
+      training_job_id: jobA,
+      previous_training_job_id: null,
+    });
     // promotion deployed the job, so its id routes too
     expect((await infer(jobA)).status).toBe(200);
 
@@ -100,7 +112,11 @@ describe('projects', () => {
     }
 
     const openai = new OpenAI({ apiKey: OPERATOR_KEY, baseURL: `${stack.url}/v1`, maxRetries: 0 });
-    const chat = await openai.chat.completions.create({ model: project.id, messages: [{ role: 'user', content: text }], schema } as any);
+    const chat = await openai.chat.completions.create({
+      model: project.id,
+      messages: [{ role: 'user', content: text }],
+      schema,
+    } as any);
     expect(chat.model).toBe(project.id);
     expect(JSON.parse(chat.choices[0]!.message.content!).entities.some((e: any) => e.label === 'person')).toBe(true);
 
@@ -118,7 +134,11 @@ describe('projects', () => {
 
     const rolled = await stack.call('POST', '/projects/support-ner/rollback');
     expect(rolled.status).toBe(201);
-    expect(rolled.body.deployment).toMatchObject({ action: 'rollback', training_job_id: jobA, previous_training_job_id: jobB });
+    expect(rolled.body.deployment).toMatchObject({
+      action: 'rollback',
+      training_job_id: jobA,
+      previous_training_job_id: jobB,
+    });
     const back = await infer('support-ner');
     expect((await stack.call('GET', `/inferences/${back.body.inference_id}`)).body.training_job_id).toBe(jobA);
 
@@ -153,13 +173,17 @@ describe('projects', () => {
 
   it('validates promotions', async () => {
     await stack.call('POST', '/projects', { body: { name: 'empty-one' } });
-    const unknownJob = await stack.call('POST', '/projects/empty-one/deployments', { body: { training_job_id: 'not-a-job' } });
+    const unknownJob = await stack.call('POST', '/projects/empty-one/deployments', {
+      body: { training_job_id: 'not-a-job' },
+    });
     expect(unknownJob.status).toBe(422);
     expect(unknownJob.body.errors[0].loc).toEqual(['body', 'training_job_id']);
     const missing = await stack.call('POST', '/projects/empty-one/deployments', { body: {} });
     expect(missing.status).toBe(422);
     expect(missing.body.errors[0].loc).toEqual(['body', 'training_job_id']);
-    expect((await stack.call('POST', '/projects/no-such-project/deployments', { body: { training_job_id: jobA } })).status).toBe(404);
+    expect(
+      (await stack.call('POST', '/projects/no-such-project/deployments', { body: { training_job_id: jobA } })).status,
+    ).toBe(404);
     const nothing = await stack.call('POST', '/projects/empty-one/rollback');
     expect(nothing.status).toBe(409);
     expect(nothing.body.detail).toMatch(/no earlier deployment/);

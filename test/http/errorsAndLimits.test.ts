@@ -9,14 +9,19 @@ afterAll(async () => stack.stop());
 
 describe('errors (docs/reference/decisions.md#errors)', () => {
   it('answers malformed JSON with 422 naming the body', async () => {
-    const res = await stack.call('POST', '/projects', { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const res = await stack.call('POST', '/projects', {
+      rawBody: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/Malformed JSON/);
     expect(res.body.errors).toEqual([expect.objectContaining({ loc: ['body'], type: 'json_invalid' })]);
   });
 
   it('answers wrong types with 422 naming each field', async () => {
-    const res = await stack.call('POST', '/core/training-jobs', { body: { model_name: 5, base_model: 'fastino/gliner2-base-v1', datasets: 'x' } });
+    const res = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 5, base_model: 'fastino/gliner2-base-v1', datasets: 'x' },
+    });
     expect(res.status).toBe(422);
     const locs = res.body.errors.map((e: any) => e.loc.join('.'));
     expect(locs).toEqual(expect.arrayContaining(['body.model_name', 'body.datasets']));
@@ -35,7 +40,10 @@ describe('errors (docs/reference/decisions.md#errors)', () => {
 
   it('rejects a missing body, a non-JSON content type and an oversized body', async () => {
     expect((await stack.call('POST', '/projects', {})).status).toBe(422);
-    const form = await stack.call('POST', '/projects', { rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const form = await stack.call('POST', '/projects', {
+      rawBody: 'name=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(form.status).toBe(415);
     const big = await stack.call('POST', '/projects', { body: { name: 'p', description: 'x'.repeat(70 * 1024) } });
     expect(big.status).toBe(413);
@@ -57,7 +65,11 @@ describe('errors (docs/reference/decisions.md#errors)', () => {
   });
 
   it('puts x-request-id and rate-limit headers on every response, errors included', async () => {
-    for (const res of [await stack.call('GET', '/projects'), await stack.call('GET', '/nope'), await stack.call('GET', '/projects', { key: null })]) {
+    for (const res of [
+      await stack.call('GET', '/projects'),
+      await stack.call('GET', '/nope'),
+      await stack.call('GET', '/projects', { key: null }),
+    ]) {
       expect(res.headers.get('x-request-id')).toMatch(/.{8,}/);
       expect(res.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
       expect(res.headers.get('x-ratelimit-reset')).toMatch(/^\d+$/);
@@ -74,9 +86,17 @@ describe('errors (docs/reference/decisions.md#errors)', () => {
     const { SiftApp } = await import('../../src/http/app');
     const { silentLogger } = await import('../../src/http/logger');
     // a spec written out, not route(): /boom is no route of the service, so it has no route table entry
-    const boom: RouteSpec = { method: 'GET', path: '/boom', tag: 't', summary: 's', auth: 'public', responses: {}, handler: async () => {
-      throw new Error('secret stack detail');
-    } };
+    const boom: RouteSpec = {
+      method: 'GET',
+      path: '/boom',
+      tag: 't',
+      summary: 's',
+      auth: 'public',
+      responses: {},
+      handler: async () => {
+        throw new Error('secret stack detail');
+      },
+    };
     const app = new SiftApp(stack.svc, [boom], silentLogger);
     const res = await app.handle({ method: 'GET', path: '/boom', query: {}, headers: {}, sourceIp: '127.0.0.1' });
     expect(res.status).toBe(500);
@@ -90,7 +110,10 @@ describe('per-endpoint limits (docs/reference/decisions.md#limits)', () => {
     const statuses: number[] = [];
     let last: any;
     for (let i = 0; i < 21; i += 1) {
-      last = await stack.call('POST', '/core/training-jobs', { key: team.key, body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'd' }] } });
+      last = await stack.call('POST', '/core/training-jobs', {
+        key: team.key,
+        body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'd' }] },
+      });
       statuses.push(last.status);
     }
     expect(statuses.slice(0, 20).every((s) => s === 422)).toBe(true);
@@ -100,7 +123,14 @@ describe('per-endpoint limits (docs/reference/decisions.md#limits)', () => {
     expect(last.body.detail).toMatch(/Rate limit/);
     // Another team has its own budget.
     const other = await stack.newTeam('unlimited');
-    expect((await stack.call('POST', '/core/training-jobs', { key: other.key, body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'd' }] } })).status).toBe(422);
+    expect(
+      (
+        await stack.call('POST', '/core/training-jobs', {
+          key: other.key,
+          body: { model_name: 'm', base_model: 'nope', datasets: [{ name: 'd' }] },
+        })
+      ).status,
+    ).toBe(422);
     // Other endpoints of the same team are unaffected.
     expect((await stack.call('GET', '/projects', { key: team.key })).status).toBe(200);
   });

@@ -11,9 +11,27 @@ let teamId: string;
 let jobId: string;
 
 const nerRows = [
-  { text: 'Tim Cook visited the Apple office in Paris.', entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Paris', label: 'city', start: 37, end: 42 }] },
-  { text: 'Satya Nadella met reporters in Berlin on Monday.', entities: [{ text: 'Satya Nadella', label: 'person', start: 0, end: 13 }, { text: 'Berlin', label: 'city', start: 31, end: 37 }] },
-  { text: 'Lisa Su spoke in Tokyo.', entities: [['Lisa Su', 'person'], ['Tokyo', 'city']] },
+  {
+    text: 'Tim Cook visited the Apple office in Paris.',
+    entities: [
+      { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
+      { text: 'Paris', label: 'city', start: 37, end: 42 },
+    ],
+  },
+  {
+    text: 'Satya Nadella met reporters in Berlin on Monday.',
+    entities: [
+      { text: 'Satya Nadella', label: 'person', start: 0, end: 13 },
+      { text: 'Berlin', label: 'city', start: 31, end: 37 },
+    ],
+  },
+  {
+    text: 'Lisa Su spoke in Tokyo.',
+    entities: [
+      ['Lisa Su', 'person'],
+      ['Tokyo', 'city'],
+    ],
+  },
 ];
 const clsRows = [
   { text: 'I love this product, it works great.', label: 'positive' },
@@ -37,14 +55,30 @@ beforeAll(async () => {
   teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
   expect((await stack.uploadDataset('people-eval', jsonl(nerRows))).status).toBe('ready');
   expect((await stack.uploadDataset('sentiment-eval', jsonl(clsRows))).status).toBe('ready');
-  expect((await stack.uploadDataset('chat-only', jsonl([{ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }]))).status).toBe('ready');
+  expect(
+    (
+      await stack.uploadDataset(
+        'chat-only',
+        jsonl([
+          {
+            messages: [
+              { role: 'user', content: 'hi' },
+              { role: 'assistant', content: 'hello' },
+            ],
+          },
+        ]),
+      )
+    ).status,
+  ).toBe('ready');
   jobId = (await seedCompleteEncoderJob(stack, teamId, 'people-eval')).id;
 }, 180_000);
 afterAll(async () => stack?.stop());
 
 describe('POST /core/evaluations', () => {
   it('scores a base model on NER: running, then complete with micro and per-entity metrics', async () => {
-    const created = await stack.call('POST', '/core/evaluations', { body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'people-eval' } });
+    const created = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'people-eval' },
+    });
     expect(created.status).toBe(202);
     expect(created.body).toMatchObject({ id: expect.any(String), status: 'running' });
     const ev = await waitFor(created.body.id);
@@ -59,11 +93,14 @@ describe('POST /core/evaluations', () => {
     // the mini model finds these plain names: anything near zero means scoring or offsets broke
     expect(m.per_entity.person.recall).toBeGreaterThan(0.5);
     // micro F1 is consistent with micro P/R
-    if (m.precision + m.recall > 0) expect(m.f1).toBeCloseTo((2 * m.precision * m.recall) / (m.precision + m.recall), 6);
+    if (m.precision + m.recall > 0)
+      expect(m.f1).toBeCloseTo((2 * m.precision * m.recall) / (m.precision + m.recall), 6);
   });
 
   it('scores a complete training job (not deployed) on classification with a confusion matrix', async () => {
-    const created = await stack.call('POST', '/core/evaluations', { body: { base_model: jobId, dataset_name: 'sentiment-eval' } });
+    const created = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: jobId, dataset_name: 'sentiment-eval' },
+    });
     expect(created.status).toBe(202);
     const ev = await waitFor(created.body.id);
     expect(ev.status).toBe('complete');
@@ -78,16 +115,30 @@ describe('POST /core/evaluations', () => {
   });
 
   it('refuses what cannot be evaluated', async () => {
-    const decoder = await stack.call('POST', '/core/evaluations', { body: { base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', dataset_name: 'people-eval' } });
+    const decoder = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', dataset_name: 'people-eval' },
+    });
     expect(decoder.status).toBe(422);
     expect(decoder.body.errors[0].loc).toEqual(['body', 'base_model']);
-    const unknown = await stack.call('POST', '/core/evaluations', { body: { base_model: 'acme/nothing', dataset_name: 'people-eval' } });
+    const unknown = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'acme/nothing', dataset_name: 'people-eval' },
+    });
     expect(unknown.status).toBe(422);
-    const noLabels = await stack.call('POST', '/core/evaluations', { body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'chat-only' } });
+    const noLabels = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'chat-only' },
+    });
     expect(noLabels.status).toBe(422);
     expect(noLabels.body.errors[0].loc).toEqual(['body', 'dataset_name']);
-    expect((await stack.call('POST', '/core/evaluations', { body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'missing' } })).status).toBe(404);
-    const badProject = await stack.call('POST', '/core/evaluations', { body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'people-eval', project_id: 'nope' } });
+    expect(
+      (
+        await stack.call('POST', '/core/evaluations', {
+          body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'missing' },
+        })
+      ).status,
+    ).toBe(404);
+    const badProject = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'people-eval', project_id: 'nope' },
+    });
     expect(badProject.status).toBe(422);
     expect(badProject.body.errors[0].loc).toEqual(['body', 'project_id']);
   });
@@ -96,7 +147,9 @@ describe('POST /core/evaluations', () => {
     // the job's weights disappear after the evaluation was accepted: the shard task fails
     const doomed = await seedCompleteEncoderJob(stack, teamId, 'people-eval', 'doomed');
     await stack.svc.blobs.deletePrefix(`jobs/${teamId}/${doomed.id}/model/onnx/`);
-    const created = await stack.call('POST', '/core/evaluations', { body: { base_model: doomed.id, dataset_name: 'people-eval' } });
+    const created = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: doomed.id, dataset_name: 'people-eval' },
+    });
     expect(created.status).toBe(202);
     const ev = await waitFor(created.body.id);
     expect(ev.status).toBe('failed');
@@ -106,7 +159,9 @@ describe('POST /core/evaluations', () => {
 
   it('filters by project and deletes', async () => {
     const project = (await stack.call('POST', '/projects', { body: { name: 'eval-project' } })).body;
-    const created = await stack.call('POST', '/core/evaluations', { body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'sentiment-eval', project_id: 'eval-project' } });
+    const created = await stack.call('POST', '/core/evaluations', {
+      body: { base_model: 'sift/gliner2-mini-v1', dataset_name: 'sentiment-eval', project_id: 'eval-project' },
+    });
     expect(created.status).toBe(202);
     await waitFor(created.body.id);
     const filtered = await stack.call('GET', `/core/evaluations?project_id=${project.id}`);

@@ -25,12 +25,21 @@ async function finished(jobId: string): Promise<any> {
 async function rowsOf(name: string, version: number): Promise<any[]> {
   const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
   const text = await stack.svc.blobs.getText(`datasets/${teamId}/${name}/v${version}/rows.jsonl`);
-  return text.trim().split('\n').map((l) => JSON.parse(l));
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 }
 
 it('generates a classification dataset: queued, then complete with a ready dataset version', async () => {
   const res = await stack.call('POST', '/generate', {
-    body: { task_type: 'classification', dataset_name: 'gen-sentiment', num_examples: 4, labels: ['positive review', 'negative review'], domain_description: 'online shop' },
+    body: {
+      task_type: 'classification',
+      dataset_name: 'gen-sentiment',
+      num_examples: 4,
+      labels: ['positive review', 'negative review'],
+      domain_description: 'online shop',
+    },
   });
   expect(res.status).toBe(202);
   expect(res.body.status).toBe('queued');
@@ -53,7 +62,13 @@ it('generates a classification dataset: queued, then complete with a ready datas
 
 it('generates NER rows whose entities the encoder labelled with valid code-point offsets', async () => {
   const res = await stack.call('POST', '/generate', {
-    body: { task_type: 'ner', dataset_name: 'gen-people', num_examples: 6, labels: ['person', 'city'], domain_description: 'short news sentences naming a person and the city they visited' },
+    body: {
+      task_type: 'ner',
+      dataset_name: 'gen-people',
+      num_examples: 6,
+      labels: ['person', 'city'],
+      domain_description: 'short news sentences naming a person and the city they visited',
+    },
   });
   expect(res.status).toBe(202);
   const job = await finished(res.body.job_id);
@@ -67,18 +82,54 @@ it('generates NER rows whose entities the encoder labelled with valid code-point
     expect(r.entities.length).toBeGreaterThan(0);
     for (const e of r.entities) {
       expect(['person', 'city']).toContain(e.label);
-      expect(Array.from(r.text as string).slice(e.start, e.end).join('')).toBe(e.text);
+      expect(
+        Array.from(r.text as string)
+          .slice(e.start, e.end)
+          .join(''),
+      ).toBe(e.text);
     }
   }
 });
 
 it.each([
   ['labels missing for ner', { task_type: 'ner', dataset_name: 'x', num_examples: 2 }, ['body', 'labels']],
-  ['unsupported task_type', { task_type: 'structures', dataset_name: 'x', num_examples: 2, labels: ['a'] }, ['body', 'task_type']],
-  ['num_examples 0', { task_type: 'classification', dataset_name: 'x', num_examples: 0, labels: ['a'] }, ['body', 'num_examples']],
-  ['num_examples over the cap', { task_type: 'classification', dataset_name: 'x', num_examples: 10_001, labels: ['a'] }, ['body', 'num_examples']],
-  ['a seed example with an unknown label', { task_type: 'classification', dataset_name: 'x', num_examples: 2, labels: ['a'], classified_examples: [{ text: 'hi there', label: 'b' }] }, ['body', 'classified_examples', 0, 'label']],
-  ['seed examples on ner', { task_type: 'ner', dataset_name: 'x', num_examples: 2, labels: ['a'], classified_examples: [{ text: 'hi there', label: 'a' }] }, ['body', 'classified_examples']],
+  [
+    'unsupported task_type',
+    { task_type: 'structures', dataset_name: 'x', num_examples: 2, labels: ['a'] },
+    ['body', 'task_type'],
+  ],
+  [
+    'num_examples 0',
+    { task_type: 'classification', dataset_name: 'x', num_examples: 0, labels: ['a'] },
+    ['body', 'num_examples'],
+  ],
+  [
+    'num_examples over the cap',
+    { task_type: 'classification', dataset_name: 'x', num_examples: 10_001, labels: ['a'] },
+    ['body', 'num_examples'],
+  ],
+  [
+    'a seed example with an unknown label',
+    {
+      task_type: 'classification',
+      dataset_name: 'x',
+      num_examples: 2,
+      labels: ['a'],
+      classified_examples: [{ text: 'hi there', label: 'b' }],
+    },
+    ['body', 'classified_examples', 0, 'label'],
+  ],
+  [
+    'seed examples on ner',
+    {
+      task_type: 'ner',
+      dataset_name: 'x',
+      num_examples: 2,
+      labels: ['a'],
+      classified_examples: [{ text: 'hi there', label: 'a' }],
+    },
+    ['body', 'classified_examples'],
+  ],
 ])('422 for %s', async (_name, body, loc) => {
   const res = await stack.call('POST', '/generate', { body });
   expect(res.status).toBe(422);
@@ -90,7 +141,9 @@ it('a generator that cannot run fails the job with the reason', async () => {
   const saved = stack.svc.config.generationModel;
   stack.svc.config.generationModel = 'acme/not-installed';
   try {
-    const res = await stack.call('POST', '/generate', { body: { task_type: 'decoder', dataset_name: 'gen-chat', num_examples: 2 } });
+    const res = await stack.call('POST', '/generate', {
+      body: { task_type: 'decoder', dataset_name: 'gen-chat', num_examples: 2 },
+    });
     const job = await finished(res.body.job_id);
     expect(job.status).toBe('failed');
     expect(job.error).toMatch(/acme\/not-installed.*not installed/);

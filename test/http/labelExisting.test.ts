@@ -11,7 +11,9 @@ const cp = (s: string, start: number, end: number) => Array.from(s).slice(start,
 
 it('labels entities in existing texts, with code-point offsets, one result per input in order', async () => {
   const inputs = ['😀 Tim Cook visited Paris.', 'Satya Nadella spoke in Berlin.', 'Nothing to see here.'];
-  const res = await stack.call('POST', '/generate/ner/label-existing', { body: { labels: ['person', 'city'], inputs, threshold: 0.4 } });
+  const res = await stack.call('POST', '/generate/ner/label-existing', {
+    body: { labels: ['person', 'city'], inputs, threshold: 0.4 },
+  });
   expect(res.status).toBe(200);
   expect(res.body.model_id).toBe('sift/gliner2-mini-v1');
   expect(res.body.results.map((r: any) => r.text)).toEqual(inputs);
@@ -24,8 +26,12 @@ it('labels entities in existing texts, with code-point offsets, one result per i
 });
 
 it('classifies existing texts into one label each, across more inputs than one engine batch', async () => {
-  const inputs = Array.from({ length: 70 }, (_, i) => (i % 2 ? `Terrible, it broke after a day (${i}).` : `I love it, works great (${i}).`));
-  const res = await stack.call('POST', '/generate/classification/label-existing', { body: { labels: ['positive', 'negative'], inputs } });
+  const inputs = Array.from({ length: 70 }, (_, i) =>
+    i % 2 ? `Terrible, it broke after a day (${i}).` : `I love it, works great (${i}).`,
+  );
+  const res = await stack.call('POST', '/generate/classification/label-existing', {
+    body: { labels: ['positive', 'negative'], inputs },
+  });
   expect(res.status).toBe(200);
   expect(res.body.results).toHaveLength(70);
   for (const r of res.body.results) {
@@ -49,6 +55,8 @@ it.each([
 });
 
 it('a decoder model is refused', async () => {
-  const res = await stack.call('POST', '/generate/classification/label-existing', { body: { labels: ['a'], inputs: ['x'], model_id: 'HuggingFaceTB/SmolLM2-135M-Instruct' } });
+  const res = await stack.call('POST', '/generate/classification/label-existing', {
+    body: { labels: ['a'], inputs: ['x'], model_id: 'HuggingFaceTB/SmolLM2-135M-Instruct' },
+  });
   expect(res.status).toBe(422);
 });

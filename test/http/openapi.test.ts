@@ -29,9 +29,15 @@ describe('GET /openapi.json', () => {
         // an object, or (POST /inference) the objects its branches accept
         for (const branch of body.anyOf ?? [body]) expect(branch.type).toBe('object');
         // the compatible routes answer invalid requests as their vendor does: 400 with its envelope
-        const vendor = path.startsWith('/v1/messages') ? 'AnthropicError' : path.startsWith('/v1/') ? 'OpenAiError' : undefined;
+        const vendor = path.startsWith('/v1/messages')
+          ? 'AnthropicError'
+          : path.startsWith('/v1/')
+            ? 'OpenAiError'
+            : undefined;
         const invalid = vendor ? op.responses['400'] : op.responses['422'];
-        expect(invalid.content['application/json'].schema.$ref).toBe(`#/components/schemas/${vendor ?? 'ValidationError'}`);
+        expect(invalid.content['application/json'].schema.$ref).toBe(
+          `#/components/schemas/${vendor ?? 'ValidationError'}`,
+        );
         if (vendor) expect(op.responses['422']).toBeUndefined();
       }
     }
@@ -39,12 +45,15 @@ describe('GET /openapi.json', () => {
     expect(upload.required).toEqual(expect.arrayContaining(['dataset_name', 'file_name']));
     expect(upload.additionalProperties).toBe(false);
     const params = doc.paths['/inferences'].get.parameters.map((p: any) => p.name);
-    expect(params).toEqual(expect.arrayContaining(['limit', 'offset', 'model_id', 'task', 'project_id', 'training_job_id']));
+    expect(params).toEqual(
+      expect.arrayContaining(['limit', 'offset', 'model_id', 'task', 'project_id', 'training_job_id']),
+    );
   });
 
   it('documents response shapes that match what the service returns', async () => {
     const routes = allRoutes();
-    const schemaOf = (method: string, path: string, status: number) => routes.find((r) => r.method === method && r.path === path)?.responses[status]?.schema;
+    const schemaOf = (method: string, path: string, status: number) =>
+      routes.find((r) => r.method === method && r.path === path)?.responses[status]?.schema;
     const checks: [string, string, number, unknown][] = [
       ['GET', '/base-models', 200, (await stack.call('GET', '/base-models')).body],
       ['GET', '/api-keys', 200, (await stack.call('GET', '/api-keys')).body],
@@ -63,7 +72,9 @@ describe('GET /openapi.json', () => {
     const file = join(stack.dataDir, 'openapi.json');
     writeFileSync(file, res.text);
     // the pinned tool venv (created once, then a stamp check)
-    const python = execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-api-check.sh')], { encoding: 'utf8' }).trim();
+    const python = execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-api-check.sh')], {
+      encoding: 'utf8',
+    }).trim();
     const run = spawnSync(python, ['-m', 'openapi_spec_validator', file], { encoding: 'utf8' });
     expect(run.stdout + run.stderr).toContain(': OK');
     expect(run.status).toBe(0);
@@ -76,24 +87,40 @@ describe('GET /openapi.json', () => {
 describe('the server refuses what the document forbids, with the field named', () => {
   it('documents and enforces path, query and body constraints', async () => {
     const doc = (await stack.call('GET', '/openapi.json', { key: null })).body;
-    const versionParam = doc.paths['/core/datasets/{name}/{version}'].get.parameters.find((p: any) => p.name === 'version');
+    const versionParam = doc.paths['/core/datasets/{name}/{version}'].get.parameters.find(
+      (p: any) => p.name === 'version',
+    );
     expect(versionParam.schema.pattern).toBe('^[1-9]\\d{0,5}$');
     expect((await stack.call('GET', '/core/datasets/abc/0')).body.errors[0].loc).toEqual(['path', 'version']);
     const limit = doc.paths['/inferences'].get.parameters.find((p: any) => p.name === 'limit');
     expect(limit.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 200 });
     expect((await stack.call('GET', '/inferences?limit=0')).body.errors[0].loc).toEqual(['query', 'limit']);
 
-    const upload = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'a..b', file_name: 'rows.txt' } });
+    const upload = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'a..b', file_name: 'rows.txt' },
+    });
     expect(upload.status).toBe(422);
     expect(upload.body.errors.map((e: any) => e.loc.join('.'))).toEqual(['body.dataset_name', 'body.file_name']);
     expect(upload.body.errors[1].msg).toBe('must end in .jsonl, .ndjson, .json or .csv');
-    expect((await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'a.b', file_name: 'Rows.JSONL' } })).status).toBe(200);
+    expect(
+      (
+        await stack.call('POST', '/core/datasets/upload/url', {
+          body: { dataset_name: 'a.b', file_name: 'Rows.JSONL' },
+        })
+      ).status,
+    ).toBe(200);
 
     // a union (string or list) reports the branch whose type matched
-    const blank = await stack.call('POST', '/gliner-2/entities', { body: { model_id: 'sift/gliner2-mini-v1', text: '  ', entities: ['person'] } });
+    const blank = await stack.call('POST', '/gliner-2/entities', {
+      body: { model_id: 'sift/gliner2-mini-v1', text: '  ', entities: ['person'] },
+    });
     expect(blank.status).toBe(422);
-    expect(blank.body.errors).toEqual([{ loc: ['body', 'text'], msg: 'text must not be empty', type: 'invalid_format' }]);
-    const blankItem = await stack.call('POST', '/gliner-2/entities', { body: { model_id: 'sift/gliner2-mini-v1', text: ['ok', ''], entities: ['person'] } });
+    expect(blank.body.errors).toEqual([
+      { loc: ['body', 'text'], msg: 'text must not be empty', type: 'invalid_format' },
+    ]);
+    const blankItem = await stack.call('POST', '/gliner-2/entities', {
+      body: { model_id: 'sift/gliner2-mini-v1', text: ['ok', ''], entities: ['person'] },
+    });
     expect(blankItem.body.errors[0].loc).toEqual(['body', 'text', 1]);
 
     const team = await stack.call('POST', '/teams', { body: { name: 't', credit_balance_usd: -1e37 } });

@@ -34,5 +34,8 @@ it('loads the preloaded models before saying ready, and says which one is missin
   const missing = await stack.call('GET', '/ready', { key: null });
   expect(missing.status).toBe(503);
   expect(missing.body.ready).toBe(false);
-  expect(missing.body.checks['model:fastino/gliner2-large-v1']).toMatchObject({ ok: false, detail: expect.stringContaining('not in the model store') });
+  expect(missing.body.checks['model:fastino/gliner2-large-v1']).toMatchObject({
+    ok: false,
+    detail: expect.stringContaining('not in the model store'),
+  });
 });

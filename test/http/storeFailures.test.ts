@@ -36,10 +36,17 @@ async function overloadedAws(): Promise<string> {
     req.on('end', () => {
       if (req.headers['x-amz-target']) {
         res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
-        res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException', message: 'Rate of requests exceeds the allowed throughput.' }));
+        res.end(
+          JSON.stringify({
+            __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException',
+            message: 'Rate of requests exceeds the allowed throughput.',
+          }),
+        );
       } else {
         res.writeHead(503, { 'content-type': 'application/xml' });
-        res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
+        res.end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>',
+        );
       }
     });
   });
@@ -67,8 +74,14 @@ beforeAll(async () => {
   const endpoint = await overloadedAws();
   const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
   // one attempt: the SDK's backed-off retries of a throttled call would only slow the test down
-  deadRecords = new DynamoRecordStore(new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 }), 'sift-records');
-  deadBlobs = new S3BlobStore(new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, maxAttempts: 1 }), 'sift-data');
+  deadRecords = new DynamoRecordStore(
+    new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 }),
+    'sift-records',
+  );
+  deadBlobs = new S3BlobStore(
+    new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, maxAttempts: 1 }),
+    'sift-data',
+  );
   records = stack.svc.records;
   blobs = stack.svc.blobs;
   (stack.svc as { records: RecordStore }).records = partlyFailing(records, deadRecords);
@@ -88,7 +101,14 @@ const UUID = '0b0e9a8e-5f4e-4c6a-9a53-3f1c2d4e5f60';
 /** A complete encoder job's record under UUID, for the lookups that come after it. */
 async function withCompleteJob(body: () => Promise<void>): Promise<void> {
   const item = jobItem(teamId, UUID);
-  await records.put(item, { id: UUID, status: 'complete', model_type: 'encoder', model_name: 'm', base_model: 'sift/gliner2-mini-v1', created_at: new Date().toISOString() });
+  await records.put(item, {
+    id: UUID,
+    status: 'complete',
+    model_type: 'encoder',
+    model_name: 'm',
+    base_model: 'sift/gliner2-mini-v1',
+    created_at: new Date().toISOString(),
+  });
   try {
     await body();
   } finally {
@@ -101,26 +121,46 @@ const failSortKeys = (...prefixes: string[]) => {
 };
 
 /** The answer is the store's 503 (Retry-After, detail) and one error line names its request id. */
-async function expectStoreUnavailable(method: string, path: string, opts: Parameters<TestStack['call']>[2] = {}, reason: string | RegExp = 'throttled') {
+async function expectStoreUnavailable(
+  method: string,
+  path: string,
+  opts: Parameters<TestStack['call']>[2] = {},
+  reason: string | RegExp = 'throttled',
+) {
   jest.restoreAllMocks();
   const logged = jest.spyOn(silentLogger, 'error');
   const res = await stack.call(method, path, opts);
-  expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: expect.objectContaining({ detail: expect.stringMatching(/store is unavailable/) }) });
+  expect({ status: res.status, body: res.body }).toEqual({
+    status: 503,
+    body: expect.objectContaining({ detail: expect.stringMatching(/store is unavailable/) }),
+  });
   expect(res.headers.get('retry-after')).toBe('3');
   const lines = logged.mock.calls.filter(([message]) => message === 'store unavailable');
-  expect(lines).toEqual([['store unavailable', expect.objectContaining({ request_id: res.headers.get('x-request-id'), reason: typeof reason === 'string' ? reason : expect.stringMatching(reason) })]]);
+  expect(lines).toEqual([
+    [
+      'store unavailable',
+      expect.objectContaining({
+        request_id: res.headers.get('x-request-id'),
+        reason: typeof reason === 'string' ? reason : expect.stringMatching(reason),
+      }),
+    ],
+  ]);
   return res;
 }
 
 describe('a record store that fails is a 503, not "not found" (#25 item 6)', () => {
   it('inference on a project name: 503, not 404 "model does not exist"', async () => {
     failSortKeys('PROJECTNAME#');
-    await expectStoreUnavailable('POST', '/inference', { body: { model_id: 'support-ner', text: 'Tim Cook', schema: { entities: ['person'] } } });
+    await expectStoreUnavailable('POST', '/inference', {
+      body: { model_id: 'support-ner', text: 'Tim Cook', schema: { entities: ['person'] } },
+    });
   });
 
   it('inference on a training job id: 503, not 404', async () => {
     failSortKeys('JOB#');
-    await expectStoreUnavailable('POST', '/inference', { body: { model_id: UUID, text: 'Tim Cook', schema: { entities: ['person'] } } });
+    await expectStoreUnavailable('POST', '/inference', {
+      body: { model_id: UUID, text: 'Tim Cook', schema: { entities: ['person'] } },
+    });
   });
 
   it('GET of a training job: 503', async () => {
@@ -139,7 +179,9 @@ describe('a record store that fails is a 503, not "not found" (#25 item 6)', () 
   it("deploying a job's checkpoint whose record cannot be read: 503, not 422 'not a checkpoint'", async () => {
     await withCompleteJob(async () => {
       failSortKeys('CKPT#');
-      await expectStoreUnavailable('POST', `/core/training-jobs/${UUID}/deploy`, { body: { checkpoint_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7' } });
+      await expectStoreUnavailable('POST', `/core/training-jobs/${UUID}/deploy`, {
+        body: { checkpoint_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7' },
+      });
     });
   });
 
@@ -148,7 +190,9 @@ describe('a record store that fails is a 503, not "not found" (#25 item 6)', () 
     await expectStoreUnavailable('POST', '/core/evaluations', { body: { base_model: UUID, dataset_name: 'anything' } });
     await withCompleteJob(async () => {
       failSortKeys('PROJECTNAME#');
-      await expectStoreUnavailable('POST', '/core/evaluations', { body: { base_model: UUID, dataset_name: 'anything', project_id: 'support-ner' } });
+      await expectStoreUnavailable('POST', '/core/evaluations', {
+        body: { base_model: UUID, dataset_name: 'anything', project_id: 'support-ner' },
+      });
     });
   });
 
@@ -165,11 +209,18 @@ describe('a record store that fails is a 503, not "not found" (#25 item 6)', () 
 
 describe('a blob store that fails is a 503 (#25 item 6)', () => {
   it('processing an upload whose object the store cannot check: 503', async () => {
-    const url = await stack.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'blobs-down', file_name: 'rows.jsonl' } });
+    const url = await stack.call('POST', '/core/datasets/upload/url', {
+      body: { dataset_name: 'blobs-down', file_name: 'rows.jsonl' },
+    });
     expect(url.status).toBe(200);
     (stack.svc as { blobs: BlobStore }).blobs = deadBlobs;
     // HeadObject answers have no body: the SDK sees the 503 alone
-    await expectStoreUnavailable('POST', '/core/datasets/upload/process', { body: { dataset_name: 'blobs-down', version: url.body.version } }, /throttled|server error 503/);
+    await expectStoreUnavailable(
+      'POST',
+      '/core/datasets/upload/process',
+      { body: { dataset_name: 'blobs-down', version: url.body.version } },
+      /throttled|server error 503/,
+    );
   });
 });
 

@@ -57,7 +57,11 @@ function injectStoreFaults(records: RecordStore, teamId: string) {
     }
     return out;
   }) as RecordStore['update'];
-  records.put = (async (keys: Parameters<RecordStore['put']>[0], record: object, opts?: Parameters<RecordStore['put']>[2]) => {
+  records.put = (async (
+    keys: Parameters<RecordStore['put']>[0],
+    record: object,
+    opts?: Parameters<RecordStore['put']>[2],
+  ) => {
     if (keys.pk === pk && isUsageWrite(keys.sk) && refuseLeft > 0) {
       refuseLeft--;
       stats.refused++;
@@ -86,13 +90,20 @@ function injectStoreFaults(records: RecordStore, teamId: string) {
 }
 
 const chat = (stack: TestStack, key: string) =>
-  stack.call('POST', '/v1/chat/completions', { key, body: { model: FAKE_MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 100 } });
+  stack.call('POST', '/v1/chat/completions', {
+    key,
+    body: { model: FAKE_MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 100 },
+  });
 
 async function allRows(stack: TestStack, key: string): Promise<any[]> {
   const rows: any[] = [];
   let cursor: string | null = null;
   do {
-    const page: any = await stack.call('GET', `/billing/usage/requests/list?limit=500${cursor ? `&cursor=${cursor}` : ''}`, { key });
+    const page: any = await stack.call(
+      'GET',
+      `/billing/usage/requests/list?limit=500${cursor ? `&cursor=${cursor}` : ''}`,
+      { key },
+    );
     expect(page.status).toBe(200);
     rows.push(...page.body.data);
     cursor = page.body.next_cursor;
@@ -146,7 +157,12 @@ it('200 concurrent billed requests with the store failing mid-run: each billed e
     expect(readFileSync(spool, 'utf8')).toBe('');
     const emf = readFileSync(join(stack.dataDir, 'logs', 'metrics.emf.jsonl'), 'utf8');
     expect(emf).toContain('"UsageBatchesSpooled"');
-    await checkBilledExactlyOnce(stack, team.api_key.key, responses.map((r) => r.body.inference_id), 1_000_000);
+    await checkBilledExactlyOnce(
+      stack,
+      team.api_key.key,
+      responses.map((r) => r.body.inference_id),
+      1_000_000,
+    );
   } finally {
     await stack.stop();
   }
@@ -169,7 +185,12 @@ it('usage still in the spool when the process stops is written on the next start
     stack = await TestStack.start({ dataDir });
     try {
       expect(readFileSync(join(dataDir, 'usage-spool.jsonl'), 'utf8')).toBe('');
-      await checkBilledExactlyOnce(stack, team.api_key.key, responses.map((r) => r.body.inference_id), 1_000_000);
+      await checkBilledExactlyOnce(
+        stack,
+        team.api_key.key,
+        responses.map((r) => r.body.inference_id),
+        1_000_000,
+      );
     } finally {
       await stack.stop();
     }

@@ -10,7 +10,12 @@ import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/lambda/apiGateway';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
-import { apiGatewayEvent, authorizerRequestEvent, emulatorEnv, lambdaContext as context } from '../helpers/lambdaEvents';
+import {
+  apiGatewayEvent,
+  authorizerRequestEvent,
+  emulatorEnv,
+  lambdaContext as context,
+} from '../helpers/lambdaEvents';
 import { jsonl, TestStack, type CallResult } from '../helpers/localStack';
 
 let stack: TestStack;
@@ -24,19 +29,33 @@ afterAll(async () => stack.stop());
 
 async function viaLambda(method: string, path: string, opts: Parameters<typeof apiGatewayEvent>[2] = {}) {
   const result = await toApiGatewayResult(await app.handle(fromApiGatewayEvent(apiGatewayEvent(method, path, opts))));
-  return { result, body: result.body ? JSON.parse(result.isBase64Encoded ? Buffer.from(result.body, 'base64').toString() : result.body) : undefined };
+  return {
+    result,
+    body: result.body
+      ? JSON.parse(result.isBase64Encoded ? Buffer.from(result.body, 'base64').toString() : result.body)
+      : undefined,
+  };
 }
 
 /** The structure of a JSON value: keys and types, not values. */
 function shape(v: unknown): unknown {
   if (Array.isArray(v)) return v.length ? [shape(v[0])] : [];
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, shape((v as Record<string, unknown>)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, shape((v as Record<string, unknown>)[k])]),
+    );
   return v === null ? 'null' : typeof v;
 }
 
 const HEADERS_THAT_MATTER = ['content-type', 'x-ratelimit-limit', 'allow', 'retry-after'];
 
-function expectSameResponse(http: CallResult, lambda: { result: APIGatewayProxyResult; body: unknown }, opts: { exactBody?: boolean } = {}) {
+function expectSameResponse(
+  http: CallResult,
+  lambda: { result: APIGatewayProxyResult; body: unknown },
+  opts: { exactBody?: boolean } = {},
+) {
   expect(lambda.result.statusCode).toBe(http.status);
   expect(lambda.result.isBase64Encoded).toBe(false);
   const headers = lambda.result.headers as Record<string, string>;
@@ -48,11 +67,15 @@ function expectSameResponse(http: CallResult, lambda: { result: APIGatewayProxyR
 
 describe('node:http and the API Gateway adapter answer alike', () => {
   it('GET /base-models (with and without a query)', async () => {
-    expectSameResponse(await stack.call('GET', '/base-models'), await viaLambda('GET', '/base-models'), { exactBody: true });
+    expectSameResponse(await stack.call('GET', '/base-models'), await viaLambda('GET', '/base-models'), {
+      exactBody: true,
+    });
     const http = await stack.call('GET', '/base-models?task_type=encoder&supports_training=true');
     expect(http.status).toBe(200);
     expect(http.body.data.length).toBeGreaterThan(0);
-    expectSameResponse(http, await viaLambda('GET', '/base-models?task_type=encoder&supports_training=true'), { exactBody: true });
+    expectSameResponse(http, await viaLambda('GET', '/base-models?task_type=encoder&supports_training=true'), {
+      exactBody: true,
+    });
   });
 
   it('a 422 (bad query, unknown body field), with the same errors', async () => {
@@ -102,7 +125,10 @@ describe('node:http and the API Gateway adapter answer alike', () => {
     const listHttp = await stack.call('GET', '/projects');
     expectSameResponse(listHttp, await viaLambda('GET', '/projects'), { exactBody: true });
     // A duplicate name is a 409 either way.
-    expectSameResponse(await stack.call('POST', '/projects', { body: { name: 'made-in-lambda' } }), await viaLambda('POST', '/projects', { body: { name: 'made-over-http' } }));
+    expectSameResponse(
+      await stack.call('POST', '/projects', { body: { name: 'made-in-lambda' } }),
+      await viaLambda('POST', '/projects', { body: { name: 'made-over-http' } }),
+    );
   });
 
   it('decodes a base64 body from API Gateway (binary media types)', async () => {
@@ -121,7 +147,12 @@ describe('node:http and the API Gateway adapter answer alike', () => {
 
 describe('toApiGatewayResult', () => {
   it('base64-encodes Buffer bodies, passes strings and collects streams', async () => {
-    expect(await toApiGatewayResult({ status: 200, raw: Buffer.from([0, 255]) })).toEqual({ statusCode: 200, headers: {}, body: 'AP8=', isBase64Encoded: true });
+    expect(await toApiGatewayResult({ status: 200, raw: Buffer.from([0, 255]) })).toEqual({
+      statusCode: 200,
+      headers: {},
+      body: 'AP8=',
+      isBase64Encoded: true,
+    });
     expect(await toApiGatewayResult({ status: 200, raw: 'plain', headers: { 'content-type': 'text/plain' } })).toEqual({
       statusCode: 200,
       headers: { 'content-type': 'text/plain' },
@@ -133,7 +164,12 @@ describe('toApiGatewayResult', () => {
       yield new TextEncoder().encode('data: 🎉\n\n');
     }
     expect((await toApiGatewayResult({ status: 200, stream: chunks() })).body).toBe('data: 1\n\ndata: 🎉\n\n');
-    expect(await toApiGatewayResult({ status: 204 })).toEqual({ statusCode: 204, headers: {}, body: '', isBase64Encoded: false });
+    expect(await toApiGatewayResult({ status: 204 })).toEqual({
+      statusCode: 204,
+      headers: {},
+      body: '',
+      isBase64Encoded: false,
+    });
   });
 });
 
@@ -180,7 +216,11 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/GET/core/datasets';
     const token = await authorizer({ type: 'TOKEN', authorizationToken: team.key, methodArn });
     expect(token.policyDocument.Statement).toEqual([
-      { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/*' },
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Allow',
+        Resource: 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/*',
+      },
     ]);
     expect(token.context).toMatchObject({ team_id: team.teamId, role: 'admin' });
     expect(token.principalId).toEqual(expect.any(String));
@@ -193,9 +233,13 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     const bearer = await authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${team.key}`, methodArn: v1Arn });
     expect(bearer.context).toMatchObject({ team_id: team.teamId });
     // Bearer keys are for the compatible API only.
-    await expect(authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${team.key}`, methodArn })).rejects.toThrow('Unauthorized');
+    await expect(authorizer({ type: 'TOKEN', authorizationToken: `Bearer ${team.key}`, methodArn })).rejects.toThrow(
+      'Unauthorized',
+    );
 
-    const request = await authorizer(authorizerRequestEvent(methodArn, 'GET', '/core/datasets', { 'X-API-Key': team.key }, '/{proxy+}'));
+    const request = await authorizer(
+      authorizerRequestEvent(methodArn, 'GET', '/core/datasets', { 'X-API-Key': team.key }, '/{proxy+}'),
+    );
     expect(request.context).toMatchObject({ team_id: team.teamId });
     expect(request.usageIdentifierKey).toBe(key.value);
     expect([...gateway.keys.values()].filter((k) => k.tags['sift:team'] === team.teamId)).toHaveLength(1);
@@ -205,15 +249,20 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
     }
     // A revoked key is refused at once.
     const made = await stack.call('POST', '/api-keys', { key: team.key, body: { name: 'short-lived' } });
-    expect((await authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).context).toMatchObject({ team_id: team.teamId });
+    expect((await authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).context).toMatchObject({
+      team_id: team.teamId,
+    });
     expect((await stack.call('DELETE', `/api-keys/${made.body.id}`, { key: team.key })).status).toBe(200);
-    await expect(authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).rejects.toThrow('Unauthorized');
+    await expect(authorizer({ type: 'TOKEN', authorizationToken: made.body.key, methodArn })).rejects.toThrow(
+      'Unauthorized',
+    );
   });
 
   it('authorizer on /v1/ (REQUEST, no identity sources): X-API-Key alone and Authorization: Bearer alone both pass; neither is Unauthorized', async () => {
     const team = await stack.newTeam('authz-v1');
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/prod/POST/v1/chat/completions';
-    const request = (headers: Record<string, string>) => authorizer(authorizerRequestEvent(methodArn, 'POST', '/v1/chat/completions', headers));
+    const request = (headers: Record<string, string>) =>
+      authorizer(authorizerRequestEvent(methodArn, 'POST', '/v1/chat/completions', headers));
     expect((await request({ 'X-API-Key': team.key })).context).toMatchObject({ team_id: team.teamId });
     expect((await request({ Authorization: `Bearer ${team.key}` })).context).toMatchObject({ team_id: team.teamId });
     await expect(request({})).rejects.toThrow(/^Unauthorized$/);
@@ -237,7 +286,10 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
   it('worker: an SQS message takes an uploaded version to ready, and a redelivery changes nothing', async () => {
     const team = await stack.newTeam('sqs-worker');
     const content = jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]);
-    const url = await stack.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: 'via-sqs', file_name: 'rows.jsonl' } });
+    const url = await stack.call('POST', '/core/datasets/upload/url', {
+      key: team.key,
+      body: { dataset_name: 'via-sqs', file_name: 'rows.jsonl' },
+    });
     expect((await fetch(url.body.upload_url, { method: 'PUT', body: content })).status).toBe(200);
     // What POST …/process does before it sends the message to SQS.
     await stack.svc.records.update(`TEAM#${team.teamId}`, 'DSV#via-sqs#000001', { set: { status: 'processing' } });
@@ -253,15 +305,34 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
   it('api: when the queue refuses the message, the version is not left stuck in processing', async () => {
     const team = await stack.newTeam('sqs-down');
     const key = team.key;
-    const reserved = await api(apiGatewayEvent('POST', '/core/datasets/upload/url', { key, body: { dataset_name: 'queue-down', file_name: 'rows.jsonl' } }), context);
+    const reserved = await api(
+      apiGatewayEvent('POST', '/core/datasets/upload/url', {
+        key,
+        body: { dataset_name: 'queue-down', file_name: 'rows.jsonl' },
+      }),
+      context,
+    );
     expect(reserved.statusCode).toBe(200);
     const uploadUrl = JSON.parse(reserved.body).upload_url as string;
     expect((await fetch(uploadUrl, { method: 'PUT', body: jsonl([{ text: 'a', label: 'x' }]) })).status).toBe(200);
-    const processed = await api(apiGatewayEvent('POST', '/core/datasets/upload/process', { key, body: { dataset_name: 'queue-down', version: 1 } }), context);
+    const processed = await api(
+      apiGatewayEvent('POST', '/core/datasets/upload/process', {
+        key,
+        body: { dataset_name: 'queue-down', version: 1 },
+      }),
+      context,
+    );
     expect(processed.statusCode).toBe(500);
     expect((await stack.call('GET', '/core/datasets/queue-down/1', { key })).body.status).toBe('pending_upload');
     // So the caller can simply try again (here through the local server, whose queue works).
-    expect((await stack.call('POST', '/core/datasets/upload/process', { key, body: { dataset_name: 'queue-down', version: 1 } })).status).toBe(202);
+    expect(
+      (
+        await stack.call('POST', '/core/datasets/upload/process', {
+          key,
+          body: { dataset_name: 'queue-down', version: 1 },
+        })
+      ).status,
+    ).toBe(202);
     await stack.service.idle();
     expect((await stack.call('GET', '/core/datasets/queue-down/1', { key })).body.status).toBe('ready');
   });
@@ -272,7 +343,10 @@ describe('the Lambda entry points (lambdas/*.ts) against the emulators', () => {
       {
         Records: [
           // A version that does not exist: processing is a no-op (idempotent redelivery), not a failure.
-          record('m1', JSON.stringify({ type: 'dataset.process', team_id: 'nobody', dataset_name: 'none', version: 1 })),
+          record(
+            'm1',
+            JSON.stringify({ type: 'dataset.process', team_id: 'nobody', dataset_name: 'none', version: 1 }),
+          ),
           record('m2', '{not json'),
         ],
       },

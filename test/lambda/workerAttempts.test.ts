@@ -30,11 +30,20 @@ afterAll(async () => {
 /** An uploaded version, put in `processing` as POST …/process does before its message goes to SQS. */
 async function processingVersion(name: string, content: string) {
   const team = await stack.newTeam(name);
-  const url = await stack.call('POST', '/core/datasets/upload/url', { key: team.key, body: { dataset_name: name, file_name: 'rows.jsonl' } });
+  const url = await stack.call('POST', '/core/datasets/upload/url', {
+    key: team.key,
+    body: { dataset_name: name, file_name: 'rows.jsonl' },
+  });
   expect((await fetch(url.body.upload_url, { method: 'PUT', body: content })).status).toBe(200);
   const pk = `TEAM#${team.teamId}`;
   const sk = `DSV#${name}#000001`;
-  await stack.svc.records.update(pk, sk, { set: { status: 'processing', size_bytes: Buffer.byteLength(content), processing_started_at: new Date().toISOString() } });
+  await stack.svc.records.update(pk, sk, {
+    set: {
+      status: 'processing',
+      size_bytes: Buffer.byteLength(content),
+      processing_started_at: new Date().toISOString(),
+    },
+  });
   const body = JSON.stringify({ type: 'dataset.process', team_id: team.teamId, dataset_name: name, version: 1 });
   const event = { Records: [{ messageId: `m-${name}`, body } as SQSEvent['Records'][number]] };
   const read = async () => (await stack.call('GET', `/core/datasets/${name}/1`, { key: team.key })).body;
@@ -59,9 +68,20 @@ describe('the worker Lambda and a version whose deliveries died', () => {
     expect(failed).toMatchObject({
       status: 'failed',
       error_count: 1,
-      errors: [{ row: null, field: null, message: expect.stringMatching(/^validation of this version stopped the worker 2 times: each attempt ended without a result/) }],
+      errors: [
+        {
+          row: null,
+          field: null,
+          message: expect.stringMatching(
+            /^validation of this version stopped the worker 2 times: each attempt ended without a result/,
+          ),
+        },
+      ],
     });
-    expect((await stack.call('GET', '/core/datasets/poisoned/1/report', { key: v.team.key })).body).toMatchObject({ status: 'failed', errors: failed.errors });
+    expect((await stack.call('GET', '/core/datasets/poisoned/1/report', { key: v.team.key })).body).toMatchObject({
+      status: 'failed',
+      errors: failed.errors,
+    });
     // a late redelivery changes nothing
     expect(await worker(v.event, context)).toEqual({ batchItemFailures: [] });
     expect(await v.read()).toEqual(failed);
@@ -71,11 +91,24 @@ describe('the worker Lambda and a version whose deliveries died', () => {
     const small = jsonl([{ text: 'a', label: 'x' }]);
     const v = await processingVersion('replaced', small);
     const [sourceKey] = (await stack.svc.blobs.list(`datasets/${v.team.teamId}/replaced/v1/source/`)) as [string];
-    await stack.svc.blobs.put(sourceKey, jsonl(Array.from({ length: 20_000 }, (_, i) => ({ text: `row ${i}`, label: 'x' }))));
+    await stack.svc.blobs.put(
+      sourceKey,
+      jsonl(Array.from({ length: 20_000 }, (_, i) => ({ text: `row ${i}`, label: 'x' }))),
+    );
     expect(await worker(v.event, context)).toEqual({ batchItemFailures: [] });
     expect(await v.read()).toMatchObject({
       status: 'failed',
-      errors: [{ row: null, field: null, message: expect.stringMatching(new RegExp(`^the stored file is larger than the ${Buffer.byteLength(small)} bytes checked when processing started`)) }],
+      errors: [
+        {
+          row: null,
+          field: null,
+          message: expect.stringMatching(
+            new RegExp(
+              `^the stored file is larger than the ${Buffer.byteLength(small)} bytes checked when processing started`,
+            ),
+          ),
+        },
+      ],
     });
   });
 });

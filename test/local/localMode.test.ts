@@ -56,12 +56,16 @@ describe('local mode', () => {
   });
 
   it('rejects a SIFT_ADMIN_KEY that is not an API key', async () => {
-    await expect(startLocal({ port: 0, dataDir: dir, adminKey: 'hunter2', logger: silentLogger })).rejects.toThrow(/svc_sk_/);
+    await expect(startLocal({ port: 0, dataDir: dir, adminKey: 'hunter2', logger: silentLogger })).rejects.toThrow(
+      /svc_sk_/,
+    );
   });
 
   it('resumes a dataset version left processing by a crash', async () => {
     const a = await TestStack.start({ dataDir: dir });
-    const url = (await a.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'crashy', file_name: 'r.jsonl' } })).body;
+    const url = (
+      await a.call('POST', '/core/datasets/upload/url', { body: { dataset_name: 'crashy', file_name: 'r.jsonl' } })
+    ).body;
     await fetch(url.upload_url, { method: 'PUT', body: jsonl([{ text: 'hello', label: 'greeting' }]) });
     const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
     // Simulate a crash between "processing" being recorded and the worker running.
@@ -95,7 +99,10 @@ describe('local mode', () => {
     await a.uploadDataset('eval-data', jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]));
     const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
     // the record as a crash leaves it: running, with no execution behind it
-    const interrupted = await createEvaluation({ ...a.svc, workflows: { start: async () => {} } }, team, { base_model: 'sift/gliner2-mini-v1', dataset_name: 'eval-data' });
+    const interrupted = await createEvaluation({ ...a.svc, workflows: { start: async () => {} } }, team, {
+      base_model: 'sift/gliner2-mini-v1',
+      dataset_name: 'eval-data',
+    });
     await a.stop();
     const b = await TestStack.start({ dataDir: dir, withModels: true });
     await b.service.idle();
@@ -107,11 +114,16 @@ describe('local mode', () => {
 
   it('resumes an adaptive cycle that a stop interrupted; it finishes and frees its project', async () => {
     const a = await TestStack.start({ dataDir: dir, withModels: true });
-    await a.uploadDataset('adaptive-seed', jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]));
+    await a.uploadDataset(
+      'adaptive-seed',
+      jsonl([{ text: 'Tim Cook runs Apple', entities: [['Tim Cook', 'person']] }]),
+    );
     const team = (await a.call('GET', '/billing/usage/requests')).body.team_id;
     const job = await seedCompleteEncoderJob(a, team, 'adaptive-seed');
     await a.call('POST', '/projects', { body: { name: 'resumed' } });
-    expect((await a.call('POST', '/projects/resumed/deployments', { body: { training_job_id: job.id } })).status).toBe(201);
+    expect((await a.call('POST', '/projects/resumed/deployments', { body: { training_job_id: job.id } })).status).toBe(
+      201,
+    );
     // the records as a crash leaves them: a running cycle holding its project, no execution behind it
     const cycle = await startCycle({ ...a.svc, workflows: { start: async () => {} } }, team, 'resumed');
     expect((await a.call('GET', '/projects/resumed')).body.adaptive_cycle_id).toBe(cycle.id);

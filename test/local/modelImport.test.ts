@@ -25,7 +25,13 @@ const MINI = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
 /** A catalog id whose weights this box does not have: the import's test id, only ever in a temp models dir. */
 const AS = 'fastino/gliner2-base-v1';
 /** What `GLiNER2.save_pretrained` (and a hub repo) holds; the mini model directory adds onnx/ and manifest.json. */
-const CHECKPOINT_FILES = ['config.json', 'encoder_config/config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
+const CHECKPOINT_FILES = [
+  'config.json',
+  'encoder_config/config.json',
+  'model.safetensors',
+  'tokenizer.json',
+  'tokenizer_config.json',
+];
 
 let work: string;
 let checkpoint: string;
@@ -47,7 +53,10 @@ afterAll(async () => {
 });
 
 /** Texts and a schema the import's own parity cases do not use. */
-const TEXTS = ['Angela Merkel met Emmanuel Macron in Paris on Friday.', 'Google hired three engineers from Amazon in Seattle.'];
+const TEXTS = [
+  'Angela Merkel met Emmanuel Macron in Paris on Friday.',
+  'Google hired three engineers from Amazon in Seattle.',
+];
 const SCHEMA: EncoderSchema = {
   entities: [{ name: 'person' }, { name: 'company' }, { name: 'city' }],
   classifications: [{ task: 'topic', labels: ['politics', 'business', 'sports'], multiLabel: false }],
@@ -67,24 +76,44 @@ describe('sift models import', () => {
     process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
     try {
       const lines: string[] = [];
-      const opts = { as: AS, modelsDir, prefix: 'models/', bucket: stack.svc.blobs.bucket, endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}` };
+      const opts = {
+        as: AS,
+        modelsDir,
+        prefix: 'models/',
+        bucket: stack.svc.blobs.bucket,
+        endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`,
+      };
       const result = await importCommand(checkpoint, opts, (l) => lines.push(l));
       expect(result).toMatchObject({ modelId: AS, dir: join(modelsDir, 'fastino--gliner2-base-v1') });
       expect(result.parity.items).toBeGreaterThan(20);
       expect(result.parity.maxDiff).toBeLessThanOrEqual(1e-4);
       expect(lines.some((l) => /parity: \d+ spans\/labels on 7 texts identical/.test(l))).toBe(true);
-      expect(lines[lines.length - 1]).toMatch(/^fastino\/gliner2-base-v1: \d+ uploaded, 0 unchanged; manifest written$/);
+      expect(lines[lines.length - 1]).toMatch(
+        /^fastino\/gliner2-base-v1: \d+ uploaded, 0 unchanged; manifest written$/,
+      );
       // the served layout in the local store, under the id it was imported as, and nothing left beside it
       expect((await readdir(modelsDir)).sort()).toEqual(['fastino--gliner2-base-v1']);
       const manifest = JSON.parse(await readFile(join(result.dir, 'manifest.json'), 'utf8'));
-      expect(manifest).toMatchObject({ format: 'sift-model/1', model_id: AS, family: 'encoder', import_parity: { tolerance: 1e-4 } });
-      expect((await readModelDir(result.dir)).listed).toEqual(expect.arrayContaining(['onnx/', 'tokenizer.json', 'model.safetensors']));
-      expect(manifest.weights_sha256).toBe(JSON.parse(await readFile(join(MINI, 'manifest.json'), 'utf8')).weights_sha256);
+      expect(manifest).toMatchObject({
+        format: 'sift-model/1',
+        model_id: AS,
+        family: 'encoder',
+        import_parity: { tolerance: 1e-4 },
+      });
+      expect((await readModelDir(result.dir)).listed).toEqual(
+        expect.arrayContaining(['onnx/', 'tokenizer.json', 'model.safetensors']),
+      );
+      expect(manifest.weights_sha256).toBe(
+        JSON.parse(await readFile(join(MINI, 'manifest.json'), 'utf8')).weights_sha256,
+      );
 
       // the TS engine on the import answers as on the original build
       const [imported, original] = await Promise.all([EncoderModel.load(result.dir), EncoderModel.load(MINI)]);
       try {
-        const [a, b] = await Promise.all([imported.infer(TEXTS, SCHEMA, { threshold: 0.3 }), original.infer(TEXTS, SCHEMA, { threshold: 0.3 })]);
+        const [a, b] = await Promise.all([
+          imported.infer(TEXTS, SCHEMA, { threshold: 0.3 }),
+          original.infer(TEXTS, SCHEMA, { threshold: 0.3 }),
+        ]);
         a.results.forEach((r, i) => {
           const report = compareCanon(canonResult(r, SCHEMA), canonResult(b.results[i]!, SCHEMA), 1e-4);
           expect(report.mismatches).toEqual([]);
@@ -98,9 +127,13 @@ describe('sift models import', () => {
       const models = (await stack.call('GET', '/base-models')).body;
       const list = models.data as Array<{ id: string; available: boolean }>;
       expect(list.find((m) => m.id === AS)?.available).toBe(true);
-      const res = await stack.call('POST', '/inference', { body: { model_id: AS, text: TEXTS[0], schema: { entities: ['person', 'city'] }, threshold: 0.3 } });
+      const res = await stack.call('POST', '/inference', {
+        body: { model_id: AS, text: TEXTS[0], schema: { entities: ['person', 'city'] }, threshold: 0.3 },
+      });
       expect(res.status).toBe(200);
-      expect((res.body.result.entities as Array<{ text: string }>).map((e) => e.text)).toEqual(expect.arrayContaining(['Angela Merkel', 'Paris']));
+      expect((res.body.result.entities as Array<{ text: string }>).map((e) => e.text)).toEqual(
+        expect.arrayContaining(['Angela Merkel', 'Paris']),
+      );
     } finally {
       await stack.stop();
       if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
@@ -109,7 +142,9 @@ describe('sift models import', () => {
       else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
     }
     // a second import under the same id needs --force
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir })).rejects.toThrow(/already exists; pass --force/);
+    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir })).rejects.toThrow(
+      /already exists; pass --force/,
+    );
   }, 240_000);
 
   it('refuses a corrupted checkpoint with a clear error and leaves nothing behind', async () => {
@@ -122,7 +157,9 @@ describe('sift models import', () => {
     expect(await readdir(modelsDir)).toEqual([]);
     // missing files are named before any loading
     await rm(join(broken, 'encoder_config'), { recursive: true });
-    await expect(importCheckpoint({ checkpointDir: broken, modelId: AS, modelsDir })).rejects.toThrow(/encoder_config\/config\.json \(the backbone config\) is missing/);
+    await expect(importCheckpoint({ checkpointDir: broken, modelId: AS, modelsDir })).rejects.toThrow(
+      /encoder_config\/config\.json \(the backbone config\) is missing/,
+    );
   }, 120_000);
 
   it('refuses a checkpoint the engine does not reproduce (parity fails), naming the disagreements', async () => {
@@ -133,21 +170,34 @@ describe('sift models import', () => {
     const modelsDir = join(work, 'models-mean');
     const err = await importCheckpoint({ checkpointDir: meanPooled, modelId: AS, modelsDir }).catch((e: Error) => e);
     expect(err).toBeInstanceOf(ModelImportError);
-    expect((err as Error).message).toMatch(/the TS engine on the export disagrees with the gliner2 library on the checkpoint \(\d+ of \d+ items beyond 0\.0001\); nothing was published/);
+    expect((err as Error).message).toMatch(
+      /the TS engine on the export disagrees with the gliner2 library on the checkpoint \(\d+ of \d+ items beyond 0\.0001\); nothing was published/,
+    );
     expect((err as Error).message).toMatch(/\[entities #1\] (score|only in)/); // the accented text: multi-subword words
     expect(await readdir(modelsDir)).toEqual([]);
   }, 240_000); // the same conversion and parity run as the successful import above, so the same budget
 
   it('accepts only catalog encoder ids, read from --as or the checkpoint', async () => {
     const modelsDir = join(work, 'models-ids');
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: 'acme/my-ner', modelsDir })).rejects.toThrow(/'acme\/my-ner' is not a catalog model; .* import as one of: fastino\/gliner2-base-v1, /);
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: 'HuggingFaceTB/SmolLM2-135M-Instruct', modelsDir })).rejects.toThrow(/is a decoder model; only GLiNER2 encoders/);
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelsDir })).rejects.toThrow(/cannot tell which catalog model .*download is: pass --as <id>/);
-    await expect(importCheckpoint({ checkpointDir: join(work, 'nowhere'), modelId: AS, modelsDir })).rejects.toThrow(/checkpoint directory .*nowhere does not exist/);
+    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: 'acme/my-ner', modelsDir })).rejects.toThrow(
+      /'acme\/my-ner' is not a catalog model; .* import as one of: fastino\/gliner2-base-v1, /,
+    );
+    await expect(
+      importCheckpoint({ checkpointDir: checkpoint, modelId: 'HuggingFaceTB/SmolLM2-135M-Instruct', modelsDir }),
+    ).rejects.toThrow(/is a decoder model; only GLiNER2 encoders/);
+    await expect(importCheckpoint({ checkpointDir: checkpoint, modelsDir })).rejects.toThrow(
+      /cannot tell which catalog model .*download is: pass --as <id>/,
+    );
+    await expect(importCheckpoint({ checkpointDir: join(work, 'nowhere'), modelId: AS, modelsDir })).rejects.toThrow(
+      /checkpoint directory .*nowhere does not exist/,
+    );
     const hubCache = join(work, 'hub', 'models--fastino--gliner2-large-v1', 'snapshots', '0123abc');
     await mkdir(hubCache, { recursive: true });
     expect(await modelIdFromCheckpoint(hubCache)).toBe('fastino/gliner2-large-v1');
-    await cp(MINI, join(work, 'sift--gliner2-mini-v1'), { recursive: true, filter: (src) => !src.endsWith('.safetensors') && !src.endsWith('.onnx') });
+    await cp(MINI, join(work, 'sift--gliner2-mini-v1'), {
+      recursive: true,
+      filter: (src) => !src.endsWith('.safetensors') && !src.endsWith('.onnx'),
+    });
     expect(await modelIdFromCheckpoint(join(work, 'sift--gliner2-mini-v1'))).toBe('sift/gliner2-mini-v1');
   });
 });
@@ -158,11 +208,14 @@ describe('sift models pull without a reachable hub', () => {
     if (saved === undefined) delete process.env.HF_HUB_OFFLINE;
     else process.env.HF_HUB_OFFLINE = saved;
   });
-  const pull = (extra: Partial<Parameters<typeof pullModel>[0]> = {}) => pullModel({ modelId: AS, modelsDir: join(work, 'models-pull'), ...extra });
+  const pull = (extra: Partial<Parameters<typeof pullModel>[0]> = {}) =>
+    pullModel({ modelId: AS, modelsDir: join(work, 'models-pull'), ...extra });
 
   it('refuses at once under HF_HUB_OFFLINE, saying how to import instead', async () => {
     process.env.HF_HUB_OFFLINE = '1';
-    await expect(pull()).rejects.toThrow(/HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: .*sift models import <dir> --as fastino\/gliner2-base-v1/);
+    await expect(pull()).rejects.toThrow(
+      /HF_HUB_OFFLINE is set, so the Hugging Face hub is not used: .*sift models import <dir> --as fastino\/gliner2-base-v1/,
+    );
   });
 
   it('fails fast when the hub refuses connections or never answers, and downloads nothing', async () => {
@@ -172,35 +225,61 @@ describe('sift models pull without a reachable hub', () => {
     await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
     const port = (closed.address() as { port: number }).port;
     await new Promise((ok) => closed.close(ok));
-    await expect(pull({ hubEndpoint: `http://127.0.0.1:${port}` })).rejects.toThrow(/the Hugging Face hub is not reachable at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): download .* and run `sift models import <dir> --as fastino\/gliner2-base-v1`/);
+    await expect(pull({ hubEndpoint: `http://127.0.0.1:${port}` })).rejects.toThrow(
+      /the Hugging Face hub is not reachable at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): download .* and run `sift models import <dir> --as fastino\/gliner2-base-v1`/,
+    );
     // a hub that accepts the connection and then says nothing
     const sockets = new Set<Socket>();
     const silent: Server = createServer((socket) => sockets.add(socket));
     await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
     try {
-      await expect(pull({ hubEndpoint: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, probeTimeoutMs: 1_000 })).rejects.toThrow(/not reachable .*\(no answer in 1 s\)/);
-      } finally {
+      await expect(
+        pull({ hubEndpoint: `http://127.0.0.1:${(silent.address() as { port: number }).port}`, probeTimeoutMs: 1_000 }),
+      ).rejects.toThrow(/not reachable .*\(no answer in 1 s\)/);
+    } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((ok) => silent.close(ok));
     }
     await expect(readdir(join(work, 'models-pull'))).rejects.toThrow(/ENOENT/);
     // a non-catalog id is refused before the hub is asked
-    await expect(pullModel({ modelId: 'acme/other', modelsDir: join(work, 'models-pull') })).rejects.toThrow(/not a catalog model/);
+    await expect(pullModel({ modelId: 'acme/other', modelsDir: join(work, 'models-pull') })).rejects.toThrow(
+      /not a catalog model/,
+    );
   });
 });
 
 describe('the sift binary', () => {
   const sift = (env: Record<string, string>, ...args: string[]) =>
-    promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    promisify(execFile)('node', ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', ...args], {
+      env: { ...process.env, ...env },
+      encoding: 'utf8',
+    });
 
   it('lists import and pull, and exits 1 with the reason when the hub is off or an option is bad', async () => {
-    expect((await sift({}, 'models', '--help')).stdout).toMatch(/^ {2}import \[options\] <checkpoint-dir> +Convert a GLiNER2 checkpoint[\s\S]*^ {2}pull \[options\] <id> +Download/m);
-    await expect(sift({ HF_HUB_OFFLINE: '1' }, 'models', 'pull', AS, '--models-dir', join(work, 'bin-models'))).rejects.toMatchObject({
+    expect((await sift({}, 'models', '--help')).stdout).toMatch(
+      /^ {2}import \[options\] <checkpoint-dir> +Convert a GLiNER2 checkpoint[\s\S]*^ {2}pull \[options\] <id> +Download/m,
+    );
+    await expect(
+      sift({ HF_HUB_OFFLINE: '1' }, 'models', 'pull', AS, '--models-dir', join(work, 'bin-models')),
+    ).rejects.toMatchObject({
       code: 1,
       stderr: expect.stringMatching(/^sift models pull: HF_HUB_OFFLINE is set, so the Hugging Face hub is not used/),
     });
     // the bucket is checked before minutes of conversion
-    await expect(sift({}, 'models', 'import', checkpoint, '--as', AS, '--models-dir', join(work, 'bin-models'), '--bucket', 'Bad_Bucket')).rejects.toMatchObject({
+    await expect(
+      sift(
+        {},
+        'models',
+        'import',
+        checkpoint,
+        '--as',
+        AS,
+        '--models-dir',
+        join(work, 'bin-models'),
+        '--bucket',
+        'Bad_Bucket',
+      ),
+    ).rejects.toMatchObject({
       code: 1,
       stderr: expect.stringContaining("sift models import: --bucket: 'Bad_Bucket' is not a valid S3 bucket name"),
     });

@@ -21,12 +21,23 @@ let cacheDir: string;
 const statusOf = async () => JSON.parse(await readFile(join(cacheDir, 'models', '.sift-build.json'), 'utf8'));
 
 function setup(args: string[], env: Record<string, string> = {}) {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['SIFT_VENV', 'SIFT_MODELS_DIR', 'SIFT_SKIP_MODELS', 'NODE_OPTIONS'].includes(k)));
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !['SIFT_VENV', 'SIFT_MODELS_DIR', 'SIFT_SKIP_MODELS', 'NODE_OPTIONS'].includes(k),
+    ),
+  );
   const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'setup.mjs'), ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     // the API check tools' venv is the real one (set up once per machine): not this test's subject
-    env: { ...base, SIFT_CACHE_DIR: cacheDir, SIFT_PYTHON: fakePython, SIFT_BUILD_MODELS: MINI, SIFT_API_CHECK_VENV: process.env.SIFT_API_CHECK_VENV ?? join(CACHE_DIR, 'venv-api-check'), ...env },
+    env: {
+      ...base,
+      SIFT_CACHE_DIR: cacheDir,
+      SIFT_PYTHON: fakePython,
+      SIFT_BUILD_MODELS: MINI,
+      SIFT_API_CHECK_VENV: process.env.SIFT_API_CHECK_VENV ?? join(CACHE_DIR, 'venv-api-check'),
+      ...env,
+    },
     timeout: 60_000,
   });
   return r;
@@ -34,7 +45,11 @@ function setup(args: string[], env: Record<string, string> = {}) {
 
 /** `sift models status`, the CLI's view of the same status file. */
 const modelsStatus = () =>
-  promisify(execFile)(process.execPath, ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', 'models', 'status', '--models-dir', join(cacheDir, 'models')], { cwd: REPO_ROOT, encoding: 'utf8' }).then(
+  promisify(execFile)(
+    process.execPath,
+    ['--no-warnings', '--import', 'tsx', 'bin/sift.ts', 'models', 'status', '--models-dir', join(cacheDir, 'models')],
+    { cwd: REPO_ROOT, encoding: 'utf8' },
+  ).then(
     (r) => ({ code: 0, stdout: r.stdout }),
     (e: { code: number; stdout: string }) => ({ code: e.code, stdout: e.stdout }),
   );
@@ -61,8 +76,11 @@ const alive = (pid: number) => {
 beforeAll(() => {
   // setup.mjs runs `npm install` when node_modules does not match the lock file; never here
   const stamp = join(REPO_ROOT, 'node_modules', '.sift-setup');
-  const want = createHash('sha256').update(readFileSync(join(REPO_ROOT, 'package-lock.json'))).digest('hex');
-  if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== want) throw new Error('node_modules does not match package-lock.json: run `npm install` first');
+  const want = createHash('sha256')
+    .update(readFileSync(join(REPO_ROOT, 'package-lock.json')))
+    .digest('hex');
+  if (!existsSync(stamp) || readFileSync(stamp, 'utf8') !== want)
+    throw new Error('node_modules does not match package-lock.json: run `npm install` first');
 });
 beforeEach(async () => {
   cacheDir = await mkdtemp(join(tmpdir(), 'sift-setup-'));
@@ -70,7 +88,10 @@ beforeEach(async () => {
 afterEach(async () => {
   // never leave a build behind: open its gate, stop its process
   await writeFile(join(cacheDir, 'gate'), '');
-  const pid = await statusOf().then((s) => s.pid as number, () => undefined);
+  const pid = await statusOf().then(
+    (s) => s.pid as number,
+    () => undefined,
+  );
   if (pid && alive(pid)) process.kill(pid, 'SIGTERM');
   await rm(cacheDir, { recursive: true, force: true });
 });
@@ -87,13 +108,20 @@ it('start mode returns while the build goes on in the background, reporting prog
     const s = await statusOf();
     return s.models?.[MINI]?.step === 30 ? s : undefined;
   });
-  expect(progress).toMatchObject({ state: 'running', venv: { state: 'done' }, stage: MINI, models: { [MINI]: { state: 'building', stage: 'training', step: 30, total: 100 } } });
+  expect(progress).toMatchObject({
+    state: 'running',
+    venv: { state: 'done' },
+    stage: MINI,
+    models: { [MINI]: { state: 'building', stage: 'training', step: 30, total: 100 } },
+  });
   expect(progress.models[MINI].eta_seconds).toEqual(expect.any(Number));
   expect(alive(progress.pid)).toBe(true);
   const cli = await modelsStatus();
   expect(cli.code).toBe(0);
   expect(cli.stdout).toContain('model build: running');
-  expect(cli.stdout).toMatch(/training venv: done\n {2}sift\/gliner2-mini-v1: being built \(training, step 30\/100(, about \d+ min left)?\)/);
+  expect(cli.stdout).toMatch(
+    /training venv: done\n {2}sift\/gliner2-mini-v1: being built \(training, step 30\/100(, about \d+ min left)?\)/,
+  );
 
   // a second start while it runs leaves the build to the first
   const second = setup([], { FAKE_BUILD_GATE: gate });
@@ -119,11 +147,16 @@ it('reports a failed build with its reason instead of hanging', async () => {
     const s = await statusOf();
     return s.state === 'failed' ? s : undefined;
   });
-  expect(failed.models[MINI]).toMatchObject({ state: 'failed', error: 'sift_trainer.build.build_mini: RuntimeError: out of memory (fake)' });
+  expect(failed.models[MINI]).toMatchObject({
+    state: 'failed',
+    error: 'sift_trainer.build.build_mini: RuntimeError: out of memory (fake)',
+  });
   expect(failed.error).toContain('out of memory (fake)');
   const cli = await modelsStatus();
   expect(cli.code).toBe(1);
-  expect(cli.stdout).toContain('sift/gliner2-mini-v1: build failed: sift_trainer.build.build_mini: RuntimeError: out of memory (fake)');
+  expect(cli.stdout).toContain(
+    'sift/gliner2-mini-v1: build failed: sift_trainer.build.build_mini: RuntimeError: out of memory (fake)',
+  );
 });
 
 it('a build stopped by a signal says so, for every part it had not finished', async () => {
@@ -137,7 +170,10 @@ it('a build stopped by a signal says so, for every part it had not finished', as
     const s = await statusOf();
     return s.state === 'failed' ? s : undefined;
   });
-  expect(stopped).toMatchObject({ error: 'the build was stopped (SIGTERM)', models: { [MINI]: { state: 'failed', error: 'the build was stopped (SIGTERM)' } } });
+  expect(stopped).toMatchObject({
+    error: 'the build was stopped (SIGTERM)',
+    models: { [MINI]: { state: 'failed', error: 'the build was stopped (SIGTERM)' } },
+  });
   await until('the build process to exit', async () => (alive(running.pid) ? undefined : true));
 });
 

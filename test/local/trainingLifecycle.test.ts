@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { baseModelManifestKey } from '../../src/core/modelLayout';
 import { listCheckpoints } from '../../src/core/training/artifacts';
 import { LocalTrainingRunner } from '../../src/local/trainingRunner';
-import { describeTrainingLifecycle, LIFECYCLE_ROWS, type LifecycleScenario, type Logged } from '../helpers/trainingLifecycleContract';
+import {
+  describeTrainingLifecycle,
+  LIFECYCLE_ROWS,
+  type LifecycleScenario,
+  type Logged,
+} from '../helpers/trainingLifecycleContract';
 import { ENCODER, readyDataset, teamWithDataset } from '../helpers/memoryDomain';
 import type { MemoryServices } from '../../src/adapters/memory/services';
 
@@ -51,7 +56,12 @@ describeTrainingLifecycle('local', {
   async run(job, scenario: LifecycleScenario, logged: Logged[]) {
     const { output } = scenario;
     // as in the SageMaker stand-in: a failing trainer got through its epochs (no `final`), a stopped one through its first
-    const kept = scenario.kind === 'fail' ? output.checkpoints.filter((c) => !c.meta.is_final) : scenario.kind === 'stop' ? output.checkpoints.slice(0, 1) : output.checkpoints;
+    const kept =
+      scenario.kind === 'fail'
+        ? output.checkpoints.filter((c) => !c.meta.is_final)
+        : scenario.kind === 'stop'
+          ? output.checkpoints.slice(0, 1)
+          : output.checkpoints;
     const checkpoints = kept.map((c) => ({ ...c.meta, path: c.dir }));
     const plan = {
       kind: scenario.kind,
@@ -64,8 +74,14 @@ describeTrainingLifecycle('local', {
     const trainer = join(dir, `trainer-${job.id}`);
     await mkdir(join(trainer, 'sift_trainer'), { recursive: true });
     await writeFile(join(trainer, 'sift_trainer', '__init__.py'), '');
-    await writeFile(join(trainer, 'sift_trainer', 'job.py'), `PLAN = ${JSON.stringify(JSON.stringify(plan))}\n${REPLAY}`);
-    const at = (level: Logged['level']) => (message: string, extra: Record<string, unknown> = {}) => void logged.push({ level, message, extra });
+    await writeFile(
+      join(trainer, 'sift_trainer', 'job.py'),
+      `PLAN = ${JSON.stringify(JSON.stringify(plan))}\n${REPLAY}`,
+    );
+    const at =
+      (level: Logged['level']) =>
+      (message: string, extra: Record<string, unknown> = {}) =>
+        void logged.push({ level, message, extra });
     const runner = new LocalTrainingRunner(() => svc, {
       workDir: join(dir, 'work'),
       python: PYTHON,

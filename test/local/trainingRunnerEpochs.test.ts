@@ -50,11 +50,18 @@ function failEpochWrites(svc: MemoryServices, failures: number): void {
 async function runOneJob(failures: number) {
   const { svc, teamId } = await teamWithDataset();
   await svc.blobs.put(baseModelManifestKey(ENCODER), JSON.stringify({ files: {} }));
-  const job = await createTrainingJob(svc, teamId, { model_name: 'planned', base_model: ENCODER, datasets: [{ name: 'ner-set' }] });
+  const job = await createTrainingJob(svc, teamId, {
+    model_name: 'planned',
+    base_model: ENCODER,
+    datasets: [{ name: 'ner-set' }],
+  });
   expect(job.epochs_from_data).toBe(true);
   failEpochWrites(svc, failures);
   const logged: { level: string; message: string; extra: Record<string, unknown> }[] = [];
-  const at = (level: string) => (message: string, extra: Record<string, unknown> = {}) => void logged.push({ level, message, extra });
+  const at =
+    (level: string) =>
+    (message: string, extra: Record<string, unknown> = {}) =>
+      void logged.push({ level, message, extra });
   const runner = new LocalTrainingRunner(() => svc, {
     workDir: join(dir, 'work'),
     python: 'python3',
@@ -86,6 +93,8 @@ describe('local runner: the planned epochs of a job that left them to the traine
     expect(errors).toHaveLength(1);
     expect(errors[0]?.extra).toMatchObject({ job_id: job.id, epochs: PLANNED });
     expect(String((errors[0]!.extra.error as Error).message)).toBe('record store unreachable');
-    expect(jobLog.some((l) => l.includes(`planned ${PLANNED} epochs`) && l.includes('record store unreachable'))).toBe(true);
+    expect(jobLog.some((l) => l.includes(`planned ${PLANNED} epochs`) && l.includes('record store unreachable'))).toBe(
+      true,
+    );
   });
 });

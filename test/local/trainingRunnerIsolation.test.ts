@@ -53,12 +53,24 @@ async function trainer(code: string): Promise<string> {
   return at;
 }
 
-async function runJob(svc: MemoryServices, teamId: string, trainerDir: string, extra: { whenBuilt?: () => Promise<void>; beforeRun?: () => void } = {}) {
+async function runJob(
+  svc: MemoryServices,
+  teamId: string,
+  trainerDir: string,
+  extra: { whenBuilt?: () => Promise<void>; beforeRun?: () => void } = {},
+) {
   const { beforeRun, ...options } = extra;
-  const job = await createTrainingJob(svc, teamId, { model_name: 'isolated', base_model: ENCODER, datasets: [{ name: 'ner-set' }] });
+  const job = await createTrainingJob(svc, teamId, {
+    model_name: 'isolated',
+    base_model: ENCODER,
+    datasets: [{ name: 'ner-set' }],
+  });
   beforeRun?.();
   const logged: { level: string; message: string; extra: Record<string, unknown> }[] = [];
-  const at = (level: string) => (message: string, e: Record<string, unknown> = {}) => void logged.push({ level, message, extra: e });
+  const at =
+    (level: string) =>
+    (message: string, e: Record<string, unknown> = {}) =>
+      void logged.push({ level, message, extra: e });
   const runner = new LocalTrainingRunner(() => svc, {
     workDir: join(dir, 'work'),
     python: PYTHON,
@@ -109,10 +121,22 @@ describe('local runner: the trainer environment', () => {
     const seen = JSON.parse(job.error as string) as Record<string, string>;
     for (const name of Object.keys(secrets)) expect(seen[name]).toBeUndefined();
     expect(Object.values(seen).join('\n')).not.toMatch(/svc_sk_|secret-example|token-example|internal-token/);
-    expect(seen).toMatchObject({ SIFT_TORCH_THREADS: '3', PATH: process.env.PATH, HF_HUB_OFFLINE: '1', PYTHONUNBUFFERED: '1' });
+    expect(seen).toMatchObject({
+      SIFT_TORCH_THREADS: '3',
+      PATH: process.env.PATH,
+      HF_HUB_OFFLINE: '1',
+      PYTHONUNBUFFERED: '1',
+    });
     expect(seen.SIFT_JOB_DIR).toBe(join(dir, 'work', 'jobs', job.id));
     // nothing outside the allow-list and the job's own settings
-    const allowed = new Set<string>([...TRAINER_ENV_NAMES, 'SIFT_JOB_DIR', 'PYTHONUNBUFFERED', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE', 'TOKENIZERS_PARALLELISM']);
+    const allowed = new Set<string>([
+      ...TRAINER_ENV_NAMES,
+      'SIFT_JOB_DIR',
+      'PYTHONUNBUFFERED',
+      'HF_HUB_OFFLINE',
+      'TRANSFORMERS_OFFLINE',
+      'TOKENIZERS_PARALLELISM',
+    ]);
     expect(Object.keys(seen).filter((k) => !allowed.has(k))).toEqual([]);
   });
 });
@@ -123,9 +147,15 @@ describe('local runner: the base-model cache', () => {
     const { svc, teamId } = await withBaseModel({ [hostile]: 'hostile' });
     const { job } = await runJob(svc, teamId, await trainer(DUMP_ENV));
     expect(job.status).toBe('failed');
-    expect(job.error).toContain(`model store key ${hostile} names an unsafe path "onnx/../../../../../escaped.txt": it climbs out with ".."`);
+    expect(job.error).toContain(
+      `model store key ${hostile} names an unsafe path "onnx/../../../../../escaped.txt": it climbs out with ".."`,
+    );
     const work = join(dir, 'work');
-    expect(existsSync(join(dir, 'escaped.txt')) || existsSync(join(work, 'escaped.txt')) || existsSync(join(work, 'cache', 'escaped.txt'))).toBe(false);
+    expect(
+      existsSync(join(dir, 'escaped.txt')) ||
+        existsSync(join(work, 'escaped.txt')) ||
+        existsSync(join(work, 'cache', 'escaped.txt')),
+    ).toBe(false);
     expect(await readdir(dir)).not.toContain('escaped.txt');
   });
 });

@@ -33,13 +33,18 @@ const job = (name: string, extra: Partial<ValidationJob> = {}): ValidationJob =>
 async function* bytes(...parts: string[]) {
   for (const p of parts) yield Buffer.from(p);
 }
-const ROWS = ['{"text":"Tim Cook runs Apple","entities":[["Tim Cook","person"]]}\n', '{"text":"b","label":"x","colour":"red"}\n', '{"text":"c","labels":["y"]}\n'];
+const ROWS = [
+  '{"text":"Tim Cook runs Apple","entities":[["Tim Cook","person"]]}\n',
+  '{"text":"b","label":"x","colour":"red"}\n',
+  '{"text":"c","labels":["y"]}\n',
+];
 
 /** A .json array parsed whole: its text alone (~24 MB) is more than a 16 MB heap. */
 function* bigJsonArray(rows = 25_000) {
   const words = 'with some words in it '.repeat(40);
   yield '[';
-  for (let i = 0; i < rows; i += 1) yield `${i ? ',' : ''}{"text":"row number ${i} ${words}","label":"label-${i % 50}"}`;
+  for (let i = 0; i < rows; i += 1)
+    yield `${i ? ',' : ''}{"text":"row number ${i} ${words}","label":"label-${i % 50}"}`;
   yield ']';
 }
 
@@ -50,7 +55,12 @@ describe('ValidationProcesses', () => {
       const inChild = await pool.validate(bytes(...ROWS), job('a'));
       const inProcess = await validateDataset(bytes(...ROWS), job('b'));
       expect(inChild).toEqual(inProcess);
-      expect(inChild).toMatchObject({ rowsRead: 3, errorCount: 1, errors: [{ row: 2, field: 'colour' }], summary: { row_count: 2, entity_types: ['person'] } });
+      expect(inChild).toMatchObject({
+        rowsRead: 3,
+        errorCount: 1,
+        errors: [{ row: 2, field: 'colour' }],
+        summary: { row_count: 2, entity_types: ['person'] },
+      });
       expect(pool.started).toBe(1);
       expect((await pool.validate(bytes(ROWS[0]!), job('c'))).errorCount).toBe(0);
       expect(pool.started).toBe(1);
@@ -80,13 +90,26 @@ describe('ValidationProcesses', () => {
   it('an idle child holds nothing open: a process that validated a file exits without closing the pool', () => {
     const script = fileURLToPath(new URL('../fixtures/validateOnceAndLeave.mts', import.meta.url));
     // the limit only guards the test run: without the fix the process never exits
-    const run = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TMPDIR: tmpdir() } });
-    expect({ status: run.status, signal: run.signal, stdout: run.stdout }).toEqual({ status: 0, signal: null, stdout: 'validated 1 row(s) in 1 child\n' });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TMPDIR: tmpdir() },
+    });
+    expect({ status: run.status, signal: run.signal, stdout: run.stdout }).toEqual({
+      status: 0,
+      signal: null,
+      stdout: 'validated 1 row(s) in 1 child\n',
+    });
   }, 70_000);
 
   it('a child that exits rejects with its exit code', async () => {
-    const pool = new ValidationProcesses({ heapMb: 64, entry: new URL('../fixtures/validationChildExits.mjs', import.meta.url) });
-    await expect(pool.validate(bytes(...ROWS), job('x'))).rejects.toThrow('the validation process exited with code 7 before it finished');
+    const pool = new ValidationProcesses({
+      heapMb: 64,
+      entry: new URL('../fixtures/validationChildExits.mjs', import.meta.url),
+    });
+    await expect(pool.validate(bytes(...ROWS), job('x'))).rejects.toThrow(
+      'the validation process exited with code 7 before it finished',
+    );
     await pool.close();
   });
 
@@ -94,14 +117,27 @@ describe('ValidationProcesses', () => {
     const svc = createMemoryServices();
     const team = await createTeam(svc, { name: 'acme' });
     const url = await createUploadUrl(svc, team.id, { dataset_name: 'big', file_name: 'big.json' });
-    await svc.blobs.put(sourceKey(team.id, await getVersion(svc, team.id, 'big', url.version)), [...bigJsonArray()].join(''));
+    await svc.blobs.put(
+      sourceKey(team.id, await getVersion(svc, team.id, 'big', url.version)),
+      [...bigJsonArray()].join(''),
+    );
     await startProcessing(svc, team.id, 'big', url.version);
     const pool = new ValidationProcesses({ heapMb: 16 });
     try {
-      for (const m of svc.sent.splice(0)) await expect(handleWorkMessage(svc, m, { validateDataset: pool.validate })).rejects.toThrow(ValidationProcessDied);
+      for (const m of svc.sent.splice(0))
+        await expect(handleWorkMessage(svc, m, { validateDataset: pool.validate })).rejects.toThrow(
+          ValidationProcessDied,
+        );
       expect(await getVersion(svc, team.id, 'big', 1)).toMatchObject({
         status: 'failed',
-        errors: [{ row: null, field: null, message: 'processing failed: the validation process ran out of memory (its heap is limited to 16 MB): the file\'s rows need more than that' }],
+        errors: [
+          {
+            row: null,
+            field: null,
+            message:
+              "processing failed: the validation process ran out of memory (its heap is limited to 16 MB): the file's rows need more than that",
+          },
+        ],
       });
     } finally {
       await pool.close();

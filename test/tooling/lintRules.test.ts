@@ -39,23 +39,47 @@ describe('Biome (npm run lint)', () => {
   }
 
   it('fails on a recommended rule (a forEach callback that returns a value) and passes the clean twin', () => {
-    const bad = run(BIOME, ['lint', '--error-on-warnings'], biomeProject('biome-bad', 'export const seen = new Set<number>();\n[1, 2].forEach((x) => seen.add(x));\n'));
+    const bad = run(
+      BIOME,
+      ['lint', '--error-on-warnings'],
+      biomeProject('biome-bad', 'export const seen = new Set<number>();\n[1, 2].forEach((x) => seen.add(x));\n'),
+    );
     expect(bad.status).not.toBe(0);
     expect(bad.out).toContain('lint/suspicious/useIterableCallbackReturn');
-    const good = run(BIOME, ['lint', '--error-on-warnings'], biomeProject('biome-good', 'export const seen = new Set<number>();\nfor (const x of [1, 2]) seen.add(x);\n'));
+    const good = run(
+      BIOME,
+      ['lint', '--error-on-warnings'],
+      biomeProject('biome-good', 'export const seen = new Set<number>();\nfor (const x of [1, 2]) seen.add(x);\n'),
+    );
     expect(good.out).not.toContain('lint/');
     expect(good.status).toBe(0);
   });
 
   it('fails on a warning-level rule too (--error-on-warnings): an explicit any under src/', () => {
-    const bad = run(BIOME, ['lint', '--error-on-warnings'], biomeProject('biome-any', 'export const parse = (s: string): any => JSON.parse(s);\n'));
+    const bad = run(
+      BIOME,
+      ['lint', '--error-on-warnings'],
+      biomeProject('biome-any', 'export const parse = (s: string): any => JSON.parse(s);\n'),
+    );
     expect(bad.status).not.toBe(0);
     expect(bad.out).toContain('lint/suspicious/noExplicitAny');
   });
 });
 
 describe('ruff (npm run lint:py)', () => {
-  const ruff = (file: string) => run('bash', [join(ROOT, 'scripts', 'ruff.sh'), 'check', '--no-cache', '--config', join(ROOT, 'containers', 'ruff.toml'), file], ROOT);
+  const ruff = (file: string) =>
+    run(
+      'bash',
+      [
+        join(ROOT, 'scripts', 'ruff.sh'),
+        'check',
+        '--no-cache',
+        '--config',
+        join(ROOT, 'containers', 'ruff.toml'),
+        file,
+      ],
+      ROOT,
+    );
 
   it('fails on a default rule (an unused import, F401) and on unsorted imports (I001), and passes the clean twin', () => {
     const bad = join(scratch, 'planted_bad.py');
@@ -78,13 +102,20 @@ describe("the console's typecheck (npm run typecheck:web)", () => {
     const dir = join(scratch, name);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'planted.ts'), source);
-    const config = { extends: join(ROOT, 'web', 'tsconfig.json'), compilerOptions: { typeRoots: [join(ROOT, 'web', 'node_modules')] }, include: ['planted.ts'] };
+    const config = {
+      extends: join(ROOT, 'web', 'tsconfig.json'),
+      compilerOptions: { typeRoots: [join(ROOT, 'web', 'node_modules')] },
+      include: ['planted.ts'],
+    };
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
     return run(WEB_TSC, ['-p', join(dir, 'tsconfig.json'), '--noEmit'], dir);
   }
 
   it('fails on a type error and on an unused local (noUnusedLocals), reporting exactly those two', () => {
-    const bad = tsc('tsc-bad', "export const n: number = 'planted';\nexport function f(): number {\n  const unused = 1;\n  return 2;\n}\n");
+    const bad = tsc(
+      'tsc-bad',
+      "export const n: number = 'planted';\nexport function f(): number {\n  const unused = 1;\n  return 2;\n}\n",
+    );
     expect(bad.status).not.toBe(0);
     // only the planted errors: a set-up problem (a missing type library, say) would add its own
     expect([...bad.out.matchAll(/error (TS\d+)/g)].map((m) => m[1]).sort()).toEqual(['TS2322', 'TS6133']);

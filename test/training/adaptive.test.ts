@@ -12,17 +12,45 @@ import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 jest.setTimeout(15 * 60_000);
 
 const first = ['Jane', 'Omar', 'Priya', 'Lucas', 'Mei', 'Kwame', 'Sofia', 'Ivan', 'Amara', 'Diego', 'Hana', 'Tomasz'];
-const last = ['Doe', 'Haddad', 'Raman', 'Moreau', 'Chen', 'Mensah', 'Rossi', 'Petrov', 'Okafor', 'Alvarez', 'Sato', 'Nowak'];
-const issues = ['was charged twice', 'never arrived', 'shows the wrong amount', 'cannot be downloaded', 'was cancelled by mistake'];
+const last = [
+  'Doe',
+  'Haddad',
+  'Raman',
+  'Moreau',
+  'Chen',
+  'Mensah',
+  'Rossi',
+  'Petrov',
+  'Okafor',
+  'Alvarez',
+  'Sato',
+  'Nowak',
+];
+const issues = [
+  'was charged twice',
+  'never arrived',
+  'shows the wrong amount',
+  'cannot be downloaded',
+  'was cancelled by mistake',
+];
 
 /** A support ticket and its true entities (the mini base model barely knows invoice numbers). */
 function ticket(i: number) {
   const name = `${first[(i * 7) % first.length]} ${last[(i * 5 + 3) % last.length]}`;
   const invoice = `INV-${((10000 + i * 7919) % 90000) + 10000}`;
   const issue = issues[i % issues.length];
-  const text = i % 2 ? `Customer ${name} reported that invoice ${invoice} ${issue}.` : `Invoice ${invoice} ${issue}, according to ${name}.`;
+  const text =
+    i % 2
+      ? `Customer ${name} reported that invoice ${invoice} ${issue}.`
+      : `Invoice ${invoice} ${issue}, according to ${name}.`;
   const at = (s: string) => ({ text: s, start: text.indexOf(s), end: text.indexOf(s) + s.length });
-  return { text, entities: [{ ...at(name), label: 'customer' }, { ...at(invoice), label: 'invoice number' }] };
+  return {
+    text,
+    entities: [
+      { ...at(name), label: 'customer' },
+      { ...at(invoice), label: 'invoice number' },
+    ],
+  };
 }
 const schema = { entities: ['customer', 'invoice number'] };
 const REVIEWED = 24;
@@ -39,12 +67,19 @@ async function cycleDone(project: string, id: string): Promise<any> {
 }
 
 beforeAll(async () => {
-  stack = await TestStack.start({ maxTrainingJobs: 1, withModels: true, workflowPollMs: 200, config: { adaptiveMinExamples: 12 } });
+  stack = await TestStack.start({
+    maxTrainingJobs: 1,
+    withModels: true,
+    workflowPollMs: 200,
+    config: { adaptiveMinExamples: 12 },
+  });
   const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
   expect((await stack.uploadDataset('seed', jsonl([ticket(1000)]))).status).toBe('ready');
   const baseline = await seedCompleteEncoderJob(stack, teamId, 'seed', 'tickets-v1');
   expect((await stack.call('POST', '/projects', { body: { name: 'tickets' } })).status).toBe(201);
-  expect((await stack.call('POST', '/projects/tickets/deployments', { body: { training_job_id: baseline.id } })).status).toBe(201);
+  expect(
+    (await stack.call('POST', '/projects/tickets/deployments', { body: { training_job_id: baseline.id } })).status,
+  ).toBe(201);
 }, 180_000);
 afterAll(async () => stack?.stop());
 
@@ -61,7 +96,9 @@ it('refuses what it cannot run, with the reason', async () => {
   expect(undeployed.status).toBe(409);
   expect(undeployed.body.detail).toMatch(/no deployed model/);
   expect((await stack.call('POST', '/projects/nope/adaptive-cycles')).status).toBe(404);
-  expect((await stack.call('GET', '/projects/tickets/adaptive-cycles/adc_01JZZZZZZZZZZZZZZZZZZZZZZZ')).status).toBe(404);
+  expect((await stack.call('GET', '/projects/tickets/adaptive-cycles/adc_01JZZZZZZZZZZZZZZZZZZZZZZZ')).status).toBe(
+    404,
+  );
 });
 
 it('logged traffic → feedback → candidate trained from the deployed model → offered against the baseline → promoted by the caller', async () => {
@@ -77,7 +114,11 @@ it('logged traffic → feedback → candidate trained from the deployed model �
   // too little feedback: the cycle is skipped and says what it needs
   const early = await stack.call('POST', '/projects/tickets/adaptive-cycles');
   expect(early.status).toBe(202);
-  expect(early.body).toMatchObject({ status: 'running', trigger: 'manual', baseline_training_job_id: expect.any(String) });
+  expect(early.body).toMatchObject({
+    status: 'running',
+    trigger: 'manual',
+    baseline_training_job_id: expect.any(String),
+  });
   const skipped = await cycleDone('tickets', early.body.id);
   expect(skipped).toMatchObject({ status: 'skipped', candidate_training_job_id: null });
   expect(skipped.reason).toMatch(/0 reviewed traces .* a cycle needs 12/);
@@ -86,8 +127,12 @@ it('logged traffic → feedback → candidate trained from the deployed model �
   // people review the traffic: corrections where the model was wrong, confirmations where right
   for (const { id, row } of inferences.slice(0, REVIEWED)) {
     const stored = (await stack.call('GET', `/inferences/${id}`)).body;
-    const right = JSON.stringify(stored.output.entities.map((e: any) => [e.label, e.start, e.end])) === JSON.stringify(row.entities.map((e) => [e.label, e.start, e.end]));
-    const body = right ? { verdict: 'correct' } : { verdict: 'incorrect', corrected_output: { entities: row.entities } };
+    const right =
+      JSON.stringify(stored.output.entities.map((e: any) => [e.label, e.start, e.end])) ===
+      JSON.stringify(row.entities.map((e) => [e.label, e.start, e.end]));
+    const body = right
+      ? { verdict: 'correct' }
+      : { verdict: 'incorrect', corrected_output: { entities: row.entities } };
     expect((await stack.call('POST', `/inferences/${id}/feedback`, { body })).status).toBe(200);
   }
 
@@ -106,15 +151,38 @@ it('logged traffic → feedback → candidate trained from the deployed model �
   // the candidate is a real job, continued from the deployed model's final checkpoint on the new rows
   const baseline = (await stack.call('GET', `/core/training-jobs/${cycle.baseline_training_job_id}`)).body;
   const candidate = (await stack.call('GET', `/core/training-jobs/${cycle.candidate_training_job_id}`)).body;
-  expect(candidate).toMatchObject({ status: 'complete', base_model: baseline.final_checkpoint_id, datasets: [cycle.datasets.train] });
-  const trainSet = (await stack.call('GET', `/core/datasets/${cycle.datasets.train.name}/${cycle.datasets.train.version}`)).body;
+  expect(candidate).toMatchObject({
+    status: 'complete',
+    base_model: baseline.final_checkpoint_id,
+    datasets: [cycle.datasets.train],
+  });
+  const trainSet = (
+    await stack.call('GET', `/core/datasets/${cycle.datasets.train.name}/${cycle.datasets.train.version}`)
+  ).body;
   expect(trainSet).toMatchObject({ status: 'ready', row_count: cycle.traces.train });
 
   // both scored by the evaluator on the same held-out reviewed traces; the comparison is theirs
-  const [ec, eb] = await Promise.all([cycle.candidate_evaluation_id, cycle.baseline_evaluation_id].map(async (id) => (await stack.call('GET', `/core/evaluations/${id}`)).body));
-  expect(ec).toMatchObject({ status: 'complete', dataset_name: cycle.datasets.holdout.name, dataset_version: cycle.datasets.holdout.version, training_job_id: candidate.id });
-  expect(eb).toMatchObject({ status: 'complete', dataset_name: cycle.datasets.holdout.name, training_job_id: baseline.id });
-  expect(cycle.comparison.candidate).toEqual({ f1: ec.metrics.f1, precision: ec.metrics.precision, recall: ec.metrics.recall });
+  const [ec, eb] = await Promise.all(
+    [cycle.candidate_evaluation_id, cycle.baseline_evaluation_id].map(
+      async (id) => (await stack.call('GET', `/core/evaluations/${id}`)).body,
+    ),
+  );
+  expect(ec).toMatchObject({
+    status: 'complete',
+    dataset_name: cycle.datasets.holdout.name,
+    dataset_version: cycle.datasets.holdout.version,
+    training_job_id: candidate.id,
+  });
+  expect(eb).toMatchObject({
+    status: 'complete',
+    dataset_name: cycle.datasets.holdout.name,
+    training_job_id: baseline.id,
+  });
+  expect(cycle.comparison.candidate).toEqual({
+    f1: ec.metrics.f1,
+    precision: ec.metrics.precision,
+    recall: ec.metrics.recall,
+  });
   expect(cycle.comparison.baseline.f1).toBe(eb.metrics.f1);
   // the reviewed invoice numbers are what the base model lacked: the candidate must never lose to it,
   // and must beat it wherever the held-out traces leave anything to beat (the 4–8 row holdout is split
@@ -133,8 +201,14 @@ it('logged traffic → feedback → candidate trained from the deployed model �
   const promoted = await stack.call('POST', `/projects/tickets/adaptive-cycles/${cycle.id}/promote`);
   expect(promoted.status).toBe(201);
   expect(promoted.body.cycle.status).toBe('promoted');
-  expect(promoted.body.deployment).toMatchObject({ action: 'promote', training_job_id: candidate.id, previous_training_job_id: baseline.id });
-  const served = await stack.call('POST', '/inference', { body: { model_id: 'tickets', text: ticket(500).text, schema } });
+  expect(promoted.body.deployment).toMatchObject({
+    action: 'promote',
+    training_job_id: candidate.id,
+    previous_training_job_id: baseline.id,
+  });
+  const served = await stack.call('POST', '/inference', {
+    body: { model_id: 'tickets', text: ticket(500).text, schema },
+  });
   expect(served.body.model_id).toBe('tickets');
   expect((await stack.call('GET', `/inferences/${served.body.inference_id}`)).body.training_job_id).toBe(candidate.id);
   expect((await stack.call('POST', `/projects/tickets/adaptive-cycles/${cycle.id}/promote`)).status).toBe(409);

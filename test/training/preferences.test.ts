@@ -24,8 +24,32 @@ const preferenceRows = NAMES.flatMap((n) => [
 
 // GRPO: repeat a word, shown once how (the base model gets about half of these exactly right when
 // sampling at temperature 1, so exact-match rewards vary within a group and GRPO has a signal).
-const WORDS = ['elephant', 'mountain', 'violet', 'quickly', 'lantern', 'harbor', 'apple', 'river', 'green', 'table', 'music', 'stone',
-  'pencil', 'garden', 'window', 'silver', 'candle', 'forest', 'planet', 'rocket', 'bridge', 'copper', 'summer', 'yellow'];
+const WORDS = [
+  'elephant',
+  'mountain',
+  'violet',
+  'quickly',
+  'lantern',
+  'harbor',
+  'apple',
+  'river',
+  'green',
+  'table',
+  'music',
+  'stone',
+  'pencil',
+  'garden',
+  'window',
+  'silver',
+  'candle',
+  'forest',
+  'planet',
+  'rocket',
+  'bridge',
+  'copper',
+  'summer',
+  'yellow',
+];
 const echoRows = WORDS.map((w) => ({
   prompt: [
     { role: 'user', content: 'Repeat the word: house' },
@@ -84,7 +108,8 @@ async function deployAndChat(jobId: string, content: string) {
 beforeAll(async () => {
   stack = await TestStack.start({ maxTrainingJobs: 1, withModels: true });
   const models = (await stack.call('GET', '/base-models')).body.data;
-  if (!models.find((m: any) => m.id === BASE)?.available) throw new Error(`${BASE} is not in the model store: run \`node scripts/setup.mjs\` (npm test does) first`);
+  if (!models.find((m: any) => m.id === BASE)?.available)
+    throw new Error(`${BASE} is not in the model store: run \`node scripts/setup.mjs\` (npm test does) first`);
   expect((await stack.uploadDataset('greetings', jsonl(preferenceRows))).status).toBe('ready');
   expect((await stack.uploadDataset('echo', jsonl(echoRows))).status).toBe('ready');
 });
@@ -93,7 +118,14 @@ afterAll(async () => stack.stop());
 describe('DPO', () => {
   it('learns the preference: the chosen-vs-rejected reward margin grows step by step; deployed, it serves chat', async () => {
     const created = await stack.call('POST', '/core/training-jobs', {
-      body: { model_name: 'greeter-dpo', base_model: BASE, datasets: [{ name: 'greetings' }], training_algorithm: 'dpo', rl_config: { beta: 0.1 }, nr_epochs: 2 },
+      body: {
+        model_name: 'greeter-dpo',
+        base_model: BASE,
+        datasets: [{ name: 'greetings' }],
+        training_algorithm: 'dpo',
+        rl_config: { beta: 0.1 },
+        nr_epochs: 2,
+      },
     });
     expect(created.status).toBe(201);
     const job = await waitForJob(created.body.id);
@@ -103,7 +135,11 @@ describe('DPO', () => {
 
     const curve = await signals(job.id);
     expect(curve.length).toBe(job.progress.total_steps);
-    expect(curve.every((s) => s.algorithm === 'dpo' && typeof s.reward_margin === 'number' && typeof s.reward_accuracy === 'number')).toBe(true);
+    expect(
+      curve.every(
+        (s) => s.algorithm === 'dpo' && typeof s.reward_margin === 'number' && typeof s.reward_accuracy === 'number',
+      ),
+    ).toBe(true);
     const margins = curve.map((s) => s.reward_margin as number);
     console.log(`DPO reward margin per step: ${margins.map((m) => m.toFixed(2)).join(' ')}`);
     const half = Math.floor(margins.length / 2);

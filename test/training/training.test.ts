@@ -15,17 +15,35 @@ jest.setTimeout(15 * 60_000);
 let stack: TestStack;
 const TERMINAL = ['complete', 'failed', 'stopped'];
 
-const people = ['Tim Cook', 'Satya Nadella', 'Sundar Pichai', 'Jensen Huang', 'Lisa Su', 'Andy Jassy', 'Mary Barra', 'Arvind Krishna'];
+const people = [
+  'Tim Cook',
+  'Satya Nadella',
+  'Sundar Pichai',
+  'Jensen Huang',
+  'Lisa Su',
+  'Andy Jassy',
+  'Mary Barra',
+  'Arvind Krishna',
+];
 const companies = ['Apple', 'Microsoft', 'Google', 'Nvidia', 'AMD', 'Amazon', 'General Motors', 'IBM'];
 const cities = ['Paris', 'Berlin', 'Tokyo', 'Austin', 'Toronto', 'Madrid'];
 const nerRows = Array.from({ length: 40 }, (_, i) => {
   const p = people[i % people.length] as string;
   const c = companies[(i * 3) % companies.length] as string;
   const city = cities[i % cities.length] as string;
-  return { text: `${p} visited the ${c} office in ${city} last week.`, entities: [[p, 'person'], [c, 'company'], [city, 'city']] };
+  return {
+    text: `${p} visited the ${c} office in ${city} last week.`,
+    entities: [
+      [p, 'person'],
+      [c, 'company'],
+      [city, 'city'],
+    ],
+  };
 });
 const clsRows = Array.from({ length: 30 }, (_, i) =>
-  i % 2 === 0 ? { text: `I love this product, it works great (${i}).`, label: 'positive' } : { text: `Terrible, it broke after a day (${i}).`, label: 'negative' },
+  i % 2 === 0
+    ? { text: `I love this product, it works great (${i}).`, label: 'positive' }
+    : { text: `Terrible, it broke after a day (${i}).`, label: 'negative' },
 );
 const chatRows = Array.from({ length: 12 }, (_, i) => ({
   messages: [
@@ -46,7 +64,10 @@ beforeAll(async () => {
   stack = await TestStack.start({ maxTrainingJobs: 1, withModels: true });
   const models = (await stack.call('GET', '/base-models')).body.data;
   const mini = models.find((m: any) => m.id === 'sift/gliner2-mini-v1');
-  if (!mini.available) throw new Error('sift/gliner2-mini-v1 is not in the model store: run `node scripts/setup.mjs` (npm test does) first');
+  if (!mini.available)
+    throw new Error(
+      'sift/gliner2-mini-v1 is not in the model store: run `node scripts/setup.mjs` (npm test does) first',
+    );
   expect((await stack.uploadDataset('people', jsonl(nerRows))).status).toBe('ready');
   expect((await stack.uploadDataset('sentiment', jsonl(clsRows))).status).toBe('ready');
   expect((await stack.uploadDataset('chat', jsonl(chatRows))).status).toBe('ready');
@@ -58,7 +79,13 @@ describe('encoder training', () => {
 
   it('trains a full fine-tune to complete with metrics, checkpoints, logs and an archive', async () => {
     const created = await stack.call('POST', '/core/training-jobs', {
-      body: { model_name: 'people-full', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], training_type: 'full', nr_epochs: 2 },
+      body: {
+        model_name: 'people-full',
+        base_model: 'sift/gliner2-mini-v1',
+        datasets: [{ name: 'people' }],
+        training_type: 'full',
+        nr_epochs: 2,
+      },
     });
     expect(created.status).toBe(201);
     fullJobId = created.body.id;
@@ -79,9 +106,13 @@ describe('encoder training', () => {
 
     const logs = (await stack.call('GET', `/core/training-jobs/${fullJobId}/logs?limit=5000`)).body;
     expect(logs.complete).toBe(true);
-    expect(logs.lines.some((l: any) => l.line.includes('"event": "completed"') || l.line.includes('"event":"completed"'))).toBe(true);
+    expect(
+      logs.lines.some((l: any) => l.line.includes('"event": "completed"') || l.line.includes('"event":"completed"')),
+    ).toBe(true);
 
-    const link = await stack.call('GET', `/core/training-jobs/${fullJobId}/download`, { headers: { accept: 'application/json' } });
+    const link = await stack.call('GET', `/core/training-jobs/${fullJobId}/download`, {
+      headers: { accept: 'application/json' },
+    });
     expect(link.status).toBe(200);
     const archive = Buffer.from(await (await fetch(link.body.url)).arrayBuffer());
     expect(archive.length).toBe(link.body.size_bytes);
@@ -93,7 +124,10 @@ describe('encoder training', () => {
     for (const f of ['model.safetensors', 'tokenizer.json', 'manifest.json', 'onnx/encoder.onnx', 'metrics.json']) {
       expect(entries.some((e) => e.replace(/^\.\//, '') === f)).toBe(true);
     }
-    const redirect = await fetch(`${stack.url}/core/training-jobs/${fullJobId}/download`, { headers: { 'x-api-key': (await import('../helpers/localStack')).OPERATOR_KEY }, redirect: 'manual' });
+    const redirect = await fetch(`${stack.url}/core/training-jobs/${fullJobId}/download`, {
+      headers: { 'x-api-key': (await import('../helpers/localStack')).OPERATOR_KEY },
+      redirect: 'manual',
+    });
     expect(redirect.status).toBe(302);
   });
 
@@ -101,7 +135,13 @@ describe('encoder training', () => {
     const ckpts = (await stack.call('GET', `/core/training-jobs/${fullJobId}/checkpoints`)).body.checkpoints;
     const final = ckpts.find((c: any) => c.is_final);
     const created = await stack.call('POST', '/core/training-jobs', {
-      body: { model_name: 'sentiment-lora', base_model: final.id, datasets: [{ name: 'sentiment' }], training_type: 'lora', nr_epochs: 1 },
+      body: {
+        model_name: 'sentiment-lora',
+        base_model: final.id,
+        datasets: [{ name: 'sentiment' }],
+        training_type: 'lora',
+        nr_epochs: 1,
+      },
     });
     expect(created.status).toBe(201);
     const job = await waitForJob(created.body.id);
@@ -125,13 +165,21 @@ describe('encoder training', () => {
     const end = events[events.length - 1] as string;
     expect(end.startsWith('event: end')).toBe(true);
     expect(JSON.parse(end.split('data: ')[1] as string).status).toBe('complete');
-    const offsets = events.filter((e) => e.startsWith('event: log')).map((e) => JSON.parse(e.split('data: ')[1] as string).offset);
+    const offsets = events
+      .filter((e) => e.startsWith('event: log'))
+      .map((e) => JSON.parse(e.split('data: ')[1] as string).offset);
     expect(offsets).toEqual(offsets.map((_: number, i: number) => i));
   });
 
   it('stops a running job: it ends stopped, and the trainer saves a checkpoint first', async () => {
     const created = await stack.call('POST', '/core/training-jobs', {
-      body: { model_name: 'to-stop', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], training_type: 'full', nr_epochs: 50 },
+      body: {
+        model_name: 'to-stop',
+        base_model: 'sift/gliner2-mini-v1',
+        datasets: [{ name: 'people' }],
+        training_type: 'full',
+        nr_epochs: 50,
+      },
     });
     await waitForJob(created.body.id, (j) => j.status === 'running' && (j.progress?.step ?? 0) >= 1);
     const stopped = await stack.call('POST', `/core/training-jobs/${created.body.id}/stop`);
@@ -152,7 +200,12 @@ describe('encoder training', () => {
     await writeFile(cached, '{ this is not json');
     try {
       const created = await stack.call('POST', '/core/training-jobs', {
-        body: { model_name: 'doomed', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }], nr_epochs: 1 },
+        body: {
+          model_name: 'doomed',
+          base_model: 'sift/gliner2-mini-v1',
+          datasets: [{ name: 'people' }],
+          nr_epochs: 1,
+        },
       });
       const job = await waitForJob(created.body.id);
       expect(job.status).toBe('failed');
@@ -168,7 +221,12 @@ describe('encoder training', () => {
 describe('decoder training', () => {
   it('trains a LoRA SFT job on SmolLM2-135M-Instruct on CPU', async () => {
     const created = await stack.call('POST', '/core/training-jobs', {
-      body: { model_name: 'chat-lora', base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', datasets: [{ name: 'chat' }], nr_epochs: 1 },
+      body: {
+        model_name: 'chat-lora',
+        base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+        datasets: [{ name: 'chat' }],
+        nr_epochs: 1,
+      },
     });
     expect(created.status).toBe(201);
     const job = await waitForJob(created.body.id);
@@ -178,12 +236,21 @@ describe('decoder training', () => {
     const final = ckpts.filter((c: any) => c.is_final);
     expect(final).toHaveLength(1);
     // the stored copy of the final checkpoint says so too (the trainer wrote it before announcing the checkpoint)
-    const finalCkpt = await getCheckpoint(stack.svc, (await stack.call('GET', '/billing/usage/requests')).body.team_id, final[0].id);
+    const finalCkpt = await getCheckpoint(
+      stack.svc,
+      (await stack.call('GET', '/billing/usage/requests')).body.team_id,
+      final[0].id,
+    );
     const meta = JSON.parse(await stack.svc.blobs.getText(`${finalCkpt.blob_prefix}sift_checkpoint.json`));
     expect(meta).toMatchObject({ id: final[0].id, is_final: true, family: 'decoder' });
 
     // deployed, the job serves chat through its LoRA on the local llama.cpp backend
-    const chat = { model: created.body.id, max_tokens: 8, temperature: 0, messages: [{ role: 'user', content: 'What is 3 plus 3?' }] };
+    const chat = {
+      model: created.body.id,
+      max_tokens: 8,
+      temperature: 0,
+      messages: [{ role: 'user', content: 'What is 3 plus 3?' }],
+    };
     expect((await stack.call('POST', '/v1/chat/completions', { body: chat })).status).toBe(409);
     expect((await stack.call('POST', `/core/training-jobs/${created.body.id}/deploy`)).status).toBe(200);
     const res = await stack.call('POST', '/v1/chat/completions', { body: chat });

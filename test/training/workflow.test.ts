@@ -12,17 +12,45 @@ import { jsonl, OPERATOR_KEY, TestStack } from '../helpers/localStack';
 jest.setTimeout(15 * 60_000);
 
 const first = ['Jane', 'Omar', 'Priya', 'Lucas', 'Mei', 'Kwame', 'Sofia', 'Ivan', 'Amara', 'Diego', 'Hana', 'Tomasz'];
-const last = ['Doe', 'Haddad', 'Raman', 'Moreau', 'Chen', 'Mensah', 'Rossi', 'Petrov', 'Okafor', 'Alvarez', 'Sato', 'Nowak'];
-const issues = ['was charged twice', 'never arrived', 'shows the wrong amount', 'cannot be downloaded', 'was cancelled by mistake'];
+const last = [
+  'Doe',
+  'Haddad',
+  'Raman',
+  'Moreau',
+  'Chen',
+  'Mensah',
+  'Rossi',
+  'Petrov',
+  'Okafor',
+  'Alvarez',
+  'Sato',
+  'Nowak',
+];
+const issues = [
+  'was charged twice',
+  'never arrived',
+  'shows the wrong amount',
+  'cannot be downloaded',
+  'was cancelled by mistake',
+];
 
 /** Support tickets naming a customer and an invoice number (the base model barely knows the latter). */
 function ticket(i: number, salt: number) {
   const name = `${first[(i * 7 + salt) % first.length]} ${last[(i * 5 + salt * 3) % last.length]}`;
   const invoice = `INV-${((10000 + i * 7919 + salt * 104729) % 90000) + 10000}`;
   const issue = issues[(i + salt) % issues.length];
-  const text = i % 2 ? `Customer ${name} reported that invoice ${invoice} ${issue}.` : `Invoice ${invoice} ${issue}, according to ${name}.`;
+  const text =
+    i % 2
+      ? `Customer ${name} reported that invoice ${invoice} ${issue}.`
+      : `Invoice ${invoice} ${issue}, according to ${name}.`;
   const at = (s: string) => ({ text: s, start: text.indexOf(s), end: text.indexOf(s) + s.length });
-  return { text, entities: [{ ...at(name), label: 'customer' }, { ...at(invoice), label: 'invoice number' }] };
+  return {
+    text,
+    entities: [
+      { ...at(name), label: 'customer' },
+      { ...at(invoice), label: 'invoice number' },
+    ],
+  };
 }
 const trainRows = Array.from({ length: 60 }, (_, i) => ticket(i, 0));
 const heldOut = Array.from({ length: 24 }, (_, i) => ticket(i + 100, 1));
@@ -50,7 +78,13 @@ it('dataset → training → evaluation beating the base model → deployment �
 
   // (2) start a job, (3) poll until complete
   const created = await stack.call('POST', '/core/training-jobs', {
-    body: { model_name: 'tickets-v1', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'tickets' }], training_type: 'full', nr_epochs: 2 },
+    body: {
+      model_name: 'tickets-v1',
+      base_model: 'sift/gliner2-mini-v1',
+      datasets: [{ name: 'tickets' }],
+      training_type: 'full',
+      nr_epochs: 2,
+    },
   });
   expect(created.status).toBe(201);
   const job = await poll(`/core/training-jobs/${created.body.id}`);
@@ -61,7 +95,9 @@ it('dataset → training → evaluation beating the base model → deployment �
 
   // (4) evaluate the job and the base model on the held-out set
   const evals = await Promise.all(
-    [job.id, 'sift/gliner2-mini-v1'].map((base_model) => stack.call('POST', '/core/evaluations', { body: { base_model, dataset_name: 'tickets-test' } })),
+    [job.id, 'sift/gliner2-mini-v1'].map((base_model) =>
+      stack.call('POST', '/core/evaluations', { body: { base_model, dataset_name: 'tickets-test' } }),
+    ),
   );
   expect(evals.map((e) => e.status)).toEqual([202, 202]);
   const [tuned, base] = await Promise.all(evals.map((e) => poll(`/core/evaluations/${e.body.id}`)));
@@ -78,9 +114,13 @@ it('dataset → training → evaluation beating the base model → deployment �
   const heldBack = await stack.svc.blobs.getText(`jobs/${teamId}/${job.id}/model/validation.jsonl`);
   expect(heldBack.trim().split('\n').length).toBeGreaterThan(0);
   expect((await stack.uploadDataset('tickets-val', heldBack)).status).toBe('ready');
-  const onVal = await stack.call('POST', '/core/evaluations', { body: { base_model: job.id, dataset_name: 'tickets-val' } });
+  const onVal = await stack.call('POST', '/core/evaluations', {
+    body: { base_model: job.id, dataset_name: 'tickets-val' },
+  });
   const valEval = await poll(`/core/evaluations/${onVal.body.id}`);
-  expect({ f1: valEval.metrics.f1, precision: valEval.metrics.precision, recall: valEval.metrics.recall }).toEqual(job.metrics);
+  expect({ f1: valEval.metrics.f1, precision: valEval.metrics.precision, recall: valEval.metrics.recall }).toEqual(
+    job.metrics,
+  );
 
   // (5) a job id routes only while deployed
   const text = 'Customer Nadia Bauer reported that invoice INV-77312 was charged twice.';
@@ -95,18 +135,32 @@ it('dataset → training → evaluation beating the base model → deployment �
 
   // projects: promote the job, call it by name, promote a second job, roll back
   await stack.call('POST', '/projects', { body: { name: 'billing-ner' } });
-  expect((await stack.call('POST', '/projects/billing-ner/deployments', { body: { training_job_id: job.id } })).status).toBe(201);
+  expect(
+    (await stack.call('POST', '/projects/billing-ner/deployments', { body: { training_job_id: job.id } })).status,
+  ).toBe(201);
   const openai = new OpenAI({ apiKey: OPERATOR_KEY, baseURL: `${stack.url}/v1`, maxRetries: 0 });
-  const chat = await openai.chat.completions.create({ model: 'billing-ner', messages: [{ role: 'user', content: text }], schema } as any);
+  const chat = await openai.chat.completions.create({
+    model: 'billing-ner',
+    messages: [{ role: 'user', content: text }],
+    schema,
+  } as any);
   expect(chat.model).toBe('billing-ner');
   expect(JSON.parse(chat.choices[0]!.message.content!).entities.map((e: any) => e.text)).toContain('INV-77312');
 
   const second = await stack.call('POST', '/core/training-jobs', {
-    body: { model_name: 'tickets-v2', base_model: job.final_checkpoint_id, datasets: [{ name: 'tickets' }], training_type: 'lora', nr_epochs: 1 },
+    body: {
+      model_name: 'tickets-v2',
+      base_model: job.final_checkpoint_id,
+      datasets: [{ name: 'tickets' }],
+      training_type: 'lora',
+      nr_epochs: 1,
+    },
   });
   expect(second.status).toBe(201);
   expect((await poll(`/core/training-jobs/${second.body.id}`)).status).toBe('complete');
-  const promoted = await stack.call('POST', '/projects/billing-ner/deployments', { body: { training_job_id: second.body.id } });
+  const promoted = await stack.call('POST', '/projects/billing-ner/deployments', {
+    body: { training_job_id: second.body.id },
+  });
   expect(promoted.status).toBe(201);
   const viaProject = await stack.call('POST', '/inference', { body: { model_id: 'billing-ner', text, schema } });
   expect(viaProject.body.model_id).toBe('billing-ner');
@@ -116,7 +170,9 @@ it('dataset → training → evaluation beating the base model → deployment �
 
   // feedback on the stored inference, listed with it
   const corrected = { entities: [{ text: 'INV-77312', label: 'invoice number', start: 43, end: 52 }] };
-  const fb = await stack.call('POST', `/inferences/${viaProject.body.inference_id}/feedback`, { body: { verdict: 'incorrect', corrected_output: corrected } });
+  const fb = await stack.call('POST', `/inferences/${viaProject.body.inference_id}/feedback`, {
+    body: { verdict: 'incorrect', corrected_output: corrected },
+  });
   expect(fb.status).toBeLessThan(300);
   const withFeedback = await stack.call('GET', `/inferences/${viaProject.body.inference_id}`);
   expect(JSON.stringify(withFeedback.body)).toContain('incorrect');

@@ -61,7 +61,15 @@ function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
               Sift console
             </Title>
             <Text size="sm">Sign in with an API key (svc_sk_…). It stays in this tab only.</Text>
-            <PasswordInput label="API key" value={key} onChange={(e) => setKey(e.currentTarget.value)} required autoFocus error={error} aria-invalid={Boolean(error)} />
+            <PasswordInput
+              label="API key"
+              value={key}
+              onChange={(e) => setKey(e.currentTarget.value)}
+              required
+              autoFocus
+              error={error}
+              aria-invalid={Boolean(error)}
+            />
             <Button type="submit" loading={busy}>
               Sign in
             </Button>
@@ -85,7 +93,11 @@ export function App() {
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
   const current = pages.find((p) => p.path === path) ?? pages[0];
   return (
-    <AppShell header={{ height: 56 }} navbar={{ width: 260, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
+    <AppShell
+      header={{ height: 56 }}
+      navbar={{ width: 260, breakpoint: 'sm', collapsed: { mobile: !opened } }}
+      padding="md"
+    >
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between">
           <Group>
@@ -106,7 +118,14 @@ export function App() {
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Console pages">
         {pages.map((p) => (
-          <NavLink key={p.path} href={`#/${p.path}`} label={p.label} active={p === current} aria-current={p === current ? 'page' : undefined} onClick={close} />
+          <NavLink
+            key={p.path}
+            href={`#/${p.path}`}
+            label={p.label}
+            active={p === current}
+            aria-current={p === current ? 'page' : undefined}
+            onClick={close}
+          />
         ))}
       </AppShell.Navbar>
       <AppShell.Main>
@@ -115,4 +134,3 @@ export function App() {
     </AppShell>
   );
 }
-

@@ -9,7 +9,11 @@ import { App } from './App';
 // where Mantine's defaults (blue.6, gray.6) fall short of 4.5:1.
 // autoContrast: black or white text on filled badges and buttons, whichever reads better.
 const theme = createTheme({ primaryShade: { light: 8, dark: 8 }, autoContrast: true });
-const contrast: CSSVariablesResolver = (t) => ({ variables: {}, light: { '--mantine-color-dimmed': t.colors.gray[7]! }, dark: {} });
+const contrast: CSSVariablesResolver = (t) => ({
+  variables: {},
+  light: { '--mantine-color-dimmed': t.colors.gray[7]! },
+  dark: {},
+});
 
 await loadConfig();
 createRoot(document.getElementById('root')!).render(

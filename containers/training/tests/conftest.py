@@ -20,11 +20,15 @@ from sift_trainer.process import configure_process
 configure_process()  # the test process runs the trainer's code in-process too: same environment as its entry points
 
 
-def write_job(root: Path, hp: dict[str, Any], train: list[dict[str, Any]], validation: list[dict[str, Any]] | None = None) -> Path:
+def write_job(
+    root: Path, hp: dict[str, Any], train: list[dict[str, Any]], validation: list[dict[str, Any]] | None = None
+) -> Path:
     (root / "input" / "config").mkdir(parents=True, exist_ok=True)
     (root / "input" / "data" / "train").mkdir(parents=True, exist_ok=True)
     # SageMaker passes hyperparameters as strings
-    (root / "input" / "config" / "hyperparameters.json").write_text(json.dumps({k: v if isinstance(v, str) else json.dumps(v) for k, v in hp.items()}))
+    (root / "input" / "config" / "hyperparameters.json").write_text(
+        json.dumps({k: v if isinstance(v, str) else json.dumps(v) for k, v in hp.items()})
+    )
     with open(root / "input" / "data" / "train" / "train.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in train)
     if validation is not None:
@@ -42,8 +46,15 @@ def job_env(root: Path) -> dict[str, str]:
 
 
 def run_job(root: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(root),
-                          check=False, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sift_trainer.job"],
+        cwd=str(PKG_ROOT),
+        env=job_env(root),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def events(stdout: str) -> list[dict[str, Any]]:

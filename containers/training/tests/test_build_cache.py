@@ -23,8 +23,15 @@ SMALL = ["--examples", "24", "--stage2-examples", "8", "--eval-examples", "8", "
 
 def _build(pkg_root: Path, out: Path, *args: str) -> list[dict[str, Any]]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(pkg_root)}
-    proc = subprocess.run([sys.executable, "-m", "sift_trainer.build.build_mini", "--out", str(out), *args],
-                          cwd=pkg_root, env=env, check=False, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sift_trainer.build.build_mini", "--out", str(out), *args],
+        cwd=pkg_root,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [e for e in events(proc.stdout) if e["event"].startswith("build_")]
 
@@ -49,7 +56,9 @@ def test_an_edit_to_the_build_script_keeps_the_model_and_one_to_the_training_dat
 def test_the_set_up_mini_model_is_recognised_as_built(tmp_path):
     from sift_trainer.build import build_mini
 
-    shared = Path(os.environ.get("SIFT_MINI_MODEL_DIR") or Path.home() / ".cache" / "sift" / "models" / "sift--gliner2-mini-v1")
+    shared = Path(
+        os.environ.get("SIFT_MINI_MODEL_DIR") or Path.home() / ".cache" / "sift" / "models" / "sift--gliner2-mini-v1"
+    )
     if not (shared / "manifest.json").exists():
         pytest.skip(f"no built mini model at {shared} (npm test's set-up builds it)")
     # a copy of the manifest beside links to the weights and export: the shared model is only read

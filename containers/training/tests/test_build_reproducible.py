@@ -26,8 +26,15 @@ SMALL = ["--examples", "24", "--stage2-examples", "8", "--eval-examples", "8", "
 
 def _build(out: Path, extra_env: dict, *args: str) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **extra_env}
-    proc = subprocess.run([sys.executable, "-m", "sift_trainer.build.build_mini", "--out", str(out), *SMALL, *args],
-                          cwd=PKG_ROOT, env=env, check=False, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sift_trainer.build.build_mini", "--out", str(out), *SMALL, *args],
+        cwd=PKG_ROOT,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "manifest.json").read_text())
 
@@ -46,7 +53,9 @@ def test_two_builds_under_different_conditions_write_identical_weights(tmp_path)
     assert first["synthetic_eval"] == second["synthetic_eval"]
 
     # negative control: another seed (other data order, other head initialisation) gives other weights
-    reseeded = _build(tmp_path / "c", {"SIFT_TORCH_THREADS": "1", "PYTHONHASHSEED": "123", "OMP_NUM_THREADS": "1"}, "--seed", "4321")
+    reseeded = _build(
+        tmp_path / "c", {"SIFT_TORCH_THREADS": "1", "PYTHONHASHSEED": "123", "OMP_NUM_THREADS": "1"}, "--seed", "4321"
+    )
     assert reseeded["build_params"]["seed"] == 4321 and first["build_params"]["seed"] == 1234
     assert reseeded["training_hash"] != first["training_hash"]
     assert reseeded["weights_sha256"] != first["weights_sha256"]
@@ -62,7 +71,10 @@ def _unchanged_backbone_tensors(weights: Path) -> list:
     from sift_trainer.base_models import minilm_dir
 
     unchanged, compared = [], 0
-    with safe_open(str(minilm_dir() / "model.safetensors"), framework="np") as pre, safe_open(str(weights), framework="np") as built:
+    with (
+        safe_open(str(minilm_dir() / "model.safetensors"), framework="np") as pre,
+        safe_open(str(weights), framework="np") as built,
+    ):
         names = set(built.keys())
         for name in sorted(pre.keys()):
             if name.startswith("pooler.") or name == "embeddings.position_ids":

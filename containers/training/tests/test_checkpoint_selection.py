@@ -41,8 +41,20 @@ def _run(tmp_path, encoder_base, training_type: str, **hp):
         pytest.skip("needs the built mini model (SIFT_MINI_MODEL_DIR, as npm run test:trainer sets)")
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 40, seed=5))
     train, val = _mislabelled(rows[:24]), rows[24:]
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": training_type, "nr_epochs": 2,
-                                       "batch_size": 4, "checkpoint_every_steps": 2, "seed": 4, **hp}, train, val)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": training_type,
+            "nr_epochs": 2,
+            "batch_size": 4,
+            "checkpoint_every_steps": 2,
+            "seed": 4,
+            **hp,
+        },
+        train,
+        val,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
@@ -111,8 +123,12 @@ def test_full_training_keeps_the_best_checkpoint(tmp_path, encoder_base):
 def test_lora_training_exports_the_best_adapter(tmp_path, encoder_base):
     job, data, curve, ckpts, chosen, saved = _run(tmp_path, encoder_base, "lora", learning_rate=1e-3, export_onnx=False)
     source, final = _check_choice(curve, ckpts, chosen, saved)
-    assert _same_tensors(job / "model" / "adapter" / "adapter_model.safetensors", Path(source["path"]) / "adapter_model.safetensors")
-    assert _same_tensors(Path(final["path"]) / "adapter_model.safetensors", Path(source["path"]) / "adapter_model.safetensors")
+    assert _same_tensors(
+        job / "model" / "adapter" / "adapter_model.safetensors", Path(source["path"]) / "adapter_model.safetensors"
+    )
+    assert _same_tensors(
+        Path(final["path"]) / "adapter_model.safetensors", Path(source["path"]) / "adapter_model.safetensors"
+    )
     exported = _exported_f1(job / "model", data)
     assert exported == pytest.approx(chosen["metrics"]["f1"], abs=1e-6)
 
@@ -122,8 +138,17 @@ def test_without_held_out_rows_the_last_weights_are_the_model(tmp_path, encoder_
     from sift_trainer.encoder import schedule
 
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 8, seed=2))
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full",
-                                       "validation_split": 0, "seed": 1, "export_onnx": False}, rows)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "validation_split": 0,
+            "seed": 1,
+            "export_onnx": False,
+        },
+        rows,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
@@ -147,9 +172,21 @@ def test_too_few_held_out_annotations_keep_the_last_weights(tmp_path, encoder_ba
     val = [r for r in rows[24:] if r["entities"]][:2]
     support = sum(len(r["entities"]) for r in val)
     assert 0 < support < checkpoint_selection.MIN_SELECTION_SUPPORT
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 2,
-                                       "batch_size": 4, "checkpoint_every_steps": 2, "seed": 4, "early_stopping_patience": 1,
-                                       "export_onnx": False}, _mislabelled(rows[:24]), val)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "nr_epochs": 2,
+            "batch_size": 4,
+            "checkpoint_every_steps": 2,
+            "seed": 4,
+            "early_stopping_patience": 1,
+            "export_onnx": False,
+        },
+        _mislabelled(rows[:24]),
+        val,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)

@@ -27,9 +27,14 @@ CUES = {
     "pay taxes": ["refund", "irs", "return", "deduction"],
     "watch movie": ["cinema", "film", "ticket", "trailer"],
 }
-TEMPLATES = ["can you help me with the {a} and the {b}", "i need something about {a} today",
-             "what about my {a} , is the {b} ready", "please sort out the {a} for tomorrow",
-             "tell me more on {a} and {b}", "my {b} question is about {a}"]
+TEMPLATES = [
+    "can you help me with the {a} and the {b}",
+    "i need something about {a} today",
+    "what about my {a} , is the {b} ready",
+    "please sort out the {a} for tomorrow",
+    "tell me more on {a} and {b}",
+    "my {b} question is about {a}",
+]
 
 
 def _rows(per_label: int, seed: int):
@@ -48,8 +53,9 @@ def _train_twelve_intents(tmp_path, encoder_base, training_type: str):
     from sift_trainer.encoder.training import train_encoder
 
     train, val = _rows(8, seed=1), _rows(4, seed=2)
-    hp = Hyperparameters.from_dict({"base_model_path": str(encoder_base), "training_type": training_type,
-                                    "nr_epochs": 8, "seed": 3})
+    hp = Hyperparameters.from_dict(
+        {"base_model_path": str(encoder_base), "training_type": training_type, "nr_epochs": 8, "seed": 3}
+    )
     res = train_encoder(hp, JobPaths.from_env({"SIFT_JOB_DIR": str(tmp_path / "job")}), train, val)
     m = res["metrics"]
     assert m["evaluated_on"] == "validation" and m["n_examples"] == len(val)

@@ -127,8 +127,11 @@ def test_head_warmup_fits_the_head_on_frozen_features_and_training_runs_without_
 
     model = load_model(encoder_base)
     topics = ["weather", "music", "food", "money", "travel", "health"]
-    rows = [{"text": f"{opener} {t} {closer}", "label": t} for t in topics
-            for opener, closer in (("a question about", "today"), ("tell me more on", "please"))]
+    rows = [
+        {"text": f"{opener} {t} {closer}", "label": t}
+        for t in topics
+        for opener, closer in (("a question about", "today"), ("tell me more on", "please"))
+    ]
     recs = convert(rows, infer_tasks(rows))
     before = {k: v.clone() for k, v in model.encoder.state_dict().items()}
 

@@ -13,9 +13,13 @@ from sift_trainer.job.paths import JobPaths
 
 def test_infer_and_convert_all_heads():
     rows = [
-        {"text": "Tim Cook leads Apple in Cupertino.", "entities": [{"text": "Tim Cook", "label": "person", "start": 0, "end": 8}, ["Apple", "company"]],
-         "label": "business", "json_structures": [{"org": {"name": "Apple", "city": "Cupertino"}}],
-         "relations": [{"relation": "works for", "head": "Tim Cook", "tail": "Apple"}]},
+        {
+            "text": "Tim Cook leads Apple in Cupertino.",
+            "entities": [{"text": "Tim Cook", "label": "person", "start": 0, "end": 8}, ["Apple", "company"]],
+            "label": "business",
+            "json_structures": [{"org": {"name": "Apple", "city": "Cupertino"}}],
+            "relations": [{"relation": "works for", "head": "Tim Cook", "tail": "Apple"}],
+        },
         {"text": "Rain in Paris.", "entities": [], "label": "weather", "json_structures": [{"org": {"city": "Paris"}}]},
     ]
     info = infer_tasks(rows)
@@ -32,8 +36,11 @@ def test_infer_and_convert_all_heads():
 
 
 def test_bad_rows_report_every_error():
-    rows = [{"text": "a b", "entities": [{"text": "zzz", "label": "x"}]}, {"text": "", "entities": []},
-            {"text": "ok", "entities": [{"text": "ok", "label": "x", "start": 0, "end": 1}]}]
+    rows = [
+        {"text": "a b", "entities": [{"text": "zzz", "label": "x"}]},
+        {"text": "", "entities": []},
+        {"text": "ok", "entities": [{"text": "ok", "label": "x", "start": 0, "end": 1}]},
+    ]
     info = infer_tasks(rows)
     with pytest.raises(DatasetError) as e:
         convert(rows, info)
@@ -41,35 +48,68 @@ def test_bad_rows_report_every_error():
 
 
 def test_hyperparameters_from_sagemaker_strings():
-    hp = Hyperparameters.from_dict({"base_model_path": "/m", "nr_epochs": "3", "learning_rate": "1e-4", "rl_config": "{\"beta\": 0.2}",
-                                    "training_algorithm": "dpo", "training_type": "lora", "custom": "7"})
-    assert hp.nr_epochs == 3 and hp.learning_rate == 1e-4 and hp.rl_config == {"beta": 0.2} and hp.extra == {"custom": 7}
+    hp = Hyperparameters.from_dict(
+        {
+            "base_model_path": "/m",
+            "nr_epochs": "3",
+            "learning_rate": "1e-4",
+            "rl_config": '{"beta": 0.2}',
+            "training_algorithm": "dpo",
+            "training_type": "lora",
+            "custom": "7",
+        }
+    )
+    assert (
+        hp.nr_epochs == 3 and hp.learning_rate == 1e-4 and hp.rl_config == {"beta": 0.2} and hp.extra == {"custom": 7}
+    )
     with pytest.raises(HyperparameterError, match="num_generations"):
-        Hyperparameters.from_dict({"base_model_path": "/m", "training_algorithm": "grpo", "rl_config": {"reward": "exact_match"}})
+        Hyperparameters.from_dict(
+            {"base_model_path": "/m", "training_algorithm": "grpo", "rl_config": {"reward": "exact_match"}}
+        )
     with pytest.raises(HyperparameterError, match="learning_rate"):
         Hyperparameters.from_dict({"base_model_path": "/m", "learning_rate": "5"})
 
 
 def test_paths_follow_sagemaker_env(tmp_path):
     p = JobPaths.from_env({"SIFT_JOB_DIR": str(tmp_path), "SM_MODEL_DIR": "/x/model", "SM_CHANNEL_TRAIN": "/d/train"})
-    assert p.model_dir.as_posix() == "/x/model" and p.channel("train", {"SM_CHANNEL_TRAIN": "/d/train"}).as_posix() == "/d/train"
+    assert (
+        p.model_dir.as_posix() == "/x/model"
+        and p.channel("train", {"SM_CHANNEL_TRAIN": "/d/train"}).as_posix() == "/d/train"
+    )
     assert p.failure_file == tmp_path / "output" / "failure"
     assert p.hyperparameters == tmp_path / "input" / "config" / "hyperparameters.json"
     assert JobPaths.from_env({}).root.as_posix() == "/opt/ml"
 
 
 def test_metrics_counts():
-    rows = [{"text": "Tim Cook and Tim Cook.", "entities": [["Tim Cook", "person"]], "json_structures": [{"o": {"a": "Tim", "b": ["Cook"]}}],
-             "relations": [{"relation": "r", "head": "Tim", "tail": "Cook"}], "label": "x"}]
+    rows = [
+        {
+            "text": "Tim Cook and Tim Cook.",
+            "entities": [["Tim Cook", "person"]],
+            "json_structures": [{"o": {"a": "Tim", "b": ["Cook"]}}],
+            "relations": [{"relation": "r", "head": "Tim", "tail": "Cook"}],
+            "label": "x",
+        }
+    ]
     info = infer_tasks(rows)
-    res = [{"entities": {"person": [{"text": "Tim Cook", "start": 0, "end": 8}, {"text": "Cook", "start": 4, "end": 8}]},
+    res = [
+        {
+            "entities": {
+                "person": [{"text": "Tim Cook", "start": 0, "end": 8}, {"text": "Cook", "start": 4, "end": 8}]
+            },
             "classification": {"label": "y", "confidence": 0.9},
             "o": [{"a": {"text": "tim", "confidence": 0.9}, "b": []}],
-            "relation_extraction": {"r": [{"head": {"text": "Tim"}, "tail": {"text": "Cook"}}]}}]
+            "relation_extraction": {"r": [{"head": {"text": "Tim"}, "tail": {"text": "Cook"}}]},
+        }
+    ]
     m = score_predictions(rows, res, info)
     # the mention-only gold "Tim Cook" is one gold entity (docs/reference/evaluation.md): matched once by "Tim Cook"@0;
     # "Cook"@4 is a false positive
-    assert m["per_entity"]["person"]["tp"] == 1 and m["per_entity"]["person"]["fp"] == 1 and m["per_entity"]["person"]["fn"] == 0
+    assert (
+        m["per_entity"]["person"]["tp"] == 1
+        and m["per_entity"]["person"]["fp"] == 1
+        and m["per_entity"]["person"]["fn"] == 0
+    )
     assert m["per_field"]["o.a"]["tp"] == 1 and m["per_field"]["o.b"]["fn"] == 1
     assert m["per_relation"]["r"]["tp"] == 1
     assert m["per_label"]["x"]["fn"] == 1 and m["per_label"]["y"]["fp"] == 1
@@ -82,7 +122,9 @@ def test_synthetic_is_deterministic_and_valid():
     assert a == synthetic.generate(50, seed=3)
     from gliner2.training.data import InputExample  # noqa: F401  (the trainer validates the same rows)
 
-    rows = synthetic.to_sift_rows([r for r in a if not any(c.get("multi_label") for c in r["output"].get("classifications", []))])
+    rows = synthetic.to_sift_rows(
+        [r for r in a if not any(c.get("multi_label") for c in r["output"].get("classifications", []))]
+    )
     # rows with different head sets can still be converted head by head
     for r in rows:
         convert([r], infer_tasks([r]))
@@ -95,8 +137,14 @@ def test_split_is_deterministic():
 
 
 def test_one_label_classification_beside_entities_is_left_out_with_a_warning():
-    rows = [{"text": "Ada Lovelace wrote it.", "entities": [{"text": "Ada Lovelace", "label": "person"}], "label": "normal"},
-            {"text": "Alan Turing read it.", "entities": [{"text": "Alan Turing", "label": "person"}], "label": "normal"}]
+    rows = [
+        {
+            "text": "Ada Lovelace wrote it.",
+            "entities": [{"text": "Ada Lovelace", "label": "person"}],
+            "label": "normal",
+        },
+        {"text": "Alan Turing read it.", "entities": [{"text": "Alan Turing", "label": "person"}], "label": "normal"},
+    ]
     info = require_trainable(infer_tasks(rows))
     assert info.heads == ["entities"] and info.class_labels == []
     assert "classifications" not in info.schema()
@@ -110,7 +158,11 @@ def test_one_label_classification_alone_is_a_dataset_error():
         require_trainable(infer_tasks([{"text": "a", "label": "x"}, {"text": "b", "label": "x"}]))
     with pytest.raises(DatasetError, match="'labels' column holds only 'x'"):
         require_trainable(infer_tasks([{"text": "a", "labels": ["x"]}, {"text": "b", "labels": []}]))
-    assert require_trainable(infer_tasks([{"text": "a", "label": "x"}, {"text": "b", "label": "y"}])).heads == ["classification"]
-    assert require_trainable(infer_tasks([{"text": "a", "labels": ["x"]}, {"text": "b", "labels": ["y"]}])).heads == ["classification"]
+    assert require_trainable(infer_tasks([{"text": "a", "label": "x"}, {"text": "b", "label": "y"}])).heads == [
+        "classification"
+    ]
+    assert require_trainable(infer_tasks([{"text": "a", "labels": ["x"]}, {"text": "b", "labels": ["y"]}])).heads == [
+        "classification"
+    ]
     # scoring is not training: a few rows with one label are scored as they are
     assert infer_tasks([{"text": "a", "label": "x"}]).heads == ["classification"]

@@ -7,17 +7,37 @@ from pathlib import Path
 
 from conftest import events, run_job, write_job
 
-QA = [("What is 2 + 2?", "4"), ("What color is the sky on a clear day?", "Blue."), ("Capital of France?", "Paris."),
-      ("Opposite of hot?", "Cold."), ("How many legs does a spider have?", "Eight."), ("What is 3 times 3?", "9"),
-      ("Largest planet?", "Jupiter."), ("Frozen water is called?", "Ice."), ("Say hello.", "Hello!"),
-      ("What do bees make?", "Honey.")]
+QA = [
+    ("What is 2 + 2?", "4"),
+    ("What color is the sky on a clear day?", "Blue."),
+    ("Capital of France?", "Paris."),
+    ("Opposite of hot?", "Cold."),
+    ("How many legs does a spider have?", "Eight."),
+    ("What is 3 times 3?", "9"),
+    ("Largest planet?", "Jupiter."),
+    ("Frozen water is called?", "Ice."),
+    ("Say hello.", "Hello!"),
+    ("What do bees make?", "Honey."),
+]
 
 
 def test_decoder_lora_sft(tmp_path, decoder_base):
     rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 2]
-    job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "training_algorithm": "sft",
-                                       "nr_epochs": 1, "learning_rate": 2e-4, "batch_size": 4, "validation_split": 0.2, "seed": 1,
-                                       "checkpoint_every_steps": 2}, rows)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(decoder_base),
+            "training_type": "lora",
+            "training_algorithm": "sft",
+            "nr_epochs": 1,
+            "learning_rate": 2e-4,
+            "batch_size": 4,
+            "validation_split": 0.2,
+            "seed": 1,
+            "checkpoint_every_steps": 2,
+        },
+        rows,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
@@ -29,7 +49,9 @@ def test_decoder_lora_sft(tmp_path, decoder_base):
     assert [c["is_final"] for c in ckpts] == [False] * (len(ckpts) - 1) + [True]
     for c in ckpts:
         # the event hands the directory over for upload: its files are what the event said, untouched since
-        assert json.loads((Path(c["path"]) / "sift_checkpoint.json").read_text()) == {k: v for k, v in c.items() if k not in ("event", "ts")}
+        assert json.loads((Path(c["path"]) / "sift_checkpoint.json").read_text()) == {
+            k: v for k, v in c.items() if k not in ("event", "ts")
+        }
     manifest = json.loads((job / "model" / "manifest.json").read_text())
     assert manifest["family"] == "decoder" and manifest["training_algorithm"] == "sft"
     assert "eval_loss" in manifest["metrics"]
@@ -80,10 +102,25 @@ def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
     from conftest import PKG_ROOT, job_env
 
     rows = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]} for q, a in QA * 4]
-    job = write_job(tmp_path / "job", {"base_model_path": str(decoder_base), "training_type": "lora", "nr_epochs": 3,
-                                       "batch_size": 2, "validation_split": 0}, rows)
-    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(job),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(decoder_base),
+            "training_type": "lora",
+            "nr_epochs": 3,
+            "batch_size": 2,
+            "validation_split": 0,
+        },
+        rows,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sift_trainer.job"],
+        cwd=str(PKG_ROOT),
+        env=job_env(job),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     lines = []
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -105,8 +142,14 @@ def test_decoder_sigterm_saves_adapter_checkpoint(tmp_path, decoder_base):
 def test_learning_signal_reads_trl_logs_per_algorithm():
     from sift_trainer.decoder.training import learning_signal
 
-    assert learning_signal("dpo", {"loss": 0.6, "rewards/margins": 0.25, "rewards/accuracies": 0.75}) == {"reward_margin": 0.25, "reward_accuracy": 0.75}
-    assert learning_signal("grpo", {"loss": 0.0, "reward": 0.5, "reward_std": 0.4}) == {"mean_reward": 0.5, "reward_std": 0.4}
+    assert learning_signal("dpo", {"loss": 0.6, "rewards/margins": 0.25, "rewards/accuracies": 0.75}) == {
+        "reward_margin": 0.25,
+        "reward_accuracy": 0.75,
+    }
+    assert learning_signal("grpo", {"loss": 0.0, "reward": 0.5, "reward_std": 0.4}) == {
+        "mean_reward": 0.5,
+        "reward_std": 0.4,
+    }
     assert learning_signal("grpo", {"eval_loss": 1.0, "reward": 0.5}) is None  # evaluation logs are not training steps
     assert learning_signal("sft", {"loss": 1.0}) is None
 
@@ -129,8 +172,10 @@ def test_exact_match_ignores_case_punctuation_articles_and_spacing():
     from sift_trainer.decoder.training import make_reward
 
     em = make_reward("exact_match")
-    assert em(["Paris.", " the  Eiffel Tower!", "Paris is nice", [{"role": "assistant", "content": "12"}]],
-              ["paris", "Eiffel tower", "paris", "12"]) == [1.0, 1.0, 0.0, 1.0]
+    assert em(
+        ["Paris.", " the  Eiffel Tower!", "Paris is nice", [{"role": "assistant", "content": "12"}]],
+        ["paris", "Eiffel tower", "paris", "12"],
+    ) == [1.0, 1.0, 0.0, 1.0]
 
 
 def test_grpo_and_dpo_prompts_may_be_a_conversation_with_a_worked_example():
@@ -139,11 +184,19 @@ def test_grpo_and_dpo_prompts_may_be_a_conversation_with_a_worked_example():
     as messages, content blocks as text, so that the chat template renders every turn."""
     from sift_trainer.decoder.training import build_dataset
 
-    shot = [{"role": "user", "content": "Repeat the word: house"}, {"role": "assistant", "content": [{"type": "text", "text": "house"}]},
-            {"role": "user", "content": "Repeat the word: tree"}]
-    grpo = build_dataset([{"prompt": shot, "answer": "tree"}, {"prompt": "Repeat the word: cat", "answer": "cat"}], "grpo")
-    assert grpo[0]["prompt"] == [{"role": "user", "content": "Repeat the word: house"}, {"role": "assistant", "content": "house"},
-                                 {"role": "user", "content": "Repeat the word: tree"}]
+    shot = [
+        {"role": "user", "content": "Repeat the word: house"},
+        {"role": "assistant", "content": [{"type": "text", "text": "house"}]},
+        {"role": "user", "content": "Repeat the word: tree"},
+    ]
+    grpo = build_dataset(
+        [{"prompt": shot, "answer": "tree"}, {"prompt": "Repeat the word: cat", "answer": "cat"}], "grpo"
+    )
+    assert grpo[0]["prompt"] == [
+        {"role": "user", "content": "Repeat the word: house"},
+        {"role": "assistant", "content": "house"},
+        {"role": "user", "content": "Repeat the word: tree"},
+    ]
     assert grpo[1]["prompt"] == [{"role": "user", "content": "Repeat the word: cat"}]
     dpo = build_dataset([{"prompt": shot, "chosen": "tree", "rejected": "house"}], "dpo")
     assert dpo[0]["prompt"][1] == {"role": "assistant", "content": "house"}

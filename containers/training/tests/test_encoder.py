@@ -13,10 +13,16 @@ from sift_trainer.build import synthetic
 
 
 def _rows(seed: int):
-    recs = (synthetic.generate_task("entities", 14, seed=seed)
-            + [r for r in synthetic.generate_task("classification", 20, seed=seed) if not r["output"]["classifications"][0].get("multi_label")][:8]
-            + synthetic.generate_task("structures", 8, seed=seed)
-            + synthetic.generate_task("relations", 8, seed=seed))
+    recs = (
+        synthetic.generate_task("entities", 14, seed=seed)
+        + [
+            r
+            for r in synthetic.generate_task("classification", 20, seed=seed)
+            if not r["output"]["classifications"][0].get("multi_label")
+        ][:8]
+        + synthetic.generate_task("structures", 8, seed=seed)
+        + synthetic.generate_task("relations", 8, seed=seed)
+    )
     return synthetic.to_sift_rows(recs)
 
 
@@ -30,11 +36,22 @@ def _check_model_dir(model_dir: Path, manifest_heads):
     assert m["n_examples"] > 0
     if "json_structures" in manifest_heads:
         assert any("." in k for k in m["per_field"])
-    for f in ("config.json", "model.safetensors", "tokenizer.json", "encoder_config/config.json",
-              "onnx/encoder.onnx", "onnx/span_rep.onnx", "onnx/count_pred.onnx", "onnx/count_embed.onnx",
-              "onnx/classifier.onnx", "onnx/gliner2_config.json",
-              # what the TS engine serves: span scoring in one graph, slot-0 count embedding, the int8 encoder
-              "onnx/span_scores.onnx", "onnx/count_embed_c1.onnx", "onnx/encoder.int8.onnx"):
+    for f in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "encoder_config/config.json",
+        "onnx/encoder.onnx",
+        "onnx/span_rep.onnx",
+        "onnx/count_pred.onnx",
+        "onnx/count_embed.onnx",
+        "onnx/classifier.onnx",
+        "onnx/gliner2_config.json",
+        # what the TS engine serves: span scoring in one graph, slot-0 count embedding, the int8 encoder
+        "onnx/span_scores.onnx",
+        "onnx/count_embed_c1.onnx",
+        "onnx/encoder.int8.onnx",
+    ):
         assert (model_dir / f).exists(), f
     cfg = json.loads((model_dir / "onnx" / "gliner2_config.json").read_text())
     assert max(cfg["parity_max_abs_diff"].values()) < 1e-3
@@ -51,7 +68,9 @@ def _check_model_dir(model_dir: Path, manifest_heads):
     import onnxruntime as ort
 
     sess = ort.InferenceSession(str(model_dir / "onnx" / "encoder.onnx"), providers=["CPUExecutionProvider"])
-    ids = np.array([[cfg["special_tokens"]["[P]"], 2000, 2001, cfg["special_tokens"]["[SEP_TEXT]"], 2002]], dtype=np.int64)
+    ids = np.array(
+        [[cfg["special_tokens"]["[P]"], 2000, 2001, cfg["special_tokens"]["[SEP_TEXT]"], 2002]], dtype=np.int64
+    )
     hidden = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0]
     assert hidden.shape == (1, 5, cfg["hidden_size"])
     # the int8 encoder answers the same input closely (dynamic int8 MatMuls, not exact: cosine 0.98 measured
@@ -65,8 +84,19 @@ def _check_model_dir(model_dir: Path, manifest_heads):
 
 def test_encoder_full_multihead(tmp_path, encoder_base):
     rows = _rows(11)
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 2,
-                                       "learning_rate": 5e-5, "seed": 3, "validation_split": 0.2, "batch_size": 8}, rows)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "nr_epochs": 2,
+            "learning_rate": 5e-5,
+            "seed": 3,
+            "validation_split": 0.2,
+            "batch_size": 8,
+        },
+        rows,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
@@ -86,16 +116,37 @@ def test_encoder_full_multihead(tmp_path, encoder_base):
     assert (job / "output" / "data" / "metrics.json").exists()
 
     # continue training from a checkpoint of this job
-    job2 = write_job(tmp_path / "job2", {"base_model_path": ckpts[0]["path"], "training_type": "full", "nr_epochs": 1,
-                                         "max_steps": 2, "seed": 3, "validation_split": 0.2}, rows)
+    job2 = write_job(
+        tmp_path / "job2",
+        {
+            "base_model_path": ckpts[0]["path"],
+            "training_type": "full",
+            "nr_epochs": 1,
+            "max_steps": 2,
+            "seed": 3,
+            "validation_split": 0.2,
+        },
+        rows,
+    )
     p2 = run_job(job2)
     assert p2.returncode == 0, p2.stderr[-3000:]
 
 
 def test_encoder_lora_with_validation_channel(tmp_path, encoder_base):
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 30, seed=5))
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "lora", "nr_epochs": 1,
-                                       "learning_rate": 1e-3, "seed": 1, "early_stopping_patience": 2}, rows[:24], rows[24:])
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "lora",
+            "nr_epochs": 1,
+            "learning_rate": 1e-3,
+            "seed": 1,
+            "early_stopping_patience": 2,
+        },
+        rows[:24],
+        rows[24:],
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
@@ -116,15 +167,29 @@ def test_encoder_lora_with_validation_channel(tmp_path, encoder_base):
 def test_a_job_that_learns_nothing_says_so(tmp_path, encoder_base):
     """The base model is scored on the held-out rows first; a job no better than it carries a warning."""
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 20, seed=8))
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 1,
-                                       "max_steps": 1, "learning_rate": 1e-12, "task_lr": 1e-12, "seed": 2, "export_onnx": False},
-                    rows[:14], rows[14:])
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "nr_epochs": 1,
+            "max_steps": 1,
+            "learning_rate": 1e-12,
+            "task_lr": 1e-12,
+            "seed": 2,
+            "export_onnx": False,
+        },
+        rows[:14],
+        rows[14:],
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
     baseline = next(e for e in ev if e["event"] == "metrics" and e["scope"] == "baseline")
     final = next(e for e in ev if e["event"] == "metrics" and e["scope"] == "final")
-    assert final["metrics"]["f1"] == pytest.approx(baseline["metrics"]["f1"], abs=1e-9)  # a 1e-12 step (encoder and heads) changes nothing
+    assert final["metrics"]["f1"] == pytest.approx(
+        baseline["metrics"]["f1"], abs=1e-9
+    )  # a 1e-12 step (encoder and heads) changes nothing
     warnings = [e["message"] for e in ev if e["event"] == "warning"]
     assert len(warnings) == 1 and "does not beat the base model" in warnings[0]
     saved = json.loads((job / "output" / "data" / "metrics.json").read_text())

@@ -50,7 +50,12 @@ def test_case(case):
         assert sorted(m[head]) == sorted(exp[head]), head
         for key, want in exp[head].items():
             got = m[head][key]
-            assert (got["tp"], got["fp"], got["fn"], got["support"]) == (want["tp"], want["fp"], want["fn"], want["support"]), (head, key, got)
+            assert (got["tp"], got["fp"], got["fn"], got["support"]) == (
+                want["tp"],
+                want["fp"],
+                want["fn"],
+                want["support"],
+            ), (head, key, got)
             for k in ("precision", "recall", "f1"):
                 assert abs(got[k] - want[k]) <= TOL, (head, key, k, got[k], want[k])
 
@@ -60,7 +65,15 @@ def test_from_api_result_shapes():
         "entities": [{"text": "Tim", "label": "person", "score": 0.9, "start": 0, "end": 3}],
         "classifications": {"classification": [{"label": "a", "score": 0.7}]},
         "structures": {"order": [{"item": [{"text": "tea", "score": 0.8, "start": 4, "end": 7}], "who": None}]},
-        "relations": {"r": [{"head": {"text": "Tim", "score": 1, "start": 0, "end": 3}, "tail": {"text": "tea", "score": 1, "start": 4, "end": 7}, "score": 1}]},
+        "relations": {
+            "r": [
+                {
+                    "head": {"text": "Tim", "score": 1, "start": 0, "end": 3},
+                    "tail": {"text": "tea", "score": 1, "start": 4, "end": 7},
+                    "score": 1,
+                }
+            ]
+        },
     }
     out = from_api_result(api)
     assert out["entities"] == {"person": [{"text": "Tim", "start": 0, "end": 3, "confidence": 0.9}]}
@@ -74,6 +87,8 @@ def test_whitespace_class_is_str_isspace():
     # src/core/evaluation/scoring/normalize.ts spells out the same character class; it must stay Python's str.split() whitespace
     from sift_trainer.data.metrics import _WS, _norm, _ws
 
-    differ = [hex(c) for c in range(0x110000) if 0xD800 > c or c > 0xDFFF if bool(_WS.fullmatch(chr(c))) != chr(c).isspace()]
+    differ = [
+        hex(c) for c in range(0x110000) if 0xD800 > c or c > 0xDFFF if bool(_WS.fullmatch(chr(c))) != chr(c).isspace()
+    ]
     assert differ == []
     assert _ws("  a\u00a0\u2003b\t\nc\u3000 ") == "a b c" and _norm(" Zürich  AG ") == "zürich ag"

@@ -26,7 +26,8 @@ def test_span_scores_graph_equals_span_rep_dot_queries(tmp_path, encoder_base):
     we = torch.randn(2, 7, D, generator=g)
     q = torch.randn(2, 3, D, generator=g)
     got = ort.InferenceSession(str(tmp_path / "onnx" / "span_scores.onnx"), providers=["CPUExecutionProvider"]).run(
-        None, {"word_embs": we.numpy(), "queries": q.numpy()})[0]
+        None, {"word_embs": we.numpy(), "queries": q.numpy()}
+    )[0]
     assert got.shape == (2, 3, 7, W)
     layer = model.span_rep.span_rep_layer
     with torch.no_grad():
@@ -34,8 +35,10 @@ def test_span_scores_graph_equals_span_rep_dot_queries(tmp_path, encoder_base):
             starts = torch.arange(n).unsqueeze(1).expand(n, W)
             ends = starts + torch.arange(W).unsqueeze(0)
             valid = ends < n
-            si = torch.stack([torch.where(valid, starts, 0).reshape(-1), torch.where(valid, ends, 0).reshape(-1)], -1).unsqueeze(0)
-            ref = torch.sigmoid(torch.einsum("lwd,qd->qlw", layer(we[b:b + 1, :n], si)[0], q[b])).numpy()
+            si = torch.stack(
+                [torch.where(valid, starts, 0).reshape(-1), torch.where(valid, ends, 0).reshape(-1)], -1
+            ).unsqueeze(0)
+            ref = torch.sigmoid(torch.einsum("lwd,qd->qlw", layer(we[b : b + 1, :n], si)[0], q[b])).numpy()
             assert np.abs(ref - got[b, :, :n])[:, valid.numpy()].max() < 1e-4
 
 
@@ -47,7 +50,9 @@ def test_mini_build_reexports_trained_weights_when_only_the_export_changed(tmp_p
     (out / "onnx").mkdir()
     (out / "onnx" / "encoder.onnx").write_bytes(b"stale")  # an older export
     th = build_mini.training_hash(dict(build_mini.DEFAULTS))
-    (out / "manifest.json").write_text(json.dumps({"training_hash": th, "build_params": build_mini.DEFAULTS, "export_hash": "older"}))
+    (out / "manifest.json").write_text(
+        json.dumps({"training_hash": th, "build_params": build_mini.DEFAULTS, "export_hash": "older"})
+    )
     (out / "model.safetensors").touch(exist_ok=True)
     weights = (out / "model.safetensors").read_bytes()
     assert build_mini.is_built(out, th)

@@ -46,7 +46,9 @@ def test_mixed_label_columns(tmp_path, encoder_base):
 
 def test_bad_hyperparameters(tmp_path, encoder_base):
     rows = [{"text": "good", "label": "pos"}] * 5
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_algorithm": "dpo", "nr_epochs": 0}, rows)
+    job = write_job(
+        tmp_path / "job", {"base_model_path": str(encoder_base), "training_algorithm": "dpo", "nr_epochs": 0}, rows
+    )
     p = run_job(job, timeout=120)
     assert p.returncode == 1
     text = _failure(job)
@@ -61,10 +63,25 @@ def test_unknown_base_model(tmp_path):
 
 def test_sigterm_saves_checkpoint_and_stops(tmp_path, encoder_base):
     rows = synthetic.to_sift_rows(synthetic.generate_task("entities", 200, seed=9))
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 5,
-                                       "batch_size": 2, "validation_split": 0}, rows)
-    proc = subprocess.Popen([sys.executable, "-m", "sift_trainer.job"], cwd=str(PKG_ROOT), env=job_env(job),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "nr_epochs": 5,
+            "batch_size": 2,
+            "validation_split": 0,
+        },
+        rows,
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sift_trainer.job"],
+        cwd=str(PKG_ROOT),
+        env=job_env(job),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     lines = []
     deadline = time.time() + 240
     while time.time() < deadline:
@@ -94,4 +111,8 @@ def test_one_label_classification_only(tmp_path, encoder_base):
     p = run_job(job, timeout=120)
     assert p.returncode == 1
     text = _failure(job)
-    assert "invalid dataset" in text and "'label' column holds only 'normal'" in text and "at least two distinct labels" in text
+    assert (
+        "invalid dataset" in text
+        and "'label' column holds only 'normal'" in text
+        and "at least two distinct labels" in text
+    )

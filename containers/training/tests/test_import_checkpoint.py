@@ -15,8 +15,17 @@ from conftest import PKG_ROOT, events, job_env
 
 from sift_trainer.export.import_checkpoint import CheckpointError, check_checkpoint
 
-CASE = {"name": "entities", "threshold": 0.3, "texts": ["Tim Cook leads Apple in Cupertino."],
-        "schema": {"entities": [{"name": "person"}, {"name": "company"}], "classifications": [], "structures": [], "relations": []}}
+CASE = {
+    "name": "entities",
+    "threshold": 0.3,
+    "texts": ["Tim Cook leads Apple in Cupertino."],
+    "schema": {
+        "entities": [{"name": "person"}, {"name": "company"}],
+        "classifications": [],
+        "structures": [],
+        "relations": [],
+    },
+}
 
 
 def checkpoint_copy(src: Path, to: Path, link_weights: bool = False) -> Path:
@@ -24,7 +33,11 @@ def checkpoint_copy(src: Path, to: Path, link_weights: bool = False) -> Path:
     to.mkdir(parents=True)
     shutil.copytree(src / "encoder_config", to / "encoder_config")
     for f in src.iterdir():
-        if f.is_file() and (f.name in ("config.json", "model.safetensors") or f.name.startswith("tokenizer") or f.name == "special_tokens_map.json"):
+        if f.is_file() and (
+            f.name in ("config.json", "model.safetensors")
+            or f.name.startswith("tokenizer")
+            or f.name == "special_tokens_map.json"
+        ):
             if link_weights and f.name == "model.safetensors":
                 (to / f.name).symlink_to(f)
             else:
@@ -35,9 +48,30 @@ def checkpoint_copy(src: Path, to: Path, link_weights: bool = False) -> Path:
 def convert(ckpt: Path, out: Path, tmp: Path) -> subprocess.CompletedProcess:
     cases = tmp / "cases.json"
     cases.write_text(json.dumps([CASE]))
-    return subprocess.run([sys.executable, "-m", "sift_trainer.export.import_checkpoint", "convert", "--checkpoint", str(ckpt), "--out", str(out),
-                           "--model-id", "fastino/gliner2-base-v1", "--cases", str(cases), "--reference", str(tmp / "ref.json")],
-                          cwd=str(PKG_ROOT), env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"}, check=False, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sift_trainer.export.import_checkpoint",
+            "convert",
+            "--checkpoint",
+            str(ckpt),
+            "--out",
+            str(out),
+            "--model-id",
+            "fastino/gliner2-base-v1",
+            "--cases",
+            str(cases),
+            "--reference",
+            str(tmp / "ref.json"),
+        ],
+        cwd=str(PKG_ROOT),
+        env={**job_env(tmp), "SIFT_TORCH_THREADS": "1"},
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encoder_base):
@@ -54,9 +88,22 @@ def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encode
     p = convert(ckpt, out, tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert [e["event"] for e in events(p.stdout)][-1] == "import_done"
-    for f in ("manifest.json", "config.json", "encoder_config/config.json", "model.safetensors", "tokenizer.json", "onnx/gliner2_config.json",
-              "onnx/encoder.onnx", "onnx/span_rep.onnx", "onnx/count_pred.onnx", "onnx/count_embed.onnx", "onnx/classifier.onnx",
-              "onnx/span_scores.onnx", "onnx/count_embed_c1.onnx", "onnx/encoder.int8.onnx"):
+    for f in (
+        "manifest.json",
+        "config.json",
+        "encoder_config/config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "onnx/gliner2_config.json",
+        "onnx/encoder.onnx",
+        "onnx/span_rep.onnx",
+        "onnx/count_pred.onnx",
+        "onnx/count_embed.onnx",
+        "onnx/classifier.onnx",
+        "onnx/span_scores.onnx",
+        "onnx/count_embed_c1.onnx",
+        "onnx/encoder.int8.onnx",
+    ):
         assert (out / f).is_file(), f
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model_id"] == "fastino/gliner2-base-v1"
@@ -84,7 +131,11 @@ def test_a_checkpoint_whose_export_disagrees_is_refused(tmp_path, encoder_base, 
         export(module, args, path, *rest)
         if Path(path).name == "classifier.onnx":
             graph = onnx.load(str(path))
-            init = next(i for i in graph.graph.initializer if numpy_helper.to_array(i).dtype.kind == "f" and numpy_helper.to_array(i).size > 1)
+            init = next(
+                i
+                for i in graph.graph.initializer
+                if numpy_helper.to_array(i).dtype.kind == "f" and numpy_helper.to_array(i).size > 1
+            )
             init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) + 0.05, init.name))
             onnx.save(graph, str(path))
 
@@ -112,14 +163,26 @@ def test_a_truncated_weights_file_is_refused_naming_it(tmp_path, encoder_base):
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: (d / "model.safetensors").unlink(), "holds no weights: expected model.safetensors or pytorch_model.bin"),
-    (lambda d: (d / "config.json").write_text("{not json"), "config.json (the gliner2 model config) is not valid JSON"),
-    (lambda d: shutil.rmtree(d / "encoder_config"), "encoder_config/config.json (the backbone config) is missing"),
-    (lambda d: [p.unlink() for p in d.glob("tokenizer*")], "holds no tokenizer"),
-    (lambda d: _edit_config(d, architecture="boundary"), "architecture is 'boundary': only 'span'"),
-    (lambda d: _edit_config(d, counting_layer="count_mlp"), "counting_layer is 'count_mlp': the engine supports count_lstm, count_lstm_v2"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda d: (d / "model.safetensors").unlink(),
+            "holds no weights: expected model.safetensors or pytorch_model.bin",
+        ),
+        (
+            lambda d: (d / "config.json").write_text("{not json"),
+            "config.json (the gliner2 model config) is not valid JSON",
+        ),
+        (lambda d: shutil.rmtree(d / "encoder_config"), "encoder_config/config.json (the backbone config) is missing"),
+        (lambda d: [p.unlink() for p in d.glob("tokenizer*")], "holds no tokenizer"),
+        (lambda d: _edit_config(d, architecture="boundary"), "architecture is 'boundary': only 'span'"),
+        (
+            lambda d: _edit_config(d, counting_layer="count_mlp"),
+            "counting_layer is 'count_mlp': the engine supports count_lstm, count_lstm_v2",
+        ),
+    ],
+)
 def test_checkpoint_check_names_what_is_wrong(tmp_path, encoder_base, change, message):
     ckpt = checkpoint_copy(encoder_base, tmp_path / "ckpt", link_weights=True)
     check_checkpoint(ckpt)  # the untouched copy passes
@@ -136,21 +199,25 @@ def _edit_config(d: Path, **changes) -> None:
 
 # F14: gliner2 builds the encoder with trust_remote_code=True, so a config's auto_map would import and run
 # the Python it names. The code below writes a marker when it runs; the import must refuse before that.
-EVIL = '''import pathlib
+EVIL = """import pathlib
 pathlib.Path({marker!r}).write_text("checkpoint code ran")
 from transformers import BertConfig, BertModel
 class EvilConfig(BertConfig):
     pass
 class EvilModel(BertModel):
     config_class = EvilConfig
-'''
+"""
 
 
 def _add_code(ckpt: Path, config: str, marker: Path) -> None:
     where = (ckpt / config).parent
     (where / "evil.py").write_text(EVIL.format(marker=str(marker)))
     cfg = json.loads((ckpt / config).read_text()) if (ckpt / config).exists() else {}
-    cfg["auto_map"] = {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel", "AutoTokenizer": ["evil.EvilConfig", None]}
+    cfg["auto_map"] = {
+        "AutoConfig": "evil.EvilConfig",
+        "AutoModel": "evil.EvilModel",
+        "AutoTokenizer": ["evil.EvilConfig", None],
+    }
     (ckpt / config).write_text(json.dumps(cfg))
 
 
@@ -160,7 +227,9 @@ def test_a_config_that_names_code_is_refused(tmp_path, encoder_base, config):
     _add_code(ckpt, config, tmp_path / "ran")
     with pytest.raises(CheckpointError) as e:
         check_checkpoint(ckpt)
-    assert str(e.value).startswith(f"{config} has an auto_map, which names Python code for transformers to import and run")
+    assert str(e.value).startswith(
+        f"{config} has an auto_map, which names Python code for transformers to import and run"
+    )
 
 
 def test_a_nested_auto_map_is_refused_too(tmp_path, encoder_base):
@@ -193,7 +262,9 @@ def test_only_known_files_are_loaded_or_downloaded(tmp_path, encoder_base):
         (ckpt / extra).write_text("raise SystemExit('never loaded')\n")
     view = known_files_view(ckpt, tmp_path / "view")
     seen = sorted(str(f.relative_to(view)) for f in view.rglob("*") if not f.is_dir())
-    assert seen == sorted(str(f.relative_to(ckpt)) for f in ckpt.rglob("*") if f.is_file() and f.suffix != ".py" and f.name != "README.md")
+    assert seen == sorted(
+        str(f.relative_to(ckpt)) for f in ckpt.rglob("*") if f.is_file() and f.suffix != ".py" and f.name != "README.md"
+    )
     assert not any(f.endswith(".py") for f in seen)
     # a hub download asks for exact names: no pattern matches a Python file beside them
     for extra in ("encoder_config/modeling_evil.py", "tokenizer_evil.py", "vocab.py", "sentencepiece_evil.py"):

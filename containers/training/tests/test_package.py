@@ -76,8 +76,11 @@ def test_every_third_party_import_is_a_declared_dependency():
     providers = md.packages_distributions()
     imports = _third_party_imports()
     assert "torch" in imports and "gliner2" in imports  # the walk sees the package's imports
-    undeclared = {name: files for name, files in imports.items()
-                  if not declared & {canonicalize_name(d) for d in providers.get(name, [name])}}
+    undeclared = {
+        name: files
+        for name, files in imports.items()
+        if not declared & {canonicalize_name(d) for d in providers.get(name, [name])}
+    }
     assert undeclared == {}
 
 
@@ -88,8 +91,25 @@ def test_the_wheel_holds_every_subpackage_and_the_version(tmp_path):
         shutil.copy(PKG_ROOT / name, src / name)
     shutil.copytree(PACKAGE, src / "sift_trainer", ignore=shutil.ignore_patterns("__pycache__"))
     # offline: the venv's own setuptools, nothing fetched
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "-q", "-w", str(tmp_path / "dist"), str(src)], check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     import sift_trainer
@@ -116,11 +136,25 @@ configure_process()
 set_by_configure = sorted(k for k in os.environ if k not in before)
 print(json.dumps({"modules": len(names), "changed": changed, "set_by_configure": set_by_configure}))
 """
-    keys = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM",
-            "TRANSFORMERS_NO_ADVISORY_WARNINGS", "OMP_WAIT_POLICY")
+    keys = (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_DATASETS_OFFLINE",
+        "TOKENIZERS_PARALLELISM",
+        "TRANSFORMERS_NO_ADVISORY_WARNINGS",
+        "OMP_WAIT_POLICY",
+    )
     env = {k: v for k, v in os.environ.items() if k not in keys}
     env["PYTHONPATH"] = str(PKG_ROOT)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=str(PKG_ROOT), env=env, check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=str(PKG_ROOT),
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["modules"] >= 30

@@ -21,10 +21,32 @@ from sift_trainer.encoder.prompt_budget import (
     sampled_dataset,
 )
 
-ADJ = ["urgent", "recurring", "disputed", "pending", "foreign", "blocked", "missing", "duplicate", "expired", "manual",
-       "scheduled", "declined"]
-NOUN = ["card payment", "cash withdrawal", "bank transfer", "top up", "exchange rate", "account verification",
-        "refund request", "direct debit", "pin change", "statement fee"]
+ADJ = [
+    "urgent",
+    "recurring",
+    "disputed",
+    "pending",
+    "foreign",
+    "blocked",
+    "missing",
+    "duplicate",
+    "expired",
+    "manual",
+    "scheduled",
+    "declined",
+]
+NOUN = [
+    "card payment",
+    "cash withdrawal",
+    "bank transfer",
+    "top up",
+    "exchange rate",
+    "account verification",
+    "refund request",
+    "direct debit",
+    "pin change",
+    "statement fee",
+]
 #: 120 intents of 3-5 tokens: ~600 prompt tokens at inference, ~1100 in gliner2's worst training augmentation
 LABELS = [f"{a} {n}" for a in ADJ for n in NOUN]
 assert len(LABELS) == 120
@@ -107,7 +129,10 @@ def test_sampled_training_prompts_fit_and_keep_gold(model):
 def test_a_label_that_can_never_fit_is_reported(model):
     fitter = PromptFitter(model.processor, 512)
     huge = " ".join(["word"] * 600)
-    rec = {"input": "short text", "output": {"classifications": [{"task": "classification", "labels": [huge, "b"], "true_label": [huge]}]}}
+    rec = {
+        "input": "short text",
+        "output": {"classifications": [{"task": "classification", "labels": [huge, "b"], "true_label": [huge]}]},
+    }
     with pytest.raises(PromptTooLong, match="gold labels alone"):
         fitter.check(rec)
     long_text = {"input": " ".join(["token"] * 505), "output": {"entities": {"person": []}}}
@@ -119,8 +144,10 @@ def test_grouped_prediction_merges_like_the_direct_path(model):
     from gliner2 import Schema
 
     text = "Tim Cook met Satya Nadella in Paris to talk about a refund request for a card payment."
-    spec = {"entities": ["person", "city", "company", "date"],
-            "classifications": [{"task": "intent", "labels": ["refund request", "card payment", "weather", "travel"]}]}
+    spec = {
+        "entities": ["person", "city", "company", "date"],
+        "classifications": [{"task": "intent", "labels": ["refund request", "card payment", "weather", "travel"]}],
+    }
     direct = model.batch_extract([text], Schema.from_dict(spec), include_confidence=True, include_spans=True)
     # fits: passed through unchanged
     g512 = GroupedExtractor(model, 512)
@@ -165,8 +192,19 @@ def test_validation_metrics_on_120_labels_do_not_crash(model):
 
 def test_training_job_with_120_labels(tmp_path, encoder_base):
     rows = _rows(20, 4)
-    job = write_job(tmp_path / "job", {"base_model_path": str(encoder_base), "training_type": "full", "nr_epochs": 1,
-                                       "max_steps": 3, "batch_size": 4, "seed": 5, "validation_split": 0.05}, rows)
+    job = write_job(
+        tmp_path / "job",
+        {
+            "base_model_path": str(encoder_base),
+            "training_type": "full",
+            "nr_epochs": 1,
+            "max_steps": 3,
+            "batch_size": 4,
+            "seed": 5,
+            "validation_split": 0.05,
+        },
+        rows,
+    )
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)

@@ -52,8 +52,17 @@ def test_lora_rate_by_rows():
 
 
 def test_explicit_hyperparameters_win():
-    plan = schedule.plan(hp(training_type="full", nr_epochs="3", learning_rate="2e-4", task_lr="1e-3", batch_size="4",
-                            warmup_ratio="0.3"), 200)
+    plan = schedule.plan(
+        hp(
+            training_type="full",
+            nr_epochs="3",
+            learning_rate="2e-4",
+            task_lr="1e-3",
+            batch_size="4",
+            warmup_ratio="0.3",
+        ),
+        200,
+    )
     assert (plan.epochs, plan.batch_size, plan.encoder_lr, plan.task_lr, plan.warmup_ratio) == (3, 4, 2e-4, 1e-3, 0.3)
     assert plan.automatic == []
     lora = schedule.plan(hp(training_type="lora", learning_rate="5e-5"), 200)

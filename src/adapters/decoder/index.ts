@@ -20,7 +20,6 @@ export interface DecoderSetup {
   now?: () => number;
 }
 
-
 /**
  * Where local GGUF weights are looked for, in order: $SIFT_DATA_DIR/models, ./.sift/models (where
  * `npm run fetch:decoder` puts them), then the per-user model cache (SIFT_MODELS_DIR or
@@ -53,7 +52,11 @@ export function backendFromEnv(): DecoderBackend {
   }
   const slots = Number(process.env.SIFT_DECODER_SLOTS);
   // Fine-tuned adapters (adapter.gguf of decoder jobs) are cached per blob version, across restarts.
-  return new LlamaCppDecoder({ modelDirs: modelDirs(), adapterDir: join(CACHE_DIR, 'adapters'), ...(slots > 0 ? { slots } : {}) });
+  return new LlamaCppDecoder({
+    modelDirs: modelDirs(),
+    adapterDir: join(CACHE_DIR, 'adapters'),
+    ...(slots > 0 ? { slots } : {}),
+  });
 }
 
 /**
@@ -103,10 +106,10 @@ export class LazyDecoderRuntime implements DecoderRuntime {
 
 /** Sets the decoder for a service instance before its first use (tests, benchmarks, ECS wiring). */
 export function configureDecoder(svc: Services, setup: DecoderSetup): void {
-  if (svc.decoder instanceof LazyDecoderRuntime && svc.decoder.started) throw new Error('decoder already started for this service');
+  if (svc.decoder instanceof LazyDecoderRuntime && svc.decoder.started)
+    throw new Error('decoder already started for this service');
   svc.decoder = new LazyDecoderRuntime(setup);
 }
-
 
 /** Frees the model and its KV snapshots (local mode shutdown). */
 export async function closeDecoder(svc: Services): Promise<void> {

@@ -55,7 +55,10 @@ export function loraName(spec: DecoderAdapterSpec): string {
 /** An upstream failure relayed with its status (4xx stay the caller's problem, 5xx become 503). */
 class UpstreamError extends ApiError {
   readonly kind: string;
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
     this.kind = status === 429 ? 'rate_limit_error' : status < 500 ? 'invalid_request_error' : 'api_error';
   }
@@ -63,7 +66,11 @@ class UpstreamError extends ApiError {
 
 interface Chunk {
   choices?: { index: number; text?: string; delta?: { content?: string | null }; finish_reason?: string | null }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  } | null;
   error?: { message?: string };
 }
 
@@ -112,10 +119,14 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     if (!p) {
       p = (async () => {
         if (!(await this.hasModel(spec.baseModel))) {
-          throw new ServiceUnavailableError(`Base model '${spec.baseModel}' of training job '${spec.id}' is not served by the decoder upstream`);
+          throw new ServiceUnavailableError(
+            `Base model '${spec.baseModel}' of training job '${spec.id}' is not served by the decoder upstream`,
+          );
         }
         if (!(await blobs.head(`${spec.blobPrefix}adapter/adapter_config.json`))) {
-          throw new ServiceUnavailableError(`Training job '${spec.id}' has no PEFT adapter (adapter/adapter_config.json) among its model files, so vLLM cannot serve it`);
+          throw new ServiceUnavailableError(
+            `Training job '${spec.id}' has no PEFT adapter (adapter/adapter_config.json) among its model files, so vLLM cannot serve it`,
+          );
         }
         this.adapters.set(spec.id, { name: (this.opts.adapterName ?? loraName)(spec), baseModel: spec.baseModel });
       })().finally(() => this.ensuring.delete(spec.id));
@@ -125,7 +136,10 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   }
 
   private headers(): Record<string, string> {
-    return { 'content-type': 'application/json', ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}) };
+    return {
+      'content-type': 'application/json',
+      ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
+    };
   }
 
   private async models() {
@@ -139,7 +153,9 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     if (!res.ok) throw new ServiceUnavailableError(`Decoder upstream answered ${res.status} on /v1/models`);
     const body = (await res.json()) as { data?: { id: string; max_model_len?: number }[] };
     const ids = new Set((body.data ?? []).map((m) => m.id));
-    const maxLen = new Map((body.data ?? []).filter((m) => m.max_model_len).map((m) => [m.id, m.max_model_len as number]));
+    const maxLen = new Map(
+      (body.data ?? []).filter((m) => m.max_model_len).map((m) => [m.id, m.max_model_len as number]),
+    );
     this.modelList = { at: Date.now(), ids, maxLen };
     return this.modelList;
   }
@@ -184,7 +200,10 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     const res = await this.fetch(`${this.opts.baseUrl}/tokenize`, {
       method: 'POST',
       headers: this.headers(),
-      body: JSON.stringify({ model: this.upstreamModel(this.baseOf(model)), ...(prompt.kind === 'text' ? { prompt: prompt.text } : { messages: renderMessages(prompt) }) }),
+      body: JSON.stringify({
+        model: this.upstreamModel(this.baseOf(model)),
+        ...(prompt.kind === 'text' ? { prompt: prompt.text } : { messages: renderMessages(prompt) }),
+      }),
     });
     if (!res.ok) throw new ServiceUnavailableError(`Decoder upstream has no /tokenize (${res.status})`);
     return ((await res.json()) as { count: number }).count;
@@ -193,7 +212,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
   async *generate(req: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerationEvent> {
     const path = req.prompt.kind === 'text' ? '/v1/completions' : '/v1/chat/completions';
     // Gone before anything was sent: nothing computed, nothing billed.
-    if (signal?.aborted) throw new ServiceUnavailableError('The request was cancelled before it reached the decoder upstream');
+    if (signal?.aborted)
+      throw new ServiceUnavailableError('The request was cancelled before it reached the decoder upstream');
     const controller = new AbortController();
     const onAbort = () => controller.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -209,11 +229,20 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     } catch (err) {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      if (!signal?.aborted) throw new ServiceUnavailableError(`Decoder upstream unreachable: ${(err as Error).message}`);
+      if (!signal?.aborted)
+        throw new ServiceUnavailableError(`Decoder upstream unreachable: ${(err as Error).message}`);
       // The caller left while the upstream had the request (its prefill runs before any header):
       // that prompt is billed, as the local engine bills a prefill whose caller left.
       const promptTokens = await this.promptTokensOfCancelled(req);
-      const usage: GenerationUsage = { promptTokens, completionTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, engineReusedTokens: 0 };
+      const usage: GenerationUsage = {
+        promptTokens,
+        completionTokens: 0,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWrite5mTokens: 0,
+        cacheWrite1hTokens: 0,
+        engineReusedTokens: 0,
+      };
       yield { type: 'start', usage };
       yield { type: 'done', finishReason: 'cancelled', stopSequence: null, usage };
       return;
@@ -235,10 +264,15 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       // LoRA: vLLM found them but could not load them (another base model, rank above --max-lora-rank).
       if (adapter && (res.status === 404 || (res.status === 400 && /lora|adapter/i.test(message)))) {
         this.adapters.delete(req.model);
-        throw new ServiceUnavailableError(`The decoder upstream could not load the adapter of training job '${req.model}': ${message}`);
+        throw new ServiceUnavailableError(
+          `The decoder upstream could not load the adapter of training job '${req.model}': ${message}`,
+        );
       }
       if (res.status === 400) throw new BadRequestError(`Upstream rejected the request: ${message}`);
-      throw new UpstreamError(res.status >= 500 ? 503 : res.status, `Decoder upstream answered ${res.status}: ${message}`);
+      throw new UpstreamError(
+        res.status >= 500 ? 503 : res.status,
+        `Decoder upstream answered ${res.status}: ${message}`,
+      );
     }
     let promptTokens = 0;
     try {
@@ -246,7 +280,17 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     } catch {
       /* reported at the end instead (a cancelled stream asks again: promptTokensOfCancelled) */
     }
-    yield { type: 'start', usage: { promptTokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0, engineReusedTokens: 0 } };
+    yield {
+      type: 'start',
+      usage: {
+        promptTokens,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWrite5mTokens: 0,
+        cacheWrite1hTokens: 0,
+        engineReusedTokens: 0,
+      },
+    };
     const usage: GenerationUsage = {
       promptTokens,
       completionTokens: 0,
@@ -264,7 +308,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       for await (const ev of events as unknown as AsyncIterable<{ data: string; event?: string }>) {
         if (ev.data === '[DONE]') break;
         const chunk = JSON.parse(ev.data) as Chunk;
-        if (chunk.error) throw new ServiceUnavailableError(`Decoder upstream failed mid-stream: ${chunk.error.message ?? 'error'}`);
+        if (chunk.error)
+          throw new ServiceUnavailableError(`Decoder upstream failed mid-stream: ${chunk.error.message ?? 'error'}`);
         for (const c of chunk.choices ?? []) {
           const text = c.text ?? c.delta?.content ?? '';
           if (text) {
@@ -299,7 +344,10 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
     try {
       return await this.countTokens(req.model, req.prompt);
     } catch (error) {
-      this.logger.warn('could not count the prompt of a cancelled upstream generation; it is billed without its prompt', { model: req.model, error });
+      this.logger.warn(
+        'could not count the prompt of a cancelled upstream generation; it is billed without its prompt',
+        { model: req.model, error },
+      );
       return 0;
     }
   }
@@ -308,5 +356,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
 }
 
 function renderMessages(prompt: Extract<DecoderPrompt, { kind: 'chat' }>) {
-  return prompt.messages.map((m) => ({ role: m.role === 'tool' ? 'user' : m.role, content: m.parts.map((p) => p.text).join('\n') }));
+  return prompt.messages.map((m) => ({
+    role: m.role === 'tool' ? 'user' : m.role,
+    content: m.parts.map((p) => p.text).join('\n'),
+  }));
 }

@@ -1,4 +1,10 @@
-import { CreateTableCommand, DescribeTableCommand, type DynamoDBClient, ResourceNotFoundException, waitUntilTableExists } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  ResourceNotFoundException,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DeleteCommand,
@@ -9,7 +15,17 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { ITEM_ABSENT, WriteConflict, type Clause, type Condition, type ItemKeys, type QueryOptions, type QueryPage, type RecordStore, type RecordUpdate } from '../../core/ports';
+import {
+  ITEM_ABSENT,
+  WriteConflict,
+  type Clause,
+  type Condition,
+  type ItemKeys,
+  type QueryOptions,
+  type QueryPage,
+  type RecordStore,
+  type RecordUpdate,
+} from '../../core/ports';
 import { StoreUnavailableError } from '../../core/errors';
 import { storeFailure } from '../storeErrors';
 
@@ -47,7 +63,8 @@ export function toExpression(condition: Condition, prefix = 'c'): Expression {
   const clause = (c: Clause): string => {
     if ('itemExists' in c) return c.itemExists ? 'attribute_exists(pk)' : 'attribute_not_exists(pk)';
     if ('anyOf' in c) return `(${c.anyOf.map(clause).join(' OR ')})`;
-    if ('present' in c) return c.present ? `attribute_exists(${name(c.attr)})` : `attribute_not_exists(${name(c.attr)})`;
+    if ('present' in c)
+      return c.present ? `attribute_exists(${name(c.attr)})` : `attribute_not_exists(${name(c.attr)})`;
     if ('equals' in c) return `${name(c.attr)} = ${value(c.equals)}`;
     if ('lessThan' in c) return `${name(c.attr)} < ${value(c.lessThan)}`;
     return `contains(${name(c.attr)}, ${value(c.contains)})`;
@@ -63,7 +80,10 @@ export function toExpression(condition: Condition, prefix = 'c'): Expression {
 export class DynamoRecordStore implements RecordStore {
   readonly doc: DynamoDBDocumentClient;
 
-  constructor(readonly client: DynamoDBClient, readonly table: string) {
+  constructor(
+    readonly client: DynamoDBClient,
+    readonly table: string,
+  ) {
     this.doc = DynamoDBDocumentClient.from(client, {
       marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
     });
@@ -77,7 +97,9 @@ export class DynamoRecordStore implements RecordStore {
   }
 
   async get<T>(pk: string, sk: string, consistent = true): Promise<T | undefined> {
-    const res = await this.guard(this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent })));
+    const res = await this.guard(
+      this.doc.send(new GetCommand({ TableName: this.table, Key: { pk, sk }, ConsistentRead: consistent })),
+    );
     return DynamoRecordStore.strip<T>(res.Item);
   }
 
@@ -107,11 +129,19 @@ export class DynamoRecordStore implements RecordStore {
         if (attempt > 0) {
           // items left unprocessed are throttled items (BatchWriteItem's documented reason)
           if (attempt > UNPROCESSED_RETRIES) {
-            throw new StoreUnavailableError('records', 'throttled', new Error(`DynamoDB left ${requests.length} of a batch write's items unprocessed after ${attempt} attempts`));
+            throw new StoreUnavailableError(
+              'records',
+              'throttled',
+              new Error(
+                `DynamoDB left ${requests.length} of a batch write's items unprocessed after ${attempt} attempts`,
+              ),
+            );
           }
           await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
         }
-        const res = await this.guard(this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } })));
+        const res = await this.guard(
+          this.doc.send(new BatchWriteCommand({ RequestItems: { [this.table]: requests } })),
+        );
         requests = (res.UnprocessedItems?.[this.table] ?? []) as typeof requests;
       }
     }
@@ -166,7 +196,9 @@ export class DynamoRecordStore implements RecordStore {
   }
 
   async delete(pk: string, sk: string, condition?: Condition): Promise<void> {
-    await this.guard(this.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk, sk }, ...conditionParams(condition) })));
+    await this.guard(
+      this.doc.send(new DeleteCommand({ TableName: this.table, Key: { pk, sk }, ...conditionParams(condition) })),
+    );
   }
 
   async query<T>(partition: string, opts: QueryOptions = {}): Promise<QueryPage<T>> {
@@ -200,7 +232,10 @@ export class DynamoRecordStore implements RecordStore {
   }
 
   /** Every item of a partition (bounded by `max`), following DynamoDB pagination. */
-  async queryAll<T>(partition: string, opts: Omit<QueryOptions, 'limit' | 'startKey'> & { max?: number } = {}): Promise<T[]> {
+  async queryAll<T>(
+    partition: string,
+    opts: Omit<QueryOptions, 'limit' | 'startKey'> & { max?: number } = {},
+  ): Promise<T[]> {
     const out: T[] = [];
     let startKey: Record<string, unknown> | undefined;
     const max = opts.max ?? 10_000;
@@ -248,7 +283,10 @@ export class DynamoRecordStore implements RecordStore {
     );
     // CreateTable returns while the table is still CREATING (on AWS and in dynalite alike), and a
     // table that is not ACTIVE answers ResourceNotFoundException: wait for ACTIVE before returning
-    await waitUntilTableExists({ client: this.client, maxWaitTime: 120, minDelay: 1, maxDelay: 2 }, { TableName: this.table });
+    await waitUntilTableExists(
+      { client: this.client, maxWaitTime: 120, minDelay: 1, maxDelay: 2 },
+      { TableName: this.table },
+    );
   }
 
   /** Every store call goes through here: SDK errors leave the adapter in the core's terms (WriteConflict, StoreUnavailableError). */

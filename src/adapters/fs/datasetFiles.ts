@@ -10,13 +10,18 @@ import { join } from 'node:path';
 import { validateRows, type DatasetFiles, type DatasetValidator } from '../../core/datasets/validation';
 
 /** The core's row rules over a file's bytes, the normalized rows written to `job.rowsFile`. */
-export const validateDataset: DatasetValidator = async (source, job) => validateRows(source, job, createWriteStream(job.rowsFile));
+export const validateDataset: DatasetValidator = async (source, job) =>
+  validateRows(source, job, createWriteStream(job.rowsFile));
 
 export const localDatasetFiles: DatasetFiles = {
   async open() {
     const dir = await mkdtemp(join(tmpdir(), 'sift-ds-'));
     const rowsFile = join(dir, 'rows.jsonl');
-    return { rowsFile, rows: () => createReadStream(rowsFile), dispose: () => rm(dir, { recursive: true, force: true }) };
+    return {
+      rowsFile,
+      rows: () => createReadStream(rowsFile),
+      dispose: () => rm(dir, { recursive: true, force: true }),
+    };
   },
   validate: validateDataset,
 };

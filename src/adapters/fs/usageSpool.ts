@@ -48,13 +48,16 @@ export class FileUsageSpool implements UsageSpool {
         return { applied: 0, kept: 0 };
       }
       // a torn last line (a crash mid-append) was never acknowledged to the writer: skip it
-      const batches = text.split('\n').filter(Boolean).flatMap((line) => {
-        try {
-          return [JSON.parse(line) as UsageBatch];
-        } catch {
-          return [];
-        }
-      });
+      const batches = text
+        .split('\n')
+        .filter(Boolean)
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as UsageBatch];
+          } catch {
+            return [];
+          }
+        });
       // (a file holding only a torn line is rewritten too: an append after it would join that line)
       if (text === '') {
         this.empty = true;

@@ -6,11 +6,23 @@ import type { BlobHead, BlobStore, PresignPutBounds } from '../../core/ports';
 
 /** The blob port in one process's memory (core unit tests). Presigned URLs are `memory://` placeholders nothing can fetch. */
 export class MemoryBlobStore implements BlobStore {
-  private readonly objects = new Map<string, { body: Buffer; contentType: string; lastModified: Date; version: number }>();
+  private readonly objects = new Map<
+    string,
+    { body: Buffer; contentType: string; lastModified: Date; version: number }
+  >();
   private writes = 0;
 
-  async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body instanceof Uint8Array ? Buffer.from(body) : await buffer(body);
+  async put(
+    key: string,
+    body: string | Uint8Array | Readable,
+    contentType = 'application/octet-stream',
+  ): Promise<void> {
+    const bytes =
+      typeof body === 'string'
+        ? Buffer.from(body)
+        : body instanceof Uint8Array
+          ? Buffer.from(body)
+          : await buffer(body);
     this.objects.set(key, { body: bytes, contentType, lastModified: new Date(), version: ++this.writes });
   }
 
@@ -40,7 +52,9 @@ export class MemoryBlobStore implements BlobStore {
 
   async head(key: string): Promise<BlobHead | undefined> {
     const o = this.objects.get(key);
-    return o ? { size: o.body.length, contentType: o.contentType, lastModified: o.lastModified, etag: `"${o.version}"` } : undefined;
+    return o
+      ? { size: o.body.length, contentType: o.contentType, lastModified: o.lastModified, etag: `"${o.version}"` }
+      : undefined;
   }
 
   async stream(key: string): Promise<Readable> {

@@ -1,5 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
-import { WriteConflict, type Clause, type Condition, type ItemKeys, type QueryOptions, type QueryPage, type RecordStore, type RecordUpdate } from '../../core/ports';
+import {
+  WriteConflict,
+  type Clause,
+  type Condition,
+  type ItemKeys,
+  type QueryOptions,
+  type QueryPage,
+  type RecordStore,
+  type RecordUpdate,
+} from '../../core/ports';
 
 type Item = Record<string, unknown> & { pk: string; sk: string };
 
@@ -33,7 +42,8 @@ function holds(c: Clause, item: Item | undefined): boolean {
   return Array.isArray(v) && v.some((x) => isDeepStrictEqual(x, c.contains));
 }
 
-const satisfies = (condition: Condition | undefined, item: Item | undefined) => !condition || condition.every((c) => holds(c, item));
+const satisfies = (condition: Condition | undefined, item: Item | undefined) =>
+  !condition || condition.every((c) => holds(c, item));
 
 /** DynamoDB orders string sort keys by their UTF-8 bytes. */
 const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
@@ -71,7 +81,8 @@ export class MemoryRecordStore implements RecordStore {
     const current = this.items.get(id);
     if (!satisfies(change.condition, current)) throw new WriteConflict();
     const next: Item = current ? structuredClone(current) : { pk, sk };
-    for (const [k, v] of Object.entries(change.set ?? {})) if (v !== undefined) next[k] = structuredClone(withoutUndefined(v));
+    for (const [k, v] of Object.entries(change.set ?? {}))
+      if (v !== undefined) next[k] = structuredClone(withoutUndefined(v));
     for (const [k, v] of Object.entries(change.add ?? {})) {
       const before = next[k] ?? 0;
       if (typeof before !== 'number') throw new Error(`cannot add to '${k}': it is not a number`);
@@ -93,7 +104,9 @@ export class MemoryRecordStore implements RecordStore {
     const matching = [...this.items.values()]
       .filter((i) => i[pkName] === partition && typeof i[skName] === 'string')
       .filter((i) => opts.beginsWith === undefined || (i[skName] as string).startsWith(opts.beginsWith))
-      .sort((a, b) => byteOrder(a[skName] as string, b[skName] as string) || byteOrder(a.pk, b.pk) || byteOrder(a.sk, b.sk));
+      .sort(
+        (a, b) => byteOrder(a[skName] as string, b[skName] as string) || byteOrder(a.pk, b.pk) || byteOrder(a.sk, b.sk),
+      );
     if (opts.newestFirst) matching.reverse();
     let from = 0;
     if (opts.startKey) {
@@ -106,11 +119,16 @@ export class MemoryRecordStore implements RecordStore {
     const more = last !== undefined && from + read.length < matching.length;
     return {
       items: read.filter((i) => satisfies(opts.filter, i)).map((i) => strip<T>(i)),
-      ...(more ? { nextKey: { pk: last.pk, sk: last.sk, ...(opts.index ? { gsi1pk: last.gsi1pk, gsi1sk: last.gsi1sk } : {}) } } : {}),
+      ...(more
+        ? { nextKey: { pk: last.pk, sk: last.sk, ...(opts.index ? { gsi1pk: last.gsi1pk, gsi1sk: last.gsi1sk } : {}) } }
+        : {}),
     };
   }
 
-  async queryAll<T>(partition: string, opts: Omit<QueryOptions, 'limit' | 'startKey'> & { max?: number } = {}): Promise<T[]> {
+  async queryAll<T>(
+    partition: string,
+    opts: Omit<QueryOptions, 'limit' | 'startKey'> & { max?: number } = {},
+  ): Promise<T[]> {
     const { max = 10_000, ...query } = opts;
     return (await this.query<T>(partition, query)).items.slice(0, max);
   }

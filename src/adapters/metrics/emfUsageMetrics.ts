@@ -7,7 +7,13 @@
  * exactly. The core reports through the UsageMetrics port (src/core/billing/usageMetrics.ts).
  */
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { METRICS_NAMESPACE, SPOOLED_METRIC, STALE_METRIC, TRAINING_ENDPOINT, type UsageMetric } from '../../core/billing/metricNames';
+import {
+  METRICS_NAMESPACE,
+  SPOOLED_METRIC,
+  STALE_METRIC,
+  TRAINING_ENDPOINT,
+  type UsageMetric,
+} from '../../core/billing/metricNames';
 import { microsToUsd } from '../../core/billing/money';
 import type { UsageMetrics } from '../../core/billing/usageMetrics';
 
@@ -16,7 +22,10 @@ export type { UsageMetrics } from '../../core/billing/usageMetrics';
 export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
   const metrics = new Metrics({ namespace: METRICS_NAMESPACE });
   metrics.clearDefaultDimensions();
-  const emit = (dimensions: Record<string, string>, values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC, number>>) => {
+  const emit = (
+    dimensions: Record<string, string>,
+    values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC, number>>,
+  ) => {
     metrics.addDimensions(dimensions);
     for (const [name, value] of Object.entries(values)) {
       metrics.addMetric(name, name === 'CostUsd' ? MetricUnit.NoUnit : MetricUnit.Count, value);

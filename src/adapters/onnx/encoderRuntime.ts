@@ -41,7 +41,6 @@ export function batcherOptionsFromEnv(): BatcherOptions {
   return o;
 }
 
-
 /**
  * How long a model directory checked against the store's manifest is trusted without checking again:
  * the request path then costs no store round trips (a rebuilt model is picked up this much later).
@@ -53,7 +52,8 @@ const CHECKED_DIR_TTL_MS = 5000;
  * is copied to the key's path under the model's directory only if it stays inside it (containedPath:
  * `onnx/../../x` passes this filter).
  */
-const WANTED = (rel: string) => rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
+const WANTED = (rel: string) =>
+  rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
 
 export interface EncoderRuntimeOptions {
   cacheDir?: string;
@@ -93,7 +93,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
     this.cacheDir = opts.cacheDir ?? process.env.SIFT_ENCODER_CACHE_DIR ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env.SIFT_ENCODER_MAX_LOADED_BYTES ?? 2 * 1024 ** 3);
     this.maxCacheBytes = opts.maxCacheBytes ?? Number(process.env.SIFT_ENCODER_CACHE_MAX_BYTES ?? 8 * 1024 ** 3);
-    this.precision = opts.precision ?? ((process.env.SIFT_ENCODER_PRECISION as Precision | undefined) ?? 'fp32');
+    this.precision = opts.precision ?? (process.env.SIFT_ENCODER_PRECISION as Precision | undefined) ?? 'fp32';
     this.threads = opts.threads;
     this.checked = new TtlCache<string>(opts.checkedTtlMs ?? CHECKED_DIR_TTL_MS, 1000);
   }
@@ -111,7 +111,10 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
     const manifestKey = `${model.prefix}manifest.json`;
     // the manifest is written last and withdrawn while a model is re-published: without it the
     // files may be half old, half new (the request path no longer HEADs it: models.ts)
-    if (!(await blobs.head(manifestKey))) throw new ServiceUnavailableError(`Model '${model.requested}' is not in the model store (no ${manifestKey}); it may be being published`);
+    if (!(await blobs.head(manifestKey)))
+      throw new ServiceUnavailableError(
+        `Model '${model.requested}' is not in the model store (no ${manifestKey}); it may be being published`,
+      );
     const manifest = await blobs.getText(manifestKey);
     const key = createHash('sha256').update(model.prefix).update('\0').update(manifest).digest('hex').slice(0, 24);
     const target = join(this.cacheDir, key);
@@ -125,12 +128,20 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
         const now = new Date();
         await utimes(done, now, now)
           .catch(missingAsUndefined)
-          .catch((err: unknown) => createLogger().warn('encoder cache: could not mark a model copy as used', { dir: target, error: String(err) }));
+          .catch((err: unknown) =>
+            createLogger().warn('encoder cache: could not mark a model copy as used', {
+              dir: target,
+              error: String(err),
+            }),
+          );
         return target;
       }
       const keys = (await blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
       const missing = EncoderModel.requiredFiles('fp32').filter((f) => !keys.includes(model.prefix + f));
-      if (missing.length) throw new ServiceUnavailableError(`Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`);
+      if (missing.length)
+        throw new ServiceUnavailableError(
+          `Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`,
+        );
       // download beside the target, then rename: concurrent processes never see half a model
       const staging = `${target}.part-${process.pid}-${Date.now()}`;
       for (const k of keys) {
@@ -144,7 +155,9 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
         await rm(staging, { recursive: true, force: true });
         if (!existsSync(done)) throw err;
       });
-      await this.pruneCache(target).catch((err: unknown) => createLogger().warn('encoder cache prune failed', { error: String(err) }));
+      await this.pruneCache(target).catch((err: unknown) =>
+        createLogger().warn('encoder cache prune failed', { error: String(err) }),
+      );
       return target;
     })();
     this.fetching.set(target, p);
@@ -162,7 +175,11 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
    */
   async pruneCache(keep: string): Promise<void> {
     const names = (await readdir(this.cacheDir).catch(missingAsUndefined)) ?? []; // no cache directory yet: nothing to prune
-    const inUse = new Set([keep, ...this.fetching.keys(), ...[...this.loaded.keys()].map((k) => k.slice(0, k.lastIndexOf('#')))]);
+    const inUse = new Set([
+      keep,
+      ...this.fetching.keys(),
+      ...[...this.loaded.keys()].map((k) => k.slice(0, k.lastIndexOf('#'))),
+    ]);
     const copies = [];
     for (const name of names) {
       const dir = join(this.cacheDir, name);
@@ -189,7 +206,11 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
       this.loaded.set(key, p); // most recently used last
       return p;
     }
-    p = EncoderModel.load(dir, { precision: usePrecision, logger: this.logger, ...(this.threads ? { threads: this.threads } : {}) });
+    p = EncoderModel.load(dir, {
+      precision: usePrecision,
+      logger: this.logger,
+      ...(this.threads ? { threads: this.threads } : {}),
+    });
     this.loaded.set(key, p);
     // a load that failed is forgotten (the next request tries again); its error reaches the caller below
     p.catch(() => this.loaded.delete(key));
@@ -200,7 +221,9 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
 
   private async evict(keep: string): Promise<void> {
     // a load that failed holds no memory (its error went to the request that started it)
-    const sizes = await Promise.all([...this.loaded.entries()].map(async ([k, p]) => [k, (await p.catch(() => undefined))?.bytes ?? 0] as const));
+    const sizes = await Promise.all(
+      [...this.loaded.entries()].map(async ([k, p]) => [k, (await p.catch(() => undefined))?.bytes ?? 0] as const),
+    );
     let total = sizes.reduce((n, [, b]) => n + b, 0);
     for (const [k, b] of sizes) {
       if (total <= this.maxBytes) break;
@@ -211,7 +234,12 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
       // sessions in use by a running request finish first: release after a grace period
       void p?.then((m) =>
         setTimeout(
-          () => void m.release().catch((err: unknown) => createLogger().warn('encoder: releasing an evicted model failed', { model: k, error: String(err) })),
+          () =>
+            void m
+              .release()
+              .catch((err: unknown) =>
+                createLogger().warn('encoder: releasing an evicted model failed', { model: k, error: String(err) }),
+              ),
           30_000,
         ).unref(),
       );
@@ -219,7 +247,12 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
   }
 
   /** A request's extraction: `model.infer`, batched with concurrent requests for the same model and schema. */
-  infer(model: EncoderModel, texts: string[], schema: EncoderSchema, opts: BatchedInferOptions = {}): Promise<InferOutput> {
+  infer(
+    model: EncoderModel,
+    texts: string[],
+    schema: EncoderSchema,
+    opts: BatchedInferOptions = {},
+  ): Promise<InferOutput> {
     return this.batcher.infer(model, texts, schema, opts);
   }
 

@@ -18,7 +18,9 @@ import { storeFailure } from '../storeErrors';
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))));
+  const nested = await Promise.all(
+    entries.map((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : Promise.resolve([join(dir, e.name)]))),
+  );
   return nested.flat();
 }
 
@@ -28,14 +30,27 @@ async function filesUnder(dir: string): Promise<string[]> {
  * large files never pass through the API.
  */
 export class S3BlobStore implements BlobStore {
-  constructor(readonly s3: S3Client, readonly bucket: string) {}
+  constructor(
+    readonly s3: S3Client,
+    readonly bucket: string,
+  ) {}
 
-  async put(key: string, body: string | Uint8Array | Readable, contentType = 'application/octet-stream'): Promise<void> {
-    await this.guard(this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType })));
+  async put(
+    key: string,
+    body: string | Uint8Array | Readable,
+    contentType = 'application/octet-stream',
+  ): Promise<void> {
+    await this.guard(
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType })),
+    );
   }
 
   async copy(fromKey: string, toKey: string): Promise<void> {
-    await this.guard(this.s3.send(new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: `${this.bucket}/${encodeURI(fromKey)}` })));
+    await this.guard(
+      this.s3.send(
+        new CopyObjectCommand({ Bucket: this.bucket, Key: toKey, CopySource: `${this.bucket}/${encodeURI(fromKey)}` }),
+      ),
+    );
   }
 
   /** `s3://bucket/key`, the form SageMaker channels and outputs take. */
@@ -94,7 +109,11 @@ export class S3BlobStore implements BlobStore {
     const keys: string[] = [];
     let marker: string | undefined;
     do {
-      const res = await this.guard(this.s3.send(new ListObjectsCommand({ Bucket: this.bucket, Prefix: prefix, ...(marker ? { Marker: marker } : {}) })));
+      const res = await this.guard(
+        this.s3.send(
+          new ListObjectsCommand({ Bucket: this.bucket, Prefix: prefix, ...(marker ? { Marker: marker } : {}) }),
+        ),
+      );
       const page = (res.Contents ?? []).flatMap((o) => (o.Key ? [o.Key] : []));
       keys.push(...page);
       marker = res.IsTruncated ? (res.NextMarker ?? page[page.length - 1]) : undefined;
@@ -106,7 +125,11 @@ export class S3BlobStore implements BlobStore {
     const keys = await this.list(prefix);
     for (let i = 0; i < keys.length; i += 1000) {
       const batch = keys.slice(i, i + 1000);
-      await this.guard(this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })) } })));
+      await this.guard(
+        this.s3.send(
+          new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })) } }),
+        ),
+      );
     }
     return keys.length;
   }
@@ -149,7 +172,8 @@ export class S3BlobStore implements BlobStore {
       await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
     } catch (err) {
       // only a bucket that is not there is created; an unreachable store is not "no bucket"
-      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode !== 404) throw storeFailure('blobs', err);
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode !== 404)
+        throw storeFailure('blobs', err);
       await this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }));
     }
   }

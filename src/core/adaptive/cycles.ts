@@ -37,7 +37,10 @@ export interface AdaptiveCycle {
   traces: Record<string, number> | null;
   /** Informative traces without feedback, most uncertain first: review these next. */
   review: { inference_id: string; uncertainty: number }[];
-  datasets: { train: { name: string; version: number | null }; holdout: { name: string; version: number | null } } | null;
+  datasets: {
+    train: { name: string; version: number | null };
+    holdout: { name: string; version: number | null };
+  } | null;
   candidate_training_job_id: string | null;
   candidate_evaluation_id: string | null;
   baseline_evaluation_id: string | null;
@@ -52,36 +55,65 @@ export const ADAPTIVE_PLANS: Plan[] = ['pro', 'research', 'custom'];
 
 const newCycleId = () => `adc_${newUlid()}`;
 
-export async function getCycle(svc: Services, teamId: string, projectId: string, cycleId: string): Promise<AdaptiveCycle> {
+export async function getCycle(
+  svc: Services,
+  teamId: string,
+  projectId: string,
+  cycleId: string,
+): Promise<AdaptiveCycle> {
   const item = cycleItem(teamId, projectId, cycleId);
-  const cycle = /^adc_[0-9A-HJKMNP-TV-Z]{26}$/.test(cycleId) ? await svc.records.get<AdaptiveCycle>(item.pk, item.sk) : undefined;
+  const cycle = /^adc_[0-9A-HJKMNP-TV-Z]{26}$/.test(cycleId)
+    ? await svc.records.get<AdaptiveCycle>(item.pk, item.sk)
+    : undefined;
   if (!cycle) throw new NotFoundError(`Adaptive cycle '${cycleId}' not found in this project`);
   return cycle;
 }
 
-export async function updateCycle(svc: Services, teamId: string, cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>, set: Partial<AdaptiveCycle>): Promise<AdaptiveCycle> {
+export async function updateCycle(
+  svc: Services,
+  teamId: string,
+  cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>,
+  set: Partial<AdaptiveCycle>,
+): Promise<AdaptiveCycle> {
   const item = cycleItem(teamId, cycle.project_id, cycle.id);
-  return svc.records.update<AdaptiveCycle>(item.pk, item.sk, { set: { ...set, updated_at: svc.now().toISOString() }, condition: ITEM_EXISTS });
+  return svc.records.update<AdaptiveCycle>(item.pk, item.sk, {
+    set: { ...set, updated_at: svc.now().toISOString() },
+    condition: ITEM_EXISTS,
+  });
 }
 
 /** A project's cycles by its id, newest first (cycle ids are ULIDs). */
 const cyclesOf = (svc: Services, teamId: string, projectId: string) =>
-  svc.records.queryAll<AdaptiveCycle>(teamPartition(teamId), { beginsWith: cyclesPrefix(projectId), newestFirst: true });
+  svc.records.queryAll<AdaptiveCycle>(teamPartition(teamId), {
+    beginsWith: cyclesPrefix(projectId),
+    newestFirst: true,
+  });
 
-export async function listCycles(svc: Services, teamId: string, projectIdOrName: string): Promise<{ project: Project; cycles: AdaptiveCycle[] }> {
+export async function listCycles(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+): Promise<{ project: Project; cycles: AdaptiveCycle[] }> {
   const project = await getProject(svc, teamId, projectIdOrName);
   return { project, cycles: await cyclesOf(svc, teamId, project.id) };
 }
 
 /** The last cycle that got as far as training: its start is when "new feedback" begins counting. */
-export async function lastTrainedCycle(svc: Services, teamId: string, projectId: string, except: string): Promise<AdaptiveCycle | undefined> {
+export async function lastTrainedCycle(
+  svc: Services,
+  teamId: string,
+  projectId: string,
+  except: string,
+): Promise<AdaptiveCycle | undefined> {
   return (await cyclesOf(svc, teamId, projectId)).find((c) => c.id !== except && c.candidate_training_job_id !== null);
 }
 
 export async function assertPlanIncludesAdaptive(svc: Services, teamId: string): Promise<void> {
   const team = await getTeam(svc, teamId);
   if (!ADAPTIVE_PLANS.includes(team.plan)) {
-    throw new ForbiddenError(`Adaptive inference is not included on the ${team.plan} plan (it is on ${ADAPTIVE_PLANS.join(', ')})`);
+    throw new ForbiddenError(
+      `Adaptive inference is not included on the ${team.plan} plan (it is on ${ADAPTIVE_PLANS.join(', ')})`,
+    );
   }
 }
 
@@ -89,7 +121,12 @@ export async function assertPlanIncludesAdaptive(svc: Services, teamId: string):
  * Records a new cycle and claims the project for it (one running cycle per project, by a conditional
  * write on the project record). Returns undefined when another cycle holds the project.
  */
-export async function claimCycle(svc: Services, teamId: string, project: Project, trigger: AdaptiveCycle['trigger']): Promise<AdaptiveCycle | undefined> {
+export async function claimCycle(
+  svc: Services,
+  teamId: string,
+  project: Project,
+  trigger: AdaptiveCycle['trigger'],
+): Promise<AdaptiveCycle | undefined> {
   const now = svc.now().toISOString();
   const cycle: AdaptiveCycle = {
     id: newCycleId(),
@@ -114,7 +151,15 @@ export async function claimCycle(svc: Services, teamId: string, project: Project
   try {
     await svc.records.update(p.pk, p.sk, {
       set: { adaptive_cycle_id: cycle.id },
-      condition: [{ itemExists: true }, { anyOf: [{ attr: 'adaptive_cycle_id', present: false }, { attr: 'adaptive_cycle_id', equals: null }] }],
+      condition: [
+        { itemExists: true },
+        {
+          anyOf: [
+            { attr: 'adaptive_cycle_id', present: false },
+            { attr: 'adaptive_cycle_id', equals: null },
+          ],
+        },
+      ],
     });
   } catch (err) {
     if (err instanceof WriteConflict) return undefined;
@@ -125,14 +170,23 @@ export async function claimCycle(svc: Services, teamId: string, project: Project
 }
 
 /** Ends a cycle and frees its project for the next one. */
-export async function finishCycle(svc: Services, teamId: string, cycle: AdaptiveCycle, set: Partial<AdaptiveCycle>): Promise<AdaptiveCycle> {
+export async function finishCycle(
+  svc: Services,
+  teamId: string,
+  cycle: AdaptiveCycle,
+  set: Partial<AdaptiveCycle>,
+): Promise<AdaptiveCycle> {
   const done = await updateCycle(svc, teamId, cycle, { ...set, stage: 'done', finished_at: svc.now().toISOString() });
   await releaseProject(svc, teamId, cycle);
   return done;
 }
 
 /** Clears the project's claim if this cycle holds it (idempotent: a retried task, or a project since deleted). */
-export async function releaseProject(svc: Services, teamId: string, cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>): Promise<void> {
+export async function releaseProject(
+  svc: Services,
+  teamId: string,
+  cycle: Pick<AdaptiveCycle, 'project_id' | 'id'>,
+): Promise<void> {
   const p = projectItem(teamId, cycle.project_id);
   await svc.records
     .update(p.pk, p.sk, { remove: ['adaptive_cycle_id'], condition: [{ attr: 'adaptive_cycle_id', equals: cycle.id }] })
@@ -147,7 +201,8 @@ export async function releaseProject(svc: Services, teamId: string, cycle: Pick<
  */
 export function spendRefusal(err: unknown): string | undefined {
   if (err instanceof PaymentRequiredError) return `${err.message} (402): a cycle trains and evaluates, which is billed`;
-  if (err instanceof RateLimitError && err.headers['x-ratelimit-reason'] === 'daily_spend_cap_exceeded') return `${err.message} (429 daily_spend_cap_exceeded)`;
+  if (err instanceof RateLimitError && err.headers['x-ratelimit-reason'] === 'daily_spend_cap_exceeded')
+    return `${err.message} (429 daily_spend_cap_exceeded)`;
   return undefined;
 }
 
@@ -158,30 +213,51 @@ export async function startCycle(svc: Services, teamId: string, projectIdOrName:
   // a cycle trains and evaluates (billed): refused like any compute, before a cycle is recorded
   await checkSpendAllowance(svc, teamId);
   if (!project.active_training_job_id) {
-    throw new ConflictError(`Project '${project.name}' has no deployed model; adaptive cycles improve a deployed training job (POST /projects/${project.name}/deployments first)`);
+    throw new ConflictError(
+      `Project '${project.name}' has no deployed model; adaptive cycles improve a deployed training job (POST /projects/${project.name}/deployments first)`,
+    );
   }
   const cycle = await claimCycle(svc, teamId, project, 'manual');
   if (!cycle) {
     const running = project.adaptive_cycle_id;
-    throw new ConflictError(`Project '${project.name}' already has a running adaptive cycle${running ? ` (${running})` : ''}; wait for it to finish`);
+    throw new ConflictError(
+      `Project '${project.name}' already has a running adaptive cycle${running ? ` (${running})` : ''}; wait for it to finish`,
+    );
   }
   try {
     if (!svc.workflows) throw new Error('this deployment has no workflow runner configured');
-    await svc.workflows.start('adaptive', `adaptive-${cycle.id}`, { trigger: 'manual', teamId, projectId: project.id, cycleId: cycle.id });
+    await svc.workflows.start('adaptive', `adaptive-${cycle.id}`, {
+      trigger: 'manual',
+      teamId,
+      projectId: project.id,
+      cycleId: cycle.id,
+    });
   } catch (err) {
-    return finishCycle(svc, teamId, cycle, { status: 'failed', reason: `could not start the adaptive workflow: ${(err as Error).message}` });
+    return finishCycle(svc, teamId, cycle, {
+      status: 'failed',
+      reason: `could not start the adaptive workflow: ${(err as Error).message}`,
+    });
   }
   return cycle;
 }
 
 /** `POST /projects/{id}/adaptive-cycles/{cycle}/promote`: the caller accepts the offered candidate. */
-export async function promoteCycle(svc: Services, teamId: string, projectIdOrName: string, cycleId: string): Promise<{ cycle: AdaptiveCycle; deployment: ProjectDeployment }> {
+export async function promoteCycle(
+  svc: Services,
+  teamId: string,
+  projectIdOrName: string,
+  cycleId: string,
+): Promise<{ cycle: AdaptiveCycle; deployment: ProjectDeployment }> {
   const project = await getProject(svc, teamId, projectIdOrName);
   const cycle = await getCycle(svc, teamId, project.id, cycleId);
   if (cycle.status !== 'offered' || !cycle.candidate_training_job_id) {
-    throw new ConflictError(`Adaptive cycle '${cycle.id}' is ${cycle.status}; only an offered candidate can be promoted`);
+    throw new ConflictError(
+      `Adaptive cycle '${cycle.id}' is ${cycle.status}; only an offered candidate can be promoted`,
+    );
   }
-  const { deployment } = await promoteToProject(svc, teamId, project.id, { training_job_id: cycle.candidate_training_job_id });
+  const { deployment } = await promoteToProject(svc, teamId, project.id, {
+    training_job_id: cycle.candidate_training_job_id,
+  });
   const promoted = await updateCycle(svc, teamId, cycle, { status: 'promoted' });
   return { cycle: promoted, deployment };
 }

@@ -53,7 +53,8 @@ type ClassificationSchema = { task: string; labels: string[]; multi_label?: bool
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 
 /** How close a kept prediction came to being dropped: 1 at the threshold, 0 at certainty. */
-const nearThreshold = (score: number, threshold: number) => clamp01(1 - (score - threshold) / Math.max(1e-6, 1 - threshold));
+const nearThreshold = (score: number, threshold: number) =>
+  clamp01(1 - (score - threshold) / Math.max(1e-6, 1 - threshold));
 
 export function nerUncertainty(entities: ScoredEntity[], threshold: number): number {
   let u = 0;
@@ -77,7 +78,8 @@ export function classificationUncertainty(labels: ScoredLabel[], multiLabel: boo
   return clamp01((1 - Math.max(...scores)) / 0.5);
 }
 
-const plainEntities = (entities: ScoredEntity[]): EntityLabel[] => entities.map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
+const plainEntities = (entities: ScoredEntity[]): EntityLabel[] =>
+  entities.map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
 
 /** The single classification task a row can hold, if the trace asked for exactly one. */
 function classificationTask(record: InferenceRecord): ClassificationSchema | undefined {
@@ -85,7 +87,12 @@ function classificationTask(record: InferenceRecord): ClassificationSchema | und
   return tasks.length === 1 ? tasks[0] : undefined;
 }
 
-function rowFor(text: string, output: EncoderOutput, record: InferenceRecord, cls: ClassificationSchema | undefined): NormalizedRow | undefined {
+function rowFor(
+  text: string,
+  output: EncoderOutput,
+  record: InferenceRecord,
+  cls: ClassificationSchema | undefined,
+): NormalizedRow | undefined {
   const row: NormalizedRow = { text };
   if (record.tasks.includes('ner') && Array.isArray(output.entities)) row.entities = plainEntities(output.entities);
   if (cls) {
@@ -121,7 +128,11 @@ export function examplesFromTrace(record: InferenceRecord, policy: AdaptivePolic
   const cls = classificationTask(record);
   if (!record.tasks.includes('ner') && !cls) return [];
   const threshold = typeof record.input.threshold === 'number' ? record.input.threshold : 0.5;
-  const texts = Array.isArray(record.input.text) ? record.input.text : typeof record.input.text === 'string' ? [record.input.text] : [];
+  const texts = Array.isArray(record.input.text)
+    ? record.input.text
+    : typeof record.input.text === 'string'
+      ? [record.input.text]
+      : [];
   const outputs = (Array.isArray(record.output) ? record.output : [record.output]) as EncoderOutput[];
   const feedback = !Array.isArray(record.input.text) ? record.feedback : null;
   const examples: TraceExample[] = [];
@@ -136,7 +147,11 @@ export function examplesFromTrace(record: InferenceRecord, policy: AdaptivePolic
     }
     let u = 0;
     if (record.tasks.includes('ner') && output.entities) u = Math.max(u, nerUncertainty(output.entities, threshold));
-    if (cls && output.classifications?.[cls.task]) u = Math.max(u, classificationUncertainty(output.classifications[cls.task]!, cls.multi_label === true, threshold));
+    if (cls && output.classifications?.[cls.task])
+      u = Math.max(
+        u,
+        classificationUncertainty(output.classifications[cls.task]!, cls.multi_label === true, threshold),
+      );
     const row = rowFor(text, output, record, cls);
     if (!row) return;
     const kind = u >= policy.informativeAt ? 'informative' : u < policy.confidentBelow ? 'confident' : 'neutral';
@@ -156,14 +171,28 @@ export interface AdaptiveSelection {
   holdout: NormalizedRow[];
   /** Informative traces nobody has reviewed yet, most uncertain first. */
   review: { inference_id: string; uncertainty: number }[];
-  counts: { traces: number; gold: number; new_gold: number; informative: number; confident: number; replay: number; train: number; holdout: number };
+  counts: {
+    traces: number;
+    gold: number;
+    new_gold: number;
+    informative: number;
+    confident: number;
+    replay: number;
+    train: number;
+    holdout: number;
+  };
 }
 
 /**
  * Splits the examples of a project's traces: gold rows into train/holdout (deterministic), confident
  * rows replayed up to the number of gold training rows, the latest label per text winning.
  */
-export function selectExamples(traces: number, examples: TraceExample[], since: string | null, reviewLimit = 50): AdaptiveSelection {
+export function selectExamples(
+  traces: number,
+  examples: TraceExample[],
+  since: string | null,
+  reviewLimit = 50,
+): AdaptiveSelection {
   const byText = new Map<string, TraceExample>();
   const rank = (e: TraceExample) => (e.kind === 'gold' ? 2 : 1);
   for (const e of [...examples].sort((a, b) => a.created_at.localeCompare(b.created_at))) {
@@ -179,7 +208,9 @@ export function selectExamples(traces: number, examples: TraceExample[], since: 
     if (!holdout.includes(e)) holdout.push(e);
   }
   const trainGold = gold.filter((e) => !holdout.includes(e));
-  const confident = unique.filter((e) => e.kind === 'confident').sort((a, b) => b.created_at.localeCompare(a.created_at));
+  const confident = unique
+    .filter((e) => e.kind === 'confident')
+    .sort((a, b) => b.created_at.localeCompare(a.created_at));
   const replay = confident.slice(0, trainGold.length);
   const informative = unique.filter((e) => e.kind === 'informative');
   return {

@@ -14,7 +14,18 @@ import { getProject, listProjects, type Project } from '../projects';
 import { listTeams } from '../teams';
 import { createTrainingJob, getTrainingJob, headlineMetrics, type TrainingJob } from '../trainingJobs';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { ADAPTIVE_PLANS, claimCycle, finishCycle, getCycle, lastTrainedCycle, releaseProject, spendRefusal, updateCycle, type AdaptiveCycle, type Scores } from './cycles';
+import {
+  ADAPTIVE_PLANS,
+  claimCycle,
+  finishCycle,
+  getCycle,
+  lastTrainedCycle,
+  releaseProject,
+  spendRefusal,
+  updateCycle,
+  type AdaptiveCycle,
+  type Scores,
+} from './cycles';
 import { checkSpendAllowance } from '../usage';
 import { examplesFromTrace, selectExamples } from './examples';
 
@@ -37,10 +48,14 @@ export const adaptiveDatasetNames = (project: Project) => {
 const jsonl = (rows: unknown[]) => `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`;
 
 /** `adaptive.projects`: the schedule claims a cycle for every deployed project of an eligible team; a manual run brings its own. */
-export async function selectProjects(svc: Services, input: { trigger?: string; teamId?: string; projectId?: string; cycleId?: string }): Promise<{ projects: CycleRef[] }> {
+export async function selectProjects(
+  svc: Services,
+  input: { trigger?: string; teamId?: string; projectId?: string; cycleId?: string },
+): Promise<{ projects: CycleRef[] }> {
   if (input.cycleId && input.teamId && input.projectId) {
     const cycle = await getCycle(svc, input.teamId, input.projectId, input.cycleId);
-    if (cycle.status === 'running') return { projects: [{ teamId: input.teamId, projectId: input.projectId, cycleId: cycle.id }] };
+    if (cycle.status === 'running')
+      return { projects: [{ teamId: input.teamId, projectId: input.projectId, cycleId: cycle.id }] };
     await releaseProject(svc, input.teamId, cycle); // finished, but stopped before freeing its project
     return { projects: [] };
   }
@@ -67,8 +82,10 @@ async function baselineJob(svc: Services, teamId: string, cycle: AdaptiveCycle):
   if (!cycle.baseline_training_job_id) return 'the project had no deployed model when the cycle started';
   const job = await getTrainingJob(svc, teamId, cycle.baseline_training_job_id).catch(notFoundAsUndefined);
   if (!job) return `the deployed training job ${cycle.baseline_training_job_id} no longer exists`;
-  if (job.model_type !== 'encoder') return 'the project serves a decoder; the adaptive loop improves encoder (extraction) models from scored traces';
-  if (job.status !== 'complete' || !job.final_checkpoint_id) return `the deployed training job ${job.id} has no final checkpoint to continue from`;
+  if (job.model_type !== 'encoder')
+    return 'the project serves a decoder; the adaptive loop improves encoder (extraction) models from scored traces';
+  if (job.status !== 'complete' || !job.final_checkpoint_id)
+    return `the deployed training job ${job.id} has no final checkpoint to continue from`;
   return job;
 }
 
@@ -89,7 +106,11 @@ export async function selectTraces(svc: Services, s: State): Promise<{ enough: b
   }
   const { items } = await listInferences(svc, teamId, { limit: MAX_TRACES, offset: 0, project_id: project.id });
   const previous = await lastTrainedCycle(svc, teamId, project.id, cycle.id);
-  const selection = selectExamples(items.length, items.flatMap((r) => examplesFromTrace(r)), previous?.created_at ?? null);
+  const selection = selectExamples(
+    items.length,
+    items.flatMap((r) => examplesFromTrace(r)),
+    previous?.created_at ?? null,
+  );
   const { counts } = selection;
   const minimum = svc.config.adaptiveMinExamples;
   const reason =
@@ -110,7 +131,12 @@ export async function selectTraces(svc: Services, s: State): Promise<{ enough: b
     holdout: { name: names.holdout, version: await reserveProducedVersion(svc, teamId, names.holdout, 'traces.jsonl') },
   };
   // remember the versions before writing them: a retry must not reserve two more
-  await updateCycle(svc, teamId, cycle, { stage: 'preparing_data', traces: counts, review: selection.review, datasets });
+  await updateCycle(svc, teamId, cycle, {
+    stage: 'preparing_data',
+    traces: counts,
+    review: selection.review,
+    datasets,
+  });
   await submitProducedRows(svc, teamId, datasets.train.name, datasets.train.version, jsonl(selection.train));
   await submitProducedRows(svc, teamId, datasets.holdout.name, datasets.holdout.version, jsonl(selection.holdout));
   return { enough: true };
@@ -121,10 +147,17 @@ export async function startCandidate(svc: Services, s: State): Promise<{ jobId: 
   const { teamId } = s.project;
   const cycle = await getCycle(svc, teamId, s.project.projectId, s.project.cycleId);
   if (cycle.candidate_training_job_id) return { jobId: cycle.candidate_training_job_id };
-  if (!cycle.datasets?.train.version || !cycle.datasets.holdout.version) throw new Error('the cycle has no datasets yet');
+  if (!cycle.datasets?.train.version || !cycle.datasets.holdout.version)
+    throw new Error('the cycle has no datasets yet');
   for (const d of [cycle.datasets.train, cycle.datasets.holdout]) {
     const v = await waitForProcessing(svc, teamId, d.name, d.version!);
-    if (v.status === 'failed') throw new Error(`dataset '${d.name}' version ${d.version} failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}`);
+    if (v.status === 'failed')
+      throw new Error(
+        `dataset '${d.name}' version ${d.version} failed validation: ${v.errors
+          .slice(0, 3)
+          .map((e) => e.message)
+          .join('; ')}`,
+      );
   }
   const baseline = await baselineJob(svc, teamId, cycle);
   if (typeof baseline === 'string') throw new Error(baseline);
@@ -148,7 +181,12 @@ export async function startCandidate(svc: Services, s: State): Promise<{ jobId: 
  * Creates the cycle's compute; when the team ran out of credit or reached its daily cap meanwhile,
  * the cycle ends `skipped` with that reason (the error still ends the workflow's run).
  */
-async function skipIfRefused<T>(svc: Services, teamId: string, cycle: AdaptiveCycle, create: () => Promise<T>): Promise<T> {
+async function skipIfRefused<T>(
+  svc: Services,
+  teamId: string,
+  cycle: AdaptiveCycle,
+  create: () => Promise<T>,
+): Promise<T> {
   try {
     return await create();
   } catch (err) {
@@ -163,7 +201,8 @@ export async function checkTraining(svc: Services, s: State): Promise<{ done: bo
   const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId);
   if (!cycle.candidate_training_job_id) throw new Error(`cycle ${cycle.id} has no candidate training job yet`);
   const job = await getTrainingJob(svc, s.project.teamId, cycle.candidate_training_job_id);
-  if (job.status === 'failed' || job.status === 'stopped') throw new Error(`candidate training job ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}`);
+  if (job.status === 'failed' || job.status === 'stopped')
+    throw new Error(`candidate training job ${job.id} ${job.status}${job.error ? `: ${job.error}` : ''}`);
   return { done: job.status === 'complete', status: job.status };
 }
 
@@ -171,10 +210,18 @@ export async function checkTraining(svc: Services, s: State): Promise<{ done: bo
 export async function startEvaluations(svc: Services, s: State): Promise<{ candidate: string; baseline: string }> {
   const { teamId } = s.project;
   const cycle = await getCycle(svc, teamId, s.project.projectId, s.project.cycleId);
-  if (cycle.candidate_evaluation_id && cycle.baseline_evaluation_id) return { candidate: cycle.candidate_evaluation_id, baseline: cycle.baseline_evaluation_id };
+  if (cycle.candidate_evaluation_id && cycle.baseline_evaluation_id)
+    return { candidate: cycle.candidate_evaluation_id, baseline: cycle.baseline_evaluation_id };
   const holdout = cycle.datasets!.holdout;
   const evaluate = (jobId: string) =>
-    skipIfRefused(svc, teamId, cycle, () => createEvaluation(svc, teamId, { base_model: jobId, dataset_name: holdout.name, dataset_version: holdout.version!, project_id: cycle.project_id }));
+    skipIfRefused(svc, teamId, cycle, () =>
+      createEvaluation(svc, teamId, {
+        base_model: jobId,
+        dataset_name: holdout.name,
+        dataset_version: holdout.version!,
+        project_id: cycle.project_id,
+      }),
+    );
   const candidate = cycle.candidate_evaluation_id ?? (await evaluate(cycle.candidate_training_job_id!)).id;
   await updateCycle(svc, teamId, cycle, { candidate_evaluation_id: candidate });
   const baseline = (await evaluate(cycle.baseline_training_job_id!)).id;
@@ -182,9 +229,15 @@ export async function startEvaluations(svc: Services, s: State): Promise<{ candi
   return { candidate, baseline };
 }
 
-async function scoresOf(svc: Services, teamId: string, evaluationId: string, what: string): Promise<Scores | undefined> {
+async function scoresOf(
+  svc: Services,
+  teamId: string,
+  evaluationId: string,
+  what: string,
+): Promise<Scores | undefined> {
   const evaluation = await getEvaluation(svc, teamId, evaluationId);
-  if (evaluation.status === 'failed') throw new Error(`the ${what} evaluation ${evaluation.id} failed: ${evaluation.error ?? 'no reason recorded'}`);
+  if (evaluation.status === 'failed')
+    throw new Error(`the ${what} evaluation ${evaluation.id} failed: ${evaluation.error ?? 'no reason recorded'}`);
   if (evaluation.status !== 'complete') return undefined;
   const scores = headlineMetrics(evaluation.metrics);
   if (!scores) throw new Error(`the ${what} evaluation ${evaluation.id} has no f1/precision/recall`);
@@ -203,20 +256,31 @@ export async function checkEvaluations(svc: Services, s: State): Promise<{ done:
 export async function offerCandidate(svc: Services, s: State): Promise<{ status: string; recommendation: string }> {
   const { teamId } = s.project;
   const cycle = await getCycle(svc, teamId, s.project.projectId, s.project.cycleId);
-  if (cycle.status !== 'running') return { status: cycle.status, recommendation: cycle.comparison?.recommendation ?? 'keep' };
+  if (cycle.status !== 'running')
+    return { status: cycle.status, recommendation: cycle.comparison?.recommendation ?? 'keep' };
   const candidate = (await scoresOf(svc, teamId, cycle.candidate_evaluation_id!, 'candidate'))!;
   const baseline = (await scoresOf(svc, teamId, cycle.baseline_evaluation_id!, 'baseline'))!;
   const delta = Math.round((candidate.f1 - baseline.f1) * 1e6) / 1e6;
-  const comparison = { candidate, baseline, delta_f1: delta, recommendation: delta > 0 ? ('promote' as const) : ('keep' as const) };
+  const comparison = {
+    candidate,
+    baseline,
+    delta_f1: delta,
+    recommendation: delta > 0 ? ('promote' as const) : ('keep' as const),
+  };
   await finishCycle(svc, teamId, cycle, { status: 'offered', comparison });
   return { status: 'offered', recommendation: comparison.recommendation };
 }
 
 /** `adaptive.failed`: the reason goes on the cycle, and the project is free for the next one. */
 export async function recordCycleFailure(svc: Services, s: State): Promise<{ status: string }> {
-  const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId).catch(notFoundAsUndefined);
+  const cycle = await getCycle(svc, s.project.teamId, s.project.projectId, s.project.cycleId).catch(
+    notFoundAsUndefined,
+  );
   if (cycle?.status !== 'running') return { status: cycle?.status ?? 'deleted' };
-  await finishCycle(svc, s.project.teamId, cycle, { status: 'failed', reason: failureReason(s.error, 'the adaptive workflow failed') });
+  await finishCycle(svc, s.project.teamId, cycle, {
+    status: 'failed',
+    reason: failureReason(s.error, 'the adaptive workflow failed'),
+  });
   return { status: 'failed' };
 }
 

@@ -45,7 +45,8 @@ export interface BillableTrainingJob {
 }
 
 /** Where the job ran: its own record's type, else the process's (`svc.config.trainingInstanceType`: `local`, or the stage's SageMaker type). */
-export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>, fallback: string): string => job.instance_type ?? fallback;
+export const trainingInstanceType = (job: Pick<BillableTrainingJob, 'instance_type'>, fallback: string): string =>
+  job.instance_type ?? fallback;
 
 export function trainingSeconds(job: BillableTrainingJob): number {
   if (typeof job.compute_seconds === 'number') return job.compute_seconds;
@@ -71,7 +72,8 @@ export async function billTrainingJob(svc: Services, teamId: string, job: Billab
 }
 
 /** Per-shard usage notes, written as each shard finishes (a retried shard overwrites its own): what the end bills. */
-export const evaluationUsagePrefix = (teamId: string, evaluationId: string) => `evaluations/${teamId}/${evaluationId}/usage/`;
+export const evaluationUsagePrefix = (teamId: string, evaluationId: string) =>
+  `evaluations/${teamId}/${evaluationId}/usage/`;
 export const generationUsagePrefix = (teamId: string, jobId: string) => `generation/${teamId}/${jobId}/usage/`;
 
 export interface EvaluationShardUsage {
@@ -102,7 +104,10 @@ export async function billEvaluation(
   teamId: string,
   evaluation: { id: string; base_model: string; training_job_id: string | null },
 ): Promise<void> {
-  const tokens = (await readNotes<EvaluationShardUsage>(svc, evaluationUsagePrefix(teamId, evaluation.id))).reduce((n, u) => n + (u.input_tokens ?? 0), 0);
+  const tokens = (await readNotes<EvaluationShardUsage>(svc, evaluationUsagePrefix(teamId, evaluation.id))).reduce(
+    (n, u) => n + (u.input_tokens ?? 0),
+    0,
+  );
   if (tokens <= 0) return;
   let root = evaluation.base_model;
   if (evaluation.training_job_id) {
@@ -149,7 +154,15 @@ export async function billGeneration(svc: Services, teamId: string, jobId: strin
     });
   // one decoder and one labeller per deployment; a model changed mid-job gets a row of its own
   for (const [i, [model, t]] of [...text].entries()) {
-    if (t.input + t.output > 0) await row(i === 0 ? '' : `#${model}`, model, t.input, t.output, decoderTokensCostMicros(model, t.input, t.output));
+    if (t.input + t.output > 0)
+      await row(
+        i === 0 ? '' : `#${model}`,
+        model,
+        t.input,
+        t.output,
+        decoderTokensCostMicros(model, t.input, t.output),
+      );
   }
-  for (const [i, [model, tokens]] of [...labels].entries()) await row(i === 0 ? '#labels' : `#labels#${model}`, model, tokens, 0, encoderTokensCostMicros(tokens));
+  for (const [i, [model, tokens]] of [...labels].entries())
+    await row(i === 0 ? '#labels' : `#labels#${model}`, model, tokens, 0, encoderTokensCostMicros(tokens));
 }

@@ -42,7 +42,8 @@ export async function updateTeam(svc: Services, teamId: string, change: TeamChan
   const remove: string[] = [];
   if (change.name !== undefined) set.name = change.name;
   if (change.plan !== undefined) set.plan = change.plan;
-  if (change.daily_spend_cap_usd !== undefined) set.daily_spend_cap_micros = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
+  if (change.daily_spend_cap_usd !== undefined)
+    set.daily_spend_cap_micros = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
   if (change.credit_balance_usd === null) remove.push('credit_balance_micros');
   else if (change.credit_balance_usd !== undefined) set.credit_balance_micros = usdToMicros(change.credit_balance_usd);
   try {

@@ -15,7 +15,14 @@
 import { newUuid } from '../ids';
 import type { Logger, RecordStore, UsageSink, UsageSpool } from '../ports';
 import { staleUsageItem } from '../recordKeys';
-import { applyBatch, buildBatch, newWriterId, type UsageBatch, type UsageBatchItem, type UsageEvent } from './usageBatch';
+import {
+  applyBatch,
+  buildBatch,
+  newWriterId,
+  type UsageBatch,
+  type UsageBatchItem,
+  type UsageEvent,
+} from './usageBatch';
 import type { UsageMetrics } from './usageMetrics';
 
 export type { UsageSink } from '../ports';
@@ -58,7 +65,11 @@ export class UsageLedger implements UsageSink {
     this.now = o.now ?? (() => new Date());
     this.writer = freshWriter(this.now());
     if (o.mode === 'background') {
-      this.timer = setInterval(() => void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })), FLUSH_EVERY_MS);
+      this.timer = setInterval(
+        () =>
+          void this.flush().catch((error: unknown) => o.logger.error('usage flush failed', { error: error as Error })),
+        FLUSH_EVERY_MS,
+      );
       this.timer.unref();
     }
   }
@@ -134,7 +145,11 @@ export class UsageLedger implements UsageSink {
     // A later batch of this writer must not carry a higher sequence number to the same items
     // before this one is replayed.
     this.retire(this.now());
-    this.o.logger.warn('usage write failed after retries; kept for replay', { team_id: batch.team_id, events: batch.requests.length, error: lastError as Error });
+    this.o.logger.warn('usage write failed after retries; kept for replay', {
+      team_id: batch.team_id,
+      events: batch.requests.length,
+      error: lastError as Error,
+    });
     await this.keep(batch);
   }
 
@@ -149,14 +164,23 @@ export class UsageLedger implements UsageSink {
    */
   private async keepStale(batch: UsageBatch, stale: UsageBatchItem[]): Promise<void> {
     const at = this.now().toISOString();
-    await this.o.records.put(staleUsageItem(batch.team_id, batch.writer, batch.seq), { team_id: batch.team_id, writer: batch.writer, seq: batch.seq, items: stale, reported_at: at });
-    this.o.metrics.stale(1);
-    this.o.logger.error('usage batch too old to apply safely (its writer was pruned from the items named); kept for reconciliation', {
+    await this.o.records.put(staleUsageItem(batch.team_id, batch.writer, batch.seq), {
       team_id: batch.team_id,
       writer: batch.writer,
       seq: batch.seq,
-      items: stale.map((it) => it.sk),
+      items: stale,
+      reported_at: at,
     });
+    this.o.metrics.stale(1);
+    this.o.logger.error(
+      'usage batch too old to apply safely (its writer was pruned from the items named); kept for reconciliation',
+      {
+        team_id: batch.team_id,
+        writer: batch.writer,
+        seq: batch.seq,
+        items: stale.map((it) => it.sk),
+      },
+    );
   }
 
   private async keep(batch: UsageBatch): Promise<void> {
@@ -165,7 +189,10 @@ export class UsageLedger implements UsageSink {
       this.o.metrics.spooled(1);
     } catch (error) {
       // the whole batch in the log line: the last place it can be recovered from
-      this.o.logger.error('usage could not be written nor spooled; retrying on the next flush', { batch, error: error as Error });
+      this.o.logger.error('usage could not be written nor spooled; retrying on the next flush', {
+        batch,
+        error: error as Error,
+      });
       this.stranded.push(batch);
     }
   }

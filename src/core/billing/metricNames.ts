@@ -10,7 +10,14 @@ export const USAGE_DIMENSIONS = ['endpoint', 'model'] as const;
 export type UsageDimension = (typeof USAGE_DIMENSIONS)[number];
 
 /** Per billed request. */
-export const REQUEST_METRICS = ['Requests', 'InputTokens', 'OutputTokens', 'CacheReadTokens', 'CacheWriteTokens', 'CostUsd'] as const;
+export const REQUEST_METRICS = [
+  'Requests',
+  'InputTokens',
+  'OutputTokens',
+  'CacheReadTokens',
+  'CacheWriteTokens',
+  'CostUsd',
+] as const;
 /** Per finished training job (endpoint `/core/training-jobs`, model = the base model). */
 export const TRAINING_METRICS = ['GpuMinutes'] as const;
 export const USAGE_METRICS = [...REQUEST_METRICS, ...TRAINING_METRICS] as const;

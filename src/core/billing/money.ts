@@ -12,4 +12,5 @@ export function microsToUsd(micros: number): number {
   return micros / MICROS_PER_USD;
 }
 
-export const usdOrNull = (micros: number | null | undefined): number | null => (micros === null || micros === undefined ? null : microsToUsd(micros));
+export const usdOrNull = (micros: number | null | undefined): number | null =>
+  micros === null || micros === undefined ? null : microsToUsd(micros);

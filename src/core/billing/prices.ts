@@ -53,9 +53,12 @@ export const LOCAL_PRICED_AS = 'ml.m5.xlarge';
 
 /** micro-USD per training minute on an instance type. An unknown type is priced as the dearest known one (never under). */
 export function trainingMicrosPerMinute(instanceType: string): number {
-  const hourly = SAGEMAKER_TRAINING_USD_PER_HOUR[instanceType === 'local' ? LOCAL_PRICED_AS : instanceType] ?? Math.max(...Object.values(SAGEMAKER_TRAINING_USD_PER_HOUR));
+  const hourly =
+    SAGEMAKER_TRAINING_USD_PER_HOUR[instanceType === 'local' ? LOCAL_PRICED_AS : instanceType] ??
+    Math.max(...Object.values(SAGEMAKER_TRAINING_USD_PER_HOUR));
   return Math.ceil((hourly * COMPUTE_MARKUP * 1e6) / 60);
 }
 
 /** A training job's charge: its seconds at the per-minute price (billed by the second, as SageMaker bills). */
-export const trainingCostMicros = (instanceType: string, seconds: number): number => Math.ceil((Math.max(0, seconds) * trainingMicrosPerMinute(instanceType)) / 60);
+export const trainingCostMicros = (instanceType: string, seconds: number): number =>
+  Math.ceil((Math.max(0, seconds) * trainingMicrosPerMinute(instanceType)) / 60);

@@ -30,5 +30,8 @@ export function gpuMinutes(instanceType: string, seconds: number): number {
 export function emitTrainingMinutes(svc: Services, job: BillableTrainingJob): void {
   if (!job.started_at || !job.finished_at) return;
   // the catalog model at the root of the lineage: a checkpoint id would be a per-customer dimension
-  svc.usageMetrics.trainingMinutes(job.root_model ?? job.base_model, gpuMinutes(trainingInstanceType(job, svc.config.trainingInstanceType), trainingSeconds(job)));
+  svc.usageMetrics.trainingMinutes(
+    job.root_model ?? job.base_model,
+    gpuMinutes(trainingInstanceType(job, svc.config.trainingInstanceType), trainingSeconds(job)),
+  );
 }

@@ -24,12 +24,35 @@
  * reconciliation).
  */
 import { sha256Hex } from '../ids';
-import { daySk, monthSk, requestSk, TEAM_SK, teamPartition, usageBreakdownSk, type UsageBreakdown, type UsagePeriod } from '../recordKeys';
-import { WriteConflict, type Clause, type RecordStore, type UsageBatch, type UsageBatchItem, type UsageEvent, type UsageRequestRow } from '../ports';
+import {
+  daySk,
+  monthSk,
+  requestSk,
+  TEAM_SK,
+  teamPartition,
+  usageBreakdownSk,
+  type UsageBreakdown,
+  type UsagePeriod,
+} from '../recordKeys';
+import {
+  WriteConflict,
+  type Clause,
+  type RecordStore,
+  type UsageBatch,
+  type UsageBatchItem,
+  type UsageEvent,
+  type UsageRequestRow,
+} from '../ports';
 
 export type { BilledUsage, UsageBatch, UsageBatchItem, UsageEvent, UsageRequestRow } from '../ports';
 
-export const TOKEN_COUNTERS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd_micros'] as const;
+export const TOKEN_COUNTERS = [
+  'input_tokens',
+  'output_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'cost_usd_micros',
+] as const;
 export type TokenCounter = (typeof TOKEN_COUNTERS)[number];
 /** The counters of a breakdown item: billed requests, then tokens and cost. */
 export const BREAKDOWN_COUNTERS = ['requests', ...TOKEN_COUNTERS] as const;
@@ -73,7 +96,13 @@ function bump(add: Record<string, number>, name: string, v: number): void {
   if (v) add[name] = (add[name] ?? 0) + v;
 }
 
-export function buildBatch(writer: string, seq: number, teamId: string, events: UsageEvent[], expiresAt: number): UsageBatch {
+export function buildBatch(
+  writer: string,
+  seq: number,
+  teamId: string,
+  events: UsageEvent[],
+  expiresAt: number,
+): UsageBatch {
   const items = new Map<string, UsageBatchItem>();
   const item = (sk: string, set: Record<string, string>) => {
     let it = items.get(sk);
@@ -106,7 +135,10 @@ export function buildBatch(writer: string, seq: number, teamId: string, events: 
         ['ENDPOINT', { endpoint: b.endpoint }],
       ];
       for (const [kind, set] of breakdowns) {
-        const add = item(usageBreakdownSk(period, when, kind, breakdownKey(kind === 'MODEL' ? model : b.endpoint)), { ...named, ...set });
+        const add = item(usageBreakdownSk(period, when, kind, breakdownKey(kind === 'MODEL' ? model : b.endpoint)), {
+          ...named,
+          ...set,
+        });
         bump(add, 'requests', 1);
         for (const c of TOKEN_COUNTERS) bump(add, c, b[c]);
       }
@@ -133,13 +165,21 @@ type Stored = Record<string, unknown>;
  * other), then throws the first failure. Every write is idempotent, so calling it again after
  * any failure is safe. `now` decides which writer days are recent (tests pass their clock).
  */
-export async function applyBatch(records: RecordStore, batch: UsageBatch, opts: { now?: Date } = {}): Promise<ApplyResult> {
+export async function applyBatch(
+  records: RecordStore,
+  batch: UsageBatch,
+  opts: { now?: Date } = {},
+): Promise<ApplyResult> {
   const now = opts.now ?? new Date();
   const pk = teamPartition(batch.team_id);
   const [counters, rows] = await Promise.allSettled([
     applyCounters(records, pk, batch, now),
     // one store call per 25 rows, not one per request: on a busy server this was a write per response
-    batch.requests.length ? records.putAll(batch.requests.map((row) => ({ keys: { pk, sk: requestSk(row), expiresAt: batch.expires_at }, record: row }))) : undefined,
+    batch.requests.length
+      ? records.putAll(
+          batch.requests.map((row) => ({ keys: { pk, sk: requestSk(row), expiresAt: batch.expires_at }, record: row })),
+        )
+      : undefined,
   ]);
   if (counters.status === 'rejected') throw counters.reason;
   if (rows.status === 'rejected') throw rows.reason;
@@ -176,18 +216,38 @@ async function applyCounters(records: RecordStore, pk: string, batch: UsageBatch
 }
 
 /** One conditional update; `stale` when the item's floor refused the writer and the batch is not on it. */
-async function applyItem(records: RecordStore, pk: string, batch: UsageBatch, it: UsageBatchItem, now: Date): Promise<'applied' | 'stale'> {
+async function applyItem(
+  records: RecordStore,
+  pk: string,
+  batch: UsageBatch,
+  it: UsageBatchItem,
+  now: Date,
+): Promise<'applied' | 'stale'> {
   const seqAttr = `${SEQ_PREFIX}${batch.writer}`;
   const day = writerDay(batch.writer);
   const condition: Clause[] = [
-    { anyOf: [{ attr: seqAttr, present: false }, { attr: seqAttr, lessThan: batch.seq }] },
-    { anyOf: [{ attr: SEQ_FLOOR, present: false }, { attr: SEQ_FLOOR, lessThan: day + 1 }] },
+    {
+      anyOf: [
+        { attr: seqAttr, present: false },
+        { attr: seqAttr, lessThan: batch.seq },
+      ],
+    },
+    {
+      anyOf: [
+        { attr: SEQ_FLOOR, present: false },
+        { attr: SEQ_FLOOR, lessThan: day + 1 },
+      ],
+    },
     // only a credit balance that exists is spent: a team billed in arrears has none
     ...(it.prepaidOnly ? [{ attr: 'credit_balance_micros', present: true }] : []),
   ];
   let after: Stored;
   try {
-    after = await records.update<Stored>(pk, it.sk, { add: it.add, set: { ...(it.set ?? {}), [seqAttr]: batch.seq }, condition });
+    after = await records.update<Stored>(pk, it.sk, {
+      add: it.add,
+      set: { ...(it.set ?? {}), [seqAttr]: batch.seq },
+      condition,
+    });
   } catch (err) {
     if (!(err instanceof WriteConflict)) throw err;
     // A floor never passes yesterday (a day of margin for clocks): today's writer's conflict is a
@@ -199,7 +259,12 @@ async function applyItem(records: RecordStore, pk: string, batch: UsageBatch, it
   return 'applied';
 }
 
-async function refusedAsStale(records: RecordStore, pk: string, batch: UsageBatch, it: UsageBatchItem): Promise<boolean> {
+async function refusedAsStale(
+  records: RecordStore,
+  pk: string,
+  batch: UsageBatch,
+  it: UsageBatchItem,
+): Promise<boolean> {
   const item = await records.get<Stored>(pk, it.sk, true);
   const seen = item?.[`${SEQ_PREFIX}${batch.writer}`];
   if (typeof seen === 'number' && seen >= batch.seq) return false; // applied before
@@ -217,7 +282,13 @@ const yesterday = (now: Date) => new Date(now.getTime() - 86_400_000);
  * oldest first, until SEQ_ATTRS_KEEP remain or only yesterday's and today's are left, and
  * `seq_floor` moves past them in the same update (any later batch of those writers is refused).
  */
-export async function pruneSeqAttrs(records: RecordStore, pk: string, sk: string, item: Stored, now: Date): Promise<void> {
+export async function pruneSeqAttrs(
+  records: RecordStore,
+  pk: string,
+  sk: string,
+  item: Stored,
+  now: Date,
+): Promise<void> {
   const seqs = Object.keys(item)
     .filter(isSeqAttr)
     .map((name) => ({ name, day: writerDay(name.slice(SEQ_PREFIX.length)) }));
@@ -233,14 +304,24 @@ export async function pruneSeqAttrs(records: RecordStore, pk: string, sk: string
     floor = d + 1;
     left -= seqs.filter((s) => s.day === d).length;
   }
-  const remove = seqs.filter((s) => s.day < floor).slice(0, PRUNE_PER_UPDATE).map((s) => s.name);
+  const remove = seqs
+    .filter((s) => s.day < floor)
+    .slice(0, PRUNE_PER_UPDATE)
+    .map((s) => s.name);
   if (!remove.length) return;
   try {
     await records.update(pk, sk, {
       set: { [SEQ_FLOOR]: floor },
       remove,
       // the floor only rises: a concurrent pruner that went further wins
-      condition: [{ anyOf: [{ attr: SEQ_FLOOR, present: false }, { attr: SEQ_FLOOR, lessThan: floor + 1 }] }],
+      condition: [
+        {
+          anyOf: [
+            { attr: SEQ_FLOOR, present: false },
+            { attr: SEQ_FLOOR, lessThan: floor + 1 },
+          ],
+        },
+      ],
     });
   } catch (err) {
     if (!(err instanceof WriteConflict)) throw err;
@@ -253,7 +334,9 @@ export async function pruneSeqAttrs(records: RecordStore, pk: string, sk: string
 const LEGACY_KINDS: Record<string, UsageBreakdown> = { model: 'MODEL', endpoint: 'ENDPOINT' };
 
 /** `model|<model>|<counter>` / `endpoint|<path>|<counter>` on a day or month item: the old layout. */
-export function parseLegacyBreakdownAttr(name: string): { kind: UsageBreakdown; key: string; counter: string } | undefined {
+export function parseLegacyBreakdownAttr(
+  name: string,
+): { kind: UsageBreakdown; key: string; counter: string } | undefined {
   const first = name.indexOf('|');
   const last = name.lastIndexOf('|');
   if (first < 0 || first === last) return undefined;
@@ -261,7 +344,8 @@ export function parseLegacyBreakdownAttr(name: string): { kind: UsageBreakdown; 
   return kind ? { kind, key: name.slice(first + 1, last), counter: name.slice(last + 1) } : undefined;
 }
 
-const hasLegacyBreakdown = (it: UsageBatchItem) => Object.keys(it.add).some((k) => parseLegacyBreakdownAttr(k) !== undefined);
+const hasLegacyBreakdown = (it: UsageBatchItem) =>
+  Object.keys(it.add).some((k) => parseLegacyBreakdownAttr(k) !== undefined);
 
 /**
  * An old-layout period item becomes the new layout: its fixed counters, plus breakdown items. The
@@ -271,7 +355,12 @@ const hasLegacyBreakdown = (it: UsageBatchItem) => Object.keys(it.add).some((k) 
  * of a period whose totals item does not hold it are written, and they go before the totals item
  * (both idempotent: a replay after a partial success completes it without counting twice).
  */
-async function upgradeLegacyItem(records: RecordStore, pk: string, batch: UsageBatch, it: UsageBatchItem): Promise<{ breakdown: UsageBatchItem[]; totals: UsageBatchItem; stale: boolean }> {
+async function upgradeLegacyItem(
+  records: RecordStore,
+  pk: string,
+  batch: UsageBatch,
+  it: UsageBatchItem,
+): Promise<{ breakdown: UsageBatchItem[]; totals: UsageBatchItem; stale: boolean }> {
   const dayMatch = /^USAGE#(DAY|MONTH)#(.+)$/.exec(it.sk);
   const totals: UsageBatchItem = { ...it, add: {} };
   const breakdown = new Map<string, UsageBatchItem>();
@@ -284,7 +373,11 @@ async function upgradeLegacyItem(records: RecordStore, pk: string, batch: UsageB
     const period = dayMatch[1] as UsagePeriod;
     const when = dayMatch[2]!;
     const sk = usageBreakdownSk(period, when, parsed.kind, breakdownKey(parsed.key));
-    const b = breakdown.get(sk) ?? { sk, add: {}, set: { [period === 'DAY' ? 'day' : 'month']: when, [parsed.kind === 'MODEL' ? 'model' : 'endpoint']: parsed.key } };
+    const b = breakdown.get(sk) ?? {
+      sk,
+      add: {},
+      set: { [period === 'DAY' ? 'day' : 'month']: when, [parsed.kind === 'MODEL' ? 'model' : 'endpoint']: parsed.key },
+    };
     b.add[parsed.counter] = v;
     breakdown.set(sk, b);
     if (parsed.kind === 'MODEL' && parsed.counter === 'requests') bump(totals.add, BILLED_REQUESTS, v);

@@ -98,7 +98,10 @@ async function* readJsonArray(source: AsyncIterable<Buffer>, maxBytes: number): 
     if (length > maxBytes) {
       // Read the rest without keeping it, so the size and sha256 checks see the whole upload.
       for await (const rest of source) length += rest.length;
-      yield { row: 0, error: `a .json dataset is parsed whole and may be at most ${maxBytes} bytes; use JSONL for larger files` };
+      yield {
+        row: 0,
+        error: `a .json dataset is parsed whole and may be at most ${maxBytes} bytes; use JSONL for larger files`,
+      };
       return;
     }
     parts.push(chunk);
@@ -119,7 +122,13 @@ async function* readJsonArray(source: AsyncIterable<Buffer>, maxBytes: number): 
 
 /** CSV with a header; `text` plus `label` columns (the common classification export). */
 async function* readCsv(source: AsyncIterable<Buffer>, maxRowBytes: number): AsyncGenerator<ParsedRow> {
-  const parser = parseCsv({ columns: true, bom: true, skip_empty_lines: true, max_record_size: maxRowBytes, trim: false });
+  const parser = parseCsv({
+    columns: true,
+    bom: true,
+    skip_empty_lines: true,
+    max_record_size: maxRowBytes,
+    trim: false,
+  });
   const utf8 = decoder();
   // Resolves on 'drain', or on 'close' once the parser has failed: a destroyed parser never drains.
   const writable = () =>
@@ -159,7 +168,11 @@ async function* readCsv(source: AsyncIterable<Buffer>, maxRowBytes: number): Asy
   await feed;
 }
 
-export function readRows(format: DatasetFormat, source: AsyncIterable<Buffer>, limits: { maxRowBytes: number; maxJsonBytes: number }) {
+export function readRows(
+  format: DatasetFormat,
+  source: AsyncIterable<Buffer>,
+  limits: { maxRowBytes: number; maxJsonBytes: number },
+) {
   switch (format) {
     case 'jsonl':
       return readJsonl(source, limits.maxRowBytes);

@@ -24,7 +24,13 @@ export type TaskType =
   | 'dpo'
   | 'grpo';
 
-export const ENCODER_TASK_TYPES: TaskType[] = ['ner', 'classification', 'multi_label_classification', 'structures', 'relations'];
+export const ENCODER_TASK_TYPES: TaskType[] = [
+  'ner',
+  'classification',
+  'multi_label_classification',
+  'structures',
+  'relations',
+];
 export const DECODER_TASK_TYPES: TaskType[] = ['sft', 'dpo', 'grpo'];
 
 export interface EntityLabel {
@@ -89,7 +95,8 @@ export const ROW_LIMITS = {
 /** Names that mean something to every JavaScript object: never a structure or field name (F13). */
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNonEmptyString = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
 const count = (n: number) => n.toLocaleString('en-US');
 
@@ -168,7 +175,8 @@ export function validateRow(raw: unknown, rowNumber: number): RowResult {
     errors.push(boundRowError({ row: rowNumber, field, message: typeof message === 'function' ? message() : message }));
   };
   const result = (r: RowResult): RowResult => {
-    if (unreported > 0) r.errors.push({ row: rowNumber, field: null, message: `… and ${count(unreported)} more errors in this row` });
+    if (unreported > 0)
+      r.errors.push({ row: rowNumber, field: null, message: `… and ${count(unreported)} more errors in this row` });
     return r;
   };
   if (!isPlainObject(raw)) {
@@ -273,7 +281,8 @@ function validateEncoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
   }
   row.text = text;
   const rowText = new RowText(text, raw);
-  if ('label' in raw && 'labels' in raw) err('label', "a row has either 'label' (single-label) or 'labels' (multi-label), not both");
+  if ('label' in raw && 'labels' in raw)
+    err('label', "a row has either 'label' (single-label) or 'labels' (multi-label), not both");
   if ('label' in raw) {
     if (isNonEmptyString(raw.label)) {
       row.label = raw.label;
@@ -337,7 +346,8 @@ function validateEntities(value: unknown, rowText: RowText, err: Report): Entity
     const at = `entities[${i}]`;
     let entity: EntityLabel | undefined;
     if (Array.isArray(item)) {
-      if (item.length === 2 && isNonEmptyString(item[0]) && isNonEmptyString(item[1])) entity = { text: item[0], label: item[1] };
+      if (item.length === 2 && isNonEmptyString(item[0]) && isNonEmptyString(item[1]))
+        entity = { text: item[0], label: item[1] };
       else err(at, 'a pair must be [entity text, label], both non-empty strings');
     } else if (isPlainObject(item)) {
       const extra = Object.keys(item).filter((k) => !['text', 'label', 'start', 'end'].includes(k));
@@ -352,13 +362,23 @@ function validateEntities(value: unknown, rowText: RowText, err: Report): Entity
         else if (hasStart) {
           const start = item.start;
           const end = item.end;
-          if (!Number.isInteger(start) || !Number.isInteger(end) || (start as number) < 0 || (end as number) <= (start as number) || (end as number) > codePoints.length) {
+          if (
+            !Number.isInteger(start) ||
+            !Number.isInteger(end) ||
+            (start as number) < 0 ||
+            (end as number) <= (start as number) ||
+            (end as number) > codePoints.length
+          ) {
             err(at, `start/end must be integers with 0 <= start < end <= ${codePoints.length} (code points)`);
             entity = undefined;
           } else if (!codePoints.sliceEquals(start as number, end as number, entity.text)) {
             const [s, e, wanted] = [start as number, end as number, entity.text];
             // the slice is echoed by its first code points only: a wrong offset must not copy the text
-            err(at, () => `text[${s}:${e}] is ${echo(codePoints.slice(s, e, ROW_LIMITS.echoChars + 1), e - s)}, not ${echo(wanted)} (offsets count code points)`);
+            err(
+              at,
+              () =>
+                `text[${s}:${e}] is ${echo(codePoints.slice(s, e, ROW_LIMITS.echoChars + 1), e - s)}, not ${echo(wanted)} (offsets count code points)`,
+            );
             entity = undefined;
           } else {
             entity.start = start as number;
@@ -430,7 +450,10 @@ function validateStructures(value: unknown, rowText: RowText, err: Report): Stru
     for (const [name, fields] of Object.entries(instance)) {
       if (RESERVED_NAMES.has(name)) {
         ok = false;
-        err(`${at}.${name}`, `'${name}' cannot name a structure (it is reserved on every JavaScript object); rename it`);
+        err(
+          `${at}.${name}`,
+          `'${name}' cannot name a structure (it is reserved on every JavaScript object); rename it`,
+        );
         continue;
       }
       if (!isPlainObject(fields) || Object.keys(fields).length === 0) {
@@ -485,7 +508,9 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
     }
     const content = m.content;
     const blocksOk =
-      Array.isArray(content) && content.length > 0 && content.every((b) => isPlainObject(b) && b.type === 'text' && typeof b.text === 'string');
+      Array.isArray(content) &&
+      content.length > 0 &&
+      content.every((b) => isPlainObject(b) && b.type === 'text' && typeof b.text === 'string');
     if (typeof content !== 'string' && !blocksOk) {
       ok = false;
       err(`${at}.content`, 'must be a string or an array of {type: "text", text} blocks');
@@ -496,10 +521,12 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
 
 function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
   if ('messages' in raw) {
-    for (const c of ['prompt', 'chosen', 'rejected', 'answer']) if (c in raw) err(c, "not allowed together with 'messages'");
+    for (const c of ['prompt', 'chosen', 'rejected', 'answer'])
+      if (c in raw) err(c, "not allowed together with 'messages'");
     const messages = raw.messages;
     if (!validMessages('messages', messages, err)) return Array.isArray(messages) && messages.length > 0 ? ['sft'] : [];
-    if (!messages.some((m) => m.role === 'assistant')) err('messages', 'needs at least one assistant message to learn from');
+    if (!messages.some((m) => m.role === 'assistant'))
+      err('messages', 'needs at least one assistant message to learn from');
     else row.messages = messages;
     return ['sft'];
   }
@@ -512,11 +539,14 @@ function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, er
   } else if (isNonEmptyString(prompt)) {
     row.prompt = prompt;
   } else {
-    err('prompt', 'missing or empty (decoder rows have messages, or prompt (a string or a list of messages) with chosen/rejected or answer)');
+    err(
+      'prompt',
+      'missing or empty (decoder rows have messages, or prompt (a string or a list of messages) with chosen/rejected or answer)',
+    );
     return [];
   }
   if ('chosen' in raw || 'rejected' in raw) {
-    if ('answer' in raw) err('answer', "not allowed in a preference (chosen/rejected) row");
+    if ('answer' in raw) err('answer', 'not allowed in a preference (chosen/rejected) row');
     for (const c of ['chosen', 'rejected'] as const) {
       if (isNonEmptyString(raw[c])) row[c] = raw[c];
       else err(c, 'must be a non-empty string');
@@ -570,7 +600,11 @@ export class DatasetSummary {
           const seen = known.get(field);
           if (!seen) known.set(field, dtype);
           else if (seen !== dtype) {
-            errors.push({ row: rowNumber, field: `json_structures.${name}.${field}`, message: `is a ${dtype} here but a ${seen} in earlier rows` });
+            errors.push({
+              row: rowNumber,
+              field: `json_structures.${name}.${field}`,
+              message: `is a ${dtype} here but a ${seen} in earlier rows`,
+            });
           }
         }
       }
@@ -587,8 +621,14 @@ export class DatasetSummary {
     if (rowsRead === 0) errors.push({ row: null, field: null, message: 'the dataset has no rows' });
     const encoder = ENCODER_TASK_TYPES.some((t) => this.tasks.has(t));
     const decoder = DECODER_TASK_TYPES.filter((t) => this.tasks.has(t));
-    if (encoder && decoder.length) errors.push({ row: null, field: null, message: 'the dataset mixes encoder rows (text + labels) and decoder rows' });
-    if (decoder.length > 1) errors.push({ row: null, field: null, message: `the dataset mixes decoder row kinds: ${decoder.join(', ')}` });
+    if (encoder && decoder.length)
+      errors.push({
+        row: null,
+        field: null,
+        message: 'the dataset mixes encoder rows (text + labels) and decoder rows',
+      });
+    if (decoder.length > 1)
+      errors.push({ row: null, field: null, message: `the dataset mixes decoder row kinds: ${decoder.join(', ')}` });
     return errors;
   }
 
@@ -601,7 +641,10 @@ export class DatasetSummary {
       entity_types: sorted(this.entityTypes),
       relation_types: sorted(this.relationTypes),
       structures: Object.fromEntries(
-        [...this.structures].map(([name, fields]) => [name, Object.fromEntries([...fields].map(([f, d]) => [f, { dtype: d }]))]),
+        [...this.structures].map(([name, fields]) => [
+          name,
+          Object.fromEntries([...fields].map(([f, d]) => [f, { dtype: d }])),
+        ]),
       ),
     };
   }

@@ -74,8 +74,10 @@ const versionPrefix = (teamId: string, name: string, version: number) => `${pref
 export const sourceKey = (teamId: string, v: Pick<DatasetVersion, 'name' | 'version' | 'file_name' | 'upload_id'>) =>
   `${versionPrefix(teamId, v.name, v.version)}source/${v.upload_id}/${v.file_name}`;
 /** Normalized rows of a ready version, one JSON object per line: what trainers and evaluators read. */
-export const rowsKey = (teamId: string, name: string, version: number) => `${versionPrefix(teamId, name, version)}rows.jsonl`;
-const reportKey = (teamId: string, name: string, version: number) => `${versionPrefix(teamId, name, version)}report.json`;
+export const rowsKey = (teamId: string, name: string, version: number) =>
+  `${versionPrefix(teamId, name, version)}rows.jsonl`;
+const reportKey = (teamId: string, name: string, version: number) =>
+  `${versionPrefix(teamId, name, version)}report.json`;
 
 export interface UploadUrlInput {
   dataset_name: string;
@@ -91,18 +93,26 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     throw ValidationError.field(['body', 'file_name'], 'must end in .jsonl, .ndjson, .json or .csv');
   }
   if (input.size_bytes !== undefined && input.size_bytes > svc.config.maxDatasetBytes) {
-    throw new PayloadTooLargeError(`size_bytes ${input.size_bytes} is over the ${svc.config.maxDatasetBytes} byte dataset limit`);
+    throw new PayloadTooLargeError(
+      `size_bytes ${input.size_bytes} is over the ${svc.config.maxDatasetBytes} byte dataset limit`,
+    );
   }
   const now = svc.now().toISOString();
   const head = datasetHeadItem(teamId, input.dataset_name);
   let version: number;
   try {
-    await svc.records.put(head, { name: input.dataset_name, latest_version: 1, created_at: now } satisfies DatasetHead, { ifAbsent: true });
+    await svc.records.put(
+      head,
+      { name: input.dataset_name, latest_version: 1, created_at: now } satisfies DatasetHead,
+      { ifAbsent: true },
+    );
     version = 1;
   } catch (err) {
     if (!(err instanceof WriteConflict)) throw err;
     if (!input.new_version) {
-      throw new ConflictError(`A dataset named '${input.dataset_name}' already exists; pass "new_version": true to upload a new version of it`);
+      throw new ConflictError(
+        `A dataset named '${input.dataset_name}' already exists; pass "new_version": true to upload a new version of it`,
+      );
     }
     const updated = await svc.records.update<DatasetHead>(head.pk, head.sk, {
       add: { latest_version: 1 },
@@ -138,14 +148,23 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     version,
     status: record.status,
     // a declared size is signed into the URL: storage refuses a body of any other length
-    upload_url: await svc.blobs.presignPut(sourceKey(teamId, record), ttl, input.size_bytes !== undefined ? { contentLength: input.size_bytes } : {}),
+    upload_url: await svc.blobs.presignPut(
+      sourceKey(teamId, record),
+      ttl,
+      input.size_bytes !== undefined ? { contentLength: input.size_bytes } : {},
+    ),
     method: 'PUT' as const,
     expires_in: ttl,
     max_bytes: svc.config.maxDatasetBytes,
   };
 }
 
-export async function getVersion(svc: Services, teamId: string, name: string, version?: number): Promise<DatasetVersion> {
+export async function getVersion(
+  svc: Services,
+  teamId: string,
+  name: string,
+  version?: number,
+): Promise<DatasetVersion> {
   const head = await svc.records.get<DatasetHead>(datasetHeadItem(teamId, name).pk, datasetHeadItem(teamId, name).sk);
   if (!head) throw new NotFoundError(`Dataset '${name}' not found`);
   const v = version ?? head.latest_version;
@@ -165,19 +184,30 @@ export async function getDataset(svc: Services, teamId: string, name: string) {
   const versions = await listVersions(svc, teamId, name);
   return {
     ...latest,
-    versions: versions.map((v) => ({ version: v.version, status: v.status, row_count: v.row_count, created_at: v.created_at })),
+    versions: versions.map((v) => ({
+      version: v.version,
+      status: v.status,
+      row_count: v.row_count,
+      created_at: v.created_at,
+    })),
   };
 }
 
 /** The newest `ready` version, which is what training and evaluation use unless pinned. */
-export async function latestReadyVersion(svc: Services, teamId: string, name: string): Promise<DatasetVersion | undefined> {
+export async function latestReadyVersion(
+  svc: Services,
+  teamId: string,
+  name: string,
+): Promise<DatasetVersion | undefined> {
   const versions = await listVersions(svc, teamId, name);
   return versions.reverse().find((v) => v.status === 'ready');
 }
 
 /** Each dataset's newest version, from one query over the team's version items. */
 export async function listDatasets(svc: Services, teamId: string) {
-  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
+  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), {
+    beginsWith: datasetVersionsPrefix(),
+  });
   const latest = new Map<string, DatasetVersion>();
   for (const v of versions) if ((latest.get(v.name)?.version ?? 0) < v.version) latest.set(v.name, v);
   return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name)).map(publicVersion);
@@ -193,7 +223,9 @@ export async function deleteDataset(svc: Services, teamId: string, name: string)
   if (!(await svc.records.get(head.pk, head.sk))) throw new NotFoundError(`Dataset '${name}' not found`);
   const versions = await listVersions(svc, teamId, name);
   const now = svc.now().getTime();
-  const busy = versions.find((v) => v.status === 'processing' && now - Date.parse(v.processing_started_at ?? v.created_at) < PROCESSING_STALE_MS);
+  const busy = versions.find(
+    (v) => v.status === 'processing' && now - Date.parse(v.processing_started_at ?? v.created_at) < PROCESSING_STALE_MS,
+  );
   if (busy) {
     throw new ConflictError(
       `Dataset '${name}' has a version being processed (version ${busy.version}); delete it once processing ends (a version that stays processing for ${PROCESSING_STALE_MS / 3600_000} hours without a new attempt can be deleted)`,
@@ -211,14 +243,20 @@ export async function deleteDataset(svc: Services, teamId: string, name: string)
 export async function startProcessing(svc: Services, teamId: string, name: string, version?: number) {
   const record = await getVersion(svc, teamId, name, version);
   if (record.status !== 'pending_upload') {
-    throw new ConflictError(`Dataset '${name}' version ${record.version} is already ${record.status}; upload a new version to change it`);
+    throw new ConflictError(
+      `Dataset '${name}' version ${record.version} is already ${record.status}; upload a new version to change it`,
+    );
   }
   const head = await svc.blobs.head(sourceKey(teamId, record));
   if (!head) {
-    throw new ConflictError(`No file has been uploaded for dataset '${name}' version ${record.version}; PUT it to the upload URL first`);
+    throw new ConflictError(
+      `No file has been uploaded for dataset '${name}' version ${record.version}; PUT it to the upload URL first`,
+    );
   }
   if (head.size > svc.config.maxDatasetBytes) {
-    throw new PayloadTooLargeError(`The uploaded file is ${head.size} bytes, over the ${svc.config.maxDatasetBytes} byte dataset limit`);
+    throw new PayloadTooLargeError(
+      `The uploaded file is ${head.size} bytes, over the ${svc.config.maxDatasetBytes} byte dataset limit`,
+    );
   }
   if (record.declared_size_bytes !== null && head.size !== record.declared_size_bytes) {
     throw new ConflictError(
@@ -232,7 +270,8 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
       condition: [{ attr: 'status', equals: 'pending_upload' }],
     });
   } catch (err) {
-    if (err instanceof WriteConflict) throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
+    if (err instanceof WriteConflict)
+      throw new ConflictError(`Dataset '${name}' version ${record.version} is already being processed`);
     throw err;
   }
   try {
@@ -261,7 +300,13 @@ export async function startProcessing(svc: Services, teamId: string, name: strin
  * first (`claimAttempt`): a version whose attempts keep killing their worker ends `failed`.
  * `validate` runs the rows (default: `svc.datasetFiles.validate`; local mode passes one that runs them in a child process).
  */
-export async function processVersion(svc: Services, teamId: string, name: string, version: number, validate: DatasetValidator = svc.datasetFiles.validate): Promise<void> {
+export async function processVersion(
+  svc: Services,
+  teamId: string,
+  name: string,
+  version: number,
+  validate: DatasetValidator = svc.datasetFiles.validate,
+): Promise<void> {
   const record = await claimAttempt(svc, teamId, name, version);
   if (!record) return;
   const item = datasetVersionItem(teamId, name, version);
@@ -270,7 +315,11 @@ export async function processVersion(svc: Services, teamId: string, name: string
   try {
     // Read no more than was checked when processing started (F9: a re-PUT in between is refused, not streamed).
     const checked = record.size_bytes;
-    const source = limitBytes(await svc.blobs.stream(sourceKey(teamId, record)), checked ?? svc.config.maxDatasetBytes, checked !== null);
+    const source = limitBytes(
+      await svc.blobs.stream(sourceKey(teamId, record)),
+      checked ?? svc.config.maxDatasetBytes,
+      checked !== null,
+    );
     let outcome: Awaited<ReturnType<typeof validate>>;
     try {
       outcome = await validate(source, {
@@ -290,12 +339,18 @@ export async function processVersion(svc: Services, teamId: string, name: string
     const claimed: Condition = [
       { attr: 'status', equals: 'processing' },
       // (a record written before upload ids existed has none)
-      record.upload_id === undefined ? { attr: 'upload_id', present: false } : { attr: 'upload_id', equals: record.upload_id },
+      record.upload_id === undefined
+        ? { attr: 'upload_id', present: false }
+        : { attr: 'upload_id', equals: record.upload_id },
     ];
     const processedAt = svc.now().toISOString();
     if (outcome.errorCount > 0) {
       const key = reportKey(teamId, name, version);
-      await svc.blobs.put(key, JSON.stringify({ error_count: outcome.errorCount, errors: outcome.errors }), 'application/json');
+      await svc.blobs.put(
+        key,
+        JSON.stringify({ error_count: outcome.errorCount, errors: outcome.errors }),
+        'application/json',
+      );
       await settle(svc, record, key, item, {
         set: {
           status: 'failed',
@@ -313,7 +368,13 @@ export async function processVersion(svc: Services, teamId: string, name: string
     const key = rowsKey(teamId, name, version);
     await svc.blobs.put(key, scratch.rows(), 'application/x-ndjson');
     await settle(svc, record, key, item, {
-      set: { ...outcome.summary, status: 'ready', sha256: outcome.sha256, size_bytes: outcome.bytes, processed_at: processedAt },
+      set: {
+        ...outcome.summary,
+        status: 'ready',
+        sha256: outcome.sha256,
+        size_bytes: outcome.bytes,
+        processed_at: processedAt,
+      },
       condition: claimed,
     });
   } finally {
@@ -326,7 +387,12 @@ export async function processVersion(svc: Services, teamId: string, name: string
  * and returns the record as claimed; undefined when there is nothing to do. A version out of
  * attempts is marked failed here, so a message that keeps killing its worker ends.
  */
-async function claimAttempt(svc: Services, teamId: string, name: string, version: number): Promise<DatasetVersion | undefined> {
+async function claimAttempt(
+  svc: Services,
+  teamId: string,
+  name: string,
+  version: number,
+): Promise<DatasetVersion | undefined> {
   const item = datasetVersionItem(teamId, name, version);
   try {
     return await svc.records.update<DatasetVersion>(item.pk, item.sk, {
@@ -334,7 +400,12 @@ async function claimAttempt(svc: Services, teamId: string, name: string, version
       set: { processing_started_at: svc.now().toISOString() },
       condition: [
         { attr: 'status', equals: 'processing' },
-        { anyOf: [{ attr: 'processing_attempts', present: false }, { attr: 'processing_attempts', lessThan: MAX_PROCESSING_ATTEMPTS }] },
+        {
+          anyOf: [
+            { attr: 'processing_attempts', present: false },
+            { attr: 'processing_attempts', lessThan: MAX_PROCESSING_ATTEMPTS },
+          ],
+        },
       ],
     });
   } catch (err) {
@@ -360,7 +431,13 @@ async function failExhausted(svc: Services, teamId: string, v: DatasetVersion): 
  * The attempt's final write, on the record it claimed. When that record is gone or is another
  * upload's, the file just written belongs to nobody and is removed again.
  */
-async function settle(svc: Services, claimed: DatasetVersion, writtenKey: string, item: { pk: string; sk: string }, change: { set: Record<string, unknown>; condition: Condition }): Promise<void> {
+async function settle(
+  svc: Services,
+  claimed: DatasetVersion,
+  writtenKey: string,
+  item: { pk: string; sk: string },
+  change: { set: Record<string, unknown>; condition: Condition },
+): Promise<void> {
   try {
     await svc.records.update(item.pk, item.sk, change);
   } catch (err) {
@@ -371,28 +448,57 @@ async function settle(svc: Services, claimed: DatasetVersion, writtenKey: string
 }
 
 /** Marks a version failed with one reason (used when processing itself crashed). */
-export async function failVersion(svc: Services, teamId: string, name: string, version: number, message: string): Promise<void> {
+export async function failVersion(
+  svc: Services,
+  teamId: string,
+  name: string,
+  version: number,
+  message: string,
+): Promise<void> {
   const item = datasetVersionItem(teamId, name, version);
   await svc.records.update(item.pk, item.sk, {
-    set: { status: 'failed', errors: [{ row: null, field: null, message }], error_count: 1, processed_at: svc.now().toISOString() },
+    set: {
+      status: 'failed',
+      errors: [{ row: null, field: null, message }],
+      error_count: 1,
+      processed_at: svc.now().toISOString(),
+    },
     condition: [{ attr: 'status', equals: 'processing' }],
   });
 }
 
 export async function getReport(svc: Services, teamId: string, name: string, version: number) {
   const record = await getVersion(svc, teamId, name, version);
-  if (record.status !== 'failed') return { dataset_name: name, version, status: record.status, error_count: record.error_count, errors: record.errors };
+  if (record.status !== 'failed')
+    return {
+      dataset_name: name,
+      version,
+      status: record.status,
+      error_count: record.error_count,
+      errors: record.errors,
+    };
   // A version failed by a crash (failVersion) has no report file: its one reason is on the record.
   if (!(await svc.blobs.head(reportKey(teamId, name, version)))) {
-    return { dataset_name: name, version, status: record.status, error_count: record.error_count, errors: record.errors };
+    return {
+      dataset_name: name,
+      version,
+      status: record.status,
+      error_count: record.error_count,
+      errors: record.errors,
+    };
   }
-  const report = JSON.parse(await svc.blobs.getText(reportKey(teamId, name, version))) as { error_count: number; errors: RowError[] };
+  const report = JSON.parse(await svc.blobs.getText(reportKey(teamId, name, version))) as {
+    error_count: number;
+    errors: RowError[];
+  };
   return { dataset_name: name, version, status: record.status, ...report };
 }
 
 /** Versions left `processing` by a crash or a restart. */
 export async function findProcessingVersions(svc: Services, teamId: string) {
-  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), { beginsWith: datasetVersionsPrefix() });
+  const versions = await svc.records.queryAll<DatasetVersion>(teamPartition(teamId), {
+    beginsWith: datasetVersionsPrefix(),
+  });
   return versions.filter((v) => v.status === 'processing');
 }
 
@@ -401,7 +507,10 @@ export async function findProcessingVersions(svc: Services, teamId: string) {
  * (the process died during each of them): that one is marked failed, so a file that kills its
  * worker cannot make the server crash at every start.
  */
-export async function recoverProcessingVersions(svc: Services, teamId: string): Promise<{ requeued: number; failed: number }> {
+export async function recoverProcessingVersions(
+  svc: Services,
+  teamId: string,
+): Promise<{ requeued: number; failed: number }> {
   const recovered = { requeued: 0, failed: 0 };
   for (const v of await findProcessingVersions(svc, teamId)) {
     if ((v.processing_attempts ?? 0) >= MAX_PROCESSING_ATTEMPTS) {

@@ -76,14 +76,21 @@ export class ErrorReport {
  * Validates every row of `source`, writing the normalized rows to `out` (one JSON object per line)
  * while no error is found, and ends `out`. The runtime opens `out` (a file: datasetFiles.ts).
  */
-export async function validateRows(source: AsyncIterable<Buffer>, job: ValidationJob, out: Writable): Promise<ValidationOutcome> {
+export async function validateRows(
+  source: AsyncIterable<Buffer>,
+  job: ValidationJob,
+  out: Writable,
+): Promise<ValidationOutcome> {
   const summary = new DatasetSummary();
   const report = new ErrorReport();
   const note = (e: RowError) => report.note(e);
   let rowsRead = 0;
   const tally = new ByteTally();
   try {
-    for await (const parsed of readRows(job.format, tally.tap(source), { maxRowBytes: job.maxRowBytes, maxJsonBytes: job.maxJsonBytes })) {
+    for await (const parsed of readRows(job.format, tally.tap(source), {
+      maxRowBytes: job.maxRowBytes,
+      maxJsonBytes: job.maxJsonBytes,
+    })) {
       rowsRead += 1;
       if ('error' in parsed) {
         note({ row: parsed.row || null, field: null, message: parsed.error });
@@ -93,7 +100,8 @@ export async function validateRows(source: AsyncIterable<Buffer>, job: Validatio
       result.errors.forEach(note);
       if (!result.row) continue;
       summary.add(result.row, result.tasks, parsed.row).forEach(note);
-      if (report.count === 0 && !out.write(`${JSON.stringify(result.row)}\n`)) await new Promise((r) => out.once('drain', () => r(undefined)));
+      if (report.count === 0 && !out.write(`${JSON.stringify(result.row)}\n`))
+        await new Promise((r) => out.once('drain', () => r(undefined)));
     }
   } finally {
     await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
@@ -101,9 +109,20 @@ export async function validateRows(source: AsyncIterable<Buffer>, job: Validatio
   summary.finish(rowsRead).forEach(note);
   const sha256 = tally.hash.digest('hex');
   if (job.declaredSha256 && job.declaredSha256 !== sha256) {
-    note({ row: null, field: null, message: `the file's sha256 is ${sha256}, not the declared ${job.declaredSha256}: the upload is truncated or altered` });
+    note({
+      row: null,
+      field: null,
+      message: `the file's sha256 is ${sha256}, not the declared ${job.declaredSha256}: the upload is truncated or altered`,
+    });
   }
-  return { rowsRead, errorCount: report.count, errors: report.kept, summary: summary.describe(), sha256, bytes: tally.bytes };
+  return {
+    rowsRead,
+    errorCount: report.count,
+    errors: report.kept,
+    summary: summary.describe(),
+    sha256,
+    bytes: tally.bytes,
+  };
 }
 
 /** The stored file is not the one that was checked when processing started (security review F9). */
@@ -118,7 +137,11 @@ export class SourceChangedError extends Error {
  * Passes at most `expected` bytes through and fails past them, so a file re-PUT bigger after its
  * size was checked is never read whole; with `exact`, a file that ends short fails too.
  */
-export async function* limitBytes(source: AsyncIterable<Buffer | Uint8Array>, expected: number, exact: boolean): AsyncGenerator<Buffer> {
+export async function* limitBytes(
+  source: AsyncIterable<Buffer | Uint8Array>,
+  expected: number,
+  exact: boolean,
+): AsyncGenerator<Buffer> {
   let read = 0;
   for await (const chunk of source) {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);

@@ -1,4 +1,3 @@
-
 /**
  * How a model family caches (docs/reference/decisions.md#prompt-caching): `explicit` honours markers (Claude-style and
  * our own models), `gpt` caches automatically and rejects markers, `automatic` (vLLM APC) ignores them.
@@ -38,7 +37,14 @@ const PROFILES: Record<string, DecoderProfile> = {
   },
 };
 
-const DEFAULT_PROFILE: DecoderProfile = { family: 'explicit', minCacheTokens: 1024, maxOutputTokens: 4096, tools: false, inputPrice: 0.1, outputPrice: 0.2 };
+const DEFAULT_PROFILE: DecoderProfile = {
+  family: 'explicit',
+  minCacheTokens: 1024,
+  maxOutputTokens: 4096,
+  tools: false,
+  inputPrice: 0.1,
+  outputPrice: 0.2,
+};
 
 export function decoderProfile(model: string): DecoderProfile {
   const p = PROFILES[model];

@@ -107,15 +107,21 @@ export class PromptCache {
       }
     }
     const byLength = new Map<number, (typeof marks)[number]>();
-    for (const m of marks) if (m.length > readTokens) {
-      const prev = byLength.get(m.length);
-      if (!prev || m.ttlSeconds > prev.ttlSeconds) byLength.set(m.length, m);
-    }
+    for (const m of marks)
+      if (m.length > readTokens) {
+        const prev = byLength.get(m.length);
+        if (!prev || m.ttlSeconds > prev.ttlSeconds) byLength.set(m.length, m);
+      }
     const writes = [...byLength.values()].sort((a, b) => a.length - b.length);
     const last = writes.at(-1)?.length ?? readTokens;
     const last1h = writes.filter((w) => w.ttlSeconds >= 3600).at(-1)?.length ?? readTokens;
     for (const w of writes) {
-      this.entries.set(w.key, { key: w.key, length: w.length, ttlSeconds: w.ttlSeconds, expiresAt: at + w.ttlSeconds * 1000 });
+      this.entries.set(w.key, {
+        key: w.key,
+        length: w.length,
+        ttlSeconds: w.ttlSeconds,
+        expiresAt: at + w.ttlSeconds * 1000,
+      });
     }
     this.evictOverflow();
     return {

@@ -76,7 +76,9 @@ export function costMicros(model: Extract<ResolvedModel, { type: 'decoder' }>, u
   const m = CACHE_MULTIPLIERS[model.profile.family];
   const uncached = Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens);
   const usd =
-    (model.profile.inputPrice * (uncached + u.cacheReadTokens * m.read + u.cacheWriteTokens * m.write) + model.profile.outputPrice * u.completionTokens) / 1e6;
+    (model.profile.inputPrice * (uncached + u.cacheReadTokens * m.read + u.cacheWriteTokens * m.write) +
+      model.profile.outputPrice * u.completionTokens) /
+    1e6;
   return Math.round(usd * 1e6);
 }
 
@@ -91,9 +93,12 @@ type DoneEvent = Extract<GenerationEvent, { type: 'done' }>;
  */
 export async function startGeneration(input: GenerationInput): Promise<Generation> {
   const { svc, runtime, principal, model, prompt, params } = input;
-  if (params.maxTokens < 0 || !Number.isInteger(params.maxTokens)) throw new BadRequestError('max_tokens must be a non-negative integer');
+  if (params.maxTokens < 0 || !Number.isInteger(params.maxTokens))
+    throw new BadRequestError('max_tokens must be a non-negative integer');
   if (params.maxTokens > model.profile.maxOutputTokens) {
-    throw new BadRequestError(`max_tokens is ${params.maxTokens}, above this model's limit of ${model.profile.maxOutputTokens}`);
+    throw new BadRequestError(
+      `max_tokens is ${params.maxTokens}, above this model's limit of ${model.profile.maxOutputTokens}`,
+    );
   }
   await checkSpendAllowance(svc, principal.team_id);
   if (model.adapter) await runtime.backend.ensureAdapter!(model.adapter, svc.blobs);
@@ -104,16 +109,18 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
   // The backend stops on the caller's signal, or on ours when the generation is closed early.
   const cancel = new AbortController();
   const signal = input.signal ? AbortSignal.any([input.signal, cancel.signal]) : cancel.signal;
-  const events = runtime.backend.generate(
-    {
-      model: model.backendModel,
-      scope,
-      prompt,
-      params,
-      cache: { plan: (tokenized) => runtime.cache.plan(scope, model.backendModel, tokenized) },
-    },
-    signal,
-  )[Symbol.asyncIterator]();
+  const events = runtime.backend
+    .generate(
+      {
+        model: model.backendModel,
+        scope,
+        prompt,
+        params,
+        cache: { plan: (tokenized) => runtime.cache.plan(scope, model.backendModel, tokenized) },
+      },
+      signal,
+    )
+    [Symbol.asyncIterator]();
   // A backend that fails before `start` has freed what it held and computed nothing billable.
   const first = await events.next();
   if (first.done || first.value.type !== 'start') {
@@ -190,7 +197,12 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
     const result: GenerationResult = done
       ? { text, finishReason: done.finishReason, stopSequence: done.stopSequence, usage: done.usage }
       : // No final usage from the backend (it failed): its prefill, and a token per text piece.
-        { text, finishReason: failed ? 'error' : 'cancelled', stopSequence: null, usage: { ...start, completionTokens: pieces } };
+        {
+          text,
+          finishReason: failed ? 'error' : 'cancelled',
+          stopSequence: null,
+          usage: { ...start, completionTokens: pieces },
+        };
     await bill(result);
     if (windDownError !== undefined) throw windDownError;
     return result;

@@ -93,7 +93,15 @@ export interface GenerationUsage {
 export type GenerationEvent =
   | {
       type: 'start';
-      usage: Pick<GenerationUsage, 'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens' | 'engineReusedTokens'>;
+      usage: Pick<
+        GenerationUsage,
+        | 'promptTokens'
+        | 'cacheReadTokens'
+        | 'cacheWriteTokens'
+        | 'cacheWrite5mTokens'
+        | 'cacheWrite1hTokens'
+        | 'engineReusedTokens'
+      >;
     }
   | { type: 'text'; text: string }
   | { type: 'done'; finishReason: FinishReason; stopSequence: string | null; usage: GenerationUsage };

@@ -18,7 +18,17 @@ import { finishEvaluation, getEvaluation, type Evaluation } from '../evaluations
 import { evaluationUsagePrefix, type EvaluationShardUsage } from '../billing/compute';
 import { evaluationItem } from '../recordKeys';
 import { failureReason, type TaskTable, type WorkflowError } from '../workflowTasks';
-import { emptyCounts, evaluationSchemaFor, finalizeMetrics, mergeCounts, scoreRow, type DatasetVocabulary, type EncoderPrediction, type EvaluationCounts, type EvaluationMetrics } from './scoring';
+import {
+  emptyCounts,
+  evaluationSchemaFor,
+  finalizeMetrics,
+  mergeCounts,
+  scoreRow,
+  type DatasetVocabulary,
+  type EncoderPrediction,
+  type EvaluationCounts,
+  type EvaluationMetrics,
+} from './scoring';
 
 /** Rows per Map item: small enough for a 15-minute task on CPU, large enough to batch well. */
 export const SHARD_ROWS = 256;
@@ -35,7 +45,12 @@ export interface Shard {
 /** The serving engine, wherever it runs (in-process locally; the encoder service on AWS). */
 export interface EvaluationPredictor {
   /** Predictions in the order of `texts`, and the engine's input tokens (what the work is billed by). */
-  predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }>;
+  predict(
+    model: ResolvedEncoder,
+    texts: string[],
+    schema: SchemaInput,
+    threshold: number,
+  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }>;
 }
 
 /**
@@ -48,7 +63,12 @@ export class InProcessPredictor implements EvaluationPredictor {
 
   constructor(private readonly svc: Services) {}
 
-  async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
+  async predict(
+    model: ResolvedEncoder,
+    texts: string[],
+    schema: SchemaInput,
+    threshold: number,
+  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
     const runtime = encoderRuntime(this.svc);
     let dir = this.models.get(model.prefix);
     if (!dir) {
@@ -63,7 +83,10 @@ export class InProcessPredictor implements EvaluationPredictor {
       this.schemas.set(schema, engineSchema);
     }
     const out = await engine.infer(texts, engineSchema, { threshold });
-    return { predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction), inputTokens: out.inputTokens };
+    return {
+      predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction),
+      inputTokens: out.inputTokens,
+    };
   }
 }
 
@@ -71,24 +94,43 @@ export class InProcessPredictor implements EvaluationPredictor {
 export async function evaluationModel(svc: Services, teamId: string, evaluation: Evaluation): Promise<ResolvedEncoder> {
   if (evaluation.training_job_id) {
     const job = await getTrainingJob(svc, teamId, evaluation.training_job_id);
-    return { type: 'encoder', requested: evaluation.base_model, baseModel: job.root_model, prefix: modelPrefix(teamId, job.id), projectId: evaluation.project_id, trainingJobId: job.id };
+    return {
+      type: 'encoder',
+      requested: evaluation.base_model,
+      baseModel: job.root_model,
+      prefix: modelPrefix(teamId, job.id),
+      projectId: evaluation.project_id,
+      trainingJobId: job.id,
+    };
   }
-  return { type: 'encoder', requested: evaluation.base_model, baseModel: evaluation.base_model, prefix: `models/${evaluation.base_model}/`, projectId: evaluation.project_id, trainingJobId: null };
+  return {
+    type: 'encoder',
+    requested: evaluation.base_model,
+    baseModel: evaluation.base_model,
+    prefix: `models/${evaluation.base_model}/`,
+    projectId: evaluation.project_id,
+    trainingJobId: null,
+  };
 }
 
 async function datasetOf(svc: Services, teamId: string, evaluation: Evaluation): Promise<DatasetVersion> {
   const version = await getVersion(svc, teamId, evaluation.dataset_name, evaluation.dataset_version);
-  if (version.status !== 'ready') throw new ConflictError(`Dataset '${version.name}' version ${version.version} is ${version.status}`);
+  if (version.status !== 'ready')
+    throw new ConflictError(`Dataset '${version.name}' version ${version.version} is ${version.status}`);
   return version;
 }
 
 /** `evaluation.prepare`: splits the dataset into shards. */
-export async function prepareEvaluation(svc: Services, input: { evaluationId: string; teamId: string }): Promise<{ shards: Shard[]; rows: number }> {
+export async function prepareEvaluation(
+  svc: Services,
+  input: { evaluationId: string; teamId: string },
+): Promise<{ shards: Shard[]; rows: number }> {
   const evaluation = await getEvaluation(svc, input.teamId, input.evaluationId);
   const version = await datasetOf(svc, input.teamId, evaluation);
   const rows = version.row_count ?? 0;
   const shards: Shard[] = [];
-  for (let offset = 0; offset < rows; offset += SHARD_ROWS) shards.push({ offset, count: Math.min(SHARD_ROWS, rows - offset) });
+  for (let offset = 0; offset < rows; offset += SHARD_ROWS)
+    shards.push({ offset, count: Math.min(SHARD_ROWS, rows - offset) });
   return { shards, rows };
 }
 
@@ -129,7 +171,11 @@ export async function evaluateShard(
   await svc.blobs.put(key, JSON.stringify(counts), 'application/json');
   // what the evaluation is billed for when it ends (a retried shard overwrites its own note: counted once)
   const usage: EvaluationShardUsage = { input_tokens: inputTokens };
-  await svc.blobs.put(`${evaluationUsagePrefix(input.teamId, input.evaluationId)}${String(input.shard.offset).padStart(10, '0')}.json`, JSON.stringify(usage), 'application/json');
+  await svc.blobs.put(
+    `${evaluationUsagePrefix(input.teamId, input.evaluationId)}${String(input.shard.offset).padStart(10, '0')}.json`,
+    JSON.stringify(usage),
+    'application/json',
+  );
   return { key, rows: counts.rows };
 }
 
@@ -158,7 +204,14 @@ export async function scoreRows(
   let inputTokens = 0;
   for (let i = 0; i < rows.length; i += BATCH) {
     const batch = rows.slice(i, i + BATCH).filter((r) => typeof r.text === 'string' && r.text.trim() !== '');
-    const out = batch.length ? await predictor.predict(model, batch.map((r) => r.text as string), schema, EVALUATION_THRESHOLD) : { predictions: [], inputTokens: 0 };
+    const out = batch.length
+      ? await predictor.predict(
+          model,
+          batch.map((r) => r.text as string),
+          schema,
+          EVALUATION_THRESHOLD,
+        )
+      : { predictions: [], inputTokens: 0 };
     inputTokens += out.inputTokens;
     batch.forEach((row, j) => {
       counts = mergeCounts(counts, scoreRow(row, out.predictions[j], { schema, row: firstRow + i + j + 1 }));
@@ -197,7 +250,12 @@ export function mergeVocabularies(versions: DatasetVocabulary[]): DatasetVocabul
  * held-out rows the trainer wrote (`validation.jsonl` beside the exported model) — so a job's
  * `metrics` and an evaluation of the job mean exactly the same thing. Null when there are none.
  */
-export async function validationMetrics(svc: Services, predictor: EvaluationPredictor, teamId: string, jobId: string): Promise<EvaluationMetrics | null> {
+export async function validationMetrics(
+  svc: Services,
+  predictor: EvaluationPredictor,
+  teamId: string,
+  jobId: string,
+): Promise<EvaluationMetrics | null> {
   const job = await getTrainingJob(svc, teamId, jobId);
   const prefix = modelPrefix(teamId, job.id);
   const key = `${prefix}validation.jsonl`;
@@ -207,8 +265,17 @@ export async function validationMetrics(svc: Services, predictor: EvaluationPred
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l) as NormalizedRow);
   if (!rows.length) return null;
-  const vocabulary = mergeVocabularies(await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))));
-  const model: ResolvedEncoder = { type: 'encoder', requested: job.id, baseModel: job.root_model, prefix, projectId: null, trainingJobId: job.id };
+  const vocabulary = mergeVocabularies(
+    await Promise.all(job.datasets.map((d) => getVersion(svc, teamId, d.name, d.version))),
+  );
+  const model: ResolvedEncoder = {
+    type: 'encoder',
+    requested: job.id,
+    baseModel: job.root_model,
+    prefix,
+    projectId: null,
+    trainingJobId: job.id,
+  };
   // part of the training job (its minutes include this scoring), not billed on its own
   return finalizeMetrics((await scoreRows(predictor, model, rows, evaluationSchemaFor(vocabulary))).counts);
 }
@@ -232,7 +299,11 @@ export async function aggregateEvaluation(
   }
   const metrics = finalizeMetrics(total);
   // conditional on `running`: a retried aggregate (or one after a failure or a delete) changes and bills nothing
-  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, { status: 'complete', metrics, error: null });
+  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, {
+    status: 'complete',
+    metrics,
+    error: null,
+  });
   if (!done) {
     const now = await svc.records.get<Evaluation>(key.pk, key.sk);
     return { status: now?.status ?? 'deleted', f1: headlineF1(now?.metrics) };
@@ -243,8 +314,14 @@ export async function aggregateEvaluation(
 const headlineF1 = (m: Record<string, unknown> | null | undefined) => (typeof m?.f1 === 'number' ? m.f1 : 0);
 
 /** `evaluation.failed`: the workflow's error becomes the record's `error`. */
-export async function recordEvaluationFailure(svc: Services, input: { evaluationId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
-  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, { status: 'failed', error: failureReason(input.error, 'the evaluation workflow failed') });
+export async function recordEvaluationFailure(
+  svc: Services,
+  input: { evaluationId: string; teamId: string; error?: WorkflowError },
+): Promise<{ status: string }> {
+  const done = await finishEvaluation(svc, input.teamId, input.evaluationId, {
+    status: 'failed',
+    error: failureReason(input.error, 'the evaluation workflow failed'),
+  });
   if (done) return { status: 'failed' };
   // already ended (a retried failure step) or deleted: left as it is
   const key = evaluationItem(input.teamId, input.evaluationId);
@@ -261,7 +338,9 @@ export function evaluationTasks(svc: Services, shard: (input: ShardInput) => Pro
   return {
     'evaluation.prepare': (input: { evaluationId: string; teamId: string }) => prepareEvaluation(svc, input),
     'evaluation.shard': shard,
-    'evaluation.aggregate': (input: { evaluationId: string; teamId: string; shardResults?: ShardResult[] }) => aggregateEvaluation(svc, input),
-    'evaluation.failed': (input: { evaluationId: string; teamId: string; error?: WorkflowError }) => recordEvaluationFailure(svc, input),
+    'evaluation.aggregate': (input: { evaluationId: string; teamId: string; shardResults?: ShardResult[] }) =>
+      aggregateEvaluation(svc, input),
+    'evaluation.failed': (input: { evaluationId: string; teamId: string; error?: WorkflowError }) =>
+      recordEvaluationFailure(svc, input),
   } as TaskTable;
 }

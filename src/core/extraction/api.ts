@@ -9,7 +9,14 @@ import { newInferenceId, storeInference, type InferenceTask } from '../inference
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
 import { ENCODER_PRICE_PER_MTOK } from '../billing/prices';
 import type { LimitClass } from '../rateLimits';
-import { EncoderInputError, type EncoderResult, type EncoderSchema, type FieldSpec, type FieldValue, type Span } from './types';
+import {
+  EncoderInputError,
+  type EncoderResult,
+  type EncoderSchema,
+  type FieldSpec,
+  type FieldValue,
+  type Span,
+} from './types';
 import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
 import { encoderRuntime } from './runtime';
 
@@ -52,8 +59,22 @@ export const SchemaBody = z.strictObject({
       }),
     )
     .optional(),
-  structures: z.record(name, z.strictObject({ fields: z.array(z.preprocess((f) => (typeof f === 'string' ? { name: f } : f), FieldEntry)).min(1) })).optional(),
-  relations: z.array(z.union([name, z.strictObject({ name, description: description.optional(), threshold: z.number().min(0).max(1).optional() })])).optional(),
+  structures: z
+    .record(
+      name,
+      z.strictObject({
+        fields: z.array(z.preprocess((f) => (typeof f === 'string' ? { name: f } : f), FieldEntry)).min(1),
+      }),
+    )
+    .optional(),
+  relations: z
+    .array(
+      z.union([
+        name,
+        z.strictObject({ name, description: description.optional(), threshold: z.number().min(0).max(1).optional() }),
+      ]),
+    )
+    .optional(),
 });
 export type SchemaInput = z.output<typeof SchemaBody>;
 
@@ -77,22 +98,38 @@ function dupes(xs: string[]): string[] {
 /** API schema (docs/reference/decisions.md#schema-object) → engine schema, with every semantic check the zod shape cannot express. */
 export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = ['body', 'schema']): EncoderSchema {
   const errors: FieldError[] = [];
-  const err = (loc: (string | number)[], msg: string) => errors.push({ loc: [...base, ...loc], msg, type: 'value_error' });
+  const err = (loc: (string | number)[], msg: string) =>
+    errors.push({ loc: [...base, ...loc], msg, type: 'value_error' });
   const out: EncoderSchema = { entities: [], classifications: [], structures: [], relations: [] };
   if (input.entities !== undefined) {
-    out.entities = Array.isArray(input.entities) ? input.entities.map((n) => ({ name: n })) : Object.entries(input.entities).map(([n, d]) => (d ? { name: n, description: d } : { name: n }));
+    out.entities = Array.isArray(input.entities)
+      ? input.entities.map((n) => ({ name: n }))
+      : Object.entries(input.entities).map(([n, d]) => (d ? { name: n, description: d } : { name: n }));
     for (const d of dupes(out.entities.map((e) => e.name))) err(['entities'], `duplicate entity type '${d}'`);
   }
   for (const [i, c] of (input.classifications ?? []).entries()) {
     for (const d of dupes(c.labels)) err(['classifications', i, 'labels'], `duplicate label '${d}'`);
-    if (c.top_k !== undefined && c.top_k > c.labels.length) err(['classifications', i, 'top_k'], `top_k (${c.top_k}) exceeds the number of labels (${c.labels.length})`);
-    out.classifications.push({ task: c.task, labels: c.labels, multiLabel: c.multi_label ?? false, ...(c.top_k !== undefined ? { topK: c.top_k } : {}), ...(c.threshold !== undefined ? { threshold: c.threshold } : {}) });
+    if (c.top_k !== undefined && c.top_k > c.labels.length)
+      err(['classifications', i, 'top_k'], `top_k (${c.top_k}) exceeds the number of labels (${c.labels.length})`);
+    out.classifications.push({
+      task: c.task,
+      labels: c.labels,
+      multiLabel: c.multi_label ?? false,
+      ...(c.top_k !== undefined ? { topK: c.top_k } : {}),
+      ...(c.threshold !== undefined ? { threshold: c.threshold } : {}),
+    });
   }
-  for (const d of dupes(out.classifications.map((c) => c.task))) err(['classifications'], `duplicate classification task '${d}'`);
+  for (const d of dupes(out.classifications.map((c) => c.task)))
+    err(['classifications'], `duplicate classification task '${d}'`);
   for (const [sname, s] of Object.entries(input.structures ?? {})) {
     const fields: FieldSpec[] = s.fields.map((f, j) => {
-      if (f.choices && f.dtype === 'list') err(['structures', sname, 'fields', j, 'choices'], "choices are only allowed on a 'str' field (one value picked from the list)");
-      if (f.choices) for (const d of dupes(f.choices)) err(['structures', sname, 'fields', j, 'choices'], `duplicate choice '${d}'`);
+      if (f.choices && f.dtype === 'list')
+        err(
+          ['structures', sname, 'fields', j, 'choices'],
+          "choices are only allowed on a 'str' field (one value picked from the list)",
+        );
+      if (f.choices)
+        for (const d of dupes(f.choices)) err(['structures', sname, 'fields', j, 'choices'], `duplicate choice '${d}'`);
       return {
         name: f.name,
         dtype: f.dtype ?? (f.choices ? 'str' : 'list'),
@@ -104,27 +141,57 @@ export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = 
     for (const d of dupes(fields.map((f) => f.name))) err(['structures', sname, 'fields'], `duplicate field '${d}'`);
     out.structures.push({ name: sname, fields });
   }
-  out.relations = (input.relations ?? []).map((r) => (typeof r === 'string' ? { name: r } : { name: r.name, ...(r.description ? { description: r.description } : {}), ...(r.threshold !== undefined ? { threshold: r.threshold } : {}) }));
+  out.relations = (input.relations ?? []).map((r) =>
+    typeof r === 'string'
+      ? { name: r }
+      : {
+          name: r.name,
+          ...(r.description ? { description: r.description } : {}),
+          ...(r.threshold !== undefined ? { threshold: r.threshold } : {}),
+        },
+  );
   for (const d of dupes(out.relations.map((r) => r.name))) err(['relations'], `duplicate relation '${d}'`);
-  const count = out.entities.length + out.classifications.reduce((n, c) => n + c.labels.length, 0) + out.structures.reduce((n, s) => n + s.fields.length + s.fields.reduce((m, f) => m + (f.choices?.length ?? 0), 0), 0) + out.relations.length;
-  if (count === 0) err([], 'the schema is empty: give at least one of entities, classifications, structures or relations (with at least one label)');
-  if (count > ENCODER_LIMITS.maxLabels) err([], `the schema has ${count} labels, fields and choices in all; at most ${ENCODER_LIMITS.maxLabels} are accepted per request`);
+  const count =
+    out.entities.length +
+    out.classifications.reduce((n, c) => n + c.labels.length, 0) +
+    out.structures.reduce(
+      (n, s) => n + s.fields.length + s.fields.reduce((m, f) => m + (f.choices?.length ?? 0), 0),
+      0,
+    ) +
+    out.relations.length;
+  if (count === 0)
+    err(
+      [],
+      'the schema is empty: give at least one of entities, classifications, structures or relations (with at least one label)',
+    );
+  if (count > ENCODER_LIMITS.maxLabels)
+    err(
+      [],
+      `the schema has ${count} labels, fields and choices in all; at most ${ENCODER_LIMITS.maxLabels} are accepted per request`,
+    );
   if (errors.length) throw new ValidationError(errors);
   return out;
 }
 
 export function checkTexts(text: string | string[], loc: (string | number)[] = ['body', 'text']): string[] {
   const texts = Array.isArray(text) ? text : [text];
-  if (texts.length > ENCODER_LIMITS.maxTexts) throw ValidationError.field(loc, `at most ${ENCODER_LIMITS.maxTexts} texts per request`);
+  if (texts.length > ENCODER_LIMITS.maxTexts)
+    throw ValidationError.field(loc, `at most ${ENCODER_LIMITS.maxTexts} texts per request`);
   let total = 0;
   texts.forEach((t, i) => {
     const where = Array.isArray(text) ? [...loc, i] : loc;
     if (!t.trim()) throw ValidationError.field(where, 'text must not be empty');
     const n = [...t].length;
-    if (n > ENCODER_LIMITS.maxTextChars) throw new PayloadTooLargeError(`text${Array.isArray(text) ? `[${i}]` : ''} has ${n} characters; at most ${ENCODER_LIMITS.maxTextChars} per text are accepted (split the document)`);
+    if (n > ENCODER_LIMITS.maxTextChars)
+      throw new PayloadTooLargeError(
+        `text${Array.isArray(text) ? `[${i}]` : ''} has ${n} characters; at most ${ENCODER_LIMITS.maxTextChars} per text are accepted (split the document)`,
+      );
     total += n;
   });
-  if (total > ENCODER_LIMITS.maxTotalChars) throw new PayloadTooLargeError(`the texts have ${total} characters in all; at most ${ENCODER_LIMITS.maxTotalChars} per request are accepted`);
+  if (total > ENCODER_LIMITS.maxTotalChars)
+    throw new PayloadTooLargeError(
+      `the texts have ${total} characters in all; at most ${ENCODER_LIMITS.maxTotalChars} per request are accepted`,
+    );
   return texts;
 }
 
@@ -135,13 +202,20 @@ const span = (s: Span) => ({ text: s.text, score: round(s.score), start: s.start
 export function formatResult(r: EncoderResult, schema: EncoderSchema): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (schema.entities.length) {
-    const flat = Object.entries(r.entities ?? {}).flatMap(([label, spans]) => spans.map((s) => ({ text: s.text, label, score: round(s.score), start: s.start, end: s.end })));
+    const flat = Object.entries(r.entities ?? {}).flatMap(([label, spans]) =>
+      spans.map((s) => ({ text: s.text, label, score: round(s.score), start: s.start, end: s.end })),
+    );
     const order = new Map(schema.entities.map((e, i) => [e.name, i]));
     flat.sort((a, b) => a.start - b.start || a.end - b.end || order.get(a.label)! - order.get(b.label)!);
     out.entities = flat;
   }
   if (schema.classifications.length) {
-    out.classifications = Object.fromEntries(schema.classifications.map((c) => [c.task, (r.classifications[c.task] ?? []).map((x) => ({ label: x.label, score: round(x.score) }))]));
+    out.classifications = Object.fromEntries(
+      schema.classifications.map((c) => [
+        c.task,
+        (r.classifications[c.task] ?? []).map((x) => ({ label: x.label, score: round(x.score) })),
+      ]),
+    );
   }
   if (schema.structures.length) {
     const fmt = (v: FieldValue): unknown => {
@@ -149,10 +223,26 @@ export function formatResult(r: EncoderResult, schema: EncoderSchema): Record<st
       if (Array.isArray(v)) return v.map((x) => ('start' in x ? span(x) : { text: x.text, score: round(x.score) }));
       return 'start' in v ? span(v) : { text: v.text, score: round(v.score) };
     };
-    out.structures = Object.fromEntries(schema.structures.map((s) => [s.name, (r.structures[s.name] ?? []).map((inst) => Object.fromEntries(s.fields.map((f) => [f.name, fmt(inst[f.name] ?? (f.dtype === 'list' ? [] : null))])))]));
+    out.structures = Object.fromEntries(
+      schema.structures.map((s) => [
+        s.name,
+        (r.structures[s.name] ?? []).map((inst) =>
+          Object.fromEntries(s.fields.map((f) => [f.name, fmt(inst[f.name] ?? (f.dtype === 'list' ? [] : null))])),
+        ),
+      ]),
+    );
   }
   if (schema.relations.length) {
-    out.relations = Object.fromEntries(schema.relations.map((rel) => [rel.name, (r.relations[rel.name] ?? []).map((x) => ({ head: span(x.head), tail: span(x.tail), score: round(Math.min(x.head.score, x.tail.score)) }))]));
+    out.relations = Object.fromEntries(
+      schema.relations.map((rel) => [
+        rel.name,
+        (r.relations[rel.name] ?? []).map((x) => ({
+          head: span(x.head),
+          tail: span(x.tail),
+          score: round(Math.min(x.head.score, x.tail.score)),
+        })),
+      ]),
+    );
   }
   return out;
 }
@@ -242,5 +332,12 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     },
     a.store,
   );
-  return { inference_id: inferenceId, model_id: resolved.requested, type: 'encoder', latency_ms: latency, usage, result };
+  return {
+    inference_id: inferenceId,
+    model_id: resolved.requested,
+    type: 'encoder',
+    latency_ms: latency,
+    usage,
+    result,
+  };
 }

@@ -19,12 +19,19 @@ export function decoderTextGenerator(svc: Services, model = svc.config.generatio
     model,
     async complete(system, user, opts) {
       const { backend } = decoderRuntime(svc);
-      if (!(await backend.hasModel(model))) throw new Error(`the generation model '${model}' is not installed on this deployment`);
+      if (!(await backend.hasModel(model)))
+        throw new Error(`the generation model '${model}' is not installed on this deployment`);
       let text = '';
       const events = backend.generate({
         model,
         scope: WORKFLOW_SCOPE,
-        prompt: { kind: 'chat', messages: [{ role: 'system', parts: [{ text: system }] }, { role: 'user', parts: [{ text: user }] }] },
+        prompt: {
+          kind: 'chat',
+          messages: [
+            { role: 'system', parts: [{ text: system }] },
+            { role: 'user', parts: [{ text: user }] },
+          ],
+        },
         params: { maxTokens: opts.maxTokens, temperature: opts.temperature, seed: opts.seed, stop: [] },
         cache: noCache,
       });

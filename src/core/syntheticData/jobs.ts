@@ -19,11 +19,19 @@ export const SYNTHETIC_DATA_LIMITS = { maxExamples: 10_000, maxLabels: 50, maxSe
 
 export const SyntheticDataRequest = z.strictObject({
   task_type: z.enum(['ner', 'classification', 'decoder']),
-  dataset_name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'letters, digits, ".", "_" and "-", starting with a letter or digit (at most 128)'),
+  dataset_name: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/,
+      'letters, digits, ".", "_" and "-", starting with a letter or digit (at most 128)',
+    ),
   num_examples: z.number().int().min(1).max(SYNTHETIC_DATA_LIMITS.maxExamples),
   labels: z.array(z.string().trim().min(1).max(100)).min(1).max(SYNTHETIC_DATA_LIMITS.maxLabels).optional(),
   domain_description: z.string().max(2000).optional(),
-  classified_examples: z.array(z.strictObject({ text: z.string().min(1).max(2000), label: z.string().min(1) })).max(SYNTHETIC_DATA_LIMITS.maxSeedExamples).optional(),
+  classified_examples: z
+    .array(z.strictObject({ text: z.string().min(1).max(2000), label: z.string().min(1) }))
+    .max(SYNTHETIC_DATA_LIMITS.maxSeedExamples)
+    .optional(),
   prompt: z.string().max(4000).optional(),
 });
 export type SyntheticDataInput = z.output<typeof SyntheticDataRequest>;
@@ -46,16 +54,29 @@ export interface SyntheticDataJob {
   finished_at: string | null;
 }
 
-
-export async function createSyntheticDataJob(svc: Services, teamId: string, input: SyntheticDataInput): Promise<SyntheticDataJob> {
+export async function createSyntheticDataJob(
+  svc: Services,
+  teamId: string,
+  input: SyntheticDataInput,
+): Promise<SyntheticDataJob> {
   const labels = [...new Set(input.labels ?? [])];
-  if (input.task_type !== 'decoder' && labels.length === 0) throw ValidationError.field(['body', 'labels'], `labels are required for task_type '${input.task_type}'`, 'missing');
-  if (input.task_type === 'decoder' && input.labels) throw ValidationError.field(['body', 'labels'], "task_type 'decoder' generates chat pairs and takes no labels");
+  if (input.task_type !== 'decoder' && labels.length === 0)
+    throw ValidationError.field(
+      ['body', 'labels'],
+      `labels are required for task_type '${input.task_type}'`,
+      'missing',
+    );
+  if (input.task_type === 'decoder' && input.labels)
+    throw ValidationError.field(['body', 'labels'], "task_type 'decoder' generates chat pairs and takes no labels");
   if (input.classified_examples && input.task_type !== 'classification') {
-    throw ValidationError.field(['body', 'classified_examples'], 'classified_examples are for task_type classification only');
+    throw ValidationError.field(
+      ['body', 'classified_examples'],
+      'classified_examples are for task_type classification only',
+    );
   }
   (input.classified_examples ?? []).forEach((e, i) => {
-    if (!labels.includes(e.label)) throw ValidationError.field(['body', 'classified_examples', i, 'label'], `'${e.label}' is not one of labels`);
+    if (!labels.includes(e.label))
+      throw ValidationError.field(['body', 'classified_examples', i, 'label'], `'${e.label}' is not one of labels`);
   });
   // compute is money: out of credit (402), past the daily cap or at the plan's running cap (429) → nothing is written
   const jobId = newUuid();
@@ -79,7 +100,11 @@ export async function createSyntheticDataJob(svc: Services, teamId: string, inpu
   };
   const key = generationItem(teamId, job.job_id);
   try {
-    await svc.records.put({ ...key, gsi1pk: generationsIndex(teamId), gsi1sk: byCreation(job.created_at, job.job_id) }, job, { ifAbsent: true });
+    await svc.records.put(
+      { ...key, gsi1pk: generationsIndex(teamId), gsi1sk: byCreation(job.created_at, job.job_id) },
+      job,
+      { ifAbsent: true },
+    );
   } catch (err) {
     await releaseComputeSlot(svc, teamId, 'generation', jobId);
     throw err;
@@ -89,7 +114,13 @@ export async function createSyntheticDataJob(svc: Services, teamId: string, inpu
     await svc.workflows.start('generation', `gen-${job.job_id}`, { jobId: job.job_id, teamId });
   } catch (err) {
     const failed = { status: 'failed' as const, error: `could not start the generation: ${(err as Error).message}` };
-    return (await finishSyntheticDataJob(svc, teamId, jobId, failed)) ?? { ...job, ...failed, finished_at: svc.now().toISOString() };
+    return (
+      (await finishSyntheticDataJob(svc, teamId, jobId, failed)) ?? {
+        ...job,
+        ...failed,
+        finished_at: svc.now().toISOString(),
+      }
+    );
   }
   return job;
 }
@@ -110,7 +141,14 @@ export async function finishSyntheticDataJob(
   try {
     after = await svc.records.update<SyntheticDataJob>(key.pk, key.sk, {
       set: { ...set, finished_at: svc.now().toISOString() },
-      condition: [{ anyOf: [{ attr: 'status', equals: 'queued' }, { attr: 'status', equals: 'running' }] }],
+      condition: [
+        {
+          anyOf: [
+            { attr: 'status', equals: 'queued' },
+            { attr: 'status', equals: 'running' },
+          ],
+        },
+      ],
     });
   } catch (err) {
     if (err instanceof WriteConflict) return undefined;

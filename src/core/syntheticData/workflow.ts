@@ -26,7 +26,11 @@ export interface TextGenerator {
   /** The catalog decoder it runs (its prices bill the job: billing/prices.ts). */
   readonly model: string;
   /** One completion, and the tokens it read and wrote (billed, kept or not). */
-  complete(system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }): Promise<{ text: string; inputTokens: number; outputTokens: number }>;
+  complete(
+    system: string,
+    user: string,
+    opts: { seed: number; maxTokens: number; temperature: number },
+  ): Promise<{ text: string; inputTokens: number; outputTokens: number }>;
 }
 
 export interface SyntheticDataShard {
@@ -34,12 +38,21 @@ export interface SyntheticDataShard {
   count: number;
 }
 
-const shardKey = (teamId: string, jobId: string, index: number) => `generation/${teamId}/${jobId}/shards/${String(index).padStart(6, '0')}.jsonl`;
+const shardKey = (teamId: string, jobId: string, index: number) =>
+  `generation/${teamId}/${jobId}/shards/${String(index).padStart(6, '0')}.jsonl`;
 
 /** One line, no wrapping quotes or list markers, bounded length; '' when nothing usable is left. */
 export function cleanGenerated(raw: string): string {
-  const line = raw.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? '';
-  const text = line.replace(/^(\d+[.)]|[-*•])\s+/, '').replace(/^["'“”]+|["'“”]+$/g, '').replace(/\s+/g, ' ').trim();
+  const line =
+    raw
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.length > 0) ?? '';
+  const text = line
+    .replace(/^(\d+[.)]|[-*•])\s+/, '')
+    .replace(/^["'“”]+|["'“”]+$/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
   return text.length >= 8 ? text.slice(0, 500) : '';
 }
 
@@ -62,20 +75,31 @@ function nerPrompt(job: SyntheticDataJob, seed: number): string {
 }
 
 /** `generation.plan`: shards, and the job is running (never reopened once it ended: its slot is freed and its bill written). */
-export async function planSyntheticData(svc: Services, input: { jobId: string; teamId: string }): Promise<{ shards: SyntheticDataShard[] }> {
+export async function planSyntheticData(
+  svc: Services,
+  input: { jobId: string; teamId: string },
+): Promise<{ shards: SyntheticDataShard[] }> {
   const job = await getSyntheticDataJob(svc, input.teamId, input.jobId);
   const key = generationItem(input.teamId, job.job_id);
   try {
     await svc.records.update(key.pk, key.sk, {
       set: { status: 'running', generated: 0 },
-      condition: [{ anyOf: [{ attr: 'status', equals: 'queued' }, { attr: 'status', equals: 'running' }] }],
+      condition: [
+        {
+          anyOf: [
+            { attr: 'status', equals: 'queued' },
+            { attr: 'status', equals: 'running' },
+          ],
+        },
+      ],
     });
   } catch (err) {
     if (err instanceof WriteConflict) throw new Error(`generation job ${job.job_id} has already ended (${job.status})`);
     throw err;
   }
   const shards: SyntheticDataShard[] = [];
-  for (let i = 0, n = 0; n < job.num_examples; i++, n += SYNTHETIC_DATA_SHARD) shards.push({ index: i, count: Math.min(SYNTHETIC_DATA_SHARD, job.num_examples - n) });
+  for (let i = 0, n = 0; n < job.num_examples; i++, n += SYNTHETIC_DATA_SHARD)
+    shards.push({ index: i, count: Math.min(SYNTHETIC_DATA_SHARD, job.num_examples - n) });
   return { shards };
 }
 
@@ -91,17 +115,34 @@ export async function generateSyntheticDataShard(
   const seen = new Set<string>();
   const rows: Record<string, unknown>[] = [];
   const texts: { text: string; label?: string; answer?: string }[] = [];
-  const usage: GenerationShardUsage = { model: generator.model, input_tokens: 0, output_tokens: 0, label_model: null, label_tokens: 0 };
+  const usage: GenerationShardUsage = {
+    model: generator.model,
+    input_tokens: 0,
+    output_tokens: 0,
+    label_model: null,
+    label_tokens: 0,
+  };
   // every completion is billed, also the ones dropped as empty or duplicate: the decoder ran
-  const complete = async (system: string, user: string, opts: { seed: number; maxTokens: number; temperature: number }) => {
+  const complete = async (
+    system: string,
+    user: string,
+    opts: { seed: number; maxTokens: number; temperature: number },
+  ) => {
     const out = await generator.complete(system, user, opts);
     usage.input_tokens += out.inputTokens;
     usage.output_tokens += out.outputTokens;
     return out.text;
   };
-  for (let attempt = 0; texts.length < input.shard.count && attempt < input.shard.count * ATTEMPTS_PER_EXAMPLE; attempt++) {
+  for (
+    let attempt = 0;
+    texts.length < input.shard.count && attempt < input.shard.count * ATTEMPTS_PER_EXAMPLE;
+    attempt++
+  ) {
     // deterministic per (job, shard, attempt): a retried shard writes the same rows
-    const seed = parseInt(createHash('sha256').update(`${job.job_id}:${input.shard.index}:${attempt}`).digest('hex').slice(0, 8), 16);
+    const seed = parseInt(
+      createHash('sha256').update(`${job.job_id}:${input.shard.index}:${attempt}`).digest('hex').slice(0, 8),
+      16,
+    );
     const opts = { seed, maxTokens: 60, temperature: 0.9 };
     if (job.task_type === 'classification') {
       const label = job.labels[(input.shard.index * SYNTHETIC_DATA_SHARD + texts.length) % job.labels.length] as string;
@@ -113,32 +154,68 @@ export async function generateSyntheticDataShard(
       if (text && !seen.has(text)) texts.push({ text });
       if (text) seen.add(text);
     } else {
-      const question = cleanGenerated(await complete(SYSTEM, `Write one question a user could ask an assistant.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`, opts));
+      const question = cleanGenerated(
+        await complete(
+          SYSTEM,
+          `Write one question a user could ask an assistant.${domainHint(job)}${job.prompt ? ` ${job.prompt}` : ''}`,
+          opts,
+        ),
+      );
       if (!question || seen.has(question)) continue;
       seen.add(question);
-      const answer = (await complete('You are a helpful assistant. Answer briefly.', question, { ...opts, maxTokens: 120, temperature: 0.3 })).trim();
+      const answer = (
+        await complete('You are a helpful assistant. Answer briefly.', question, {
+          ...opts,
+          maxTokens: 120,
+          temperature: 0.3,
+        })
+      ).trim();
       if (answer) texts.push({ text: question, answer });
     }
   }
   if (job.task_type === 'ner' && texts.length) {
     const model = await resolveEncoderModel(svc, input.teamId, encoderModel);
-    const { predictions, inputTokens } = await labeller.predict(model, texts.map((t) => t.text), { entities: job.labels }, 0.5);
+    const { predictions, inputTokens } = await labeller.predict(
+      model,
+      texts.map((t) => t.text),
+      { entities: job.labels },
+      0.5,
+    );
     usage.label_model = model.baseModel;
     usage.label_tokens = inputTokens;
     texts.forEach((t, i) => {
-      const entities = (predictions[i]?.entities ?? []).map((e) => ({ text: e.text, label: e.label, start: e.start, end: e.end }));
+      const entities = (predictions[i]?.entities ?? []).map((e) => ({
+        text: e.text,
+        label: e.label,
+        start: e.start,
+        end: e.end,
+      }));
       // rows where the labeller found nothing would teach "no entities here" for texts written to have some
       if (entities.length) rows.push({ text: t.text, entities });
     });
   } else if (job.task_type === 'classification') {
     for (const t of texts) rows.push({ text: t.text, label: t.label });
   } else {
-    for (const t of texts) rows.push({ messages: [{ role: 'user', content: t.text }, { role: 'assistant', content: t.answer }] });
+    for (const t of texts)
+      rows.push({
+        messages: [
+          { role: 'user', content: t.text },
+          { role: 'assistant', content: t.answer },
+        ],
+      });
   }
   const key = shardKey(input.teamId, job.job_id, input.shard.index);
-  await svc.blobs.put(key, rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''), 'application/x-ndjson');
+  await svc.blobs.put(
+    key,
+    rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : ''),
+    'application/x-ndjson',
+  );
   // what the job is billed for when it ends (a retried shard overwrites its own note: counted once)
-  await svc.blobs.put(`${generationUsagePrefix(input.teamId, job.job_id)}${String(input.shard.index).padStart(6, '0')}.json`, JSON.stringify(usage), 'application/json');
+  await svc.blobs.put(
+    `${generationUsagePrefix(input.teamId, job.job_id)}${String(input.shard.index).padStart(6, '0')}.json`,
+    JSON.stringify(usage),
+    'application/json',
+  );
   const item = generationItem(input.teamId, job.job_id);
   await svc.records.update(item.pk, item.sk, { add: { generated: rows.length } });
   return { key, rows: rows.length };
@@ -153,7 +230,10 @@ export async function assembleSyntheticData(
   const job = await getSyntheticDataJob(svc, input.teamId, input.jobId);
   const item = generationItem(input.teamId, job.job_id);
   const total = (input.shards ?? []).reduce((n, s) => n + s.rows, 0);
-  if (total === 0) throw new Error('the generator produced no usable example (all outputs were empty, duplicates, or had no entity the labeller could find)');
+  if (total === 0)
+    throw new Error(
+      'the generator produced no usable example (all outputs were empty, duplicates, or had no entity the labeller could find)',
+    );
   let version = job.dataset_version;
   if (version === null) {
     version = await reserveProducedVersion(svc, input.teamId, job.dataset_name, 'generated.jsonl');
@@ -163,28 +243,49 @@ export async function assembleSyntheticData(
   if ((await getVersion(svc, input.teamId, job.dataset_name, version)).status === 'pending_upload') {
     let parts = '';
     for (const s of input.shards ?? []) {
-      if (!s.key.startsWith(`generation/${input.teamId}/${job.job_id}/`)) throw new Error(`shard ${s.key} is not this job's`);
+      if (!s.key.startsWith(`generation/${input.teamId}/${job.job_id}/`))
+        throw new Error(`shard ${s.key} is not this job's`);
       parts += await svc.blobs.getText(s.key);
     }
     await submitProducedRows(svc, input.teamId, job.dataset_name, version, parts);
   }
   const v = await waitForProcessing(svc, input.teamId, job.dataset_name, version, waitMs);
-  const warnings = total < job.num_examples ? [`${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`] : [];
+  const warnings =
+    total < job.num_examples
+      ? [
+          `${total} of ${job.num_examples} requested examples were produced (the rest were empty, duplicates, or unlabelled)`,
+        ]
+      : [];
   await finishSyntheticDataJob(
     svc,
     input.teamId,
     job.job_id,
     v.status === 'ready'
       ? { status: 'complete', warnings }
-      : { status: 'failed', error: `the generated rows failed validation: ${v.errors.slice(0, 3).map((e) => e.message).join('; ')}` },
+      : {
+          status: 'failed',
+          error: `the generated rows failed validation: ${v.errors
+            .slice(0, 3)
+            .map((e) => e.message)
+            .join('; ')}`,
+        },
   );
   return { dataset_name: job.dataset_name, version, status: v.status };
 }
 
 /** `generation.failed`. */
-export async function recordSyntheticDataFailure(svc: Services, input: { jobId: string; teamId: string; error?: WorkflowError }): Promise<{ status: string }> {
+export async function recordSyntheticDataFailure(
+  svc: Services,
+  input: { jobId: string; teamId: string; error?: WorkflowError },
+): Promise<{ status: string }> {
   const item = generationItem(input.teamId, input.jobId);
-  if (await finishSyntheticDataJob(svc, input.teamId, input.jobId, { status: 'failed', error: failureReason(input.error, 'the generation workflow failed') })) return { status: 'failed' };
+  if (
+    await finishSyntheticDataJob(svc, input.teamId, input.jobId, {
+      status: 'failed',
+      error: failureReason(input.error, 'the generation workflow failed'),
+    })
+  )
+    return { status: 'failed' };
   // already ended (a retried failure step): left as it is
   return { status: (await svc.records.get<SyntheticDataJob>(item.pk, item.sk))?.status ?? 'deleted' };
 }
@@ -192,11 +293,16 @@ export async function recordSyntheticDataFailure(svc: Services, input: { jobId: 
 type ShardInput = { jobId: string; teamId: string; shard: SyntheticDataShard };
 
 /** The generation tasks by ASL task name; `shard` runs here (`generateSyntheticDataShard`) or in the gateway (workflow Lambda). */
-export function syntheticDataTasks(svc: Services, shard: (input: ShardInput) => Promise<{ key: string; rows: number }>): TaskTable {
+export function syntheticDataTasks(
+  svc: Services,
+  shard: (input: ShardInput) => Promise<{ key: string; rows: number }>,
+): TaskTable {
   return {
     'generation.plan': (input: { jobId: string; teamId: string }) => planSyntheticData(svc, input),
     'generation.shard': shard,
-    'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) => assembleSyntheticData(svc, input),
-    'generation.failed': (input: { jobId: string; teamId: string; error?: WorkflowError }) => recordSyntheticDataFailure(svc, input),
+    'generation.assemble': (input: { jobId: string; teamId: string; shards?: { key: string; rows: number }[] }) =>
+      assembleSyntheticData(svc, input),
+    'generation.failed': (input: { jobId: string; teamId: string; error?: WorkflowError }) =>
+      recordSyntheticDataFailure(svc, input),
   } as TaskTable;
 }

@@ -5,7 +5,8 @@ import { checkpointItem, jobCheckpointItem, jobCheckpointsPrefix, jobItem, teamP
 
 /** Where a job's files live in the blob store (S3 on AWS, s3rver locally). */
 export const jobPrefix = (teamId: string, jobId: string) => `jobs/${teamId}/${jobId}/`;
-export const checkpointPrefix = (teamId: string, jobId: string, checkpointId: string) => `${jobPrefix(teamId, jobId)}checkpoints/${checkpointId}/`;
+export const checkpointPrefix = (teamId: string, jobId: string, checkpointId: string) =>
+  `${jobPrefix(teamId, jobId)}checkpoints/${checkpointId}/`;
 export const modelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model/`;
 export const archiveKey = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model.tar.gz`;
 /** The train channel: each pinned dataset version's rows, as `<name>-v<version>.jsonl` (SageMaker copies it to /opt/ml/input/data/train). */
@@ -14,9 +15,11 @@ export const trainChannelPrefix = (teamId: string, jobId: string) => `${jobPrefi
  * Checkpoints the trainer saved that reach the service as files, not as announcements: SageMaker
  * syncs /opt/ml/checkpoints here (CheckpointConfig), one directory each with its sift_checkpoint.json.
  */
-export const syncedCheckpointsPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}sagemaker/checkpoints/`;
+export const syncedCheckpointsPrefix = (teamId: string, jobId: string) =>
+  `${jobPrefix(teamId, jobId)}sagemaker/checkpoints/`;
 /** A log chunk is named by the offset of its first line, so readers can skip whole chunks. */
-export const logChunkKey = (teamId: string, jobId: string, firstOffset: number) => `${jobPrefix(teamId, jobId)}logs/${String(firstOffset).padStart(10, '0')}.jsonl`;
+export const logChunkKey = (teamId: string, jobId: string, firstOffset: number) =>
+  `${jobPrefix(teamId, jobId)}logs/${String(firstOffset).padStart(10, '0')}.jsonl`;
 
 /** What resolves a checkpoint id used as `base_model` to its job and root model. */
 export interface CheckpointRef {
@@ -57,7 +60,10 @@ export async function listCheckpoints(svc: Services, teamId: string, jobId: stri
 }
 
 export async function getCheckpoint(svc: Services, teamId: string, checkpointId: string): Promise<Checkpoint> {
-  const found = await svc.records.get<Checkpoint>(checkpointItem(teamId, checkpointId).pk, checkpointItem(teamId, checkpointId).sk);
+  const found = await svc.records.get<Checkpoint>(
+    checkpointItem(teamId, checkpointId).pk,
+    checkpointItem(teamId, checkpointId).sk,
+  );
   if (!found) throw new NotFoundError(`Checkpoint '${checkpointId}' not found`);
   return found;
 }
@@ -71,14 +77,22 @@ export async function markBestCheckpoint(svc: Services, teamId: string, jobId: s
   for (const c of all) {
     const isBest = c.id === best.id;
     if (c.is_best === isBest) continue;
-    await svc.records.update(jobCheckpointItem(teamId, jobId, c.created_at, c.id).pk, jobCheckpointItem(teamId, jobId, c.created_at, c.id).sk, { set: { is_best: isBest } });
-    await svc.records.update(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk, { set: { is_best: isBest } });
+    await svc.records.update(
+      jobCheckpointItem(teamId, jobId, c.created_at, c.id).pk,
+      jobCheckpointItem(teamId, jobId, c.created_at, c.id).sk,
+      { set: { is_best: isBest } },
+    );
+    await svc.records.update(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk, {
+      set: { is_best: isBest },
+    });
   }
 }
 
 /** Removes a job's checkpoint records (its files go with the job prefix). */
 export async function deleteCheckpointRecords(svc: Services, teamId: string, jobId: string): Promise<void> {
-  const all = await svc.records.queryAll<Checkpoint>(teamPartition(teamId), { beginsWith: jobCheckpointsPrefix(jobId) });
+  const all = await svc.records.queryAll<Checkpoint>(teamPartition(teamId), {
+    beginsWith: jobCheckpointsPrefix(jobId),
+  });
   for (const c of all) {
     await svc.records.delete(checkpointItem(teamId, c.id).pk, checkpointItem(teamId, c.id).sk);
     const item = jobCheckpointItem(teamId, jobId, c.created_at, c.id);
@@ -98,7 +112,13 @@ export interface LogLine {
  * Training logs as numbered chunk objects in the blob store: appends never rewrite an object, and
  * readers (the JSON page, the SSE tail) list the chunks. Works the same on S3 and s3rver.
  */
-export async function readLogs(svc: Services, teamId: string, jobId: string, from: number, limit: number): Promise<LogLine[]> {
+export async function readLogs(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  from: number,
+  limit: number,
+): Promise<LogLine[]> {
   const keys = (await svc.blobs.list(`${jobPrefix(teamId, jobId)}logs/`)).sort();
   const firstOffset = (key: string) => Number(key.slice(key.lastIndexOf('/') + 1, -'.jsonl'.length));
   // Start at the last chunk that begins at or before `from`.

@@ -18,8 +18,23 @@ import type { Logger } from '../logger';
 import { baseModelManifestKey, baseModelPrefix } from '../modelLayout';
 import { ITEM_EXISTS } from '../ports';
 import { jobItem } from '../recordKeys';
-import { getTrainingJob, headlineMetrics, learningWarnings, TERMINAL, transitionJob, type TrainingJob } from '../trainingJobs';
-import { getCheckpoint, listCheckpoints, markBestCheckpoint, modelPrefix, registerCheckpoint, syncedCheckpointsPrefix, type Checkpoint } from './artifacts';
+import {
+  getTrainingJob,
+  headlineMetrics,
+  learningWarnings,
+  TERMINAL,
+  transitionJob,
+  type TrainingJob,
+} from '../trainingJobs';
+import {
+  getCheckpoint,
+  listCheckpoints,
+  markBestCheckpoint,
+  modelPrefix,
+  registerCheckpoint,
+  syncedCheckpointsPrefix,
+  type Checkpoint,
+} from './artifacts';
 import { trainerHyperparameters } from './hyperparameters';
 
 /** The fields of a trainer's checkpoint: its `checkpoint` event, and the sift_checkpoint.json beside the files. */
@@ -60,7 +75,12 @@ export interface PreparedTraining {
 }
 
 /** The trainer's process started (locally at once; on AWS when SageMaker says InProgress). Undefined: the job was stopped or deleted meanwhile. */
-export async function trainingRunning(svc: Services, teamId: string, jobId: string, extra: Partial<TrainingJob> = {}): Promise<TrainingJob | undefined> {
+export async function trainingRunning(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  extra: Partial<TrainingJob> = {},
+): Promise<TrainingJob | undefined> {
   try {
     return await transitionJob(svc, teamId, jobId, 'running', extra);
   } catch (err) {
@@ -74,23 +94,39 @@ export async function trainingRunning(svc: Services, teamId: string, jobId: stri
  * whichever step ends the job reads it). A job that already ended is not started; a catalog base
  * model whose weights are not in the model store fails here, with that reason, before any compute.
  */
-export async function prepareTraining(svc: Services, teamId: string, jobId: string, opts: { instanceType: string }): Promise<PreparedTraining> {
+export async function prepareTraining(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  opts: { instanceType: string },
+): Promise<PreparedTraining> {
   const job = await getTrainingJob(svc, teamId, jobId);
-  if (job.status !== 'requested' && job.status !== 'running') throw new ConflictError(`Training job ${job.id} is ${job.status}; not starting it`);
+  if (job.status !== 'requested' && job.status !== 'running')
+    throw new ConflictError(`Training job ${job.id} is ${job.status}; not starting it`);
   const key = jobItem(teamId, job.id);
   await svc.records.update(key.pk, key.sk, { set: { instance_type: opts.instanceType }, condition: ITEM_EXISTS });
-  const train = job.datasets.map((d) => ({ key: rowsKey(teamId, d.name, d.version), file: `${d.name}-v${d.version}.jsonl` }));
+  const train = job.datasets.map((d) => ({
+    key: rowsKey(teamId, d.name, d.version),
+    file: `${d.name}-v${d.version}.jsonl`,
+  }));
   let model: PreparedTraining['model'];
   if (findBaseModel(job.base_model)) {
     if (!(await svc.blobs.head(baseModelManifestKey(job.base_model)))) {
-      throw new Error(`the weights of ${job.base_model} are not in the model store (GET /base-models shows available: false)`);
+      throw new Error(
+        `the weights of ${job.base_model} are not in the model store (GET /base-models shows available: false)`,
+      );
     }
     model = { prefix: baseModelPrefix(job.base_model), cacheName: `models/${job.base_model}` };
   } else {
     const ckpt = await getCheckpoint(svc, teamId, job.base_model);
     model = { prefix: ckpt.blob_prefix, cacheName: `checkpoints/${ckpt.id}` };
   }
-  return { job: { ...job, instance_type: opts.instanceType }, train, model, hyperparameters: (path) => trainerHyperparameters(job, path) };
+  return {
+    job: { ...job, instance_type: opts.instanceType },
+    train,
+    model,
+    hyperparameters: (path) => trainerHyperparameters(job, path),
+  };
 }
 
 /**
@@ -98,8 +134,17 @@ export async function prepareTraining(svc: Services, teamId: string, jobId: stri
  * recorded as the trainer described it (its own id, step, epoch, metrics, and whether it is the
  * final one), dated when the service learned of it. Files first, then the record.
  */
-export async function checkpointSaved(svc: Services, teamId: string, job: Pick<TrainingJob, 'id' | 'root_model'>, meta: TrainerCheckpoint, blobPrefix: string): Promise<Checkpoint> {
-  const checkpoint = checkpointRecord(job, meta, blobPrefix, { is_final: meta.is_final === true, created_at: svc.now().toISOString() });
+export async function checkpointSaved(
+  svc: Services,
+  teamId: string,
+  job: Pick<TrainingJob, 'id' | 'root_model'>,
+  meta: TrainerCheckpoint,
+  blobPrefix: string,
+): Promise<Checkpoint> {
+  const checkpoint = checkpointRecord(job, meta, blobPrefix, {
+    is_final: meta.is_final === true,
+    created_at: svc.now().toISOString(),
+  });
   await registerCheckpoint(svc, teamId, checkpoint);
   return checkpoint;
 }
@@ -119,7 +164,12 @@ export async function completeTraining(
   svc: Services,
   teamId: string,
   jobId: string,
-  opts: { publishModel: () => Promise<void>; scorer?: ValidationScorer | undefined; report: LifecycleReport; computeSeconds?: unknown },
+  opts: {
+    publishModel: () => Promise<void>;
+    scorer?: ValidationScorer | undefined;
+    report: LifecycleReport;
+    computeSeconds?: unknown;
+  },
 ): Promise<{ status: TrainingJob['status'] }> {
   const job = await getTrainingJob(svc, teamId, jobId);
   if (job.status === 'complete') return { status: job.status };
@@ -137,7 +187,10 @@ export async function completeTraining(
   let finalId = checkpoints.find((c) => c.is_final)?.id;
   if (!finalId) {
     const steps = typeof manifest?.steps === 'number' ? manifest.steps : Math.max(0, ...checkpoints.map((c) => c.step));
-    const final = checkpointRecord(job, { step: steps, epoch: job.nr_epochs, metrics: trainerMetrics }, prefix, { is_final: true, created_at: svc.now().toISOString() });
+    const final = checkpointRecord(job, { step: steps, epoch: job.nr_epochs, metrics: trainerMetrics }, prefix, {
+      is_final: true,
+      created_at: svc.now().toISOString(),
+    });
     await registerCheckpoint(svc, teamId, final);
     finalId = final.id;
   }
@@ -151,11 +204,18 @@ export async function completeTraining(
       const scored = headlineMetrics(served);
       if (scored) {
         headline = scored;
-        say(`validation metrics (serving engine): f1 ${scored.f1} precision ${scored.precision} recall ${scored.recall} over ${String(served?.support?.rows ?? '?')} rows`);
+        say(
+          `validation metrics (serving engine): f1 ${scored.f1} precision ${scored.precision} recall ${scored.recall} over ${String(served?.support?.rows ?? '?')} rows`,
+        );
       }
     } catch (error) {
-      opts.report.logger.warn('could not score a trained model on its validation rows; the trainer\'s metrics stand', { job_id: job.id, error });
-      say(`could not score the exported model on the validation rows; keeping the trainer's metrics: ${(error as Error).message}`);
+      opts.report.logger.warn("could not score a trained model on its validation rows; the trainer's metrics stand", {
+        job_id: job.id,
+        error,
+      });
+      say(
+        `could not score the exported model on the validation rows; keeping the trainer's metrics: ${(error as Error).message}`,
+      );
     }
   }
   const warnings = learningWarnings(trainerMetrics, headline);
@@ -165,12 +225,20 @@ export async function completeTraining(
   // the record passes through running even when that report came late or never (EventBridge)
   if (job.status === 'requested') await trainingRunning(svc, teamId, job.id);
   try {
-    const done = await transitionJob(svc, teamId, job.id, 'complete', { metrics: headline, warnings, final_checkpoint_id: finalId, ...computeSeconds(opts.computeSeconds) });
+    const done = await transitionJob(svc, teamId, job.id, 'complete', {
+      metrics: headline,
+      warnings,
+      final_checkpoint_id: finalId,
+      ...computeSeconds(opts.computeSeconds),
+    });
     return { status: done.status };
   } catch (err) {
     if (!(err instanceof ConflictError)) throw err;
     // stopped (or failed) as it completed: that status stands, with the job's checkpoints
-    opts.report.logger.info('training job ended before it could complete', { job_id: job.id, reason: (err as Error).message });
+    opts.report.logger.info('training job ended before it could complete', {
+      job_id: job.id,
+      reason: (err as Error).message,
+    });
     return settle(svc, teamId, await getTrainingJob(svc, teamId, job.id));
   }
 }
@@ -191,7 +259,10 @@ export async function failTraining(
   let recorded = false;
   if (!TERMINAL.includes(job.status)) {
     try {
-      job = await transitionJob(svc, teamId, jobId, 'failed', { error: reason.slice(0, 4000), ...computeSeconds(opts.computeSeconds) });
+      job = await transitionJob(svc, teamId, jobId, 'failed', {
+        error: reason.slice(0, 4000),
+        ...computeSeconds(opts.computeSeconds),
+      });
       recorded = true;
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
@@ -200,7 +271,11 @@ export async function failTraining(
   }
   if (!recorded) {
     // a stop (or an earlier report of the failure) got there first: that status stands, and this reason is said here
-    opts.report.logger.info('training job already ended; this failure reason was not recorded', { job_id: jobId, status: job.status, reason: reason.slice(0, 500) });
+    opts.report.logger.info('training job already ended; this failure reason was not recorded', {
+      job_id: jobId,
+      status: job.status,
+      reason: reason.slice(0, 500),
+    });
   }
   if (job.status === 'complete') return { status: job.status };
   return settle(svc, teamId, job);
@@ -228,12 +303,22 @@ async function registerSyncedCheckpoints(svc: Services, teamId: string, job: Tra
     const blobPrefix = key.slice(0, -'sift_checkpoint.json'.length);
     if (known.has(blobPrefix)) continue;
     const meta = JSON.parse(await svc.blobs.getText(key)) as TrainerCheckpoint;
-    const createdAt = typeof meta.created_at === 'string' && meta.created_at ? meta.created_at : svc.now().toISOString();
-    await registerCheckpoint(svc, teamId, checkpointRecord(job, meta, blobPrefix, { is_final: false, created_at: createdAt }));
+    const createdAt =
+      typeof meta.created_at === 'string' && meta.created_at ? meta.created_at : svc.now().toISOString();
+    await registerCheckpoint(
+      svc,
+      teamId,
+      checkpointRecord(job, meta, blobPrefix, { is_final: false, created_at: createdAt }),
+    );
   }
 }
 
-function checkpointRecord(job: Pick<TrainingJob, 'id' | 'root_model'>, meta: TrainerCheckpoint, blobPrefix: string, at: { is_final: boolean; created_at: string }): Checkpoint {
+function checkpointRecord(
+  job: Pick<TrainingJob, 'id' | 'root_model'>,
+  meta: TrainerCheckpoint,
+  blobPrefix: string,
+  at: { is_final: boolean; created_at: string },
+): Checkpoint {
   return {
     id: typeof meta.id === 'string' && meta.id ? meta.id : newUuid(),
     job_id: job.id,
@@ -248,12 +333,19 @@ function checkpointRecord(job: Pick<TrainingJob, 'id' | 'root_model'>, meta: Tra
   };
 }
 
-const finiteOr = (v: unknown, fallback: number): number => (typeof v === 'number' && Number.isFinite(v) ? v : typeof v === 'string' && v.trim() && Number.isFinite(Number(v)) ? Number(v) : fallback);
+const finiteOr = (v: unknown, fallback: number): number =>
+  typeof v === 'number' && Number.isFinite(v)
+    ? v
+    : typeof v === 'string' && v.trim() && Number.isFinite(Number(v))
+      ? Number(v)
+      : fallback;
 
 /** A checkpoint's metrics as the API gives them (name → number): the trainer's other entries (per-entity tables, counts) stay in its files. */
 function numericMetrics(m: unknown): Record<string, number> | null {
   if (!m || typeof m !== 'object' || Array.isArray(m)) return null;
-  const out = Object.fromEntries(Object.entries(m).filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1])));
+  const out = Object.fromEntries(
+    Object.entries(m).filter((e): e is [string, number] => typeof e[1] === 'number' && Number.isFinite(e[1])),
+  );
   return Object.keys(out).length ? out : null;
 }
 
@@ -279,4 +371,5 @@ async function readModelJson(svc: Services, key: string): Promise<unknown> {
  * What the job is billed by when the platform reports it (SageMaker's TrainingTimeInSeconds), not the
  * record's wall time: the `running` report may come late or never.
  */
-const computeSeconds = (seconds: unknown): { compute_seconds?: number } => (typeof seconds === 'number' && seconds >= 0 ? { compute_seconds: seconds } : {});
+const computeSeconds = (seconds: unknown): { compute_seconds?: number } =>
+  typeof seconds === 'number' && seconds >= 0 ? { compute_seconds: seconds } : {};

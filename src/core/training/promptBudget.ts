@@ -26,7 +26,23 @@ export const ENCODER_POSITION_LIMITS: Readonly<Record<string, number>> = {
 export const MIN_TEXT_TOKENS = 16;
 
 /** Added tokens match as a whole before pre-tokenization: one token each. */
-const ADDED_TOKENS = ['[SEP_STRUCT]', '[SEP_TEXT]', '[P]', '[C]', '[E]', '[R]', '[L]', '[EXAMPLE]', '[OUTPUT]', '[DESCRIPTION]', '[CLS]', '[SEP]', '[PAD]', '[MASK]', '[UNK]'];
+const ADDED_TOKENS = [
+  '[SEP_STRUCT]',
+  '[SEP_TEXT]',
+  '[P]',
+  '[C]',
+  '[E]',
+  '[R]',
+  '[L]',
+  '[EXAMPLE]',
+  '[OUTPUT]',
+  '[DESCRIPTION]',
+  '[CLS]',
+  '[SEP]',
+  '[PAD]',
+  '[MASK]',
+  '[UNK]',
+];
 const ADDED = new RegExp(ADDED_TOKENS.map((t) => t.replace(/[[\]]/g, '\\$&')).join('|'), 'g');
 
 const isCjk = (cp: number) =>
@@ -39,7 +55,12 @@ const isCjk = (cp: number) =>
   (cp >= 0xf900 && cp <= 0xfaff) ||
   (cp >= 0x2f800 && cp <= 0x2fa1f);
 /** BERT `_is_punctuation`: ASCII symbols and Unicode P*. */
-const isPunct = (ch: string, cp: number) => (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126) || /\p{P}/u.test(ch);
+const isPunct = (ch: string, cp: number) =>
+  (cp >= 33 && cp <= 47) ||
+  (cp >= 58 && cp <= 64) ||
+  (cp >= 91 && cp <= 96) ||
+  (cp >= 123 && cp <= 126) ||
+  /\p{P}/u.test(ch);
 /** Characters the normalizer may remove or that vanish with accent stripping (controls, format, U+FFFD, combining marks): never counted. */
 const isDropped = (ch: string) => /[\p{C}\p{Mn}\uFFFD]/u.test(ch);
 /** Whitespace in every BERT variant (others, like U+000B, may be removed instead: counted as neither). */
@@ -85,12 +106,23 @@ const clip = (s: string) => (s.length > 60 ? `${s.slice(0, 57)}...` : s);
 function labelPrompts(v: LabelSummary): Array<{ what: string; prompts: string[] }> {
   const out: Array<{ what: string; prompts: string[] }> = [];
   for (const l of v.label_vocabulary)
-    out.push({ what: `classification label '${clip(l)}'`, prompts: [`( [P] classification ( [L] ${l} ) )`, `( [P] classification [DESCRIPTION] label 1: ${l} ( [L] label 1 ) )`] });
-  for (const t of v.entity_types) out.push({ what: `entity type '${clip(t)}'`, prompts: [`( [P] entities ( [E] ${t} ) )`] });
-  for (const r of v.relation_types) out.push({ what: `relation '${clip(r)}'`, prompts: [`( [P] ${r} ( [R] head [R] tail ) )`] });
+    out.push({
+      what: `classification label '${clip(l)}'`,
+      prompts: [
+        `( [P] classification ( [L] ${l} ) )`,
+        `( [P] classification [DESCRIPTION] label 1: ${l} ( [L] label 1 ) )`,
+      ],
+    });
+  for (const t of v.entity_types)
+    out.push({ what: `entity type '${clip(t)}'`, prompts: [`( [P] entities ( [E] ${t} ) )`] });
+  for (const r of v.relation_types)
+    out.push({ what: `relation '${clip(r)}'`, prompts: [`( [P] ${r} ( [R] head [R] tail ) )`] });
   for (const [s, fields] of Object.entries(v.structures ?? {}))
     for (const f of Object.keys(fields))
-      out.push({ what: `structure '${clip(s)}' field '${clip(f)}'`, prompts: [`( [P] ${s} ( [C] ${f} ) )`, `( [P] ${s} [DESCRIPTION] field 1: ${f} ( [C] field 1 ) )`] });
+      out.push({
+        what: `structure '${clip(s)}' field '${clip(f)}'`,
+        prompts: [`( [P] ${s} ( [C] ${f} ) )`, `( [P] ${s} [DESCRIPTION] field 1: ${f} ( [C] field 1 ) )`],
+      });
   return out;
 }
 
@@ -98,7 +130,12 @@ function labelPrompts(v: LabelSummary): Array<{ what: string; prompts: string[] 
  * Field errors (at `loc`) for every label of `v` that can never fit `rootModel`'s encoder; empty when
  * all fit or the model has no hard position limit (DeBERTa-based encoders use relative positions).
  */
-export function impossibleLabels(rootModel: string, datasetName: string, v: LabelSummary, loc: (string | number)[]): FieldError[] {
+export function impossibleLabels(
+  rootModel: string,
+  datasetName: string,
+  v: LabelSummary,
+  loc: (string | number)[],
+): FieldError[] {
   const limit = ENCODER_POSITION_LIMITS[rootModel];
   if (!limit) return [];
   const room = limit - 1 - MIN_TEXT_TOKENS; // [SEP_TEXT] + the least text

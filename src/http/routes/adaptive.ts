@@ -14,14 +14,15 @@ export const adaptiveRoutes = [
     method: 'POST',
     path: '/projects/:id/adaptive-cycles',
     tag: 'projects',
-    summary: 'Run an adaptive cycle now: reviewed and informative traces → training data → candidate → evaluation against the deployed model',
+    summary:
+      'Run an adaptive cycle now: reviewed and informative traces → training data → candidate → evaluation against the deployed model',
     description:
-      'The schedule runs the same cycle for every deployed project. Nothing is promoted: a finished cycle is `offered` with both models\' F1, precision and recall on the same held-out traces, or `skipped` with the reason (usually: not enough feedback yet; `review` lists the traces to give feedback on). Pro, Research and Custom plans.',
+      "The schedule runs the same cycle for every deployed project. Nothing is promoted: a finished cycle is `offered` with both models' F1, precision and recall on the same held-out traces, or `skipped` with the reason (usually: not enough feedback yet; `review` lists the traces to give feedback on). Pro, Research and Custom plans.",
     params: projectParam,
     responses: {
       202: { description: 'Started', schema: AdaptiveCycleSchema },
       ...computeStartErrors,
-      403: { description: 'Not included on the team\'s plan' },
+      403: { description: "Not included on the team's plan" },
       404: { description: 'Project not found' },
       409: { description: 'No deployed model, or a cycle is already running' },
     },
@@ -31,9 +32,12 @@ export const adaptiveRoutes = [
     method: 'GET',
     path: '/projects/:id/adaptive-cycles',
     tag: 'projects',
-    summary: 'The project\'s adaptive cycles, newest first',
+    summary: "The project's adaptive cycles, newest first",
     params: projectParam,
-    responses: { 200: { description: 'Cycles', schema: list(AdaptiveCycleSchema).extend({ project: ProjectSchema }) }, 404: { description: 'Not found' } },
+    responses: {
+      200: { description: 'Cycles', schema: list(AdaptiveCycleSchema).extend({ project: ProjectSchema }) },
+      404: { description: 'Not found' },
+    },
     handler: async ({ svc, principal, params }) => {
       const { project, cycles } = await listCycles(svc, principal.team_id, params.id);
       return json(200, { project, data: cycles });
@@ -56,13 +60,18 @@ export const adaptiveRoutes = [
     path: '/projects/:id/adaptive-cycles/:cycle_id/promote',
     tag: 'projects',
     summary: 'Accept an offered candidate: the project (and every client using its name) is served by it from now on',
-    description: 'The same as promoting the candidate job through POST /projects/{id}/deployments, and marks the cycle `promoted`; POST /projects/{id}/rollback undoes it.',
+    description:
+      'The same as promoting the candidate job through POST /projects/{id}/deployments, and marks the cycle `promoted`; POST /projects/{id}/rollback undoes it.',
     params: cycleParams,
     responses: {
-      201: { description: 'Promoted', schema: z.object({ cycle: AdaptiveCycleSchema, deployment: ProjectDeploymentSchema }) },
+      201: {
+        description: 'Promoted',
+        schema: z.object({ cycle: AdaptiveCycleSchema, deployment: ProjectDeploymentSchema }),
+      },
       404: { description: 'Not found' },
       409: { description: 'The cycle has no offered candidate' },
     },
-    handler: async ({ svc, principal, params }) => json(201, await promoteCycle(svc, principal.team_id, params.id, params.cycle_id)),
+    handler: async ({ svc, principal, params }) =>
+      json(201, await promoteCycle(svc, principal.team_id, params.id, params.cycle_id)),
   }),
 ];

@@ -28,11 +28,14 @@ export const apiKeyRoutes = [
     responses: {
       201: { description: 'Created', schema: ApiKeySchema.extend({ key: z.string() }) },
       403: { description: 'A member key asked for an admin key' },
-      409: { description: `The team already holds the most active keys a team may (${MAX_ACTIVE_KEYS_PER_TEAM}): revoke one first` },
+      409: {
+        description: `The team already holds the most active keys a team may (${MAX_ACTIVE_KEYS_PER_TEAM}): revoke one first`,
+      },
     },
     handler: async ({ svc, principal, body }) => {
       // Only admins (and the operator) mint admin keys.
-      if (body.role === 'admin' && principal.role === 'member') throw new ForbiddenError('Only an admin key can create admin keys');
+      if (body.role === 'admin' && principal.role === 'member')
+        throw new ForbiddenError('Only an admin key can create admin keys');
       return json(201, await createApiKey(svc, principal.team_id, { name: body.name, role: body.role ?? 'member' }));
     },
   }),
@@ -48,11 +51,15 @@ export const apiKeyRoutes = [
     method: 'DELETE',
     path: '/api-keys/:id',
     tag: 'api-keys',
-    summary: 'Revoke a key; it is rejected from the next request on. Admin keys are revoked only by an admin (or the operator), the operator key only by the operator',
+    summary:
+      'Revoke a key; it is rejected from the next request on. Admin keys are revoked only by an admin (or the operator), the operator key only by the operator',
     params: z.object({ id: uuid }),
     responses: {
       200: { description: 'Revoked', schema: Deleted },
-      403: { description: "The caller's role may not revoke this key (a member revoking an admin key, or anyone but the operator revoking the operator key)" },
+      403: {
+        description:
+          "The caller's role may not revoke this key (a member revoking an admin key, or anyone but the operator revoking the operator key)",
+      },
       404: { description: 'No such key in this team' },
     },
     handler: async ({ svc, principal, params }) => {
@@ -80,7 +87,10 @@ export const apiKeyRoutes = [
       credit_balance_usd: usdAmount.nullable().optional(),
     }),
     responses: {
-      201: { description: 'Team and its first key', schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }) },
+      201: {
+        description: 'Team and its first key',
+        schema: z.object({ team: TeamSchema, api_key: ApiKeySchema.extend({ key: z.string() }) }),
+      },
       409: { description: 'A team with this id already exists' },
     },
     handler: async ({ svc, body }) => {

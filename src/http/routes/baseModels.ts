@@ -12,7 +12,9 @@ export const baseModelRoutes = [
     tag: 'base-models',
     summary: 'The catalog of base models; `available` says whether the weights are in the model store',
     query: z.strictObject({
-      task_type: z.enum(['encoder', 'decoder', 'ner', 'classification', 'structures', 'relations', 'generate']).optional(),
+      task_type: z
+        .enum(['encoder', 'decoder', 'ner', 'classification', 'structures', 'relations', 'generate'])
+        .optional(),
       supports_training: queryBool,
     }),
     responses: { 200: { description: 'Catalog', schema: list(BaseModelSchema) } },

@@ -1,17 +1,31 @@
 import { z } from 'zod';
-import { createUploadUrl, deleteDataset, getDataset, getReport, getVersion, listDatasets, startProcessing } from '../../core/datasets/service';
+import {
+  createUploadUrl,
+  deleteDataset,
+  getDataset,
+  getReport,
+  getVersion,
+  listDatasets,
+  startProcessing,
+} from '../../core/datasets/service';
 import { json, route } from '../types';
 import { resourceName } from '../validation';
 import { DatasetVersionSchema, RowErrorSchema, list } from './schemas';
 
-const versionParam = z.string().regex(/^[1-9]\d{0,5}$/, 'must be a positive integer').transform(Number);
+const versionParam = z
+  .string()
+  .regex(/^[1-9]\d{0,5}$/, 'must be a positive integer')
+  .transform(Number);
 // Regexes, not refinements, so the OpenAPI document states every rule (no "..", a known format).
 const fileName = z
   .string()
   .min(1)
   .max(255)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_ -]*(?:\.[A-Za-z0-9_ -]+)*\.?$/, 'must be a plain file name (no directories, no "..")')
-  .regex(/\.(?:[Jj][Ss][Oo][Nn][Ll]?|[Nn][Dd][Jj][Ss][Oo][Nn]|[Cc][Ss][Vv])$/, 'must end in .jsonl, .ndjson, .json or .csv');
+  .regex(
+    /\.(?:[Jj][Ss][Oo][Nn][Ll]?|[Nn][Dd][Jj][Ss][Oo][Nn]|[Cc][Ss][Vv])$/,
+    'must end in .jsonl, .ndjson, .json or .csv',
+  );
 
 export const datasetRoutes = [
   route({
@@ -24,8 +38,16 @@ export const datasetRoutes = [
     body: z.strictObject({
       dataset_name: resourceName,
       file_name: fileName,
-      size_bytes: z.number().int().positive().optional().describe('The file\'s exact size in bytes: signed into the upload URL, which then accepts no other length'),
-      sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits').optional(),
+      size_bytes: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe("The file's exact size in bytes: signed into the upload URL, which then accepts no other length"),
+      sha256: z
+        .string()
+        .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex digits')
+        .optional(),
       new_version: z.boolean().optional(),
     }),
     responses: {
@@ -53,11 +75,15 @@ export const datasetRoutes = [
     summary: 'Validate the uploaded file; poll the version until ready or failed',
     body: z.strictObject({ dataset_name: resourceName, version: z.number().int().positive().optional() }),
     responses: {
-      202: { description: 'Processing', schema: z.object({ dataset_name: z.string(), version: z.number(), status: z.literal('processing') }) },
+      202: {
+        description: 'Processing',
+        schema: z.object({ dataset_name: z.string(), version: z.number(), status: z.literal('processing') }),
+      },
       404: { description: 'Dataset or version not found' },
       409: { description: 'Nothing uploaded, upload truncated, or already processed' },
     },
-    handler: async ({ svc, principal, body }) => json(202, await startProcessing(svc, principal.team_id, body.dataset_name, body.version)),
+    handler: async ({ svc, principal, body }) =>
+      json(202, await startProcessing(svc, principal.team_id, body.dataset_name, body.version)),
   }),
   route({
     method: 'GET',
@@ -77,7 +103,14 @@ export const datasetRoutes = [
       200: {
         description: 'Dataset',
         schema: DatasetVersionSchema.extend({
-          versions: z.array(z.object({ version: z.number(), status: z.string(), row_count: z.number().nullable(), created_at: z.string() })),
+          versions: z.array(
+            z.object({
+              version: z.number(),
+              status: z.string(),
+              row_count: z.number().nullable(),
+              created_at: z.string(),
+            }),
+          ),
         }),
       },
       404: { description: 'Not found' },
@@ -91,7 +124,8 @@ export const datasetRoutes = [
     summary: 'Read one version; poll until status is ready (or failed, with its errors)',
     params: z.object({ name: resourceName, version: versionParam }),
     responses: { 200: { description: 'Version', schema: DatasetVersionSchema }, 404: { description: 'Not found' } },
-    handler: async ({ svc, principal, params }) => json(200, await getVersion(svc, principal.team_id, params.name, params.version)),
+    handler: async ({ svc, principal, params }) =>
+      json(200, await getVersion(svc, principal.team_id, params.name, params.version)),
   }),
   route({
     method: 'GET',
@@ -102,11 +136,18 @@ export const datasetRoutes = [
     responses: {
       200: {
         description: 'Report',
-        schema: z.object({ dataset_name: z.string(), version: z.number(), status: z.string(), error_count: z.number(), errors: z.array(RowErrorSchema) }),
+        schema: z.object({
+          dataset_name: z.string(),
+          version: z.number(),
+          status: z.string(),
+          error_count: z.number(),
+          errors: z.array(RowErrorSchema),
+        }),
       },
       404: { description: 'Not found' },
     },
-    handler: async ({ svc, principal, params }) => json(200, await getReport(svc, principal.team_id, params.name, params.version)),
+    handler: async ({ svc, principal, params }) =>
+      json(200, await getReport(svc, principal.team_id, params.name, params.version)),
   }),
   route({
     method: 'DELETE',
@@ -114,7 +155,10 @@ export const datasetRoutes = [
     tag: 'datasets',
     summary: 'Delete a dataset with every version and file',
     params: z.object({ name: resourceName }),
-    responses: { 200: { description: 'Deleted', schema: z.object({ name: z.string(), deleted: z.literal(true) }) }, 404: { description: 'Not found' } },
+    responses: {
+      200: { description: 'Deleted', schema: z.object({ name: z.string(), deleted: z.literal(true) }) },
+      404: { description: 'Not found' },
+    },
     handler: async ({ svc, principal, params }) => {
       await deleteDataset(svc, principal.team_id, params.name);
       return json(200, { name: params.name, deleted: true });

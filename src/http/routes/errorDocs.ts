@@ -17,6 +17,6 @@ export const computeStartErrors: Record<number, ResponseDoc> = {
   402: { description: 'Out of prepaid credit: nothing is created' },
   429: {
     description:
-      'Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan\'s cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created',
+      "Rate limit, the daily spending cap (`X-RateLimit-Reason: daily_spend_cap_exceeded`), or the plan's cap on compute running at once (`X-RateLimit-Reason: concurrent_jobs`); `Retry-After` in seconds. Nothing is created",
   },
 };

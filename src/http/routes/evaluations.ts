@@ -37,7 +37,8 @@ export const evaluationRoutes = [
     summary: 'List evaluations, newest first',
     query: z.strictObject({ project_id: uuid.optional() }),
     responses: { 200: { description: 'Evaluations', schema: list(EvaluationSchema) } },
-    handler: async ({ svc, principal, query }) => json(200, { data: await listEvaluations(svc, principal.team_id, query) }),
+    handler: async ({ svc, principal, query }) =>
+      json(200, { data: await listEvaluations(svc, principal.team_id, query) }),
   }),
   route({
     method: 'GET',

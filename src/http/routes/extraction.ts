@@ -5,7 +5,14 @@
  * field) is compat/common.ts's extractThroughCompat. Each request resolves its model once.
  */
 import { z } from 'zod';
-import { checkTexts, EncoderInferenceBody, runExtraction, SchemaBody, toEncoderSchema, type ExtractionOutput } from '../../core/extraction/api';
+import {
+  checkTexts,
+  EncoderInferenceBody,
+  runExtraction,
+  SchemaBody,
+  toEncoderSchema,
+  type ExtractionOutput,
+} from '../../core/extraction/api';
 import type { Principal, Services } from '../../core/context';
 import { ServiceUnavailableError, ValidationError } from '../../core/errors';
 import { resolveModel, type ResolvedEncoder } from '../../core/models';
@@ -24,12 +31,20 @@ const ExtractionResponse = z.looseObject({
 });
 
 /** The model of an extraction route, resolved once: a decoder here is a 422 on `body.model_id`. */
-const extractionModel = async (svc: Services, principal: Principal, model: string) => (await resolveModel(svc, principal, model, { extraction: true })) as ResolvedEncoder;
+const extractionModel = async (svc: Services, principal: Principal, model: string) =>
+  (await resolveModel(svc, principal, model, { extraction: true })) as ResolvedEncoder;
 
 /** `POST /inference` without `task: "generate"`: extraction with a `schema` (docs/reference/decisions.md#encoder-response). */
 async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
-  if (ctx.body.task !== undefined) throw ValidationError.field(['body', 'task'], `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`);
-  if (!ctx.svc.encoder) throw new ServiceUnavailableError('Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model');
+  if (ctx.body.task !== undefined)
+    throw ValidationError.field(
+      ['body', 'task'],
+      `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`,
+    );
+  if (!ctx.svc.encoder)
+    throw new ServiceUnavailableError(
+      'Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model',
+    );
   const body = parseWith(EncoderInferenceBody, ctx.body, 'body');
   const schema = toEncoderSchema(body.schema);
   const texts = checkTexts(body.text);
@@ -40,7 +55,11 @@ async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unk
     texts,
     batch: Array.isArray(body.text),
     schema,
-    rawInput: { text: body.text, schema: body.schema, ...(body.threshold !== undefined ? { threshold: body.threshold } : {}) },
+    rawInput: {
+      text: body.text,
+      schema: body.schema,
+      ...(body.threshold !== undefined ? { threshold: body.threshold } : {}),
+    },
     threshold: body.threshold,
     store: body.store ?? true,
     endpoint: '/inference',
@@ -53,7 +72,9 @@ async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unk
 /** Routes on `task`; documented as the two bodies the branches accept (encoder: no task, texts not blank). */
 const InferenceRouterBody = z.looseObject({ model_id: z.string().min(1), task: z.string().optional() });
 const documentedText = nonBlank('text must not be empty');
-const EncoderBranch: z.ZodType = EncoderInferenceBody.omit({ task: true }).extend({ text: z.union([documentedText, z.array(documentedText).min(1)]) });
+const EncoderBranch: z.ZodType = EncoderInferenceBody.omit({ task: true }).extend({
+  text: z.union([documentedText, z.array(documentedText).min(1)]),
+});
 documentedAs.set(InferenceRouterBody, z.union([EncoderBranch, GenerateInferenceBody]));
 
 export const inferenceRoutes = [
@@ -69,7 +90,8 @@ export const inferenceRoutes = [
       ...modelRunErrors,
     },
     handler: async (ctx) => {
-      if (ctx.body.task === 'generate') return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });
+      if (ctx.body.task === 'generate')
+        return generateInference({ ...ctx, body: parseWith(GenerateInferenceBody, ctx.body, 'body') });
       return encoderInference(ctx as HandlerContext<Record<string, unknown>, unknown, unknown>);
     },
   }),
@@ -83,8 +105,15 @@ const common = {
 };
 const shape = SchemaBody.shape;
 
-function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | 'relations' | 'schema'>(path: string, key: K, summary: string) {
-  const body = z.strictObject({ ...common, [key]: key === 'schema' ? SchemaBody : (shape[key as Exclude<K, 'schema'>] as z.ZodOptional<z.ZodType>).unwrap() } as typeof common & Record<K, z.ZodType>);
+function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | 'relations' | 'schema'>(
+  path: string,
+  key: K,
+  summary: string,
+) {
+  const body = z.strictObject({
+    ...common,
+    [key]: key === 'schema' ? SchemaBody : (shape[key as Exclude<K, 'schema'>] as z.ZodOptional<z.ZodType>).unwrap(),
+  } as typeof common & Record<K, z.ZodType>);
   return route({
     method: 'POST',
     path,
@@ -92,14 +121,18 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
     summary,
     body,
     responses: {
-      200: { description: 'Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response)', schema: ExtractionResponse },
+      200: {
+        description: 'Extraction result with inference_id and usage (docs/reference/decisions.md#encoder-response)',
+        schema: ExtractionResponse,
+      },
       ...modelRunErrors,
       413: { description: 'Text over the documented size limit' },
       422: { description: 'Invalid schema or text' },
     },
     handler: async (ctx): Promise<ApiResponse> => {
       const b = ctx.body as z.output<typeof body> & Record<string, unknown>;
-      const rawSchema = key === 'schema' ? (b[key] as z.output<typeof SchemaBody>) : ({ [key]: b[key] } as z.output<typeof SchemaBody>);
+      const rawSchema =
+        key === 'schema' ? (b[key] as z.output<typeof SchemaBody>) : ({ [key]: b[key] } as z.output<typeof SchemaBody>);
       const schema = toEncoderSchema(rawSchema, key === 'schema' ? ['body', 'schema'] : ['body']);
       const texts = checkTexts(b.text as string | string[]);
       const out: ExtractionOutput = await runExtraction({
@@ -123,7 +156,11 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
 
 export const glinerRoutes = [
   glinerRoute('/gliner-2/entities', 'entities', 'Named entities: `entities` = types (list) or type → description'),
-  glinerRoute('/gliner-2/classify', 'classifications', 'Text classification: `classifications` = [{task, labels, multi_label?, top_k?}]'),
+  glinerRoute(
+    '/gliner-2/classify',
+    'classifications',
+    'Text classification: `classifications` = [{task, labels, multi_label?, top_k?}]',
+  ),
   glinerRoute('/gliner-2/extract-json', 'structures', 'Structured extraction: `structures` = {name: {fields: [...]}}'),
   glinerRoute('/gliner-2/relations', 'relations', 'Relation extraction: `relations` = names or {name, description?}'),
   glinerRoute('/gliner-2/extract', 'schema', 'Every head at once: `schema` as in POST /inference'),

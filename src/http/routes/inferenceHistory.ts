@@ -22,7 +22,12 @@ export const inferenceHistoryRoutes = [
     responses: {
       200: {
         description: 'A page of inferences',
-        schema: z.object({ data: z.array(InferenceRecordSchema), limit: z.number(), offset: z.number(), has_more: z.boolean() }),
+        schema: z.object({
+          data: z.array(InferenceRecordSchema),
+          limit: z.number(),
+          offset: z.number(),
+          has_more: z.boolean(),
+        }),
       },
     },
     handler: async ({ svc, principal, query }) => {
@@ -45,7 +50,10 @@ export const inferenceHistoryRoutes = [
     tag: 'inferences',
     summary: 'Mark an inference correct, or incorrect with the corrected output',
     params: z.object({ id: z.string() }),
-    body: z.strictObject({ verdict: z.enum(['correct', 'incorrect']), corrected_output: z.record(z.string(), z.unknown()).optional() }),
+    body: z.strictObject({
+      verdict: z.enum(['correct', 'incorrect']),
+      corrected_output: z.record(z.string(), z.unknown()).optional(),
+    }),
     responses: {
       200: {
         description: 'Acknowledged',

@@ -14,7 +14,13 @@ const id = z.string().min(1);
 const stored = z.object({ key: z.string(), rows: z.number() });
 
 /** `POST /internal/tasks/<task>`: the task's input as the body, its result as the response. */
-function internalTask<B extends z.ZodType>(task: string, summary: string, body: B, result: z.ZodType, run: (svc: Services, input: z.output<B>) => Promise<unknown>) {
+function internalTask<B extends z.ZodType>(
+  task: string,
+  summary: string,
+  body: B,
+  result: z.ZodType,
+  run: (svc: Services, input: z.output<B>) => Promise<unknown>,
+) {
   return route({
     method: 'POST',
     path: `/internal/tasks/${task}`,
@@ -30,7 +36,11 @@ export const internalRoutes = () => [
   internalTask(
     'evaluation.shard',
     'Score one shard of an evaluation with this process’s engine (counts stored; returns where)',
-    z.strictObject({ evaluationId: id, teamId: id, shard: z.strictObject({ offset: z.number().int().min(0), count: z.number().int().min(1) }) }),
+    z.strictObject({
+      evaluationId: id,
+      teamId: id,
+      shard: z.strictObject({ offset: z.number().int().min(0), count: z.number().int().min(1) }),
+    }),
     stored,
     (svc, input) => evaluateShard(svc, new InProcessPredictor(svc), input),
   ),
@@ -44,7 +54,11 @@ export const internalRoutes = () => [
   internalTask(
     'generation.shard',
     'Generate (decoder) and label (engine) one shard of a generation job (rows stored; returns where)',
-    z.strictObject({ jobId: id, teamId: id, shard: z.strictObject({ index: z.number().int().min(0), count: z.number().int().min(1) }) }),
+    z.strictObject({
+      jobId: id,
+      teamId: id,
+      shard: z.strictObject({ index: z.number().int().min(0), count: z.number().int().min(1) }),
+    }),
     stored,
     (svc, input) => generateSyntheticDataShard(svc, decoderTextGenerator(svc), new InProcessPredictor(svc), input),
   ),

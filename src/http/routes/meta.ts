@@ -46,7 +46,8 @@ export const metaRoutes = [
     method: 'GET',
     path: '/ready',
     tag: 'meta',
-    summary: 'Readiness: stores reachable, preloaded models (SIFT_PRELOAD_MODELS) loaded and no model still building (local first start); 503 until then',
+    summary:
+      'Readiness: stores reachable, preloaded models (SIFT_PRELOAD_MODELS) loaded and no model still building (local first start); 503 until then',
     responses: {
       200: { description: 'Ready', schema: ReadinessSchema },
       503: { description: 'Not ready (the body says which check failed)', schema: ReadinessSchema },
@@ -64,12 +65,24 @@ export const metaRoutes = [
     responses: {
       200: {
         description: 'Model list (OpenAI list shape merged with Anthropic paging keys)',
-        schema: z.object({ object: z.literal('list'), data: z.array(OpenAiModel), has_more: z.boolean(), first_id: z.string().nullable(), last_id: z.string().nullable() }),
+        schema: z.object({
+          object: z.literal('list'),
+          data: z.array(OpenAiModel),
+          has_more: z.boolean(),
+          first_id: z.string().nullable(),
+          last_id: z.string().nullable(),
+        }),
       },
     },
     handler: async () => {
       const data = CATALOG.map((m) => openAiModel(m.id));
-      return json(200, { object: 'list', data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      return json(200, {
+        object: 'list',
+        data,
+        has_more: false,
+        first_id: data[0]?.id ?? null,
+        last_id: data.at(-1)?.id ?? null,
+      });
     },
   }),
   route({

@@ -1,6 +1,12 @@
 /** /projects: named deployment targets, their deployment history and rollback (adaptive cycles: adaptive.ts). */
 import { z } from 'zod';
-import { clearProjectDeployment, deleteProjectAndHistory, listProjectDeployments, promoteToProject, rollbackProject } from '../../core/deployments';
+import {
+  clearProjectDeployment,
+  deleteProjectAndHistory,
+  listProjectDeployments,
+  promoteToProject,
+  rollbackProject,
+} from '../../core/deployments';
 import { createProject, getProject, listProjects } from '../../core/projects';
 import { json, route } from '../types';
 import { resourceName } from '../validation';
@@ -53,25 +59,33 @@ export const projectRoutes = [
     method: 'POST',
     path: '/projects/:id/deployments',
     tag: 'projects',
-    summary: 'Promote a training job to the project: every request using the project name or id is served by it from now on',
+    summary:
+      'Promote a training job to the project: every request using the project name or id is served by it from now on',
     description:
       'Deploys the job if it is not deployed yet (its final model, or `checkpoint_id`). The previous target stays deployed, so a rollback is instant.',
     params: projectParam,
-    body: z.strictObject({ training_job_id: z.string().min(1).max(64), checkpoint_id: z.string().min(1).max(64).optional() }),
+    body: z.strictObject({
+      training_job_id: z.string().min(1).max(64),
+      checkpoint_id: z.string().min(1).max(64).optional(),
+    }),
     responses: {
       201: { description: 'Promoted', schema: ProjectChange },
       404: { description: 'Project not found' },
       409: { description: 'Job not complete / no servable weights / concurrent change' },
     },
-    handler: async ({ svc, principal, params, body }) => json(201, await promoteToProject(svc, principal.team_id, params.id, body)),
+    handler: async ({ svc, principal, params, body }) =>
+      json(201, await promoteToProject(svc, principal.team_id, params.id, body)),
   }),
   route({
     method: 'GET',
     path: '/projects/:id/deployments',
     tag: 'projects',
-    summary: 'The project\'s deployment history, newest first (promotions, rollbacks, clears)',
+    summary: "The project's deployment history, newest first (promotions, rollbacks, clears)",
     params: projectParam,
-    responses: { 200: { description: 'History', schema: list(ProjectDeploymentSchema).extend({ project: ProjectSchema }) }, 404: { description: 'Not found' } },
+    responses: {
+      200: { description: 'History', schema: list(ProjectDeploymentSchema).extend({ project: ProjectSchema }) },
+      404: { description: 'Not found' },
+    },
     handler: async ({ svc, principal, params }) => {
       const { project, deployments } = await listProjectDeployments(svc, principal.team_id, params.id);
       return json(200, { project, data: deployments });
@@ -84,8 +98,13 @@ export const projectRoutes = [
     summary: 'Point the project back at an earlier deployment (the one named, else the previous model)',
     params: projectParam,
     body: z.strictObject({ deployment_id: z.string().min(1).max(64).optional() }).optional(),
-    responses: { 201: { description: 'Rolled back', schema: ProjectChange }, 404: { description: 'Not found' }, 409: { description: 'Nothing to roll back to' } },
-    handler: async ({ svc, principal, params, body }) => json(201, await rollbackProject(svc, principal.team_id, params.id, { deployment_id: body?.deployment_id })),
+    responses: {
+      201: { description: 'Rolled back', schema: ProjectChange },
+      404: { description: 'Not found' },
+      409: { description: 'Nothing to roll back to' },
+    },
+    handler: async ({ svc, principal, params, body }) =>
+      json(201, await rollbackProject(svc, principal.team_id, params.id, { deployment_id: body?.deployment_id })),
   }),
   route({
     method: 'DELETE',
@@ -93,7 +112,12 @@ export const projectRoutes = [
     tag: 'projects',
     summary: 'Stop serving anything under the project (history kept; its jobs stay deployed)',
     params: projectParam,
-    responses: { 200: { description: 'Cleared', schema: ProjectChange }, 404: { description: 'Not found' }, 409: { description: 'Nothing deployed' } },
-    handler: async ({ svc, principal, params }) => json(200, await clearProjectDeployment(svc, principal.team_id, params.id)),
+    responses: {
+      200: { description: 'Cleared', schema: ProjectChange },
+      404: { description: 'Not found' },
+      409: { description: 'Nothing deployed' },
+    },
+    handler: async ({ svc, principal, params }) =>
+      json(200, await clearProjectDeployment(svc, principal.team_id, params.id)),
   }),
 ];

@@ -2,10 +2,19 @@
 import { z } from 'zod';
 
 export const ApiKeySchema = z
-  .object({ id: z.string(), name: z.string(), role: z.enum(['operator', 'admin', 'member']), prefix: z.string(), created_at: z.string(), last_used_at: z.string().nullable() })
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: z.enum(['operator', 'admin', 'member']),
+    prefix: z.string(),
+    created_at: z.string(),
+    last_used_at: z.string().nullable(),
+  })
   .meta({ id: 'ApiKey' });
 
-export const RowErrorSchema = z.object({ row: z.number().nullable(), field: z.string().nullable(), message: z.string() }).meta({ id: 'RowError' });
+export const RowErrorSchema = z
+  .object({ row: z.number().nullable(), field: z.string().nullable(), message: z.string() })
+  .meta({ id: 'RowError' });
 
 export const DatasetVersionSchema = z
   .object({
@@ -13,7 +22,7 @@ export const DatasetVersionSchema = z
     version: z.number().int(),
     status: z.enum(['pending_upload', 'processing', 'ready', 'failed']),
     file_name: z.string(),
-    upload_id: z.string().optional().describe('This upload attempt (part of its file\'s storage key)'),
+    upload_id: z.string().optional().describe("This upload attempt (part of its file's storage key)"),
     declared_size_bytes: z.number().nullable().optional().describe('size_bytes as declared at upload/url'),
     declared_sha256: z.string().nullable().optional().describe('sha256 as declared at upload/url'),
     size_bytes: z.number().nullable(),
@@ -51,12 +60,18 @@ export const TrainingJobSchema = z
     epochs_from_data: z
       .boolean()
       .optional()
-      .describe('True when the request named no nr_epochs: the encoder trainer sizes the epochs from the dataset (nr_epochs is updated once it has planned them)'),
+      .describe(
+        'True when the request named no nr_epochs: the encoder trainer sizes the epochs from the dataset (nr_epochs is updated once it has planned them)',
+      ),
     learning_rate: z.number(),
     status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']),
     progress: z.object({ epoch: z.number(), step: z.number(), total_steps: z.number() }).nullable(),
     metrics: z.object({ f1: z.number(), precision: z.number(), recall: z.number() }).nullable(),
-    warnings: z.array(z.string()).describe('Why the finished model may not be what it looks like, e.g. validation F1 no better than the base model'),
+    warnings: z
+      .array(z.string())
+      .describe(
+        'Why the finished model may not be what it looks like, e.g. validation F1 no better than the base model',
+      ),
     error: z.string().nullable(),
     created_at: z.string(),
     started_at: z.string().nullable(),
@@ -113,7 +128,12 @@ export const AdaptiveCycleSchema = z
     candidate_evaluation_id: z.string().nullable(),
     baseline_evaluation_id: z.string().nullable(),
     comparison: z
-      .object({ candidate: ScoresSchema, baseline: ScoresSchema, delta_f1: z.number(), recommendation: z.enum(['promote', 'keep']) })
+      .object({
+        candidate: ScoresSchema,
+        baseline: ScoresSchema,
+        delta_f1: z.number(),
+        recommendation: z.enum(['promote', 'keep']),
+      })
       .nullable(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -148,7 +168,11 @@ export const InferenceRecordSchema = z
     latency_ms: z.number(),
     created_at: z.string(),
     feedback: z
-      .object({ verdict: z.enum(['correct', 'incorrect']), corrected_output: z.record(z.string(), z.unknown()).nullable(), created_at: z.string() })
+      .object({
+        verdict: z.enum(['correct', 'incorrect']),
+        corrected_output: z.record(z.string(), z.unknown()).nullable(),
+        created_at: z.string(),
+      })
       .nullable(),
   })
   .meta({ id: 'InferenceRecord' });
@@ -180,7 +204,9 @@ export const BaseModelSchema = z
     default_hyperparameters: z.object({ nr_epochs: z.number(), learning_rate: z.number() }),
     max_input_tokens: z.number(),
     available: z.boolean(),
-    build: ModelBuildSchema.optional().describe('Present while this installation builds the missing weights (local mode: the background build of `npm start`)'),
+    build: ModelBuildSchema.optional().describe(
+      'Present while this installation builds the missing weights (local mode: the background build of `npm start`)',
+    ),
   })
   .meta({ id: 'BaseModel' });
 

@@ -8,7 +8,13 @@ import { resolveModel, type ResolvedEncoder } from '../../core/models';
 import { z } from 'zod';
 import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/extraction/api';
 import { ValidationError } from '../../core/errors';
-import { createSyntheticDataJob, SYNTHETIC_DATA_LIMITS, SyntheticDataRequest, getSyntheticDataJob, listSyntheticDataJobs } from '../../core/syntheticData/jobs';
+import {
+  createSyntheticDataJob,
+  SYNTHETIC_DATA_LIMITS,
+  SyntheticDataRequest,
+  getSyntheticDataJob,
+  listSyntheticDataJobs,
+} from '../../core/syntheticData/jobs';
 import { json, route, type HandlerContext } from '../types';
 import { nonBlank } from '../validation';
 import { computeStartErrors, modelRunErrors } from './errorDocs';
@@ -28,7 +34,8 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
   const { body } = ctx;
   const dupe = body.labels.find((l, i) => body.labels.indexOf(l) !== i);
   if (dupe !== undefined) throw ValidationError.field(['body', 'labels'], `duplicate label '${dupe}'`);
-  const schemaInput = kind === 'ner' ? { entities: body.labels } : { classifications: [{ task: 'label', labels: body.labels }] };
+  const schemaInput =
+    kind === 'ner' ? { entities: body.labels } : { classifications: [{ task: 'label', labels: body.labels }] };
   const schema = toEncoderSchema(schemaInput, ['body', 'labels']);
   body.inputs.forEach((t, i) => {
     if (!t.trim()) throw ValidationError.field(['body', 'inputs', i], 'input must not be empty');
@@ -59,7 +66,16 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
     (out.result as Record<string, unknown>[]).forEach((r, j) => {
       const text = chunk[j] as string;
       if (kind === 'ner') {
-        results.push({ text, entities: (r.entities as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({ text: t, label, start, end, score })) });
+        results.push({
+          text,
+          entities: (r.entities as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({
+            text: t,
+            label,
+            start,
+            end,
+            score,
+          })),
+        });
       } else {
         const top = (r.classifications as Record<string, { label: string; score: number }[]>).label?.[0];
         results.push({ text, label: top?.label ?? null, score: top?.score ?? null });
@@ -71,7 +87,10 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
 
 const responses = (item: z.ZodType) => ({
   ...modelRunErrors,
-  200: { description: 'Annotations, one per input, in order', schema: z.object({ model_id: z.string(), results: z.array(item), usage: z.object({ input_tokens: z.number() }) }) },
+  200: {
+    description: 'Annotations, one per input, in order',
+    schema: z.object({ model_id: z.string(), results: z.array(item), usage: z.object({ input_tokens: z.number() }) }),
+  },
 });
 
 const GenerationJobSchema = z.looseObject({
@@ -94,7 +113,10 @@ export const syntheticDataRoutes = [
     summary: 'Generate a labelled dataset (ner, classification) or chat pairs (decoder) asynchronously',
     description: `\`num_examples\` 1–${SYNTHETIC_DATA_LIMITS.maxExamples}; \`labels\` required for ner/classification. Poll GET /generate/jobs/{job_id} until complete; the dataset is then a new version of \`dataset_name\`.`,
     body: SyntheticDataRequest,
-    responses: { 202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) }, ...computeStartErrors },
+    responses: {
+      202: { description: 'Queued', schema: z.object({ job_id: z.string(), status: z.string() }) },
+      ...computeStartErrors,
+    },
     handler: async ({ svc, principal, body }) => {
       const job = await createSyntheticDataJob(svc, principal.team_id, body);
       return json(202, { job_id: job.job_id, status: job.status });
@@ -115,7 +137,8 @@ export const syntheticDataRoutes = [
     summary: 'A generation job: status, progress (`generated`), the dataset version it produced',
     params: z.object({ job_id: z.string().min(1).max(64) }),
     responses: { 200: { description: 'Job', schema: GenerationJobSchema }, 404: { description: 'Not found' } },
-    handler: async ({ svc, principal, params }) => json(200, await getSyntheticDataJob(svc, principal.team_id, params.job_id)),
+    handler: async ({ svc, principal, params }) =>
+      json(200, await getSyntheticDataJob(svc, principal.team_id, params.job_id)),
   }),
   route({
     method: 'POST',
@@ -124,7 +147,14 @@ export const syntheticDataRoutes = [
     summary: 'Annotate existing texts with entity spans (offsets in code points), synchronously',
     description: `1–${LABEL_EXISTING_MAX_INPUTS} inputs; \`model_id\` defaults to the installation's default encoder.`,
     body: LabelExistingBody,
-    responses: responses(z.object({ text: z.string(), entities: z.array(z.object({ text: z.string(), label: z.string(), start: z.number(), end: z.number(), score: z.number() })) })),
+    responses: responses(
+      z.object({
+        text: z.string(),
+        entities: z.array(
+          z.object({ text: z.string(), label: z.string(), start: z.number(), end: z.number(), score: z.number() }),
+        ),
+      }),
+    ),
     handler: (ctx) => annotate(ctx, 'ner'),
   }),
   route({

@@ -12,14 +12,17 @@ export const teamBillingRoutes = [
     method: 'POST',
     path: '/teams/:id/credits',
     tag: 'teams',
-    summary: "Add prepaid credit to a team's balance (operator only); a team at or below 0 can call billed endpoints again",
+    summary:
+      "Add prepaid credit to a team's balance (operator only); a team at or below 0 can call billed endpoints again",
     params: teamParams,
     body: z.strictObject({
       amount_usd: positiveUsdAmount,
     }),
     responses: {
       200: { description: 'The team with its new balance', schema: TeamSchema },
-      409: { description: 'The team is billed in arrears: it has no balance to add to (give it one with PATCH /teams/{id})' },
+      409: {
+        description: 'The team is billed in arrears: it has no balance to add to (give it one with PATCH /teams/{id})',
+      },
       404: { description: 'No such team' },
     },
     handler: async ({ svc, params, body }) => json(200, await addCredits(svc, params.id, body.amount_usd)),
@@ -28,7 +31,8 @@ export const teamBillingRoutes = [
     method: 'PATCH',
     path: '/teams/:id',
     tag: 'teams',
-    summary: "Change a team's name, plan, daily spending cap or balance (operator only); null cap: no cap, null balance: billed in arrears",
+    summary:
+      "Change a team's name, plan, daily spending cap or balance (operator only); null cap: no cap, null balance: billed in arrears",
     params: teamParams,
     body: z
       .strictObject({
@@ -37,9 +41,15 @@ export const teamBillingRoutes = [
         daily_spend_cap_usd: usdAmount.nullable().optional(),
         credit_balance_usd: usdAmount.nullable().optional(),
       })
-      .refine((b) => Object.keys(b).length > 0, 'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd')
+      .refine(
+        (b) => Object.keys(b).length > 0,
+        'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd',
+      )
       .meta({ minProperties: 1 }),
-    responses: { 200: { description: 'The team as changed', schema: TeamSchema }, 404: { description: 'No such team' } },
+    responses: {
+      200: { description: 'The team as changed', schema: TeamSchema },
+      404: { description: 'No such team' },
+    },
     handler: async ({ svc, params, body }) => json(200, await updateTeam(svc, params.id, body)),
   }),
 ];

@@ -55,7 +55,9 @@ function toPrompt(body: GenerateInferenceInput): DecoderMessage[] {
  * latency_ms, usage: {prompt_tokens (non-cached), cache_read_tokens, cache_write_tokens,
  * completion_tokens, total_tokens}}`.
  */
-export async function generateInference(ctx: Omit<HandlerContext<unknown, unknown, unknown>, 'body'> & { body: GenerateInferenceInput }): Promise<ApiResponse> {
+export async function generateInference(
+  ctx: Omit<HandlerContext<unknown, unknown, unknown>, 'body'> & { body: GenerateInferenceInput },
+): Promise<ApiResponse> {
   const { svc, principal, body, req } = ctx;
   const started = performance.now();
   const { runtime, resolved } = await resolveForRoute(svc, principal, body.model_id, false).catch((err) => {
@@ -70,7 +72,12 @@ export async function generateInference(ctx: Omit<HandlerContext<unknown, unknow
     model: resolved,
     prompt: { kind: 'chat', messages: toPrompt(body) },
     strictMarkers: false,
-    params: { maxTokens: body.max_tokens ?? defaultMaxTokens(resolved), temperature: body.temperature, topP: body.top_p, stop: body.stop ?? [] },
+    params: {
+      maxTokens: body.max_tokens ?? defaultMaxTokens(resolved),
+      temperature: body.temperature,
+      topP: body.top_p,
+      stop: body.stop ?? [],
+    },
     endpoint: '/inference',
     limitClass: 'inference',
     store: body.store ?? true,

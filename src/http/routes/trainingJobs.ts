@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { ConflictError, notFoundAsUndefined } from '../../core/errors';
 import { archiveKey, listCheckpoints, readLogs, type LogLine } from '../../core/training/artifacts';
 import { deployTrainingJob, undeployTrainingJob } from '../../core/deployments';
-import { TERMINAL, createTrainingJob, deleteTrainingJob, getTrainingJob, listTrainingJobs, stopTrainingJob, type TrainingJob } from '../../core/trainingJobs';
+import {
+  TERMINAL,
+  createTrainingJob,
+  deleteTrainingJob,
+  getTrainingJob,
+  listTrainingJobs,
+  stopTrainingJob,
+  type TrainingJob,
+} from '../../core/trainingJobs';
 import type { Services } from '../../core/context';
 import { json, route } from '../types';
 import { queryInt, resourceName } from '../validation';
@@ -17,11 +25,20 @@ const RlConfig = z.strictObject({
 });
 
 /** The job as clients see it: the deployment's storage location and the billing inputs are internal. */
-export function jobView(
-  job: TrainingJob,
-): Omit<TrainingJob, 'deployment' | 'warnings' | 'instance_type' | 'compute_seconds'> & { warnings: string[] } & { deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null } {
+export function jobView(job: TrainingJob): Omit<
+  TrainingJob,
+  'deployment' | 'warnings' | 'instance_type' | 'compute_seconds'
+> & { warnings: string[] } & {
+  deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null;
+} {
   const { deployment, instance_type: _instance, compute_seconds: _seconds, ...rest } = job;
-  return { ...rest, warnings: job.warnings ?? [], deployment: deployment ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at } : null };
+  return {
+    ...rest,
+    warnings: job.warnings ?? [],
+    deployment: deployment
+      ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at }
+      : null,
+  };
 }
 
 export const trainingJobRoutes = [
@@ -35,7 +52,10 @@ export const trainingJobRoutes = [
     body: z.strictObject({
       model_name: resourceName,
       base_model: z.string().min(1).max(200),
-      datasets: z.array(z.strictObject({ name: resourceName, version: z.number().int().positive().optional() })).min(1).max(20),
+      datasets: z
+        .array(z.strictObject({ name: resourceName, version: z.number().int().positive().optional() }))
+        .min(1)
+        .max(20),
       training_type: z.enum(['lora', 'full']).optional(),
       training_algorithm: z.enum(['sft', 'grpo', 'dpo']).optional(),
       rl_config: RlConfig.optional(),
@@ -60,7 +80,8 @@ export const trainingJobRoutes = [
     summary: 'List training jobs, newest first',
     query: z.strictObject({ status: z.enum(['requested', 'running', 'complete', 'failed', 'stopped']).optional() }),
     responses: { 200: { description: 'Jobs', schema: list(TrainingJobSchema) } },
-    handler: async ({ svc, principal, query }) => json(200, { data: (await listTrainingJobs(svc, principal.team_id, query)).map(jobView) }),
+    handler: async ({ svc, principal, query }) =>
+      json(200, { data: (await listTrainingJobs(svc, principal.team_id, query)).map(jobView) }),
   }),
   route({
     method: 'GET',
@@ -69,7 +90,8 @@ export const trainingJobRoutes = [
     summary: 'Status, progress and metrics of a job',
     params: z.object({ id: z.string() }),
     responses: { 200: { description: 'Job', schema: TrainingJobSchema }, 404: { description: 'Not found' } },
-    handler: async ({ svc, principal, params }) => json(200, jobView(await getTrainingJob(svc, principal.team_id, params.id))),
+    handler: async ({ svc, principal, params }) =>
+      json(200, jobView(await getTrainingJob(svc, principal.team_id, params.id))),
   }),
   route({
     method: 'GET',
@@ -84,7 +106,14 @@ export const trainingJobRoutes = [
       200: {
         description: 'Log lines',
         schema: z.object({
-          lines: z.array(z.object({ offset: z.number(), ts: z.string(), stream: z.enum(['stdout', 'stderr', 'system']), line: z.string() })),
+          lines: z.array(
+            z.object({
+              offset: z.number(),
+              ts: z.string(),
+              stream: z.enum(['stdout', 'stderr', 'system']),
+              line: z.string(),
+            }),
+          ),
           next_offset: z.number(),
           status: z.string(),
           complete: z.boolean(),
@@ -135,7 +164,15 @@ export const trainingJobRoutes = [
     handler: async ({ svc, principal, params }) => {
       const checkpoints = await listCheckpoints(svc, principal.team_id, params.id);
       return json(200, {
-        checkpoints: checkpoints.map(({ id, step, epoch, metrics, is_best, is_final, created_at }) => ({ id, step, epoch, metrics, is_best, is_final, created_at })),
+        checkpoints: checkpoints.map(({ id, step, epoch, metrics, is_best, is_final, created_at }) => ({
+          id,
+          step,
+          epoch,
+          metrics,
+          is_best,
+          is_final,
+          created_at,
+        })),
       });
     },
   }),
@@ -144,11 +181,15 @@ export const trainingJobRoutes = [
     path: '/core/training-jobs/:id/download',
     tag: 'training-jobs',
     summary: 'The trained model as a .tar.gz (weights, ONNX export, tokenizer, config, metrics)',
-    description: 'Redirects (302) to a short-lived presigned URL; with `Accept: application/json` returns `{url, expires_in}` instead.',
+    description:
+      'Redirects (302) to a short-lived presigned URL; with `Accept: application/json` returns `{url, expires_in}` instead.',
     params: z.object({ id: z.string() }),
     responses: {
       302: { description: 'Redirect to the archive' },
-      200: { description: 'With Accept: application/json', schema: z.object({ url: z.string(), expires_in: z.number(), size_bytes: z.number() }) },
+      200: {
+        description: 'With Accept: application/json',
+        schema: z.object({ url: z.string(), expires_in: z.number(), size_bytes: z.number() }),
+      },
       404: { description: 'Not found' },
       409: { description: 'Job not complete' },
     },
@@ -156,10 +197,12 @@ export const trainingJobRoutes = [
       const job = await getTrainingJob(svc, principal.team_id, params.id);
       const key = archiveKey(principal.team_id, job.id);
       const head = job.status === 'complete' ? await svc.blobs.head(key) : undefined;
-      if (!head) throw new ConflictError(`Training job '${job.id}' is ${job.status}; its archive exists once it is complete`);
+      if (!head)
+        throw new ConflictError(`Training job '${job.id}' is ${job.status}; its archive exists once it is complete`);
       const expiresIn = 900;
       const url = await svc.blobs.presignGet(key, expiresIn, `${job.model_name}.tar.gz`);
-      if ((req.headers.accept ?? '').includes('application/json')) return json(200, { url, expires_in: expiresIn, size_bytes: head.size });
+      if ((req.headers.accept ?? '').includes('application/json'))
+        return json(200, { url, expires_in: expiresIn, size_bytes: head.size });
       return { status: 302, headers: { location: url } };
     },
   }),
@@ -169,8 +212,13 @@ export const trainingJobRoutes = [
     tag: 'training-jobs',
     summary: 'Stop a requested or running job',
     params: z.object({ id: z.string() }),
-    responses: { 200: { description: 'Stopped', schema: TrainingJobSchema }, 404: { description: 'Not found' }, 409: { description: 'Already finished' } },
-    handler: async ({ svc, principal, params }) => json(200, jobView(await stopTrainingJob(svc, principal.team_id, params.id))),
+    responses: {
+      200: { description: 'Stopped', schema: TrainingJobSchema },
+      404: { description: 'Not found' },
+      409: { description: 'Already finished' },
+    },
+    handler: async ({ svc, principal, params }) =>
+      json(200, jobView(await stopTrainingJob(svc, principal.team_id, params.id))),
   }),
   route({
     method: 'POST',
@@ -186,20 +234,25 @@ export const trainingJobRoutes = [
       404: { description: 'Not found' },
       409: { description: 'Not complete, or no servable weights' },
     },
-    handler: async ({ svc, principal, params, body }) => json(200, jobView(await deployTrainingJob(svc, principal.team_id, params.id, { checkpoint_id: body?.checkpoint_id }))),
+    handler: async ({ svc, principal, params, body }) =>
+      json(
+        200,
+        jobView(await deployTrainingJob(svc, principal.team_id, params.id, { checkpoint_id: body?.checkpoint_id })),
+      ),
   }),
   route({
     method: 'DELETE',
     path: '/core/training-jobs/:id/deploy',
     tag: 'training-jobs',
-    summary: 'End a job\'s inference deployment (its id then answers 409 on inference routes)',
+    summary: "End a job's inference deployment (its id then answers 409 on inference routes)",
     params: z.object({ id: z.string() }),
     responses: {
       200: { description: 'Undeployed', schema: TrainingJobSchema },
       404: { description: 'Not found' },
       409: { description: 'Not deployed, or a project still serves it' },
     },
-    handler: async ({ svc, principal, params }) => json(200, jobView(await undeployTrainingJob(svc, principal.team_id, params.id))),
+    handler: async ({ svc, principal, params }) =>
+      json(200, jobView(await undeployTrainingJob(svc, principal.team_id, params.id))),
   }),
   route({
     method: 'DELETE',
@@ -207,7 +260,11 @@ export const trainingJobRoutes = [
     tag: 'training-jobs',
     summary: 'Delete a finished job record and its artifacts',
     params: z.object({ id: z.string() }),
-    responses: { 200: { description: 'Deleted', schema: Deleted }, 404: { description: 'Not found' }, 409: { description: 'Still active: stop it first' } },
+    responses: {
+      200: { description: 'Deleted', schema: Deleted },
+      404: { description: 'Not found' },
+      409: { description: 'Still active: stop it first' },
+    },
     handler: async ({ svc, principal, params }) => {
       await deleteTrainingJob(svc, principal.team_id, params.id);
       return json(200, { id: params.id, deleted: true });
@@ -216,7 +273,13 @@ export const trainingJobRoutes = [
 ];
 
 /** Polls the log chunks and sends new lines until the job has ended and everything was sent. */
-async function* tailLogs(svc: Services, teamId: string, jobId: string, from: number, signal?: AbortSignal): AsyncGenerator<string> {
+async function* tailLogs(
+  svc: Services,
+  teamId: string,
+  jobId: string,
+  from: number,
+  signal?: AbortSignal,
+): AsyncGenerator<string> {
   let offset = from;
   let lastBeat = Date.now();
   yield ': connected\n\n';

@@ -23,7 +23,7 @@ describe('compute prices', () => {
     expect(Object.keys(SAGEMAKER_TRAINING_USD_PER_HOUR).sort()).toEqual([...TRAINING_INSTANCE_TYPES].sort());
   });
 
-  it('a training minute is AWS\'s hourly price × the markup ÷ 60, rounded up; local is priced as ml.m5.xlarge; an unknown type as the dearest', () => {
+  it("a training minute is AWS's hourly price × the markup ÷ 60, rounded up; local is priced as ml.m5.xlarge; an unknown type as the dearest", () => {
     for (const [type, hourly] of Object.entries(SAGEMAKER_TRAINING_USD_PER_HOUR)) {
       expect(trainingMicrosPerMinute(type)).toBe(Math.ceil((hourly * COMPUTE_MARKUP * 1e6) / 60));
     }
@@ -36,13 +36,19 @@ describe('compute prices', () => {
 
   it('README "Billing" states each per-minute price and its AWS hourly price as the code has them', () => {
     for (const [type, hourly] of Object.entries(SAGEMAKER_TRAINING_USD_PER_HOUR)) {
-      const stated = new RegExp(`\`${type.replaceAll('.', '\\.')}\`(?: \\(the default\\))? \\$(0\\.\\d{6})(?:/min)? \\(\\$([\\d.]+)(?:/h at AWS)?\\)`).exec(README);
-      expect({ type, perMinute: stated?.[1], hourly: stated?.[2] }).toEqual({ type, perMinute: (trainingMicrosPerMinute(type) / 1e6).toFixed(6), hourly: String(hourly) });
+      const stated = new RegExp(
+        `\`${type.replaceAll('.', '\\.')}\`(?: \\(the default\\))? \\$(0\\.\\d{6})(?:/min)? \\(\\$([\\d.]+)(?:/h at AWS)?\\)`,
+      ).exec(README);
+      expect({ type, perMinute: stated?.[1], hourly: stated?.[2] }).toEqual({
+        type,
+        perMinute: (trainingMicrosPerMinute(type) / 1e6).toFixed(6),
+        hourly: String(hourly),
+      });
     }
     expect(README).toContain(`$${ENCODER_PRICE_PER_MTOK} per MTok`);
   });
 
-  it('tokens: the encoder at its price per MTok, the decoder at the model\'s profile prices', () => {
+  it("tokens: the encoder at its price per MTok, the decoder at the model's profile prices", () => {
     expect(encoderTokensCostMicros(1_000_000)).toBe(ENCODER_PRICE_PER_MTOK * 1e6);
     expect(encoderTokensCostMicros(1)).toBe(1); // rounded up to a micro-USD
     expect(decoderTokensCostMicros('HuggingFaceTB/SmolLM2-135M-Instruct', 1000, 100)).toBe(60); // 1000 × 0.05 + 100 × 0.1

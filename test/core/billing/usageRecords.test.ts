@@ -13,7 +13,13 @@ import { emfUsageMetrics } from '../../../src/adapters/metrics/emfUsageMetrics';
 import { createMemoryServices, type MemoryServices } from '../../../src/adapters/memory/services';
 import type { BilledUsage, Logger, RecordStore, WorkMessage } from '../../../src/core/ports';
 import { createTeam } from '../../../src/core/teams';
-import { checkSpendAllowance, getUsage, listUsageRequests, recordBilledUsage, USAGE_READ_LIMITS } from '../../../src/core/usage';
+import {
+  checkSpendAllowance,
+  getUsage,
+  listUsageRequests,
+  recordBilledUsage,
+  USAGE_READ_LIMITS,
+} from '../../../src/core/usage';
 import { RateLimitError } from '../../../src/core/errors';
 import { handleWorkMessage } from '../../../src/core/worker';
 
@@ -56,14 +62,22 @@ async function allRows(svc: MemoryServices, teamId: string) {
 }
 
 /** Attributes a totals item may hold: the fixed counters, its period, and bookkeeping. */
-const FIXED_TOTALS = /^(requests|requests_[a-z_]+|billed_requests|input_tokens|output_tokens|cache_read_tokens|cache_write_tokens|cost_usd_micros|day|month|seq_floor|seq\|w\d{8}-[0-9a-f]+)$/;
+const FIXED_TOTALS =
+  /^(requests|requests_[a-z_]+|billed_requests|input_tokens|output_tokens|cache_read_tokens|cache_write_tokens|cost_usd_micros|day|month|seq_floor|seq\|w\d{8}-[0-9a-f]+)$/;
 
 describe('breakdowns in their own items, keyed by canonical ids', () => {
   it('1,000 projects with 128-character names leave the day and month items with fixed attributes; the read is bounded and adds up', async () => {
     const { svc, teamId } = await setup({ daily_spend_cap_usd: 0.01 }); // 10,000 micro-USD: reached by the 1,000th request
     const n = 1000;
     await Promise.all(
-      Array.from({ length: n }, (_, i) => recordBilledUsage(svc, teamId, 'inference', billed(i, { model: projectName(i), model_id: projectId(i), model_name: projectName(i) }))),
+      Array.from({ length: n }, (_, i) =>
+        recordBilledUsage(
+          svc,
+          teamId,
+          'inference',
+          billed(i, { model: projectName(i), model_id: projectId(i), model_name: projectName(i) }),
+        ),
+      ),
     );
     for (const sk of ['USAGE#DAY#2026-03-10', 'USAGE#MONTH#2026-03']) {
       const item = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), sk))!;
@@ -71,9 +85,15 @@ describe('breakdowns in their own items, keyed by canonical ids', () => {
       expect(item).toMatchObject({ billed_requests: n, cost_usd_micros: n * 10, input_tokens: n * 100 });
     }
     // one item per project per period, named by its id; the name is an attribute, never a key
-    const dayItems = await svc.records.queryAll<Record<string, unknown>>(pkOf(teamId), { beginsWith: 'USAGEBY#DAY#2026-03-10#MODEL#' });
+    const dayItems = await svc.records.queryAll<Record<string, unknown>>(pkOf(teamId), {
+      beginsWith: 'USAGEBY#DAY#2026-03-10#MODEL#',
+    });
     expect(dayItems).toHaveLength(n);
-    expect(dayItems.find((it) => it.model === projectId(7))).toMatchObject({ name: projectName(7), requests: 1, cost_usd_micros: 10 });
+    expect(dayItems.find((it) => it.model === projectId(7))).toMatchObject({
+      name: projectName(7),
+      requests: 1,
+      cost_usd_micros: 10,
+    });
     // the spend cap counts every request
     await expect(checkSpendAllowance(svc, teamId)).rejects.toBeInstanceOf(RateLimitError);
     expect(await allRows(svc, teamId)).toHaveLength(n);
@@ -87,11 +107,20 @@ describe('breakdowns in their own items, keyed by canonical ids', () => {
     query.mockRestore();
     for (const period of [usage.today, usage.this_month]) {
       expect(period.by_model).toHaveLength(USAGE_READ_LIMITS.periodRows + 1);
-      expect(period.by_model[0]).toMatchObject({ model: expect.stringMatching(/^00000000-/), name: expect.stringMatching(/^project-/) });
-      expect(period.by_model.at(-1)).toMatchObject({ model: '(other)', other: true, requests: n - USAGE_READ_LIMITS.periodRows });
+      expect(period.by_model[0]).toMatchObject({
+        model: expect.stringMatching(/^00000000-/),
+        name: expect.stringMatching(/^project-/),
+      });
+      expect(period.by_model.at(-1)).toMatchObject({
+        model: '(other)',
+        other: true,
+        requests: n - USAGE_READ_LIMITS.periodRows,
+      });
       expect(period.by_model.reduce((s, r) => s + r.requests, 0)).toBe(n);
       expect(period.by_model.reduce((s, r) => s + Math.round(r.cost_usd * 1e6), 0)).toBe(n * 10);
-      expect(period.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/inference', requests: n, input_tokens: n * 100 })]);
+      expect(period.by_endpoint).toEqual([
+        expect.objectContaining({ endpoint: '/inference', requests: n, input_tokens: n * 100 }),
+      ]);
     }
     expect(usage.by_day[0]!.by_model).toHaveLength(USAGE_READ_LIMITS.dayRows + 1);
     expect(usage.by_day[0]!.by_model.reduce((s, r) => s + r.input_tokens, 0)).toBe(n * 100);
@@ -100,7 +129,12 @@ describe('breakdowns in their own items, keyed by canonical ids', () => {
   it('a project called by name and by id is one row; a model string too long for a key is hashed into one', async () => {
     const { svc, teamId } = await setup();
     const id = projectId(1);
-    await recordBilledUsage(svc, teamId, 'inference', billed(1, { model: 'support-ner', model_id: id, model_name: 'support-ner' }));
+    await recordBilledUsage(
+      svc,
+      teamId,
+      'inference',
+      billed(1, { model: 'support-ner', model_id: id, model_name: 'support-ner' }),
+    );
     await recordBilledUsage(svc, teamId, 'inference', billed(2, { model: id, model_id: id }));
     const long = 'm'.repeat(5000);
     await recordBilledUsage(svc, teamId, 'compat', billed(3, { model: long }));
@@ -130,14 +164,19 @@ function failing(records: RecordStore, what: 'counters' | 'rows') {
   return { heal: () => (broken = false) };
 }
 
-const usageMessages = (svc: MemoryServices) => svc.sent.filter((m): m is Extract<WorkMessage, { type: 'usage.apply' }> => m.type === 'usage.apply');
+const usageMessages = (svc: MemoryServices) =>
+  svc.sent.filter((m): m is Extract<WorkMessage, { type: 'usage.apply' }> => m.type === 'usage.apply');
 
 describe('request rows and counters are written independently', () => {
   it('a counter write that keeps failing loses no request row; the replay counts once', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
     const faults = failing(svc.records, 'counters');
     for (let i = 0; i < 3; i++) await recordBilledUsage(svc, teamId, 'inference', billed(i));
-    expect((await allRows(svc, teamId)).map((r) => r.inference_id).sort()).toEqual(['inf_000000', 'inf_000001', 'inf_000002']);
+    expect((await allRows(svc, teamId)).map((r) => r.inference_id).sort()).toEqual([
+      'inf_000000',
+      'inf_000001',
+      'inf_000002',
+    ]);
     const kept = usageMessages(svc);
     expect(kept.length).toBeGreaterThan(0); // the batches went to the spool (the queue on AWS)
     faults.heal();
@@ -158,7 +197,9 @@ describe('request rows and counters are written independently', () => {
     faults.heal();
     for (const m of usageMessages(svc)) await handleWorkMessage(svc, m);
     expect(await allRows(svc, teamId)).toHaveLength(2);
-    expect((await getUsage(svc, teamId)).today.by_model).toEqual([expect.objectContaining({ requests: 2, input_tokens: 200 })]);
+    expect((await getUsage(svc, teamId)).today.by_model).toEqual([
+      expect.objectContaining({ requests: 2, input_tokens: 200 }),
+    ]);
   });
 });
 
@@ -168,13 +209,35 @@ describe('idempotent replay', () => {
     const at = new Date(NOW).toISOString();
     const events: UsageEvent[] = [
       { team_id: teamId, at, limit_class: 'inference', requests: 1 },
-      { team_id: teamId, at, limit_class: 'inference', requests: 0, billed: billed(1, { model: 'a-name', model_id: projectId(1), model_name: 'a-name' }) },
-      { team_id: teamId, at, limit_class: 'compat', requests: 0, billed: billed(2, { endpoint: '/v1/chat/completions', output_tokens: 7, cost_usd_micros: 25 }) },
+      {
+        team_id: teamId,
+        at,
+        limit_class: 'inference',
+        requests: 0,
+        billed: billed(1, { model: 'a-name', model_id: projectId(1), model_name: 'a-name' }),
+      },
+      {
+        team_id: teamId,
+        at,
+        limit_class: 'compat',
+        requests: 0,
+        billed: billed(2, { endpoint: '/v1/chat/completions', output_tokens: 7, cost_usd_micros: 25 }),
+      },
     ];
     const batch = buildBatch(`w20260310-${'a'.repeat(32)}`, 1, teamId, events, 0);
-    const kinds = batch.items.map((it) => it.sk.replace(/#\d{4}-\d{2}(-\d{2})?/, '#<when>').replace(/#(MODEL|ENDPOINT)#.*/, '#$1#<key>'));
+    const kinds = batch.items.map((it) =>
+      it.sk.replace(/#\d{4}-\d{2}(-\d{2})?/, '#<when>').replace(/#(MODEL|ENDPOINT)#.*/, '#$1#<key>'),
+    );
     expect([...new Set(kinds)].sort()).toEqual(
-      ['TEAM', 'USAGE#DAY#<when>', 'USAGE#MONTH#<when>', 'USAGEBY#DAY#<when>#ENDPOINT#<key>', 'USAGEBY#DAY#<when>#MODEL#<key>', 'USAGEBY#MONTH#<when>#ENDPOINT#<key>', 'USAGEBY#MONTH#<when>#MODEL#<key>'].sort(),
+      [
+        'TEAM',
+        'USAGE#DAY#<when>',
+        'USAGE#MONTH#<when>',
+        'USAGEBY#DAY#<when>#ENDPOINT#<key>',
+        'USAGEBY#DAY#<when>#MODEL#<key>',
+        'USAGEBY#MONTH#<when>#ENDPOINT#<key>',
+        'USAGEBY#MONTH#<when>#MODEL#<key>',
+      ].sort(),
     );
     // first attempt: every other item refused, the rest land but their reply is lost
     const update = svc.records.update.bind(svc.records);
@@ -187,16 +250,35 @@ describe('idempotent replay', () => {
     await expect(applyBatch(svc.records, batch, { now: new Date(NOW) })).rejects.toThrow(/injected/);
     svc.records.update = update as RecordStore['update'];
     const copy = JSON.parse(JSON.stringify(batch)) as UsageBatch; // as a spool line or a queue message
-    for (let i = 0; i < 3; i++) expect(await applyBatch(svc.records, copy, { now: new Date(NOW) })).toEqual({ stale: [] });
+    for (let i = 0; i < 3; i++)
+      expect(await applyBatch(svc.records, copy, { now: new Date(NOW) })).toEqual({ stale: [] });
 
     const get = (sk: string) => svc.records.get<Record<string, number>>(pkOf(teamId), sk);
-    expect(await get('USAGE#DAY#2026-03-10')).toMatchObject({ requests: 1, requests_inference: 1, billed_requests: 2, input_tokens: 200, output_tokens: 7, cost_usd_micros: 35 });
+    expect(await get('USAGE#DAY#2026-03-10')).toMatchObject({
+      requests: 1,
+      requests_inference: 1,
+      billed_requests: 2,
+      input_tokens: 200,
+      output_tokens: 7,
+      cost_usd_micros: 35,
+    });
     expect(await get('USAGE#MONTH#2026-03')).toMatchObject({ requests: 1, billed_requests: 2, cost_usd_micros: 35 });
     for (const period of ['DAY#2026-03-10', 'MONTH#2026-03']) {
-      expect(await get(`USAGEBY#${period}#MODEL#${projectId(1)}`)).toMatchObject({ requests: 1, cost_usd_micros: 10, name: 'a-name' });
-      expect(await get(`USAGEBY#${period}#MODEL#sift/gliner2-mini-v1`)).toMatchObject({ requests: 1, output_tokens: 7, cost_usd_micros: 25 });
+      expect(await get(`USAGEBY#${period}#MODEL#${projectId(1)}`)).toMatchObject({
+        requests: 1,
+        cost_usd_micros: 10,
+        name: 'a-name',
+      });
+      expect(await get(`USAGEBY#${period}#MODEL#sift/gliner2-mini-v1`)).toMatchObject({
+        requests: 1,
+        output_tokens: 7,
+        cost_usd_micros: 25,
+      });
       expect(await get(`USAGEBY#${period}#ENDPOINT#/inference`)).toMatchObject({ requests: 1, cost_usd_micros: 10 });
-      expect(await get(`USAGEBY#${period}#ENDPOINT#/v1/chat/completions`)).toMatchObject({ requests: 1, cost_usd_micros: 25 });
+      expect(await get(`USAGEBY#${period}#ENDPOINT#/v1/chat/completions`)).toMatchObject({
+        requests: 1,
+        cost_usd_micros: 25,
+      });
     }
     expect((await get('TEAM'))!.credit_balance_micros).toBe(1_000_000 - 35);
     expect(await allRows(svc, teamId)).toHaveLength(2);
@@ -204,10 +286,26 @@ describe('idempotent replay', () => {
 });
 
 describe('writer attributes stay bounded', () => {
-  const writer = (day: number, k: number) => `w${new Date(NOW + day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}-${String(k).padStart(32, '0')}`;
+  const writer = (day: number, k: number) =>
+    `w${new Date(NOW + day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}-${String(k).padStart(32, '0')}`;
   const spend = (teamId: string, w: string, seq: number, at: number, micros = 1) =>
-    buildBatch(w, seq, teamId, [{ team_id: teamId, at: new Date(at).toISOString(), limit_class: 'inference', requests: 0, billed: billed(seq, { inference_id: `inf_${w}_${seq}`, cost_usd_micros: micros }) }], 0);
-  const seqAttrs = (item: Record<string, unknown> | undefined) => Object.keys(item ?? {}).filter((k) => k.startsWith('seq|'));
+    buildBatch(
+      w,
+      seq,
+      teamId,
+      [
+        {
+          team_id: teamId,
+          at: new Date(at).toISOString(),
+          limit_class: 'inference',
+          requests: 0,
+          billed: billed(seq, { inference_id: `inf_${w}_${seq}`, cost_usd_micros: micros }),
+        },
+      ],
+      0,
+    );
+  const seqAttrs = (item: Record<string, unknown> | undefined) =>
+    Object.keys(item ?? {}).filter((k) => k.startsWith('seq|'));
 
   it('40 days of 10 new writers a day leave at most 64 writer attributes on the team item, and spend exactly', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
@@ -233,7 +331,15 @@ describe('writer attributes stay bounded', () => {
     const errors: string[] = [];
     const logger: Logger = { info: () => {}, warn: () => {}, error: (msg) => void errors.push(msg) };
     const laterNow = NOW + 40 * DAY_MS;
-    const ledger = new UsageLedger({ records: svc.records, spool: new QueueUsageSpool(svc.queue), metrics: emfUsageMetrics((l) => emf.push(l)), logger, mode: 'write-through', retentionDays: 90, now: () => new Date(laterNow) });
+    const ledger = new UsageLedger({
+      records: svc.records,
+      spool: new QueueUsageSpool(svc.queue),
+      metrics: emfUsageMetrics((l) => emf.push(l)),
+      logger,
+      mode: 'write-through',
+      retentionDays: 90,
+      now: () => new Date(laterNow),
+    });
     // day 0: a batch applied, whose reply was lost, so it is also in the spool
     const early = spend(teamId, writer(0, 1), 1, NOW, 500);
     await applyBatch(svc.records, early, { now: new Date(NOW) });
@@ -241,7 +347,10 @@ describe('writer attributes stay bounded', () => {
     const unapplied = spend(teamId, writer(37, 9), 1, NOW + 37 * DAY_MS, 70);
     // 100 writers over days 1..10 and 30..39 push the team item past the bound
     for (const day of [...Array(10).keys()].map((d) => d + 1).concat([...Array(10).keys()].map((d) => d + 30))) {
-      for (let k = 0; k < 5; k++) await applyBatch(svc.records, spend(teamId, writer(day, k), 1, NOW + day * DAY_MS), { now: new Date(NOW + day * DAY_MS) });
+      for (let k = 0; k < 5; k++)
+        await applyBatch(svc.records, spend(teamId, writer(day, k), 1, NOW + day * DAY_MS), {
+          now: new Date(NOW + day * DAY_MS),
+        });
     }
     const team = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), 'TEAM'))!;
     expect(team[`seq|${writer(0, 1)}`]).toBeUndefined();
@@ -251,25 +360,58 @@ describe('writer attributes stay bounded', () => {
     await ledger.applyKept(JSON.parse(JSON.stringify(early)) as UsageBatch);
     const after = (await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!;
     expect(after.credit_balance_micros).toBe(1_000_000 - 500 - 100); // not spent twice
-    const kept = await svc.records.queryAll<{ team_id: string; writer: string; items: Array<{ sk: string }> }>('USAGESTALE');
-    expect(kept).toEqual([expect.objectContaining({ team_id: teamId, writer: writer(0, 1), items: [expect.objectContaining({ sk: 'TEAM' })] })]);
+    const kept = await svc.records.queryAll<{ team_id: string; writer: string; items: Array<{ sk: string }> }>(
+      'USAGESTALE',
+    );
+    expect(kept).toEqual([
+      expect.objectContaining({
+        team_id: teamId,
+        writer: writer(0, 1),
+        items: [expect.objectContaining({ sk: 'TEAM' })],
+      }),
+    ]);
     expect(emf.join('\n')).toContain('"UsageBatchesStale"');
     expect(errors).toEqual([expect.stringMatching(/kept for reconciliation/)]);
 
     // a writer the floor did not reach applies, once, however old
     await ledger.applyKept(unapplied);
     await ledger.applyKept(unapplied);
-    expect((await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!.credit_balance_micros).toBe(1_000_000 - 500 - 100 - 70);
+    expect((await svc.records.get<Record<string, number>>(pkOf(teamId), 'TEAM'))!.credit_balance_micros).toBe(
+      1_000_000 - 500 - 100 - 70,
+    );
   });
 
   it('a ledger takes a new writer id at UTC midnight, named by its day', async () => {
     const { svc, teamId } = await setup();
     let t = Date.parse('2026-03-10T23:59:59Z');
-    const ledger = new UsageLedger({ records: svc.records, spool: new QueueUsageSpool(svc.queue), metrics: emfUsageMetrics(() => {}), logger: { info() {}, warn() {}, error() {} }, mode: 'write-through', retentionDays: 90, now: () => new Date(t) });
-    await ledger.add({ team_id: teamId, at: new Date(t).toISOString(), limit_class: 'inference', requests: 0, billed: billed(1) });
+    const ledger = new UsageLedger({
+      records: svc.records,
+      spool: new QueueUsageSpool(svc.queue),
+      metrics: emfUsageMetrics(() => {}),
+      logger: { info() {}, warn() {}, error() {} },
+      mode: 'write-through',
+      retentionDays: 90,
+      now: () => new Date(t),
+    });
+    await ledger.add({
+      team_id: teamId,
+      at: new Date(t).toISOString(),
+      limit_class: 'inference',
+      requests: 0,
+      billed: billed(1),
+    });
     t += 2000;
-    await ledger.add({ team_id: teamId, at: new Date(t).toISOString(), limit_class: 'inference', requests: 0, billed: billed(2) });
-    const writers = async (sk: string) => seqAttrs(await svc.records.get(pkOf(teamId), sk)).map((a) => a.slice(0, 14)).sort();
+    await ledger.add({
+      team_id: teamId,
+      at: new Date(t).toISOString(),
+      limit_class: 'inference',
+      requests: 0,
+      billed: billed(2),
+    });
+    const writers = async (sk: string) =>
+      seqAttrs(await svc.records.get(pkOf(teamId), sk))
+        .map((a) => a.slice(0, 14))
+        .sort();
     expect(await writers('USAGE#DAY#2026-03-10')).toEqual(['seq|w20260310-']);
     expect(await writers('USAGE#DAY#2026-03-11')).toEqual(['seq|w20260311-']);
     expect(await writers('USAGE#MONTH#2026-03')).toEqual(['seq|w20260310-', 'seq|w20260311-']);
@@ -298,7 +440,13 @@ describe('what the previous release wrote', () => {
         bump(add, `requests_${e.limit_class}`, e.requests);
         const b = e.billed;
         if (!b) continue;
-        for (const c of ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd_micros'] as const) {
+        for (const c of [
+          'input_tokens',
+          'output_tokens',
+          'cache_read_tokens',
+          'cache_write_tokens',
+          'cost_usd_micros',
+        ] as const) {
           bump(add, c, b[c]);
           bump(add, `model|${b.model}|${c}`, b[c]);
           bump(add, `endpoint|${b.endpoint}|${c}`, b[c]);
@@ -308,31 +456,58 @@ describe('what the previous release wrote', () => {
       }
       if (e.billed) spent += e.billed.cost_usd_micros;
     }
-    const out: UsageBatch['items'] = [...items].map(([sk, add]) => ({ sk, add, ...(sk.startsWith('USAGE#DAY#') ? { set: { day: sk.slice(10) } } : {}) }));
+    const out: UsageBatch['items'] = [...items].map(([sk, add]) => ({
+      sk,
+      add,
+      ...(sk.startsWith('USAGE#DAY#') ? { set: { day: sk.slice(10) } } : {}),
+    }));
     if (spent > 0) out.push({ sk: 'TEAM', add: { credit_balance_micros: -spent }, prepaidOnly: true });
-    return { writer, seq, team_id: teamId, items: out, requests: events.flatMap((e) => (e.billed ? [{ ...e.billed, at: e.at }] : [])), expires_at: 0 };
+    return {
+      writer,
+      seq,
+      team_id: teamId,
+      items: out,
+      requests: events.flatMap((e) => (e.billed ? [{ ...e.billed, at: e.at }] : [])),
+      expires_at: 0,
+    };
   }
   /** How the previous release applied one item of it. */
   const legacyApply = (records: RecordStore, b: UsageBatch, it: UsageBatch['items'][number]) =>
     records.update(pkOf(b.team_id), it.sk, { add: it.add, set: { ...(it.set ?? {}), [`seq|${b.writer}`]: b.seq } });
 
-  const event = (teamId: string, i: number, over: Partial<BilledUsage> = {}): UsageEvent => ({ team_id: teamId, at: new Date(NOW).toISOString(), limit_class: 'inference', requests: 0, billed: billed(i, over) });
+  const event = (teamId: string, i: number, over: Partial<BilledUsage> = {}): UsageEvent => ({
+    team_id: teamId,
+    at: new Date(NOW).toISOString(),
+    limit_class: 'inference',
+    requests: 0,
+    billed: billed(i, over),
+  });
 
   it('an old-layout day and month item is read as it is, alone and beside new items of the same day', async () => {
     const { svc, teamId } = await setup();
-    const old = legacyBatch(`w${'b'.repeat(32)}`, 1, teamId, [event(teamId, 1, { model: 'legacy-project' }), event(teamId, 2)]);
+    const old = legacyBatch(`w${'b'.repeat(32)}`, 1, teamId, [
+      event(teamId, 1, { model: 'legacy-project' }),
+      event(teamId, 2),
+    ]);
     for (const it of old.items) await legacyApply(svc.records, old, it);
     let usage = await getUsage(svc, teamId);
     expect(usage.today.by_model).toEqual([
       expect.objectContaining({ model: 'legacy-project', requests: 1, input_tokens: 100 }),
       expect.objectContaining({ model: 'sift/gliner2-mini-v1', requests: 1, input_tokens: 100 }),
     ]);
-    expect(usage.this_month.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/inference', requests: 2, cost_usd: 0.00002 })]);
+    expect(usage.this_month.by_endpoint).toEqual([
+      expect.objectContaining({ endpoint: '/inference', requests: 2, cost_usd: 0.00002 }),
+    ]);
     expect(usage.by_day[0]!.by_model).toHaveLength(2);
 
     // the same day, now written by this release: the catalog model's rows merge, the project's id is a row of its own
     await recordBilledUsage(svc, teamId, 'inference', billed(3));
-    await recordBilledUsage(svc, teamId, 'inference', billed(4, { model: 'legacy-project', model_id: projectId(9), model_name: 'legacy-project', cost_usd_micros: 30 }));
+    await recordBilledUsage(
+      svc,
+      teamId,
+      'inference',
+      billed(4, { model: 'legacy-project', model_id: projectId(9), model_name: 'legacy-project', cost_usd_micros: 30 }),
+    );
     usage = await getUsage(svc, teamId);
     for (const period of [usage.today, usage.this_month]) {
       expect(period).toMatchObject({ input_tokens: 400, cost_usd: 0.00006 });
@@ -348,7 +523,11 @@ describe('what the previous release wrote', () => {
 
   it('an old-format usage.apply message is applied once, into the new layout, however often it is delivered', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
-    const old = legacyBatch(`w${'c'.repeat(32)}`, 3, teamId, [event(teamId, 1, { model: 'p-old' }), event(teamId, 2), { team_id: teamId, at: new Date(NOW).toISOString(), limit_class: 'inference', requests: 1 }]);
+    const old = legacyBatch(`w${'c'.repeat(32)}`, 3, teamId, [
+      event(teamId, 1, { model: 'p-old' }),
+      event(teamId, 2),
+      { team_id: teamId, at: new Date(NOW).toISOString(), limit_class: 'inference', requests: 1 },
+    ]);
     const message = JSON.parse(JSON.stringify({ type: 'usage.apply', batch: old })) as WorkMessage;
     for (let i = 0; i < 3; i++) await handleWorkMessage(svc, message);
     const day = (await svc.records.get<Record<string, unknown>>(pkOf(teamId), 'USAGE#DAY#2026-03-10'))!;

@@ -8,7 +8,14 @@ import { baseModelManifestKey } from '../../../src/core/modelLayout';
 import { ensureEncoderWeights, type ResolvedEncoder } from '../../../src/core/models';
 
 const MODEL = 'sift/gliner2-mini-v1';
-const catalog: ResolvedEncoder = { type: 'encoder', requested: MODEL, baseModel: MODEL, prefix: `models/${MODEL}/`, projectId: null, trainingJobId: null };
+const catalog: ResolvedEncoder = {
+  type: 'encoder',
+  requested: MODEL,
+  baseModel: MODEL,
+  prefix: `models/${MODEL}/`,
+  projectId: null,
+  trainingJobId: null,
+};
 
 function servicesCountingHeads(ttlMs?: number) {
   const svc = createMemoryServices();
@@ -31,7 +38,10 @@ test('a long-lived server checks a catalog model in the store once per TTL; a re
   await svc.blobs.deletePrefix(baseModelManifestKey(MODEL));
   await ensureEncoderWeights(svc, catalog); // within the TTL: still the checked answer
   await new Promise((r) => setTimeout(r, 150));
-  await expect(ensureEncoderWeights(svc, catalog)).rejects.toMatchObject({ status: 503, message: expect.stringContaining('not in the model store') });
+  await expect(ensureEncoderWeights(svc, catalog)).rejects.toMatchObject({
+    status: 503,
+    message: expect.stringContaining('not in the model store'),
+  });
 });
 
 test('missing weights are asked for on every request, so a model published meanwhile is served at once', async () => {
@@ -49,6 +59,11 @@ test('without a hot path (a Lambda) every request asks the store; a deployed job
   await ensureEncoderWeights(svc, catalog);
   await ensureEncoderWeights(svc, catalog);
   expect(heads).toHaveLength(2);
-  await ensureEncoderWeights(svc, { ...catalog, requested: 'job_1', trainingJobId: 'job_1', prefix: 'jobs/t/job_1/model/' });
+  await ensureEncoderWeights(svc, {
+    ...catalog,
+    requested: 'job_1',
+    trainingJobId: 'job_1',
+    prefix: 'jobs/t/job_1/model/',
+  });
   expect(heads).toHaveLength(2);
 });

@@ -8,16 +8,37 @@ import { createMemoryServices, type MemoryServices } from '../../../src/adapters
 import { claimCycle, getCycle, listCycles, startCycle, updateCycle } from '../../../src/core/adaptive/cycles';
 import { selectProjects, startCandidate } from '../../../src/core/adaptive/workflow';
 import { updateTeam } from '../../../src/core/billing/credits';
-import { trainingCostMicros, trainingMicrosPerMinute, encoderTokensCostMicros, decoderTokensCostMicros } from '../../../src/core/billing/prices';
+import {
+  trainingCostMicros,
+  trainingMicrosPerMinute,
+  encoderTokensCostMicros,
+  decoderTokensCostMicros,
+} from '../../../src/core/billing/prices';
 import fc from 'fast-check';
 import { computeInUse, ORPHAN_SLOT_GRACE_MS, usableSlots } from '../../../src/core/computeSlots';
 import type { WorkflowLauncher } from '../../../src/core/context';
 import { promoteToProject } from '../../../src/core/deployments';
 import { PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
 import { createEvaluation, deleteEvaluation, getEvaluation, listEvaluations } from '../../../src/core/evaluations';
-import { aggregateEvaluation, evaluateShard, prepareEvaluation, recordEvaluationFailure, type EvaluationPredictor } from '../../../src/core/evaluation/workflow';
-import { createSyntheticDataJob, getSyntheticDataJob, listSyntheticDataJobs } from '../../../src/core/syntheticData/jobs';
-import { assembleSyntheticData, generateSyntheticDataShard, planSyntheticData, recordSyntheticDataFailure, type TextGenerator } from '../../../src/core/syntheticData/workflow';
+import {
+  aggregateEvaluation,
+  evaluateShard,
+  prepareEvaluation,
+  recordEvaluationFailure,
+  type EvaluationPredictor,
+} from '../../../src/core/evaluation/workflow';
+import {
+  createSyntheticDataJob,
+  getSyntheticDataJob,
+  listSyntheticDataJobs,
+} from '../../../src/core/syntheticData/jobs';
+import {
+  assembleSyntheticData,
+  generateSyntheticDataShard,
+  planSyntheticData,
+  recordSyntheticDataFailure,
+  type TextGenerator,
+} from '../../../src/core/syntheticData/workflow';
 import { baseModelManifestKey } from '../../../src/core/modelLayout';
 import { createProject, getProject } from '../../../src/core/projects';
 import { newUuid } from '../../../src/core/ids';
@@ -33,11 +54,19 @@ import { completeJob, ENCODER, newJob, readyDataset } from '../../helpers/memory
 const T0 = Date.parse('2026-03-10T12:00:00Z');
 
 /** A team on `plan` with a ready NER dataset, a clock the test moves, and a workflow launcher that records starts. */
-async function setup(opts: { credit_balance_usd?: number; daily_spend_cap_usd?: number; plan?: 'free' | 'pro' | 'research' | 'custom' } = {}) {
+async function setup(
+  opts: {
+    credit_balance_usd?: number;
+    daily_spend_cap_usd?: number;
+    plan?: 'free' | 'pro' | 'research' | 'custom';
+  } = {},
+) {
   let t = T0;
   const svc = createMemoryServices({ now: () => new Date(t) });
   const started: { kind: string; input: Record<string, unknown> }[] = [];
-  svc.workflows = { start: async (kind, _name, input) => void started.push({ kind, input }) } satisfies WorkflowLauncher;
+  svc.workflows = {
+    start: async (kind, _name, input) => void started.push({ kind, input }),
+  } satisfies WorkflowLauncher;
   const team = await createTeam(svc, {
     name: 'acme',
     plan: opts.plan ?? 'pro',
@@ -49,9 +78,20 @@ async function setup(opts: { credit_balance_usd?: number; daily_spend_cap_usd?: 
   return { svc, teamId: team.id, started, advance: (ms: number) => (t += ms) };
 }
 
-const evaluationOf = (svc: MemoryServices, teamId: string) => createEvaluation(svc, teamId, { base_model: ENCODER, dataset_name: 'ner-set' });
-const generationOf = (svc: MemoryServices, teamId: string, task: 'ner' | 'classification' = 'classification', num_examples = 30) =>
-  createSyntheticDataJob(svc, teamId, { task_type: task, dataset_name: 'gen-set', num_examples, labels: task === 'ner' ? ['person'] : ['billing', 'shipping'] });
+const evaluationOf = (svc: MemoryServices, teamId: string) =>
+  createEvaluation(svc, teamId, { base_model: ENCODER, dataset_name: 'ner-set' });
+const generationOf = (
+  svc: MemoryServices,
+  teamId: string,
+  task: 'ner' | 'classification' = 'classification',
+  num_examples = 30,
+) =>
+  createSyntheticDataJob(svc, teamId, {
+    task_type: task,
+    dataset_name: 'gen-set',
+    num_examples,
+    labels: task === 'ner' ? ['person'] : ['billing', 'shipping'],
+  });
 
 /** A project serving a complete job, so adaptive cycles have something to improve. */
 async function deployedProject(svc: MemoryServices, teamId: string) {
@@ -74,7 +114,8 @@ async function nothingCreated(svc: MemoryServices, teamId: string, before: { job
   expect(await listTrainingJobs(svc, teamId)).toHaveLength(before.jobs);
   expect(await listEvaluations(svc, teamId, {})).toHaveLength(before.evaluations);
   expect(await listSyntheticDataJobs(svc, teamId)).toHaveLength(0);
-  for (const kind of ['training', 'evaluation', 'generation'] as const) expect(await computeInUse(svc, teamId, kind)).toBe(0);
+  for (const kind of ['training', 'evaluation', 'generation'] as const)
+    expect(await computeInUse(svc, teamId, kind)).toBe(0);
 }
 
 describe('compute is refused before anything is written', () => {
@@ -104,7 +145,11 @@ describe('compute is refused before anything is written', () => {
     await transitionJob(svc, teamId, job.id, 'complete');
     for (const [kind, start] of Object.entries(everyKind(svc, teamId, project.id))) {
       const refused = (await start().catch((e: unknown) => e)) as RateLimitError;
-      expect({ kind, status: refused.status, reason: refused.headers['x-ratelimit-reason'] }).toEqual({ kind, status: 429, reason: 'daily_spend_cap_exceeded' });
+      expect({ kind, status: refused.status, reason: refused.headers['x-ratelimit-reason'] }).toEqual({
+        kind,
+        status: 429,
+        reason: 'daily_spend_cap_exceeded',
+      });
       expect(Number(refused.headers['retry-after'])).toBe(12 * 3600 - 10 * 60);
     }
     await nothingCreated(svc, teamId, { jobs: 2, evaluations: 0 });
@@ -126,13 +171,27 @@ describe('a training job is billed once, by the transition that ends it', () => 
     expect(cost).toBeGreaterThan(0);
 
     const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data;
-    expect(rows).toEqual([expect.objectContaining({ inference_id: job.id, endpoint: '/core/training-jobs', model: job.id, cost_usd: cost / 1e6 })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        inference_id: job.id,
+        endpoint: '/core/training-jobs',
+        model: job.id,
+        cost_usd: cost / 1e6,
+      }),
+    ]);
     const usage = await getUsage(svc, teamId);
     expect(Math.round(usage.today.cost_usd * 1e6)).toBe(cost);
-    expect(usage.today.by_endpoint).toEqual([expect.objectContaining({ endpoint: '/core/training-jobs', requests: 1 })]);
+    expect(usage.today.by_endpoint).toEqual([
+      expect.objectContaining({ endpoint: '/core/training-jobs', requests: 1 }),
+    ]);
     expect(Math.round((await getTeam(svc, teamId)).credit_balance_usd! * 1e6)).toBe(10_000_000 - cost);
-    const lines = svc.emf.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.endpoint === '/core/training-jobs');
-    expect(lines).toEqual([expect.objectContaining({ model: ENCODER, Requests: 1, CostUsd: cost / 1e6 }), expect.objectContaining({ model: ENCODER, GpuMinutes: 0 })]);
+    const lines = svc.emf
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.endpoint === '/core/training-jobs');
+    expect(lines).toEqual([
+      expect.objectContaining({ model: ENCODER, Requests: 1, CostUsd: cost / 1e6 }),
+      expect.objectContaining({ model: ENCODER, GpuMinutes: 0 }),
+    ]);
   });
 
   it('a stopped job pays for the time it ran; a job stopped before it ran pays nothing', async () => {
@@ -145,7 +204,9 @@ describe('a training job is billed once, by the transition that ends it', () => 
     await stopTrainingJob(svc, teamId, never.id);
     const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data;
     // an hour of ml.g5.xlarge: AWS's 1.408 USD × the 1.25 markup
-    expect(rows).toEqual([expect.objectContaining({ inference_id: ran.id, cost_usd: trainingCostMicros('ml.g5.xlarge', 3600) / 1e6 })]);
+    expect(rows).toEqual([
+      expect.objectContaining({ inference_id: ran.id, cost_usd: trainingCostMicros('ml.g5.xlarge', 3600) / 1e6 }),
+    ]);
     expect(trainingCostMicros('ml.g5.xlarge', 3600)).toBe(60 * Math.ceil((1.408 * 1.25 * 1e6) / 60));
   });
 
@@ -154,27 +215,35 @@ describe('a training job is billed once, by the transition that ends it', () => 
     const job = await newJob(svc, teamId);
     await transitionJob(svc, teamId, job.id, 'running', { instance_type: 'local' });
     const started = Date.parse((await getTrainingJob(svc, teamId, job.id)).started_at!);
-    const line = (offset: number, ms: number) => JSON.stringify({ offset, ts: new Date(started + ms).toISOString(), stream: 'stdout', line: `step ${offset}` });
+    const line = (offset: number, ms: number) =>
+      JSON.stringify({ offset, ts: new Date(started + ms).toISOString(), stream: 'stdout', line: `step ${offset}` });
     await svc.blobs.put(logChunkKey(teamId, job.id, 0), `${line(0, 1_000)}\n${line(1, 30_000)}\n`);
     await svc.blobs.put(logChunkKey(teamId, job.id, 2), `${line(2, 300_000)}\n`);
     advance(8 * 3600_000); // the service came back eight hours later
     await recoverInterruptedWork(svc);
     expect(await getTrainingJob(svc, teamId, job.id)).toMatchObject({ status: 'failed' });
-    expect((await listUsageRequests(svc, teamId, { limit: 10 })).data).toEqual([expect.objectContaining({ inference_id: job.id, cost_usd: trainingCostMicros('local', 300) / 1e6 })]);
+    expect((await listUsageRequests(svc, teamId, { limit: 10 })).data).toEqual([
+      expect.objectContaining({ inference_id: job.id, cost_usd: trainingCostMicros('local', 300) / 1e6 }),
+    ]);
   });
 
-  it('SageMaker\'s trained seconds, when the completion carries them, are what is billed (not the record\'s wall time)', async () => {
+  it("SageMaker's trained seconds, when the completion carries them, are what is billed (not the record's wall time)", async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 10 });
     const job = await newJob(svc, teamId);
     await transitionJob(svc, teamId, job.id, 'running', { instance_type: 'ml.g6.xlarge' });
     await transitionJob(svc, teamId, job.id, 'complete', { compute_seconds: 600 });
-    expect((await listUsageRequests(svc, teamId, { limit: 10 })).data[0]).toMatchObject({ cost_usd: trainingCostMicros('ml.g6.xlarge', 600) / 1e6 });
+    expect((await listUsageRequests(svc, teamId, { limit: 10 })).data[0]).toMatchObject({
+      cost_usd: trainingCostMicros('ml.g6.xlarge', 600) / 1e6,
+    });
   });
 });
 
 /** The engine stand-in: 7 input tokens per text, nothing found. */
 const predictor: EvaluationPredictor = {
-  predict: async (_model, texts) => ({ predictions: texts.map(() => ({ entities: [] })), inputTokens: texts.length * 7 }),
+  predict: async (_model, texts) => ({
+    predictions: texts.map(() => ({ entities: [] })),
+    inputTokens: texts.length * 7,
+  }),
 };
 
 describe('evaluations are billed once, by their input tokens at the encoder price', () => {
@@ -192,7 +261,13 @@ describe('evaluations are billed once, by their input tokens at the encoder pric
     expect(await getEvaluation(svc, teamId, evaluation.id)).toMatchObject({ status: 'complete', error: null });
     const tokens = 2 * 7; // the dataset's two rows
     expect((await listUsageRequests(svc, teamId, { limit: 10 })).data).toEqual([
-      expect.objectContaining({ inference_id: evaluation.id, endpoint: '/core/evaluations', model: ENCODER, input_tokens: tokens, cost_usd: encoderTokensCostMicros(tokens) / 1e6 }),
+      expect.objectContaining({
+        inference_id: evaluation.id,
+        endpoint: '/core/evaluations',
+        model: ENCODER,
+        input_tokens: tokens,
+        cost_usd: encoderTokensCostMicros(tokens) / 1e6,
+      }),
     ]);
     expect(await computeInUse(svc, teamId, 'evaluation')).toBe(0);
   });
@@ -208,7 +283,10 @@ describe('evaluations are billed once, by their input tokens at the encoder pric
     await evaluateShard(svc, predictor, { evaluationId: deleted.id, teamId, shard: shards[0]! });
     await deleteEvaluation(svc, teamId, deleted.id);
     await aggregateEvaluation(svc, { evaluationId: deleted.id, teamId, shardResults: [] }); // the workflow after the delete
-    const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data as { inference_id: string; input_tokens?: number }[];
+    const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data as {
+      inference_id: string;
+      input_tokens?: number;
+    }[];
     expect(rows.map((r) => r.inference_id).sort()).toEqual([failed.id, deleted.id].sort());
     expect(rows.every((r) => r.input_tokens === 14)).toBe(true);
     expect(await computeInUse(svc, teamId, 'evaluation')).toBe(0);
@@ -218,7 +296,11 @@ describe('evaluations are billed once, by their input tokens at the encoder pric
 /** The decoder stand-in: a distinct line per seed, 20 tokens read and 10 written per completion. */
 const generator: TextGenerator = {
   model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
-  complete: async (_system, _user, opts) => ({ text: `A customer message number ${opts.seed}`, inputTokens: 20, outputTokens: 10 }),
+  complete: async (_system, _user, opts) => ({
+    text: `A customer message number ${opts.seed}`,
+    inputTokens: 20,
+    outputTokens: 10,
+  }),
 };
 
 /** Runs the queued dataset processing while `work` waits for it (as the worker would). */
@@ -232,14 +314,15 @@ async function withWorker<T>(svc: MemoryServices, work: Promise<T>): Promise<T> 
   return finished;
 }
 
-describe('generation is billed once, by the decoder\'s tokens (and NER labelling at the encoder price)', () => {
+describe("generation is billed once, by the decoder's tokens (and NER labelling at the encoder price)", () => {
   it('every completion of every shard, once, however often a shard, the assemble or the failure step runs', async () => {
     const { svc, teamId } = await setup({ credit_balance_usd: 1 });
     const job = await generationOf(svc, teamId, 'classification', 30);
     const input = { jobId: job.job_id, teamId };
     const { shards } = await planSyntheticData(svc, input);
     const outputs = [];
-    for (const shard of shards) outputs.push(await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard }));
+    for (const shard of shards)
+      outputs.push(await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard }));
     await generateSyntheticDataShard(svc, generator, predictor, { ...input, shard: shards[1]! }); // a retried shard
     await withWorker(svc, assembleSyntheticData(svc, { ...input, shards: outputs }, 5000));
     await withWorker(svc, assembleSyntheticData(svc, { ...input, shards: outputs }, 5000));
@@ -269,7 +352,12 @@ describe('generation is billed once, by the decoder\'s tokens (and NER labelling
     await recordSyntheticDataFailure(svc, { ...input, error: { Error: 'boom' } });
     await recordSyntheticDataFailure(svc, { ...input, error: { Error: 'boom' } });
     await expect(planSyntheticData(svc, input)).rejects.toThrow(/already ended/); // an ended job is never reopened
-    const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data as { inference_id: string; model: string; input_tokens?: number; cost_usd: number }[];
+    const rows = (await listUsageRequests(svc, teamId, { limit: 10 })).data as {
+      inference_id: string;
+      model: string;
+      input_tokens?: number;
+      cost_usd: number;
+    }[];
     expect(rows.map((r) => [r.inference_id, r.model, r.input_tokens, r.cost_usd]).sort()).toEqual(
       [
         [job.job_id, generator.model, 100, decoderTokensCostMicros(generator.model, 100, 50) / 1e6],
@@ -281,29 +369,38 @@ describe('generation is billed once, by the decoder\'s tokens (and NER labelling
 
 describe('each plan caps the compute running at once, exactly', () => {
   const refusedConcurrent = (results: PromiseSettledResult<unknown>[]) =>
-    results.filter((r) => r.status === 'rejected' && (r.reason as RateLimitError).headers?.['x-ratelimit-reason'] === 'concurrent_jobs');
+    results.filter(
+      (r) =>
+        r.status === 'rejected' && (r.reason as RateLimitError).headers?.['x-ratelimit-reason'] === 'concurrent_jobs',
+    );
 
   it.each([
     ['free', 1],
     ['pro', 4],
-  ] as const)('%s: of cap + 3 training jobs, evaluations and generations created at once, exactly the cap of each succeeds', async (plan, cap) => {
-    const { svc, teamId } = await setup({ plan });
-    for (const [kind, create, list] of [
-      ['training', () => newJob(svc, teamId), () => listTrainingJobs(svc, teamId)],
-      ['evaluation', () => evaluationOf(svc, teamId), () => listEvaluations(svc, teamId, {})],
-      ['generation', () => generationOf(svc, teamId), () => listSyntheticDataJobs(svc, teamId)],
-    ] as const) {
-      const results = await Promise.allSettled(Array.from({ length: cap + 3 }, () => create()));
-      expect({ kind, created: results.filter((r) => r.status === 'fulfilled').length }).toEqual({ kind, created: cap });
-      const refused = refusedConcurrent(results);
-      expect(refused).toHaveLength(3);
-      const err = (refused[0] as PromiseRejectedResult).reason as RateLimitError;
-      expect(err.status).toBe(429);
-      expect(Number(err.headers['retry-after'])).toBeGreaterThan(0);
-      expect(err.message).toContain(`at most ${cap} `);
-      expect(await list()).toHaveLength(cap);
-    }
-  });
+  ] as const)(
+    '%s: of cap + 3 training jobs, evaluations and generations created at once, exactly the cap of each succeeds',
+    async (plan, cap) => {
+      const { svc, teamId } = await setup({ plan });
+      for (const [kind, create, list] of [
+        ['training', () => newJob(svc, teamId), () => listTrainingJobs(svc, teamId)],
+        ['evaluation', () => evaluationOf(svc, teamId), () => listEvaluations(svc, teamId, {})],
+        ['generation', () => generationOf(svc, teamId), () => listSyntheticDataJobs(svc, teamId)],
+      ] as const) {
+        const results = await Promise.allSettled(Array.from({ length: cap + 3 }, () => create()));
+        expect({ kind, created: results.filter((r) => r.status === 'fulfilled').length }).toEqual({
+          kind,
+          created: cap,
+        });
+        const refused = refusedConcurrent(results);
+        expect(refused).toHaveLength(3);
+        const err = (refused[0] as PromiseRejectedResult).reason as RateLimitError;
+        expect(err.status).toBe(429);
+        expect(Number(err.headers['retry-after'])).toBeGreaterThan(0);
+        expect(err.message).toContain(`at most ${cap} `);
+        expect(await list()).toHaveLength(cap);
+      }
+    },
+  );
 
   it('the transition that ends a job frees its slot for the next create', async () => {
     const { svc, teamId } = await setup({ plan: 'free' });
@@ -322,7 +419,8 @@ describe('each plan caps the compute running at once, exactly', () => {
     expect(await computeInUse(svc, teamId, 'training')).toBe(0);
     delete svc.training;
     const put = svc.records.put.bind(svc.records);
-    svc.records.put = async (keys, record, opts) => (keys.sk.startsWith('EVAL#') ? Promise.reject(new Error('store down')) : put(keys, record, opts));
+    svc.records.put = async (keys, record, opts) =>
+      keys.sk.startsWith('EVAL#') ? Promise.reject(new Error('store down')) : put(keys, record, opts);
     await expect(evaluationOf(svc, teamId)).rejects.toThrow('store down');
     expect(await computeInUse(svc, teamId, 'evaluation')).toBe(0);
   });
@@ -338,7 +436,9 @@ describe('each plan caps the compute running at once, exactly', () => {
     expect(next.status).toBe('requested');
     // a create that took slot 0 of the evaluations and died before writing its record
     const slot = computeSlotItem(teamId, 'evaluation', 0);
-    await svc.records.update(slot.pk, slot.sk, { set: { kind: 'evaluation', slot: 0, holder: 'never-written', acquired_at: new Date(T0).toISOString() } });
+    await svc.records.update(slot.pk, slot.sk, {
+      set: { kind: 'evaluation', slot: 0, holder: 'never-written', acquired_at: new Date(T0).toISOString() },
+    });
     await expect(evaluationOf(svc, teamId)).rejects.toBeInstanceOf(RateLimitError);
     advance(ORPHAN_SLOT_GRACE_MS + 1);
     expect((await evaluationOf(svc, teamId)).status).toBe('running');
@@ -348,11 +448,15 @@ describe('each plan caps the compute running at once, exactly', () => {
     // the counterexample to "take any free n < cap": cap 2 with n = 1 and n = 3 held must take nothing
     expect(usableSlots(2, [1, 3])).toBe(0);
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 16 }), fc.uniqueArray(fc.integer({ min: 0, max: 31 }), { maxLength: 24 }), (cap, heldAt) => {
-        const usable = usableSlots(cap, heldAt);
-        const taken = Array.from({ length: usable }, (_, n) => n).filter((n) => !heldAt.includes(n)).length;
-        expect(heldAt.length + taken).toBe(Math.max(cap, heldAt.length));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 16 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 31 }), { maxLength: 24 }),
+        (cap, heldAt) => {
+          const usable = usableSlots(cap, heldAt);
+          const taken = Array.from({ length: usable }, (_, n) => n).filter((n) => !heldAt.includes(n)).length;
+          expect(heldAt.length + taken).toBe(Math.max(cap, heldAt.length));
+        },
+      ),
       { seed: 25, numRuns: 500 },
     );
   });
@@ -378,7 +482,14 @@ describe('adaptive cycles and the spend allowance', () => {
     await updateTeam(svc, teamId, { credit_balance_usd: 0 });
     expect(await selectProjects(svc, { trigger: 'schedule' })).toEqual({ projects: [] });
     const { cycles } = await listCycles(svc, teamId, project.id);
-    expect(cycles).toEqual([expect.objectContaining({ trigger: 'schedule', status: 'skipped', stage: 'done', reason: expect.stringContaining('Account out of credits') })]);
+    expect(cycles).toEqual([
+      expect.objectContaining({
+        trigger: 'schedule',
+        status: 'skipped',
+        stage: 'done',
+        reason: expect.stringContaining('Account out of credits'),
+      }),
+    ]);
     expect(await listTrainingJobs(svc, teamId)).toHaveLength(1); // the deployed one only
     // the project is free again for the next run
     await updateTeam(svc, teamId, { credit_balance_usd: 5 });
@@ -390,15 +501,36 @@ describe('adaptive cycles and the spend allowance', () => {
     const project = await deployedProject(svc, teamId);
     // the deployed job's final checkpoint, which the candidate continues from
     const deployed = (await listTrainingJobs(svc, teamId))[0]!;
-    const checkpoint = { id: newUuid(), job_id: deployed.id, root_model: ENCODER, blob_prefix: modelPrefix(teamId, deployed.id), step: 1, epoch: 1, metrics: null, is_best: false, is_final: true, created_at: new Date(T0).toISOString() };
+    const checkpoint = {
+      id: newUuid(),
+      job_id: deployed.id,
+      root_model: ENCODER,
+      blob_prefix: modelPrefix(teamId, deployed.id),
+      step: 1,
+      epoch: 1,
+      metrics: null,
+      is_best: false,
+      is_final: true,
+      created_at: new Date(T0).toISOString(),
+    };
     await registerCheckpoint(svc, teamId, checkpoint);
-    await svc.records.update(jobItem(teamId, deployed.id).pk, jobItem(teamId, deployed.id).sk, { set: { final_checkpoint_id: checkpoint.id } });
+    await svc.records.update(jobItem(teamId, deployed.id).pk, jobItem(teamId, deployed.id).sk, {
+      set: { final_checkpoint_id: checkpoint.id },
+    });
     const cycle = (await claimCycle(svc, teamId, await getProject(svc, teamId, project.id), 'schedule'))!;
     await readyDataset(svc, teamId, 'train-set');
-    await updateCycle(svc, teamId, cycle, { datasets: { train: { name: 'train-set', version: 1 }, holdout: { name: 'ner-set', version: 1 } } });
+    await updateCycle(svc, teamId, cycle, {
+      datasets: { train: { name: 'train-set', version: 1 }, holdout: { name: 'ner-set', version: 1 } },
+    });
     await updateTeam(svc, teamId, { credit_balance_usd: 0 });
-    await expect(startCandidate(svc, { project: { teamId, projectId: project.id, cycleId: cycle.id } })).rejects.toBeInstanceOf(PaymentRequiredError);
-    expect(await getCycle(svc, teamId, project.id, cycle.id)).toMatchObject({ status: 'skipped', stage: 'done', reason: expect.stringContaining('Account out of credits') });
+    await expect(
+      startCandidate(svc, { project: { teamId, projectId: project.id, cycleId: cycle.id } }),
+    ).rejects.toBeInstanceOf(PaymentRequiredError);
+    expect(await getCycle(svc, teamId, project.id, cycle.id)).toMatchObject({
+      status: 'skipped',
+      stage: 'done',
+      reason: expect.stringContaining('Account out of credits'),
+    });
     expect(await listTrainingJobs(svc, teamId)).toHaveLength(1);
     expect((await getProject(svc, teamId, project.id)).adaptive_cycle_id ?? null).toBeNull(); // the project is free for the next one
   });
@@ -411,6 +543,8 @@ describe('adaptive cycles and the spend allowance', () => {
     advance(60_000);
     await transitionJob(svc, teamId, spender.id, 'complete');
     await selectProjects(svc, { trigger: 'schedule' });
-    expect((await listCycles(svc, teamId, project.id)).cycles).toEqual([expect.objectContaining({ status: 'skipped', reason: expect.stringContaining('daily_spend_cap_exceeded') })]);
+    expect((await listCycles(svc, teamId, project.id)).cycles).toEqual([
+      expect.objectContaining({ status: 'skipped', reason: expect.stringContaining('daily_spend_cap_exceeded') }),
+    ]);
   });
 });

@@ -6,7 +6,17 @@
  */
 import { createMemoryServices, type MemoryServices } from '../../../src/adapters/memory/services';
 import { recoverInterruptedWork } from '../../../src/core/bootstrap';
-import { createUploadUrl, deleteDataset, getReport, getVersion, MAX_PROCESSING_ATTEMPTS, PROCESSING_STALE_MS, processVersion, sourceKey, startProcessing } from '../../../src/core/datasets/service';
+import {
+  createUploadUrl,
+  deleteDataset,
+  getReport,
+  getVersion,
+  MAX_PROCESSING_ATTEMPTS,
+  PROCESSING_STALE_MS,
+  processVersion,
+  sourceKey,
+  startProcessing,
+} from '../../../src/core/datasets/service';
 import { validateDataset } from '../../../src/adapters/fs/datasetFiles';
 import { REPORT_LIMITS, type DatasetValidator } from '../../../src/core/datasets/validation';
 import { ConflictError } from '../../../src/core/errors';
@@ -42,12 +52,17 @@ describe('a version whose processing keeps killing its worker', () => {
   it(`is failed with the reason after ${MAX_PROCESSING_ATTEMPTS} attempts, at start-up, and not re-queued`, async () => {
     const { svc, teamId } = await setUp();
     await uploaded(svc, teamId, 'poison', jsonl([{ text: 'a', label: 'x' }]));
-    expect(svc.sent.splice(0)).toEqual([{ type: 'dataset.process', team_id: teamId, dataset_name: 'poison', version: 1 }]);
+    expect(svc.sent.splice(0)).toEqual([
+      { type: 'dataset.process', team_id: teamId, dataset_name: 'poison', version: 1 },
+    ]);
 
     for (let attempt = 1; attempt <= MAX_PROCESSING_ATTEMPTS; attempt += 1) {
       // processVersion alone (not handleWorkMessage, whose catch would record the error): the process died
       await expect(processVersion(svc, teamId, 'poison', 1, dies)).rejects.toThrow('process killed');
-      expect(await rawVersion(svc, teamId, 'poison')).toMatchObject({ status: 'processing', processing_attempts: attempt });
+      expect(await rawVersion(svc, teamId, 'poison')).toMatchObject({
+        status: 'processing',
+        processing_attempts: attempt,
+      });
       // local start-up after the crash
       await recoverInterruptedWork(svc);
       const queued = svc.sent.splice(0);
@@ -58,7 +73,15 @@ describe('a version whose processing keeps killing its worker', () => {
     expect(v).toMatchObject({
       status: 'failed',
       error_count: 1,
-      errors: [{ row: null, field: null, message: expect.stringMatching(/^validation of this version stopped the worker 2 times: each attempt ended without a result/) }],
+      errors: [
+        {
+          row: null,
+          field: null,
+          message: expect.stringMatching(
+            /^validation of this version stopped the worker 2 times: each attempt ended without a result/,
+          ),
+        },
+      ],
     });
     expect((await getReport(svc, teamId, 'poison', 1)).errors).toEqual(v.errors);
     // the bookkeeping stays off the API
@@ -72,7 +95,8 @@ describe('a version whose processing keeps killing its worker', () => {
     const { svc, teamId } = await setUp();
     await uploaded(svc, teamId, 'poison', jsonl([{ text: 'a', label: 'x' }]));
     const [message] = svc.sent.splice(0);
-    for (let i = 0; i < MAX_PROCESSING_ATTEMPTS; i += 1) await expect(processVersion(svc, teamId, 'poison', 1, dies)).rejects.toThrow();
+    for (let i = 0; i < MAX_PROCESSING_ATTEMPTS; i += 1)
+      await expect(processVersion(svc, teamId, 'poison', 1, dies)).rejects.toThrow();
     // delivery number MAX+1 (SQS maxReceiveCount is 3): no validation is run at all
     let validated = false;
     const noted: DatasetValidator = async (s, j) => {
@@ -91,8 +115,14 @@ describe('a version whose processing keeps killing its worker', () => {
     const { svc, teamId } = await setUp();
     await uploaded(svc, teamId, 'broken', jsonl([{ text: 'a', label: 'x' }]));
     const [message] = svc.sent.splice(0);
-    await expect(handleWorkMessage(svc, message!, { validateDataset: async () => Promise.reject(new Error('the validation worker ran out of memory')) })).rejects.toThrow();
-    expect((await getVersion(svc, teamId, 'broken', 1)).errors).toEqual([{ row: null, field: null, message: 'processing failed: the validation worker ran out of memory' }]);
+    await expect(
+      handleWorkMessage(svc, message!, {
+        validateDataset: async () => Promise.reject(new Error('the validation worker ran out of memory')),
+      }),
+    ).rejects.toThrow();
+    expect((await getVersion(svc, teamId, 'broken', 1)).errors).toEqual([
+      { row: null, field: null, message: 'processing failed: the validation worker ran out of memory' },
+    ]);
   });
 
   it('a version that died once and then succeeds is ready', async () => {
@@ -128,18 +158,32 @@ describe('the bytes processing reads (F9)', () => {
     expect(bytesSeen).toBeLessThanOrEqual(Buffer.byteLength(small));
     expect(await getVersion(svc, teamId, 'swapped', 1)).toMatchObject({
       status: 'failed',
-      errors: [{ row: null, field: null, message: `the stored file is larger than the ${Buffer.byteLength(small)} bytes checked when processing started: it was replaced after the check, so it is not processed; upload it as a new version` }],
+      errors: [
+        {
+          row: null,
+          field: null,
+          message: `the stored file is larger than the ${Buffer.byteLength(small)} bytes checked when processing started: it was replaced after the check, so it is not processed; upload it as a new version`,
+        },
+      ],
     });
   });
 
   it('a file replaced by a shorter one fails too', async () => {
     const { svc, teamId } = await setUp();
-    const content = jsonl([{ text: 'a', label: 'x' }, { text: 'b', label: 'y' }]);
+    const content = jsonl([
+      { text: 'a', label: 'x' },
+      { text: 'b', label: 'y' },
+    ]);
     await uploaded(svc, teamId, 'shrunk', content);
     const [message] = svc.sent.splice(0);
-    await svc.blobs.put(sourceKey(teamId, await getVersion(svc, teamId, 'shrunk', 1)), jsonl([{ text: 'a', label: 'x' }]));
+    await svc.blobs.put(
+      sourceKey(teamId, await getVersion(svc, teamId, 'shrunk', 1)),
+      jsonl([{ text: 'a', label: 'x' }]),
+    );
     await handleWorkMessage(svc, message!);
-    expect((await getVersion(svc, teamId, 'shrunk', 1)).errors[0]!.message).toMatch(/^the stored file has \d+ bytes, not the \d+ checked/);
+    expect((await getVersion(svc, teamId, 'shrunk', 1)).errors[0]!.message).toMatch(
+      /^the stored file has \d+ bytes, not the \d+ checked/,
+    );
   });
 });
 
@@ -199,7 +243,9 @@ describe('DELETE of a dataset with a version processing', () => {
     await handleWorkMessage(svc, message!, { validateDataset: slow });
     // the new version 1 is untouched by the old attempt: still processing, no rows file from the old one
     expect(await getVersion(svc, teamId, 'reborn', 1)).toMatchObject({ status: 'processing', label_vocabulary: [] });
-    expect((await svc.blobs.list(`datasets/${teamId}/reborn/`)).filter((k) => k.endsWith('/v1/rows.jsonl'))).toEqual([]);
+    expect((await svc.blobs.list(`datasets/${teamId}/reborn/`)).filter((k) => k.endsWith('/v1/rows.jsonl'))).toEqual(
+      [],
+    );
     for (const m of svc.sent.splice(0)) await handleWorkMessage(svc, m);
     expect(await getVersion(svc, teamId, 'reborn', 1)).toMatchObject({ status: 'ready', label_vocabulary: ['new'] });
   });

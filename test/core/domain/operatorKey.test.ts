@@ -7,13 +7,21 @@
  * - sessions are minted at most SESSION_MINTS_PER_TEAM per window, per team.
  */
 import { createMemoryServices } from '../../../src/adapters/memory/services';
-import { authenticate, createSession, listApiKeys, MIN_GIVEN_KEY_CHARS, revokeApiKey, SESSION_MINTS_PER_TEAM } from '../../../src/core/apiKeys';
+import {
+  authenticate,
+  createSession,
+  listApiKeys,
+  MIN_GIVEN_KEY_CHARS,
+  revokeApiKey,
+  SESSION_MINTS_PER_TEAM,
+} from '../../../src/core/apiKeys';
 import { ensureInstallation } from '../../../src/core/bootstrap';
 import { RateLimitError } from '../../../src/core/errors';
 import { newApiKey } from '../../../src/core/ids';
 
 const GOOD = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';
-const asOperator = (svc: ReturnType<typeof createMemoryServices>, key: string) => authenticate(svc, { path: '/api-keys', headers: { 'x-api-key': key } });
+const asOperator = (svc: ReturnType<typeof createMemoryServices>, key: string) =>
+  authenticate(svc, { path: '/api-keys', headers: { 'x-api-key': key } });
 
 describe('SIFT_ADMIN_KEY', () => {
   it.each([
@@ -28,7 +36,7 @@ describe('SIFT_ADMIN_KEY', () => {
     await expect(ensureInstallation(svc, key)).rejects.toThrow(/^SIFT_ADMIN_KEY is not usable as the operator key: /);
   });
 
-  it('accepts a generated key, a hex key of 32 characters, and the test suites\' keys', async () => {
+  it("accepts a generated key, a hex key of 32 characters, and the test suites' keys", async () => {
     for (const key of [newApiKey(), `svc_sk_${'0123456789abcdef'.repeat(2)}`, GOOD]) {
       const svc = createMemoryServices();
       await ensureInstallation(svc, key);
@@ -47,7 +55,9 @@ describe('SIFT_ADMIN_KEY', () => {
     await revokeApiKey(svc, operator, old!.id);
 
     await expect(ensureInstallation(svc, GOOD)).rejects.toThrow(
-      new RegExp(`^SIFT_ADMIN_KEY was revoked at .+ \\(key id ${old!.id}\\) and a revoked key stays revoked: set SIFT_ADMIN_KEY to a new key \\(e\\.g\\. svc_sk_\\$\\(openssl rand -hex 24\\)\\) and start again, or unset it`),
+      new RegExp(
+        `^SIFT_ADMIN_KEY was revoked at .+ \\(key id ${old!.id}\\) and a revoked key stays revoked: set SIFT_ADMIN_KEY to a new key \\(e\\.g\\. svc_sk_\\$\\(openssl rand -hex 24\\)\\) and start again, or unset it`,
+      ),
     );
     await expect(asOperator(svc, GOOD)).rejects.toMatchObject({ status: 401 });
     // the other operator key and a start without SIFT_ADMIN_KEY are unaffected
@@ -69,9 +79,14 @@ describe('session tokens', () => {
     expect((refused as RateLimitError).message).toBe(
       `This team opened ${SESSION_MINTS_PER_TEAM.limit} session tokens in the last 1 h, the most it may; reuse an open session (they last 12 h) or retry after 3600 s`,
     );
-    expect((refused as RateLimitError).headers).toEqual({ 'retry-after': '3600', 'x-ratelimit-reason': 'session_limit' });
+    expect((refused as RateLimitError).headers).toEqual({
+      'retry-after': '3600',
+      'x-ratelimit-reason': 'session_limit',
+    });
     // another team's bound is its own
-    await expect(createSession(svc, { ...principal, team_id: `${teamId}-other` })).resolves.toMatchObject({ token: expect.stringMatching(/^sess_/) });
+    await expect(createSession(svc, { ...principal, team_id: `${teamId}-other` })).resolves.toMatchObject({
+      token: expect.stringMatching(/^sess_/),
+    });
     // the next window opens again
     now = new Date('2026-11-26T11:00:00.000Z');
     await expect(createSession(svc, principal)).resolves.toMatchObject({ token: expect.stringMatching(/^sess_/) });

@@ -1,6 +1,13 @@
 /** Training-job state machine on the in-memory store (no emulators): src/core/trainingJobs.ts. */
 import { ConflictError, NotFoundError } from '../../../src/core/errors';
-import { deleteTrainingJob, getTrainingJob, listTrainingJobs, recordJobProgress, stopTrainingJob, transitionJob } from '../../../src/core/trainingJobs';
+import {
+  deleteTrainingJob,
+  getTrainingJob,
+  listTrainingJobs,
+  recordJobProgress,
+  stopTrainingJob,
+  transitionJob,
+} from '../../../src/core/trainingJobs';
 import { WriteConflict } from '../../../src/core/ports';
 import { newJob, readyDataset, teamWithDataset } from '../../helpers/memoryDomain';
 
@@ -9,7 +16,13 @@ describe('training jobs on the in-memory store', () => {
     const { svc, teamId } = await teamWithDataset();
     await readyDataset(svc, teamId, 'ner-set');
     const job = await newJob(svc, teamId);
-    expect(job).toMatchObject({ status: 'requested', datasets: [{ name: 'ner-set', version: 2 }], task_types: ['ner'], started_at: null, finished_at: null });
+    expect(job).toMatchObject({
+      status: 'requested',
+      datasets: [{ name: 'ner-set', version: 2 }],
+      task_types: ['ner'],
+      started_at: null,
+      finished_at: null,
+    });
     expect(await getTrainingJob(svc, teamId, job.id)).toEqual(job);
   });
 
@@ -23,7 +36,9 @@ describe('training jobs on the in-memory store', () => {
     t += 60_000;
     const done = await transitionJob(svc, teamId, job.id, 'complete', { metrics: { f1: 0.9 } as never });
     expect(done).toMatchObject({ status: 'complete', finished_at: '2026-01-01T00:02:00.000Z', metrics: { f1: 0.9 } });
-    await expect(transitionJob(svc, teamId, job.id, 'running')).rejects.toThrow(new ConflictError(`Training job '${job.id}' is complete; it cannot become running`));
+    await expect(transitionJob(svc, teamId, job.id, 'running')).rejects.toThrow(
+      new ConflictError(`Training job '${job.id}' is complete; it cannot become running`),
+    );
     await expect(stopTrainingJob(svc, teamId, job.id)).rejects.toBeInstanceOf(ConflictError);
   });
 
@@ -31,7 +46,10 @@ describe('training jobs on the in-memory store', () => {
     const { svc, teamId } = await teamWithDataset();
     const job = await newJob(svc, teamId);
     await transitionJob(svc, teamId, job.id, 'running');
-    const [a, b] = await Promise.allSettled([transitionJob(svc, teamId, job.id, 'stopped'), transitionJob(svc, teamId, job.id, 'complete')]);
+    const [a, b] = await Promise.allSettled([
+      transitionJob(svc, teamId, job.id, 'stopped'),
+      transitionJob(svc, teamId, job.id, 'complete'),
+    ]);
     const won = [a, b].filter((r) => r.status === 'fulfilled') as PromiseFulfilledResult<{ status: string }>[];
     const lost = [a, b].filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
     expect(won).toHaveLength(1);
@@ -46,10 +64,15 @@ describe('training jobs on the in-memory store', () => {
     const job = await newJob(svc, teamId);
     await transitionJob(svc, teamId, job.id, 'running');
     await recordJobProgress(svc, teamId, job.id, { epoch: 1, step: 10, total_steps: 40 }, 0.42);
-    expect(await getTrainingJob(svc, teamId, job.id)).toMatchObject({ progress: { epoch: 1, step: 10, total_steps: 40 }, last_loss: 0.42 });
+    expect(await getTrainingJob(svc, teamId, job.id)).toMatchObject({
+      progress: { epoch: 1, step: 10, total_steps: 40 },
+      last_loss: 0.42,
+    });
     await transitionJob(svc, teamId, job.id, 'failed', { error: 'out of memory' });
     await deleteTrainingJob(svc, teamId, job.id);
-    await expect(recordJobProgress(svc, teamId, job.id, { epoch: 2, step: 20, total_steps: 40 })).rejects.toBeInstanceOf(WriteConflict);
+    await expect(
+      recordJobProgress(svc, teamId, job.id, { epoch: 2, step: 20, total_steps: 40 }),
+    ).rejects.toBeInstanceOf(WriteConflict);
     await expect(getTrainingJob(svc, teamId, job.id)).rejects.toBeInstanceOf(NotFoundError);
   });
 

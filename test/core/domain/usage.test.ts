@@ -2,7 +2,14 @@
 import { addCredits, updateTeam } from '../../../src/core/billing/credits';
 import { applyBatch, buildBatch } from '../../../src/core/billing/usageBatch';
 import { ConflictError, PaymentRequiredError, RateLimitError } from '../../../src/core/errors';
-import { checkSpendAllowance, getUsage, listUsageRequests, recordBilledUsage, recordRequest, type BilledUsage } from '../../../src/core/usage';
+import {
+  checkSpendAllowance,
+  getUsage,
+  listUsageRequests,
+  recordBilledUsage,
+  recordRequest,
+  type BilledUsage,
+} from '../../../src/core/usage';
 import { createMemoryServices } from '../../../src/adapters/memory/services';
 import { createTeam, getTeam } from '../../../src/core/teams';
 
@@ -32,9 +39,20 @@ describe('usage and credits on the in-memory store', () => {
     await recordRequest(svc, team.id, 'compat');
     await recordRequest(svc, team.id, 'compat');
     await recordBilledUsage(svc, team.id, 'compat', billed('inf_1', 1500));
-    await recordBilledUsage(svc, team.id, 'compat', billed('inf_2', 500, { endpoint: '/v1/messages', output_tokens: 5 }));
+    await recordBilledUsage(
+      svc,
+      team.id,
+      'compat',
+      billed('inf_2', 500, { endpoint: '/v1/messages', output_tokens: 5 }),
+    );
     const usage = await getUsage(svc, team.id);
-    expect(usage.today).toMatchObject({ requests: 2, input_tokens: 200, output_tokens: 25, cost_usd: 0.002, requests_by_endpoint: { compat: 2 } });
+    expect(usage.today).toMatchObject({
+      requests: 2,
+      input_tokens: 200,
+      output_tokens: 25,
+      cost_usd: 0.002,
+      requests_by_endpoint: { compat: 2 },
+    });
     expect(usage.this_month).toMatchObject({ requests: 2, input_tokens: 200, cost_usd: 0.002 });
     expect(usage.today.by_endpoint).toEqual([
       expect.objectContaining({ endpoint: '/v1/chat/completions', cost_usd: 0.0015 }),
@@ -54,7 +72,21 @@ describe('usage and credits on the in-memory store', () => {
     const team = await made;
     await recordBilledUsage(svc, team.id, 'compat', billed('inf_1', 250_000));
     // the batch a spool or queue would hold, replayed by a worker after a partial failure
-    const usageBatch = buildBatch('w-replay', 1, team.id, [{ team_id: team.id, at: svc.now().toISOString(), limit_class: 'compat', requests: 0, billed: billed('inf_2', 100_000) }], 0);
+    const usageBatch = buildBatch(
+      'w-replay',
+      1,
+      team.id,
+      [
+        {
+          team_id: team.id,
+          at: svc.now().toISOString(),
+          limit_class: 'compat',
+          requests: 0,
+          billed: billed('inf_2', 100_000),
+        },
+      ],
+      0,
+    );
     await applyBatch(svc.records, usageBatch);
     await applyBatch(svc.records, usageBatch);
     expect((await getUsage(svc, team.id)).today.cost_usd).toBeCloseTo(0.35);

@@ -42,7 +42,10 @@ interface Case {
   };
 }
 
-const fixture = JSON.parse(readFileSync(join(process.cwd(), 'test/fixtures/evaluation/cases.json'), 'utf8')) as { tolerance: number; cases: Case[] };
+const fixture = JSON.parse(readFileSync(join(process.cwd(), 'test/fixtures/evaluation/cases.json'), 'utf8')) as {
+  tolerance: number;
+  cases: Case[];
+};
 const TOL = fixture.tolerance;
 
 /** Validates the fixture rows as the dataset pipeline would, and derives the schema from them. */
@@ -120,7 +123,10 @@ describe('scoring: the shared hand-computed cases (cases.json)', () => {
     const wire = single.map((x) => JSON.parse(JSON.stringify(x)) as EvaluationCounts);
     const left = wire.reduce(mergeCounts, emptyCounts());
     const right = wire.reduceRight((acc, x) => mergeCounts(x, acc), emptyCounts());
-    const halves = mergeCounts(wire.slice(0, 1).reduce(mergeCounts, emptyCounts()), wire.slice(1).reduce(mergeCounts, emptyCounts()));
+    const halves = mergeCounts(
+      wire.slice(0, 1).reduce(mergeCounts, emptyCounts()),
+      wire.slice(1).reduce(mergeCounts, emptyCounts()),
+    );
     const want = finalizeMetrics(scoreAll(rows, c.predictions, schema));
     expect(finalizeMetrics(left)).toEqual(want);
     expect(finalizeMetrics(right)).toEqual(want);
@@ -140,14 +146,29 @@ describe('evaluationSchemaFor', () => {
     expect(schema).toEqual({
       entities: ['company', 'person'],
       classifications: [{ task: 'classification', labels: ['neg', 'pos'], multi_label: false }],
-      structures: { order: { fields: [{ name: 'item', dtype: 'list' }, { name: 'customer', dtype: 'str' }] } },
+      structures: {
+        order: {
+          fields: [
+            { name: 'item', dtype: 'list' },
+            { name: 'customer', dtype: 'str' },
+          ],
+        },
+      },
       relations: ['works for'],
     });
     expect(toEncoderSchema(schema).structures[0]!.fields.map((f) => f.dtype)).toEqual(['list', 'str']);
   });
 
   it('marks multi-label datasets and leaves out heads the dataset lacks', () => {
-    expect(evaluationSchemaFor({ task_types: ['multi_label_classification'], label_vocabulary: ['a', 'b'], entity_types: [], relation_types: [], structures: {} })).toEqual({
+    expect(
+      evaluationSchemaFor({
+        task_types: ['multi_label_classification'],
+        label_vocabulary: ['a', 'b'],
+        entity_types: [],
+        relation_types: [],
+        structures: {},
+      }),
+    ).toEqual({
       classifications: [{ task: 'classification', labels: ['a', 'b'], multi_label: true }],
     });
     expect(evaluationSchemaFor({ task_types: ['sft'], label_vocabulary: [] })).toEqual({});
@@ -162,7 +183,14 @@ describe('evaluationSchemaFor', () => {
       const r = validateRow(raw, 1);
       summary.add(r.row!, r.tasks, 1);
     }
-    expect(evaluationSchemaFor(summary.describe()).structures).toEqual({ o: { fields: [{ name: 'who', dtype: 'str' }, { name: 'what', dtype: 'list' }] } });
+    expect(evaluationSchemaFor(summary.describe()).structures).toEqual({
+      o: {
+        fields: [
+          { name: 'who', dtype: 'str' },
+          { name: 'what', dtype: 'list' },
+        ],
+      },
+    });
   });
 });
 
@@ -177,13 +205,17 @@ describe('scoreRow details', () => {
 
   it('keeps at most max_examples misclassified rows, merged in order', () => {
     const rows = Array.from({ length: 5 }, (_, i) => ({ id: `r${i}`, text: `t${i}`, label: 'a' }));
-    const counts = rows.map((r) => scoreRow(r, { classifications: { classification: [{ label: 'b', score: 0.9 }] } }, { schema, maxExamples: 3 }));
+    const counts = rows.map((r) =>
+      scoreRow(r, { classifications: { classification: [{ label: 'b', score: 0.9 }] } }, { schema, maxExamples: 3 }),
+    );
     const merged = counts.reduce(mergeCounts);
     expect(merged.examples.map((e) => e.id)).toEqual(['r0', 'r1', 'r2']);
     expect(merged.examples[0]).toEqual({ id: 'r0', text: 't0', gold: { labels: ['a'] }, predicted: { labels: ['b'] } });
     expect(finalizeMetrics(merged).examples).toHaveLength(3);
     // correct rows are not examples
-    expect(scoreRow(rows[0]!, { classifications: { classification: [{ label: 'a', score: 0.9 }] } }, { schema }).examples).toEqual([]);
+    expect(
+      scoreRow(rows[0]!, { classifications: { classification: [{ label: 'a', score: 0.9 }] } }, { schema }).examples,
+    ).toEqual([]);
   });
 
   it('truncates example text to 300 code points (an emoji is one)', () => {
@@ -197,8 +229,19 @@ describe('scoreRow details', () => {
 
   it('lists the entities missed and the spurious ones in an example', () => {
     const c = scoreRow(
-      { text: 'Tim Cook at Apple', entities: [{ text: 'Tim Cook', label: 'person', start: 0, end: 8 }, { text: 'Apple', label: 'org' }] },
-      { entities: [{ text: 'Tim', label: 'person', score: 0.5, start: 0, end: 3 }, { text: 'Apple', label: 'org', score: 0.9, start: 12, end: 17 }] },
+      {
+        text: 'Tim Cook at Apple',
+        entities: [
+          { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
+          { text: 'Apple', label: 'org' },
+        ],
+      },
+      {
+        entities: [
+          { text: 'Tim', label: 'person', score: 0.5, start: 0, end: 3 },
+          { text: 'Apple', label: 'org', score: 0.9, start: 12, end: 17 },
+        ],
+      },
     );
     expect(c.examples[0]).toEqual({
       text: 'Tim Cook at Apple',
@@ -211,7 +254,12 @@ describe('scoreRow details', () => {
     const s: SchemaInput = { entities: ['__proto__', 'constructor'] };
     const c = scoreRow(
       { text: 'x y', entities: [{ text: 'x', label: '__proto__', start: 0, end: 1 }] },
-      { entities: [{ text: 'x', label: '__proto__', score: 1, start: 0, end: 1 }, { text: 'y', label: 'constructor', score: 1, start: 2, end: 3 }] },
+      {
+        entities: [
+          { text: 'x', label: '__proto__', score: 1, start: 0, end: 1 },
+          { text: 'y', label: 'constructor', score: 1, start: 2, end: 3 },
+        ],
+      },
       { schema: s },
     );
     const wire = JSON.parse(JSON.stringify(mergeCounts(c, c))) as EvaluationCounts;
@@ -228,15 +276,44 @@ describe('scoreRow details', () => {
       { entities: [{ text: 'Tim', label: 'person', score: 1, start: 0, end: 3 }] },
       { schema: { entities: ['person'] } },
     );
-    expect(finalizeMetrics(c).per_entity).toEqual({ person: { f1: 0, precision: 0, recall: 0, support: 0, tp: 0, fp: 1, fn: 0 } });
+    expect(finalizeMetrics(c).per_entity).toEqual({
+      person: { f1: 0, precision: 0, recall: 0, support: 0, tp: 0, fp: 1, fn: 0 },
+    });
   });
 
   it('single-label: top-1 is the highest score, the first on ties; labels outside the schema still count', () => {
-    const tie = scoreRow({ text: 't', label: 'b' }, { classifications: { classification: [{ label: 'a', score: 0.5 }, { label: 'b', score: 0.5 }] } }, { schema });
+    const tie = scoreRow(
+      { text: 't', label: 'b' },
+      {
+        classifications: {
+          classification: [
+            { label: 'a', score: 0.5 },
+            { label: 'b', score: 0.5 },
+          ],
+        },
+      },
+      { schema },
+    );
     expect(tie.confusion).toEqual({ b: { a: 1 } });
-    const outside = finalizeMetrics(scoreRow({ text: 't', label: 'a' }, { classifications: { classification: [{ label: 'zzz', score: 0.9 }] } }, { schema }));
-    expect(outside.per_label).toMatchObject({ a: { tp: 0, fp: 0, fn: 1 }, b: { tp: 0, fp: 0, fn: 0 }, zzz: { tp: 0, fp: 1, fn: 0 } });
-    expect(outside.confusion).toEqual({ labels: ['a', 'zzz'], matrix: [[0, 1], [0, 0]] });
+    const outside = finalizeMetrics(
+      scoreRow(
+        { text: 't', label: 'a' },
+        { classifications: { classification: [{ label: 'zzz', score: 0.9 }] } },
+        { schema },
+      ),
+    );
+    expect(outside.per_label).toMatchObject({
+      a: { tp: 0, fp: 0, fn: 1 },
+      b: { tp: 0, fp: 0, fn: 0 },
+      zzz: { tp: 0, fp: 1, fn: 0 },
+    });
+    expect(outside.confusion).toEqual({
+      labels: ['a', 'zzz'],
+      matrix: [
+        [0, 1],
+        [0, 0],
+      ],
+    });
   });
 
   it('an empty counts object finalizes to zeros with no breakdowns', () => {

@@ -30,9 +30,19 @@ print(json.dumps(out))
 `;
 
 function trainerRates(rows: number[]): Record<string, [number, number, number]> {
-  if (!existsSync(DEFAULT_PYTHON)) throw new Error(`the training venv's python (${DEFAULT_PYTHON}) is absent: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_VENV`);
-  const r = spawnSync(DEFAULT_PYTHON, ['-c', TRAINER_RATES, JSON.stringify(rows)], { cwd: TRAINER_DIR, encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0) throw new Error(`the trainer's schedule did not run (status ${r.status}): ${r.stderr.slice(-2000)}${r.error ? String(r.error) : ''}`);
+  if (!existsSync(DEFAULT_PYTHON))
+    throw new Error(
+      `the training venv's python (${DEFAULT_PYTHON}) is absent: build it with \`node scripts/setup.mjs\` (npm test does) or set SIFT_VENV`,
+    );
+  const r = spawnSync(DEFAULT_PYTHON, ['-c', TRAINER_RATES, JSON.stringify(rows)], {
+    cwd: TRAINER_DIR,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `the trainer's schedule did not run (status ${r.status}): ${r.stderr.slice(-2000)}${r.error ? String(r.error) : ''}`,
+    );
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, [number, number, number]>;
 }
 
@@ -54,7 +64,12 @@ describe("an encoder LoRA job's default learning rate", () => {
     expect([trainer['299']![2], trainer['300']![2]]).toEqual([269, 270]);
     expect([trainer['299']![0], trainer['300']![0]]).toEqual([3e-4, 1e-3]);
     const mismatched = rows
-      .map((n) => ({ rows: n, api: defaultLearningRate(mini, 'lora', n), trainer: trainer[String(n)]![0], trainerEncoder: trainer[String(n)]![1] }))
+      .map((n) => ({
+        rows: n,
+        api: defaultLearningRate(mini, 'lora', n),
+        trainer: trainer[String(n)]![0],
+        trainerEncoder: trainer[String(n)]![1],
+      }))
       .filter((x) => x.api !== x.trainer || x.api !== x.trainerEncoder);
     expect(mismatched).toEqual([]);
   });

@@ -6,12 +6,30 @@ import { TestStack, jsonl } from '../../helpers/localStack';
 let stack: TestStack;
 beforeAll(async () => {
   stack = await TestStack.start();
-  const ner = jsonl([{ text: 'Tim Cook leads Apple.', entities: [['Tim Cook', 'person'], ['Apple', 'company']] }]);
-  const chat = jsonl([{ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }]);
+  const ner = jsonl([
+    {
+      text: 'Tim Cook leads Apple.',
+      entities: [
+        ['Tim Cook', 'person'],
+        ['Apple', 'company'],
+      ],
+    },
+  ]);
+  const chat = jsonl([
+    {
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello' },
+      ],
+    },
+  ]);
   expect((await stack.uploadDataset('ner-set', ner)).status).toBe('ready');
   expect((await stack.uploadDataset('chat-set', chat)).status).toBe('ready');
   // 300 rows: the measured threshold of the larger LoRA rate (d6c386b), written out, not read from the catalog
-  const many = Array.from({ length: 300 }, (_, i) => ({ text: `Row ${i} names Apple.`, entities: [['Apple', 'company']] }));
+  const many = Array.from({ length: 300 }, (_, i) => ({
+    text: `Row ${i} names Apple.`,
+    entities: [['Apple', 'company']],
+  }));
   expect((await stack.uploadDataset('ner-many', jsonl(many))).status).toBe('ready');
 });
 afterAll(async () => stack.stop());
@@ -21,7 +39,12 @@ const create = (body: Record<string, unknown>) => stack.call('POST', '/core/trai
 describe('trainer hyperparameters of a job', () => {
   it('lets the trainer size the epochs when the request names none; explicit hyperparameters always reach it', async () => {
     const get = async (body: Record<string, unknown>) => {
-      const res = await create({ model_name: 'hp', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'ner-set' }], ...body });
+      const res = await create({
+        model_name: 'hp',
+        base_model: 'sift/gliner2-mini-v1',
+        datasets: [{ name: 'ner-set' }],
+        ...body,
+      });
       expect(res.status).toBe(201);
       return (await stack.call('GET', `/core/training-jobs/${res.body.id}`)).body as TrainingJob;
     };
@@ -48,10 +71,13 @@ describe('trainer hyperparameters of a job', () => {
     expect((await get({ datasets: [{ name: 'ner-many' }], training_type: 'full' })).learning_rate).toBe(1e-4);
 
     // decoders keep their catalog epochs: their trainer does not size them
-    const chat = await create({ model_name: 'chat', base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct', datasets: [{ name: 'chat-set' }] });
+    const chat = await create({
+      model_name: 'chat',
+      base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+      datasets: [{ name: 'chat-set' }],
+    });
     const decoder = (await stack.call('GET', `/core/training-jobs/${chat.body.id}`)).body as TrainingJob;
     expect(decoder).toMatchObject({ nr_epochs: 3, learning_rate: 2e-4 });
     expect(trainerHyperparameters(decoder, '/base')).toMatchObject({ nr_epochs: '3' });
   });
-
 });

@@ -4,7 +4,8 @@ import type { paths } from './schema';
 /** The API key the user signed in with; kept for this browser tab only (sessionStorage). */
 const KEY_STORAGE = 'sift.apiKey';
 export const storedKey = () => sessionStorage.getItem(KEY_STORAGE);
-export const storeKey = (key: string | null) => (key ? sessionStorage.setItem(KEY_STORAGE, key) : sessionStorage.removeItem(KEY_STORAGE));
+export const storeKey = (key: string | null) =>
+  key ? sessionStorage.setItem(KEY_STORAGE, key) : sessionStorage.removeItem(KEY_STORAGE);
 
 /**
  * Where the API lives: the same origin locally (the server serves /console), or the `apiUrl` of the
@@ -35,7 +36,10 @@ export class ApiError extends Error {
 export function errorDetail(body: unknown, status: number): string {
   const detail = (body as { detail?: unknown } | undefined)?.detail;
   if (typeof detail === 'string') return detail;
-  if (Array.isArray(detail)) return detail.map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg ?? ''}`).join('; ');
+  if (Array.isArray(detail))
+    return detail
+      .map((d: { loc?: unknown[]; msg?: string }) => `${(d.loc ?? []).join('.')}: ${d.msg ?? ''}`)
+      .join('; ');
   return `HTTP ${status}`;
 }
 

@@ -35,4 +35,3 @@ export function Highlighted({ text, spans, labels }: { text: string; spans: Span
     </Text>
   );
 }
-

@@ -26,7 +26,19 @@ export function useAction() {
  * A list page's table: striped, scrolling sideways below `minWidth`, named for screen readers by
  * `label`, one header per column; `children` are its rows.
  */
-export function DataTable({ label, minWidth, hover, columns, children }: { label: string; minWidth: number; hover?: boolean; columns: string[]; children: ReactNode }) {
+export function DataTable({
+  label,
+  minWidth,
+  hover,
+  columns,
+  children,
+}: {
+  label: string;
+  minWidth: number;
+  hover?: boolean;
+  columns: string[];
+  children: ReactNode;
+}) {
   return (
     <Table.ScrollContainer minWidth={minWidth}>
       <Table striped highlightOnHover={hover ?? false} aria-label={label}>
@@ -105,7 +117,19 @@ export function Loading({ label }: { label: string }) {
 }
 
 /** The loading / error / empty / loaded switch every page uses. */
-export function Loadable<T>({ state, label, isEmpty, empty, children }: { state: ReturnType<typeof useLoad<T>>; label: string; isEmpty?: (d: T) => boolean; empty?: ReactNode; children: (d: T) => ReactNode }) {
+export function Loadable<T>({
+  state,
+  label,
+  isEmpty,
+  empty,
+  children,
+}: {
+  state: ReturnType<typeof useLoad<T>>;
+  label: string;
+  isEmpty?: (d: T) => boolean;
+  empty?: ReactNode;
+  children: (d: T) => ReactNode;
+}) {
   if (state.error) return <ErrorState error={state.error} onRetry={state.reload} />;
   if (state.data === undefined) return <Loading label={label} />;
   if (isEmpty?.(state.data)) return <Empty>{empty}</Empty>;
@@ -113,4 +137,5 @@ export function Loadable<T>({ state, label, isEmpty, empty, children }: { state:
 }
 
 export const fmtDate = (s: string | null | undefined) => (s ? new Date(s).toLocaleString() : '—');
-export const usd = (n: number | null | undefined) => (n === null || n === undefined ? 'unlimited' : `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 6 : 2)}`);
+export const usd = (n: number | null | undefined) =>
+  n === null || n === undefined ? 'unlimited' : `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 6 : 2)}`;

@@ -1,4 +1,17 @@
-import { Alert, Button, Code, CopyButton, Group, Modal, Select, Stack, Table, TextInput, Title, VisuallyHidden } from '@mantine/core';
+import {
+  Alert,
+  Button,
+  Code,
+  CopyButton,
+  Group,
+  Modal,
+  Select,
+  Stack,
+  Table,
+  TextInput,
+  Title,
+  VisuallyHidden,
+} from '@mantine/core';
 import { useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
@@ -26,7 +39,9 @@ export function ApiKeysPage() {
 
   async function revoke(id: string) {
     try {
-      await must(api.DELETE('/api-keys/{id}', { params: { path: { id } } }).then((r) => ({ ...r, data: r.data ?? {} })));
+      await must(
+        api.DELETE('/api-keys/{id}', { params: { path: { id } } }).then((r) => ({ ...r, data: r.data ?? {} })),
+      );
       setRevoking(undefined);
       keys.reload();
     } catch (err) {
@@ -42,8 +57,22 @@ export function ApiKeysPage() {
       </Title>
       <form onSubmit={create} aria-label="Create an API key">
         <Group align="flex-end">
-          <TextInput label="Name" description="What uses this key, e.g. “nightly eval job”" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} />
-          <Select label="Role" description="Members use the API; admins also manage keys" data={['member', 'admin']} value={role} onChange={(v) => setRole((v as 'member' | 'admin') ?? 'member')} allowDeselect={false} />
+          <TextInput
+            label="Name"
+            description="What uses this key, e.g. “nightly eval job”"
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+            required
+            maxLength={100}
+          />
+          <Select
+            label="Role"
+            description="Members use the API; admins also manage keys"
+            data={['member', 'admin']}
+            value={role}
+            onChange={(v) => setRole((v as 'member' | 'admin') ?? 'member')}
+            allowDeselect={false}
+          />
           <Button type="submit" loading={busy}>
             Create key
           </Button>
@@ -55,7 +84,13 @@ export function ApiKeysPage() {
         </Alert>
       )}
       {created && (
-        <Alert color="green" title={`Key “${created.name}” created: copy it now, it is shown only once`} withCloseButton onClose={() => setCreated(undefined)} closeButtonLabel="Dismiss the new key">
+        <Alert
+          color="green"
+          title={`Key “${created.name}” created: copy it now, it is shown only once`}
+          withCloseButton
+          onClose={() => setCreated(undefined)}
+          closeButtonLabel="Dismiss the new key"
+        >
           <Group>
             <Code data-testid="new-key-secret">{created.key}</Code>
             <CopyButton value={created.key}>
@@ -68,10 +103,20 @@ export function ApiKeysPage() {
           </Group>
         </Alert>
       )}
-      <Loadable state={keys} label="Loading API keys" isEmpty={(d) => d.data.length === 0} empty="No API keys yet: create one above.">
+      <Loadable
+        state={keys}
+        label="Loading API keys"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No API keys yet: create one above."
+      >
         {(d) => <KeyTable keys={d.data} onRevoke={setRevoking} />}
       </Loadable>
-      <Modal opened={Boolean(revoking)} onClose={() => setRevoking(undefined)} title="Revoke this key?" closeButtonProps={{ "aria-label": "Cancel" }}>
+      <Modal
+        opened={Boolean(revoking)}
+        onClose={() => setRevoking(undefined)}
+        title="Revoke this key?"
+        closeButtonProps={{ 'aria-label': 'Cancel' }}
+      >
         <Stack>
           <div>Requests with “{revoking?.name}” fail with 401 from now on. This cannot be undone.</div>
           <Group justify="flex-end">
@@ -88,7 +133,13 @@ export function ApiKeysPage() {
   );
 }
 
-function KeyTable({ keys, onRevoke }: { keys: components['schemas']['ApiKey'][]; onRevoke: (k: { id: string; name: string }) => void }) {
+function KeyTable({
+  keys,
+  onRevoke,
+}: {
+  keys: components['schemas']['ApiKey'][];
+  onRevoke: (k: { id: string; name: string }) => void;
+}) {
   return (
     <Table.ScrollContainer minWidth={560}>
       <Table striped aria-label="API keys">
@@ -100,9 +151,7 @@ function KeyTable({ keys, onRevoke }: { keys: components['schemas']['ApiKey'][];
             <Table.Th>Created</Table.Th>
             <Table.Th>Last used</Table.Th>
             <Table.Th>
-              <VisuallyHidden>
-                Actions
-              </VisuallyHidden>
+              <VisuallyHidden>Actions</VisuallyHidden>
             </Table.Th>
           </Table.Tr>
         </Table.Thead>
@@ -118,7 +167,13 @@ function KeyTable({ keys, onRevoke }: { keys: components['schemas']['ApiKey'][];
               <Table.Td>{k.last_used_at ? fmtDate(k.last_used_at) : 'never'}</Table.Td>
               <Table.Td>
                 {k.role !== 'operator' && (
-                  <Button size="xs" color="red" variant="light" onClick={() => onRevoke(k)} aria-label={`Revoke ${k.name}`}>
+                  <Button
+                    size="xs"
+                    color="red"
+                    variant="light"
+                    onClick={() => onRevoke(k)}
+                    aria-label={`Revoke ${k.name}`}
+                  >
                     Revoke
                   </Button>
                 )}

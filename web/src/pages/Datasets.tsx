@@ -5,7 +5,12 @@ import type { components } from '../api/schema';
 import { DataTable, Empty, fmtDate, FormError, Loadable, useLoad } from '../components/states';
 
 type Version = components['schemas']['DatasetVersion'];
-const statusColor: Record<Version['status'], string> = { pending_upload: 'gray', processing: 'blue', ready: 'green', failed: 'red' };
+const statusColor: Record<Version['status'], string> = {
+  pending_upload: 'gray',
+  processing: 'blue',
+  ready: 'green',
+  failed: 'red',
+};
 
 /** The presigned PUT, through XMLHttpRequest: fetch() cannot report upload progress. */
 function putWithProgress(url: string, file: File, onProgress: (fraction: number) => void): Promise<void> {
@@ -45,13 +50,24 @@ function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: 
     setError(undefined);
     try {
       setPhase('Requesting an upload URL');
-      const url = await must(api.POST('/core/datasets/upload/url', { body: { dataset_name: name, file_name: file.name, size_bytes: file.size, new_version: existing.includes(name) } }));
+      const url = await must(
+        api.POST('/core/datasets/upload/url', {
+          body: {
+            dataset_name: name,
+            file_name: file.name,
+            size_bytes: file.size,
+            new_version: existing.includes(name),
+          },
+        }),
+      );
       setPhase('Uploading');
       await putWithProgress(url.upload_url, file, setProgress);
       setPhase('Validating');
       await must(api.POST('/core/datasets/upload/process', { body: { dataset_name: name, version: url.version } }));
       for (;;) {
-        const v = await must(api.GET('/core/datasets/{name}/{version}', { params: { path: { name, version: String(url.version) } } }));
+        const v = await must(
+          api.GET('/core/datasets/{name}/{version}', { params: { path: { name, version: String(url.version) } } }),
+        );
         if (v.status === 'ready' || v.status === 'failed') {
           setPhase(undefined);
           setProgress(undefined);
@@ -90,13 +106,40 @@ function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: 
           }}
           onDragLeave={() => setOver(false)}
           onDrop={drop}
-          style={{ border: `2px dashed ${over ? '#1c7ed6' : '#adb5bd'}`, borderRadius: 8, padding: 24, textAlign: 'center', cursor: 'pointer', background: over ? '#e7f5ff' : undefined }}
+          style={{
+            border: `2px dashed ${over ? '#1c7ed6' : '#adb5bd'}`,
+            borderRadius: 8,
+            padding: 24,
+            textAlign: 'center',
+            cursor: 'pointer',
+            background: over ? '#e7f5ff' : undefined,
+          }}
         >
-          <Text>{file ? `${file.name} (${file.size.toLocaleString()} bytes)` : 'Drop a .jsonl, .json or .csv file here, or press to choose one'}</Text>
-          <input ref={input} type="file" accept=".jsonl,.json,.ndjson,.csv" hidden data-testid="dataset-file" onChange={(e) => pick(e.currentTarget.files?.[0])} />
+          <Text>
+            {file
+              ? `${file.name} (${file.size.toLocaleString()} bytes)`
+              : 'Drop a .jsonl, .json or .csv file here, or press to choose one'}
+          </Text>
+          <input
+            ref={input}
+            type="file"
+            accept=".jsonl,.json,.ndjson,.csv"
+            hidden
+            data-testid="dataset-file"
+            onChange={(e) => pick(e.currentTarget.files?.[0])}
+          />
         </div>
         <Group align="flex-end">
-          <TextInput label="Dataset name" description={existing.includes(name) ? 'Exists: this upload becomes its next version' : 'Letters, digits, - and _; an existing name gets a new version'} value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <TextInput
+            label="Dataset name"
+            description={
+              existing.includes(name)
+                ? 'Exists: this upload becomes its next version'
+                : 'Letters, digits, - and _; an existing name gets a new version'
+            }
+            value={name}
+            onChange={(e) => setName(e.currentTarget.value)}
+          />
           <Button onClick={upload} disabled={!file || !name} loading={Boolean(phase)}>
             Upload
           </Button>
@@ -114,7 +157,15 @@ function Upload({ onDone, existing }: { onDone: (v: Version) => void; existing: 
 }
 
 function Report({ v }: { v: Version }) {
-  const report = useLoad(() => must(api.GET('/core/datasets/{name}/{version}/report', { params: { path: { name: v.name, version: String(v.version) } } })), [v.name, v.version]);
+  const report = useLoad(
+    () =>
+      must(
+        api.GET('/core/datasets/{name}/{version}/report', {
+          params: { path: { name: v.name, version: String(v.version) } },
+        }),
+      ),
+    [v.name, v.version],
+  );
   return (
     <Paper withBorder p="md" aria-label={`Dataset ${v.name} version ${v.version}`} component="section">
       <Stack gap="xs">
@@ -125,17 +176,30 @@ function Report({ v }: { v: Version }) {
           <Badge color={statusColor[v.status]}>{v.status}</Badge>
         </Group>
         <Text size="sm">
-          {v.file_name} · {v.row_count ?? '—'} rows · {v.size_bytes?.toLocaleString() ?? '—'} bytes · uploaded {fmtDate(v.created_at)}
+          {v.file_name} · {v.row_count ?? '—'} rows · {v.size_bytes?.toLocaleString() ?? '—'} bytes · uploaded{' '}
+          {fmtDate(v.created_at)}
         </Text>
         {v.task_types.length > 0 && (
           <Text size="sm">
-            Task heads: {v.task_types.map((t) => <Badge key={t} variant="light" mr={4}>{t}</Badge>)}
+            Task heads:{' '}
+            {v.task_types.map((t) => (
+              <Badge key={t} variant="light" mr={4}>
+                {t}
+              </Badge>
+            ))}
           </Text>
         )}
         {v.entity_types.length > 0 && <Text size="sm">Entity types: {v.entity_types.join(', ')}</Text>}
         {v.label_vocabulary.length > 0 && <Text size="sm">Label vocabulary: {v.label_vocabulary.join(', ')}</Text>}
         {v.relation_types.length > 0 && <Text size="sm">Relation types: {v.relation_types.join(', ')}</Text>}
-        {Object.keys(v.structures).length > 0 && <Text size="sm">Structures: {Object.entries(v.structures).map(([s, f]) => `${s} (${Object.keys(f).join(', ')})`).join('; ')}</Text>}
+        {Object.keys(v.structures).length > 0 && (
+          <Text size="sm">
+            Structures:{' '}
+            {Object.entries(v.structures)
+              .map(([s, f]) => `${s} (${Object.keys(f).join(', ')})`)
+              .join('; ')}
+          </Text>
+        )}
         <Title order={3} size="h5">
           Validation report
         </Title>
@@ -192,9 +256,19 @@ export function DatasetsPage() {
         }}
       />
       {open && <Report key={`${open.name}/${open.version}`} v={open} />}
-      <Loadable state={list} label="Loading datasets" isEmpty={(d) => d.data.length === 0} empty="No datasets yet: upload one above.">
+      <Loadable
+        state={list}
+        label="Loading datasets"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No datasets yet: upload one above."
+      >
         {(d) => (
-          <DataTable label="Dataset versions" minWidth={600} hover columns={['Name', 'Version', 'Status', 'Rows', 'Errors', 'Uploaded', 'Report']}>
+          <DataTable
+            label="Dataset versions"
+            minWidth={600}
+            hover
+            columns={['Name', 'Version', 'Status', 'Rows', 'Errors', 'Uploaded', 'Report']}
+          >
             {d.data.map((v) => (
               <Table.Tr key={`${v.name}/${v.version}`}>
                 <Table.Td>{v.name}</Table.Td>
@@ -206,7 +280,12 @@ export function DatasetsPage() {
                 <Table.Td>{v.error_count}</Table.Td>
                 <Table.Td>{fmtDate(v.created_at)}</Table.Td>
                 <Table.Td>
-                  <Button size="xs" variant="subtle" onClick={() => setOpen(v)} aria-label={`Open ${v.name} version ${v.version}`}>
+                  <Button
+                    size="xs"
+                    variant="subtle"
+                    onClick={() => setOpen(v)}
+                    aria-label={`Open ${v.name} version ${v.version}`}
+                  >
                     Open
                   </Button>
                 </Table.Td>
@@ -215,7 +294,9 @@ export function DatasetsPage() {
           </DataTable>
         )}
       </Loadable>
-      {list.data && list.data.data.length > 0 && !open && <Empty>Open a version to see its heads, vocabulary and validation report.</Empty>}
+      {list.data && list.data.data.length > 0 && !open && (
+        <Empty>Open a version to see its heads, vocabulary and validation report.</Empty>
+      )}
     </Stack>
   );
 }

@@ -1,4 +1,18 @@
-import { Alert, Badge, Button, Checkbox, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
+import {
+  Alert,
+  Badge,
+  Button,
+  Checkbox,
+  Code,
+  Group,
+  Paper,
+  Select,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  Title,
+} from '@mantine/core';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
@@ -37,7 +51,11 @@ interface Metrics {
 const metricsOf = (e: Evaluation) => (e.metrics as Metrics | null) ?? undefined;
 
 // dark enough for AA contrast as an outlined badge (the Training page's colours)
-const statusColor: Record<Evaluation['status'], string> = { running: '#1864ab', complete: '#22672f', failed: '#b02525' };
+const statusColor: Record<Evaluation['status'], string> = {
+  running: '#1864ab',
+  complete: '#22672f',
+  failed: '#b02525',
+};
 const pct = (n: number | undefined) => (n === undefined ? '—' : `${(n * 100).toFixed(1)}%`);
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const breakdowns = [
@@ -56,15 +74,31 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
   const { busy, error, run } = useAction();
   // evaluations score extraction models: encoder catalog models (a baseline) and complete encoder jobs
   const choices = [
-    { group: 'Trained models', items: (jobs.data?.data ?? []).filter((j) => j.model_type === 'encoder' && j.status === 'complete').map((j) => ({ value: j.id, label: `${j.model_name} (job ${j.id.slice(0, 8)})` })) },
-    { group: 'Base models (baseline)', items: (models.data?.data ?? []).filter((m) => m.type === 'encoder').map((m) => ({ value: m.id, label: m.id })) },
+    {
+      group: 'Trained models',
+      items: (jobs.data?.data ?? [])
+        .filter((j) => j.model_type === 'encoder' && j.status === 'complete')
+        .map((j) => ({ value: j.id, label: `${j.model_name} (job ${j.id.slice(0, 8)})` })),
+    },
+    {
+      group: 'Base models (baseline)',
+      items: (models.data?.data ?? []).filter((m) => m.type === 'encoder').map((m) => ({ value: m.id, label: m.id })),
+    },
   ].filter((g) => g.items.length > 0);
   const ready = datasets.data?.data.filter((d) => d.status === 'ready') ?? [];
   async function submit(e: FormEvent) {
     e.preventDefault();
     await run(async () => {
       const [name, version] = (dataset ?? '').split('@');
-      const started = await must(api.POST('/core/evaluations', { body: { base_model: model ?? '', dataset_name: name!, ...(version ? { dataset_version: Number(version) } : {}) } }));
+      const started = await must(
+        api.POST('/core/evaluations', {
+          body: {
+            base_model: model ?? '',
+            dataset_name: name!,
+            ...(version ? { dataset_version: Number(version) } : {}),
+          },
+        }),
+      );
       onStarted(started.id);
     });
   }
@@ -76,8 +110,30 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
             Run an evaluation
           </Title>
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <Select label="Model" description="A trained encoder, or a catalog encoder as the baseline" data={choices} value={model} onChange={setModel} allowDeselect={false} required searchable nothingFoundMessage="No encoder model" />
-            <Select label="Dataset" description="A ready, labelled dataset version: its gold answers are scored" data={ready.map((d) => ({ value: `${d.name}@${d.version}`, label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}` }))} value={dataset} onChange={setDataset} allowDeselect={false} required nothingFoundMessage="No ready dataset: upload one first" />
+            <Select
+              label="Model"
+              description="A trained encoder, or a catalog encoder as the baseline"
+              data={choices}
+              value={model}
+              onChange={setModel}
+              allowDeselect={false}
+              required
+              searchable
+              nothingFoundMessage="No encoder model"
+            />
+            <Select
+              label="Dataset"
+              description="A ready, labelled dataset version: its gold answers are scored"
+              data={ready.map((d) => ({
+                value: `${d.name}@${d.version}`,
+                label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}`,
+              }))}
+              value={dataset}
+              onChange={setDataset}
+              allowDeselect={false}
+              required
+              nothingFoundMessage="No ready dataset: upload one first"
+            />
           </SimpleGrid>
           <Group>
             <Button type="submit" loading={busy} disabled={!model || !dataset}>
@@ -140,7 +196,11 @@ export function ConfusionHeatMap({ labels, matrix }: { labels: string[]; matrix:
   return (
     <Stack gap={4}>
       <Table.ScrollContainer minWidth={120 + labels.length * 72}>
-        <table data-testid="confusion-matrix" aria-label="Confusion matrix: gold labels in rows, predicted labels in columns" style={{ borderCollapse: 'collapse', fontSize: 14 }}>
+        <table
+          data-testid="confusion-matrix"
+          aria-label="Confusion matrix: gold labels in rows, predicted labels in columns"
+          style={{ borderCollapse: 'collapse', fontSize: 14 }}
+        >
           <thead>
             <tr>
               <th scope="col" style={{ padding: 6, textAlign: 'left' }}>
@@ -167,7 +227,19 @@ export function ConfusionHeatMap({ labels, matrix }: { labels: string[]; matrix:
                     const n = row[j] ?? 0;
                     const share = total ? n / total : 0;
                     return (
-                      <td key={pred} title={`gold ${gold}, predicted ${pred}: ${n} of ${total} rows`} data-count={n} style={{ ...cellColours(share), padding: 6, textAlign: 'center', minWidth: 64, border: i === j ? '2px solid #1a1b1e' : '1px solid #dee2e6', fontWeight: i === j ? 700 : 400 }}>
+                      <td
+                        key={pred}
+                        title={`gold ${gold}, predicted ${pred}: ${n} of ${total} rows`}
+                        data-count={n}
+                        style={{
+                          ...cellColours(share),
+                          padding: 6,
+                          textAlign: 'center',
+                          minWidth: 64,
+                          border: i === j ? '2px solid #1a1b1e' : '1px solid #dee2e6',
+                          fontWeight: i === j ? 700 : 400,
+                        }}
+                      >
                         {n}
                       </td>
                     );
@@ -179,7 +251,8 @@ export function ConfusionHeatMap({ labels, matrix }: { labels: string[]; matrix:
         </table>
       </Table.ScrollContainer>
       <Text size="xs" c="dimmed">
-        Darker = a larger share of that gold label&apos;s rows; the outlined diagonal is correct; &quot;(none)&quot; = nothing predicted.
+        Darker = a larger share of that gold label&apos;s rows; the outlined diagonal is correct; &quot;(none)&quot; =
+        nothing predicted.
       </Text>
     </Stack>
   );
@@ -352,7 +425,9 @@ function Compare({ a, b }: { a: Evaluation; b: Evaluation }) {
                     <Table.Td>{k}</Table.Td>
                     <Table.Td>{pct(x)}</Table.Td>
                     <Table.Td>{pct(y)}</Table.Td>
-                    <Table.Td c={d === undefined || Math.abs(d) < 0.05 ? undefined : d > 0 ? 'green.9' : 'red.9'}>{d === undefined ? '—' : `${d > 0 ? '+' : ''}${d.toFixed(1)} pts`}</Table.Td>
+                    <Table.Td c={d === undefined || Math.abs(d) < 0.05 ? undefined : d > 0 ? 'green.9' : 'red.9'}>
+                      {d === undefined ? '—' : `${d > 0 ? '+' : ''}${d.toFixed(1)} pts`}
+                    </Table.Td>
                   </Table.Tr>
                 );
               })}
@@ -370,7 +445,8 @@ export function EvaluationsPage() {
   const [picked, setPicked] = useState<string[]>([]);
   const all = list.data?.data ?? [];
   const compared = picked.map((id) => all.find((e) => e.id === id)).filter((e): e is Evaluation => Boolean(e));
-  const toggle = (id: string, on: boolean) => setPicked((p) => (on ? [...p.filter((x) => x !== id), id].slice(-2) : p.filter((x) => x !== id)));
+  const toggle = (id: string, on: boolean) =>
+    setPicked((p) => (on ? [...p.filter((x) => x !== id), id].slice(-2) : p.filter((x) => x !== id)));
   return (
     <Stack>
       <Title order={1} size="h2">
@@ -384,27 +460,49 @@ export function EvaluationsPage() {
       />
       {open && <Detail key={open} id={open} onChanged={list.reload} />}
       {compared.length === 2 && <Compare a={compared[0]!} b={compared[1]!} />}
-      <Loadable state={list} label="Loading evaluations" isEmpty={(d) => d.data.length === 0} empty="No evaluations yet: run one above.">
+      <Loadable
+        state={list}
+        label="Loading evaluations"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No evaluations yet: run one above."
+      >
         {(d) => (
           <Stack gap={4}>
             <Text size="sm">Tick two evaluations to compare them side by side.</Text>
-            <DataTable label="Evaluations" minWidth={720} hover columns={['Compare', 'Model', 'Dataset', 'Status', 'F1', 'Started', 'Details']}>
+            <DataTable
+              label="Evaluations"
+              minWidth={720}
+              hover
+              columns={['Compare', 'Model', 'Dataset', 'Status', 'F1', 'Started', 'Details']}
+            >
               {d.data.map((e) => (
                 <Table.Tr key={e.id}>
                   <Table.Td>
-                    <Checkbox aria-label={`Compare evaluation of ${e.base_model} on ${e.dataset_name} v${e.dataset_version} (${e.id.slice(0, 8)})`} checked={picked.includes(e.id)} onChange={(x) => toggle(e.id, x.currentTarget.checked)} disabled={e.status !== 'complete'} />
+                    <Checkbox
+                      aria-label={`Compare evaluation of ${e.base_model} on ${e.dataset_name} v${e.dataset_version} (${e.id.slice(0, 8)})`}
+                      checked={picked.includes(e.id)}
+                      onChange={(x) => toggle(e.id, x.currentTarget.checked)}
+                      disabled={e.status !== 'complete'}
+                    />
                   </Table.Td>
                   <Table.Td>{e.base_model}</Table.Td>
                   <Table.Td>
                     {e.dataset_name} v{e.dataset_version}
                   </Table.Td>
                   <Table.Td>
-                    <Badge variant="outline" color={statusColor[e.status]}>{e.status}</Badge>
+                    <Badge variant="outline" color={statusColor[e.status]}>
+                      {e.status}
+                    </Badge>
                   </Table.Td>
                   <Table.Td>{pct(metricsOf(e)?.f1)}</Table.Td>
                   <Table.Td>{fmtDate(e.created_at)}</Table.Td>
                   <Table.Td>
-                    <Button size="xs" variant="subtle" onClick={() => setOpen(e.id)} aria-label={`Open evaluation ${e.id.slice(0, 8)}`}>
+                    <Button
+                      size="xs"
+                      variant="subtle"
+                      onClick={() => setOpen(e.id)}
+                      aria-label={`Open evaluation ${e.id.slice(0, 8)}`}
+                    >
                       Open
                     </Button>
                   </Table.Td>

@@ -1,4 +1,17 @@
-import { Badge, Button, Code, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Code,
+  Group,
+  Paper,
+  Select,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
@@ -11,7 +24,13 @@ type Cycle = components['schemas']['AdaptiveCycle'];
 type Job = components['schemas']['TrainingJob'];
 
 const actionColor = { promote: '#22672f', rollback: '#9c3d00', clear: '#495057' } as const;
-const cycleColor: Record<Cycle['status'], string> = { running: '#1864ab', offered: '#6741d9', promoted: '#22672f', skipped: '#495057', failed: '#b02525' };
+const cycleColor: Record<Cycle['status'], string> = {
+  running: '#1864ab',
+  offered: '#6741d9',
+  promoted: '#22672f',
+  skipped: '#495057',
+  failed: '#b02525',
+};
 const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
 
 /** A training job by its model name when this team has it, else its id. */
@@ -42,8 +61,19 @@ function CreateForm({ onCreated }: { onCreated: (p: Project) => void }) {
             Create a project
           </Title>
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <TextInput label="Project name" description="A stable name: callers use the project id as the model id, whatever model it serves" value={name} onChange={(e) => setName(e.currentTarget.value)} required />
-            <TextInput label="Description" description="Optional" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
+            <TextInput
+              label="Project name"
+              description="A stable name: callers use the project id as the model id, whatever model it serves"
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              required
+            />
+            <TextInput
+              label="Description"
+              description="Optional"
+              value={description}
+              onChange={(e) => setDescription(e.currentTarget.value)}
+            />
           </SimpleGrid>
           <Group>
             <Button type="submit" loading={busy} disabled={!name.trim()}>
@@ -58,7 +88,10 @@ function CreateForm({ onCreated }: { onCreated: (p: Project) => void }) {
 }
 
 function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job[]; onChanged: () => void }) {
-  const history = useLoad(() => must(api.GET('/projects/{id}/deployments', { params: { path: { id: project.id } } })), [project.id, project.active_training_job_id]);
+  const history = useLoad(
+    () => must(api.GET('/projects/{id}/deployments', { params: { path: { id: project.id } } })),
+    [project.id, project.active_training_job_id],
+  );
   const [job, setJob] = useState<string | null>(null);
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState<string>();
@@ -79,9 +112,24 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
   }
   const promote = (e: FormEvent) => {
     e.preventDefault();
-    void act('promote', () => must(api.POST('/projects/{id}/deployments', { params: { path: { id: project.id } }, body: { training_job_id: job ?? '' } })));
+    void act('promote', () =>
+      must(
+        api.POST('/projects/{id}/deployments', {
+          params: { path: { id: project.id } },
+          body: { training_job_id: job ?? '' },
+        }),
+      ),
+    );
   };
-  const rollback = (deploymentId?: string) => act(deploymentId ?? 'rollback', () => must(api.POST('/projects/{id}/rollback', { params: { path: { id: project.id } }, body: deploymentId ? { deployment_id: deploymentId } : {} })));
+  const rollback = (deploymentId?: string) =>
+    act(deploymentId ?? 'rollback', () =>
+      must(
+        api.POST('/projects/{id}/rollback', {
+          params: { path: { id: project.id } },
+          body: deploymentId ? { deployment_id: deploymentId } : {},
+        }),
+      ),
+    );
   return (
     <Stack gap="sm">
       <Title order={3} size="h5">
@@ -92,17 +140,40 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
       </Text>
       <form onSubmit={promote} aria-label="Promote a model">
         <Group align="flex-end">
-          <Select label="Promote a trained model" description="A complete training job; the one it replaces stays deployed, so a rollback is instant" data={complete.map((j) => ({ value: j.id, label: `${j.model_name} (${j.model_type}, ${j.id.slice(0, 8)})` }))} value={job} onChange={setJob} allowDeselect={false} searchable nothingFoundMessage="No complete training job" style={{ flex: 1, minWidth: 240 }} />
+          <Select
+            label="Promote a trained model"
+            description="A complete training job; the one it replaces stays deployed, so a rollback is instant"
+            data={complete.map((j) => ({
+              value: j.id,
+              label: `${j.model_name} (${j.model_type}, ${j.id.slice(0, 8)})`,
+            }))}
+            value={job}
+            onChange={setJob}
+            allowDeselect={false}
+            searchable
+            nothingFoundMessage="No complete training job"
+            style={{ flex: 1, minWidth: 240 }}
+          />
           <Button type="submit" disabled={!job} loading={busy === 'promote'}>
             Promote
           </Button>
-          <Button variant="default" onClick={() => rollback()} disabled={!project.active_training_job_id} loading={busy === 'rollback'}>
+          <Button
+            variant="default"
+            onClick={() => rollback()}
+            disabled={!project.active_training_job_id}
+            loading={busy === 'rollback'}
+          >
             Roll back to the previous model
           </Button>
         </Group>
       </form>
       <FormError error={error} />
-      <Loadable state={history} label="Loading the deployment history" isEmpty={(d) => d.data.length === 0} empty="Nothing deployed yet: promote a trained model.">
+      <Loadable
+        state={history}
+        label="Loading the deployment history"
+        isEmpty={(d) => d.data.length === 0}
+        empty="Nothing deployed yet: promote a trained model."
+      >
         {(d) => (
           <Table.ScrollContainer minWidth={640}>
             <Table striped aria-label="Deployment history">
@@ -128,7 +199,13 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
                     <Table.Td>{jobName(jobs, dep.previous_training_job_id)}</Table.Td>
                     <Table.Td>
                       {dep.training_job_id && dep.training_job_id !== project.active_training_job_id ? (
-                        <Button size="xs" variant="subtle" onClick={() => rollback(dep.id)} loading={busy === dep.id} aria-label={`Roll back to ${jobName(jobs, dep.training_job_id)} (deployed ${fmtDate(dep.created_at)})`}>
+                        <Button
+                          size="xs"
+                          variant="subtle"
+                          onClick={() => rollback(dep.id)}
+                          loading={busy === dep.id}
+                          aria-label={`Roll back to ${jobName(jobs, dep.training_job_id)} (deployed ${fmtDate(dep.created_at)})`}
+                        >
                           Roll back to this
                         </Button>
                       ) : (
@@ -147,7 +224,10 @@ function Deployments({ project, jobs, onChanged }: { project: Project; jobs: Job
 }
 
 function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; onChanged: () => void }) {
-  const cycles = useLoad(() => must(api.GET('/projects/{id}/adaptive-cycles', { params: { path: { id: project.id } } })), [project.id]);
+  const cycles = useLoad(
+    () => must(api.GET('/projects/{id}/adaptive-cycles', { params: { path: { id: project.id } } })),
+    [project.id],
+  );
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState<string>();
   async function act(what: string, call: () => Promise<unknown>) {
@@ -173,7 +253,14 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
     const timer = setInterval(cycles.reload, 3000); // a running cycle moves through its stages on the server
     return () => clearInterval(timer);
   }, [running]);
-  const promote = (c: Cycle) => act(c.id, () => must(api.POST('/projects/{id}/adaptive-cycles/{cycle_id}/promote', { params: { path: { id: project.id, cycle_id: c.id } } })));
+  const promote = (c: Cycle) =>
+    act(c.id, () =>
+      must(
+        api.POST('/projects/{id}/adaptive-cycles/{cycle_id}/promote', {
+          params: { path: { id: project.id, cycle_id: c.id } },
+        }),
+      ),
+    );
   const compared = cycles.data?.data.find((c) => c.comparison);
   return (
     <Stack gap="sm">
@@ -181,13 +268,31 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
         <Title order={3} size="h5">
           Adaptive cycles
         </Title>
-        <Button size="xs" variant="default" loading={busy === 'start'} onClick={() => act('start', () => must(api.POST('/projects/{id}/adaptive-cycles', { params: { path: { id: project.id } } })))}>
+        <Button
+          size="xs"
+          variant="default"
+          loading={busy === 'start'}
+          onClick={() =>
+            act('start', () =>
+              must(api.POST('/projects/{id}/adaptive-cycles', { params: { path: { id: project.id } } })),
+            )
+          }
+        >
           Start a cycle
         </Button>
       </Group>
-      <Text size="sm">A cycle turns the served encoder&apos;s own traffic into training data (feedback is gold; confident outputs are replayed), trains a candidate, and scores it against the current model on the same held-out traces. Nothing is promoted without you.</Text>
+      <Text size="sm">
+        A cycle turns the served encoder&apos;s own traffic into training data (feedback is gold; confident outputs are
+        replayed), trains a candidate, and scores it against the current model on the same held-out traces. Nothing is
+        promoted without you.
+      </Text>
       <FormError error={error} />
-      <Loadable state={cycles} label="Loading adaptive cycles" isEmpty={(d) => d.data.length === 0} empty="No adaptive cycles yet.">
+      <Loadable
+        state={cycles}
+        label="Loading adaptive cycles"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No adaptive cycles yet."
+      >
         {(d) => (
           <Table.ScrollContainer minWidth={900}>
             <Table striped aria-label="Adaptive cycles">
@@ -213,11 +318,21 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
                     </Table.Td>
                     <Table.Td>{c.stage}</Table.Td>
                     <Table.Td>{jobName(jobs, c.candidate_training_job_id)}</Table.Td>
-                    <Table.Td>{c.comparison ? `${pct(c.comparison.candidate.f1)} / ${pct(c.comparison.baseline.f1)} (${c.comparison.recommendation})` : '—'}</Table.Td>
+                    <Table.Td>
+                      {c.comparison
+                        ? `${pct(c.comparison.candidate.f1)} / ${pct(c.comparison.baseline.f1)} (${c.comparison.recommendation})`
+                        : '—'}
+                    </Table.Td>
                     <Table.Td>{c.reason ?? '—'}</Table.Td>
                     <Table.Td>
                       {c.status === 'offered' ? (
-                        <Button size="xs" variant="light" loading={busy === c.id} onClick={() => promote(c)} aria-label={`Promote the candidate of the cycle of ${fmtDate(c.created_at)}`}>
+                        <Button
+                          size="xs"
+                          variant="light"
+                          loading={busy === c.id}
+                          onClick={() => promote(c)}
+                          aria-label={`Promote the candidate of the cycle of ${fmtDate(c.created_at)}`}
+                        >
                           Promote candidate
                         </Button>
                       ) : (
@@ -231,7 +346,14 @@ function Cycles({ project, jobs, onChanged }: { project: Project; jobs: Job[]; o
           </Table.ScrollContainer>
         )}
       </Loadable>
-      {compared && <CycleComparison cycle={compared} name={(id) => jobName(jobs, id)} onPromote={() => promote(compared)} busy={busy === compared.id} />}
+      {compared && (
+        <CycleComparison
+          cycle={compared}
+          name={(id) => jobName(jobs, id)}
+          onPromote={() => promote(compared)}
+          busy={busy === compared.id}
+        />
+      )}
       {cycles.data && <ReviewQueue cycles={cycles.data.data} />}
     </Stack>
   );
@@ -293,7 +415,12 @@ export function ProjectsPage() {
           }}
         />
       )}
-      <Loadable state={list} label="Loading projects" isEmpty={(d) => d.data.length === 0} empty="No projects yet: create one above.">
+      <Loadable
+        state={list}
+        label="Loading projects"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No projects yet: create one above."
+      >
         {(d) => (
           <DataTable label="Projects" minWidth={600} hover columns={['Name', 'Serving', 'Created', 'Details']}>
             {d.data.map((p) => (
@@ -302,7 +429,12 @@ export function ProjectsPage() {
                 <Table.Td>{jobName(allJobs, p.active_training_job_id)}</Table.Td>
                 <Table.Td>{fmtDate(p.created_at)}</Table.Td>
                 <Table.Td>
-                  <Button size="xs" variant="subtle" onClick={() => setOpen(p.id)} aria-label={`Open project ${p.name}`}>
+                  <Button
+                    size="xs"
+                    variant="subtle"
+                    onClick={() => setOpen(p.id)}
+                    aria-label={`Open project ${p.name}`}
+                  >
                     Open
                   </Button>
                 </Table.Td>
@@ -311,7 +443,9 @@ export function ProjectsPage() {
           </DataTable>
         )}
       </Loadable>
-      {list.data && list.data.data.length > 0 && !open && <Empty>Open a project to promote a model, roll back or run an adaptive cycle.</Empty>}
+      {list.data && list.data.data.length > 0 && !open && (
+        <Empty>Open a project to promote a model, roll back or run an adaptive cycle.</Empty>
+      )}
     </Stack>
   );
 }

@@ -1,4 +1,21 @@
-import { Alert, Badge, Button, Code, Group, Modal, NumberInput, Paper, Progress, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Alert,
+  Badge,
+  Button,
+  Code,
+  Group,
+  Modal,
+  NumberInput,
+  Paper,
+  Progress,
+  Select,
+  SimpleGrid,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { createParser } from 'eventsource-parser';
 import { useEffect, useState, type FormEvent } from 'react';
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
@@ -10,7 +27,8 @@ type Job = components['schemas']['TrainingJob'];
 type LogLine = { offset: number; ts: string; stream: string; line: string };
 const TERMINAL = ['complete', 'failed', 'stopped'];
 // every status colour reads at ≥ 4.5:1 on white (WCAG AA; Mantine's green.9 is 4.4:1)
-const statusColor = (s: string) => ({ complete: '#22672f', failed: '#b02525', stopped: '#495057', running: '#1864ab' })[s] ?? '#212529';
+const statusColor = (s: string) =>
+  ({ complete: '#22672f', failed: '#b02525', stopped: '#495057', running: '#1864ab' })[s] ?? '#212529';
 
 /** Follows GET /core/training-jobs/{id}/logs as SSE (fetch, because EventSource cannot send X-API-Key). */
 function useLiveLogs(jobId: string) {
@@ -22,11 +40,23 @@ function useLiveLogs(jobId: string) {
     setLines([]);
     setEnd(undefined);
     (async () => {
-      const res = await fetch(`${apiBase}/core/training-jobs/${encodeURIComponent(jobId)}/logs`, { headers: { accept: 'text/event-stream', 'x-api-key': storedKey() ?? '' }, signal: abort.signal });
+      const res = await fetch(`${apiBase}/core/training-jobs/${encodeURIComponent(jobId)}/logs`, {
+        headers: { accept: 'text/event-stream', 'x-api-key': storedKey() ?? '' },
+        signal: abort.signal,
+      });
       if (!res.ok || !res.body) throw new Error(`The log stream answered HTTP ${res.status}`);
       const parser = createParser({
         onEvent: (e) => {
-          if (e.event === 'end') setEnd(((): string => { try { return String((JSON.parse(e.data) as { status?: string }).status ?? e.data); } catch { return e.data; } })());
+          if (e.event === 'end')
+            setEnd(
+              ((): string => {
+                try {
+                  return String((JSON.parse(e.data) as { status?: string }).status ?? e.data);
+                } catch {
+                  return e.data;
+                }
+              })(),
+            );
           else if (e.event === 'log') setLines((l) => [...l, JSON.parse(e.data) as LogLine]);
         },
       });
@@ -49,7 +79,8 @@ function lossPoints(lines: LogLine[]) {
     if (!l.line.startsWith('{')) continue;
     try {
       const e = JSON.parse(l.line) as { event?: string; step?: number; loss?: number };
-      if (e.event === 'progress' && typeof e.loss === 'number' && typeof e.step === 'number') points.push({ step: e.step, loss: e.loss });
+      if (e.event === 'progress' && typeof e.loss === 'number' && typeof e.step === 'number')
+        points.push({ step: e.step, loss: e.loss });
     } catch {
       /* a plain line */
     }
@@ -62,7 +93,10 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const job = useLoad(() => must(api.GET('/core/training-jobs/{id}', { params: { path: { id } } })), [id, tick]);
   const logs = useLiveLogs(id);
   const [error, setError] = useState<string>();
-  const checkpoints = useLoad(() => must(api.GET('/core/training-jobs/{id}/checkpoints', { params: { path: { id } } })), [id, logs.end]);
+  const checkpoints = useLoad(
+    () => must(api.GET('/core/training-jobs/{id}/checkpoints', { params: { path: { id } } })),
+    [id, logs.end],
+  );
   // refresh the job while it runs; the log stream's end event says when it is over
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs when the log stream ends; onChanged is the parent's, new each render
   useEffect(() => {
@@ -86,7 +120,9 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const loss = lossPoints(logs.lines);
   // the weights' presigned URL (JSON form of GET /download), opened in a new tab
   const download = async () => {
-    const res = await fetch(`${apiBase}/core/training-jobs/${encodeURIComponent(id)}/download`, { headers: { accept: 'application/json', 'x-api-key': storedKey() ?? '' } });
+    const res = await fetch(`${apiBase}/core/training-jobs/${encodeURIComponent(id)}/download`, {
+      headers: { accept: 'application/json', 'x-api-key': storedKey() ?? '' },
+    });
     if (!res.ok) throw new Error(`The download answered HTTP ${res.status}`);
     window.open(((await res.json()) as { url: string }).url, '_blank', 'noopener');
   };
@@ -106,12 +142,23 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
               </Group>
               <Group gap="xs">
                 {!TERMINAL.includes(j.status) && (
-                  <Button size="xs" variant="light" color="orange" onClick={act(() => must(api.POST('/core/training-jobs/{id}/stop', { params: { path: { id } } })))}>
+                  <Button
+                    size="xs"
+                    variant="light"
+                    color="orange"
+                    onClick={act(() => must(api.POST('/core/training-jobs/{id}/stop', { params: { path: { id } } })))}
+                  >
                     Stop
                   </Button>
                 )}
                 {j.status === 'complete' && (
-                  <Button size="xs" variant="light" onClick={act(() => must(api.POST('/core/training-jobs/{id}/deploy', { params: { path: { id } }, body: {} })))}>
+                  <Button
+                    size="xs"
+                    variant="light"
+                    onClick={act(() =>
+                      must(api.POST('/core/training-jobs/{id}/deploy', { params: { path: { id } }, body: {} })),
+                    )}
+                  >
                     Deploy
                   </Button>
                 )}
@@ -123,18 +170,28 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
               </Group>
             </Group>
             <Text size="sm">
-              {j.base_model} · {j.training_type} · {j.training_algorithm} · {j.nr_epochs} epochs · lr {j.learning_rate} · datasets {j.datasets.map((d) => `${d.name}${d.version ? ` v${d.version}` : ''}`).join(', ')}
+              {j.base_model} · {j.training_type} · {j.training_algorithm} · {j.nr_epochs} epochs · lr {j.learning_rate}{' '}
+              · datasets {j.datasets.map((d) => `${d.name}${d.version ? ` v${d.version}` : ''}`).join(', ')}
             </Text>
             <Text size="sm">
               Created {fmtDate(j.created_at)} · started {fmtDate(j.started_at)} · finished {fmtDate(j.finished_at)}
             </Text>
-            {j.progress && <Progress value={(100 * j.progress.step) / Math.max(1, j.progress.total_steps)} aria-label={`Step ${j.progress.step} of ${j.progress.total_steps}`} />}
+            {j.progress && (
+              <Progress
+                value={(100 * j.progress.step) / Math.max(1, j.progress.total_steps)}
+                aria-label={`Step ${j.progress.step} of ${j.progress.total_steps}`}
+              />
+            )}
             {j.error && (
               <Alert color="red" title="The job failed">
                 {j.error}
               </Alert>
             )}
-            {j.warnings.length > 0 && <Alert color="yellow">{j.warnings.map((w) => (typeof w === 'string' ? w : JSON.stringify(w))).join(' · ')}</Alert>}
+            {j.warnings.length > 0 && (
+              <Alert color="yellow">
+                {j.warnings.map((w) => (typeof w === 'string' ? w : JSON.stringify(w))).join(' · ')}
+              </Alert>
+            )}
             {j.metrics && (
               <SimpleGrid cols={3}>
                 {Object.entries(j.metrics).map(([k, v]) => (
@@ -154,7 +211,11 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
             {loss.length < 2 ? (
               <Empty>No loss reported yet.</Empty>
             ) : (
-              <div style={{ height: 200 }} role="img" aria-label={`Training loss from ${loss[0]!.loss.toFixed(3)} at step ${loss[0]!.step} to ${loss.at(-1)!.loss.toFixed(3)} at step ${loss.at(-1)!.step}`}>
+              <div
+                style={{ height: 200 }}
+                role="img"
+                aria-label={`Training loss from ${loss[0]!.loss.toFixed(3)} at step ${loss[0]!.step} to ${loss.at(-1)!.loss.toFixed(3)} at step ${loss.at(-1)!.step}`}
+              >
                 <ResponsiveContainer>
                   <LineChart data={loss}>
                     <CartesianGrid strokeDasharray="3 3" />
@@ -169,7 +230,12 @@ function JobDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
             <Title order={3} size="h5">
               Checkpoints
             </Title>
-            <Loadable state={checkpoints} label="Loading checkpoints" isEmpty={(c) => c.checkpoints.length === 0} empty="No checkpoints yet.">
+            <Loadable
+              state={checkpoints}
+              label="Loading checkpoints"
+              isEmpty={(c) => c.checkpoints.length === 0}
+              empty="No checkpoints yet."
+            >
               {(c) => (
                 <Text size="sm">
                   {c.checkpoints.map((cp) => (
@@ -217,7 +283,14 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
       const [name, version] = (dataset ?? '').split('@');
       const job = await must(
         api.POST('/core/training-jobs', {
-          body: { model_name: modelName, base_model: base ?? '', datasets: [{ name: name!, ...(version ? { version: Number(version) } : {}) }], training_type: trainingType, ...(epochs !== '' ? { nr_epochs: Number(epochs) } : {}), ...(lr !== '' ? { learning_rate: Number(lr) } : {}) },
+          body: {
+            model_name: modelName,
+            base_model: base ?? '',
+            datasets: [{ name: name!, ...(version ? { version: Number(version) } : {}) }],
+            training_type: trainingType,
+            ...(epochs !== '' ? { nr_epochs: Number(epochs) } : {}),
+            ...(lr !== '' ? { learning_rate: Number(lr) } : {}),
+          },
         }),
       );
       onStarted(job.id);
@@ -231,12 +304,60 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
             Start a training job
           </Title>
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <TextInput label="Model name" description="The trained model's name: you call it by this id afterwards" value={modelName} onChange={(e) => setModelName(e.currentTarget.value)} required />
-            <Select label="Base model" description="What to fine-tune: a catalog model (or a checkpoint id)" data={trainable.map((m) => ({ value: m.id, label: `${m.id} (${m.type})` }))} value={base} onChange={setBase} required searchable />
-            <Select label="Dataset" description="A ready dataset version whose task heads the model learns" data={ready.map((d) => ({ value: `${d.name}@${d.version}`, label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}` }))} value={dataset} onChange={setDataset} required nothingFoundMessage="No ready dataset: upload one first" />
-            <Select label="Training type" description="LoRA trains small adapters (fast, small files); full updates every weight" data={['lora', 'full']} value={trainingType} onChange={(v) => setTrainingType((v as 'lora' | 'full') ?? 'lora')} allowDeselect={false} />
-            <NumberInput label="Epochs" description={`Passes over the data (default ${chosen?.default_hyperparameters.nr_epochs ?? 'the model’s'})`} min={1} max={100} value={epochs} onChange={setEpochs} />
-            <NumberInput label="Learning rate" description={`Step size (default ${chosen?.default_hyperparameters.learning_rate ?? 'the model’s'})`} min={0} max={1} step={0.00001} decimalScale={8} value={lr} onChange={setLr} />
+            <TextInput
+              label="Model name"
+              description="The trained model's name: you call it by this id afterwards"
+              value={modelName}
+              onChange={(e) => setModelName(e.currentTarget.value)}
+              required
+            />
+            <Select
+              label="Base model"
+              description="What to fine-tune: a catalog model (or a checkpoint id)"
+              data={trainable.map((m) => ({ value: m.id, label: `${m.id} (${m.type})` }))}
+              value={base}
+              onChange={setBase}
+              required
+              searchable
+            />
+            <Select
+              label="Dataset"
+              description="A ready dataset version whose task heads the model learns"
+              data={ready.map((d) => ({
+                value: `${d.name}@${d.version}`,
+                label: `${d.name} v${d.version} · ${d.row_count} rows · ${d.task_types.join(', ')}`,
+              }))}
+              value={dataset}
+              onChange={setDataset}
+              required
+              nothingFoundMessage="No ready dataset: upload one first"
+            />
+            <Select
+              label="Training type"
+              description="LoRA trains small adapters (fast, small files); full updates every weight"
+              data={['lora', 'full']}
+              value={trainingType}
+              onChange={(v) => setTrainingType((v as 'lora' | 'full') ?? 'lora')}
+              allowDeselect={false}
+            />
+            <NumberInput
+              label="Epochs"
+              description={`Passes over the data (default ${chosen?.default_hyperparameters.nr_epochs ?? 'the model’s'})`}
+              min={1}
+              max={100}
+              value={epochs}
+              onChange={setEpochs}
+            />
+            <NumberInput
+              label="Learning rate"
+              description={`Step size (default ${chosen?.default_hyperparameters.learning_rate ?? 'the model’s'})`}
+              min={0}
+              max={1}
+              step={0.00001}
+              decimalScale={8}
+              value={lr}
+              onChange={setLr}
+            />
           </SimpleGrid>
           <FormError error={error} />
           <Group>
@@ -252,7 +373,10 @@ function StartForm({ onStarted }: { onStarted: (id: string) => void }) {
 
 export function TrainingPage() {
   const [status, setStatus] = useState<string | null>(null);
-  const jobs = useLoad(() => must(api.GET('/core/training-jobs', { params: { query: status ? { status: status as never } : {} } })), [status]);
+  const jobs = useLoad(
+    () => must(api.GET('/core/training-jobs', { params: { query: status ? { status: status as never } : {} } })),
+    [status],
+  );
   const [open, setOpen] = useState<string>();
   const [deleting, setDeleting] = useState<Job>();
   return (
@@ -268,9 +392,21 @@ export function TrainingPage() {
       />
       {open && <JobDetail key={open} id={open} onChanged={jobs.reload} />}
       <Group>
-        <Select label="Status" placeholder="Any" clearable data={['requested', 'running', 'complete', 'failed', 'stopped']} value={status} onChange={setStatus} />
+        <Select
+          label="Status"
+          placeholder="Any"
+          clearable
+          data={['requested', 'running', 'complete', 'failed', 'stopped']}
+          value={status}
+          onChange={setStatus}
+        />
       </Group>
-      <Loadable state={jobs} label="Loading training jobs" isEmpty={(d) => d.data.length === 0} empty="No training jobs yet: start one above.">
+      <Loadable
+        state={jobs}
+        label="Loading training jobs"
+        isEmpty={(d) => d.data.length === 0}
+        empty="No training jobs yet: start one above."
+      >
         {(d) => (
           <DataTable label="Training jobs" minWidth={640} columns={['Model', 'Base', 'Status', 'Created', 'Actions']}>
             {d.data.map((j) => (
@@ -278,15 +414,28 @@ export function TrainingPage() {
                 <Table.Td>{j.model_name}</Table.Td>
                 <Table.Td>{j.base_model}</Table.Td>
                 <Table.Td>
-                  <Badge variant="outline" color={statusColor(j.status)}>{j.status}</Badge>
+                  <Badge variant="outline" color={statusColor(j.status)}>
+                    {j.status}
+                  </Badge>
                 </Table.Td>
                 <Table.Td>{fmtDate(j.created_at)}</Table.Td>
                 <Table.Td>
                   <Group gap={4}>
-                    <Button size="xs" variant="subtle" onClick={() => setOpen(j.id)} aria-label={`Open ${j.model_name}`}>
+                    <Button
+                      size="xs"
+                      variant="subtle"
+                      onClick={() => setOpen(j.id)}
+                      aria-label={`Open ${j.model_name}`}
+                    >
                       Open
                     </Button>
-                    <Button size="xs" variant="subtle" color="red" onClick={() => setDeleting(j)} aria-label={`Delete ${j.model_name}`}>
+                    <Button
+                      size="xs"
+                      variant="subtle"
+                      color="red"
+                      onClick={() => setDeleting(j)}
+                      aria-label={`Delete ${j.model_name}`}
+                    >
                       Delete
                     </Button>
                   </Group>
@@ -296,9 +445,16 @@ export function TrainingPage() {
           </DataTable>
         )}
       </Loadable>
-      <Modal opened={Boolean(deleting)} onClose={() => setDeleting(undefined)} title="Delete this training job?" closeButtonProps={{ 'aria-label': 'Cancel' }}>
+      <Modal
+        opened={Boolean(deleting)}
+        onClose={() => setDeleting(undefined)}
+        title="Delete this training job?"
+        closeButtonProps={{ 'aria-label': 'Cancel' }}
+      >
         <Stack>
-          <Text size="sm">“{deleting?.model_name}”, its logs, checkpoints and weights are deleted. A running job is stopped first.</Text>
+          <Text size="sm">
+            “{deleting?.model_name}”, its logs, checkpoints and weights are deleted. A running job is stopped first.
+          </Text>
           <Group justify="flex-end">
             <Button variant="default" onClick={() => setDeleting(undefined)}>
               Cancel

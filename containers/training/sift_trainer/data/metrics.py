@@ -44,8 +44,15 @@ class Counts:
         p = self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
         r = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
-        return {"f1": round(f, 6), "precision": round(p, 6), "recall": round(r, 6),
-                "support": self.tp + self.fn, "tp": self.tp, "fp": self.fp, "fn": self.fn}
+        return {
+            "f1": round(f, 6),
+            "precision": round(p, 6),
+            "recall": round(r, 6),
+            "support": self.tp + self.fn,
+            "tp": self.tp,
+            "fp": self.fp,
+            "fn": self.fn,
+        }
 
 
 # str.isspace() characters, spelled out exactly as in src/core/evaluation/scoring/normalize.ts
@@ -88,7 +95,7 @@ def entity_counts(row: dict[str, Any], result: dict[str, Any], labels: list[str]
     allowed = set(labels)
     exact_gold: set[tuple[str, int, int]] = set()
     mention_gold: Counter = Counter()
-    for (m, lab, s, e) in _norm_entities(row.get("entities")):
+    for m, lab, s, e in _norm_entities(row.get("entities")):
         if lab not in allowed:
             continue
         if s is not None and e is not None:
@@ -151,7 +158,9 @@ def pred_labels(result: dict[str, Any], task: str, multi_label: bool = True) -> 
     return [max(items, key=lambda x: x[1])[0]] if items else []  # max() keeps the first on ties
 
 
-def structure_counts(row: dict[str, Any], result: dict[str, Any], structures: dict[str, list[str]]) -> dict[str, tuple[int, int, int]]:
+def structure_counts(
+    row: dict[str, Any], result: dict[str, Any], structures: dict[str, list[str]]
+) -> dict[str, tuple[int, int, int]]:
     """(tp, fp, fn) per ``structure.field`` of one row: normalised values pooled over instances."""
     gold: dict[str, Counter] = defaultdict(Counter)
     pred: dict[str, Counter] = defaultdict(Counter)
@@ -159,7 +168,7 @@ def structure_counts(row: dict[str, Any], result: dict[str, Any], structures: di
         for f, v in fields.items():
             if f not in structures.get(name, []):
                 continue
-            for x in (v if isinstance(v, list) else [v]):
+            for x in v if isinstance(v, list) else [v]:
                 n = _norm(x) if isinstance(x, str) else ""
                 if n:
                     gold[f"{name}.{f}"][n] += 1
@@ -172,7 +181,7 @@ def structure_counts(row: dict[str, Any], result: dict[str, Any], structures: di
                 continue
             for f in fnames:
                 v = inst.get(f)
-                for x in (v if isinstance(v, list) else [v]):
+                for x in v if isinstance(v, list) else [v]:
                     t = _span_text(x)
                     n = _norm(t) if t else ""
                     if n:
@@ -211,7 +220,9 @@ def from_api_result(result: dict[str, Any] | None) -> dict[str, Any]:
     if "entities" in result:
         ents: dict[str, list[dict[str, Any]]] = {}
         for e in result.get("entities") or []:
-            ents.setdefault(e["label"], []).append({"text": e.get("text"), "start": e.get("start"), "end": e.get("end"), "confidence": e.get("score")})
+            ents.setdefault(e["label"], []).append(
+                {"text": e.get("text"), "start": e.get("start"), "end": e.get("end"), "confidence": e.get("score")}
+            )
         out["entities"] = ents
     for task, items in (result.get("classifications") or {}).items():
         out[task] = [{"label": x["label"], "confidence": x.get("score")} for x in items or []]
@@ -269,9 +280,13 @@ def score_predictions(rows: list[dict[str, Any]], results: list[dict[str, Any]],
                 heads["relations"].add(*c)
                 overall.add(*c)
     out = overall.prf()
-    metrics = {"f1": out["f1"], "precision": out["precision"], "recall": out["recall"],
-               "n_examples": len(rows),
-               "per_head": {k: v.prf() for k, v in heads.items()}}
+    metrics = {
+        "f1": out["f1"],
+        "precision": out["precision"],
+        "recall": out["recall"],
+        "n_examples": len(rows),
+        "per_head": {k: v.prf() for k, v in heads.items()},
+    }
     if per_entity:
         metrics["per_entity"] = {k: v.prf() for k, v in per_entity.items()}
     if per_label:
@@ -283,15 +298,18 @@ def score_predictions(rows: list[dict[str, Any]], results: list[dict[str, Any]],
     return metrics
 
 
-def predict(model, rows: list[dict[str, Any]], info: TaskInfo, threshold: float = 0.5, batch_size: int = 8) -> list[dict[str, Any]]:
+def predict(
+    model, rows: list[dict[str, Any]], info: TaskInfo, threshold: float = 0.5, batch_size: int = 8
+) -> list[dict[str, Any]]:
     from gliner2 import Schema
 
     schema = Schema.from_dict(info.schema())
     texts = [r["text"] for r in rows]
     was_training = model.training
     try:
-        return model.batch_extract(texts, schema, batch_size=batch_size, threshold=threshold,
-                                   include_confidence=True, include_spans=True)
+        return model.batch_extract(
+            texts, schema, batch_size=batch_size, threshold=threshold, include_confidence=True, include_spans=True
+        )
     finally:
         if was_training:
             model.train()
@@ -314,6 +332,10 @@ def learning_warnings(baseline: dict[str, Any], final: dict[str, Any], n_rows: i
     base, got = float(baseline.get("f1", 0.0)), float(final.get("f1", 0.0))
     if got > base:
         return []
-    return [(f"validation F1 {got:.4f} does not beat the base model's {base:.4f} on the same {n_rows} held-out rows: "
-             "the fine-tuned model is no better than the model it started from (more rows or epochs, a higher "
-             "learning rate, or fewer labels may help)")]
+    return [
+        (
+            f"validation F1 {got:.4f} does not beat the base model's {base:.4f} on the same {n_rows} held-out rows: "
+            "the fine-tuned model is no better than the model it started from (more rows or epochs, a higher "
+            "learning rate, or fewer labels may help)"
+        )
+    ]

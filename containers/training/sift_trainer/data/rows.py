@@ -25,7 +25,9 @@ def read_rows(channel_dir: Path) -> list[dict[str, Any]]:
     """Read every .jsonl/.json/.csv file of a channel directory (sorted by name)."""
     if not channel_dir.exists():
         raise DatasetError(f"data channel not found: {channel_dir}")
-    files = sorted(p for p in channel_dir.rglob("*") if p.is_file() and p.suffix.lower() in (".jsonl", ".json", ".csv", ".ndjson"))
+    files = sorted(
+        p for p in channel_dir.rglob("*") if p.is_file() and p.suffix.lower() in (".jsonl", ".json", ".csv", ".ndjson")
+    )
     if not files:
         raise DatasetError(f"no .jsonl/.json/.csv files in {channel_dir}")
     rows: list[dict[str, Any]] = []
@@ -53,7 +55,13 @@ def read_rows(channel_dir: Path) -> list[dict[str, Any]]:
                     try:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as e:
-                        errors.append({"row": len(rows) + len(errors), "field": None, "message": f"{fp.name} line {i + 1}: invalid JSON ({e.msg})"})
+                        errors.append(
+                            {
+                                "row": len(rows) + len(errors),
+                                "field": None,
+                                "message": f"{fp.name} line {i + 1}: invalid JSON ({e.msg})",
+                            }
+                        )
     if errors:
         raise DatasetError(f"{len(errors)} unreadable row(s); first: {errors[0]['message']}", errors)
     if not rows:
@@ -64,6 +72,7 @@ def read_rows(channel_dir: Path) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------
 # Heads and vocabularies
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class TaskInfo:
@@ -81,8 +90,17 @@ class TaskInfo:
         return {
             "heads": self.heads,
             "entity_labels": self.entity_labels,
-            "classification": {"task": CLASSIFICATION_TASK, "labels": self.class_labels, "multi_label": self.multi_label} if self.class_labels else None,
-            "structures": {k: {"fields": v, "list_fields": self.structure_list_fields.get(k, [])} for k, v in self.structures.items()},
+            "classification": {
+                "task": CLASSIFICATION_TASK,
+                "labels": self.class_labels,
+                "multi_label": self.multi_label,
+            }
+            if self.class_labels
+            else None,
+            "structures": {
+                k: {"fields": v, "list_fields": self.structure_list_fields.get(k, [])}
+                for k, v in self.structures.items()
+            },
             "relations": self.relations,
         }
 
@@ -92,10 +110,17 @@ class TaskInfo:
         if self.entity_labels:
             s["entities"] = list(self.entity_labels)
         if self.class_labels:
-            s["classifications"] = [{"task": CLASSIFICATION_TASK, "labels": list(self.class_labels), "multi_label": self.multi_label}]
+            s["classifications"] = [
+                {"task": CLASSIFICATION_TASK, "labels": list(self.class_labels), "multi_label": self.multi_label}
+            ]
         if self.structures:
             s["structures"] = {
-                name: {"fields": [{"name": f, "dtype": "list" if f in self.structure_list_fields.get(name, []) else "str"} for f in fields]}
+                name: {
+                    "fields": [
+                        {"name": f, "dtype": "list" if f in self.structure_list_fields.get(name, []) else "str"}
+                        for f in fields
+                    ]
+                }
                 for name, fields in self.structures.items()
             }
         if self.relations:
@@ -123,7 +148,9 @@ def _norm_entities(value: Any) -> list[tuple[str, str, int | None, int | None]]:
             if "text" not in e or "label" not in e:
                 raise ValueError("each entity needs 'text' and 'label'")
             s, t = e.get("start"), e.get("end")
-            out.append((str(e["text"]), str(e["label"]), int(s) if s is not None else None, int(t) if t is not None else None))
+            out.append(
+                (str(e["text"]), str(e["label"]), int(s) if s is not None else None, int(t) if t is not None else None)
+            )
         else:
             raise ValueError("entity entries must be {text,label,start?,end?} or [text,label]")
     return out
@@ -141,7 +168,7 @@ def _norm_relations(value: Any) -> list[tuple[str, str, str]]:
         if isinstance(r, dict) and "relation" in r:
             out.append((str(r["relation"]), str(r["head"]), str(r["tail"])))
         elif isinstance(r, dict) and len(r) == 1:  # gliner-native {rel: {head, tail}}
-            (name, v), = r.items()
+            ((name, v),) = r.items()
             out.append((str(name), str(v["head"]), str(v["tail"])))
         else:
             raise ValueError("relation entries must be {relation, head, tail}")
@@ -202,7 +229,7 @@ def infer_tasks(rows: list[dict[str, Any]]) -> TaskInfo:
     rels: dict[str, None] = {}
     for r in rows:
         try:
-            for (_, lab, _, _) in _norm_entities(r.get("entities")):
+            for _, lab, _, _ in _norm_entities(r.get("entities")):
                 ent_labels.setdefault(lab)
             if "label" in cols and _present(r, "label"):
                 class_labels.setdefault(str(r["label"]))
@@ -218,7 +245,7 @@ def infer_tasks(rows: list[dict[str, Any]]) -> TaskInfo:
                         lf = info.structure_list_fields.setdefault(name, [])
                         if fname not in lf:
                             lf.append(fname)
-            for (rel, _, _) in _norm_relations(r.get("relations")):
+            for rel, _, _ in _norm_relations(r.get("relations")):
                 rels.setdefault(rel)
         except (ValueError, KeyError, TypeError, json.JSONDecodeError):
             continue  # reported by validate_rows
@@ -237,9 +264,9 @@ def infer_tasks(rows: list[dict[str, Any]]) -> TaskInfo:
     if not heads:
         raise DatasetError(
             "dataset columns fit no encoder head: expected one of entities, label, labels, json_structures, relations "
-            f"(found columns: {sorted({k for r in rows[:50] for k in r})})")
+            f"(found columns: {sorted({k for r in rows[:50] for k in r})})"
+        )
     return info
-
 
 
 def require_trainable(info: TaskInfo) -> TaskInfo:
@@ -253,14 +280,19 @@ def require_trainable(info: TaskInfo) -> TaskInfo:
         return info
     column = "labels" if info.multi_label else "label"
     found = f"only {info.class_labels[0]!r}" if info.class_labels else "no label at all"
-    why = (f"the '{column}' column holds {found} across the dataset: classification needs at least two "
-           "distinct labels to choose between")
+    why = (
+        f"the '{column}' column holds {found} across the dataset: classification needs at least two "
+        "distinct labels to choose between"
+    )
     if info.heads == ["classification"]:
         raise DatasetError(f"{why}; add rows of the other labels", [{"row": None, "field": column, "message": why}])
     info.heads.remove("classification")
     info.class_labels = []
-    info.warnings.append(f"{why}, so the classification head was not trained; the other heads ({', '.join(info.heads)}) were")
+    info.warnings.append(
+        f"{why}, so the classification head was not trained; the other heads ({', '.join(info.heads)}) were"
+    )
     return info
+
 
 def _contains(text: str, value: str) -> bool:
     return value.lower() in text.lower()
@@ -274,7 +306,7 @@ def row_to_record(row: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "entities" in info.heads:
         ents = {lab: [] for lab in info.entity_labels}  # absent labels are negatives
-        for (m, lab, s, e) in _norm_entities(row.get("entities")):
+        for m, lab, s, e in _norm_entities(row.get("entities")):
             if s is not None and e is not None:
                 if not (0 <= s < e <= len(text)):
                     raise ValueError(f"entity {m!r}: offsets [{s},{e}) out of range")
@@ -291,9 +323,14 @@ def row_to_record(row: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
         else:
             true = [str(row["label"])] if _present(row, "label") else []
         if true:
-            out["classifications"] = [{
-                "task": CLASSIFICATION_TASK, "labels": list(info.class_labels), "true_label": true,
-                "multi_label": bool(info.multi_label)}]
+            out["classifications"] = [
+                {
+                    "task": CLASSIFICATION_TASK,
+                    "labels": list(info.class_labels),
+                    "true_label": true,
+                    "multi_label": bool(info.multi_label),
+                }
+            ]
     if "json_structures" in info.heads:
         insts = []
         for name, fields in _norm_structures(row.get("json_structures")):
@@ -317,7 +354,7 @@ def row_to_record(row: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
             out["json_structures"] = insts
     if "relations" in info.heads:
         rels = []
-        for (rel, h, t) in _norm_relations(row.get("relations")):
+        for rel, h, t in _norm_relations(row.get("relations")):
             for role, v in (("head", h), ("tail", t)):
                 if not _contains(text, v):
                     raise ValueError(f"relation {rel!r}: {role} {v!r} is not a substring of text")
@@ -360,4 +397,8 @@ def split(rows: list[Any], fraction: float, seed: int, min_val: int = 1) -> tupl
 
 def is_decoder_rows(rows: list[dict[str, Any]]) -> bool:
     r = rows[0] if rows else {}
-    return isinstance(r, dict) and ("messages" in r or ("prompt" in r and ("chosen" in r or "answer" in r or "completion" in r)) or ("prompt" in r and "text" not in r))
+    return isinstance(r, dict) and (
+        "messages" in r
+        or ("prompt" in r and ("chosen" in r or "answer" in r or "completion" in r))
+        or ("prompt" in r and "text" not in r)
+    )

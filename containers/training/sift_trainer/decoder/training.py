@@ -62,8 +62,12 @@ def load_base(path: Path):
 
     path = Path(path)
     if (path / "adapter_config.json").exists() and not (path / "config.json").exists():
-        meta = json.loads((path / "sift_checkpoint.json").read_text()) if (path / "sift_checkpoint.json").exists() else {}
-        base = meta.get("base_model_path") or json.loads((path / "adapter_config.json").read_text()).get("base_model_name_or_path")
+        meta = (
+            json.loads((path / "sift_checkpoint.json").read_text()) if (path / "sift_checkpoint.json").exists() else {}
+        )
+        base = meta.get("base_model_path") or json.loads((path / "adapter_config.json").read_text()).get(
+            "base_model_name_or_path"
+        )
         if not base or not Path(base).exists():
             raise FileNotFoundError(f"adapter checkpoint {path} does not name an available base model (got {base!r})")
         model, tok = load_base(Path(base))
@@ -118,6 +122,7 @@ def prepare_base(gguf: Path, out_dir: Path) -> Path:
 # Datasets
 # ---------------------------------------------------------------------------
 
+
 def _text(content: Any) -> Any:
     """Message content as text (content blocks joined); anything else is left for the caller to reject."""
     if isinstance(content, list):
@@ -159,20 +164,36 @@ def build_dataset(rows: list[dict[str, Any]], algorithm: str):
                 if "messages" in r:
                     recs.append({"messages": _check_messages(r["messages"], i)})
                 elif "prompt" in r and "completion" in r:
-                    recs.append({"messages": _prompt_msgs(r["prompt"], i) + [{"role": "assistant", "content": str(r["completion"])}]})
+                    recs.append(
+                        {
+                            "messages": _prompt_msgs(r["prompt"], i)
+                            + [{"role": "assistant", "content": str(r["completion"])}]
+                        }
+                    )
                 else:
                     raise ValueError(f"row {i}: sft rows need 'messages' (or 'prompt' + 'completion')")
             elif algorithm == "dpo":
                 for k in ("prompt", "chosen", "rejected"):
                     if not isinstance(r.get(k), (str, list)) or not r.get(k):
                         raise ValueError(f"row {i}: dpo rows need non-empty 'prompt', 'chosen', 'rejected'")
-                chosen = r["chosen"] if isinstance(r["chosen"], list) else [{"role": "assistant", "content": r["chosen"]}]
-                rejected = r["rejected"] if isinstance(r["rejected"], list) else [{"role": "assistant", "content": r["rejected"]}]
+                chosen = (
+                    r["chosen"] if isinstance(r["chosen"], list) else [{"role": "assistant", "content": r["chosen"]}]
+                )
+                rejected = (
+                    r["rejected"]
+                    if isinstance(r["rejected"], list)
+                    else [{"role": "assistant", "content": r["rejected"]}]
+                )
                 recs.append({"prompt": _prompt_msgs(r["prompt"], i), "chosen": chosen, "rejected": rejected})
             else:  # grpo
                 if not r.get("prompt"):
                     raise ValueError(f"row {i}: grpo rows need 'prompt'")
-                recs.append({"prompt": _prompt_msgs(r["prompt"], i), "answer": "" if r.get("answer") is None else str(r["answer"])})
+                recs.append(
+                    {
+                        "prompt": _prompt_msgs(r["prompt"], i),
+                        "answer": "" if r.get("answer") is None else str(r["answer"]),
+                    }
+                )
         except (ValueError, KeyError, TypeError) as e:
             errors.append({"row": i, "field": None, "message": str(e)})
     if errors:
@@ -186,6 +207,7 @@ def build_dataset(rows: list[dict[str, Any]], algorithm: str):
 # ---------------------------------------------------------------------------
 # GRPO rewards (verifiable, from the row's 'answer')
 # ---------------------------------------------------------------------------
+
 
 def _completion_text(c: Any) -> str:
     if isinstance(c, list):
@@ -226,12 +248,16 @@ def make_reward(kind: str):
 # Learning signals (DPO reward margin and accuracy, GRPO mean reward and its spread)
 # ---------------------------------------------------------------------------
 
+
 def learning_signal(algorithm: str, logs: dict[str, Any]) -> dict[str, float] | None:
     """The per-step signal of a preference or RL job from TRL's training logs, or None."""
     if "loss" not in logs:
         return None
     if algorithm == "dpo" and "rewards/margins" in logs:
-        return {"reward_margin": float(logs["rewards/margins"]), "reward_accuracy": float(logs.get("rewards/accuracies", 0.0))}
+        return {
+            "reward_margin": float(logs["rewards/margins"]),
+            "reward_accuracy": float(logs.get("rewards/accuracies", 0.0)),
+        }
     if algorithm == "grpo" and "reward" in logs:
         return {"mean_reward": float(logs["reward"]), "reward_std": float(logs.get("reward_std", 0.0))}
     return None
@@ -243,18 +269,31 @@ def signal_warnings(algorithm: str, signals: list[dict[str, float]]) -> list[str
         return []
     if algorithm == "grpo" and all(s["reward_std"] == 0.0 for s in signals):
         mean = signals[-1]["mean_reward"]
-        return [(f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
-                 "signal. Show the answer's format in the prompt (a worked example as an earlier turn), use a reward the "
-                 "base model sometimes earns ('contains'), or more generations")]
-    if algorithm == "dpo" and len(signals) > 1 and max(s["reward_margin"] for s in signals[1:]) <= signals[0]["reward_margin"]:
-        return [(f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
-                 "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help")]
+        return [
+            (
+                f"the reward never varied between generations (mean reward {mean:.3f} at every step): GRPO had no learning "
+                "signal. Show the answer's format in the prompt (a worked example as an earlier turn), use a reward the "
+                "base model sometimes earns ('contains'), or more generations"
+            )
+        ]
+    if (
+        algorithm == "dpo"
+        and len(signals) > 1
+        and max(s["reward_margin"] for s in signals[1:]) <= signals[0]["reward_margin"]
+    ):
+        return [
+            (
+                f"the chosen-vs-rejected reward margin never grew past its first value ({signals[0]['reward_margin']:.4f}): "
+                "DPO did not learn the preference. More steps, a higher learning rate or a lower beta may help"
+            )
+        ]
     return []
 
 
 # ---------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------
+
 
 def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, Any]]):
     from transformers import TrainerCallback
@@ -274,12 +313,28 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, 
                 self.signals.append(signal)
                 emit("signal", algorithm=algorithm, step=int(state.global_step), **signal)
             if "loss" in logs:
-                emit("progress", epoch=math.floor(state.epoch or 0) + 1 if (state.epoch or 0) < (args.num_train_epochs or 1) else int(args.num_train_epochs),
-                     epoch_float=round(float(state.epoch or 0), 4), step=int(state.global_step), total_steps=int(state.max_steps),
-                     loss=float(logs["loss"]), learning_rate=logs.get("learning_rate"),
-                     **{k: v for k, v in logs.items() if k.startswith("rewards/") or k in ("reward", "rewards/chosen", "grad_norm")})
+                emit(
+                    "progress",
+                    epoch=math.floor(state.epoch or 0) + 1
+                    if (state.epoch or 0) < (args.num_train_epochs or 1)
+                    else int(args.num_train_epochs),
+                    epoch_float=round(float(state.epoch or 0), 4),
+                    step=int(state.global_step),
+                    total_steps=int(state.max_steps),
+                    loss=float(logs["loss"]),
+                    learning_rate=logs.get("learning_rate"),
+                    **{
+                        k: v
+                        for k, v in logs.items()
+                        if k.startswith("rewards/") or k in ("reward", "rewards/chosen", "grad_norm")
+                    },
+                )
             elif any(k.startswith("eval_") for k in logs):
-                self.last_eval = {k: v for k, v in logs.items() if k in ("eval_loss", "eval_mean_token_accuracy") or k.startswith("eval_rewards")}
+                self.last_eval = {
+                    k: v
+                    for k, v in logs.items()
+                    if k in ("eval_loss", "eval_mean_token_accuracy") or k.startswith("eval_rewards")
+                }
                 emit("metrics", scope="validation", step=int(state.global_step), metrics=logs)
 
         def on_step_end(self, args, state, control, **kw):
@@ -293,10 +348,21 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, 
             # Known here, not after train(): the event hands the directory over for upload, so its
             # sift_checkpoint.json must be final when the event goes out (the last step always saves).
             is_final = state.global_step >= state.max_steps and not stop_requested()
-            meta = {"id": str(uuid.uuid4()), "name": ckpt.name, "step": int(state.global_step),
-                    "epoch": max(1, math.ceil(state.epoch or 0)), "metrics": dict(self.last_eval), "is_best": False, "is_final": is_final,
-                    "kind": "adapter", "family": "decoder", "algorithm": algorithm, "base_model_path": base_model_path,
-                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "path": str(ckpt)}
+            meta = {
+                "id": str(uuid.uuid4()),
+                "name": ckpt.name,
+                "step": int(state.global_step),
+                "epoch": max(1, math.ceil(state.epoch or 0)),
+                "metrics": dict(self.last_eval),
+                "is_best": False,
+                "is_final": is_final,
+                "kind": "adapter",
+                "family": "decoder",
+                "algorithm": algorithm,
+                "base_model_path": base_model_path,
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "path": str(ckpt),
+            }
             if ckpt.exists():
                 write_json(ckpt / "sift_checkpoint.json", meta)
             checkpoints.append(meta)
@@ -305,8 +371,9 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, 
     return SiftCallback()
 
 
-def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]],
-                  val_rows: list[dict[str, Any]] | None) -> dict[str, Any]:
+def train_decoder(
+    hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]], val_rows: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     import torch
     from peft import LoraConfig
 
@@ -323,23 +390,57 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
     base = Path(hp.base_model_path)
     t_load = time.time()
     model, tok = load_base(base)
-    emit("model_loaded", base_model_path=str(base), parameters=int(sum(p.numel() for p in model.parameters())),
-         seconds=round(time.time() - t_load, 1))
+    emit(
+        "model_loaded",
+        base_model_path=str(base),
+        parameters=int(sum(p.numel() for p in model.parameters())),
+        seconds=round(time.time() - t_load, 1),
+    )
 
-    target = hp.extra.get("lora_target_modules") or ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    peft_config = LoraConfig(r=hp.lora_r, lora_alpha=hp.lora_alpha, lora_dropout=float(hp.extra.get("lora_dropout", 0.05)),
-                             target_modules=target, task_type="CAUSAL_LM")
+    target = hp.extra.get("lora_target_modules") or [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    ]
+    peft_config = LoraConfig(
+        r=hp.lora_r,
+        lora_alpha=hp.lora_alpha,
+        lora_dropout=float(hp.extra.get("lora_dropout", 0.05)),
+        target_modules=target,
+        task_type="CAUSAL_LM",
+    )
     ckpt_root = paths.checkpoints_dir
     ckpt_root.mkdir(parents=True, exist_ok=True)
     epochs = hp.nr_epochs or DEFAULT_EPOCHS
     bs = hp.batch_size or 4
     common_args = {
-        "output_dir": str(ckpt_root), "num_train_epochs": epochs, "max_steps": hp.max_steps, "per_device_train_batch_size": bs,
-        "per_device_eval_batch_size": bs, "learning_rate": hp.learning_rate or DEFAULT_LR, "seed": hp.seed, "data_seed": hp.seed,
-        "logging_steps": 1, "logging_first_step": True, "save_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
-        "save_steps": max(1, hp.checkpoint_every_steps or 500), "save_total_limit": None, "report_to": [], "use_cpu": not torch.cuda.is_available(),
-        "eval_strategy": "epoch" if val_ds is not None else "no", "dataloader_num_workers": 0, "disable_tqdm": True,
-        "gradient_checkpointing": False, "bf16": False, "fp16": False, "save_only_model": True, "warmup_steps": 0,
+        "output_dir": str(ckpt_root),
+        "num_train_epochs": epochs,
+        "max_steps": hp.max_steps,
+        "per_device_train_batch_size": bs,
+        "per_device_eval_batch_size": bs,
+        "learning_rate": hp.learning_rate or DEFAULT_LR,
+        "seed": hp.seed,
+        "data_seed": hp.seed,
+        "logging_steps": 1,
+        "logging_first_step": True,
+        "save_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
+        "save_steps": max(1, hp.checkpoint_every_steps or 500),
+        "save_total_limit": None,
+        "report_to": [],
+        "use_cpu": not torch.cuda.is_available(),
+        "eval_strategy": "epoch" if val_ds is not None else "no",
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+        "gradient_checkpointing": False,
+        "bf16": False,
+        "fp16": False,
+        "save_only_model": True,
+        "warmup_steps": 0,
     }
     checkpoints: list[dict[str, Any]] = []
     cb = _callback(str(base.resolve()), algo, checkpoints)
@@ -347,26 +448,53 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
     if algo == "sft":
         from trl import SFTConfig, SFTTrainer
 
-        args = SFTConfig(**common_args, max_length=max_len, packing=False, assistant_only_loss=False, completion_only_loss=None)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
-                             processing_class=tok, peft_config=peft_config, callbacks=[cb])
+        args = SFTConfig(
+            **common_args, max_length=max_len, packing=False, assistant_only_loss=False, completion_only_loss=None
+        )
+        trainer = SFTTrainer(
+            model=model,
+            args=args,
+            train_dataset=train_ds,
+            eval_dataset=val_ds,
+            processing_class=tok,
+            peft_config=peft_config,
+            callbacks=[cb],
+        )
     elif algo == "dpo":
         from trl import DPOConfig, DPOTrainer
 
         args = DPOConfig(**common_args, beta=float(hp.rl_config["beta"]), max_length=max_len)
-        trainer = DPOTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=val_ds,
-                             processing_class=tok, peft_config=peft_config, callbacks=[cb])
+        trainer = DPOTrainer(
+            model=model,
+            args=args,
+            train_dataset=train_ds,
+            eval_dataset=val_ds,
+            processing_class=tok,
+            peft_config=peft_config,
+            callbacks=[cb],
+        )
     else:
         from trl import GRPOConfig, GRPOTrainer
 
         ng = int(hp.rl_config["num_generations"])
         gen_bs = max(ng, (bs // ng) * ng or ng)
-        args = GRPOConfig(**{**common_args, "per_device_train_batch_size": gen_bs, "per_device_eval_batch_size": gen_bs},
-                          num_generations=ng, max_completion_length=int(hp.rl_config.get("max_completion_length", 32)),
-                          temperature=float(hp.rl_config.get("temperature", 1.0)), beta=float(hp.rl_config.get("beta", 0.0)))
-        trainer = GRPOTrainer(model=model, reward_funcs=[make_reward(hp.rl_config.get("reward", "exact_match"))], args=args,
-                              train_dataset=train_ds, eval_dataset=val_ds, processing_class=tok, peft_config=peft_config,
-                              callbacks=[cb])
+        args = GRPOConfig(
+            **{**common_args, "per_device_train_batch_size": gen_bs, "per_device_eval_batch_size": gen_bs},
+            num_generations=ng,
+            max_completion_length=int(hp.rl_config.get("max_completion_length", 32)),
+            temperature=float(hp.rl_config.get("temperature", 1.0)),
+            beta=float(hp.rl_config.get("beta", 0.0)),
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[make_reward(hp.rl_config.get("reward", "exact_match"))],
+            args=args,
+            train_dataset=train_ds,
+            eval_dataset=val_ds,
+            processing_class=tok,
+            peft_config=peft_config,
+            callbacks=[cb],
+        )
     t0 = time.time()
     result = trainer.train()
     train_seconds = time.time() - t0
@@ -384,10 +512,19 @@ def train_decoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
         if "eval_loss" in ev:
             metrics["eval_perplexity"] = float(math.exp(min(50.0, ev["eval_loss"])))
         emit("metrics", scope="final", step=int(trainer.state.global_step), metrics=metrics)
-    return {"trainer": trainer, "model": trainer.model, "tokenizer": tok, "metrics": metrics, "train_seconds": train_seconds,
-            "base_gguf": str(base_gguf_of(base)) if base_gguf_of(base) else None,
-            "steps": int(trainer.state.global_step), "epochs": epochs, "checkpoints": checkpoints,
-            "train_rows": len(train_ds), "validation_rows": len(val_ds) if val_ds is not None else 0}
+    return {
+        "trainer": trainer,
+        "model": trainer.model,
+        "tokenizer": tok,
+        "metrics": metrics,
+        "train_seconds": train_seconds,
+        "base_gguf": str(base_gguf_of(base)) if base_gguf_of(base) else None,
+        "steps": int(trainer.state.global_step),
+        "epochs": epochs,
+        "checkpoints": checkpoints,
+        "train_rows": len(train_ds),
+        "validation_rows": len(val_ds) if val_ds is not None else 0,
+    }
 
 
 def base_gguf_of(base: Path) -> Path | None:

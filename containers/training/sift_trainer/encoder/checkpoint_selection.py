@@ -36,8 +36,10 @@ def policy(requested: Any, support: int) -> tuple[str, str]:
         raise ValueError(f"checkpoint_selection must be 'auto', 'best' or 'last', got {requested!r}")
     if support >= MIN_SELECTION_SUPPORT:
         return "best", f"{support} gold annotations held out"
-    return "last", (f"only {support} gold annotations held out (fewer than {MIN_SELECTION_SUPPORT}): "
-                    "their F1 cannot rank checkpoints, so the last weights are the model")
+    return "last", (
+        f"only {support} gold annotations held out (fewer than {MIN_SELECTION_SUPPORT}): "
+        "their F1 cannot rank checkpoints, so the last weights are the model"
+    )
 
 
 def score(checkpoint: dict[str, Any]) -> tuple[float, float] | None:
@@ -71,6 +73,8 @@ def restore_weights(model, checkpoint_dir: Path, adapter: bool) -> None:
         result = set_peft_model_state_dict(model, load_file(str(checkpoint_dir / "adapter_model.safetensors")))
         unexpected = list(getattr(result, "unexpected_keys", []) or [])
         if unexpected:
-            raise RuntimeError(f"adapter checkpoint {checkpoint_dir} does not fit the model: unexpected {unexpected[:5]}")
+            raise RuntimeError(
+                f"adapter checkpoint {checkpoint_dir} does not fit the model: unexpected {unexpected[:5]}"
+            )
         return
     model.load_state_dict(load_file(str(checkpoint_dir / "model.safetensors")))

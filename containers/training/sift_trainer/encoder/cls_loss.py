@@ -37,9 +37,15 @@ def install(model) -> None:
 
     original = model._compute_sample_loss  # bound library method: entities, structures, relations, counts
 
-    def _compute_sample_loss(self, token_embeddings, embs_per_schema: list[list[Any]], task_types: list[str],
-                             structure_labels: list[Any], device, span_scores_per_schema: list | None = None
-                             ) -> dict[str, Any]:
+    def _compute_sample_loss(
+        self,
+        token_embeddings,
+        embs_per_schema: list[list[Any]],
+        task_types: list[str],
+        structure_labels: list[Any],
+        device,
+        span_scores_per_schema: list | None = None,
+    ) -> dict[str, Any]:
         cls_tasks = [i for i, t in enumerate(task_types) if t == "classifications" and embs_per_schema[i]]
         # the library skips a task whose schema embeddings are empty: let it do everything but classification
         rest = [[] if i in cls_tasks else e for i, e in enumerate(embs_per_schema)]

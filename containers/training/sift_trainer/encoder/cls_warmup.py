@@ -68,7 +68,7 @@ def _features(model, prompts: list[dict[str, Any]], chunk: int = 16):
     try:
         with torch.no_grad():
             for i in range(0, len(prompts), chunk):
-                part = prompts[i:i + chunk]
+                part = prompts[i : i + chunk]
                 batch = model.processor.collate_fn_inference([(p["input"], p["output"]) for p in part])
                 _tokens, schema = model._encode_batch(batch)
                 for j, p in enumerate(part):
@@ -85,13 +85,21 @@ def _features(model, prompts: list[dict[str, Any]], chunk: int = 16):
     X = torch.zeros(len(feats), n_max, feats[0].shape[-1])
     mask = torch.zeros(len(feats), n_max, dtype=torch.bool)
     for k, f in enumerate(feats):
-        X[k, :f.shape[0]] = f
-        mask[k, :f.shape[0]] = True
+        X[k, : f.shape[0]] = f
+        mask[k, : f.shape[0]] = True
     return X, mask, torch.tensor(golds)
 
 
-def fit_head(model, records: list[dict[str, Any]], prepare, *, steps: int = DEFAULT_HEAD_WARMUP_STEPS,
-             lr: float = HEAD_WARMUP_LR, seed: int = 0, batch_size: int = 8) -> dict[str, Any]:
+def fit_head(
+    model,
+    records: list[dict[str, Any]],
+    prepare,
+    *,
+    steps: int = DEFAULT_HEAD_WARMUP_STEPS,
+    lr: float = HEAD_WARMUP_LR,
+    seed: int = 0,
+    batch_size: int = 8,
+) -> dict[str, Any]:
     """Fit ``model.classifier`` alone (softmax cross-entropy over each prompt's labels) on frozen features.
 
     ``records``: single-label classification training records; ``prepare(record, rng)`` turns one into
@@ -124,5 +132,11 @@ def fit_head(model, records: list[dict[str, Any]], prepare, *, steps: int = DEFA
         everything = torch.arange(len(gold))
         acc = (logits(everything).argmax(-1) == gold).float().mean().item()
         loss = F.cross_entropy(logits(everything), gold).item()
-    return {"steps": steps, "prompts": len(gold), "label_orders": orders, "train_accuracy": round(acc, 4),
-            "train_loss": round(loss, 4), "seconds": round(time.time() - t0, 2)}
+    return {
+        "steps": steps,
+        "prompts": len(gold),
+        "label_orders": orders,
+        "train_accuracy": round(acc, 4),
+        "train_loss": round(loss, 4),
+        "seconds": round(time.time() - t0, 2),
+    }

@@ -88,8 +88,15 @@ class PromptMeter:
     def tokens(self, pre_tokens: Iterable[str]) -> int:
         return sum(self.n(t) for t in pre_tokens)
 
-    def schema(self, parent: str, fields: Sequence[str], marker: str, prompt: str | None = None,
-               descriptions: dict[str, str] | None = None, exact: bool = False) -> int:
+    def schema(
+        self,
+        parent: str,
+        fields: Sequence[str],
+        marker: str,
+        prompt: str | None = None,
+        descriptions: dict[str, str] | None = None,
+        exact: bool = False,
+    ) -> int:
         """Tokens of :func:`schema_tokens`. Not ``exact``: the prompt string is counted piece by piece
         (cached; equal for WordPiece, whose pre-tokenizer splits on the spaces between the pieces)."""
         if exact:
@@ -110,8 +117,13 @@ class PromptMeter:
         return self.n(SEP_TEXT) + sum(self.n(w) for w in words)
 
 
-def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: str | None = None,
-                  descriptions: dict[str, str] | None = None) -> list[str]:
+def schema_tokens(
+    parent: str,
+    fields: Sequence[str],
+    marker: str,
+    prompt: str | None = None,
+    descriptions: dict[str, str] | None = None,
+) -> list[str]:
     """gliner2 ``_transform_schema`` (descriptions in label order; gliner2 only reorders them in training)."""
     prompt_str = f"{parent}: {prompt}" if prompt else parent
     for label, desc in (descriptions or {}).items():
@@ -126,6 +138,7 @@ def schema_tokens(parent: str, fields: Sequence[str], marker: str, prompt: str |
 # ---------------------------------------------------------------------------
 # Training records (sift_trainer.data.rows.row_to_record output)
 # ---------------------------------------------------------------------------
+
 
 def _structure_groups(out: dict[str, Any]) -> dict[str, list[str]]:
     """Structure name -> field names over all its instances, first-seen order (gliner2 ``common``)."""
@@ -187,22 +200,29 @@ class PromptFitter:
             descs = c.get("label_descriptions") or {}
             examples = c.get("examples") or []
             # inference mode "both": descriptions and examples; training picks a mode, "both" is the largest
-            n = sch(c["task"], labels, "[L]", prompt=c.get("prompt"), descriptions=descs) \
-                + self._examples_tokens(examples, labels)
+            n = sch(c["task"], labels, "[L]", prompt=c.get("prompt"), descriptions=descs) + self._examples_tokens(
+                examples, labels
+            )
             if worst:
                 syn = [f"label {i}" for i in range(1, len(labels) + 1)]
                 sdesc = {s: descs.get(l, l) for s, l in zip(syn, labels)}
                 sex = [(inp, syn[labels.index(o)] if o in labels else o) for inp, o in examples]
-                n = max(n, sch(c["task"], syn, "[L]", prompt=c.get("prompt"), descriptions=sdesc)
-                        + self._examples_tokens(sex, syn))
+                n = max(
+                    n,
+                    sch(c["task"], syn, "[L]", prompt=c.get("prompt"), descriptions=sdesc)
+                    + self._examples_tokens(sex, syn),
+                )
             parts.append(n)
         if not parts:
             return 0
         return sum(parts) + (len(parts) - 1) * m.n(SEP_STRUCT)
 
     def _examples_tokens(self, examples, fields) -> int:
-        return sum(self.meter.n(f"[EXAMPLE] {inp} [OUTPUT] {o if isinstance(o, str) else ', '.join(o)}")
-                   for inp, o in examples if o in fields)
+        return sum(
+            self.meter.n(f"[EXAMPLE] {inp} [OUTPUT] {o if isinstance(o, str) else ', '.join(o)}")
+            for inp, o in examples
+            if o in fields
+        )
 
     def text_tokens(self, text: str) -> int:
         return self.meter.text(text, self.max_words)
@@ -236,7 +256,9 @@ class PromptFitter:
         if "entities" in new:
             new["entities"] = {k: v for k, v in new["entities"].items() if ("entities", None, k) not in drop}
             if "entity_descriptions" in new:
-                new["entity_descriptions"] = {k: v for k, v in new["entity_descriptions"].items() if k in new["entities"]}
+                new["entity_descriptions"] = {
+                    k: v for k, v in new["entity_descriptions"].items() if k in new["entities"]
+                }
         if "json_structures" in new:
             for inst in new["json_structures"]:
                 for name, fields in inst.items():
@@ -259,16 +281,18 @@ class PromptFitter:
         neg = self.negatives(out)
         gold = self.prompt_tokens(self.restrict(out, neg), worst)
         if gold == 0 and neg:  # no gold at all (a row of negatives): the prompt needs one label
-            gold = min(self.prompt_tokens(self.restrict(out, neg[:i] + neg[i + 1:]), worst) for i in range(len(neg)))
+            gold = min(self.prompt_tokens(self.restrict(out, neg[:i] + neg[i + 1 :]), worst) for i in range(len(neg)))
         room = self.limit - max(text_n, self.meter.n(SEP_TEXT) + self.min_text_tokens)
         if gold > room:
             if gold + self.meter.n(SEP_TEXT) + self.min_text_tokens > self.limit:
                 raise PromptTooLong(
                     f"its gold labels alone serialize to {gold} prompt tokens; with at least {self.min_text_tokens} tokens "
-                    f"of text that exceeds the encoder's {self.limit} positions")
+                    f"of text that exceeds the encoder's {self.limit} positions"
+                )
             raise PromptTooLong(
                 f"its text ({text_n - 1} tokens within the first {self.max_words or 'all'} words) and the prompt of its "
-                f"gold labels ({gold} tokens) exceed the encoder's {self.limit} positions; shorten the text or lower max_words")
+                f"gold labels ({gold} tokens) exceed the encoder's {self.limit} positions; shorten the text or lower max_words"
+            )
         return False, gold, text_n
 
     def _fits(self, out: dict[str, Any], worst: bool, budget: int) -> bool:
@@ -324,8 +348,9 @@ def cap_class_negatives(out: dict[str, Any], rng: random.Random, max_negatives: 
     return PromptFitter.restrict(out, drop) if drop else out
 
 
-def sampled_dataset(base, fitter: PromptFitter | None, seed: int, training: bool,
-                    max_class_negatives: int | None = None):
+def sampled_dataset(
+    base, fitter: PromptFitter | None, seed: int, training: bool, max_class_negatives: int | None = None
+):
     """An ``ExtractorDataset`` over ``base``'s records whose items are fitted on every read.
 
     Training: a fresh seeded draw per (example, read) — every epoch sees another negative subset;
@@ -367,7 +392,9 @@ def sampled_dataset(base, fitter: PromptFitter | None, seed: int, training: bool
     return _Sampled()
 
 
-def check_records(fitter: PromptFitter, records: list[dict[str, Any]], worst: bool) -> tuple[int, list[tuple[int, str]]]:
+def check_records(
+    fitter: PromptFitter, records: list[dict[str, Any]], worst: bool
+) -> tuple[int, list[tuple[int, str]]]:
     """(number of records that need sampling, [(index, reason)] of records that cannot fit at all)."""
     sampled, bad = 0, []
     for i, rec in enumerate(records):
@@ -383,20 +410,21 @@ def check_records(fitter: PromptFitter, records: list[dict[str, Any]], worst: bo
 # Prediction in label groups (validation metrics)
 # ---------------------------------------------------------------------------
 
+
 def _units(spec: dict[str, Any]) -> list[tuple[str, Any]]:
     """Indivisible parts of a ``Schema.to_dict()`` spec, in gliner2's prompt order."""
     units: list[tuple[str, Any]] = []
-    for name in (spec.get("structures") or {}):
+    for name in spec.get("structures") or {}:
         units.append(("structure", name))
     ents = spec.get("entities")
-    for name in (ents if isinstance(ents, list) else list((ents or {}).keys())):
+    for name in ents if isinstance(ents, list) else list((ents or {}).keys()):
         units.append(("entity", name))
     rels = spec.get("relations")
-    for name in (rels if isinstance(rels, list) else list((rels or {}).keys())):
+    for name in rels if isinstance(rels, list) else list((rels or {}).keys()):
         units.append(("relation", name))
     for ti, c in enumerate(spec.get("classifications") or []):
         labels = c["labels"]
-        for lab in (labels if isinstance(labels, list) else list(labels.keys())):
+        for lab in labels if isinstance(labels, list) else list(labels.keys()):
             units.append(("label", (ti, lab)))
     return units
 
@@ -423,7 +451,11 @@ def _sub_spec(spec: dict[str, Any], units: Sequence[tuple[str, Any]]) -> dict[st
         items = spec.get(key)
         if not items:
             continue
-        sub = [n for n in items if (kind, n) in want] if isinstance(items, list) else {n: v for n, v in items.items() if (kind, n) in want}
+        sub = (
+            [n for n in items if (kind, n) in want]
+            if isinstance(items, list)
+            else {n: v for n, v in items.items() if (kind, n) in want}
+        )
         if sub:
             out[key] = sub
     cls = []
@@ -434,8 +466,15 @@ def _sub_spec(spec: dict[str, Any], units: Sequence[tuple[str, Any]]) -> dict[st
         else:
             sub = {l: d for l, d in labels.items() if ("label", (ti, l)) in want}
         if sub:
-            cls.append({**{k: v for k, v in c.items() if k not in ("top_k", "cls_threshold", "class_act")}, "labels": sub,
-                        "multi_label": True, "class_act": "sigmoid", "cls_threshold": 0.0})
+            cls.append(
+                {
+                    **{k: v for k, v in c.items() if k not in ("top_k", "cls_threshold", "class_act")},
+                    "labels": sub,
+                    "multi_label": True,
+                    "class_act": "sigmoid",
+                    "cls_threshold": 0.0,
+                }
+            )
     if cls:
         out["classifications"] = cls
     return out
@@ -560,7 +599,9 @@ class GroupedExtractor:
                 cur = []
             cur.append(u)
             if len(cur) == 1 and plen(cur) + 2 > self._limit:
-                raise PromptTooLong(f"{u[0]} {u[1]!r} alone serializes to {plen(cur)} prompt tokens; the encoder takes {self._limit}")
+                raise PromptTooLong(
+                    f"{u[0]} {u[1]!r} alone serializes to {plen(cur)} prompt tokens; the encoder takes {self._limit}"
+                )
         if cur:
             groups.append(cur)
         return [_sub_spec(spec, g) for g in groups]
@@ -580,8 +621,10 @@ class GroupedExtractor:
                     out.setdefault(k, {}).update(v)
                 elif k in structures and k in out and isinstance(v, list):  # fields split over groups
                     have = out[k]
-                    out[k] = [{**(have[i] if i < len(have) else {}), **(v[i] if i < len(v) else {})}
-                              for i in range(max(len(have), len(v)))]
+                    out[k] = [
+                        {**(have[i] if i < len(have) else {}), **(v[i] if i < len(v) else {})}
+                        for i in range(max(len(have), len(v)))
+                    ]
                 else:
                     out[k] = v
         for c in tasks:

@@ -14,8 +14,12 @@ def sampling_config(overrides: dict[str, Any] | None = None, single_label: bool 
     """
     from gliner2.processor import SamplingConfig
 
-    kw: dict[str, Any] = {"synthetic_entity_label_prob": 0.0, "synthetic_label_prob": 0.1,
-                              "remove_classification_label_prob": 0.2, "include_true_label_prob": 0.5}
+    kw: dict[str, Any] = {
+        "synthetic_entity_label_prob": 0.0,
+        "synthetic_label_prob": 0.1,
+        "remove_classification_label_prob": 0.2,
+        "include_true_label_prob": 0.5,
+    }
     if single_label:  # every single-label row has a gold label; a prompt without it teaches nothing
         kw["include_true_label_prob"] = 1.0
     kw.update(overrides or {})

@@ -87,7 +87,9 @@ def plan(hp: Hyperparameters, n_train: int, classification_only: bool = False) -
         auto.append("nr_epochs")
     if hp.training_type == "lora":
         # one rate for every LoRA parameter (gliner2 puts them all in the task_lr group)
-        task_lr = hp.learning_rate or (DEFAULT_LR_LORA_MANY_ROWS if n_train >= LORA_MANY_ROWS_MIN_TRAIN else DEFAULT_LR_LORA)
+        task_lr = hp.learning_rate or (
+            DEFAULT_LR_LORA_MANY_ROWS if n_train >= LORA_MANY_ROWS_MIN_TRAIN else DEFAULT_LR_LORA
+        )
         encoder_lr = task_lr
         if not hp.learning_rate:
             auto.append("learning_rate")
@@ -101,6 +103,13 @@ def plan(hp: Hyperparameters, n_train: int, classification_only: bool = False) -
     warmup = hp.extra.get("warmup_ratio")
     if warmup is None:
         auto.append("warmup_ratio")
-    return Schedule(epochs=int(epochs), max_steps=int(hp.max_steps), batch_size=int(bs), steps_per_epoch=steps_per_epoch,
-                    encoder_lr=float(encoder_lr), task_lr=float(task_lr),
-                    warmup_ratio=float(WARMUP_RATIO if warmup is None else warmup), automatic=auto)
+    return Schedule(
+        epochs=int(epochs),
+        max_steps=int(hp.max_steps),
+        batch_size=int(bs),
+        steps_per_epoch=steps_per_epoch,
+        encoder_lr=float(encoder_lr),
+        task_lr=float(task_lr),
+        warmup_ratio=float(WARMUP_RATIO if warmup is None else warmup),
+        automatic=auto,
+    )

@@ -45,8 +45,12 @@ def is_encoder_checkpoint(path: Path) -> bool:
             meta = json.loads(meta_file.read_text())
         except Exception:  # noqa: BLE001 - an unreadable marker: not an encoder checkpoint
             return False
-        return meta.get("family", "encoder") == "encoder" and bool(meta.get("base_model_path")) \
-            and Path(meta["base_model_path"]) != path and is_encoder_checkpoint(Path(meta["base_model_path"]))
+        return (
+            meta.get("family", "encoder") == "encoder"
+            and bool(meta.get("base_model_path"))
+            and Path(meta["base_model_path"]) != path
+            and is_encoder_checkpoint(Path(meta["base_model_path"]))
+        )
     cfg = path / "config.json"
     if not cfg.exists():
         return False
@@ -119,10 +123,16 @@ def _make_trainer_class():
             for p in self.model.parameters():
                 p.requires_grad = False
             targets = [t for t in self.config.lora_target_modules if t not in ("classifier", "classification_head")]
-            cfg = LoraConfig(r=self.config.lora_r, lora_alpha=self.config.lora_alpha,
-                             lora_dropout=self.config.lora_dropout, target_modules=_resolve_targets(self.model, targets),
-                             bias="none", use_dora=self.config.lora_use_dora, modules_to_save=["classifier"],
-                             base_model_name_or_path=getattr(self.model, "name_or_path", "") or None)
+            cfg = LoraConfig(
+                r=self.config.lora_r,
+                lora_alpha=self.config.lora_alpha,
+                lora_dropout=self.config.lora_dropout,
+                target_modules=_resolve_targets(self.model, targets),
+                bias="none",
+                use_dora=self.config.lora_use_dora,
+                modules_to_save=["classifier"],
+                base_model_name_or_path=getattr(self.model, "name_or_path", "") or None,
+            )
             self.model = get_peft_model(self.model, cfg)
             _cast_lora_dtype(self.model)
             self.lora_layers = {n: m for n, m in self.model.named_modules() if isinstance(m, _PeftLoraLayer)}
@@ -133,11 +143,18 @@ def _make_trainer_class():
             if hasattr(metrics, "to_dict"):
                 metrics = metrics.to_dict()
             if prefix == "train":
-                emit("progress", epoch=int(self.epoch) + 1, epoch_float=round(float(metrics.get("epoch", self.epoch)), 4),
-                     step=int(self.global_step), total_steps=int(getattr(self, "_planned_max_steps", 0) or 0),
-                     loss=float(metrics.get("loss", 0.0)),
-                     classification_loss=metrics.get("classification_loss"), structure_loss=metrics.get("structure_loss"),
-                     count_loss=metrics.get("count_loss"), learning_rate=metrics.get("learning_rate"))
+                emit(
+                    "progress",
+                    epoch=int(self.epoch) + 1,
+                    epoch_float=round(float(metrics.get("epoch", self.epoch)), 4),
+                    step=int(self.global_step),
+                    total_steps=int(getattr(self, "_planned_max_steps", 0) or 0),
+                    loss=float(metrics.get("loss", 0.0)),
+                    classification_loss=metrics.get("classification_loss"),
+                    structure_loss=metrics.get("structure_loss"),
+                    count_loss=metrics.get("count_loss"),
+                    learning_rate=metrics.get("learning_rate"),
+                )
                 if stop_requested():
                     name = f"checkpoint-stopped-{self.global_step}"
                     self._save_checkpoint(name)
@@ -145,8 +162,13 @@ def _make_trainer_class():
             elif prefix == "eval":
                 self.sift_last_eval = {k: v for k, v in metrics.items() if k not in ("step", "epoch")}
                 self.sift_last_eval_step = int(self.global_step)
-                emit("metrics", scope="validation", step=int(self.global_step), epoch=int(self.epoch) + 1,
-                     metrics=self.sift_last_eval)
+                emit(
+                    "metrics",
+                    scope="validation",
+                    step=int(self.global_step),
+                    epoch=int(self.epoch) + 1,
+                    metrics=self.sift_last_eval,
+                )
 
         def _prepare_data(self, data, is_train: bool = True):
             # examples whose schema prompt could exceed the encoder's positions: gold + sampled negatives
@@ -156,8 +178,13 @@ def _make_trainer_class():
                 self.sift_eval_dataset = ds
             if ds is None or (self.sift_fitter is None and self.sift_max_class_negatives is None):
                 return ds
-            return sampled_dataset(ds, self.sift_fitter, int(self.config.seed), training=is_train,
-                                   max_class_negatives=self.sift_max_class_negatives)
+            return sampled_dataset(
+                ds,
+                self.sift_fitter,
+                int(self.config.seed),
+                training=is_train,
+                max_class_negatives=self.sift_max_class_negatives,
+            )
 
         def _select_best_weights(self) -> None:
             """Before the final save: put the best evaluated weights back into the model (checkpoint_selection.py)."""
@@ -166,18 +193,34 @@ def _make_trainer_class():
             if self.sift_last_eval_step != int(self.global_step):
                 # steps trained after the last evaluation (eval every N steps): score them like any checkpoint
                 self._evaluate(self.sift_eval_dataset)
-            last = {"name": "final", "step": int(self.global_step), "epoch": int(self.epoch) + 1,
-                    "metrics": {k: self.sift_last_eval[k] for k in ("f1", "precision", "recall", "eval_loss") if k in self.sift_last_eval}}
+            last = {
+                "name": "final",
+                "step": int(self.global_step),
+                "epoch": int(self.epoch) + 1,
+                "metrics": {
+                    k: self.sift_last_eval[k]
+                    for k in ("f1", "precision", "recall", "eval_loss")
+                    if k in self.sift_last_eval
+                },
+            }
             chosen = checkpoint_selection.select_best(self.sift_checkpoints + [last])
             if chosen is None:
                 return
             if chosen is not last:
-                checkpoint_selection.restore_weights(self.model, Path(chosen["path"]),
-                                                     adapter=bool(self.config.use_lora and self.config.save_adapter_only))
+                checkpoint_selection.restore_weights(
+                    self.model,
+                    Path(chosen["path"]),
+                    adapter=bool(self.config.use_lora and self.config.save_adapter_only),
+                )
                 self.sift_last_eval = dict(chosen["metrics"])
-            self.sift_selected = {"name": chosen["name"], "step": chosen["step"], "epoch": chosen["epoch"],
-                                  "metrics": dict(chosen["metrics"]), "last_step": int(self.global_step),
-                                  "last_metrics": dict(last["metrics"])}
+            self.sift_selected = {
+                "name": chosen["name"],
+                "step": chosen["step"],
+                "epoch": chosen["epoch"],
+                "metrics": dict(chosen["metrics"]),
+                "last_step": int(self.global_step),
+                "last_metrics": dict(last["metrics"]),
+            }
             emit("best_checkpoint", selected_by="validation_f1", **self.sift_selected)
 
         def _save_checkpoint(self, name: str):
@@ -193,9 +236,14 @@ def _make_trainer_class():
                 step, epoch = self.sift_selected["step"], self.sift_selected["epoch"]
             cid = str(uuid.uuid4())
             meta = {
-                "id": cid, "name": name, "family": "encoder", "step": step, "epoch": epoch,
+                "id": cid,
+                "name": name,
+                "family": "encoder",
+                "step": step,
+                "epoch": epoch,
                 "metrics": {k: metrics[k] for k in ("f1", "precision", "recall", "eval_loss") if k in metrics},
-                "is_best": False, "is_final": name == "final",
+                "is_best": False,
+                "is_final": name == "final",
                 "kind": "adapter" if (self.config.use_lora and self.config.save_adapter_only) else "full",
                 "base_model_path": self.sift_base_model_path,
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -225,20 +273,38 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
 
     lora = hp.training_type == "lora"
     kwargs = {
-        "output_dir": str(out_dir), "experiment_name": "sift", "num_epochs": plan.epochs, "max_steps": plan.max_steps,
-        "batch_size": plan.batch_size, "eval_batch_size": 8, "encoder_lr": plan.encoder_lr, "task_lr": plan.task_lr,
+        "output_dir": str(out_dir),
+        "experiment_name": "sift",
+        "num_epochs": plan.epochs,
+        "max_steps": plan.max_steps,
+        "batch_size": plan.batch_size,
+        "eval_batch_size": 8,
+        "encoder_lr": plan.encoder_lr,
+        "task_lr": plan.task_lr,
         "max_grad_norm": float(hp.extra.get("max_grad_norm", 1.0)),
-        "warmup_ratio": plan.warmup_ratio, "scheduler_type": str(hp.extra.get("scheduler", "linear")),
-        "fp16": False, "bf16": False, "num_workers": 0, "pin_memory": False, "seed": hp.seed, "logging_steps": 1,
+        "warmup_ratio": plan.warmup_ratio,
+        "scheduler_type": str(hp.extra.get("scheduler", "linear")),
+        "fp16": False,
+        "bf16": False,
+        "num_workers": 0,
+        "pin_memory": False,
+        "seed": hp.seed,
+        "logging_steps": 1,
         "eval_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
         "eval_steps": max(1, hp.checkpoint_every_steps or 500),
-        "save_total_limit": 0, "save_best": False,
-        "metric_for_best": "f1" if has_val else "eval_loss", "greater_is_better": has_val,
+        "save_total_limit": 0,
+        "save_best": False,
+        "metric_for_best": "f1" if has_val else "eval_loss",
+        "greater_is_better": has_val,
         "early_stopping": bool(has_val and hp.early_stopping_patience > 0),
         "early_stopping_patience": max(1, hp.early_stopping_patience),
         "max_len": int(hp.extra.get("max_words", 256)),
-        "use_lora": lora, "lora_r": hp.lora_r, "lora_alpha": hp.lora_alpha,
-        "lora_target_modules": list(hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])),
+        "use_lora": lora,
+        "lora_r": hp.lora_r,
+        "lora_alpha": hp.lora_alpha,
+        "lora_target_modules": list(
+            hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])
+        ),
         "save_adapter_only": True,
     }
     return TrainingConfig(**kwargs)
@@ -263,8 +329,9 @@ def _warm_up_classifier(hp: Hyperparameters, model, records, fitter: PromptFitte
     return True
 
 
-def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]],
-                  val_rows: list[dict[str, Any]] | None) -> dict[str, Any]:
+def train_encoder(
+    hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[str, Any]], val_rows: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     import torch
 
     process.set_threads()
@@ -280,8 +347,12 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
 
     base = Path(hp.base_model_path)
     model = load_model(base)
-    emit("model_loaded", base_model_path=str(base), hidden_size=int(model.hidden_size),
-         parameters=int(sum(p.numel() for p in model.parameters())))
+    emit(
+        "model_loaded",
+        base_model_path=str(base),
+        hidden_size=int(model.hidden_size),
+        parameters=int(sum(p.numel() for p in model.parameters())),
+    )
 
     from ..data.metrics import evaluate, learning_warnings
 
@@ -313,10 +384,17 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
         if problems:
             head = "; ".join(f"{where} ({text[:40]!r}): {why}" for where, why, text in problems[:3])
             more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
-            raise DatasetError(f"{len(problems)} row(s) cannot fit the encoder's {limit} positions: {head}{more}",
-                               [{"row": None, "field": None, "message": f"{w}: {y}"} for w, y, _t in problems])
-        emit("prompt_budget", max_positions=limit, max_words=cfg.max_len, train_rows_sampled=n_sampled,
-             validation_rows_sampled=n_eval_sampled)
+            raise DatasetError(
+                f"{len(problems)} row(s) cannot fit the encoder's {limit} positions: {head}{more}",
+                [{"row": None, "field": None, "message": f"{w}: {y}"} for w, y, _t in problems],
+            )
+        emit(
+            "prompt_budget",
+            max_positions=limit,
+            max_words=cfg.max_len,
+            train_rows_sampled=n_sampled,
+            validation_rows_sampled=n_eval_sampled,
+        )
 
     def scorer(m):
         return GroupedExtractor(m, limit) if limit else m
@@ -333,10 +411,15 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
 
     # the held-out rows pick the job's weights only when they hold enough gold annotations to rank them
     selection, selection_reason = checkpoint_selection.policy(
-        hp.extra.get("checkpoint_selection"), checkpoint_selection.validation_support(baseline_metrics))
+        hp.extra.get("checkpoint_selection"), checkpoint_selection.validation_support(baseline_metrics)
+    )
     if val_rows:
-        emit("checkpoint_selection", policy=selection, reason=selection_reason,
-             validation_support=checkpoint_selection.validation_support(baseline_metrics))
+        emit(
+            "checkpoint_selection",
+            policy=selection,
+            reason=selection_reason,
+            validation_support=checkpoint_selection.validation_support(baseline_metrics),
+        )
     if selection == "last":
         cfg.early_stopping = False  # a stop decided by the same noisy F1 would end the run at random
 
@@ -385,10 +468,16 @@ def train_encoder(hp: Hyperparameters, paths: JobPaths, train_rows: list[dict[st
             emit("warning", message=warning)
         emit("metrics", scope="final", step=int(trainer.global_step), metrics=final_metrics)
     return {
-        "model": trained, "info": info, "metrics": final_metrics, "train_seconds": train_seconds,
-        "steps": int(trainer.global_step), "epochs": int(summary.get("total_epochs", 0)),
-        "checkpoints": trainer.sift_checkpoints, "adapter_dir": adapter_dir,
-        "train_rows": len(train_rows), "validation_rows": len(val_rows),
+        "model": trained,
+        "info": info,
+        "metrics": final_metrics,
+        "train_seconds": train_seconds,
+        "steps": int(trainer.global_step),
+        "epochs": int(summary.get("total_epochs", 0)),
+        "checkpoints": trainer.sift_checkpoints,
+        "adapter_dir": adapter_dir,
+        "train_rows": len(train_rows),
+        "validation_rows": len(val_rows),
         # the held-out rows themselves: the service re-scores the exported model on them with its evaluator
         "validation_data": val_rows,
     }
@@ -398,9 +487,19 @@ def _selection_metrics(trainer) -> dict[str, Any]:
     """Which weights the model is: the best validation checkpoint's epoch and step, or the last ones."""
     chosen = trainer.sift_selected
     if chosen is None:
-        return {"checkpoint_selection": "last", "best_epoch": None, "best_step": None, "trained_steps": int(trainer.global_step)}
-    return {"checkpoint_selection": "best_validation_f1", "best_epoch": chosen["epoch"], "best_step": chosen["step"],
-            "best_checkpoint": chosen["name"], "trained_steps": chosen["last_step"]}
+        return {
+            "checkpoint_selection": "last",
+            "best_epoch": None,
+            "best_step": None,
+            "trained_steps": int(trainer.global_step),
+        }
+    return {
+        "checkpoint_selection": "best_validation_f1",
+        "best_epoch": chosen["epoch"],
+        "best_step": chosen["step"],
+        "best_checkpoint": chosen["name"],
+        "trained_steps": chosen["last_step"],
+    }
 
 
 def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> dict[str, Any]:

@@ -34,14 +34,32 @@ from torch import nn
 
 OPSET = 17
 MAX_COUNT = 20
-FORMAT = "sift-gliner2-fragments/2"  # /2: eager-attention encoder, span_scores.onnx, count_embed_c1.onnx, encoder.int8.onnx
-SPECIAL_TOKENS = ["[SEP_STRUCT]", "[SEP_TEXT]", "[P]", "[C]", "[E]", "[R]", "[L]", "[EXAMPLE]", "[OUTPUT]", "[DESCRIPTION]"]
+FORMAT = (
+    "sift-gliner2-fragments/2"  # /2: eager-attention encoder, span_scores.onnx, count_embed_c1.onnx, encoder.int8.onnx
+)
+SPECIAL_TOKENS = [
+    "[SEP_STRUCT]",
+    "[SEP_TEXT]",
+    "[P]",
+    "[C]",
+    "[E]",
+    "[R]",
+    "[L]",
+    "[EXAMPLE]",
+    "[OUTPUT]",
+    "[DESCRIPTION]",
+]
 # gliner2 2.1.0 gliner2/processing/word_splitter.py WhitespaceTokenSplitter (re.VERBOSE | re.IGNORECASE);
 # WORD = [\w + every Unicode combining mark (category M) + U+200C + U+200D]
 WORD_REGEX = r"(?:https?://[^\s]+|www\.[^\s]+)|[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|@[a-z0-9_]+|WORD+(?:[-_]WORD+)*|\S"
 WORD_CLASS_JS = r"[\p{L}\p{N}\p{M}_\u200c\u200d]"
-WORD_REGEX_JS = (r"(?:https?:\/\/[^\s]+|www\.[^\s]+)|[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}|@[a-z0-9_]+|"
-                 + WORD_CLASS_JS + "+(?:[\\-_]" + WORD_CLASS_JS + "+)*|\\S")
+WORD_REGEX_JS = (
+    r"(?:https?:\/\/[^\s]+|www\.[^\s]+)|[a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}|@[a-z0-9_]+|"
+    + WORD_CLASS_JS
+    + "+(?:[\\-_]"
+    + WORD_CLASS_JS
+    + "+)*|\\S"
+)
 
 
 class _Encoder(nn.Module):
@@ -84,8 +102,15 @@ def _export(module: nn.Module, args, path: Path, input_names, output_names, dyna
     module.eval()
     with torch.no_grad():
         torch.onnx.export(
-            module, args, str(path), input_names=input_names, output_names=output_names,
-            dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True, dynamo=False,
+            module,
+            args,
+            str(path),
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_axes=dynamic_axes,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
         )
 
 
@@ -118,8 +143,18 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
     before = getattr(cfg, "_attn_implementation", None)
     cfg._attn_implementation = "eager"
     try:
-        _export(_Encoder(enc), (ids, mask), path, ["input_ids", "attention_mask"], ["hidden"],
-                {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}, "hidden": {0: "batch", 1: "seq"}})
+        _export(
+            _Encoder(enc),
+            (ids, mask),
+            path,
+            ["input_ids", "attention_mask"],
+            ["hidden"],
+            {
+                "input_ids": {0: "batch", 1: "seq"},
+                "attention_mask": {0: "batch", 1: "seq"},
+                "hidden": {0: "batch", 1: "seq"},
+            },
+        )
     finally:
         cfg._attn_implementation = before
     ops = [n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node]
@@ -127,7 +162,9 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
     softmax, isnan = ops.count("Softmax"), ops.count("IsNaN")
     # checked for BERT-family encoders (the mini model); DeBERTa's disentangled attention is recorded only
     if getattr(cfg, "model_type", "") == "bert" and (softmax != layers or isnan):
-        raise RuntimeError(f"encoder export: expected eager attention ({layers} Softmax, no IsNaN), got {softmax} Softmax and {isnan} IsNaN")
+        raise RuntimeError(
+            f"encoder export: expected eager attention ({layers} Softmax, no IsNaN), got {softmax} Softmax and {isnan} IsNaN"
+        )
     return {"attention": "eager", "softmax_nodes": softmax, "layers": layers}
 
 
@@ -142,19 +179,50 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
     tok = model.processor.tokenizer
     g = torch.Generator().manual_seed(0)
 
-    ids = torch.tensor([tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))], dtype=torch.long)
+    ids = torch.tensor(
+        [tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))],
+        dtype=torch.long,
+    )
     mask = torch.ones_like(ids)
     encoder_graph = _export_encoder_eager(model.encoder, ids, mask, onnx_dir / "encoder.onnx")
     L = 6
     we = torch.randn(1, L, D, generator=g)
-    _export(_SpanRep(model.span_rep.span_rep_layer), (we, _span_idx(L, W)), onnx_dir / "span_rep.onnx", ["word_embs", "span_idx"], ["span_rep"],
-            {"word_embs": {0: "batch", 1: "words"}, "span_idx": {0: "batch", 1: "spans"}, "span_rep": {0: "batch", 1: "words"}})
-    _export(_MLP(model.count_pred), (torch.randn(2, D, generator=g),), onnx_dir / "count_pred.onnx", ["p_emb"], ["count_logits"],
-            {"p_emb": {0: "schemas"}, "count_logits": {0: "schemas"}})
-    _export(_CountEmbed(model.count_embed), (torch.randn(3, D, generator=g),), onnx_dir / "count_embed.onnx", ["field_embs"], ["struct_proj"],
-            {"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}})
-    _export(_MLP(model.classifier), (torch.randn(3, D, generator=g),), onnx_dir / "classifier.onnx", ["label_embs"], ["logits"],
-            {"label_embs": {0: "labels"}, "logits": {0: "labels"}})
+    _export(
+        _SpanRep(model.span_rep.span_rep_layer),
+        (we, _span_idx(L, W)),
+        onnx_dir / "span_rep.onnx",
+        ["word_embs", "span_idx"],
+        ["span_rep"],
+        {
+            "word_embs": {0: "batch", 1: "words"},
+            "span_idx": {0: "batch", 1: "spans"},
+            "span_rep": {0: "batch", 1: "words"},
+        },
+    )
+    _export(
+        _MLP(model.count_pred),
+        (torch.randn(2, D, generator=g),),
+        onnx_dir / "count_pred.onnx",
+        ["p_emb"],
+        ["count_logits"],
+        {"p_emb": {0: "schemas"}, "count_logits": {0: "schemas"}},
+    )
+    _export(
+        _CountEmbed(model.count_embed),
+        (torch.randn(3, D, generator=g),),
+        onnx_dir / "count_embed.onnx",
+        ["field_embs"],
+        ["struct_proj"],
+        {"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}},
+    )
+    _export(
+        _MLP(model.classifier),
+        (torch.randn(3, D, generator=g),),
+        onnx_dir / "classifier.onnx",
+        ["label_embs"],
+        ["logits"],
+        {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
+    )
 
     parity: dict[str, float] = {}
     if verify:
@@ -228,11 +296,31 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         "word_regex_js_flags": "giu",
         "offsets": "unicode code points into the original text; words are lowercased after matching",
         "files": {
-            "encoder": {"file": "encoder.onnx", "inputs": {"input_ids": ["batch", "seq"], "attention_mask": ["batch", "seq"]}, "outputs": {"hidden": ["batch", "seq", D]}},
-            "span_rep": {"file": "span_rep.onnx", "inputs": {"word_embs": ["batch", "words", D], "span_idx": ["batch", f"words*{W}", 2]}, "outputs": {"span_rep": ["batch", "words", W, D]}},
-            "count_pred": {"file": "count_pred.onnx", "inputs": {"p_emb": ["schemas", D]}, "outputs": {"count_logits": ["schemas", MAX_COUNT]}},
-            "count_embed": {"file": "count_embed.onnx", "inputs": {"field_embs": ["fields", D]}, "outputs": {"struct_proj": [MAX_COUNT, "fields", D]}},
-            "classifier": {"file": "classifier.onnx", "inputs": {"label_embs": ["labels", D]}, "outputs": {"logits": ["labels", 1]}},
+            "encoder": {
+                "file": "encoder.onnx",
+                "inputs": {"input_ids": ["batch", "seq"], "attention_mask": ["batch", "seq"]},
+                "outputs": {"hidden": ["batch", "seq", D]},
+            },
+            "span_rep": {
+                "file": "span_rep.onnx",
+                "inputs": {"word_embs": ["batch", "words", D], "span_idx": ["batch", f"words*{W}", 2]},
+                "outputs": {"span_rep": ["batch", "words", W, D]},
+            },
+            "count_pred": {
+                "file": "count_pred.onnx",
+                "inputs": {"p_emb": ["schemas", D]},
+                "outputs": {"count_logits": ["schemas", MAX_COUNT]},
+            },
+            "count_embed": {
+                "file": "count_embed.onnx",
+                "inputs": {"field_embs": ["fields", D]},
+                "outputs": {"struct_proj": [MAX_COUNT, "fields", D]},
+            },
+            "classifier": {
+                "file": "classifier.onnx",
+                "inputs": {"label_embs": ["labels", D]},
+                "outputs": {"logits": ["labels", 1]},
+            },
         },
         "parity_max_abs_diff": parity,
         "export_seconds": round(time.time() - t0, 2),

@@ -21,6 +21,7 @@ gliner2_config.json under ``scorer``). ``export_onnx.export_fragments`` calls th
 
 usage: python -m sift_trainer.export.export_scorer MODEL_DIR   (adds them to an older export)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,13 @@ class _SpanScores(nn.Module):
         first, final = layer.out_project[0], layer.out_project[3]
         self.register_buffer("w_start", first.weight[:, :D].detach().clone())
         self.register_buffer("w_end", first.weight[:, D:].detach().clone())
-        self.register_buffer("b1", (first.bias if first.bias is not None else torch.zeros(first.out_features)).detach().clone())
+        self.register_buffer(
+            "b1", (first.bias if first.bias is not None else torch.zeros(first.out_features)).detach().clone()
+        )
         self.register_buffer("w2", final.weight.detach().clone())  # [D, 4D]
-        self.register_buffer("b2", (final.bias if final.bias is not None else torch.zeros(final.out_features)).detach().clone())
+        self.register_buffer(
+            "b2", (final.bias if final.bias is not None else torch.zeros(final.out_features)).detach().clone()
+        )
 
     def forward(self, word_embs, queries):
         L = word_embs.shape[1]
@@ -58,7 +63,7 @@ class _SpanScores(nn.Module):
         qh = (queries @ self.w2).transpose(1, 2)  # [B, 4D, Q]
         qb = (queries @ self.b2).unsqueeze(1)  # [B, 1, Q]
         # one width at a time: [B, L, 4D] live instead of [B, L, W, 4D]
-        per_w = [torch.relu(s + e[:, w:w + L]) @ qh + qb for w in range(self.W)]  # W × [B, L, Q]
+        per_w = [torch.relu(s + e[:, w : w + L]) @ qh + qb for w in range(self.W)]  # W × [B, L, Q]
         return torch.sigmoid(torch.stack(per_w, dim=3).transpose(1, 2))  # [B, Q, L, W]
 
 
@@ -84,30 +89,54 @@ def export_scorer(model, model_dir: Path) -> dict:
     so = ort.SessionOptions()
     so.log_severity_level = 3
     with torch.no_grad():
-        torch.onnx.export(scorer, (torch.randn(2, 5, D, generator=g), torch.randn(2, 3, D, generator=g)), str(onnx_dir / "span_scores.onnx"),
-                          input_names=["word_embs", "queries"], output_names=["scores"],
-                          dynamic_axes={"word_embs": {0: "batch", 1: "words"}, "queries": {0: "batch", 1: "queries"}, "scores": {0: "batch", 1: "queries", 2: "words"}},
-                          opset_version=OPSET, do_constant_folding=True, dynamo=False)
-        torch.onnx.export(c1, (torch.randn(3, D, generator=g),), str(onnx_dir / "count_embed_c1.onnx"),
-                          input_names=["field_embs"], output_names=["struct_proj"],
-                          dynamic_axes={"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}},
-                          opset_version=OPSET, do_constant_folding=True, dynamo=False)
+        torch.onnx.export(
+            scorer,
+            (torch.randn(2, 5, D, generator=g), torch.randn(2, 3, D, generator=g)),
+            str(onnx_dir / "span_scores.onnx"),
+            input_names=["word_embs", "queries"],
+            output_names=["scores"],
+            dynamic_axes={
+                "word_embs": {0: "batch", 1: "words"},
+                "queries": {0: "batch", 1: "queries"},
+                "scores": {0: "batch", 1: "queries", 2: "words"},
+            },
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
+        torch.onnx.export(
+            c1,
+            (torch.randn(3, D, generator=g),),
+            str(onnx_dir / "count_embed_c1.onnx"),
+            input_names=["field_embs"],
+            output_names=["struct_proj"],
+            dynamic_axes={"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}},
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
         # verify on a batch of 2 rows of different lengths and counts: == sigmoid(span_rep . q) on valid spans
         L, B, Q = 9, 2, 4
         h = torch.randn(B, L, D, generator=g)
         q = torch.randn(B, Q, D, generator=g)
-        got = ort.InferenceSession(str(onnx_dir / "span_scores.onnx"), so, providers=["CPUExecutionProvider"]).run(None, {"word_embs": h.numpy(), "queries": q.numpy()})[0]
+        got = ort.InferenceSession(str(onnx_dir / "span_scores.onnx"), so, providers=["CPUExecutionProvider"]).run(
+            None, {"word_embs": h.numpy(), "queries": q.numpy()}
+        )[0]
         worst = 0.0
         for b, n in ((0, L), (1, L - 3)):
             starts = torch.arange(n).unsqueeze(1).expand(n, W)
             ends = starts + torch.arange(W).unsqueeze(0)
             valid = ends < n
-            si = torch.stack([torch.where(valid, starts, 0).reshape(-1), torch.where(valid, ends, 0).reshape(-1)], -1).unsqueeze(0)
-            ref = torch.sigmoid(torch.einsum("lwd,qd->qlw", layer(h[b:b + 1, :n], si)[0], q[b]))
+            si = torch.stack(
+                [torch.where(valid, starts, 0).reshape(-1), torch.where(valid, ends, 0).reshape(-1)], -1
+            ).unsqueeze(0)
+            ref = torch.sigmoid(torch.einsum("lwd,qd->qlw", layer(h[b : b + 1, :n], si)[0], q[b]))
             worst = max(worst, float(np.abs(ref.numpy() - got[b, :, :n])[:, valid.numpy()].max()))
         f5 = torch.randn(5, D, generator=g)
         full = model.count_embed(f5, 20)[:1]
-        got = ort.InferenceSession(str(onnx_dir / "count_embed_c1.onnx"), so, providers=["CPUExecutionProvider"]).run(None, {"field_embs": f5.numpy()})[0]
+        got = ort.InferenceSession(str(onnx_dir / "count_embed_c1.onnx"), so, providers=["CPUExecutionProvider"]).run(
+            None, {"field_embs": f5.numpy()}
+        )[0]
         c1diff = float(np.abs(full.numpy() - got).max())
     if worst > 1e-4 or c1diff > 1e-4:
         raise RuntimeError(f"span_scores mismatch {worst} / count_embed_c1 {c1diff}")
@@ -117,9 +146,22 @@ def export_scorer(model, model_dir: Path) -> dict:
     for old in ("span_factors", "query_fold"):  # the previous factorized pair (scored on the host)
         files.pop(old, None)
         (onnx_dir / f"{old}.onnx").unlink(missing_ok=True)
-    files["span_scores"] = {"file": "span_scores.onnx", "inputs": {"word_embs": ["batch", "words", D], "queries": ["batch", "queries", D]}, "outputs": {"scores": ["batch", "queries", "words", W]}}
-    files["count_embed_c1"] = {"file": "count_embed_c1.onnx", "inputs": {"field_embs": ["fields", D]}, "outputs": {"struct_proj": [1, "fields", D]}}
-    cfg["scorer"] = {"kind": "span_scores", "score": "sigmoid(relu(S[i] + E[i+w]) . (q @ W2) + q . b2)", "max_abs_score_diff": worst, "count_embed_c1_max_abs_diff": c1diff}
+    files["span_scores"] = {
+        "file": "span_scores.onnx",
+        "inputs": {"word_embs": ["batch", "words", D], "queries": ["batch", "queries", D]},
+        "outputs": {"scores": ["batch", "queries", "words", W]},
+    }
+    files["count_embed_c1"] = {
+        "file": "count_embed_c1.onnx",
+        "inputs": {"field_embs": ["fields", D]},
+        "outputs": {"struct_proj": [1, "fields", D]},
+    }
+    cfg["scorer"] = {
+        "kind": "span_scores",
+        "score": "sigmoid(relu(S[i] + E[i+w]) . (q @ W2) + q . b2)",
+        "max_abs_score_diff": worst,
+        "count_embed_c1_max_abs_diff": c1diff,
+    }
     cfg_path.write_text(json.dumps(cfg, indent=2))
     return cfg["scorer"]
 

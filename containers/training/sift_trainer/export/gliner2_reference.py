@@ -4,6 +4,7 @@
 A case is ``{"name", "texts", "schema" (the TS EncoderSchema), "threshold"?, "chunked"?}``; ``canon``
 flattens one formatted result to ``{key: score}`` exactly as src/encoder/parity.ts ``canonResult`` does.
 """
+
 from __future__ import annotations
 
 from gliner2.inference.schema import Schema
@@ -11,9 +12,13 @@ from gliner2.inference.schema import Schema
 
 def _label_configs(items):
     """Entity types or relations as gliner2 takes them: name -> {description?, threshold?}."""
-    return {it["name"]: {**({"description": it["description"]} if it.get("description") else {}),
-                         **({"threshold": it["threshold"]} if it.get("threshold") is not None else {})}
-            for it in items}
+    return {
+        it["name"]: {
+            **({"description": it["description"]} if it.get("description") else {}),
+            **({"threshold": it["threshold"]} if it.get("threshold") is not None else {}),
+        }
+        for it in items
+    }
 
 
 def build_schema(spec, threshold):
@@ -21,8 +26,13 @@ def build_schema(spec, threshold):
     for st in spec.get("structures", []):
         b = s.structure(st["name"])
         for f in st["fields"]:
-            b.field(f["name"], dtype=f.get("dtype", "list"), choices=f.get("choices") or None,
-                    description=f.get("description"), threshold=f.get("threshold"))
+            b.field(
+                f["name"],
+                dtype=f.get("dtype", "list"),
+                choices=f.get("choices") or None,
+                description=f.get("description"),
+                threshold=f.get("threshold"),
+            )
     if spec.get("entities"):
         s.entities(_label_configs(spec["entities"]))
     if spec.get("relations"):
@@ -32,8 +42,13 @@ def build_schema(spec, threshold):
         if c.get("multiLabel") and c.get("topK") is not None:
             kw["top_k"] = c["topK"]
         thr = c.get("threshold")
-        s.classification(c["task"], c["labels"], multi_label=bool(c.get("multiLabel")),
-                         cls_threshold=thr if thr is not None else threshold, **kw)
+        s.classification(
+            c["task"],
+            c["labels"],
+            multi_label=bool(c.get("multiLabel")),
+            cls_threshold=thr if thr is not None else threshold,
+            **kw,
+        )
     return s
 
 
@@ -94,14 +109,27 @@ def run_case(model, case):
     short = [i for i, n in enumerate(chunked) if n == 1]
     long_ = [i for i, n in enumerate(chunked) if n > 1]
     if short:
-        r = model.batch_extract([texts[i] for i in short], schema, batch_size=case.get("batch_size", 8), threshold=thr,
-                                include_confidence=True, include_spans=True)
+        r = model.batch_extract(
+            [texts[i] for i in short],
+            schema,
+            batch_size=case.get("batch_size", 8),
+            threshold=thr,
+            include_confidence=True,
+            include_spans=True,
+        )
         for i, x in zip(short, r):
             results[i] = x
     if long_:
-        r = model.batch_extract_long([texts[i] for i in long_], schema, batch_size=8, threshold=thr,
-                                     include_confidence=True, include_spans=True,
-                                     chunk_size=case.get("chunk_words", 200), chunk_overlap=case.get("chunk_overlap", 32))
+        r = model.batch_extract_long(
+            [texts[i] for i in long_],
+            schema,
+            batch_size=8,
+            threshold=thr,
+            include_confidence=True,
+            include_spans=True,
+            chunk_size=case.get("chunk_words", 200),
+            chunk_overlap=case.get("chunk_overlap", 32),
+        )
         for i, x in zip(long_, r):
             results[i] = x
     return results
@@ -109,4 +137,7 @@ def run_case(model, case):
 
 def reference_results(model, cases):
     """Canonical results of ``model`` on every case: ``[{"name", "results": [{key: score}, ...]}]``."""
-    return [{"name": c["name"], "results": [canon(r, c["schema"], c.get("threshold", 0.5)) for r in run_case(model, c)]} for c in cases]
+    return [
+        {"name": c["name"], "results": [canon(r, c["schema"], c.get("threshold", 0.5)) for r in run_case(model, c)]}
+        for c in cases
+    ]

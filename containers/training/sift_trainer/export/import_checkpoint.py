@@ -35,9 +35,21 @@ COUNTING_LAYERS = ("count_lstm", "count_lstm_v2")
 # checkpoint directory is ever loaded (a hub download fetches these names only, and a local import
 # loads from a directory that links to these alone), so Python files shipped beside the weights are
 # never on transformers' path.
-CHECKPOINT_FILES = ("config.json", "encoder_config/config.json", *WEIGHT_FILES, "tokenizer.json", "tokenizer_config.json",
-                    "tokenizer.model", "special_tokens_map.json", "added_tokens.json", "spm.model", "vocab.json", "vocab.txt",
-                    "merges.txt", "sentencepiece.bpe.model")
+CHECKPOINT_FILES = (
+    "config.json",
+    "encoder_config/config.json",
+    *WEIGHT_FILES,
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "spm.model",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+)
 # exact names, no glob: `encoder_config/*` also fetched a repo's .py files
 DOWNLOAD_PATTERNS = list(CHECKPOINT_FILES)
 # configs transformers reads an `auto_map` from (which, with trust_remote_code, imports the code it names)
@@ -79,7 +91,8 @@ def refuse_code(ckpt: Path) -> None:
             raise CheckpointError(
                 f"{name} has an auto_map, which names Python code for transformers to import and run: Sift imports weights, "
                 f"configs and tokenizers only, never a checkpoint's code. Import a checkpoint whose backbone is a standard "
-                f"transformers model (its config names a model_type and no auto_map)")
+                f"transformers model (its config names a model_type and no auto_map)"
+            )
 
 
 def known_files_view(ckpt: Path, into: Path) -> Path:
@@ -104,10 +117,14 @@ def check_checkpoint(ckpt: Path) -> dict[str, Any]:
         raise CheckpointError(f"{ckpt} holds no tokenizer: expected tokenizer.json or tokenizer_config.json")
     arch = cfg.get("architecture", "span")
     if arch != "span":
-        raise CheckpointError(f"config.json architecture is {arch!r}: only 'span' GLiNER2 models export to Sift's ONNX fragments")
+        raise CheckpointError(
+            f"config.json architecture is {arch!r}: only 'span' GLiNER2 models export to Sift's ONNX fragments"
+        )
     counting = cfg.get("counting_layer", "count_lstm")
     if counting not in COUNTING_LAYERS:
-        raise CheckpointError(f"config.json counting_layer is {counting!r}: the engine supports {', '.join(COUNTING_LAYERS)}")
+        raise CheckpointError(
+            f"config.json counting_layer is {counting!r}: the engine supports {', '.join(COUNTING_LAYERS)}"
+        )
     return cfg
 
 
@@ -121,7 +138,9 @@ def load_checkpoint(ckpt: Path):
             model = GLiNER2.from_pretrained(str(known_files_view(ckpt, Path(view))))
         except Exception as e:  # noqa: BLE001 — any load failure means the checkpoint is unusable
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise CheckpointError(f"gliner2 could not load the checkpoint at {ckpt}: {type(e).__name__}: {first}") from None
+            raise CheckpointError(
+                f"gliner2 could not load the checkpoint at {ckpt}: {type(e).__name__}: {first}"
+            ) from None
     return model.float().cpu().eval()
 
 
@@ -142,13 +161,20 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
 
     process.set_threads()
     model = load_checkpoint(ckpt)
-    emit("import_stage", stage="loaded", seconds=round(time.time() - t0, 1), parameters=int(sum(p.numel() for p in model.parameters())))
+    emit(
+        "import_stage",
+        stage="loaded",
+        seconds=round(time.time() - t0, 1),
+        parameters=int(sum(p.numel() for p in model.parameters())),
+    )
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     tok = model.processor.tokenizer
     if not (out / "tokenizer.json").exists():
         if not getattr(tok, "is_fast", False):
-            raise CheckpointError("the checkpoint's tokenizer has no fast (tokenizer.json) form, which the TS engine needs")
+            raise CheckpointError(
+                "the checkpoint's tokenizer has no fast (tokenizer.json) form, which the TS engine needs"
+            )
         tok.backend_tokenizer.save(str(out / "tokenizer.json"))
     onnx_cfg = export_fragments(model, out)
     emit("import_stage", stage="exported", seconds=round(time.time() - t0, 1), parity=onnx_cfg["parity_max_abs_diff"])
@@ -170,9 +196,17 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
         "backbone": _backbone(encoder_cfg),
         "weights_sha256": weights_digest(out / "model.safetensors"),
         "special_tokens": onnx_cfg["special_tokens"],
-        "files": {"config": "config.json", "encoder_config": "encoder_config/config.json", "weights": "model.safetensors",
-                  "tokenizer": "tokenizer.json", "onnx_dir": "onnx/", "onnx_config": "onnx/gliner2_config.json"},
-        "onnx": {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")},
+        "files": {
+            "config": "config.json",
+            "encoder_config": "encoder_config/config.json",
+            "weights": "model.safetensors",
+            "tokenizer": "tokenizer.json",
+            "onnx_dir": "onnx/",
+            "onnx_config": "onnx/gliner2_config.json",
+        },
+        "onnx": {
+            k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")
+        },
         "classification_task": "classification",
         "versions": {"gliner2": md.version("gliner2"), "torch": torch.__version__},
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

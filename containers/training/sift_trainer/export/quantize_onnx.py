@@ -11,6 +11,7 @@ on AVX2 without VNNI) it lost 0.92 points here, so it is off unless asked for.
 
 usage: python -m sift_trainer.export.quantize_onnx MODEL_DIR [--per-tensor] [--reduce-range]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,14 +33,24 @@ def quantize(model_dir: Path, per_channel: bool = True, reduce_range: bool = Fal
     with tempfile.TemporaryDirectory() as tmp:
         pre = Path(tmp) / "encoder.pre.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
-        quantize_dynamic(str(pre), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range,
-                         op_types_to_quantize=["MatMul"], extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        quantize_dynamic(
+            str(pre),
+            str(dst),
+            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            reduce_range=reduce_range,
+            op_types_to_quantize=["MatMul"],
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
     cfg_path = onnx_dir / "gliner2_config.json"
     if cfg_path.exists():
         cfg = json.loads(cfg_path.read_text())
         cfg.setdefault("files", {})["encoder_int8"] = {
-            "file": "encoder.int8.onnx", "quantization": "dynamic int8 MatMul weights after ORT graph optimization",
-            "per_channel": per_channel, "reduce_range": reduce_range, "seconds": round(time.time() - t0, 2),
+            "file": "encoder.int8.onnx",
+            "quantization": "dynamic int8 MatMul weights after ORT graph optimization",
+            "per_channel": per_channel,
+            "reduce_range": reduce_range,
+            "seconds": round(time.time() - t0, 2),
         }
         cfg_path.write_text(json.dumps(cfg, indent=2))
     return dst
@@ -48,8 +59,12 @@ def quantize(model_dir: Path, per_channel: bool = True, reduce_range: bool = Fal
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
-    ap.add_argument("--per-tensor", action="store_true", help="one scale per tensor (default: per channel, closer to fp32)")
-    ap.add_argument("--reduce-range", action="store_true", help="7-bit weights (see the module doc: worse F1 on the mini model)")
+    ap.add_argument(
+        "--per-tensor", action="store_true", help="one scale per tensor (default: per channel, closer to fp32)"
+    )
+    ap.add_argument(
+        "--reduce-range", action="store_true", help="7-bit weights (see the module doc: worse F1 on the mini model)"
+    )
     a = ap.parse_args()
     out = quantize(Path(a.model_dir), per_channel=not a.per_tensor, reduce_range=a.reduce_range)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

@@ -94,7 +94,14 @@ class Hyperparameters:
                 errs.append(f"validation_split must be in [0, 1), got {self.validation_split}")
         except (TypeError, ValueError):
             errs.append(f"validation_split must be a number, got {self.validation_split!r}")
-        for name in ("seed", "early_stopping_patience", "max_steps", "lora_r", "max_seq_length", "checkpoint_every_steps"):
+        for name in (
+            "seed",
+            "early_stopping_patience",
+            "max_steps",
+            "lora_r",
+            "max_seq_length",
+            "checkpoint_every_steps",
+        ):
             try:
                 setattr(self, name, int(getattr(self, name)))
             except (TypeError, ValueError):

@@ -38,7 +38,9 @@ class JobPaths:
             hyperparameters=Path(env.get("SM_HPS_FILE") or config_dir / "hyperparameters.json"),
             input_data=input_data,
             model_dir=Path(env.get("SM_MODEL_DIR") or root / "model"),
-            checkpoints_dir=Path(env.get("SM_CHECKPOINT_DIR") or env.get("SIFT_CHECKPOINT_DIR") or root / "checkpoints"),
+            checkpoints_dir=Path(
+                env.get("SM_CHECKPOINT_DIR") or env.get("SIFT_CHECKPOINT_DIR") or root / "checkpoints"
+            ),
             output_dir=output_dir,
             output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR") or output_dir / "data"),
             failure_file=Path(env.get("SM_OUTPUT_FAILURE") or output_dir / "failure"),

@@ -62,14 +62,21 @@ def _family(base: Path, rows: list[dict[str, Any]]) -> str:
         if rows and "text" in rows[0] and not is_decoder_rows(rows):
             raise DatasetError("the base model is a decoder but the dataset holds encoder rows (text + labels)")
         return "decoder"
-    raise FileNotFoundError(f"base_model_path {base} holds neither a GLiNER2 checkpoint nor a causal LM (config.json / .gguf)")
+    raise FileNotFoundError(
+        f"base_model_path {base} holds neither a GLiNER2 checkpoint nor a causal LM (config.json / .gguf)"
+    )
 
 
 def run(paths: JobPaths) -> int:
     t_start = time.time()
     hp = load_hyperparameters(paths)
-    emit("started", hyperparameters={k: v for k, v in hp.__dict__.items() if k != "extra"}, extra=hp.extra,
-         model_dir=str(paths.model_dir), checkpoints_dir=str(paths.checkpoints_dir))
+    emit(
+        "started",
+        hyperparameters={k: v for k, v in hp.__dict__.items() if k != "extra"},
+        extra=hp.extra,
+        model_dir=str(paths.model_dir),
+        checkpoints_dir=str(paths.checkpoints_dir),
+    )
     base = Path(hp.base_model_path)
     if not base.exists():
         raise FileNotFoundError(f"base_model_path does not exist: {base}")
@@ -104,21 +111,32 @@ def run(paths: JobPaths) -> int:
         onnx_cfg = saved["onnx"]
         with open(paths.model_dir / "validation.jsonl", "w", encoding="utf-8") as f:
             f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in res.get("validation_data") or [])
-        manifest.update({
-            "architecture": "gliner2-span",
-            "tasks": res["info"].to_dict(),
-            "inference_schema": res["info"].schema(),
-            "classification_task": "classification",
-            "files": {
-                "config": "config.json", "encoder_config": "encoder_config/config.json", "weights": "model.safetensors",
-                "tokenizer": "tokenizer.json", "tokenizer_config": "tokenizer_config.json",
-                "onnx_dir": "onnx/" if onnx_cfg else None, "onnx_config": "onnx/gliner2_config.json" if onnx_cfg else None,
-                "adapter": "adapter/" if res["adapter_dir"] else None,
-                "validation": "validation.jsonl",
-            },
-            "special_tokens": onnx_cfg["special_tokens"] if onnx_cfg else None,
-            "onnx": {k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")} if onnx_cfg else None,
-        })
+        manifest.update(
+            {
+                "architecture": "gliner2-span",
+                "tasks": res["info"].to_dict(),
+                "inference_schema": res["info"].schema(),
+                "classification_task": "classification",
+                "files": {
+                    "config": "config.json",
+                    "encoder_config": "encoder_config/config.json",
+                    "weights": "model.safetensors",
+                    "tokenizer": "tokenizer.json",
+                    "tokenizer_config": "tokenizer_config.json",
+                    "onnx_dir": "onnx/" if onnx_cfg else None,
+                    "onnx_config": "onnx/gliner2_config.json" if onnx_cfg else None,
+                    "adapter": "adapter/" if res["adapter_dir"] else None,
+                    "validation": "validation.jsonl",
+                },
+                "special_tokens": onnx_cfg["special_tokens"] if onnx_cfg else None,
+                "onnx": {
+                    k: onnx_cfg[k]
+                    for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")
+                }
+                if onnx_cfg
+                else None,
+            }
+        )
     else:
         from ..decoder.training import save_decoder_model, train_decoder
 
@@ -126,18 +144,32 @@ def run(paths: JobPaths) -> int:
         files = save_decoder_model(res, paths.model_dir, merge=bool(hp.extra.get("save_merged", False)))
         metrics = res["metrics"]
         manifest.update({"architecture": "causal-lm-lora", "files": files, "rl_config": hp.rl_config or None})
-    manifest.update({
-        "metrics": metrics,
-        "train_rows": res["train_rows"], "validation_rows": res["validation_rows"],
-        "steps": res["steps"], "epochs": res["epochs"], "train_seconds": round(res["train_seconds"], 2),
-        "checkpoints": [{k: c[k] for k in ("id", "name", "step", "epoch", "metrics", "is_best", "is_final", "path")} for c in res["checkpoints"]],
-        "total_seconds": round(time.time() - t_start, 2),
-    })
+    manifest.update(
+        {
+            "metrics": metrics,
+            "train_rows": res["train_rows"],
+            "validation_rows": res["validation_rows"],
+            "steps": res["steps"],
+            "epochs": res["epochs"],
+            "train_seconds": round(res["train_seconds"], 2),
+            "checkpoints": [
+                {k: c[k] for k in ("id", "name", "step", "epoch", "metrics", "is_best", "is_final", "path")}
+                for c in res["checkpoints"]
+            ],
+            "total_seconds": round(time.time() - t_start, 2),
+        }
+    )
     write_json(paths.model_dir / "metrics.json", metrics)
     write_json(paths.model_dir / "manifest.json", manifest)
     write_json(paths.output_data_dir / "metrics.json", metrics)
     summary = {k: metrics[k] for k in ("f1", "precision", "recall") if k in metrics} or metrics
-    emit("completed", metrics=summary, model_dir=str(paths.model_dir), steps=res["steps"], seconds=manifest["total_seconds"])
+    emit(
+        "completed",
+        metrics=summary,
+        model_dir=str(paths.model_dir),
+        steps=res["steps"],
+        seconds=manifest["total_seconds"],
+    )
     return 0
 
 

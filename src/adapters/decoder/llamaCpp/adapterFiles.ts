@@ -22,9 +22,20 @@ export async function removeFile(path: string, logger: Logger): Promise<void> {
 }
 
 /** Hash of the adapter blob's identity (etag, size, mtime): a new version gets a new file and context. */
-export function adapterVersion(spec: DecoderAdapterSpec, head: NonNullable<Awaited<ReturnType<BlobStore['head']>>>): string {
+export function adapterVersion(
+  spec: DecoderAdapterSpec,
+  head: NonNullable<Awaited<ReturnType<BlobStore['head']>>>,
+): string {
   return createHash('sha256')
-    .update([spec.blobPrefix, spec.baseModel, head.etag ?? '', String(head.size), head.lastModified?.toISOString() ?? ''].join('\u0000'))
+    .update(
+      [
+        spec.blobPrefix,
+        spec.baseModel,
+        head.etag ?? '',
+        String(head.size),
+        head.lastModified?.toISOString() ?? '',
+      ].join('\u0000'),
+    )
     .digest('hex')
     .slice(0, 16);
 }
@@ -36,7 +47,14 @@ export const adapterStem = (id: string) => id.replace(/[^A-Za-z0-9._-]/g, '_');
  * Downloads `key` to `filePath` unless a file of `size` bytes is already there (temp name, then
  * rename, so a crash never leaves a partial file under the real name). True when it downloaded.
  */
-export async function downloadAdapter(blobs: BlobStore, key: string, filePath: string, size: number, jobId: string, logger: Logger): Promise<boolean> {
+export async function downloadAdapter(
+  blobs: BlobStore,
+  key: string,
+  filePath: string,
+  size: number,
+  jobId: string,
+  logger: Logger,
+): Promise<boolean> {
   // Only a missing file means "download it"; any other failure to look is a real error.
   const have = await stat(filePath).catch((err: unknown) => {
     if (isMissing(err)) return undefined;
@@ -48,7 +66,10 @@ export async function downloadAdapter(blobs: BlobStore, key: string, filePath: s
   try {
     await pipeline(await blobs.stream(key), createWriteStream(tmp));
     const got = (await stat(tmp)).size;
-    if (got !== size) throw new ServiceUnavailableError(`Adapter of training job '${jobId}' downloaded ${got} of ${size} bytes; retry shortly`);
+    if (got !== size)
+      throw new ServiceUnavailableError(
+        `Adapter of training job '${jobId}' downloaded ${got} of ${size} bytes; retry shortly`,
+      );
     await rename(tmp, filePath);
   } catch (err) {
     // The download's failure is the one reported; the partial file is cleaned up as well as can be.
@@ -62,7 +83,13 @@ export async function downloadAdapter(blobs: BlobStore, key: string, filePath: s
  * Files of older versions of an adapter are deleted; one a context still applies goes when that
  * context is disposed (disposeWhenIdle).
  */
-export function removeStaleAdapterFiles(adapterDir: string, stem: string, keep: string, inUse: (path: string) => boolean, logger: Logger): void {
+export function removeStaleAdapterFiles(
+  adapterDir: string,
+  stem: string,
+  keep: string,
+  inUse: (path: string) => boolean,
+  logger: Logger,
+): void {
   void (async () => {
     let names: string[];
     try {

@@ -18,7 +18,8 @@ export function tokenizeChatMl(l: Base, prompt: DecoderPrompt): TokenizedPrompt 
     return { tokens, breakpoints };
   }
   const messages: DecoderMessage[] = [...prompt.messages];
-  if (l.defaultSystem && messages[0]?.role !== 'system') messages.unshift({ role: 'system', parts: [{ text: l.defaultSystem }] });
+  if (l.defaultSystem && messages[0]?.role !== 'system')
+    messages.unshift({ role: 'system', parts: [{ text: l.defaultSystem }] });
   const last = messages.length - 1;
   messages.forEach((m, i) => {
     const prefill = i === last && m.role === 'assistant' && prompt.continueFinal === true;

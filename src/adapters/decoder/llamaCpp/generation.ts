@@ -18,7 +18,13 @@ const NO_PLAN: CachePlan = { readTokens: 0, writes: [], writeTokens: 0, write5mT
  * Releases the slot in every path: an error, a consumer that stops at any yield, a caller that
  * left during prefill (released before `start` is even read), and the normal end.
  */
-export async function* generateOn(l: Loaded, req: GenerateRequest, snapshots: KvSnapshots, maxQueue: number, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+export async function* generateOn(
+  l: Loaded,
+  req: GenerateRequest,
+  snapshots: KvSnapshots,
+  maxQueue: number,
+  signal?: AbortSignal,
+): AsyncGenerator<GenerationEvent> {
   const prompt = tokenizeChatMl(l, req.prompt);
   const tokens = prompt.tokens as Token[];
   const ctxSize = l.context.contextSize;

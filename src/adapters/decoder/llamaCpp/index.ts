@@ -6,8 +6,21 @@ import type { BlobStore } from '../../../core/ports';
 import { NotFoundError, ServiceUnavailableError } from '../../../core/errors';
 import type { Logger } from '../../../core/logger';
 import { createLogger } from '../../../http/logger';
-import type { DecoderAdapterSpec, DecoderBackend, DecoderPrompt, GenerateRequest, GenerationEvent } from '../../../core/decoder/types';
-import { adapterStem, adapterVersion, downloadAdapter, removeFile, removeStaleAdapterFiles, unloadLora } from './adapterFiles';
+import type {
+  DecoderAdapterSpec,
+  DecoderBackend,
+  DecoderPrompt,
+  GenerateRequest,
+  GenerationEvent,
+} from '../../../core/decoder/types';
+import {
+  adapterStem,
+  adapterVersion,
+  downloadAdapter,
+  removeFile,
+  removeStaleAdapterFiles,
+  unloadLora,
+} from './adapterFiles';
 import { SMOLLM_SYSTEM, tokenizeChatMl } from './chatml';
 import { generateOn } from './generation';
 import { KvSnapshots } from './kvSnapshots';
@@ -63,7 +76,9 @@ export class LlamaCppDecoder implements DecoderBackend {
     if (known && existsSync(known)) return known;
     for (const d of this.opts.modelDirs.flatMap((dir) => [join(dir, model), join(dir, model.replace('/', '--'))])) {
       if (!existsSync(d)) continue;
-      const f = readdirSync(d).filter((n) => n.endsWith('.gguf')).sort()[0];
+      const f = readdirSync(d)
+        .filter((n) => n.endsWith('.gguf'))
+        .sort()[0];
       if (f) {
         this.paths.set(model, join(d, f));
         return join(d, f);
@@ -93,7 +108,12 @@ export class LlamaCppDecoder implements DecoderBackend {
    */
   async ensureAdapter(spec: DecoderAdapterSpec, blobs: BlobStore): Promise<void> {
     const known = this.adapters.get(spec.id);
-    if (known && known.spec.blobPrefix === spec.blobPrefix && Date.now() - known.checkedAt < (this.opts.adapterRecheckMs ?? 60_000)) return;
+    if (
+      known &&
+      known.spec.blobPrefix === spec.blobPrefix &&
+      Date.now() - known.checkedAt < (this.opts.adapterRecheckMs ?? 60_000)
+    )
+      return;
     let p = this.ensuring.get(spec.id);
     if (!p) {
       p = this.fetchAdapter(spec, blobs).finally(() => this.ensuring.delete(spec.id));
@@ -104,7 +124,9 @@ export class LlamaCppDecoder implements DecoderBackend {
 
   private async fetchAdapter(spec: DecoderAdapterSpec, blobs: BlobStore): Promise<void> {
     if (!this.ggufPath(spec.baseModel)) {
-      throw new ServiceUnavailableError(`Base model '${spec.baseModel}' of training job '${spec.id}' is not installed on this deployment`);
+      throw new ServiceUnavailableError(
+        `Base model '${spec.baseModel}' of training job '${spec.id}' is not installed on this deployment`,
+      );
     }
     const key = `${spec.blobPrefix}adapter.gguf`;
     const head = await blobs.head(key);
@@ -128,7 +150,13 @@ export class LlamaCppDecoder implements DecoderBackend {
       const old = this.ready.get(spec.id);
       if (old) this.detach(old);
       else this.contexts.delete(spec.id);
-      removeStaleAdapterFiles(this.adapterDir, stem, filePath, (path) => [...this.live].some((l) => l.loraPath === path), this.logger);
+      removeStaleAdapterFiles(
+        this.adapterDir,
+        stem,
+        filePath,
+        (path) => [...this.live].some((l) => l.loraPath === path),
+        this.logger,
+      );
     }
   }
 
@@ -148,10 +176,14 @@ export class LlamaCppDecoder implements DecoderBackend {
 
   /** Served ids with an adapter context (least recently used first), and adapter contexts not yet disposed: diagnostics. */
   adapterContexts(): { attached: string[]; live: number } {
-    const attached = [...this.ready.values()].filter((l) => l.loraPath !== undefined).sort((a, b) => a.lastUsed - b.lastUsed);
-    return { attached: attached.map((l) => l.key), live: [...this.live].filter((l) => l.loraPath !== undefined).length };
+    const attached = [...this.ready.values()]
+      .filter((l) => l.loraPath !== undefined)
+      .sort((a, b) => a.lastUsed - b.lastUsed);
+    return {
+      attached: attached.map((l) => l.key),
+      live: [...this.live].filter((l) => l.loraPath !== undefined).length,
+    };
   }
-
 
   private async getLlama(): Promise<Llama> {
     this.llama ??= import('node-llama-cpp').then(({ getLlama, LlamaLogLevel }) =>
@@ -165,10 +197,15 @@ export class LlamaCppDecoder implements DecoderBackend {
     if (!p) {
       p = (async () => {
         const path = this.ggufPath(model);
-        if (!path) throw new NotFoundError(`Weights for '${model}' are not in the model store (run: node scripts/fetch-decoder.mjs)`);
+        if (!path)
+          throw new NotFoundError(
+            `Weights for '${model}' are not in the model store (run: node scripts/fetch-decoder.mjs)`,
+          );
         const llama = await this.getLlama();
         const m = await llama.loadModel({ modelPath: path });
-        const template = String((m.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template ?? '');
+        const template = String(
+          (m.fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer?.chat_template ?? '',
+        );
         return { model: m, defaultSystem: template.includes('SmolLM') ? SMOLLM_SYSTEM : null };
       })();
       // The failure reaches every caller through `p`; this only forgets it, so the next request retries.
@@ -188,7 +225,9 @@ export class LlamaCppDecoder implements DecoderBackend {
         const base = await this.loadBase(adapter ? adapter.spec.baseModel : model);
         // The same file's previous context must be gone first: disposing it unloads the LoRA weights.
         if (adapter) await this.disposing.get(adapter.filePath);
-        const slots = adapter ? (this.opts.adapterSlots ?? Math.max(1, Math.floor((this.opts.slots ?? 4) / 2))) : (this.opts.slots ?? 4);
+        const slots = adapter
+          ? (this.opts.adapterSlots ?? Math.max(1, Math.floor((this.opts.slots ?? 4) / 2)))
+          : (this.opts.slots ?? 4);
         let context: LlamaContext;
         try {
           context = await base.model.createContext({
@@ -315,7 +354,6 @@ export class LlamaCppDecoder implements DecoderBackend {
       this.disposing.set(path, done);
     }
   }
-
 
   /** Tokenizing needs only the weights' vocabulary: an adapter counts with its base model. */
   async countTokens(model: string, prompt: DecoderPrompt): Promise<number> {

@@ -17,7 +17,13 @@ export function reusablePrefix(slot: Slot, scope: string, tokens: Token[]): numb
  * Takes a free slot of `l` (longest prefix shared within `scope`, then least recently used); waits
  * when all are busy, up to `maxQueue` waiters. A caller that goes away while waiting leaves the queue.
  */
-export async function acquireSlot(l: Loaded, tokens: Token[], scope: string, maxQueue: number, signal?: AbortSignal): Promise<Slot> {
+export async function acquireSlot(
+  l: Loaded,
+  tokens: Token[],
+  scope: string,
+  maxQueue: number,
+  signal?: AbortSignal,
+): Promise<Slot> {
   for (;;) {
     if (signal?.aborted) throw cancelledBeforeSlot();
     if (l.disposing) throw new ServiceUnavailableError('The decoder context was unloaded; retry');
@@ -61,7 +67,8 @@ function waitForRelease(l: Loaded, signal?: AbortSignal): Promise<void> {
 }
 
 /** The caller went away before any work: nothing was computed, nothing is billed. */
-const cancelledBeforeSlot = () => new ServiceUnavailableError('The request was cancelled before a decoder slot was free');
+const cancelledBeforeSlot = () =>
+  new ServiceUnavailableError('The request was cancelled before a decoder slot was free');
 
 export function releaseSlot(l: Loaded, slot: Slot): void {
   slot.busy = false;

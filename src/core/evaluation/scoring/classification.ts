@@ -3,14 +3,21 @@ import type { NormalizedRow } from '../../datasets/rows';
 import { add, getOwn, isObject, setOwn, tallyOf } from './tally';
 import { CLASSIFICATION_TASK, NO_PREDICTION, type EncoderPrediction, type RowScoring } from './types';
 
-export function scoreClassification(gold: NormalizedRow, pred: EncoderPrediction, { counts, view, missed, spurious }: RowScoring): void {
+export function scoreClassification(
+  gold: NormalizedRow,
+  pred: EncoderPrediction,
+  { counts, view, missed, spurious }: RowScoring,
+): void {
   const multi = view ? view.classification?.multi : gold.labels !== undefined;
-  const goldLabels = multi === undefined ? undefined : multi ? gold.labels : gold.label !== undefined ? [gold.label] : undefined;
+  const goldLabels =
+    multi === undefined ? undefined : multi ? gold.labels : gold.label !== undefined ? [gold.label] : undefined;
   if (goldLabels === undefined || multi === undefined) return;
   counts.scored.classification = 1;
   for (const l of view?.classification?.labels ?? []) tallyOf(counts.per_label, l);
   const raw = isObject(pred.classifications) ? getOwn(pred.classifications, CLASSIFICATION_TASK) : undefined;
-  const items = (Array.isArray(raw) ? raw : []).filter((x): x is { label: string; score?: number } => isObject(x) && typeof x.label === 'string');
+  const items = (Array.isArray(raw) ? raw : []).filter(
+    (x): x is { label: string; score?: number } => isObject(x) && typeof x.label === 'string',
+  );
   let predicted: string[];
   if (multi) predicted = [...new Set(items.map((x) => x.label))];
   else {

@@ -4,7 +4,11 @@ import { normalizeSpace } from './normalize';
 import { add, Counter, isObject, key, tallyOf } from './tally';
 import type { EncoderPrediction, RowScoring } from './types';
 
-export function scoreEntities(gold: NormalizedRow, pred: EncoderPrediction, { counts, view, missed, spurious }: RowScoring): void {
+export function scoreEntities(
+  gold: NormalizedRow,
+  pred: EncoderPrediction,
+  { counts, view, missed, spurious }: RowScoring,
+): void {
   if (gold.entities === undefined || (view && view.entities.size === 0)) return;
   counts.scored.entities = 1;
   const allowed = (label: string) => !view || view.entities.has(label);
@@ -24,9 +28,17 @@ export function scoreEntities(gold: NormalizedRow, pred: EncoderPrediction, { co
   }
   const preds = new Map<string, { text: string; label: string; start: number; end: number }>();
   for (const p of Array.isArray(pred.entities) ? pred.entities : []) {
-    if (!isObject(p) || typeof p.label !== 'string' || !allowed(p.label) || !Number.isInteger(p.start) || !Number.isInteger(p.end)) continue;
+    if (
+      !isObject(p) ||
+      typeof p.label !== 'string' ||
+      !allowed(p.label) ||
+      !Number.isInteger(p.start) ||
+      !Number.isInteger(p.end)
+    )
+      continue;
     const k = key(p.label, p.start, p.end);
-    if (!preds.has(k)) preds.set(k, { text: typeof p.text === 'string' ? p.text : '', label: p.label, start: p.start, end: p.end });
+    if (!preds.has(k))
+      preds.set(k, { text: typeof p.text === 'string' ? p.text : '', label: p.label, start: p.start, end: p.end });
   }
   const leftover: { k: string; p: { text: string; label: string; start: number; end: number } }[] = [];
   for (const [k, p] of preds) {

@@ -10,10 +10,21 @@ const EXAMPLE_ITEMS = 10;
 const EXAMPLE_ITEM_CHARS = 100;
 
 /** Keeps an example of the row when anything was missed or spurious (and examples are wanted). */
-export function addExample(counts: EvaluationCounts, gold: NormalizedRow, row: number | undefined, missed: ExampleItems, spurious: ExampleItems): void {
+export function addExample(
+  counts: EvaluationCounts,
+  gold: NormalizedRow,
+  row: number | undefined,
+  missed: ExampleItems,
+  spurious: ExampleItems,
+): void {
   if (counts.max_examples > 0 && (hasItems(missed) || hasItems(spurious))) {
     const id = gold.id ?? row;
-    counts.examples.push({ ...(id !== undefined ? { id } : {}), text: cut(gold.text ?? '', EXAMPLE_TEXT_CHARS), gold: capItems(missed), predicted: capItems(spurious) });
+    counts.examples.push({
+      ...(id !== undefined ? { id } : {}),
+      text: cut(gold.text ?? '', EXAMPLE_TEXT_CHARS),
+      gold: capItems(missed),
+      predicted: capItems(spurious),
+    });
   }
 }
 
@@ -39,6 +50,7 @@ function capItems(x: ExampleItems): ExampleItems {
     }
     out.fields = fields;
   }
-  if (x.relations) out.relations = take(x.relations).map((r) => ({ relation: r.relation, head: c(r.head), tail: c(r.tail) }));
+  if (x.relations)
+    out.relations = take(x.relations).map((r) => ({ relation: r.relation, head: c(r.head), tail: c(r.tail) }));
   return out;
 }

@@ -50,7 +50,13 @@ import { scoreRelations } from './relations';
 import { viewOf } from './schema';
 import { scoreStructures } from './structures';
 import { isObject } from './tally';
-import { DEFAULT_MAX_EXAMPLES, type EncoderPrediction, type EvaluationCounts, type RowScoring, type ScoreOptions } from './types';
+import {
+  DEFAULT_MAX_EXAMPLES,
+  type EncoderPrediction,
+  type EvaluationCounts,
+  type RowScoring,
+  type ScoreOptions,
+} from './types';
 
 export { EXAMPLE_TEXT_CHARS } from './examples';
 export { emptyCounts, finalizeMetrics, mergeCounts, prf } from './metrics';
@@ -74,7 +80,11 @@ export {
 } from './types';
 
 /** Scores one gold row against the engine's `result` for its text. */
-export function scoreRow(gold: NormalizedRow, prediction: EncoderPrediction | null | undefined, opts: ScoreOptions = {}): EvaluationCounts {
+export function scoreRow(
+  gold: NormalizedRow,
+  prediction: EncoderPrediction | null | undefined,
+  opts: ScoreOptions = {},
+): EvaluationCounts {
   const counts = emptyCounts(opts.maxExamples ?? DEFAULT_MAX_EXAMPLES);
   counts.rows = 1;
   const pred: EncoderPrediction = isObject(prediction) ? prediction : {};

@@ -1,6 +1,14 @@
 /** Counts → metrics: empty and merged counts, P/R/F1 arithmetic, breakdowns and the confusion matrix. */
 import { getOwn, mergeTallies, setOwn } from './tally';
-import { DEFAULT_MAX_EXAMPLES, NO_PREDICTION, type Breakdown, type EvaluationCounts, type EvaluationMetrics, type Tally, type TallyMap } from './types';
+import {
+  DEFAULT_MAX_EXAMPLES,
+  NO_PREDICTION,
+  type Breakdown,
+  type EvaluationCounts,
+  type EvaluationMetrics,
+  type Tally,
+  type TallyMap,
+} from './types';
 
 export function emptyCounts(maxExamples = DEFAULT_MAX_EXAMPLES): EvaluationCounts {
   return {

@@ -4,7 +4,11 @@ import { normalizeValue } from './normalize';
 import { add, getOwn, isObject, key, tallyOf } from './tally';
 import type { EncoderPrediction, RowScoring } from './types';
 
-export function scoreRelations(gold: NormalizedRow, pred: EncoderPrediction, { counts, view, missed, spurious }: RowScoring): void {
+export function scoreRelations(
+  gold: NormalizedRow,
+  pred: EncoderPrediction,
+  { counts, view, missed, spurious }: RowScoring,
+): void {
   if (gold.relations === undefined || (view && view.relations.size === 0)) return;
   counts.scored.relations = 1;
   for (const r of view?.relations ?? []) tallyOf(counts.per_relation, r);

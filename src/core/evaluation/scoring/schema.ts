@@ -15,13 +15,20 @@ export function evaluationSchemaFor(vocabulary: DatasetVocabulary): SchemaInput 
   if (entities.length) schema.entities = [...entities];
   if (vocabulary.label_vocabulary.length) {
     schema.classifications = [
-      { task: CLASSIFICATION_TASK, labels: [...vocabulary.label_vocabulary], multi_label: vocabulary.task_types.includes('multi_label_classification') },
+      {
+        task: CLASSIFICATION_TASK,
+        labels: [...vocabulary.label_vocabulary],
+        multi_label: vocabulary.task_types.includes('multi_label_classification'),
+      },
     ];
   }
   const structures = Object.entries(vocabulary.structures ?? {}).filter(([, fields]) => Object.keys(fields).length > 0);
   if (structures.length) {
     schema.structures = Object.fromEntries(
-      structures.map(([name, fields]) => [name, { fields: Object.entries(fields).map(([f, spec]) => ({ name: f, dtype: spec.dtype })) }]),
+      structures.map(([name, fields]) => [
+        name,
+        { fields: Object.entries(fields).map(([f, spec]) => ({ name: f, dtype: spec.dtype })) },
+      ]),
     );
   }
   const relations = vocabulary.relation_types ?? [];
@@ -31,9 +38,22 @@ export function evaluationSchemaFor(vocabulary: DatasetVocabulary): SchemaInput 
 
 /** The schema's heads as sets: entity types, the `classification` task, structure fields, relation types. */
 export function viewOf(schema: SchemaInput): SchemaView {
-  const entities = new Set(schema.entities === undefined ? [] : Array.isArray(schema.entities) ? schema.entities : Object.keys(schema.entities));
+  const entities = new Set(
+    schema.entities === undefined
+      ? []
+      : Array.isArray(schema.entities)
+        ? schema.entities
+        : Object.keys(schema.entities),
+  );
   const task = schema.classifications?.find((c) => c.task === CLASSIFICATION_TASK);
-  const structures = new Map(Object.entries(schema.structures ?? {}).map(([name, s]) => [name, s.fields.map((f) => f.name)]));
+  const structures = new Map(
+    Object.entries(schema.structures ?? {}).map(([name, s]) => [name, s.fields.map((f) => f.name)]),
+  );
   const relations = new Set((schema.relations ?? []).map((r) => (typeof r === 'string' ? r : r.name)));
-  return { entities, ...(task ? { classification: { labels: new Set(task.labels), multi: task.multi_label ?? false } } : {}), structures, relations };
+  return {
+    entities,
+    ...(task ? { classification: { labels: new Set(task.labels), multi: task.multi_label ?? false } } : {}),
+    structures,
+    relations,
+  };
 }

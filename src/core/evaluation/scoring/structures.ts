@@ -4,7 +4,11 @@ import { normalizeValue } from './normalize';
 import { add, Counter, getOwn, isObject, tallyOf } from './tally';
 import type { EncoderPrediction, RowScoring } from './types';
 
-export function scoreStructures(gold: NormalizedRow, pred: EncoderPrediction, { counts, view, missed, spurious }: RowScoring): void {
+export function scoreStructures(
+  gold: NormalizedRow,
+  pred: EncoderPrediction,
+  { counts, view, missed, spurious }: RowScoring,
+): void {
   if (gold.json_structures === undefined || (view && view.structures.size === 0)) return;
   counts.scored.structures = 1;
   const fieldsOf = (name: string): string[] | undefined => (view ? view.structures.get(name) : undefined);
@@ -17,7 +21,8 @@ export function scoreStructures(gold: NormalizedRow, pred: EncoderPrediction, { 
     m.set(k, c);
     c.add(n);
   };
-  for (const [name, fields] of view?.structures ?? []) for (const f of fields) tallyOf(counts.per_field, `${name}.${f}`);
+  for (const [name, fields] of view?.structures ?? [])
+    for (const f of fields) tallyOf(counts.per_field, `${name}.${f}`);
   for (const instance of gold.json_structures) {
     for (const [name, fields] of Object.entries(instance)) {
       if (view && !view.structures.has(name)) continue;
@@ -36,7 +41,8 @@ export function scoreStructures(gold: NormalizedRow, pred: EncoderPrediction, { 
       if (!isObject(inst)) continue;
       for (const f of fieldsOf(name) ?? Object.keys(inst)) {
         const v = getOwn(inst, f);
-        for (const x of Array.isArray(v) ? v : [v]) if (isObject(x) && typeof x.text === 'string') bump(predC, `${name}.${f}`, x.text);
+        for (const x of Array.isArray(v) ? v : [v])
+          if (isObject(x) && typeof x.text === 'string') bump(predC, `${name}.${f}`, x.text);
       }
     }
   }

@@ -20,7 +20,8 @@ export function add(m: TallyMap, k: string, tp: number, fp: number, fn: number):
   t.fp += fp;
   t.fn += fn;
 }
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 export const cut = (s: string, n: number) => Array.from(s).slice(0, n).join('');
 
 export class Counter {

@@ -1,11 +1,33 @@
 import { z } from 'zod';
 import { modelRunErrors } from '../errorDocs';
 import type { Generation, GenerationResult } from '../../../core/decoder/service';
-import type { CacheMarker, DecoderMessage, FinishReason, GenerationUsage, PromptPart } from '../../../core/decoder/types';
+import type {
+  CacheMarker,
+  DecoderMessage,
+  FinishReason,
+  GenerationUsage,
+  PromptPart,
+} from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import type { ResolvedEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
-import { extractThroughCompat, generate, normalizeStop, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, respondWith, streamResponse, anthropicStreamError, sseEvent, SSE_HEADERS, withHints, AnthropicErrorBody, type Decoder } from './common';
+import {
+  extractThroughCompat,
+  generate,
+  normalizeStop,
+  parseCacheControl,
+  requireTextOnly,
+  resolveForRoute,
+  genHeaders,
+  respondWith,
+  streamResponse,
+  anthropicStreamError,
+  sseEvent,
+  SSE_HEADERS,
+  withHints,
+  AnthropicErrorBody,
+  type Decoder,
+} from './common';
 import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
@@ -14,7 +36,15 @@ const Content = z.union([z.string(), z.array(Block).min(1)]);
 export const MessagesBody = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().min(1),
-  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: Content, cache_control: z.unknown().optional() })).min(1),
+  messages: z
+    .array(
+      z.looseObject({
+        role: z.enum(['user', 'assistant', 'system']),
+        content: Content,
+        cache_control: z.unknown().optional(),
+      }),
+    )
+    .min(1),
   system: z.union([z.string(), z.array(Block)]).optional(),
   stop_sequences: z.array(z.string()).max(4).optional(),
   stream: z.boolean().optional(),
@@ -36,12 +66,21 @@ export const anthropicStop = (f: FinishReason): 'end_turn' | 'max_tokens' | 'sto
   f === 'length' ? 'max_tokens' : f === 'stop_sequence' ? 'stop_sequence' : 'end_turn';
 
 /** compat.md §5.5: input_tokens exclude cache reads and writes; writes split by TTL. */
-export function anthropicUsage(u: Pick<GenerationUsage, 'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens'>, outputTokens: number) {
+export function anthropicUsage(
+  u: Pick<
+    GenerationUsage,
+    'promptTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheWrite5mTokens' | 'cacheWrite1hTokens'
+  >,
+  outputTokens: number,
+) {
   return {
     input_tokens: Math.max(0, u.promptTokens - u.cacheReadTokens - u.cacheWriteTokens),
     cache_creation_input_tokens: u.cacheWriteTokens,
     cache_read_input_tokens: u.cacheReadTokens,
-    cache_creation: { ephemeral_5m_input_tokens: u.cacheWrite5mTokens, ephemeral_1h_input_tokens: u.cacheWrite1hTokens },
+    cache_creation: {
+      ephemeral_5m_input_tokens: u.cacheWrite5mTokens,
+      ephemeral_1h_input_tokens: u.cacheWrite1hTokens,
+    },
     output_tokens: outputTokens,
     server_tool_use: null,
     service_tier: 'standard',
@@ -51,13 +90,19 @@ export function anthropicUsage(u: Pick<GenerationUsage, 'promptTokens' | 'cacheR
 function blockText(b: Record<string, unknown>, at: string): string {
   switch (b.type) {
     case 'text':
-      if (typeof b.text !== 'string') throw withHints(new BadRequestError(`${at}: a text block needs a string 'text'`), at, 'invalid_value');
+      if (typeof b.text !== 'string')
+        throw withHints(new BadRequestError(`${at}: a text block needs a string 'text'`), at, 'invalid_value');
       return b.text;
     case 'tool_use':
       return JSON.stringify({ tool_use: b.name, input: b.input ?? {} });
     case 'tool_result': {
       const c = b.content;
-      const text = typeof c === 'string' ? c : Array.isArray(c) ? c.map((x: Record<string, unknown>, k: number) => blockText(x, `${at}.content.${k}`)).join('\n') : '';
+      const text =
+        typeof c === 'string'
+          ? c
+          : Array.isArray(c)
+            ? c.map((x: Record<string, unknown>, k: number) => blockText(x, `${at}.content.${k}`)).join('\n')
+            : '';
       return `Tool result${b.is_error ? ' (error)' : ''}: ${text}`;
     }
     case 'thinking':
@@ -78,7 +123,12 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
   const mark = (raw: unknown, at: string, text: string): CacheMarker | undefined => {
     if (raw === undefined) return undefined;
     const m = parseCacheControl(raw, at);
-    if (text.length === 0) throw withHints(new BadRequestError(`${at}: an empty text block cannot carry cache_control`), at, 'invalid_value');
+    if (text.length === 0)
+      throw withHints(
+        new BadRequestError(`${at}: an empty text block cannot carry cache_control`),
+        at,
+        'invalid_value',
+      );
     markerCount++;
     return m;
   };
@@ -101,7 +151,13 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
   body.messages.forEach((m, i) => {
     const at = `messages.${i}`;
     if (m.cache_control !== undefined) {
-      throw withHints(new BadRequestError(`${at}: cache_control must be on a content block; a plain string content cannot carry a cache marker`), at, 'invalid_value');
+      throw withHints(
+        new BadRequestError(
+          `${at}: cache_control must be on a content block; a plain string content cannot carry a cache marker`,
+        ),
+        at,
+        'invalid_value',
+      );
     }
     const parts: PromptPart[] =
       typeof m.content === 'string'
@@ -120,10 +176,21 @@ export function messagesToPrompt(body: Body): { messages: DecoderMessage[]; mark
     const auto = parseCacheControl(body.cache_control, 'cache_control');
     const last = messages.at(-1)?.parts.at(-1);
     if (last?.cache && last.cache.ttlSeconds !== auto.ttlSeconds) {
-      throw withHints(new BadRequestError('cache_control: the last block already has a cache_control with a different ttl'), 'cache_control', 'invalid_value');
+      throw withHints(
+        new BadRequestError('cache_control: the last block already has a cache_control with a different ttl'),
+        'cache_control',
+        'invalid_value',
+      );
     }
     if (last && !last.cache) {
-      if (markerCount >= 4) throw withHints(new BadRequestError('cache_control: automatic caching needs a free breakpoint slot, but 4 blocks already carry cache_control'), 'cache_control', 'invalid_value');
+      if (markerCount >= 4)
+        throw withHints(
+          new BadRequestError(
+            'cache_control: automatic caching needs a free breakpoint slot, but 4 blocks already carry cache_control',
+          ),
+          'cache_control',
+          'invalid_value',
+        );
       last.cache = auto;
       markerCount++;
     }
@@ -159,7 +226,11 @@ async function* messageStream(gen: Generation): AsyncGenerator<string> {
       usage: anthropicUsage(gen.start, 0),
     },
   });
-  yield sseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+  yield sseEvent('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
   yield sseEvent('ping', { type: 'ping' });
   let r: GenerationResult;
   for (;;) {
@@ -168,7 +239,11 @@ async function* messageStream(gen: Generation): AsyncGenerator<string> {
       r = next.value;
       break;
     }
-    yield sseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: next.value } });
+    yield sseEvent('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: next.value },
+    });
   }
   yield sseEvent('content_block_stop', { type: 'content_block_stop', index: 0 });
   yield sseEvent('message_delta', {
@@ -179,13 +254,29 @@ async function* messageStream(gen: Generation): AsyncGenerator<string> {
   yield sseEvent('message_stop', { type: 'message_stop' });
 }
 
-async function encoderMessages(ctx: HandlerContext<Body, unknown, unknown>, model: ResolvedEncoder): Promise<ApiResponse> {
+async function encoderMessages(
+  ctx: HandlerContext<Body, unknown, unknown>,
+  model: ResolvedEncoder,
+): Promise<ApiResponse> {
   const { body } = ctx;
   if (!body.schema) throw new BadRequestError('schema extraction is not available');
-  if (body.stream) throw withHints(new BadRequestError('schema extraction does not stream; send stream: false'), 'stream');
+  if (body.stream)
+    throw withHints(new BadRequestError('schema extraction does not stream; send stream: false'), 'stream');
   const user = [...body.messages].reverse().find((m) => m.role === 'user');
-  const text = typeof user?.content === 'string' ? user.content : (user?.content ?? []).map((b) => String(b.text ?? '')).join('\n');
-  const out = await extractThroughCompat({ svc: ctx.svc, principal: ctx.principal, model, text, schema: body.schema, threshold: body.threshold, store: body.store ?? true, endpoint: '/v1/messages' });
+  const text =
+    typeof user?.content === 'string'
+      ? user.content
+      : (user?.content ?? []).map((b) => String(b.text ?? '')).join('\n');
+  const out = await extractThroughCompat({
+    svc: ctx.svc,
+    principal: ctx.principal,
+    model,
+    text,
+    schema: body.schema,
+    threshold: body.threshold,
+    store: body.store ?? true,
+    endpoint: '/v1/messages',
+  });
   return json(200, {
     id: `msg_${out.inference_id}`,
     type: 'message',
@@ -194,7 +285,16 @@ async function encoderMessages(ctx: HandlerContext<Body, unknown, unknown>, mode
     content: [{ type: 'text', text: JSON.stringify(out.result), citations: null }],
     stop_reason: 'end_turn',
     stop_sequence: null,
-    usage: anthropicUsage({ promptTokens: out.input_tokens, cacheReadTokens: 0, cacheWriteTokens: 0, cacheWrite5mTokens: 0, cacheWrite1hTokens: 0 }, 0),
+    usage: anthropicUsage(
+      {
+        promptTokens: out.input_tokens,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWrite5mTokens: 0,
+        cacheWrite1hTokens: 0,
+      },
+      0,
+    ),
     inference_id: out.inference_id,
   });
 }
@@ -204,11 +304,17 @@ export const anthropicRoutes = [
     method: 'POST',
     path: '/v1/messages',
     tag: 'compatible',
-    summary: 'Anthropic-compatible messages (streaming, stop sequences, cache_control prompt caching, `schema` extraction)',
-    description: 'Authenticate with `x-api-key` (SDK 0.x) or `Authorization: Bearer` (SDK 1.x); any `anthropic-version` is accepted.',
+    summary:
+      'Anthropic-compatible messages (streaming, stop sequences, cache_control prompt caching, `schema` extraction)',
+    description:
+      'Authenticate with `x-api-key` (SDK 0.x) or `Authorization: Bearer` (SDK 1.x); any `anthropic-version` is accepted.',
     errorFormat: 'anthropic',
     body: MessagesBody,
-    responses: { 200: { description: 'A message object, or a named-event SSE stream' }, ...modelRunErrors, 400: { description: 'Invalid request (Anthropic error envelope)', schema: AnthropicErrorBody } },
+    responses: {
+      200: { description: 'A message object, or a named-event SSE stream' },
+      ...modelRunErrors,
+      400: { description: 'Invalid request (Anthropic error envelope)', schema: AnthropicErrorBody },
+    },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, body.schema !== undefined);
@@ -252,12 +358,24 @@ anthropicRoutes.push(
     summary: 'Anthropic-compatible token count of a messages request (no generation, not billed)',
     errorFormat: 'anthropic',
     body: MessagesBody.extend({ max_tokens: z.number().int().min(1).optional() }),
-    responses: { 200: { description: '{input_tokens}' }, 404: modelRunErrors[404]!, 409: modelRunErrors[409]!, 503: modelRunErrors[503]! },
+    responses: {
+      200: { description: '{input_tokens}' },
+      404: modelRunErrors[404]!,
+      409: modelRunErrors[409]!,
+      503: modelRunErrors[503]!,
+    },
     handler: async ({ svc, principal, body }) => {
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
-      if (resolved.type !== 'decoder' || !runtime.backend.countTokens) throw new BadRequestError(`Token counting is not available for '${body.model}'`);
+      if (resolved.type !== 'decoder' || !runtime.backend.countTokens)
+        throw new BadRequestError(`Token counting is not available for '${body.model}'`);
       const { messages } = messagesToPrompt(body as Body);
-      return json(200, { input_tokens: await runtime.backend.countTokens(resolved.backendModel, { kind: 'chat', messages, continueFinal: true }) });
+      return json(200, {
+        input_tokens: await runtime.backend.countTokens(resolved.backendModel, {
+          kind: 'chat',
+          messages,
+          continueFinal: true,
+        }),
+      });
     },
   }),
 );

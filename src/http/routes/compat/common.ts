@@ -4,7 +4,12 @@ import type { Principal, Services } from '../../../core/context';
 import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/extraction/api';
 import { resolveModel, type ResolvedEncoder, type ResolvedModel } from '../../../core/models';
 import { MAX_CACHE_MARKERS, DEFAULT_CACHE_TTL_SECONDS, parseTtl } from '../../../core/decoder/promptCache';
-import { startGeneration, type DecoderRuntime, type Generation, type GenerationInput } from '../../../core/decoder/service';
+import {
+  startGeneration,
+  type DecoderRuntime,
+  type Generation,
+  type GenerationInput,
+} from '../../../core/decoder/service';
 import type { CacheMarker, DecoderMessage, DecoderPrompt } from '../../../core/decoder/types';
 import { BadRequestError, ServiceUnavailableError, type ApiError } from '../../../core/errors';
 import type { ApiRequest, ApiResponse } from '../../types';
@@ -69,14 +74,20 @@ export async function resolveForRoute(
   if (resolved.type === 'encoder') {
     if (!hasSchema) {
       throw withHints(
-        new BadRequestError(`'${model}' is an encoder (extraction) model: send a 'schema' field to extract, or use a decoder model to generate text`),
+        new BadRequestError(
+          `'${model}' is an encoder (extraction) model: send a 'schema' field to extract, or use a decoder model to generate text`,
+        ),
         'model',
         'model_not_generative',
       );
     }
     if (!svc.encoder) throw new ServiceUnavailableError('The encoder runtime is not available on this deployment');
   } else if (hasSchema) {
-    throw withHints(new BadRequestError(`'schema' extraction needs an encoder model; '${model}' is a decoder`), 'schema', 'invalid_value');
+    throw withHints(
+      new BadRequestError(`'schema' extraction needs an encoder model; '${model}' is a decoder`),
+      'schema',
+      'invalid_value',
+    );
   }
   return { runtime, resolved };
 }
@@ -84,13 +95,23 @@ export async function resolveForRoute(
 /** `{type:"ephemeral", ttl?}` → marker; anything else is a clear 400. */
 export function parseCacheControl(value: unknown, where: string): CacheMarker {
   if (typeof value !== 'object' || value === null || (value as { type?: unknown }).type !== 'ephemeral') {
-    throw withHints(new BadRequestError(`${where}.cache_control must be {"type": "ephemeral", "ttl"?: "5m" | "1h" | "<n>s|m|h"}`), where, 'invalid_value');
+    throw withHints(
+      new BadRequestError(`${where}.cache_control must be {"type": "ephemeral", "ttl"?: "5m" | "1h" | "<n>s|m|h"}`),
+      where,
+      'invalid_value',
+    );
   }
   const ttl = (value as { ttl?: unknown }).ttl;
   if (ttl === undefined || ttl === null) return { ttlSeconds: DEFAULT_CACHE_TTL_SECONDS };
   const seconds = typeof ttl === 'string' ? parseTtl(ttl) : undefined;
   if (seconds === undefined) {
-    throw withHints(new BadRequestError(`${where}.cache_control.ttl '${String(ttl)}' is not a duration like "5m", "1h" or "300s" (at most 24h)`), where, 'invalid_value');
+    throw withHints(
+      new BadRequestError(
+        `${where}.cache_control.ttl '${String(ttl)}' is not a duration like "5m", "1h" or "300s" (at most 24h)`,
+      ),
+      where,
+      'invalid_value',
+    );
   }
   return { ttlSeconds: seconds };
 }
@@ -100,15 +121,32 @@ export function parseCacheControl(value: unknown, where: string): CacheMarker {
  * automatically-caching backends ignore them, otherwise at most 4 are applied (`strict`: more is a
  * 400, as on Anthropic's API; otherwise the extra ones are ignored, as docs/reference/decisions.md#prompt-caching rule 7 says).
  */
-export function applyMarkerRules(prompt: DecoderPrompt, model: Decoder, runtime: DecoderRuntime, strict: boolean): DecoderPrompt {
+export function applyMarkerRules(
+  prompt: DecoderPrompt,
+  model: Decoder,
+  runtime: DecoderRuntime,
+  strict: boolean,
+): DecoderPrompt {
   if (prompt.kind === 'text') return prompt;
   const count = prompt.messages.reduce((n, m) => n + m.parts.filter((p) => p.cache).length, 0);
   if (count === 0) return prompt;
   if (model.profile.family === 'gpt-4' || model.profile.family === 'gpt-5') {
-    throw withHints(new BadRequestError(`'${model.requested}' caches prompts automatically and rejects explicit cache markers; remove cache_control`), 'messages', 'unsupported_parameter');
+    throw withHints(
+      new BadRequestError(
+        `'${model.requested}' caches prompts automatically and rejects explicit cache markers; remove cache_control`,
+      ),
+      'messages',
+      'unsupported_parameter',
+    );
   }
   if (strict && count > MAX_CACHE_MARKERS) {
-    throw withHints(new BadRequestError(`A maximum of ${MAX_CACHE_MARKERS} blocks with cache_control may be provided; found ${count}`), 'messages', 'too_many_cache_markers');
+    throw withHints(
+      new BadRequestError(
+        `A maximum of ${MAX_CACHE_MARKERS} blocks with cache_control may be provided; found ${count}`,
+      ),
+      'messages',
+      'too_many_cache_markers',
+    );
   }
   let left = runtime.backend.cachesAutomatically ? 0 : MAX_CACHE_MARKERS;
   const messages: DecoderMessage[] = prompt.messages.map((m) => ({
@@ -131,12 +169,16 @@ export function applyMarkerRules(prompt: DecoderPrompt, model: Decoder, runtime:
  */
 export function generate(input: GenerationInput & { strictMarkers: boolean }): Promise<Generation> {
   const { strictMarkers, ...rest } = input;
-  return startGeneration({ ...rest, prompt: applyMarkerRules(input.prompt, input.model, input.runtime, strictMarkers) });
+  return startGeneration({
+    ...rest,
+    prompt: applyMarkerRules(input.prompt, input.model, input.runtime, strictMarkers),
+  });
 }
 
 export function normalizeStop(stop: string | string[] | null | undefined): string[] {
   const list = stop === null || stop === undefined ? [] : Array.isArray(stop) ? stop : [stop];
-  if (list.length > 4) throw withHints(new BadRequestError('stop accepts at most 4 sequences'), 'stop', 'invalid_value');
+  if (list.length > 4)
+    throw withHints(new BadRequestError('stop accepts at most 4 sequences'), 'stop', 'invalid_value');
   return list.filter((s) => s.length > 0);
 }
 
@@ -166,15 +208,25 @@ export function requireTextOnly(type: string, where: string): never {
 export const signalOf = (req: ApiRequest): AbortSignal | undefined => req.signal;
 
 /** `x-inference-id`, plus how many prompt tokens the engine really reused from its KV cache. */
-export function genHeaders(gen: { inferenceId: string; start: { engineReusedTokens: number } }): Record<string, string> {
+export function genHeaders(gen: {
+  inferenceId: string;
+  start: { engineReusedTokens: number };
+}): Record<string, string> {
   return { 'x-inference-id': gen.inferenceId, 'x-sift-prefix-reused-tokens': String(gen.start.engineReusedTokens) };
 }
 
 /** Error bodies of the compatible routes, for the API document. */
-const FieldErrors = z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }));
+const FieldErrors = z.array(
+  z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }),
+);
 export const OpenAiErrorBody = z
   .object({
-    error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable() }),
+    error: z.object({
+      message: z.string(),
+      type: z.string(),
+      param: z.string().nullable(),
+      code: z.string().nullable(),
+    }),
     detail: z.string(),
     errors: FieldErrors.optional(),
   })
@@ -193,22 +245,30 @@ export const AnthropicErrorBody = z
  * After a 200 and the first SSE bytes, a failure can only be reported in-stream: the vendor's error
  * event (which makes both SDKs throw an APIError) and then the end of the stream.
  */
-export async function* guardStream(events: AsyncGenerator<string>, onError: (message: string) => string): AsyncGenerator<string> {
+export async function* guardStream(
+  events: AsyncGenerator<string>,
+  onError: (message: string) => string,
+): AsyncGenerator<string> {
   try {
     yield* events;
   } catch (err) {
     yield onError(err instanceof Error ? err.message : 'generation failed');
   }
 }
-export const openAiStreamError = (message: string) => sseData({ error: { message, type: 'server_error', param: null, code: null } });
-export const anthropicStreamError = (message: string) => sseEvent('error', { type: 'error', error: { type: 'api_error', message } });
+export const openAiStreamError = (message: string) =>
+  sseData({ error: { message, type: 'server_error', param: null, code: null } });
+export const anthropicStreamError = (message: string) =>
+  sseEvent('error', { type: 'error', error: { type: 'api_error', message } });
 
 /**
  * The response of a generation route, built so that the generation always ends — slot freed, usage
  * billed once, inference stored — whatever happens after `generate` returned: a failure while
  * building the response closes it before the error answers; a streamed response owns it.
  */
-export async function respondWith(gen: Generation, build: () => ApiResponse | Promise<ApiResponse>): Promise<ApiResponse> {
+export async function respondWith(
+  gen: Generation,
+  build: () => ApiResponse | Promise<ApiResponse>,
+): Promise<ApiResponse> {
   let response: ApiResponse;
   try {
     response = await build();
@@ -228,7 +288,12 @@ export async function respondWith(gen: Generation, build: () => ApiResponse | Pr
  * — also before its first `next()`: a client that leaves before the first chunk never starts the
  * route's generator, whose own `finally` would then never run.
  */
-export function streamResponse(gen: Generation, headers: Record<string, string>, events: AsyncGenerator<string>, onError: (message: string) => string): ApiResponse {
+export function streamResponse(
+  gen: Generation,
+  headers: Record<string, string>,
+  events: AsyncGenerator<string>,
+  onError: (message: string) => string,
+): ApiResponse {
   return { status: 200, headers, stream: closingStream(guardStream(events, onError), gen) };
 }
 

@@ -4,10 +4,27 @@ import type { Generation, GenerationResult } from '../../../core/decoder/service
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route } from '../../types';
-import { defaultMaxTokens, generate, parseCacheControl, requireTextOnly, resolveForRoute, genHeaders, respondWith, streamResponse, sseEvent, SSE_HEADERS, withHints, OpenAiErrorBody } from './common';
+import {
+  defaultMaxTokens,
+  generate,
+  parseCacheControl,
+  requireTextOnly,
+  resolveForRoute,
+  genHeaders,
+  respondWith,
+  streamResponse,
+  sseEvent,
+  SSE_HEADERS,
+  withHints,
+  OpenAiErrorBody,
+} from './common';
 import { checkTools } from './openai';
 
-const Item = z.looseObject({ type: z.string().optional(), role: z.string().optional(), content: z.unknown().optional() });
+const Item = z.looseObject({
+  type: z.string().optional(),
+  role: z.string().optional(),
+  content: z.unknown().optional(),
+});
 
 export const ResponsesBody = z.looseObject({
   model: z.string().min(1),
@@ -22,7 +39,10 @@ export const ResponsesBody = z.looseObject({
   conversation: z.unknown().optional(),
   tools: z.array(z.unknown()).nullable().optional(),
   tool_choice: z.unknown().optional(),
-  text: z.looseObject({ format: z.looseObject({ type: z.string() }).optional() }).nullable().optional(),
+  text: z
+    .looseObject({ format: z.looseObject({ type: z.string() }).optional() })
+    .nullable()
+    .optional(),
   metadata: z.record(z.string(), z.string()).nullable().optional(),
   background: z.boolean().nullable().optional(),
 });
@@ -54,21 +74,37 @@ export function responsesToPrompt(body: Body): DecoderMessage[] {
     const type = item.type ?? 'message';
     const raw = item as Record<string, unknown>;
     if (type === 'function_call') {
-      messages.push({ role: 'assistant', parts: [{ text: JSON.stringify({ tool_call: raw.name, arguments: raw.arguments }) }] });
+      messages.push({
+        role: 'assistant',
+        parts: [{ text: JSON.stringify({ tool_call: raw.name, arguments: raw.arguments }) }],
+      });
       return;
     }
     if (type === 'function_call_output') {
-      messages.push({ role: 'tool', parts: [{ text: typeof raw.output === 'string' ? raw.output : JSON.stringify(raw.output) }] });
+      messages.push({
+        role: 'tool',
+        parts: [{ text: typeof raw.output === 'string' ? raw.output : JSON.stringify(raw.output) }],
+      });
       return;
     }
     if (type === 'reasoning') return;
     if (type !== 'message') requireTextOnly(type, at);
     const role = item.role;
     if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer') {
-      throw withHints(new BadRequestError(`${at}.role must be user, assistant, system or developer`), `${at}.role`, 'invalid_value');
+      throw withHints(
+        new BadRequestError(`${at}.role must be user, assistant, system or developer`),
+        `${at}.role`,
+        'invalid_value',
+      );
     }
     if (raw.cache_control !== undefined) {
-      throw withHints(new BadRequestError(`${at}: cache_control must be on a content block; a plain string content cannot carry a cache marker`), at, 'invalid_value');
+      throw withHints(
+        new BadRequestError(
+          `${at}: cache_control must be on a content block; a plain string content cannot carry a cache marker`,
+        ),
+        at,
+        'invalid_value',
+      );
     }
     const parts: PromptPart[] = [];
     if (typeof item.content === 'string') parts.push({ text: item.content });
@@ -77,12 +113,18 @@ export function responsesToPrompt(body: Body): DecoderMessage[] {
         const bat = `${at}.content.${j}`;
         const t = String(b?.type);
         if (t !== 'input_text' && t !== 'output_text' && t !== 'text') requireTextOnly(t, bat);
-        if (typeof b.text !== 'string') throw withHints(new BadRequestError(`${bat}: a '${t}' block needs a string 'text'`), bat, 'invalid_value');
+        if (typeof b.text !== 'string')
+          throw withHints(new BadRequestError(`${bat}: a '${t}' block needs a string 'text'`), bat, 'invalid_value');
         let cache = b.cache_control !== undefined ? parseCacheControl(b.cache_control, bat) : undefined;
         if (!cache && b.prompt_cache_breakpoint) cache = { ttlSeconds: 300 };
         parts.push(cache && MARKABLE.has(role) ? { text: b.text, cache } : { text: b.text });
       });
-    } else throw withHints(new BadRequestError(`${at}.content must be a string or a non-empty array of content blocks`), `${at}.content`, 'invalid_value');
+    } else
+      throw withHints(
+        new BadRequestError(`${at}.content must be a string or a non-empty array of content blocks`),
+        `${at}.content`,
+        'invalid_value',
+      );
     messages.push({ role: role === 'developer' ? 'system' : role, parts });
   });
   return messages;
@@ -103,7 +145,15 @@ function responseObject(gen: Generation, body: Body, r: GenerationResult | undef
     max_output_tokens: body.max_output_tokens ?? null,
     model: gen.model.requested,
     output: r
-      ? [{ id: msgId, type: 'message', role: 'assistant', status: incomplete ? 'incomplete' : 'completed', content: [{ type: 'output_text', text: r.text, annotations: [], logprobs: [] }] }]
+      ? [
+          {
+            id: msgId,
+            type: 'message',
+            role: 'assistant',
+            status: incomplete ? 'incomplete' : 'completed',
+            content: [{ type: 'output_text', text: r.text, annotations: [], logprobs: [] }],
+          },
+        ]
       : [],
     parallel_tool_calls: true,
     previous_response_id: null,
@@ -129,8 +179,14 @@ async function* responseStream(gen: Generation, body: Body): AsyncGenerator<stri
   const loc = { item_id: itemId, output_index: 0, content_index: 0 };
   yield ev('response.created', { response: responseObject(gen, body, undefined) });
   yield ev('response.in_progress', { response: responseObject(gen, body, undefined) });
-  yield ev('response.output_item.added', { output_index: 0, item: { id: itemId, type: 'message', role: 'assistant', status: 'in_progress', content: [] } });
-  yield ev('response.content_part.added', { ...loc, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+  yield ev('response.output_item.added', {
+    output_index: 0,
+    item: { id: itemId, type: 'message', role: 'assistant', status: 'in_progress', content: [] },
+  });
+  yield ev('response.content_part.added', {
+    ...loc,
+    part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+  });
   let r: GenerationResult;
   for (;;) {
     const next = await gen.stream.next();
@@ -156,19 +212,40 @@ export const responsesRoutes = [
     summary: 'OpenAI-compatible Responses API (stateless: store only feeds inference history; no previous_response_id)',
     errorFormat: 'openai',
     body: ResponsesBody,
-    responses: { 200: { description: 'A response object, or a named-event SSE stream' }, ...modelRunErrors, 400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody } },
+    responses: {
+      200: { description: 'A response object, or a named-event SSE stream' },
+      ...modelRunErrors,
+      400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody },
+    },
     handler: async ({ svc, principal, body, req }) => {
       if (body.previous_response_id) {
         throw withHints(
-          new BadRequestError('previous_response_id is not supported: this Responses API is stateless; send the whole conversation in input'),
+          new BadRequestError(
+            'previous_response_id is not supported: this Responses API is stateless; send the whole conversation in input',
+          ),
           'previous_response_id',
           'unsupported_parameter',
         );
       }
-      if (body.conversation) throw withHints(new BadRequestError('conversation is not supported (stateless API)'), 'conversation', 'unsupported_parameter');
-      if (body.background) throw withHints(new BadRequestError('background responses are not supported'), 'background', 'unsupported_parameter');
+      if (body.conversation)
+        throw withHints(
+          new BadRequestError('conversation is not supported (stateless API)'),
+          'conversation',
+          'unsupported_parameter',
+        );
+      if (body.background)
+        throw withHints(
+          new BadRequestError('background responses are not supported'),
+          'background',
+          'unsupported_parameter',
+        );
       const format = body.text?.format?.type;
-      if (format && format !== 'text') throw withHints(new BadRequestError(`text.format '${format}' is not supported by '${body.model}'`), 'text.format', 'unsupported_parameter');
+      if (format && format !== 'text')
+        throw withHints(
+          new BadRequestError(`text.format '${format}' is not supported by '${body.model}'`),
+          'text.format',
+          'unsupported_parameter',
+        );
       const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
       if (resolved.type !== 'decoder') throw new BadRequestError('unreachable');
       checkTools(resolved, body.tools, body.tool_choice);

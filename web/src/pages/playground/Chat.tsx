@@ -1,4 +1,18 @@
-import { Badge, Button, Group, NumberInput, Paper, Radio, Select, SimpleGrid, Stack, Text, Textarea, TextInput, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Group,
+  NumberInput,
+  Paper,
+  Radio,
+  Select,
+  SimpleGrid,
+  Stack,
+  Text,
+  Textarea,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { createParser } from 'eventsource-parser';
 import { useRef, useState } from 'react';
 import { apiBase, errorDetail, storedKey } from '../../api/client';
@@ -8,26 +22,64 @@ import { FormError } from '../../components/states';
 
 type Message = { role: 'user' | 'assistant'; content: string };
 type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
-type Chunk = { choices?: { delta?: { content?: string | null } }[]; usage?: Usage | null; error?: { message?: string } };
-type AnthropicUsage = { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number };
-type AnthropicEvent = { type?: string; delta?: { text?: string }; usage?: AnthropicUsage; error?: { message?: string } };
+type Chunk = {
+  choices?: { delta?: { content?: string | null } }[];
+  usage?: Usage | null;
+  error?: { message?: string };
+};
+type AnthropicUsage = {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+};
+type AnthropicEvent = {
+  type?: string;
+  delta?: { text?: string };
+  usage?: AnthropicUsage;
+  error?: { message?: string };
+};
 type Decoder = { id: string; available: boolean };
 type Flavour = 'openai' | 'anthropic';
 
 const paths: Record<Flavour, string> = { openai: '/v1/chat/completions', anthropic: '/v1/messages' };
 
 /** The chat request in the chosen API's own shape: OpenAI puts the system prompt first in `messages`, Anthropic in `system`. */
-function requestBody(flavour: Flavour, model: string, messages: Message[], settings: { system: string; temperature: number | ''; maxTokens: number }) {
+function requestBody(
+  flavour: Flavour,
+  model: string,
+  messages: Message[],
+  settings: { system: string; temperature: number | ''; maxTokens: number },
+) {
   const temperature = settings.temperature === '' ? {} : { temperature: settings.temperature };
   const system = settings.system.trim();
-  if (flavour === 'anthropic') return { model, max_tokens: settings.maxTokens, ...(system ? { system } : {}), messages, stream: true, ...temperature };
-  return { model, messages: [...(system ? [{ role: 'system', content: system }] : []), ...messages], stream: true, stream_options: { include_usage: true }, max_tokens: settings.maxTokens, ...temperature };
+  if (flavour === 'anthropic')
+    return {
+      model,
+      max_tokens: settings.maxTokens,
+      ...(system ? { system } : {}),
+      messages,
+      stream: true,
+      ...temperature,
+    };
+  return {
+    model,
+    messages: [...(system ? [{ role: 'system', content: system }] : []), ...messages],
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: settings.maxTokens,
+    ...temperature,
+  };
 }
 
 /** Anthropic counts cached prompt tokens apart from `input_tokens`; the panel shows the prompt whole. */
 const fromAnthropic = (u: AnthropicUsage): Usage => {
   const prompt = (u.input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0);
-  return { prompt_tokens: prompt, completion_tokens: u.output_tokens ?? 0, total_tokens: prompt + (u.output_tokens ?? 0) };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: u.output_tokens ?? 0,
+    total_tokens: prompt + (u.output_tokens ?? 0),
+  };
 };
 
 /** The OpenAI error envelope's message, or the API's `detail`. */
@@ -53,8 +105,15 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
 
   const picked = model ?? decoders.find((m) => m.available)?.id ?? null;
   const modelId = custom.trim() || picked || '';
-  const nextMessages: Message[] = [...messages, ...(draft.trim() ? [{ role: 'user' as const, content: draft.trim() }] : [])];
-  const body = requestBody(flavour, modelId, nextMessages, { system, temperature: typeof temperature === 'number' ? temperature : '', maxTokens: typeof maxTokens === 'number' && maxTokens >= 1 ? maxTokens : 64 });
+  const nextMessages: Message[] = [
+    ...messages,
+    ...(draft.trim() ? [{ role: 'user' as const, content: draft.trim() }] : []),
+  ];
+  const body = requestBody(flavour, modelId, nextMessages, {
+    system,
+    temperature: typeof temperature === 'number' ? temperature : '',
+    maxTokens: typeof maxTokens === 'number' && maxTokens >= 1 ? maxTokens : 64,
+  });
 
   async function send() {
     const sent = body;
@@ -128,19 +187,65 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
             Chat with a decoder
           </Title>
           <Group grow align="flex-start">
-            <Select label="Decoder" description="A catalog decoder (unavailable ones are still building)" data={decoders.map((m) => ({ value: m.id, label: `${m.id}${m.available ? '' : ' (building)'}`, disabled: !m.available }))} value={picked} onChange={setModel} allowDeselect={false} />
-            <TextInput label="…or a trained decoder / project" description="A job's model name or a project id; overrides the catalog choice" value={custom} onChange={(e) => setCustom(e.currentTarget.value)} />
+            <Select
+              label="Decoder"
+              description="A catalog decoder (unavailable ones are still building)"
+              data={decoders.map((m) => ({
+                value: m.id,
+                label: `${m.id}${m.available ? '' : ' (building)'}`,
+                disabled: !m.available,
+              }))}
+              value={picked}
+              onChange={setModel}
+              allowDeselect={false}
+            />
+            <TextInput
+              label="…or a trained decoder / project"
+              description="A job's model name or a project id; overrides the catalog choice"
+              value={custom}
+              onChange={(e) => setCustom(e.currentTarget.value)}
+            />
           </Group>
-          <Radio.Group label="API" description="The same decoder behind either compatible API; the reply streams from both" value={flavour} onChange={(v) => setFlavour(v as Flavour)}>
+          <Radio.Group
+            label="API"
+            description="The same decoder behind either compatible API; the reply streams from both"
+            value={flavour}
+            onChange={(v) => setFlavour(v as Flavour)}
+          >
             <Group mt="xs">
               <Radio value="openai" label="OpenAI: POST /v1/chat/completions" />
               <Radio value="anthropic" label="Anthropic: POST /v1/messages" />
             </Group>
           </Radio.Group>
-          <Textarea label="System prompt" description="Optional; sent before the conversation" autosize minRows={1} value={system} onChange={(e) => setSystem(e.currentTarget.value)} />
+          <Textarea
+            label="System prompt"
+            description="Optional; sent before the conversation"
+            autosize
+            minRows={1}
+            value={system}
+            onChange={(e) => setSystem(e.currentTarget.value)}
+          />
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
-            <NumberInput label="Temperature" description="0 is greedy (the same reply every time); empty: the server's default" min={0} max={2} step={0.1} decimalScale={2} value={temperature} onChange={setTemperature} />
-            <NumberInput label="Max tokens" description="Longest reply, in tokens" min={1} max={4096} step={16} allowDecimal={false} value={maxTokens} onChange={setMaxTokens} />
+            <NumberInput
+              label="Temperature"
+              description="0 is greedy (the same reply every time); empty: the server's default"
+              min={0}
+              max={2}
+              step={0.1}
+              decimalScale={2}
+              value={temperature}
+              onChange={setTemperature}
+            />
+            <NumberInput
+              label="Max tokens"
+              description="Longest reply, in tokens"
+              min={1}
+              max={4096}
+              step={16}
+              allowDecimal={false}
+              value={maxTokens}
+              onChange={setMaxTokens}
+            />
           </SimpleGrid>
           <Stack gap="xs" data-testid="chat-messages" aria-live="polite">
             {messages.length === 0 && <Text c="dimmed">No messages yet.</Text>}
@@ -150,13 +255,22 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
                 <Text size="xs" fw={700}>
                   {m.role === 'user' ? 'You' : 'Assistant'}
                 </Text>
-                <Text style={{ whiteSpace: 'pre-wrap' }} data-testid={m.role === 'assistant' ? 'assistant-message' : undefined}>
+                <Text
+                  style={{ whiteSpace: 'pre-wrap' }}
+                  data-testid={m.role === 'assistant' ? 'assistant-message' : undefined}
+                >
                   {m.content || (streaming && i === messages.length - 1 ? '…' : '')}
                 </Text>
               </Paper>
             ))}
           </Stack>
-          <Textarea label="Message" autosize minRows={2} value={draft} onChange={(e) => setDraft(e.currentTarget.value)} />
+          <Textarea
+            label="Message"
+            autosize
+            minRows={2}
+            value={draft}
+            onChange={(e) => setDraft(e.currentTarget.value)}
+          />
           <Group>
             {streaming ? (
               <Button color="red" variant="light" onClick={() => abort.current?.abort()}>
@@ -167,11 +281,15 @@ export function ChatPanel({ decoders }: { decoders: Decoder[] }) {
                 Send
               </Button>
             )}
-            <Button variant="subtle" onClick={() => {
+            <Button
+              variant="subtle"
+              onClick={() => {
                 setMessages([]);
                 setUsage(undefined);
                 setError(undefined);
-              }} disabled={streaming || messages.length === 0}>
+              }}
+              disabled={streaming || messages.length === 0}
+            >
               Clear
             </Button>
             {usage && (

@@ -1,4 +1,16 @@
-import { ActionIcon, Button, Group, Paper, Select, Stack, Table, TagsInput, Text, TextInput, Title } from '@mantine/core';
+import {
+  ActionIcon,
+  Button,
+  Group,
+  Paper,
+  Select,
+  Stack,
+  Table,
+  TagsInput,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 
 /** A field as the API's `schema.structures[name].fields` takes it. */
 export type Field = { name: string; dtype: 'str' | 'list'; description: string; choices: string[] };
@@ -11,12 +23,20 @@ export const newField = (): Field => ({ name: '', dtype: 'str', description: '',
 
 /** The request's `structures` object: named structures with at least one named field. */
 export function structuresSchema(structures: Structure[]) {
-  const out: Record<string, { fields: { name: string; dtype: 'str' | 'list'; description?: string; choices?: string[] }[] }> = {};
+  const out: Record<
+    string,
+    { fields: { name: string; dtype: 'str' | 'list'; description?: string; choices?: string[] }[] }
+  > = {};
   for (const s of structures) {
     const fields = s.fields.filter((f) => f.name.trim());
     if (!s.name.trim() || !fields.length) continue;
     out[s.name.trim()] = {
-      fields: fields.map((f) => ({ name: f.name.trim(), dtype: f.dtype, ...(f.description.trim() ? { description: f.description.trim() } : {}), ...(f.choices.length ? { choices: f.choices } : {}) })),
+      fields: fields.map((f) => ({
+        name: f.name.trim(),
+        dtype: f.dtype,
+        ...(f.description.trim() ? { description: f.description.trim() } : {}),
+        ...(f.choices.length ? { choices: f.choices } : {}),
+      })),
     };
   }
   return out;
@@ -35,7 +55,11 @@ export function StructureBuilder({ value, onChange }: { value: Structure[]; onCh
         <Paper key={i} withBorder p="xs" component="fieldset" aria-label={`Structure ${i + 1}`}>
           <Stack gap="xs">
             <Group align="flex-end">
-              <TextInput label={`Structure ${i + 1} name`} value={s.name} onChange={(e) => set(i, { ...s, name: e.currentTarget.value })} />
+              <TextInput
+                label={`Structure ${i + 1} name`}
+                value={s.name}
+                onChange={(e) => set(i, { ...s, name: e.currentTarget.value })}
+              />
               <Button variant="subtle" color="red" onClick={() => onChange(value.filter((_, j) => j !== i))}>
                 Remove structure {i + 1}
               </Button>
@@ -46,11 +70,43 @@ export function StructureBuilder({ value, onChange }: { value: Structure[]; onCh
               return (
                 // biome-ignore lint/suspicious/noArrayIndexKey: the form rows have no id; every input is controlled (its value comes from `value`), so a removed row leaves no stale state behind
                 <Group key={k} align="flex-end" wrap="wrap">
-                  <TextInput label={`Field ${k + 1} name`} aria-label={`Name of ${n}`} value={f.name} onChange={(e) => setField({ ...f, name: e.currentTarget.value })} />
-                  <Select label="Type" aria-label={`Type of ${n}`} data={[{ value: 'str', label: 'str (one value)' }, { value: 'list', label: 'list (several)' }]} value={f.dtype} onChange={(v) => setField({ ...f, dtype: (v as Field['dtype']) ?? 'str' })} allowDeselect={false} w={160} />
-                  <TextInput label="Description" aria-label={`Description of ${n}`} value={f.description} onChange={(e) => setField({ ...f, description: e.currentTarget.value })} />
-                  <TagsInput label="Choices (optional)" aria-label={`Choices of ${n}`} value={f.choices} onChange={(c) => setField({ ...f, choices: c })} />
-                  <ActionIcon variant="subtle" color="red" size="lg" aria-label={`Remove ${n}`} onClick={() => set(i, { ...s, fields: s.fields.filter((_, j) => j !== k) })}>
+                  <TextInput
+                    label={`Field ${k + 1} name`}
+                    aria-label={`Name of ${n}`}
+                    value={f.name}
+                    onChange={(e) => setField({ ...f, name: e.currentTarget.value })}
+                  />
+                  <Select
+                    label="Type"
+                    aria-label={`Type of ${n}`}
+                    data={[
+                      { value: 'str', label: 'str (one value)' },
+                      { value: 'list', label: 'list (several)' },
+                    ]}
+                    value={f.dtype}
+                    onChange={(v) => setField({ ...f, dtype: (v as Field['dtype']) ?? 'str' })}
+                    allowDeselect={false}
+                    w={160}
+                  />
+                  <TextInput
+                    label="Description"
+                    aria-label={`Description of ${n}`}
+                    value={f.description}
+                    onChange={(e) => setField({ ...f, description: e.currentTarget.value })}
+                  />
+                  <TagsInput
+                    label="Choices (optional)"
+                    aria-label={`Choices of ${n}`}
+                    value={f.choices}
+                    onChange={(c) => setField({ ...f, choices: c })}
+                  />
+                  <ActionIcon
+                    variant="subtle"
+                    color="red"
+                    size="lg"
+                    aria-label={`Remove ${n}`}
+                    onClick={() => set(i, { ...s, fields: s.fields.filter((_, j) => j !== k) })}
+                  >
                     ×
                   </ActionIcon>
                 </Group>
@@ -73,7 +129,12 @@ export function StructureBuilder({ value, onChange }: { value: Structure[]; onCh
   );
 }
 
-const spanText = (v: Span | Span[] | null | undefined) => (v == null ? '—' : Array.isArray(v) ? v.map((s) => s.text).join(', ') || '—' : `${v.text}${v.score !== undefined ? ` (${v.score.toFixed(2)})` : ''}`);
+const spanText = (v: Span | Span[] | null | undefined) =>
+  v == null
+    ? '—'
+    : Array.isArray(v)
+      ? v.map((s) => s.text).join(', ') || '—'
+      : `${v.text}${v.score !== undefined ? ` (${v.score.toFixed(2)})` : ''}`;
 
 /** One table per structure: a row per instance found, a column per field. */
 export function StructureTables({ results }: { results: StructureResults }) {

@@ -1,6 +1,10 @@
 import { apiBase } from '../../api/client';
 
-const pyLiteral = (json: string) => json.replace(/\btrue\b/g, 'True').replace(/\bfalse\b/g, 'False').replace(/\bnull\b/g, 'None');
+const pyLiteral = (json: string) =>
+  json
+    .replace(/\btrue\b/g, 'True')
+    .replace(/\bfalse\b/g, 'False')
+    .replace(/\bnull\b/g, 'None');
 
 /** The same request as curl, Python and TypeScript; a streamed one reads the SSE lines as they come. */
 export function snippets(path: string, body: object, stream = false) {
@@ -13,6 +17,8 @@ export function snippets(path: string, body: object, stream = false) {
       : `import os, requests\n\nres = requests.post(\n    "${url}",\n    headers={"X-API-Key": os.environ["SIFT_API_KEY"]},\n    json=${pyLiteral(json)},\n)\nprint(res.json())`,
     TypeScript:
       `const res = await fetch("${url}", {\n  method: "POST",\n  headers: { "X-API-Key": process.env.SIFT_API_KEY!, "Content-Type": "application/json" },\n  body: JSON.stringify(${json}),\n});\n` +
-      (stream ? `for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) process.stdout.write(chunk);` : `console.log(await res.json());`),
+      (stream
+        ? `for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) process.stdout.write(chunk);`
+        : `console.log(await res.json());`),
   };
 }

@@ -12,7 +12,17 @@ const pts = (d: number) => `${d > 0 ? '+' : ''}${(d * 100).toFixed(1)} pts`;
  * A finished cycle's candidate next to the model the project served when it started: F1, precision
  * and recall on the same held-out reviewed traces, the difference, and the promote button.
  */
-export function CycleComparison({ cycle, name, onPromote, busy }: { cycle: Cycle; name: (jobId: string | null) => string; onPromote: () => void; busy: boolean }) {
+export function CycleComparison({
+  cycle,
+  name,
+  onPromote,
+  busy,
+}: {
+  cycle: Cycle;
+  name: (jobId: string | null) => string;
+  onPromote: () => void;
+  busy: boolean;
+}) {
   const c = cycle.comparison!;
   const rows: [string, keyof Scores][] = [
     ['F1', 'f1'],
@@ -27,12 +37,18 @@ export function CycleComparison({ cycle, name, onPromote, busy }: { cycle: Cycle
           <Title order={4} size="h6">
             Candidate vs deployed model · cycle of {fmtDate(cycle.created_at)}
           </Title>
-          <Badge variant="outline" color={c.recommendation === 'promote' ? '#22672f' : '#495057'} data-testid="recommendation">
+          <Badge
+            variant="outline"
+            color={c.recommendation === 'promote' ? '#22672f' : '#495057'}
+            data-testid="recommendation"
+          >
             recommendation: {c.recommendation}
           </Badge>
         </Group>
         <Text size="sm">
-          Both scored on the same {cycle.traces?.holdout ?? '?'} held-out reviewed traces{holdout ? ` (dataset ${holdout.name} v${holdout.version ?? '?'})` : ''}; the candidate was trained on {cycle.traces?.train ?? '?'} rows ({cycle.traces?.gold ?? '?'} reviewed traces, confident ones replayed).
+          Both scored on the same {cycle.traces?.holdout ?? '?'} held-out reviewed traces
+          {holdout ? ` (dataset ${holdout.name} v${holdout.version ?? '?'})` : ''}; the candidate was trained on{' '}
+          {cycle.traces?.train ?? '?'} rows ({cycle.traces?.gold ?? '?'} reviewed traces, confident ones replayed).
         </Text>
         <Table.ScrollContainer minWidth={480}>
           <Table aria-label="Candidate vs deployed scores">
@@ -66,7 +82,9 @@ export function CycleComparison({ cycle, name, onPromote, busy }: { cycle: Cycle
             </Button>
           ) : (
             <Text size="sm">
-              {cycle.status === 'promoted' ? 'Promoted: the project serves this candidate (roll back above to undo).' : `Cycle ${cycle.status}.`}
+              {cycle.status === 'promoted'
+                ? 'Promoted: the project serves this candidate (roll back above to undo).'
+                : `Cycle ${cycle.status}.`}
             </Text>
           )}
           <Text size="xs">Promoting retargets the project: callers keep using its id.</Text>

@@ -15,7 +15,11 @@ type Trace = { inf: Inference; uncertainty: number };
 function requestSchema(inf: Inference): { entityTypes: string[]; classifications: Classification[] } {
   const schema = (inf.input.schema ?? {}) as { entities?: unknown; classifications?: unknown };
   const e = schema.entities;
-  const entityTypes = Array.isArray(e) ? e.map((x) => (typeof x === 'string' ? x : String((x as { name?: unknown }).name ?? ''))).filter(Boolean) : e && typeof e === 'object' ? Object.keys(e) : [];
+  const entityTypes = Array.isArray(e)
+    ? e.map((x) => (typeof x === 'string' ? x : String((x as { name?: unknown }).name ?? ''))).filter(Boolean)
+    : e && typeof e === 'object'
+      ? Object.keys(e)
+      : [];
   const classifications = Array.isArray(schema.classifications) ? (schema.classifications as Classification[]) : [];
   return { entityTypes, classifications };
 }
@@ -35,8 +39,14 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
   const ner = inf.tasks.includes('ner');
   const short = inf.inference_id.slice(-8); // ids start with their timestamp: the end tells traces apart
   const [editing, setEditing] = useState(false);
-  const [entities, setEntities] = useState<Span[]>(() => (output.entities ?? []).map(({ text, label, start, end }) => ({ text, label, start, end })));
-  const [labels, setLabels] = useState<Record<string, string[]>>(() => Object.fromEntries(classifications.map((c) => [c.task, (output.classifications?.[c.task] ?? []).map((l) => l.label)])));
+  const [entities, setEntities] = useState<Span[]>(() =>
+    (output.entities ?? []).map(({ text, label, start, end }) => ({ text, label, start, end })),
+  );
+  const [labels, setLabels] = useState<Record<string, string[]>>(() =>
+    Object.fromEntries(
+      classifications.map((c) => [c.task, (output.classifications?.[c.task] ?? []).map((l) => l.label)]),
+    ),
+  );
   const [span, setSpan] = useState('');
   const [type, setType] = useState<string | null>(entityTypes[0] ?? null);
   const [error, setError] = useState<string>();
@@ -46,7 +56,11 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
     const at = text.indexOf(span);
     if (!span || at < 0) return setError(`"${span}" is not in the text (spans are exact, case included)`);
     const start = codePoints(text.slice(0, at));
-    setEntities([...entities, { text: span, label: type ?? '', start, end: start + codePoints(span) }].sort((a, b) => a.start - b.start));
+    setEntities(
+      [...entities, { text: span, label: type ?? '', start, end: start + codePoints(span) }].sort(
+        (a, b) => a.start - b.start,
+      ),
+    );
     setSpan('');
     setError(undefined);
   }
@@ -56,9 +70,17 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
     setError(undefined);
     const corrected: Record<string, unknown> = {};
     if (ner) corrected.entities = entities;
-    if (classifications.length) corrected.classifications = Object.fromEntries(classifications.map((c) => [c.task, c.multi_label ? labels[c.task] ?? [] : (labels[c.task]?.[0] ?? '')]));
+    if (classifications.length)
+      corrected.classifications = Object.fromEntries(
+        classifications.map((c) => [c.task, c.multi_label ? (labels[c.task] ?? []) : (labels[c.task]?.[0] ?? '')]),
+      );
     try {
-      await must(api.POST('/inferences/{id}/feedback', { params: { path: { id: inf.inference_id } }, body: verdict === 'correct' ? { verdict } : { verdict, corrected_output: corrected } }));
+      await must(
+        api.POST('/inferences/{id}/feedback', {
+          params: { path: { id: inf.inference_id } },
+          body: verdict === 'correct' ? { verdict } : { verdict, corrected_output: corrected },
+        }),
+      );
       setEditing(false);
       onSaved();
     } catch (err) {
@@ -79,16 +101,28 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
             {fmtDate(inf.created_at)} · {inf.endpoint} · {short}
           </Text>
           {inf.feedback && (
-            <Badge variant="outline" color={inf.feedback.verdict === 'correct' ? '#22672f' : '#9c3d00'} data-testid="trace-feedback">
+            <Badge
+              variant="outline"
+              color={inf.feedback.verdict === 'correct' ? '#22672f' : '#9c3d00'}
+              data-testid="trace-feedback"
+            >
               marked {inf.feedback.verdict}
             </Badge>
           )}
         </Group>
-        {ner && (output.entities?.length ? <Highlighted text={text} spans={output.entities} labels={entityTypes} /> : <Text size="sm">{text}</Text>)}
+        {ner &&
+          (output.entities?.length ? (
+            <Highlighted text={text} spans={output.entities} labels={entityTypes} />
+          ) : (
+            <Text size="sm">{text}</Text>
+          ))}
         {!ner && <Text size="sm">{text}</Text>}
         {classifications.map((c) => (
           <Text size="sm" key={c.task}>
-            {c.task}: {(output.classifications?.[c.task] ?? []).map((l) => `${l.label}${l.score === undefined ? '' : ` (${l.score.toFixed(2)})`}`).join(', ') || 'no label'}
+            {c.task}:{' '}
+            {(output.classifications?.[c.task] ?? [])
+              .map((l) => `${l.label}${l.score === undefined ? '' : ` (${l.score.toFixed(2)})`}`)
+              .join(', ') || 'no label'}
           </Text>
         ))}
         <Group gap="xs">
@@ -117,7 +151,13 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
                         <Table.Td>{e.text}</Table.Td>
                         <Table.Td>{e.label}</Table.Td>
                         <Table.Td>
-                          <Button size="xs" variant="subtle" color="red" onClick={() => setEntities(entities.filter((_, j) => j !== i))} aria-label={`Remove ${e.text} (${e.label})`}>
+                          <Button
+                            size="xs"
+                            variant="subtle"
+                            color="red"
+                            onClick={() => setEntities(entities.filter((_, j) => j !== i))}
+                            aria-label={`Remove ${e.text} (${e.label})`}
+                          >
                             Remove
                           </Button>
                         </Table.Td>
@@ -131,8 +171,22 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
                   </Table.Tbody>
                 </Table>
                 <Group align="flex-end" gap="xs">
-                  <TextInput size="xs" label="Missing span" description="Its exact text" value={span} onChange={(e) => setSpan(e.currentTarget.value)} style={{ flex: 1, minWidth: 160 }} />
-                  <Select size="xs" label="Type" data={entityTypes} value={type} onChange={setType} allowDeselect={false} />
+                  <TextInput
+                    size="xs"
+                    label="Missing span"
+                    description="Its exact text"
+                    value={span}
+                    onChange={(e) => setSpan(e.currentTarget.value)}
+                    style={{ flex: 1, minWidth: 160 }}
+                  />
+                  <Select
+                    size="xs"
+                    label="Type"
+                    data={entityTypes}
+                    value={type}
+                    onChange={setType}
+                    allowDeselect={false}
+                  />
                   <Button size="xs" variant="light" onClick={addSpan} disabled={!span || !type}>
                     Add span
                   </Button>
@@ -141,9 +195,23 @@ function TraceReview({ trace, onSaved }: { trace: Trace; onSaved: () => void }) 
             )}
             {classifications.map((c) =>
               c.multi_label ? (
-                <MultiSelect key={c.task} size="xs" label={`Labels for ${c.task}`} data={c.labels} value={labels[c.task] ?? []} onChange={(v) => setLabels({ ...labels, [c.task]: v })} />
+                <MultiSelect
+                  key={c.task}
+                  size="xs"
+                  label={`Labels for ${c.task}`}
+                  data={c.labels}
+                  value={labels[c.task] ?? []}
+                  onChange={(v) => setLabels({ ...labels, [c.task]: v })}
+                />
               ) : (
-                <Select key={c.task} size="xs" label={`Label for ${c.task}`} data={c.labels} value={labels[c.task]?.[0] ?? null} onChange={(v) => setLabels({ ...labels, [c.task]: v ? [v] : [] })} />
+                <Select
+                  key={c.task}
+                  size="xs"
+                  label={`Label for ${c.task}`}
+                  data={c.labels}
+                  value={labels[c.task]?.[0] ?? null}
+                  onChange={(v) => setLabels({ ...labels, [c.task]: v ? [v] : [] })}
+                />
               ),
             )}
             <Group>
@@ -188,14 +256,22 @@ export function ReviewQueue({ cycles }: { cycles: Cycle[] }) {
       </Title>
       {!source ? (
         <Text size="sm" c="dimmed">
-          Nothing to review yet: a cycle lists the traces the served model was least sure about. Start one after some traffic to this project.
+          Nothing to review yet: a cycle lists the traces the served model was least sure about. Start one after some
+          traffic to this project.
         </Text>
       ) : (
-        <Loadable state={traces} label="Loading the traces to review" isEmpty={(d) => d.length === 0} empty="The traces to review are no longer stored.">
+        <Loadable
+          state={traces}
+          label="Loading the traces to review"
+          isEmpty={(d) => d.length === 0}
+          empty="The traces to review are no longer stored."
+        >
           {(d) => (
             <Stack gap="xs">
               <Text size="sm" data-testid="review-progress">
-                {reviewed} of {d.length} reviewed (from the cycle of {fmtDate(source.created_at)}). Mark a trace correct, or correct its spans and labels: reviewed traces are the gold data the next cycle trains and scores on.
+                {reviewed} of {d.length} reviewed (from the cycle of {fmtDate(source.created_at)}). Mark a trace
+                correct, or correct its spans and labels: reviewed traces are the gold data the next cycle trains and
+                scores on.
               </Text>
               {d.map((t) => {
                 const current = saved[t.inf.inference_id] ?? t.inf;
