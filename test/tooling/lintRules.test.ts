@@ -1,7 +1,7 @@
 /**
  * The habit checks that `npm test` runs (#26) fail on a planted violation: Biome's rules over the
  * TypeScript (`npm run lint`), ruff's over the Python (`npm run lint:py`) and the console's typecheck
- * (`npm run typecheck:web`). Each case runs the same tool with the repository's own configuration
+ * (`npm run typecheck:web`), and the format check of both (`npm run format:check`). Each case runs the same tool with the repository's own configuration
  * on a small file made to break a rule, and either passes a clean twin or finds nothing but the
  * planted errors, so a failure is the rule's and not the set-up's. The files live in a scratch
  * directory, never in the linted trees.
@@ -64,6 +64,47 @@ describe('Biome (npm run lint)', () => {
     expect(bad.status).not.toBe(0);
     expect(bad.out).toContain('lint/suspicious/noExplicitAny');
   });
+});
+
+describe('the format check (npm run format:check)', () => {
+  it("Biome fails on a file not in the repository's format (double quotes, no semicolon) and passes it formatted", () => {
+    const dir = join(scratch, 'format-ts');
+    mkdirSync(join(dir, 'src'), { recursive: true });
+    copyFileSync(join(ROOT, 'biome.jsonc'), join(dir, 'biome.jsonc'));
+    writeFileSync(join(dir, '.gitignore'), '');
+    expect(run('git', ['init', '-q'], dir).status).toBe(0);
+    writeFileSync(join(dir, 'src', 'planted.ts'), 'export const greeting = "hello"\n');
+    const bad = run(BIOME, ['format'], dir);
+    expect(bad.status).not.toBe(0);
+    expect(bad.out).toContain('Formatter would have printed');
+    writeFileSync(join(dir, 'src', 'planted.ts'), "export const greeting = 'hello';\n");
+    const good = run(BIOME, ['format'], dir);
+    expect(good.status).toBe(0);
+  });
+
+  it('ruff fails on Python not in its format (single quotes, cramped call) and passes it formatted', () => {
+    const file = join(scratch, 'planted_format.py');
+    const check = () =>
+      run(
+        'bash',
+        [
+          join(ROOT, 'scripts', 'ruff.sh'),
+          'format',
+          '--check',
+          '--no-cache',
+          '--config',
+          join(ROOT, 'containers', 'ruff.toml'),
+          file,
+        ],
+        ROOT,
+      );
+    writeFileSync(file, "print( 'hello' )\n");
+    const bad = check();
+    expect(bad.status).toBe(1);
+    expect(bad.out).toContain('would be reformatted');
+    writeFileSync(file, 'print("hello")\n');
+    expect(check().status).toBe(0);
+  }, 180_000); // the first run on a fresh machine installs ruff into its venv
 });
 
 describe('ruff (npm run lint:py)', () => {
