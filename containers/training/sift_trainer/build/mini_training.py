@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Dict
 
 from ..encoder.sampling import sampling_config
 from ..events import emit
@@ -40,11 +40,11 @@ SPECIAL_INIT = {
 DETERMINISTIC_ENV = {"PYTHONHASHSEED": "0", "MKL_CBWR": "COMPATIBLE", "OMP_DYNAMIC": "FALSE", "MKL_DYNAMIC": "FALSE"}
 
 
-def deterministic_env(threads: int) -> dict[str, str]:
+def deterministic_env(threads: int) -> Dict[str, str]:
     return {**DETERMINISTIC_ENV, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
-def _init_special_tokens(model) -> dict[str, Any]:
+def _init_special_tokens(model) -> Dict[str, Any]:
     import torch
 
     tok = model.processor.tokenizer
@@ -62,7 +62,7 @@ def _init_special_tokens(model) -> dict[str, Any]:
     return done
 
 
-def _record_info(rec: dict[str, Any]):
+def _record_info(rec: Dict[str, Any]):
     from ..data.rows import TaskInfo
 
     o = rec["output"]
@@ -94,34 +94,27 @@ def _record_info(rec: dict[str, Any]):
     return info
 
 
-def eval_records(model, recs) -> dict[str, Any]:
+def eval_records(model, recs) -> Dict[str, Any]:
     """Micro P/R/F1 of ``model`` on gliner2-format records, each asked with its own schema."""
     from gliner2 import Schema
 
-    from ..data.metrics import Counts, score_predictions
     from . import synthetic
+    from ..data.metrics import Counts, score_predictions
 
     rows = synthetic.to_sift_rows(recs)
     infos = [_record_info(r) for r in recs]
     schemas = [Schema.from_dict(i.schema()) for i in infos]
-    results = model.batch_extract(
-        [r["text"] for r in rows], schemas, batch_size=8, include_confidence=True, include_spans=True
-    )
+    results = model.batch_extract([r["text"] for r in rows], schemas, batch_size=8, include_confidence=True, include_spans=True)
     total = Counts()
     for row, res, info in zip(rows, results, infos):
         m = score_predictions([row], [res], info)
         for h in m["per_head"].values():
             total.add(h["tp"], h["fp"], h["fn"])
     out = total.prf()
-    return {
-        "f1": round(out["f1"], 4),
-        "precision": round(out["precision"], 4),
-        "recall": round(out["recall"], 4),
-        "n": len(rows),
-    }
+    return {"f1": round(out["f1"], 4), "precision": round(out["precision"], 4), "recall": round(out["recall"], 4), "n": len(rows)}
 
 
-def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
+def train(work: Path, params: Dict[str, Any]) -> Dict[str, Any]:
     """Trains the model in ``work`` (a fresh directory); returns it with what the manifest records."""
     import shutil
 
@@ -129,8 +122,8 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     from gliner2 import ExtractorConfig, GLiNER2
     from gliner2.training.trainer import ExtractorTrainer, TrainingConfig
 
-    from ..base_models import minilm_dir
     from . import synthetic
+    from ..base_models import minilm_dir
 
     torch.set_num_threads(int(params["threads"]))
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -139,40 +132,19 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     backbone = work / "_backbone"
     shutil.copytree(minilm_dir(), backbone)
 
-    cfg = ExtractorConfig(
-        model_name=str(backbone),
-        max_width=params["max_width"],
-        counting_layer=params["counting_layer"],
-        token_pooling="first",
-    )
+    cfg = ExtractorConfig(model_name=str(backbone), max_width=params["max_width"], counting_layer=params["counting_layer"],
+                          token_pooling="first")
     model = GLiNER2(cfg)
     init = _init_special_tokens(model)
-    emit(
-        "build_stage",
-        stage="model_created",
-        seconds=round(time.time() - t0, 1),
-        special_token_init=init,
-        parameters=int(sum(p.numel() for p in model.parameters())),
-    )
+    emit("build_stage", stage="model_created", seconds=round(time.time() - t0, 1), special_token_init=init,
+         parameters=int(sum(p.numel() for p in model.parameters())))
 
     train = synthetic.generate(params["train_examples"], seed=params["seed"])
     tc = TrainingConfig(
-        output_dir=str(work / "_train"),
-        num_epochs=params["epochs"],
-        batch_size=params["batch_size"],
-        encoder_lr=params["encoder_lr"],
-        task_lr=params["task_lr"],
-        warmup_ratio=params["warmup_ratio"],
-        fp16=False,
-        bf16=False,
-        num_workers=0,
-        pin_memory=False,
-        seed=params["seed"],
-        logging_steps=1,
-        eval_strategy="no",
-        save_total_limit=0,
-        save_best=False,
-        max_len=256,
+        output_dir=str(work / "_train"), num_epochs=params["epochs"], batch_size=params["batch_size"],
+        encoder_lr=params["encoder_lr"], task_lr=params["task_lr"], warmup_ratio=params["warmup_ratio"],
+        fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=params["seed"], logging_steps=1,
+        eval_strategy="no", save_total_limit=0, save_best=False, max_len=256,
     )
 
     class Trainer(ExtractorTrainer):
@@ -181,14 +153,9 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
             if prefix == "train":
                 m = metrics.to_dict() if hasattr(metrics, "to_dict") else metrics
                 if self.global_step % 10 == 0 or self.global_step == 1:
-                    emit(
-                        "progress",
-                        stage="build_mini",
-                        step=int(self.global_step),
-                        total_steps=int(getattr(self, "_planned_max_steps", 0)),
-                        loss=float(m.get("loss", 0.0)),
-                        elapsed=round(time.time() - t0, 1),
-                    )
+                    emit("progress", stage="build_mini", step=int(self.global_step),
+                         total_steps=int(getattr(self, "_planned_max_steps", 0)), loss=float(m.get("loss", 0.0)),
+                         elapsed=round(time.time() - t0, 1))
 
         def _save_checkpoint(self, name):
             return  # the build writes its own output
@@ -202,26 +169,12 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     if params.get("stage2_examples"):
         emit("build_stage", stage="stage1_done", steps=steps, seconds=round(time.time() - t_train, 1))
         tc2 = TrainingConfig(
-            output_dir=str(work / "_train2"),
-            num_epochs=1,
-            batch_size=params["batch_size"],
-            encoder_lr=params["stage2_encoder_lr"],
-            task_lr=params["stage2_task_lr"],
-            warmup_ratio=0.0,
-            fp16=False,
-            bf16=False,
-            num_workers=0,
-            pin_memory=False,
-            seed=params["seed"] + 1,
-            logging_steps=1,
-            eval_strategy="no",
-            save_total_limit=0,
-            save_best=False,
-            max_len=256,
+            output_dir=str(work / "_train2"), num_epochs=1, batch_size=params["batch_size"],
+            encoder_lr=params["stage2_encoder_lr"], task_lr=params["stage2_task_lr"], warmup_ratio=0.0,
+            fp16=False, bf16=False, num_workers=0, pin_memory=False, seed=params["seed"] + 1, logging_steps=1,
+            eval_strategy="no", save_total_limit=0, save_best=False, max_len=256,
         )
-        stage2 = synthetic.generate(
-            params["stage2_examples"], seed=params["seed"] + 7, mixture=synthetic.CLASSIFICATION_FOCUS
-        )
+        stage2 = synthetic.generate(params["stage2_examples"], seed=params["seed"] + 7, mixture=synthetic.CLASSIFICATION_FOCUS)
         trainer2 = Trainer(model, tc2)
         steps += int(trainer2.train(train_data=stage2)["total_steps"])
         model = trainer2.model
@@ -232,16 +185,10 @@ def train(work: Path, params: dict[str, Any]) -> dict[str, Any]:
     # held-out synthetic evaluation, per task kind; each text is asked with its own prompt labels
     t_eval = time.time()
     n_each = max(10, params["eval_examples"] // 4)
-    eval_report: dict[str, Any] = {}
+    eval_report: Dict[str, Any] = {}
     for kind in ("entities", "classification", "structures", "relations"):
         recs = synthetic.generate_task(kind, n_each, seed=params["seed"] + 99)
         eval_report[kind] = eval_records(model, recs)
     emit("build_stage", stage="evaluated", report=eval_report, seconds=round(time.time() - t_eval, 1))
     shutil.rmtree(work / "_train", ignore_errors=True)
-    return {
-        "model": model,
-        "steps": steps,
-        "train_seconds": train_seconds,
-        "eval_report": eval_report,
-        "special_token_init": init,
-    }
+    return {"model": model, "steps": steps, "train_seconds": train_seconds, "eval_report": eval_report, "special_token_init": init}
