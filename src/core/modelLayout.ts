@@ -20,6 +20,9 @@ export const modelIdFromDirName = (name: string) => name.replace('--', '/');
 /** The bucket prefix of a base model's weights; SageMaker's `model` channel reads exactly this. */
 export const baseModelPrefix = (id: string, root: string = BUCKET_PREFIXES.models) => `${root}${id}/`;
 
+/** A base model's directory name in a local weights cache (`models/<id>`), mirroring its bucket prefix. */
+export const baseModelCacheName = (id: string) => `${BUCKET_PREFIXES.models}${id}`;
+
 export const baseModelManifestKey = (id: string, root?: string) => `${baseModelPrefix(id, root)}${MANIFEST_FILE}`;
 
 /** Files of a model directory that are never published: the manifest (written last) and lock files. */

@@ -1,14 +1,18 @@
 /**
  * The one model resolver of every inference route (docs/reference/decisions.md#model-identifiers, deployments.ts): a
- * request's model string becomes one `ResolvedModel`, once, and is passed down to whatever runs it.
+ * request's model string becomes one servable model (`resolveServable`: weights checked, runtime attached, typed by
+ * kind), once, and is passed down to whatever runs it. The only place that says a runtime is missing
+ * (`requireRuntime`) or that a model is of the wrong kind.
  */
 import type { Principal, Services } from './context';
 import { decoderProfile, type DecoderProfile } from './decoder/models';
+import type { DecoderRuntime } from './decoder/runtime';
 import type { DecoderAdapterSpec } from './decoder/types';
 import { resolveServingTarget } from './deployments';
-import { ServiceUnavailableError, ValidationError } from './errors';
-import { baseModelManifestKey } from './modelLayout';
+import { BadRequestError, ServiceUnavailableError, ValidationError, type ApiError } from './errors';
+import { baseModelManifestKey, baseModelPrefix } from './modelLayout';
 import { missingWeightsError } from './modelBuild';
+import type { EncoderRuntime } from './ports';
 
 export interface ResolvedDecoder {
   type: 'decoder';
@@ -41,8 +45,8 @@ export type ResolvedModel = ResolvedDecoder | ResolvedEncoder;
 /**
  * A catalog id, a deployed training job id, or a project name or id (whatever the project serves
  * now). A deployed decoder job is served as its base model plus the job's LoRA adapter
- * (`backend.ensureAdapter`); a decoder's weights are checked here, an encoder's where it runs
- * (`ensureEncoderWeights`). `extraction`: the caller can only extract, so a decoder is a 422 on
+ * (`backend.ensureAdapter`); a decoder's weights are checked here, an encoder's by `resolveServable`
+ * (`ensureEncoderWeights`), the resolver routes call. `extraction`: the caller can only extract, so a decoder is a 422 on
  * `body.model_id` before anything else is checked.
  */
 export async function resolveModel(
@@ -54,7 +58,7 @@ export async function resolveModel(
   const target = await resolveServingTarget(svc, principal.team_id, model);
   const trainingJobId = target.job?.id ?? null;
   if (target.model.type === 'encoder') {
-    const prefix = target.kind === 'catalog' ? `models/${model}/` : target.job.deployment.blob_prefix;
+    const prefix = target.kind === 'catalog' ? baseModelPrefix(model) : target.job.deployment.blob_prefix;
     return {
       type: 'encoder',
       requested: model,
@@ -76,8 +80,7 @@ export async function resolveModel(
       `${what}: extraction needs an encoder; for generation send task: "generate" with messages`,
     );
   }
-  if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
-  const backend = svc.decoder.backend;
+  const backend = requireRuntime(svc, 'decoder').backend;
   if (target.kind === 'catalog') {
     if (!(await backend.hasModel(target.model.id))) {
       throw missingWeightsError(
@@ -138,4 +141,111 @@ export async function ensureEncoderWeights(svc: Services, model: ResolvedEncoder
     model.baseModel,
     `Model '${model.requested}' is in the catalog but its weights are not in the model store on this deployment (GET /base-models shows available: false)`,
   );
+}
+
+export type ModelKind = 'encoder' | 'decoder';
+
+/** An encoder ready to run: weights in the model store, the process's engine attached. */
+export interface ServableEncoder {
+  kind: 'encoder';
+  model: ResolvedEncoder;
+  runtime: EncoderRuntime;
+}
+
+/** A decoder ready to generate: weights installed on the backend (adapter support checked), the runtime attached. */
+export interface ServableDecoder {
+  kind: 'decoder';
+  model: ResolvedDecoder;
+  runtime: DecoderRuntime;
+}
+
+export type Servable = ServableEncoder | ServableDecoder;
+
+interface Runtimes {
+  encoder: EncoderRuntime;
+  decoder: DecoderRuntime;
+}
+
+/** The process's runtime of a kind; the one 503 (one wording) where this deployment has none. */
+export function requireRuntime<K extends ModelKind>(svc: Services, kind: K): Runtimes[K] {
+  const runtime = (kind === 'encoder' ? svc.encoder : svc.decoder) as Runtimes[K] | undefined;
+  if (!runtime) throw new ServiceUnavailableError(`The ${kind} runtime is not available on this deployment`);
+  return runtime;
+}
+
+export interface ServableOptions {
+  /** The kind the caller can serve: its runtime is checked first, and another kind is an error. */
+  want?: ModelKind;
+  /**
+   * Where the caller sent the model id, for a native route (`['body', 'model_id']`): a wrong kind is a 422 on that
+   * field. Without it (the compatible routes) a wrong kind is a 400, and an unknown model a 404, with the vendor
+   * `param`/`code` hints.
+   */
+  field?: (string | number)[];
+}
+
+/**
+ * A model string → the model and the runtime that serve it, weights checked, typed by kind. With `want`, the
+ * runtime of that kind is required before anything is looked up, and the other kind is refused.
+ */
+export async function resolveServable(
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  opts: ServableOptions & { want: 'encoder' },
+): Promise<ServableEncoder>;
+export async function resolveServable(
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  opts: ServableOptions & { want: 'decoder' },
+): Promise<ServableDecoder>;
+export async function resolveServable(
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  opts?: ServableOptions,
+): Promise<Servable>;
+export async function resolveServable(
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  opts: ServableOptions = {},
+): Promise<Servable> {
+  const { want, field } = opts;
+  if (want) requireRuntime(svc, want);
+  let resolved: ResolvedModel;
+  try {
+    // a decoder's weights (and adapter support) are checked in resolveModel; extraction-only callers refuse a
+    // decoder there, before it is looked up any further
+    resolved = await resolveModel(svc, principal, model, { extraction: want === 'encoder' && field !== undefined });
+  } catch (err) {
+    if ((err as ApiError).status === 404 && !field) {
+      (err as ApiError).param = 'model';
+      (err as ApiError).code = 'model_not_found';
+    }
+    throw err;
+  }
+  if (want && resolved.type !== want) throw wrongKind(resolved, field);
+  if (resolved.type === 'encoder') {
+    const runtime = requireRuntime(svc, 'encoder');
+    await ensureEncoderWeights(svc, resolved);
+    return { kind: 'encoder', model: resolved, runtime };
+  }
+  return { kind: 'decoder', model: resolved, runtime: requireRuntime(svc, 'decoder') };
+}
+
+/** A model of the other kind than the caller can serve (a native extraction's decoder is refused in resolveModel). */
+function wrongKind(resolved: ResolvedModel, field: (string | number)[] | undefined): ApiError {
+  const model = resolved.requested;
+  if (resolved.type === 'encoder') {
+    const message = `'${model}' is an encoder (extraction) model: send a 'schema' field to extract, or use a decoder model to generate text`;
+    return field
+      ? ValidationError.field(field, message)
+      : new BadRequestError(message, { param: 'model', code: 'model_not_generative' });
+  }
+  return new BadRequestError(`'schema' extraction needs an encoder model; '${model}' is a decoder`, {
+    param: 'schema',
+    code: 'invalid_value',
+  });
 }

@@ -6,7 +6,7 @@
 import { baseModelManifestKey } from './modelLayout';
 import { CATALOG } from './catalog';
 import type { Services } from './context';
-import { encoderRuntime, resolveEncoderModel } from './extraction/runtime';
+import { resolveServable } from './models';
 import { describeBuild } from './modelBuild';
 import type { ModelBuildProgress } from './ports';
 
@@ -62,8 +62,11 @@ export async function readiness(svc: Services, models: string[] = svc.config.pre
   for (const model of models) {
     await check(`model:${model}`, report, async () => {
       // catalog ids only: they need no team (preloading is an operator setting)
-      const runtime = encoderRuntime(svc);
-      await runtime.model(await runtime.localDir(svc.blobs, await resolveEncoderModel(svc, '-', model)));
+      const { runtime, model: resolved } = await resolveServable(svc, { team_id: '-' }, model, {
+        want: 'encoder',
+        field: ['body', 'model_id'],
+      });
+      await runtime.model(await runtime.localDir(svc.blobs, resolved));
     });
   }
   return report;

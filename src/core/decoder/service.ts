@@ -1,21 +1,18 @@
 import type { Principal, Services } from '../context';
 import type { DecoderRuntime } from './runtime';
-import { BadRequestError, ServiceUnavailableError } from '../errors';
+import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
-import type { ResolvedModel } from '../models';
+import { requireRuntime, type ResolvedModel } from '../models';
 import { CACHE_MULTIPLIERS } from './models';
 import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
 export type { DecoderRuntime } from './runtime';
 
-/** The service's decoder runtime; a 503 where this process has none. */
-export function decoderRuntime(svc: Services): DecoderRuntime {
-  if (!svc.decoder) throw new ServiceUnavailableError('The decoder runtime is not available on this deployment');
-  return svc.decoder;
-}
+/** The service's decoder runtime (models.ts requireRuntime: a 503 where this process has none). */
+export const decoderRuntime = (svc: Services): DecoderRuntime => requireRuntime(svc, 'decoder');
 
 export type StartUsage = Extract<GenerationEvent, { type: 'start' }>['usage'];
 

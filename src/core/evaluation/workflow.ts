@@ -12,6 +12,7 @@ import type { NormalizedRow } from '../datasets/rows';
 import { formatResult, toEncoderSchema, type SchemaInput } from '../extraction/api';
 import { encoderRuntime, type ResolvedEncoder } from '../extraction/runtime';
 import { ConflictError } from '../errors';
+import { baseModelPrefix } from '../modelLayout';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
 import { finishEvaluation, getEvaluation, type Evaluation } from '../evaluations';
@@ -107,7 +108,7 @@ export async function evaluationModel(svc: Services, teamId: string, evaluation:
     type: 'encoder',
     requested: evaluation.base_model,
     baseModel: evaluation.base_model,
-    prefix: `models/${evaluation.base_model}/`,
+    prefix: baseModelPrefix(evaluation.base_model),
     projectId: evaluation.project_id,
     trainingJobId: null,
   };

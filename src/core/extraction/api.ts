@@ -17,8 +17,7 @@ import {
   type FieldValue,
   type Span,
 } from './types';
-import { ensureEncoderWeights, type ResolvedEncoder } from '../models';
-import { encoderRuntime } from './runtime';
+import type { ServableEncoder } from '../models';
 
 /** Documented limits (README "Encoder extraction limits"). */
 export const ENCODER_LIMITS = {
@@ -259,8 +258,8 @@ export function tasksOf(schema: EncoderSchema): InferenceTask[] {
 export interface ExtractionArgs {
   svc: Services;
   principal: Principal;
-  /** The request's model, resolved once (models.ts resolveModel). */
-  model: ResolvedEncoder;
+  /** The request's model, resolved once with its weights checked and the engine attached (models.ts resolveServable). */
+  servable: ServableEncoder;
   texts: string[];
   /** Whether `text` was an array (then `result` is an array). */
   batch: boolean;
@@ -283,13 +282,11 @@ export interface ExtractionOutput {
   result: Record<string, unknown> | Array<Record<string, unknown>>;
 }
 
-/** Resolve, run, bill, persist. */
+/** Run, bill, persist: the model comes resolved, weights checked and engine attached (resolveServable). */
 export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput> {
   const started = performance.now();
-  const resolved = a.model;
-  await ensureEncoderWeights(a.svc, resolved);
+  const { model: resolved, runtime } = a.servable;
   await checkSpendAllowance(a.svc, a.principal.team_id);
-  const runtime = encoderRuntime(a.svc);
   const model = await runtime.model(await runtime.localDir(a.svc.blobs, resolved));
   let out: Awaited<ReturnType<typeof runtime.infer>>;
   try {

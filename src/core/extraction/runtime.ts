@@ -1,17 +1,17 @@
 /**
- * Extraction's side of the model resolver (models.ts) and of the EncoderRuntime port (svc.encoder;
+ * Extraction's side of the model resolver (models.ts resolveServable) and of the EncoderRuntime port (svc.encoder;
  * adapters/onnx/encoderRuntime.ts runs the engine).
  */
 import type { Services } from '../context';
-import { ServiceUnavailableError } from '../errors';
-import { ensureEncoderWeights, resolveModel, type ResolvedEncoder } from '../models';
+import { ensureEncoderWeights, requireRuntime, resolveModel, type ResolvedEncoder } from '../models';
 import type { EncoderRuntime } from '../ports';
 
 export type { ResolvedEncoder } from '../models';
 
 /**
- * For callers that only extract (workflows, readiness): a catalog encoder id, a deployed training
- * job id, or a project name/id, resolved once, with its weights checked.
+ * For workflows that only extract and may run the engine elsewhere (the labeller of the generation workflow forwards
+ * to the encoder service on AWS): a catalog encoder id, a deployed training job id, or a project name/id, resolved
+ * once, with its weights checked — no runtime attached (resolveServable attaches this process's).
  */
 export async function resolveEncoderModel(svc: Services, teamId: string, model: string): Promise<ResolvedEncoder> {
   const resolved = (await resolveModel(svc, { team_id: teamId }, model, { extraction: true })) as ResolvedEncoder;
@@ -19,8 +19,5 @@ export async function resolveEncoderModel(svc: Services, teamId: string, model: 
   return resolved;
 }
 
-/** The process's encoder runtime; a 503 where this deployment has none. */
-export function encoderRuntime(svc: Services): EncoderRuntime {
-  if (!svc.encoder) throw new ServiceUnavailableError('The encoder runtime is not available on this deployment');
-  return svc.encoder;
-}
+/** The process's encoder runtime (models.ts requireRuntime: a 503 where this deployment has none). */
+export const encoderRuntime = (svc: Services): EncoderRuntime => requireRuntime(svc, 'encoder');

@@ -4,7 +4,7 @@
  * (`svc.config.generationModel`).
  */
 import type { Services } from '../context';
-import { decoderRuntime } from '../decoder/service';
+import { requireRuntime } from '../models';
 import type { TextGenerator } from './workflow';
 
 const noCache = { plan: () => ({ readTokens: 0, writes: [], writeTokens: 0, write5mTokens: 0, write1hTokens: 0 }) };
@@ -18,7 +18,7 @@ export function decoderTextGenerator(svc: Services, model = svc.config.generatio
   return {
     model,
     async complete(system, user, opts) {
-      const { backend } = decoderRuntime(svc);
+      const { backend } = requireRuntime(svc, 'decoder');
       if (!(await backend.hasModel(model)))
         throw new Error(`the generation model '${model}' is not installed on this deployment`);
       let text = '';

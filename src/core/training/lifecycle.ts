@@ -15,7 +15,7 @@ import { rowsKey } from '../datasets/service';
 import { ConflictError } from '../errors';
 import { newUuid } from '../ids';
 import type { Logger } from '../logger';
-import { baseModelManifestKey, baseModelPrefix } from '../modelLayout';
+import { baseModelCacheName, baseModelManifestKey, baseModelPrefix } from '../modelLayout';
 import { ITEM_EXISTS } from '../ports';
 import { jobItem } from '../recordKeys';
 import {
@@ -116,7 +116,7 @@ export async function prepareTraining(
         `the weights of ${job.base_model} are not in the model store (GET /base-models shows available: false)`,
       );
     }
-    model = { prefix: baseModelPrefix(job.base_model), cacheName: `models/${job.base_model}` };
+    model = { prefix: baseModelPrefix(job.base_model), cacheName: baseModelCacheName(job.base_model) };
   } else {
     const ckpt = await getCheckpoint(svc, teamId, job.base_model);
     model = { prefix: ckpt.blob_prefix, cacheName: `checkpoints/${ckpt.id}` };

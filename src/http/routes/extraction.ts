@@ -14,8 +14,8 @@ import {
   type ExtractionOutput,
 } from '../../core/extraction/api';
 import type { Principal, Services } from '../../core/context';
-import { ServiceUnavailableError, ValidationError } from '../../core/errors';
-import { resolveModel, type ResolvedEncoder } from '../../core/models';
+import { ValidationError } from '../../core/errors';
+import { requireRuntime, resolveServable } from '../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../types';
 import { documentedAs, nonBlank, parseWith } from '../validation';
 import { modelRunErrors } from './errorDocs';
@@ -30,9 +30,9 @@ const ExtractionResponse = z.looseObject({
   result: z.unknown(),
 });
 
-/** The model of an extraction route, resolved once: a decoder here is a 422 on `body.model_id`. */
-const extractionModel = async (svc: Services, principal: Principal, model: string) =>
-  (await resolveModel(svc, principal, model, { extraction: true })) as ResolvedEncoder;
+/** The model of an extraction route, resolved once (weights checked, engine attached): a decoder here is a 422 on `body.model_id`. */
+const extractionModel = (svc: Services, principal: Pick<Principal, 'team_id'>, model: string) =>
+  resolveServable(svc, principal, model, { want: 'encoder', field: ['body', 'model_id'] });
 
 /** `POST /inference` without `task: "generate"`: extraction with a `schema` (docs/reference/decisions.md#encoder-response). */
 async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
@@ -41,17 +41,15 @@ async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unk
       ['body', 'task'],
       `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`,
     );
-  if (!ctx.svc.encoder)
-    throw new ServiceUnavailableError(
-      'Encoder extraction is not available on this deployment; send task: "generate" with messages for a decoder model',
-    );
+  // before the body is read: a deployment without the engine says so whatever the request
+  requireRuntime(ctx.svc, 'encoder');
   const body = parseWith(EncoderInferenceBody, ctx.body, 'body');
   const schema = toEncoderSchema(body.schema);
   const texts = checkTexts(body.text);
   const out = await runExtraction({
     svc: ctx.svc,
     principal: ctx.principal,
-    model: await extractionModel(ctx.svc, ctx.principal, body.model_id),
+    servable: await extractionModel(ctx.svc, ctx.principal, body.model_id),
     texts,
     batch: Array.isArray(body.text),
     schema,
@@ -138,7 +136,7 @@ function glinerRoute<K extends 'entities' | 'classifications' | 'structures' | '
       const out: ExtractionOutput = await runExtraction({
         svc: ctx.svc,
         principal: ctx.principal,
-        model: await extractionModel(ctx.svc, ctx.principal, b.model_id as string),
+        servable: await extractionModel(ctx.svc, ctx.principal, b.model_id as string),
         texts,
         batch: Array.isArray(b.text),
         schema,

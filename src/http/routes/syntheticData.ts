@@ -4,7 +4,7 @@
  * the same extraction path as `POST /inference` (model resolution, limits, billing) in batches;
  * annotations are returned, not stored as inferences (they are dataset material).
  */
-import { resolveModel, type ResolvedEncoder } from '../../core/models';
+import { resolveServable, type ServableEncoder } from '../../core/models';
 import { z } from 'zod';
 import { checkTexts, runExtraction, toEncoderSchema, ENCODER_LIMITS } from '../../core/extraction/api';
 import { ValidationError } from '../../core/errors';
@@ -41,18 +41,21 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
     if (!t.trim()) throw ValidationError.field(['body', 'inputs', i], 'input must not be empty');
   });
   const modelId = body.model_id ?? ctx.svc.config.defaultEncoder;
-  let model: ResolvedEncoder | undefined;
+  let servable: ServableEncoder | undefined;
   const results: Record<string, unknown>[] = [];
   let inputTokens = 0;
   for (let i = 0; i < body.inputs.length; i += ENCODER_LIMITS.maxTexts) {
     const chunk = body.inputs.slice(i, i + ENCODER_LIMITS.maxTexts);
     checkTexts(chunk, ['body', 'inputs']);
     // resolved once, after the first chunk's texts are checked (as before, when each chunk resolved it)
-    model ??= (await resolveModel(ctx.svc, ctx.principal, modelId, { extraction: true })) as ResolvedEncoder;
+    servable ??= await resolveServable(ctx.svc, ctx.principal, modelId, {
+      want: 'encoder',
+      field: ['body', 'model_id'],
+    });
     const out = await runExtraction({
       svc: ctx.svc,
       principal: ctx.principal,
-      model,
+      servable,
       texts: chunk,
       batch: true,
       schema,

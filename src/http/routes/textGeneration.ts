@@ -3,7 +3,8 @@ import { usageFields } from '../../core/decoder/service';
 import type { DecoderMessage, PromptPart } from '../../core/decoder/types';
 import { BadRequestError, ValidationError } from '../../core/errors';
 import { json, type ApiResponse, type HandlerContext } from '../types';
-import { defaultMaxTokens, generate, parseCacheControl, resolveForRoute, respondWith } from './compat/common';
+import { resolveServable } from '../../core/models';
+import { defaultMaxTokens, generate, parseCacheControl, respondWith } from './generation';
 
 const TextBlock = z.strictObject({ type: z.literal('text'), text: z.string(), cache_control: z.unknown().optional() });
 
@@ -50,7 +51,7 @@ function toPrompt(body: GenerateInferenceInput): DecoderMessage[] {
 
 /**
  * `POST /inference` with `task: "generate"`: the decoder branch of the native inference route
- * (routes/extraction.ts owns the route).
+ * (routes/extraction.ts owns the route); the model comes from the one resolver (core/models.ts resolveServable).
  * Response: `{inference_id, model_id, type: "decoder", completion, finish_reason, stop_sequence,
  * latency_ms, usage: {prompt_tokens (non-cached), cache_read_tokens, cache_write_tokens,
  * completion_tokens, total_tokens}}`.
@@ -60,11 +61,10 @@ export async function generateInference(
 ): Promise<ApiResponse> {
   const { svc, principal, body, req } = ctx;
   const started = performance.now();
-  const { runtime, resolved } = await resolveForRoute(svc, principal, body.model_id, false).catch((err) => {
-    if (err instanceof BadRequestError) throw ValidationError.field(['body', 'model_id'], err.message);
-    throw err;
+  const { runtime, model: resolved } = await resolveServable(svc, principal, body.model_id, {
+    want: 'decoder',
+    field: ['body', 'model_id'],
   });
-  if (resolved.type !== 'decoder') throw ValidationError.field(['body', 'model_id'], 'not a decoder model');
   const gen = await generate({
     svc,
     runtime,

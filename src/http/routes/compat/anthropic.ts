@@ -9,25 +9,21 @@ import type {
   PromptPart,
 } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
-import type { ResolvedEncoder } from '../../../core/models';
+import { resolveServable, type ServableEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
 import {
   extractThroughCompat,
-  generate,
   normalizeStop,
-  parseCacheControl,
   requireTextOnly,
-  resolveForRoute,
+  resolveCompatModel,
   genHeaders,
-  respondWith,
   streamResponse,
   anthropicStreamError,
   sseEvent,
   SSE_HEADERS,
-  withHints,
   AnthropicErrorBody,
-  type Decoder,
 } from './common';
+import { generate, parseCacheControl, respondWith, withHints } from '../generation';
 import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
@@ -256,7 +252,7 @@ async function* messageStream(gen: Generation): AsyncGenerator<string> {
 
 async function encoderMessages(
   ctx: HandlerContext<Body, unknown, unknown>,
-  model: ResolvedEncoder,
+  servable: ServableEncoder,
 ): Promise<ApiResponse> {
   const { body } = ctx;
   if (!body.schema) throw new BadRequestError('schema extraction is not available');
@@ -270,7 +266,7 @@ async function encoderMessages(
   const out = await extractThroughCompat({
     svc: ctx.svc,
     principal: ctx.principal,
-    model,
+    servable,
     text,
     schema: body.schema,
     threshold: body.threshold,
@@ -317,15 +313,16 @@ export const anthropicRoutes = [
     },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
-      const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, body.schema !== undefined);
-      if (resolved.type === 'encoder') return encoderMessages(ctx, resolved);
-      checkTools(resolved as Decoder, body.tools, body.tool_choice?.type === 'none' ? 'none' : body.tool_choice);
+      const servable = await resolveCompatModel(svc, principal, body.model, body.schema !== undefined);
+      if (servable.kind === 'encoder') return encoderMessages(ctx, servable);
+      const { runtime, model: resolved } = servable;
+      checkTools(resolved, body.tools, body.tool_choice?.type === 'none' ? 'none' : body.tool_choice);
       const { messages } = messagesToPrompt(body);
       const gen = await generate({
         svc,
         runtime,
         principal,
-        model: resolved as Decoder,
+        model: resolved,
         prompt: { kind: 'chat', messages, continueFinal: true },
         strictMarkers: true,
         params: {
@@ -365,8 +362,8 @@ anthropicRoutes.push(
       503: modelRunErrors[503]!,
     },
     handler: async ({ svc, principal, body }) => {
-      const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
-      if (resolved.type !== 'decoder' || !runtime.backend.countTokens)
+      const { runtime, model: resolved } = await resolveServable(svc, principal, body.model, { want: 'decoder' });
+      if (!runtime.backend.countTokens)
         throw new BadRequestError(`Token counting is not available for '${body.model}'`);
       const { messages } = messagesToPrompt(body as Body);
       return json(200, {

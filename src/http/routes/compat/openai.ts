@@ -9,26 +9,21 @@ import type {
   PromptPart,
 } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
-import type { ResolvedEncoder } from '../../../core/models';
+import { resolveServable, type ServableEncoder } from '../../../core/models';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
 import {
-  defaultMaxTokens,
   extractThroughCompat,
-  generate,
   normalizeStop,
-  parseCacheControl,
   requireTextOnly,
-  resolveForRoute,
+  resolveCompatModel,
   genHeaders,
   openAiStreamError,
-  respondWith,
   streamResponse,
   sseData,
   SSE_HEADERS,
-  withHints,
   OpenAiErrorBody,
-  type Decoder,
 } from './common';
+import { defaultMaxTokens, generate, parseCacheControl, respondWith, withHints, type Decoder } from '../generation';
 
 const Part = z.looseObject({ type: z.string() });
 const ChatMessage = z.looseObject({
@@ -231,7 +226,7 @@ function streamHeaders(gen: Generation): Record<string, string> {
 /** Extraction through chat: the encoder runs `schema` on the last user message; the result is JSON content. */
 async function encoderChat(
   ctx: HandlerContext<ChatBody, unknown, unknown>,
-  resolved: ResolvedEncoder,
+  servable: ServableEncoder,
 ): Promise<ApiResponse> {
   const body = ctx.body;
   if (!body.schema) throw new BadRequestError('schema extraction is not available');
@@ -249,7 +244,7 @@ async function encoderChat(
   const out = await extractThroughCompat({
     svc: ctx.svc,
     principal: ctx.principal,
-    model: resolved,
+    servable,
     text,
     schema: body.schema,
     threshold: body.threshold,
@@ -295,8 +290,9 @@ export const openAiRoutes = [
     },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
-      const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, body.schema !== undefined);
-      if (resolved.type === 'encoder') return encoderChat(ctx, resolved);
+      const servable = await resolveCompatModel(svc, principal, body.model, body.schema !== undefined);
+      if (servable.kind === 'encoder') return encoderChat(ctx, servable);
+      const { runtime, model: resolved } = servable;
       if ((body.n ?? 1) > 1)
         throw withHints(
           new BadRequestError('n > 1 is not supported; send one request per choice'),
@@ -363,8 +359,7 @@ export const openAiRoutes = [
       400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody },
     },
     handler: async ({ svc, principal, body, req }) => {
-      const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
-      if (resolved.type !== 'decoder') throw new BadRequestError('unreachable');
+      const { runtime, model: resolved } = await resolveServable(svc, principal, body.model, { want: 'decoder' });
       if ((body.n ?? 1) > 1 || (body.best_of ?? 1) > 1)
         throw withHints(new BadRequestError('n and best_of > 1 are not supported'), 'n', 'unsupported_parameter');
       if (body.logprobs !== undefined && body.logprobs !== null)

@@ -1,23 +1,12 @@
 import { z } from 'zod';
+import { resolveServable } from '../../../core/models';
 import { modelRunErrors } from '../errorDocs';
 import type { Generation, GenerationResult } from '../../../core/decoder/service';
 import type { DecoderMessage, GenerationUsage, PromptPart } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { json, route } from '../../types';
-import {
-  defaultMaxTokens,
-  generate,
-  parseCacheControl,
-  requireTextOnly,
-  resolveForRoute,
-  genHeaders,
-  respondWith,
-  streamResponse,
-  sseEvent,
-  SSE_HEADERS,
-  withHints,
-  OpenAiErrorBody,
-} from './common';
+import { requireTextOnly, genHeaders, streamResponse, sseEvent, SSE_HEADERS, OpenAiErrorBody } from './common';
+import { defaultMaxTokens, generate, parseCacheControl, respondWith, withHints } from '../generation';
 import { checkTools } from './openai';
 
 const Item = z.looseObject({
@@ -246,8 +235,7 @@ export const responsesRoutes = [
           'text.format',
           'unsupported_parameter',
         );
-      const { runtime, resolved } = await resolveForRoute(svc, principal, body.model, false);
-      if (resolved.type !== 'decoder') throw new BadRequestError('unreachable');
+      const { runtime, model: resolved } = await resolveServable(svc, principal, body.model, { want: 'decoder' });
       checkTools(resolved, body.tools, body.tool_choice);
       const gen = await generate({
         svc,
