@@ -166,10 +166,17 @@ interface Runtimes {
   decoder: DecoderRuntime;
 }
 
-/** The process's runtime of a kind; the one 503 (one wording) where this deployment has none. */
-export function requireRuntime<K extends ModelKind>(svc: Services, kind: K): Runtimes[K] {
+/**
+ * The process's runtime of a kind; the one 503 (one wording) where this deployment has none. `hint` tells the
+ * caller what this deployment can do instead (the native route names the decoder's request shape).
+ */
+export function requireRuntime<K extends ModelKind>(svc: Services, kind: K, hint?: string): Runtimes[K] {
   const runtime = (kind === 'encoder' ? svc.encoder : svc.decoder) as Runtimes[K] | undefined;
-  if (!runtime) throw new ServiceUnavailableError(`The ${kind} runtime is not available on this deployment`);
+  if (!runtime) {
+    throw new ServiceUnavailableError(
+      `The ${kind} runtime is not available on this deployment${hint ? `; ${hint}` : ''}`,
+    );
+  }
   return runtime;
 }
 

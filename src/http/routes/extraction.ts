@@ -42,7 +42,7 @@ async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unk
       `unknown task '${String(ctx.body.task)}': omit task for extraction with a schema, or send task: "generate" with messages`,
     );
   // before the body is read: a deployment without the engine says so whatever the request
-  requireRuntime(ctx.svc, 'encoder');
+  requireRuntime(ctx.svc, 'encoder', 'send task: "generate" with messages for a decoder model');
   const body = parseWith(EncoderInferenceBody, ctx.body, 'body');
   const schema = toEncoderSchema(body.schema);
   const texts = checkTexts(body.text);
