@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SiftConfig } from '../../src/core/context';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal, type LocalService } from '../../src/local/main';
+import { startLocal, type LocalService } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export const OPERATOR_KEY = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';

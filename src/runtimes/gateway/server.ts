@@ -7,14 +7,14 @@
  * by loading this module graph (test/deploy/images.test.ts runs it against the replayed image).
  */
 import type { Server } from 'node:http';
-import { servicesFromEnv } from '../adapters/aws';
-import { createHotPath } from '../core/hotPath';
-import type { Logger } from '../core/logger';
-import { SiftApp } from '../http/app';
-import { createLogger } from '../http/logger';
-import { allRoutes } from '../http/routes';
-import { internalRoutes } from '../http/routes/internal';
-import { createApiServer } from '../local/httpAdapter';
+import { servicesFromEnv } from '../../adapters/aws';
+import { createHotPath } from '../../core/hotPath';
+import type { Logger } from '../../core/logger';
+import { SiftApp } from '../../http/app';
+import { createLogger } from '../../http/logger';
+import { allRoutes } from '../../http/routes';
+import { internalRoutes } from '../../http/routes/internal';
+import { createApiServer } from '../node/httpAdapter';
 
 export interface Gateway {
   server: Server;
