@@ -5,16 +5,14 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { servicesFromEnv } from '../../adapters/aws';
-import { attachLaunchers } from '../../aws/workflowLauncher';
 import { SiftApp } from '../../http/app';
 import { allRoutes } from '../../http/routes';
+import { composeLambda, lambdaSettings } from './compose';
 import { fromApiGatewayEvent, toApiGatewayResult } from './apiGateway';
 import { logger, metrics, siftLogger, tracer } from './observability';
 
 // Built once per container; Lambdas share rate-limit windows through DynamoDB.
-const svc = servicesFromEnv('dynamodb');
-attachLaunchers(svc);
+const svc = composeLambda(lambdaSettings(), { launchers: true });
 const app = new SiftApp(svc, allRoutes(), siftLogger);
 
 async function handle(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {

@@ -8,17 +8,15 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   APIGatewayTokenAuthorizerEvent,
 } from 'aws-lambda';
-import { servicesFromEnv } from '../../adapters/aws';
-import { ApiGatewayKeys } from '../../aws/gatewayKeys';
 import { authenticate } from '../../core/apiKeys';
 import { usageIdentifierFor } from '../../core/gatewayKeys';
 import { TtlCache } from '../../core/hotPath';
 import { getTeam } from '../../core/teams';
+import { composeLambda, lambdaSettings } from './compose';
 import { logger } from './observability';
 
-const svc = servicesFromEnv('dynamodb');
-// usage plans per team plan: on unless the stack turned them off
-if (process.env.SIFT_USAGE_PLANS !== 'off') svc.gatewayKeys = new ApiGatewayKeys(process.env.SIFT_STAGE ?? 'prod');
+// usage plans per team plan: on unless the stack turned them off (lambdaSettings)
+const svc = composeLambda(lambdaSettings(), { gatewayKeys: true });
 
 /** Team → its usage identifier, for a few minutes per container (plans change rarely; keys never). */
 const identifiers = new TtlCache<{ value: string | undefined }>(5 * 60_000);

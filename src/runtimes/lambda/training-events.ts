@@ -2,12 +2,13 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { EventBridgeEvent } from 'aws-lambda';
-import { servicesFromEnv } from '../../adapters/aws';
 import { applySageMakerEvent } from '../../aws/trainingWorkflow';
+import { composeLambda, lambdaSettings } from './compose';
 import { logger } from './observability';
 
-const svc = servicesFromEnv('dynamodb');
-const jobNamePrefix = process.env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${process.env.SIFT_STAGE ?? 'prod'}-`;
+const settings = lambdaSettings();
+const svc = composeLambda(settings);
+const { jobNamePrefix } = settings.training;
 
 type Detail = { TrainingJobName: string; TrainingJobStatus: string; FailureReason?: string };
 

@@ -2,12 +2,12 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { servicesFromEnv } from '../../adapters/aws';
 import type { WorkMessage } from '../../core/ports';
 import { handleWorkMessage } from '../../core/worker';
+import { composeLambda, lambdaSettings } from './compose';
 import { logger } from './observability';
 
-const svc = servicesFromEnv('dynamodb');
+const svc = composeLambda(lambdaSettings());
 
 async function handle(event: SQSEvent): Promise<SQSBatchResponse> {
   const batchItemFailures: SQSBatchResponse['batchItemFailures'] = [];

@@ -5,24 +5,19 @@
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
-import { servicesFromEnv } from '../../adapters/aws';
-import { completeTraining, prepareTraining, recordTrainingFailure, type TrainingEnv } from '../../aws/trainingWorkflow';
+import { completeTraining, prepareTraining, recordTrainingFailure } from '../../aws/trainingWorkflow';
 import { runOnEncoderService } from '../../aws/encoderTasks';
-import { attachLaunchers } from '../../aws/workflowLauncher';
 import { adaptiveTasks } from '../../core/adaptive/workflow';
 import { evaluationTasks } from '../../core/evaluation/workflow';
 import { syntheticDataTasks } from '../../core/syntheticData/workflow';
 import type { TaskTable } from '../../core/workflowTasks';
+import { composeLambda, lambdaSettings } from './compose';
 import { logger } from './observability';
 
-const svc = servicesFromEnv('dynamodb');
+const settings = lambdaSettings();
 // the adaptive loop starts training jobs and evaluations like the API does
-attachLaunchers(svc);
-const env: TrainingEnv = {
-  jobNamePrefix: process.env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${process.env.SIFT_STAGE ?? 'prod'}-`,
-  instanceType: process.env.SIFT_TRAINING_INSTANCE_TYPE ?? 'ml.g5.xlarge',
-  maxRuntimeSeconds: Number(process.env.SIFT_TRAINING_MAX_RUNTIME_SECONDS ?? 86_400),
-};
+const svc = composeLambda(settings, { launchers: true });
+const env = settings.training;
 
 type Input = { jobId: string; teamId: string; [k: string]: unknown };
 
