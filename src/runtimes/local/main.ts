@@ -82,11 +82,28 @@ export function consoleOrigins(host: string, port: number): string[] {
   return [`http://${host.includes(':') ? `[${host}]` : host}:${port}`, ...loopback];
 }
 
+/** What local mode takes from the environment, read here once; a CLI flag or a test's option wins. */
+export interface LocalSettings {
+  validationHeapMb: number;
+  maxTrainingJobs: number;
+  workflowPollMs: number;
+  adaptiveEveryMs: number | undefined;
+}
+
+export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  return {
+    validationHeapMb: Number(env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB,
+    maxTrainingJobs: Number(env.SIFT_MAX_TRAINING_JOBS ?? 1),
+    workflowPollMs: Number(env.SIFT_WORKFLOW_POLL_MS ?? 2000),
+    adaptiveEveryMs: Number(env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined,
+  };
+}
+
 const TABLE = 'sift-records';
 const BUCKET = 'sift-data';
 
 /** Local mode: the same app, stores and worker as on AWS, on in-process emulators. */
-export async function startLocal(opts: LocalOptions): Promise<LocalService> {
+export async function startLocal(opts: LocalOptions, settings: LocalSettings = localSettings()): Promise<LocalService> {
   const logger = opts.logger ?? createLogger();
   const dataDir = resolve(opts.dataDir);
   // local mode's metrics log: the same EMF lines CloudWatch would extract on AWS
@@ -104,7 +121,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   const built = () => svc as AwsServices;
   // dataset rows are validated in child processes with a bounded heap, never on the thread that serves requests
   const validation = new ValidationProcesses({
-    heapMb: opts.validationHeapMb ?? (Number(process.env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB),
+    heapMb: opts.validationHeapMb ?? settings.validationHeapMb,
   });
   const queue = new InProcessWorkQueue(
     (message: WorkMessage) => handleWorkMessage(built(), message, { validateDataset: validation.validate }),
@@ -128,7 +145,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     workDir: join(dataDir, 'work'),
     python: opts.python ?? DEFAULT_PYTHON,
     trainerDir: join(REPO_ROOT, 'containers', 'training'),
-    maxConcurrent: opts.maxTrainingJobs ?? Number(process.env.SIFT_MAX_TRAINING_JOBS ?? 1),
+    maxConcurrent: opts.maxTrainingJobs ?? settings.maxTrainingJobs,
     stopGraceMs: 120_000,
     logger,
   });
@@ -145,7 +162,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
       };
     },
     logger,
-    opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000),
+    opts.workflowPollMs ?? settings.workflowPollMs,
   );
   svc = createServices({
     table: TABLE,
@@ -197,8 +214,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   }
   const app = new SiftApp(svc, allRoutes(), logger);
   // the local stand-in for the stack's EventBridge schedule: the same input to the same state machine
-  const adaptiveEvery =
-    opts.adaptiveEveryMs ?? (Number(process.env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined);
+  const adaptiveEvery = opts.adaptiveEveryMs ?? settings.adaptiveEveryMs;
   const schedule = adaptiveEvery
     ? setInterval(() => {
         workflows
