@@ -9,8 +9,8 @@
  *   src/encoder   the GLiNER2 engine (onnxruntime-node, tokenizers, worker threads): the service's
  *                 only import is the core's vocabulary for it, src/core/extraction/types.ts.
  *   src/http      the request pipeline and routes: the core, through Services; never an adapter.
- *   src/adapters  the ports' implementations: never a runtime (src/local, src/lambda, src/gateway).
- *   runtimes      src/local, src/lambda, src/gateway, src/aws, lambdas/, bin/: compose the rest.
+ *   src/adapters  the ports' implementations: never a runtime (src/runtimes, src/local).
+ *   runtimes      src/runtimes (node, lambda, gateway, local), src/local, src/aws, lambdas/, bin/: compose the rest.
  *   lib/          CDK: the route table and the limit numbers, nothing that runs.
  *
  * Every rule here fails on a planted violation: test/tooling/dependencyRules.test.ts.
@@ -42,9 +42,9 @@ module.exports = {
       name: 'core-imports-no-adapter',
       severity: 'error',
       comment:
-        'src/core is the domain: it reaches storage, queues, engines and runtimes through its ports (src/core/ports.ts); implementations live in src/adapters and src/encoder, the runtimes in src/aws, src/local, src/lambda, src/gateway, src/cli, and installation paths in src/paths.ts.',
+        'src/core is the domain: it reaches storage, queues, engines and runtimes through its ports (src/core/ports.ts); implementations live in src/adapters and src/encoder, the runtimes in src/aws, src/runtimes, src/local, src/cli, and installation paths in src/paths.ts.',
       from: { path: '^src/core/' },
-      to: { path: '^(src/(adapters|aws|local|lambda|gateway|cli|encoder)/|src/paths\\.ts$|lambdas/|bin/|lib/)' },
+      to: { path: '^(src/(adapters|aws|local|runtimes|cli|encoder)/|src/paths\\.ts$|lambdas/|bin/|lib/)' },
     },
     {
       name: 'core-no-http',
@@ -83,15 +83,15 @@ module.exports = {
       comment:
         'src/http gets everything through Services (svc.encoder, svc.decoder, svc.records, …); the runtime that builds Services chooses the adapters. A route that needs a new capability needs a port.',
       from: { path: '^src/http/' },
-      to: { path: '^(src/(adapters|encoder|aws|local|lambda|gateway|cli)/|src/paths\\.ts$)' },
+      to: { path: '^(src/(adapters|encoder|aws|local|runtimes|cli)/|src/paths\\.ts$)' },
     },
     {
       name: 'adapters-no-runtime',
       severity: 'error',
       comment:
-        'An adapter implements a port for any runtime: it never imports one (src/local, src/lambda, src/gateway, src/cli, lambdas/, bin/). What several runtimes share (installation paths) lives in a neutral module (src/paths.ts).',
+        'An adapter implements a port for any runtime: it never imports one (src/runtimes, src/local, src/cli, lambdas/, bin/). What several runtimes share (installation paths) lives in a neutral module (src/paths.ts).',
       from: { path: '^src/adapters/' },
-      to: { path: '^(src/(local|lambda|gateway|cli)/|lambdas/|bin/)' },
+      to: { path: '^(src/(local|runtimes|cli)/|lambdas/|bin/)' },
     },
     {
       name: 'lib-no-runtime-code',
@@ -99,7 +99,7 @@ module.exports = {
       comment:
         'lib/ (CDK) synthesizes templates from data: the route table (src/http/routeTable.ts), the limit numbers and metric names (src/core); it never loads an adapter, engine or runtime (a synth must not need onnxruntime or the AWS SDK clients).',
       from: { path: '^lib/' },
-      to: { path: '^(src/(adapters|encoder|aws|local|lambda|gateway|cli)/|lambdas/|bin/)' },
+      to: { path: '^(src/(adapters|encoder|aws|local|runtimes|cli)/|lambdas/|bin/)' },
     },
     {
       name: 'production-no-tests',

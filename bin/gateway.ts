@@ -8,7 +8,7 @@
  * local Step Functions runner, lib/ ASL) and devDependencies that `npm ci --omit=dev` leaves out.
  */
 import { exitCleanlyOnFatalErrors } from '../src/http/fatalErrors';
-import { serveGateway } from '../src/gateway/server';
+import { serveGateway } from '../src/runtimes/gateway/server';
 
 if (process.argv.includes('--check')) {
   process.stdout.write('gateway modules loaded\n');

@@ -6,7 +6,7 @@ import { exitCleanlyOnFatalErrors } from '../src/http/fatalErrors';
 import { createLogger } from '../src/http/logger';
 import { buildOpenApi } from '../src/http/openapi';
 import { API_VERSION, allRoutes } from '../src/http/routes';
-import { startLocal } from '../src/local/main';
+import { startLocal } from '../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR } from '../src/paths';
 
 const program = new Command()
@@ -68,7 +68,7 @@ program
     // a misspelt SIFT_ENCODER_EXECUTION_PROVIDER stops the task at start, not at its first request
     (await import('../src/encoder/executionProvider')).executionProviderFromEnv();
     // the same server the encoder image runs (bin/gateway.ts)
-    const { serveGateway } = await import('../src/gateway/server');
+    const { serveGateway } = await import('../src/runtimes/gateway/server');
     const gateway = serveGateway(Number(opts.port));
     // as bin/gateway.ts: log, drain and flush, exit 1 (src/http/fatalErrors.ts)
     exitCleanlyOnFatalErrors({ logger: gateway.logger, shutdown: gateway.shutdown });

@@ -19,7 +19,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/paths';
 
 type Row = Record<string, unknown> & { text: string };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
 import { encoderRuntime } from '../../src/core/extraction/runtime';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export interface ServerReady {

@@ -14,7 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 
 const OPERATOR = 'svc_sk_bench-operator-key-0123456789abcdefghijklm';
 const AMOUNT = Number(process.env['BENCH_REQUESTS'] ?? 5000);

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { configureDecoder, defaultThreads, LlamaCppDecoder, modelDirs } from '../../src/adapters/decoder';
 import type { DecoderBackend, GenerateRequest, GenerationEvent } from '../../src/core/decoder/types';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 
 const OPERATOR = 'svc_sk_bench-operator-key-0123456789abcdefghijklm';
 const MODEL = 'HuggingFaceTB/SmolLM2-135M-Instruct';

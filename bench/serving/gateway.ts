@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { configureDecoder } from '../../src/adapters/decoder';
 import type { DecoderBackend, GenerateRequest, GenerationEvent } from '../../src/core/decoder/types';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 
 const RUNS = Number(process.env['RUNS'] ?? 400);
 const OPERATOR = 'svc_sk_bench-gateway-operator-key-0123456789abcdefghij';

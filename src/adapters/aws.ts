@@ -41,7 +41,16 @@ export interface AwsWiring {
   usageMetrics?: UsageMetrics;
   logger?: Logger;
   config?: Partial<SiftConfig>;
+  /**
+   * The ports the runtime adds or replaces (launchers, hot path, gateway keys, model builds, …): the
+   * graph is built once, with them, and returned read-only; nothing sets a port afterwards. As a
+   * function, it gets the graph's own adapters (a test wraps a store in one that fails).
+   */
+  ports?: Ports;
 }
+
+/** Ports a runtime adds or replaces, given outright or made from the graph's own adapters. */
+export type Ports = Partial<Services> | ((built: AwsServices) => Partial<Services>);
 
 /** The S3 client every blob store uses (an `endpoint` means an emulator: path-style addressing). */
 export function createS3Client(o: {
@@ -61,8 +70,11 @@ export function createS3Client(o: {
 /** The service graph with its AWS adapters in view (set-up code: creating the table and bucket, SageMaker URIs, tests). */
 export type AwsServices = Services & { records: DynamoRecordStore; blobs: S3BlobStore };
 
-/** Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. */
-export function createServices(w: AwsWiring): AwsServices {
+/**
+ * Builds the service graph from AWS SDK clients: the same code against AWS or the emulators. The
+ * graph is finished here (the runtime's ports come in `w.ports`) and frozen.
+ */
+export function createServices(w: AwsWiring): Readonly<AwsServices> {
   const region = w.region ?? process.env.AWS_REGION ?? 'us-east-1';
   const common = { region, ...(w.credentials ? { credentials: w.credentials } : {}) };
   const dynamo = new DynamoDBClient({ ...common, ...(w.dynamoEndpoint ? { endpoint: w.dynamoEndpoint } : {}) });
@@ -76,7 +88,7 @@ export function createServices(w: AwsWiring): AwsServices {
   const now = () => new Date();
   const config = { ...defaultConfig, ...configFromEnv(), ...(w.config ?? {}) };
   const usageMetrics = w.usageMetrics ?? stdoutUsageMetrics();
-  return {
+  const services: AwsServices = {
     config,
     records,
     blobs: new S3BlobStore(s3, w.bucket),
@@ -97,18 +109,23 @@ export function createServices(w: AwsWiring): AwsServices {
     decoder: new LazyDecoderRuntime(),
     now,
   };
+  const ports = typeof w.ports === 'function' ? w.ports(services) : w.ports;
+  return Object.freeze({ ...services, ...ports } as AwsServices);
 }
 
 /**
  * Wiring for Lambda and ECS, from the environment the CDK stack sets. Only the table is required:
  * the authorizer and the SageMaker-event function get no bucket or queue, and must not need one.
  */
-export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): AwsServices {
+export function servicesFromEnv(
+  rateLimiter: AwsWiring['rateLimiter'],
+  ports: Partial<Services> = {},
+): Readonly<AwsServices> {
   const table = process.env.SIFT_TABLE;
   if (!table) throw new Error('environment variable SIFT_TABLE is not set');
   const bucket = process.env.SIFT_BUCKET;
   const queueUrl = process.env.SIFT_QUEUE_URL;
-  const svc = createServices({
+  return createServices({
     table,
     bucket: bucket ?? 'unset',
     queue: queueUrl ? { sqsQueueUrl: queueUrl } : unavailable<WorkQueue>('SIFT_QUEUE_URL'),
@@ -116,9 +133,8 @@ export function servicesFromEnv(rateLimiter: AwsWiring['rateLimiter']): AwsServi
     // a long-lived gateway (memory limits) keeps request counts a second; a Lambda writes before answering
     usage: rateLimiter === 'memory' ? 'buffered' : 'direct',
     config: { stage: process.env.SIFT_STAGE ?? 'prod' },
+    ports: { ...(bucket ? {} : { blobs: unavailable<BlobStore>('SIFT_BUCKET') }), ...ports },
   });
-  if (!bucket) svc.blobs = unavailable<BlobStore>('SIFT_BUCKET') as S3BlobStore;
-  return svc;
 }
 
 /** Stands in for a dependency this function was deployed without; any use says which is missing. */

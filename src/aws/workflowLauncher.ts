@@ -27,29 +27,33 @@ export class StepFunctionsWorkflowLauncher implements WorkflowLauncher {
       if ((err as { name?: string }).name !== 'ExecutionAlreadyExists') throw err;
     }
   }
+}
 
-  /** From the environment the API stack sets; undefined when no workflow is configured. */
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): StepFunctionsWorkflowLauncher | undefined {
-    const machines: Partial<Record<WorkflowKind, string>> = {};
-    if (env.SIFT_EVALUATION_STATE_MACHINE_ARN) machines.evaluation = env.SIFT_EVALUATION_STATE_MACHINE_ARN;
-    if (env.SIFT_GENERATION_STATE_MACHINE_ARN) machines.generation = env.SIFT_GENERATION_STATE_MACHINE_ARN;
-    if (env.SIFT_ADAPTIVE_STATE_MACHINE_ARN) machines.adaptive = env.SIFT_ADAPTIVE_STATE_MACHINE_ARN;
-    return Object.keys(machines).length ? new StepFunctionsWorkflowLauncher(machines) : undefined;
-  }
+/** What a Lambda that starts work is told by its stack: the state machines and the SageMaker job prefix. */
+export interface LauncherSettings {
+  trainingStateMachineArn?: string;
+  stateMachines: Partial<Record<WorkflowKind, string>>;
+  jobNamePrefix: string;
 }
 
 /**
- * Gives a Lambda's services what starts work: training jobs (the training state machine) and the
- * other workflows, from the state machine ARNs its stack set. The API starts them for callers; the
- * workflow function starts them for the adaptive loop (its candidate and evaluations).
+ * The ports that start work on AWS: training jobs (the training state machine) and the other
+ * workflows, from the state machine ARNs the stack set. The API starts them for callers; the
+ * workflow function starts them for the adaptive loop (its candidate and evaluations). `services`
+ * is the graph these ports become part of (read when a launcher runs, after it is built).
  */
-export function attachLaunchers(svc: Services, env: NodeJS.ProcessEnv = process.env): void {
-  const training = env.SIFT_TRAINING_STATE_MACHINE_ARN;
-  if (training) {
-    svc.training = new StepFunctionsTrainingLauncher(() => svc, training, {
-      jobNamePrefix: env.SIFT_TRAINING_JOB_PREFIX ?? `sift-${env.SIFT_STAGE ?? 'prod'}-`,
-    });
-  }
-  const workflows = StepFunctionsWorkflowLauncher.fromEnv(env);
-  if (workflows) svc.workflows = workflows;
+export function stepFunctionsLaunchers(
+  services: () => Services,
+  s: LauncherSettings,
+): Pick<Services, 'training' | 'workflows'> {
+  return {
+    ...(s.trainingStateMachineArn
+      ? {
+          training: new StepFunctionsTrainingLauncher(services, s.trainingStateMachineArn, {
+            jobNamePrefix: s.jobNamePrefix,
+          }),
+        }
+      : {}),
+    ...(Object.keys(s.stateMachines).length ? { workflows: new StepFunctionsWorkflowLauncher(s.stateMachines) } : {}),
+  };
 }

@@ -6,7 +6,7 @@
  * "log and keep serving": after an uncaught exception Node's own documentation says the process is
  * in an undefined state (https://nodejs.org/api/process.html#warning-using-uncaughtexception-correctly),
  * and no request can get here — the node:http listener answers every request's failure itself
- * (src/local/httpAdapter.ts) — so what does is a bug in background work whose state we can't trust.
+ * (src/runtimes/node/httpAdapter.ts) — so what does is a bug in background work whose state we can't trust.
  * "Cleanly" means: stop accepting requests, let those in flight finish, write the usage still
  * buffered (money) and close the stores, within a deadline; then exit. Locally the next start
  * recovers what was interrupted (src/core/bootstrap.ts: datasets re-queued, running training jobs

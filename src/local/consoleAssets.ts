@@ -2,7 +2,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { decodePath, type RequestTarget } from './httpAdapter';
+import { decodePath, type RequestTarget } from '../runtimes/node/httpAdapter';
 import { REPO_ROOT } from '../paths';
 
 /** Where `vite build` (scripts/setup.mjs) writes the console; served at /console by the local server. */

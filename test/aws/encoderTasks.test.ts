@@ -11,7 +11,7 @@ import { SiftApp } from '../../src/http/app';
 import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import { internalRoutes } from '../../src/http/routes/internal';
-import { nodeHandler } from '../../src/local/httpAdapter';
+import { nodeHandler } from '../../src/runtimes/node/httpAdapter';
 import { jsonl, TestStack } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 

@@ -14,7 +14,6 @@ let fake: FakeApiGateway;
 let keys: ApiGatewayKeys;
 
 beforeAll(async () => {
-  stack = await TestStack.start();
   fake = await FakeApiGateway.start([
     'sift-test-free',
     'sift-test-pro',
@@ -29,7 +28,8 @@ beforeAll(async () => {
     maxAttempts: 1,
   });
   keys = new ApiGatewayKeys('test', client);
-  stack.svc.gatewayKeys = keys;
+  // the stack's graph is read-only: the stand-in goes in through its composition
+  stack = await TestStack.start({ ports: { gatewayKeys: keys } });
 });
 afterAll(async () => {
   await stack?.stop();

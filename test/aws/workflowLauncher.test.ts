@@ -1,6 +1,6 @@
 /** StepFunctionsWorkflowLauncher: the StartExecution it sends, and idempotent re-starts. */
 import type { StartExecutionCommand } from '@aws-sdk/client-sfn';
-import { executionName, StepFunctionsWorkflowLauncher } from '../../src/aws/workflowLauncher';
+import { executionName, StepFunctionsWorkflowLauncher, stepFunctionsLaunchers } from '../../src/aws/workflowLauncher';
 
 class RecordingSfn {
   readonly sent: StartExecutionCommand[] = [];
@@ -51,5 +51,5 @@ it('treats ExecutionAlreadyExists as started, other errors as errors, a missing 
   await expect(
     new StepFunctionsWorkflowLauncher({ evaluation: ARN }, new RecordingSfn() as never).start('generation', 'x', {}),
   ).rejects.toThrow(/no generation state machine/);
-  expect(StepFunctionsWorkflowLauncher.fromEnv({})).toBeUndefined();
+  expect(stepFunctionsLaunchers(() => ({}) as never, { stateMachines: {}, jobNamePrefix: 'sift-test-' })).toEqual({});
 });

@@ -13,7 +13,7 @@ import { SiftApp } from '../../src/http/app';
 import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
 import type { ApiResponse } from '../../src/http/types';
-import { writeApiResponse } from '../../src/local/httpAdapter';
+import { writeApiResponse } from '../../src/runtimes/node/httpAdapter';
 
 /**
  * Where the client goes away: while the backend computes the prompt (`prefill`, the test aborts

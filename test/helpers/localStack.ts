@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Ports } from '../../src/adapters/aws';
 import type { SiftConfig } from '../../src/core/context';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal, type LocalService } from '../../src/local/main';
+import { startLocal, type LocalService } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR } from '../../src/paths';
 
 export const OPERATOR_KEY = 'svc_sk_test-operator-key-0123456789abcdefghijklmnop';
@@ -42,6 +43,8 @@ export class TestStack {
       python?: string;
       workflowPollMs?: number;
       adaptiveEveryMs?: number;
+      /** Ports that replace the stack's own (the composition's `ports`: the graph is read-only once built). */
+      ports?: Ports;
     } = {},
   ): Promise<TestStack> {
     const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'sift-test-')));
@@ -57,6 +60,7 @@ export class TestStack {
       ...(opts.config ? { config: opts.config } : {}),
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
       ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),
+      ...(opts.ports ? { ports: opts.ports } : {}),
     });
     return new TestStack(service, dataDir, !opts.dataDir);
   }

@@ -29,7 +29,7 @@ import { buildOpenApi, openApiPath } from '../../src/http/openapi';
 import { API_VERSION, allRoutes } from '../../src/http/routes';
 import type { ApiResponse } from '../../src/http/types';
 import { serveConsole } from '../../src/local/consoleAssets';
-import { createApiServer, decodePath, parseRequestTarget } from '../../src/local/httpAdapter';
+import { createApiServer, decodePath, parseRequestTarget } from '../../src/runtimes/node/httpAdapter';
 import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
 
 interface RawAnswer {

@@ -11,7 +11,7 @@ import { jobItem } from '../../src/core/recordKeys';
 import { transitionJob } from '../../src/core/trainingJobs';
 import { trainingCostMicros } from '../../src/core/billing/prices';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal, type LocalService } from '../../src/local/main';
+import { startLocal, type LocalService } from '../../src/runtimes/local/main';
 import { buildApp } from '../cdk/helpers';
 import { FAKE_MODEL, startFakeVllm, type FakeVllm } from '../helpers/fakeVllm';
 import { dashboardBody, dashboardQueries, emfMetrics } from '../helpers/financeDashboard';

@@ -22,7 +22,6 @@ import { TestStack } from '../helpers/localStack';
 let stack: TestStack;
 let teamId: string;
 let records: RecordStore;
-let blobs: BlobStore;
 let overloaded: Server;
 let deadRecords: DynamoRecordStore;
 let deadBlobs: S3BlobStore;
@@ -68,9 +67,19 @@ function partlyFailing(real: RecordStore, dead: RecordStore): RecordStore {
   } as RecordStore;
 }
 
+/** The blob store the stack serves with: its own, or the overloaded one while a test says so. */
+let blobsDown = false;
+function switchableBlobs(real: BlobStore): BlobStore {
+  return new Proxy(real, {
+    get(target, prop) {
+      const store = blobsDown ? deadBlobs : target;
+      const value = Reflect.get(store, prop, store) as unknown;
+      return typeof value === 'function' ? value.bind(store) : value;
+    },
+  });
+}
+
 beforeAll(async () => {
-  stack = await TestStack.start();
-  teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
   const endpoint = await overloadedAws();
   const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
   // one attempt: the SDK's backed-off retries of a throttled call would only slow the test down
@@ -82,17 +91,25 @@ beforeAll(async () => {
     new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials, maxAttempts: 1 }),
     'sift-data',
   );
-  records = stack.svc.records;
-  blobs = stack.svc.blobs;
-  (stack.svc as { records: RecordStore }).records = partlyFailing(records, deadRecords);
+  // the stack's graph is read-only: the failing stores go in through its composition, around its own
+  stack = await TestStack.start({
+    ports: (own) => {
+      records = own.records;
+      // start-up creates the table through the graph's store: the wrapper passes that on
+      const wrapped = Object.assign(partlyFailing(own.records, deadRecords), {
+        ensureTable: () => own.records.ensureTable(),
+      });
+      return { records: wrapped, blobs: switchableBlobs(own.blobs) };
+    },
+  });
+  teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
 }, 120_000);
 afterEach(() => {
   failing = () => false;
-  (stack.svc as { blobs: BlobStore }).blobs = blobs;
+  blobsDown = false;
   jest.restoreAllMocks();
 });
 afterAll(async () => {
-  (stack.svc as { records: RecordStore }).records = records;
   await stack?.stop();
   await new Promise((ok) => overloaded?.close(ok));
 });
@@ -213,7 +230,7 @@ describe('a blob store that fails is a 503 (#25 item 6)', () => {
       body: { dataset_name: 'blobs-down', file_name: 'rows.jsonl' },
     });
     expect(url.status).toBe(200);
-    (stack.svc as { blobs: BlobStore }).blobs = deadBlobs;
+    blobsDown = true;
     // HeadObject answers have no body: the SDK sees the 503 alone
     await expectStoreUnavailable(
       'POST',

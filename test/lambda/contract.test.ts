@@ -8,7 +8,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context, SQSEvent } f
 import { SiftApp } from '../../src/http/app';
 import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
-import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/lambda/apiGateway';
+import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/runtimes/lambda/apiGateway';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import {
   apiGatewayEvent,

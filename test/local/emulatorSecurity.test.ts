@@ -17,7 +17,7 @@ import fc from 'fast-check';
 import { join } from 'node:path';
 import { createS3Client } from '../../src/adapters/aws';
 import { randomStoreCredentials, STORE_CREDENTIALS_FILE } from '../../src/local/emulators';
-import { consoleOrigins } from '../../src/local/main';
+import { consoleOrigins } from '../../src/runtimes/local/main';
 import { NodeSha256, SigV4Verifier } from '../../src/local/sigv4';
 import { jsonl, TestStack } from '../helpers/localStack';
 

@@ -6,7 +6,7 @@ import { startCycle } from '../../src/core/adaptive/cycles';
 import { createEvaluation } from '../../src/core/evaluations';
 import { transitionJob } from '../../src/core/trainingJobs';
 import { silentLogger } from '../../src/http/logger';
-import { startLocal } from '../../src/local/main';
+import { startLocal } from '../../src/runtimes/local/main';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 

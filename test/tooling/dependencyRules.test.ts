@@ -24,7 +24,7 @@ const TARGETS: Tree = {
   'src/adapters/store.ts': 'export const store = 1;\n',
   'src/encoder/engine.ts':
     "import type { EncoderResult } from '../core/extraction/types';\nexport type R = EncoderResult;\n",
-  'src/local/main.ts': 'export const main = 1;\n',
+  'src/runtimes/local/main.ts': 'export const main = 1;\n',
   'src/paths.ts': 'export const ROOT = 1;\n',
   // the other half of the planted cycle (src/core/cycleA.ts): a cycle is reported once, from either end
   'src/core/cycleB.ts': "import type { A } from './cycleA';\nexport interface B { a?: A }\n",
@@ -112,7 +112,7 @@ const PLANTED: Record<string, { source: string; rules: string[]; with?: string[]
     rules: ['http-no-adapters'],
   },
   'src/adapters/usesLocal.ts': {
-    source: "import { main } from '../local/main';\nexport const x = main;\n",
+    source: "import { main } from '../runtimes/local/main';\nexport const x = main;\n",
     rules: ['adapters-no-runtime'],
   },
   'lib/usesAdapter.ts': {

@@ -66,7 +66,13 @@ export function backendFromEnv(): DecoderBackend {
 export class LazyDecoderRuntime implements DecoderRuntime {
   private runtime: DecoderRuntime | undefined;
 
-  constructor(private readonly setup: DecoderSetup = {}) {}
+  constructor(private setup: DecoderSetup = {}) {}
+
+  /** Replaces the setup before the first use (tests, benchmarks): the runtime object in Services stays the same. */
+  configure(setup: DecoderSetup): void {
+    if (this.runtime) throw new Error('decoder already started for this service');
+    this.setup = setup;
+  }
 
   get started(): boolean {
     return this.runtime !== undefined;
@@ -104,11 +110,14 @@ export class LazyDecoderRuntime implements DecoderRuntime {
   }
 }
 
-/** Sets the decoder for a service instance before its first use (tests, benchmarks, ECS wiring). */
+/**
+ * Sets up the decoder of a service graph before its first use (tests, benchmarks). A runtime's graph
+ * is read-only: its `LazyDecoderRuntime` takes the setup; a bare graph without one (the core's
+ * in-memory services) gets one.
+ */
 export function configureDecoder(svc: Services, setup: DecoderSetup): void {
-  if (svc.decoder instanceof LazyDecoderRuntime && svc.decoder.started)
-    throw new Error('decoder already started for this service');
-  svc.decoder = new LazyDecoderRuntime(setup);
+  if (svc.decoder instanceof LazyDecoderRuntime) svc.decoder.configure(setup);
+  else svc.decoder = new LazyDecoderRuntime(setup);
 }
 
 /** Frees the model and its KV snapshots (local mode shutdown). */

@@ -1,34 +1,34 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { createServices, type AwsServices } from '../adapters/aws';
-import { closeDecoder } from '../adapters/decoder';
-import { InProcessWorkQueue } from '../adapters/memory/workQueue';
-import type { WorkMessage } from '../core/ports';
-import { ensureInstallation, recoverInterruptedWork } from '../core/bootstrap';
-import { createHotPath } from '../core/hotPath';
-import { adaptiveTasks } from '../core/adaptive/workflow';
-import { evaluateShard, evaluationTasks, InProcessPredictor } from '../core/evaluation/workflow';
-import { generateSyntheticDataShard, syntheticDataTasks } from '../core/syntheticData/workflow';
-import { decoderTextGenerator } from '../core/syntheticData/decoderTextGenerator';
-import type { Services, SiftConfig } from '../core/context';
-import { FileUsageSpool } from '../adapters/fs/usageSpool';
-import { emfUsageMetrics } from '../adapters/metrics/emfUsageMetrics';
+import { createServices, type AwsServices, type Ports } from '../../adapters/aws';
+import { closeDecoder } from '../../adapters/decoder';
+import { InProcessWorkQueue } from '../../adapters/memory/workQueue';
+import type { WorkMessage } from '../../core/ports';
+import { ensureInstallation, recoverInterruptedWork } from '../../core/bootstrap';
+import { createHotPath } from '../../core/hotPath';
+import { adaptiveTasks } from '../../core/adaptive/workflow';
+import { evaluateShard, evaluationTasks, InProcessPredictor } from '../../core/evaluation/workflow';
+import { generateSyntheticDataShard, syntheticDataTasks } from '../../core/syntheticData/workflow';
+import { decoderTextGenerator } from '../../core/syntheticData/decoderTextGenerator';
+import type { SiftConfig } from '../../core/context';
+import { FileUsageSpool } from '../../adapters/fs/usageSpool';
+import { emfUsageMetrics } from '../../adapters/metrics/emfUsageMetrics';
 import { createWriteStream } from 'node:fs';
 import { mkdirSync } from 'node:fs';
-import { handleWorkMessage } from '../core/worker';
-import { SiftApp } from '../http/app';
-import { createLogger, type Logger } from '../http/logger';
-import { allRoutes } from '../http/routes';
-import { startEmulators } from './emulators';
-import { serveConsole } from './consoleAssets';
-import { createApiServer } from './httpAdapter';
-import { ModelBuildWatcher } from './modelBuild';
-import { publishBuiltModels } from './modelStore';
-import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../paths';
-import { LocalTrainingRunner } from './trainingRunner';
-import { LocalWorkflowRunner } from './workflows';
-import { DEFAULT_VALIDATION_HEAP_MB, ValidationProcesses } from './validationProcess';
+import { handleWorkMessage } from '../../core/worker';
+import { SiftApp } from '../../http/app';
+import { createLogger, type Logger } from '../../http/logger';
+import { allRoutes } from '../../http/routes';
+import { startEmulators } from '../../local/emulators';
+import { serveConsole } from '../../local/consoleAssets';
+import { createApiServer } from '../node/httpAdapter';
+import { ModelBuildWatcher } from '../../local/modelBuild';
+import { publishBuiltModels } from '../../local/modelStore';
+import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON, REPO_ROOT } from '../../paths';
+import { LocalTrainingRunner } from '../../local/trainingRunner';
+import { LocalWorkflowRunner } from '../../local/workflows';
+import { DEFAULT_VALIDATION_HEAP_MB, ValidationProcesses } from '../../local/validationProcess';
 
 export interface LocalOptions {
   port: number;
@@ -54,12 +54,14 @@ export interface LocalOptions {
   buildPollMs?: number;
   /** Heap limit of each dataset validation child process, MB (default SIFT_VALIDATION_HEAP_MB or 1024). */
   validationHeapMb?: number;
+  /** Ports that replace local mode's own (tests: a gateway-keys stand-in, …); the graph stays read-only. */
+  ports?: Ports;
 }
 
 export interface LocalService {
   url: string;
-  /** The local stack's services, with the emulator-backed DynamoDB and S3 adapters in view. */
-  svc: AwsServices;
+  /** The local stack's services (finished and read-only), with the emulator-backed DynamoDB and S3 adapters in view. */
+  svc: Readonly<AwsServices>;
   app: SiftApp;
   /** Set on the very first start when no SIFT_ADMIN_KEY was given: print it once. */
   createdAdminKey?: string;
@@ -80,11 +82,28 @@ export function consoleOrigins(host: string, port: number): string[] {
   return [`http://${host.includes(':') ? `[${host}]` : host}:${port}`, ...loopback];
 }
 
+/** What local mode takes from the environment, read here once; a CLI flag or a test's option wins. */
+export interface LocalSettings {
+  validationHeapMb: number;
+  maxTrainingJobs: number;
+  workflowPollMs: number;
+  adaptiveEveryMs: number | undefined;
+}
+
+export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettings {
+  return {
+    validationHeapMb: Number(env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB,
+    maxTrainingJobs: Number(env.SIFT_MAX_TRAINING_JOBS ?? 1),
+    workflowPollMs: Number(env.SIFT_WORKFLOW_POLL_MS ?? 2000),
+    adaptiveEveryMs: Number(env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined,
+  };
+}
+
 const TABLE = 'sift-records';
 const BUCKET = 'sift-data';
 
 /** Local mode: the same app, stores and worker as on AWS, on in-process emulators. */
-export async function startLocal(opts: LocalOptions): Promise<LocalService> {
+export async function startLocal(opts: LocalOptions, settings: LocalSettings = localSettings()): Promise<LocalService> {
   const logger = opts.logger ?? createLogger();
   const dataDir = resolve(opts.dataDir);
   // local mode's metrics log: the same EMF lines CloudWatch would extract on AWS
@@ -97,15 +116,53 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     bucket: BUCKET,
     ...(opts.s3Port !== undefined ? { s3Port: opts.s3Port } : {}),
   });
-  let svc: AwsServices | undefined;
+  // the graph is built once, below, with every port; the parts made before it reach it through `built()`
+  let svc: Readonly<AwsServices> | undefined;
+  const built = () => svc as AwsServices;
   // dataset rows are validated in child processes with a bounded heap, never on the thread that serves requests
   const validation = new ValidationProcesses({
-    heapMb: opts.validationHeapMb ?? (Number(process.env.SIFT_VALIDATION_HEAP_MB) || DEFAULT_VALIDATION_HEAP_MB),
+    heapMb: opts.validationHeapMb ?? settings.validationHeapMb,
   });
   const queue = new InProcessWorkQueue(
-    (message: WorkMessage) => handleWorkMessage(svc as Services, message, { validateDataset: validation.validate }),
+    (message: WorkMessage) => handleWorkMessage(built(), message, { validateDataset: validation.validate }),
     2,
     (err, message) => logger.error('background work failed', { message, error: err }),
+  );
+  const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
+  // A first `npm start` builds the venv and models in the background (scripts/build-models.mjs):
+  // each model is published into the store as its build reports it done, without a restart.
+  const builds = new ModelBuildWatcher(
+    modelsDir,
+    async () => {
+      const published = await publishBuiltModels(built(), modelsDir);
+      if (published.length) logger.info('published built models to the model store', { models: published });
+    },
+    opts.buildPollMs,
+    (error) => logger.error('could not publish the built models', { error }),
+  );
+  const runner = new LocalTrainingRunner(built, {
+    whenBuilt: (ids, signal) => builds.whenBuilt(ids, signal),
+    workDir: join(dataDir, 'work'),
+    python: opts.python ?? DEFAULT_PYTHON,
+    trainerDir: join(REPO_ROOT, 'containers', 'training'),
+    maxConcurrent: opts.maxTrainingJobs ?? settings.maxTrainingJobs,
+    stopGraceMs: 120_000,
+    logger,
+  });
+  const workflows = new LocalWorkflowRunner(
+    () => {
+      const graph = built();
+      const predictor = new InProcessPredictor(graph);
+      return {
+        ...evaluationTasks(graph, (input) => evaluateShard(graph, predictor, input)),
+        ...syntheticDataTasks(graph, (input) =>
+          generateSyntheticDataShard(graph, decoderTextGenerator(graph), predictor, input),
+        ),
+        ...adaptiveTasks(graph),
+      };
+    },
+    logger,
+    opts.workflowPollMs ?? settings.workflowPollMs,
   );
   svc = createServices({
     table: TABLE,
@@ -122,49 +179,16 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
     usageMetrics: emfUsageMetrics(metricsOut),
     logger,
     config: { stage: 'local', ...(opts.config ?? {}) },
+    ports: (own) => ({
+      training: runner,
+      modelBuilds: builds,
+      hotPath: createHotPath((id, error) =>
+        logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
+      ),
+      workflows,
+      ...(typeof opts.ports === 'function' ? opts.ports(own) : opts.ports),
+    }),
   });
-  const modelsDir = opts.modelsDir ?? DEFAULT_MODELS_DIR;
-  // A first `npm start` builds the venv and models in the background (scripts/build-models.mjs):
-  // each model is published into the store as its build reports it done, without a restart.
-  const builds = new ModelBuildWatcher(
-    modelsDir,
-    async () => {
-      const published = await publishBuiltModels(svc as AwsServices, modelsDir);
-      if (published.length) logger.info('published built models to the model store', { models: published });
-    },
-    opts.buildPollMs,
-    (error) => logger.error('could not publish the built models', { error }),
-  );
-  const runner = new LocalTrainingRunner(() => svc as Services, {
-    whenBuilt: (ids, signal) => builds.whenBuilt(ids, signal),
-    workDir: join(dataDir, 'work'),
-    python: opts.python ?? DEFAULT_PYTHON,
-    trainerDir: join(REPO_ROOT, 'containers', 'training'),
-    maxConcurrent: opts.maxTrainingJobs ?? Number(process.env.SIFT_MAX_TRAINING_JOBS ?? 1),
-    stopGraceMs: 120_000,
-    logger,
-  });
-  svc.training = runner;
-  svc.modelBuilds = builds;
-  svc.hotPath = createHotPath((id, error) =>
-    logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
-  );
-  const workflows = new LocalWorkflowRunner(
-    () => {
-      const services = svc as Services;
-      const predictor = new InProcessPredictor(services);
-      return {
-        ...evaluationTasks(services, (input) => evaluateShard(services, predictor, input)),
-        ...syntheticDataTasks(services, (input) =>
-          generateSyntheticDataShard(services, decoderTextGenerator(services), predictor, input),
-        ),
-        ...adaptiveTasks(services),
-      };
-    },
-    logger,
-    opts.workflowPollMs ?? Number(process.env.SIFT_WORKFLOW_POLL_MS ?? 2000),
-  );
-  svc.workflows = workflows;
   let install: Awaited<ReturnType<typeof ensureInstallation>>;
   try {
     await svc.records.ensureTable();
@@ -190,8 +214,7 @@ export async function startLocal(opts: LocalOptions): Promise<LocalService> {
   }
   const app = new SiftApp(svc, allRoutes(), logger);
   // the local stand-in for the stack's EventBridge schedule: the same input to the same state machine
-  const adaptiveEvery =
-    opts.adaptiveEveryMs ?? (Number(process.env.SIFT_ADAPTIVE_EVERY_MINUTES ?? 0) * 60_000 || undefined);
+  const adaptiveEvery = opts.adaptiveEveryMs ?? settings.adaptiveEveryMs;
   const schedule = adaptiveEvery
     ? setInterval(() => {
         workflows

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
-import type { Logger as SiftLogger } from '../http/logger';
+import type { Logger as SiftLogger } from '../../http/logger';
 
 /** One Powertools logger/metrics/tracer set per Lambda container. */
 export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'sift' });

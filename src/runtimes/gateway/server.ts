@@ -7,14 +7,14 @@
  * by loading this module graph (test/deploy/images.test.ts runs it against the replayed image).
  */
 import type { Server } from 'node:http';
-import { servicesFromEnv } from '../adapters/aws';
-import { createHotPath } from '../core/hotPath';
-import type { Logger } from '../core/logger';
-import { SiftApp } from '../http/app';
-import { createLogger } from '../http/logger';
-import { allRoutes } from '../http/routes';
-import { internalRoutes } from '../http/routes/internal';
-import { createApiServer } from '../local/httpAdapter';
+import { type AwsServices, servicesFromEnv } from '../../adapters/aws';
+import { createHotPath } from '../../core/hotPath';
+import type { Logger } from '../../core/logger';
+import { SiftApp } from '../../http/app';
+import { createLogger } from '../../http/logger';
+import { allRoutes } from '../../http/routes';
+import { internalRoutes } from '../../http/routes/internal';
+import { createApiServer } from '../node/httpAdapter';
 
 export interface Gateway {
   server: Server;
@@ -23,13 +23,22 @@ export interface Gateway {
   shutdown(): Promise<void>;
 }
 
+/**
+ * The gateway's composition: one long-lived process per task, so limits and usage are kept in memory
+ * (flushed each second) and the hot path caches keys and writes inferences after the response. The
+ * graph is finished here and read-only.
+ */
+export function composeGateway(logger: Logger): Readonly<AwsServices> {
+  return servicesFromEnv('memory', {
+    hotPath: createHotPath((id, error) =>
+      logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
+    ),
+  });
+}
+
 export function serveGateway(port: number): Gateway {
-  // One long-lived process per task: limits and usage are kept in memory and flushed each second.
-  const svc = servicesFromEnv('memory');
   const logger = createLogger();
-  svc.hotPath = createHotPath((id, error) =>
-    logger.error('could not store an inference after its response', { inference_id: id, error: error as Error }),
-  );
+  const svc = composeGateway(logger);
   // internal routes (engine-bound workflow tasks) answer only callers holding SIFT_INTERNAL_TOKEN
   const app = new SiftApp(svc, [...allRoutes(), ...internalRoutes()], logger);
   // keep-alive above the ALB's idle timeout (src/http/keepAlive.ts); no request can throw out of its listener

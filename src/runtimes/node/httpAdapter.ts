@@ -1,13 +1,13 @@
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ApiError, BadRequestError, MethodNotAllowedError } from '../core/errors';
-import { newUuid } from '../core/ids';
-import type { Logger } from '../core/logger';
-import type { SiftApp } from '../http/app';
-import { errorFormatFor, renderError } from '../http/errorFormats';
-import { createKeepAliveServer } from '../http/keepAlive';
-import { createLogger } from '../http/logger';
-import type { ApiRequest, ApiResponse } from '../http/types';
+import { ApiError, BadRequestError, MethodNotAllowedError } from '../../core/errors';
+import { newUuid } from '../../core/ids';
+import type { Logger } from '../../core/logger';
+import type { SiftApp } from '../../http/app';
+import { errorFormatFor, renderError } from '../../http/errorFormats';
+import { createKeepAliveServer } from '../../http/keepAlive';
+import { createLogger } from '../../http/logger';
+import type { ApiRequest, ApiResponse } from '../../http/types';
 
 /** Reads the body up to `limit` bytes; returns undefined when the client sent more (→ 413). */
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { ApiRequest, ApiResponse } from '../http/types';
+import type { ApiRequest, ApiResponse } from '../../http/types';
 
 /** API Gateway REST proxy event → the router's request. */
 export function fromApiGatewayEvent(event: APIGatewayProxyEvent): ApiRequest {
