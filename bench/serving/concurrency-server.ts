@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../../src/core/extraction/runtime';
+import { requireRuntime } from '../../src/core/models';
 import { silentLogger } from '../../src/http/logger';
 import { startLocal } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR } from '../../src/paths';
@@ -26,7 +26,7 @@ const dataDir = await mkdtemp(join(tmpdir(), 'sift-bench-concurrency-'));
 const service = await startLocal({ port: 0, dataDir, adminKey: OPERATOR, logger: silentLogger, maxTrainingJobs: 0, modelsDir: DEFAULT_MODELS_DIR });
 const team = await fetch(`${service.url}/teams`, { method: 'POST', headers: { 'x-api-key': OPERATOR, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench' }) });
 const key = ((await team.json()) as { api_key: { key: string } }).api_key.key;
-const batcher = (encoderRuntime(service.svc) as OnnxEncoderRuntime).batcher;
+const batcher = (requireRuntime(service.svc, 'encoder') as OnnxEncoderRuntime).batcher;
 const settings = `wait ≤ ${batcher.maxWaitMs} ms, ≤ ${batcher.maxBatchTexts} texts / ${batcher.maxBatchChars} chars per engine call, ${batcher.passTexts} per encoder pass, ${batcher.maxInFlight} call(s) in flight per model, ORT ${process.env['SIFT_ORT_WORKER'] === '1' ? 'in a worker thread' : 'on the main thread'}`;
 process.on('message', (m: string) => {
   if (m === 'stats') {

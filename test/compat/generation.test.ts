@@ -1,4 +1,4 @@
-import { decoderRuntime } from '../../src/adapters/decoder';
+import { requireRuntime } from '../../src/core/models';
 import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
 import { longSystem, MODEL, startCompatStack } from './helpers';
 
@@ -140,7 +140,7 @@ describe('local engine prefix reuse', () => {
   });
 
   it('a cache entry expires after its ttl of inactivity', async () => {
-    const rt = decoderRuntime(stack.svc);
+    const rt = requireRuntime(stack.svc, 'decoder');
     const system = longSystem('ttl');
     const body = {
       model: MODEL,

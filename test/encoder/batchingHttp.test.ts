@@ -7,7 +7,7 @@
  * the machine's speed. Needs the set-up's mini model in the model store; fails if absent.
  */
 import type { OnnxEncoderRuntime } from '../../src/adapters/onnx/encoderRuntime';
-import { encoderRuntime } from '../../src/core/extraction/runtime';
+import { requireRuntime } from '../../src/core/models';
 import { TestStack } from '../helpers/localStack';
 
 const MODEL = 'sift/gliner2-mini-v1';
@@ -80,7 +80,7 @@ describe('batching across requests over HTTP', () => {
   it('concurrent requests from three routes share a batch and answer exactly as they do one by one; each is billed its own tokens', async () => {
     const team = await stack.newTeam('batching');
     const send = (c: (typeof CALLS)[number]) => stack.call('POST', c.path, { key: team.key, body: c.body });
-    const batcher = (encoderRuntime(stack.svc) as OnnxEncoderRuntime).batcher;
+    const batcher = (requireRuntime(stack.svc, 'encoder') as OnnxEncoderRuntime).batcher;
     const before = batcher.stats();
 
     const together = await Promise.all(CALLS.map(send));

@@ -9,7 +9,6 @@ import type { DecoderBackend } from '../../core/decoder/types';
 import { LlamaCppDecoder } from './llamaCpp';
 import { OpenAiUpstreamDecoder } from './openAiUpstream';
 
-export { decoderRuntime } from '../../core/decoder/service';
 export { defaultThreads, LlamaCppDecoder } from './llamaCpp';
 export { OpenAiUpstreamDecoder } from './openAiUpstream';
 

@@ -4,15 +4,12 @@ import { BadRequestError } from '../errors';
 import { newInferenceId, storeInference } from '../inferences';
 import type { LimitClass } from '../rateLimits';
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
-import { requireRuntime, type ResolvedModel } from '../models';
+import type { ResolvedModel } from '../models';
 import { CACHE_MULTIPLIERS } from './models';
 import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
 export type { DecoderRuntime } from './runtime';
-
-/** The service's decoder runtime (models.ts requireRuntime: a 503 where this process has none). */
-export const decoderRuntime = (svc: Services): DecoderRuntime => requireRuntime(svc, 'decoder');
 
 export type StartUsage = Extract<GenerationEvent, { type: 'start' }>['usage'];
 

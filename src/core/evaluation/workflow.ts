@@ -10,9 +10,10 @@ import type { Services } from '../context';
 import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
 import type { NormalizedRow } from '../datasets/rows';
 import { formatResult, toEncoderSchema, type SchemaInput } from '../extraction/api';
-import { encoderRuntime, type ResolvedEncoder } from '../extraction/runtime';
+import type { ResolvedEncoder } from '../extraction/runtime';
 import { ConflictError } from '../errors';
 import { baseModelPrefix } from '../modelLayout';
+import { requireRuntime } from '../models';
 import { modelPrefix } from '../training/artifacts';
 import { getTrainingJob } from '../trainingJobs';
 import { finishEvaluation, getEvaluation, type Evaluation } from '../evaluations';
@@ -70,7 +71,7 @@ export class InProcessPredictor implements EvaluationPredictor {
     schema: SchemaInput,
     threshold: number,
   ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
-    const runtime = encoderRuntime(this.svc);
+    const runtime = requireRuntime(this.svc, 'encoder');
     let dir = this.models.get(model.prefix);
     if (!dir) {
       dir = runtime.localDir(this.svc.blobs, model);

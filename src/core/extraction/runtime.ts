@@ -3,8 +3,7 @@
  * adapters/onnx/encoderRuntime.ts runs the engine).
  */
 import type { Services } from '../context';
-import { ensureEncoderWeights, requireRuntime, resolveModel, type ResolvedEncoder } from '../models';
-import type { EncoderRuntime } from '../ports';
+import { ensureEncoderWeights, resolveModel, type ResolvedEncoder } from '../models';
 
 export type { ResolvedEncoder } from '../models';
 
@@ -18,6 +17,3 @@ export async function resolveEncoderModel(svc: Services, teamId: string, model: 
   await ensureEncoderWeights(svc, resolved);
   return resolved;
 }
-
-/** The process's encoder runtime (models.ts requireRuntime: a 503 where this deployment has none). */
-export const encoderRuntime = (svc: Services): EncoderRuntime => requireRuntime(svc, 'encoder');
