@@ -4,7 +4,7 @@ Three scorers over the same gold rows and the same predictions:
 
   seqeval  seqeval.metrics (conlleval-style chunk matching) over IOB2 tags on whitespace tokens: a
            span tags every token it overlaps (B- on the first, I- after).
-  sift-ts  src/core/evaluation/scoring.ts through bench/parity/evaluation-score.ts (exact label + start +
+  sift-ts  src/core/evaluation/scoring/index.ts through bench/parity/evaluation-score.ts (exact label + start +
            end in code points; rows scored in shards and merged, as an evaluation does).
   trainer  containers/training/sift_trainer/data/metrics.py (the same rules in Python, via from_api_result).
 
