@@ -8,31 +8,9 @@
 import { jest } from '@jest/globals';
 import { jsonl, TestStack } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
+import { first, issues, last } from '../helpers/supportTickets';
 
 jest.setTimeout(15 * 60_000);
-
-const first = ['Jane', 'Omar', 'Priya', 'Lucas', 'Mei', 'Kwame', 'Sofia', 'Ivan', 'Amara', 'Diego', 'Hana', 'Tomasz'];
-const last = [
-  'Doe',
-  'Haddad',
-  'Raman',
-  'Moreau',
-  'Chen',
-  'Mensah',
-  'Rossi',
-  'Petrov',
-  'Okafor',
-  'Alvarez',
-  'Sato',
-  'Nowak',
-];
-const issues = [
-  'was charged twice',
-  'never arrived',
-  'shows the wrong amount',
-  'cannot be downloaded',
-  'was cancelled by mistake',
-];
 
 /** A support ticket and its true entities (the mini base model barely knows invoice numbers). */
 function ticket(i: number) {

@@ -8,31 +8,9 @@
 import { jest } from '@jest/globals';
 import OpenAI from 'openai7';
 import { jsonl, OPERATOR_KEY, TestStack } from '../helpers/localStack';
+import { first, issues, last } from '../helpers/supportTickets';
 
 jest.setTimeout(15 * 60_000);
-
-const first = ['Jane', 'Omar', 'Priya', 'Lucas', 'Mei', 'Kwame', 'Sofia', 'Ivan', 'Amara', 'Diego', 'Hana', 'Tomasz'];
-const last = [
-  'Doe',
-  'Haddad',
-  'Raman',
-  'Moreau',
-  'Chen',
-  'Mensah',
-  'Rossi',
-  'Petrov',
-  'Okafor',
-  'Alvarez',
-  'Sato',
-  'Nowak',
-];
-const issues = [
-  'was charged twice',
-  'never arrived',
-  'shows the wrong amount',
-  'cannot be downloaded',
-  'was cancelled by mistake',
-];
 
 /** Support tickets naming a customer and an invoice number (the base model barely knows the latter). */
 function ticket(i: number, salt: number) {
