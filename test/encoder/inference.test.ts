@@ -271,7 +271,8 @@ describe('compatible routes with a schema', () => {
     });
     expect(chat.status).toBe(200);
     const content = JSON.parse(chat.body.choices[0].message.content);
-    expect(Object.keys(content)).toEqual(['entities']); // the content is the result alone (no `windows`)
+    expect(Object.keys(content)).toEqual(['entities']); // the content is the result alone
+    expect(chat.body.windows).toBe(1); // beside inference_id, Sift's own top-level fields
     expect(content.entities[0]).toMatchObject({ text: 'Tim Cook', label: 'person', start: 0, end: 8 });
     const msg = await stack.call('POST', '/v1/messages', {
       body: {
@@ -283,6 +284,7 @@ describe('compatible routes with a schema', () => {
     });
     expect(msg.status).toBe(200);
     expect(JSON.parse(msg.body.content[0].text).entities[0].text).toBe('Tim Cook');
+    expect(msg.body.windows).toBe(1);
   });
 });
 

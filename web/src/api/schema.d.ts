@@ -7392,7 +7392,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A chat.completion object, or an SSE stream of chat.completion.chunk */
+            /** @description A chat.completion object, or an SSE stream of chat.completion.chunk; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7829,7 +7829,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A message object, or a named-event SSE stream */
+            /** @description A message object, or a named-event SSE stream; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once) */
             200: {
                 headers: {
                     [name: string]: unknown;
