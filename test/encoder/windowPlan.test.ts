@@ -2,14 +2,19 @@
  * Window planning for texts longer than the encoder takes at once (src/encoder/windows.ts,
  * docs/reference/encoder.md "Long texts"): the window each model's config gives (absolute-position
  * backbones capped at max_position_embeddings, relative attention 512 by default, `window_tokens` when
- * set), the word ranges, and windows that fit the plan with offsets into the original text. A stand-in
- * tokenizer: no model needed.
+ * set), the word ranges, and windows that fit the plan with offsets into the original text, with a
+ * stand-in tokenizer; then the engine reading the plan from the mini model's config.
  */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Tokenizer } from 'tokenizers';
+import { EncoderModel } from '../../src/encoder/engine';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema } from '../../src/encoder/schema';
 import { CodePoints } from '../../src/encoder/text';
 import { PromptTokens } from '../../src/encoder/tokenize';
 import { MIN_WINDOW_TOKENS, textWindows, windowPlan, wordWindows, type WindowPlan } from '../../src/encoder/windows';
+import { MINI_MODEL_DIR } from '../helpers/miniModel';
 
 describe('windowPlan: the window a model config gives', () => {
   it('BERT (absolute positions): max_position_embeddings, with gliner2 extract_long words at 512', () => {
@@ -119,5 +124,50 @@ describe('textWindows follows the model plan', () => {
     expect(small!.length).toBeGreaterThan(base!.length);
     expect(base!.length).toBeGreaterThan(large!.length);
     expect(large!.length).toBeGreaterThan(1);
+  });
+});
+
+describe('the engine reads the plan from the model config (the mini model, symlinked with an edited gliner2_config.json)', () => {
+  const dirs: string[] = [];
+  /** The mini model's files, with `edit` applied to its onnx/gliner2_config.json. */
+  function miniWith(edit: Record<string, unknown>): string {
+    const dir = mkdtempSync(join(tmpdir(), 'sift-window-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'onnx'));
+    for (const f of readdirSync(MINI_MODEL_DIR)) if (f !== 'onnx') symlinkSync(join(MINI_MODEL_DIR, f), join(dir, f));
+    for (const f of readdirSync(join(MINI_MODEL_DIR, 'onnx')))
+      if (f !== 'gliner2_config.json') symlinkSync(join(MINI_MODEL_DIR, 'onnx', f), join(dir, 'onnx', f));
+    const cfg = JSON.parse(readFileSync(join(MINI_MODEL_DIR, 'onnx', 'gliner2_config.json'), 'utf8'));
+    writeFileSync(join(dir, 'onnx', 'gliner2_config.json'), JSON.stringify({ ...cfg, ...edit }));
+    return dir;
+  }
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('a BERT model asked for a window past its positions fails to load, saying why', async () => {
+    await expect(EncoderModel.load(miniWith({ window_tokens: 1024 }))).rejects.toThrow(
+      /window_tokens 1024 exceeds max_position_embeddings 512/,
+    );
+  });
+
+  it('window_tokens 256: more windows, every span still at its own characters of the document', async () => {
+    const model = await EncoderModel.load(miniWith({ window_tokens: 256 }));
+    try {
+      expect(model.window).toEqual({ tokens: 256, words: 100, overlap: 32 });
+      const text =
+        'Maria Gonzalez of Siemens visited Geneva on Tuesday. '.repeat(60) + 'Olaf Scholz arrived in Berlin.';
+      const out = await model.infer(
+        [text],
+        { entities: [{ name: 'person' }], classifications: [], structures: [], relations: [] },
+        { threshold: 0.4 },
+      );
+      expect(out.chunks[0]).toBeGreaterThan(4); // ~560 words in 100-word windows
+      const spans = out.results[0]!.entities!.person!;
+      expect(spans.length).toBeGreaterThan(0);
+      for (const s of spans) expect(Array.from(text).slice(s.start, s.end).join('')).toBe(s.text);
+    } finally {
+      await model.release();
+    }
   });
 });
