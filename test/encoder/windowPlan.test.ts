@@ -155,8 +155,7 @@ describe('the engine reads the plan from the model config (the mini model, symli
     const model = await EncoderModel.load(miniWith({ window_tokens: 256 }));
     try {
       expect(model.window).toEqual({ tokens: 256, words: 100, overlap: 32 });
-      const text =
-        'Maria Gonzalez of Siemens visited Geneva on Tuesday. '.repeat(60) + 'Olaf Scholz arrived in Berlin.';
+      const text = `${'Maria Gonzalez of Siemens visited Geneva on Tuesday. '.repeat(60)}Olaf Scholz arrived in Berlin.`;
       const out = await model.infer(
         [text],
         { entities: [{ name: 'person' }], classifications: [], structures: [], relations: [] },
