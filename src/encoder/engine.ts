@@ -32,9 +32,10 @@ import {
   type InferOutput,
   type Precision,
 } from './types';
-import { mergeChunks, splitTexts, textWindows } from './windows';
+import { mergeChunks, splitTexts, textWindows, windowPlan, type WindowPlan } from './windows';
 
 export { MAX_PADDING, paddedBatches } from './batches';
+export { windowPlan, type WindowPlan } from './windows';
 export { EncoderInputError, GROUP_TEXT_TOKENS } from './types';
 export type {
   ChoiceValue,
@@ -54,6 +55,8 @@ export class EncoderModel {
   readonly config: FragmentConfig;
   readonly precision: Precision;
   readonly bytes: number;
+  /** How a long text is windowed (windows.ts `windowPlan`, from the config); `tokens` bounds every encoder pass. */
+  readonly window: WindowPlan;
   private constructor(
     dir: string,
     config: FragmentConfig,
@@ -70,6 +73,7 @@ export class EncoderModel {
     this.config = config;
     this.precision = precision;
     this.bytes = bytes;
+    this.window = windowPlan(config);
   }
 
   /** Files an exported model directory must hold. */
@@ -95,6 +99,7 @@ export class EncoderModel {
     const config = JSON.parse(readFileSync(join(dir, 'onnx/gliner2_config.json'), 'utf8')) as FragmentConfig;
     if (config.counting_layer !== 'count_lstm' && config.counting_layer !== 'count_lstm_v2')
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
+    windowPlan(config); // a window the backbone cannot take fails the load, before any session is created
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
     const files = [
       encFile,
@@ -153,7 +158,7 @@ export class EncoderModel {
    * (`mergeGroups`). Schemas that fit take the direct path unchanged.
    */
   async infer(texts: string[], schema: EncoderSchema, opts: InferOptions = {}): Promise<InferOutput> {
-    const maxPos = this.config.max_position_embeddings;
+    const maxPos = this.window.tokens;
     const forced = opts.labelGroupTokens;
     const budget = forced ?? maxPos - GROUP_TEXT_TOKENS;
     const promptLen = await this.promptTokens(schema);
@@ -224,11 +229,8 @@ export class EncoderModel {
   }
 
   /** The label groups `infer` would split `schema` into (labelGroups.ts). */
-  labelGroups(
-    schema: EncoderSchema,
-    budget = this.config.max_position_embeddings - GROUP_TEXT_TOKENS,
-  ): Promise<EncoderSchema[]> {
-    return planLabelGroups(this.tok, schema, budget, this.config.max_position_embeddings);
+  labelGroups(schema: EncoderSchema, budget = this.window.tokens - GROUP_TEXT_TOKENS): Promise<EncoderSchema[]> {
+    return planLabelGroups(this.tok, schema, budget, this.window.tokens);
   }
 
   private async inferDirect(
@@ -241,7 +243,7 @@ export class EncoderModel {
     const batchSize = Math.max(1, opts.batchSize ?? 8);
     const tasks = buildPromptTasks(schema);
     const prefix = buildChoicePrefix(schema);
-    const maxPos = this.config.max_position_embeddings;
+    const maxPos = this.window.tokens;
 
     // 1. words of every text; tokenize all pre-tokens at once
     const split = await splitTexts(texts);
@@ -250,7 +252,7 @@ export class EncoderModel {
     for (const s of split) for (const w of s.words) pre.add(w);
     await this.tok.tokenizeAll(pre);
 
-    // 2. records; texts over the position limit are split into overlapping word windows
+    // 2. records; texts over the window (windowPlan) are split into overlapping word windows
     const records: EncodedRecord[] = [];
     const chunks: number[] = [];
     const promptLen = this.tok.build(
@@ -274,7 +276,7 @@ export class EncoderModel {
         chunks.push(1);
         continue;
       }
-      const parts = await textWindows(this.tok, ti, texts[ti]!, tasks, prefix, opts, maxPos);
+      const parts = await textWindows(this.tok, ti, texts[ti]!, tasks, prefix, opts, this.window);
       records.push(...parts);
       chunks.push(parts.length);
     }

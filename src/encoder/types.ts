@@ -23,6 +23,13 @@ export interface FragmentConfig {
   max_count: number;
   counting_layer: string;
   max_position_embeddings: number;
+  /**
+   * Tokens per encoder pass (prompt + text) a long text's windows are sized to (windows.ts `windowPlan`);
+   * absent: `max_position_embeddings`, or 512 where `relative_positions`.
+   */
+  window_tokens?: number | null;
+  /** The backbone has relative attention and no absolute position embeddings (DeBERTa-v3: `position_biased_input: false`). */
+  relative_positions?: boolean;
   pad_token_id: number;
   special_tokens: Record<string, number>;
 }

@@ -9,14 +9,76 @@ import { CodePoints, normalizeText, splitWords, type SplitText } from './text';
 import type { PromptTokens } from './tokenize';
 import {
   EncoderInputError,
+  GROUP_TEXT_TOKENS,
   type ChoiceValue,
   type EncodedRecord,
   type EncoderResult,
   type FieldValue,
+  type FragmentConfig,
   type InferOptions,
   type LabelScore,
   type RelationInstance,
 } from './types';
+
+/** gliner2 `extract_long`'s window: 200 words with 32 of overlap, for a 512-token encoder. */
+export const REFERENCE_WINDOW = { tokens: 512, words: 200, overlap: 32 } as const;
+/** The smallest `window_tokens` a model may set: room for a prompt and the GROUP_TEXT_TOKENS label groups leave a text. */
+export const MIN_WINDOW_TOKENS = 2 * GROUP_TEXT_TOKENS;
+
+/**
+ * How one model reads a long text (docs/reference/encoder.md "Long texts"): `tokens`, the most the
+ * encoder takes in one pass (prompt + text); `words` and `overlap`, the word windows a longer text is
+ * cut into (halved while a window does not fit `tokens` with the prompt).
+ */
+export interface WindowPlan {
+  tokens: number;
+  words: number;
+  overlap: number;
+}
+
+/**
+ * The window of a model, from its `onnx/gliner2_config.json`: `window_tokens` when set, else
+ * `max_position_embeddings` for a backbone with absolute position embeddings (BERT: a hard limit), and
+ * 512 for one with relative attention only (`relative_positions`, DeBERTa-v3: no hard limit, but
+ * attention's memory and time grow with the square of the window). Words scale with the tokens from
+ * gliner2's 200 words per 512 tokens. A `window_tokens` an absolute-position model cannot take, or
+ * under MIN_WINDOW_TOKENS, is refused when the model loads, never cut down silently.
+ */
+export function windowPlan(
+  config: Pick<FragmentConfig, 'max_position_embeddings' | 'window_tokens' | 'relative_positions'>,
+): WindowPlan {
+  const maxPos = config.max_position_embeddings;
+  const relative = config.relative_positions === true;
+  const set = config.window_tokens;
+  if (set !== undefined && set !== null) {
+    if (!Number.isInteger(set) || set < MIN_WINDOW_TOKENS)
+      throw new Error(
+        `window_tokens must be an integer of at least ${MIN_WINDOW_TOKENS}; the model's config has ${set}`,
+      );
+    if (!relative && set > maxPos)
+      throw new Error(
+        `window_tokens ${set} exceeds max_position_embeddings ${maxPos}: this backbone has absolute position embeddings (no position past ${maxPos})`,
+      );
+  }
+  const tokens = set ?? (relative ? REFERENCE_WINDOW.tokens : maxPos);
+  const words = Math.max(8, Math.round((REFERENCE_WINDOW.words * tokens) / REFERENCE_WINDOW.tokens));
+  return { tokens, words, overlap: REFERENCE_WINDOW.overlap };
+}
+
+/**
+ * Word ranges `[start, end)` of `size`-word windows over `n` words, each starting `size - overlap` after
+ * the last (overlap at most a quarter of the window), the last one ending at `n`: every word is in a window.
+ */
+export function wordWindows(n: number, size: number, overlapWanted: number): Array<[number, number]> {
+  const overlap = Math.min(overlapWanted, Math.floor(size / 4));
+  const out: Array<[number, number]> = [];
+  for (let sw = 0; sw < n; sw += size - overlap) {
+    const ew = Math.min(sw + size, n);
+    out.push([sw, ew]);
+    if (ew === n) break;
+  }
+  return out;
+}
 
 /**
  * Main-thread work between two yields to the event loop, in characters split (a 100,000-character
@@ -49,7 +111,8 @@ export async function splitTexts(texts: string[]): Promise<Array<SplitText & { n
 }
 
 /**
- * Windows of `chunkWords` words (default 200, `chunkOverlap` 32 overlap), halved until each fits `maxPos`.
+ * Windows of `chunkWords` words (default: the model's `window.words`, 200 at 512 tokens; overlap
+ * `chunkOverlap`, default 32), halved until each fits `window.tokens` with the prompt.
  *
  * Each window's text is re-split as gliner2's `extract_long` does: the window's last word can differ
  * from the document's (a URL takes the "." appended to the window), so slicing the document's words
@@ -65,19 +128,17 @@ export async function textWindows(
   tasks: PromptTask[],
   prefix: string[],
   opts: InferOptions,
-  maxPos: number,
+  window: WindowPlan,
 ): Promise<EncodedRecord[]> {
   const cps = new CodePoints(original);
   const words = splitWords(original);
-  let size = opts.chunkWords ?? 200;
-  const overlapWanted = opts.chunkOverlap ?? 32;
+  let size = opts.chunkWords ?? window.words;
+  const overlapWanted = opts.chunkOverlap ?? window.overlap;
   for (;;) {
-    const overlap = Math.min(overlapWanted, Math.floor(size / 4));
     const out: EncodedRecord[] = [];
     let ok = true;
-    for (let sw = 0; sw < words.starts.length; sw += size - overlap) {
+    for (const [sw, ew] of wordWindows(words.starts.length, size, overlapWanted)) {
       await yieldToEventLoop();
-      const ew = Math.min(sw + size, words.starts.length);
       const startChar = words.starts[sw]!;
       const text = normalizeText(cps.slice(startChar, words.ends[ew - 1]!));
       const sp = splitWords(text);
@@ -88,12 +149,11 @@ export async function textWindows(
         { textIndex: ti, text, offset: startChar, words: sp.words, starts: sp.starts, ends: sp.ends, prefix },
         tasks,
       );
-      if (rec.ids.length > maxPos) {
+      if (rec.ids.length > window.tokens) {
         ok = false;
         break;
       }
       out.push(rec);
-      if (ew === words.starts.length) break;
     }
     if (ok) return out;
     if (size <= 8) throw new EncoderInputError('text cannot be split into windows that fit the model with this schema');

@@ -180,16 +180,27 @@ describe('POST /inference (encoder)', () => {
     expect(JSON.stringify(alone.body.result)).toBe(JSON.stringify(res.body.result[1]));
   });
 
-  it('chunks long texts (no truncation) and maps offsets back to the document', async () => {
+  it('reads a long text in windows (no truncation), says how many, and keeps offsets global', async () => {
     const sentence = 'Maria Gonzalez of Siemens visited Geneva and Kraków on Tuesday. ';
-    const text = `${sentence.repeat(120)}Finally Olaf Scholz arrived in Berlin 😀.`;
+    // an astral character first: every later offset differs in code points and UTF-16 units
+    const text = `😀 ${sentence.repeat(120)}Finally Olaf Scholz arrived in Berlin 😀.`;
     const res = await infer({ text, schema: { entities: ['person', 'location'] }, threshold: 0.4 });
     expect(res.status).toBe(200);
     expect(res.body.usage.input_tokens).toBeGreaterThan(512);
+    expect(res.body.windows).toBeGreaterThan(1);
     const ents = res.body.result.entities as any[];
     for (const e of ents) expect(cp(text, e.start, e.end)).toBe(e.text);
-    const total = Array.from(text).length;
-    expect(ents.some((e) => e.start > total - 60)).toBe(true); // the tail of the document was read
+    // the last words of the document are read in its last window, and come back at their own characters
+    const chars = Array.from(text);
+    const at = (word: string) => Array.from(text.slice(0, text.lastIndexOf(word))).length;
+    const berlin = ents.find((e) => e.text === 'Berlin');
+    expect(berlin).toMatchObject({ label: 'location', start: at('Berlin'), end: at('Berlin') + 6 });
+    expect(chars.slice(berlin.start, berlin.end).join('')).toBe('Berlin');
+    expect(ents.some((e) => e.label === 'person' && e.start === at('Olaf Scholz'))).toBe(true);
+    // a batch: one count per text, in input order, beside `result`
+    const batch = await infer({ text: ['Tim Cook leads Apple.', text], schema: { entities: ['person'] } });
+    expect(batch.status).toBe(200);
+    expect(batch.body.windows).toEqual([1, res.body.windows]);
   });
 });
 
@@ -220,6 +231,7 @@ describe('/gliner-2/*', () => {
     for (const c of calls) {
       expect(c.status).toBe(200);
       expect(c.body.inference_id).toMatch(/^inf_/);
+      expect(c.body.windows).toBe(1); // a short text: one encoder pass
     }
     expect(Object.keys(calls[0]!.body.result)).toEqual(['entities']);
     expect(Object.keys(calls[1]!.body.result)).toEqual(['classifications']);
@@ -259,6 +271,8 @@ describe('compatible routes with a schema', () => {
     });
     expect(chat.status).toBe(200);
     const content = JSON.parse(chat.body.choices[0].message.content);
+    expect(Object.keys(content)).toEqual(['entities']); // the content is the result alone
+    expect(chat.body.windows).toBe(1); // beside inference_id, Sift's own top-level fields
     expect(content.entities[0]).toMatchObject({ text: 'Tim Cook', label: 'person', start: 0, end: 8 });
     const msg = await stack.call('POST', '/v1/messages', {
       body: {
@@ -270,6 +284,7 @@ describe('compatible routes with a schema', () => {
     });
     expect(msg.status).toBe(200);
     expect(JSON.parse(msg.body.content[0].text).entities[0].text).toBe('Tim Cook');
+    expect(msg.body.windows).toBe(1);
   });
 });
 

@@ -7,7 +7,7 @@
 import type { Tokenizer } from 'tokenizers';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema } from '../../src/encoder/schema';
 import { PromptTokens } from '../../src/encoder/tokenize';
-import { splitTexts, textWindows, YIELD_EVERY_CHARS } from '../../src/encoder/windows';
+import { splitTexts, textWindows, windowPlan, YIELD_EVERY_CHARS } from '../../src/encoder/windows';
 
 /** One id per 4 UTF-16 units of a pre-token (at least one), answered without a macrotask. */
 const stubTokenizer = {
@@ -42,7 +42,7 @@ async function windowsOf(text: string) {
   const tasks = buildPromptTasks(schema);
   const prefix = buildChoicePrefix(schema);
   await tok.tokenizeAll([SPECIAL.SEP_STRUCT, SPECIAL.SEP_TEXT, ...prefix, ...tasks.flatMap((t) => t.tokens)]);
-  return turnsDuring(() => textWindows(tok, 0, text, tasks, prefix, {}, 512));
+  return turnsDuring(() => textWindows(tok, 0, text, tasks, prefix, {}, windowPlan({ max_position_embeddings: 512 })));
 }
 
 describe('long texts do not hold the event loop', () => {

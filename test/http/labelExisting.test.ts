@@ -17,6 +17,7 @@ it('labels entities in existing texts, with code-point offsets, one result per i
   expect(res.status).toBe(200);
   expect(res.body.model_id).toBe('sift/gliner2-mini-v1');
   expect(res.body.results.map((r: any) => r.text)).toEqual(inputs);
+  expect(res.body.results.map((r: any) => r.windows)).toEqual([1, 1, 1]); // short inputs: one encoder pass each
   const first = res.body.results[0].entities;
   expect(first).toContainEqual(expect.objectContaining({ text: 'Tim Cook', label: 'person', start: 2, end: 10 }));
   for (const r of res.body.results) for (const e of r.entities) expect(cp(r.text, e.start, e.end)).toBe(e.text);

@@ -18,6 +18,7 @@ from sift_trainer.encoder.prompt_budget import (
     _schema,
     check_records,
     max_positions,
+    rows_over_words,
     sampled_dataset,
 )
 
@@ -216,3 +217,10 @@ def test_training_job_with_120_labels(tmp_path, encoder_base):
     manifest = json.loads((job / "model" / "manifest.json").read_text())
     assert len(manifest["tasks"]["classification"]["labels"]) == 120
     assert 0.0 <= manifest["metrics"]["f1"] <= 1.0 and manifest["metrics"]["n_examples"] > 0
+
+
+def test_rows_over_max_words_are_named(model):
+    """gliner2 trains on a text's first max_len words: the trainer names the rows that cuts (``long_texts``)."""
+    recs = [{"input": " ".join(["word"] * n), "output": {"entities": {"person": []}}} for n in (10, 256, 257, 900)]
+    assert rows_over_words(model.processor, recs, 256) == [2, 3]
+    assert rows_over_words(model.processor, recs, None) == []

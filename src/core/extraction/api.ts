@@ -280,6 +280,12 @@ export interface ExtractionOutput {
   latency_ms: number;
   usage: { input_tokens: number };
   result: Record<string, unknown> | Array<Record<string, unknown>>;
+  /**
+   * Per text, the encoder passes it was read in (docs/reference/decisions.md#encoder-response): 1 = the
+   * whole text in one pass; more = overlapping windows merged back into document offsets. A number when
+   * `result` is one object, an array in input order when it is an array.
+   */
+  windows: number | number[];
 }
 
 /** Run, bill, persist: the model comes resolved, weights checked and engine attached (resolveServable). */
@@ -297,6 +303,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   }
   const results = out.results.map((r) => formatResult(r, a.schema));
   const result = a.batch ? results : results[0]!;
+  const windows = a.batch ? out.chunks : out.chunks[0]!;
   const inferenceId = newInferenceId();
   const latency = Math.round(performance.now() - started);
   const usage = { input_tokens: out.inputTokens };
@@ -336,5 +343,6 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     latency_ms: latency,
     usage,
     result,
+    windows,
   };
 }

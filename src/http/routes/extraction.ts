@@ -21,6 +21,7 @@ import { documentedAs, nonBlank, parseWith } from '../validation';
 import { modelRunErrors } from './errorDocs';
 import { generateInference, GenerateInferenceBody } from './textGeneration';
 
+const windowCount = z.number().int().min(1);
 const ExtractionResponse = z.looseObject({
   inference_id: z.string(),
   model_id: z.string(),
@@ -28,6 +29,27 @@ const ExtractionResponse = z.looseObject({
   latency_ms: z.number(),
   usage: z.object({ input_tokens: z.number() }),
   result: z.unknown(),
+  windows: z
+    .union([windowCount, z.array(windowCount)])
+    .describe(
+      "Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response)",
+    ),
+});
+
+/** `POST /inference` with `task: "generate"` (textGeneration.ts). */
+const GenerationResponse = z.looseObject({
+  inference_id: z.string(),
+  model_id: z.string(),
+  type: z.literal('decoder'),
+  completion: z.string(),
+  latency_ms: z.number(),
+  usage: z.looseObject({
+    prompt_tokens: z.number(),
+    cache_read_tokens: z.number(),
+    cache_write_tokens: z.number(),
+    completion_tokens: z.number(),
+    total_tokens: z.number(),
+  }),
 });
 
 /** The model of an extraction route, resolved once (weights checked, engine attached): a decoder here is a 422 on `body.model_id`. */
@@ -84,7 +106,10 @@ export const inferenceRoutes = [
     // Each branch validates strictly; this only routes on `task`.
     body: InferenceRouterBody,
     responses: {
-      200: { description: 'Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id' },
+      200: {
+        description: 'Per-head results with `windows` (encoder) or `{completion, usage}` (decoder), with inference_id',
+        schema: z.union([ExtractionResponse, GenerationResponse]),
+      },
       ...modelRunErrors,
     },
     handler: async (ctx) => {

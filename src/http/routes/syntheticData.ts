@@ -66,11 +66,13 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
       limitClass: 'generate',
     });
     inputTokens += out.usage.input_tokens;
+    const passes = out.windows as number[];
     (out.result as Record<string, unknown>[]).forEach((r, j) => {
       const text = chunk[j] as string;
       if (kind === 'ner') {
         results.push({
           text,
+          windows: passes[j],
           entities: (r.entities as Record<string, unknown>[]).map(({ text: t, label, start, end, score }) => ({
             text: t,
             label,
@@ -81,12 +83,19 @@ async function annotate(ctx: HandlerContext<LabelExisting, unknown, unknown>, ki
         });
       } else {
         const top = (r.classifications as Record<string, { label: string; score: number }[]>).label?.[0];
-        results.push({ text, label: top?.label ?? null, score: top?.score ?? null });
+        results.push({ text, windows: passes[j], label: top?.label ?? null, score: top?.score ?? null });
       }
     });
   }
   return json(200, { model_id: modelId, results, usage: { input_tokens: inputTokens } });
 }
+
+/** Per input, as `windows` on POST /inference: 1 = read in one pass, more = overlapping windows merged back. */
+const windows = z
+  .number()
+  .int()
+  .min(1)
+  .describe('Encoder passes the input was read in: 1 = at once, more = overlapping windows of a long input, merged');
 
 const responses = (item: z.ZodType) => ({
   ...modelRunErrors,
@@ -153,6 +162,7 @@ export const syntheticDataRoutes = [
     responses: responses(
       z.object({
         text: z.string(),
+        windows,
         entities: z.array(
           z.object({ text: z.string(), label: z.string(), start: z.number(), end: z.number(), score: z.number() }),
         ),
@@ -167,7 +177,9 @@ export const syntheticDataRoutes = [
     summary: 'Classify existing texts into one of the labels (top label and its score), synchronously',
     description: `1–${LABEL_EXISTING_MAX_INPUTS} inputs; \`model_id\` defaults to the installation's default encoder.`,
     body: LabelExistingBody,
-    responses: responses(z.object({ text: z.string(), label: z.string().nullable(), score: z.number().nullable() })),
+    responses: responses(
+      z.object({ text: z.string(), windows, label: z.string().nullable(), score: z.number().nullable() }),
+    ),
     handler: (ctx) => annotate(ctx, 'classification'),
   }),
 ];

@@ -5931,12 +5931,46 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Per-head results (encoder) or `{completion, usage}` (decoder), with inference_id */
+            /** @description Per-head results with `windows` (encoder) or `{completion, usage}` (decoder), with inference_id */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": ({
+                        inference_id: string;
+                        model_id: string;
+                        /** @constant */
+                        type: "encoder";
+                        latency_ms: number;
+                        usage: {
+                            input_tokens: number;
+                        };
+                        result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
+                    } & {
+                        [key: string]: unknown;
+                    }) | ({
+                        inference_id: string;
+                        model_id: string;
+                        /** @constant */
+                        type: "decoder";
+                        completion: string;
+                        latency_ms: number;
+                        usage: {
+                            prompt_tokens: number;
+                            cache_read_tokens: number;
+                            cache_write_tokens: number;
+                            completion_tokens: number;
+                            total_tokens: number;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
             };
             /** @description API key missing, invalid or revoked */
             401: {
@@ -6067,6 +6101,8 @@ export interface operations {
                             input_tokens: number;
                         };
                         result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
                     } & {
                         [key: string]: unknown;
                     };
@@ -6205,6 +6241,8 @@ export interface operations {
                             input_tokens: number;
                         };
                         result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
                     } & {
                         [key: string]: unknown;
                     };
@@ -6348,6 +6386,8 @@ export interface operations {
                             input_tokens: number;
                         };
                         result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
                     } & {
                         [key: string]: unknown;
                     };
@@ -6484,6 +6524,8 @@ export interface operations {
                             input_tokens: number;
                         };
                         result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
                     } & {
                         [key: string]: unknown;
                     };
@@ -6644,6 +6686,8 @@ export interface operations {
                             input_tokens: number;
                         };
                         result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
                     } & {
                         [key: string]: unknown;
                     };
@@ -7040,6 +7084,8 @@ export interface operations {
                         model_id: string;
                         results: {
                             text: string;
+                            /** @description Encoder passes the input was read in: 1 = at once, more = overlapping windows of a long input, merged */
+                            windows: number;
                             entities: {
                                 text: string;
                                 label: string;
@@ -7174,6 +7220,8 @@ export interface operations {
                         model_id: string;
                         results: {
                             text: string;
+                            /** @description Encoder passes the input was read in: 1 = at once, more = overlapping windows of a long input, merged */
+                            windows: number;
                             label: string | null;
                             score: number | null;
                         }[];
@@ -7344,7 +7392,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A chat.completion object, or an SSE stream of chat.completion.chunk */
+            /** @description A chat.completion object, or an SSE stream of chat.completion.chunk; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7781,7 +7829,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A message object, or a named-event SSE stream */
+            /** @description A message object, or a named-event SSE stream; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once) */
             200: {
                 headers: {
                     [name: string]: unknown;

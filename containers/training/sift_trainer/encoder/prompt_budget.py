@@ -406,6 +406,22 @@ def check_records(
     return sampled, bad
 
 
+def rows_over_words(processor, records: list[dict[str, Any]], max_words: int | None) -> list[int]:
+    """Indices of the records whose text has more than ``max_words`` words, as gliner2's collator splits them:
+    it trains on the first ``max_words`` only (``max_len``), so the rest of such a text, and any gold span in
+    it, is not learned. The trainer says how many (the ``long_texts`` event) instead of cutting silently."""
+    if not max_words:
+        return []
+    out = []
+    for i, rec in enumerate(records):
+        norm = processor._normalize_text(rec["input"])
+        words = sum(1 for _ in processor.word_splitter(norm, lower=True))
+        # the "." normalization appends is no text: cutting only it cuts nothing
+        if words - (norm != rec["input"]) > max_words:
+            out.append(i)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Prediction in label groups (validation metrics)
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from .prompt_budget import (
     cap_class_negatives,
     check_records,
     max_positions,
+    rows_over_words,
     sampled_dataset,
 )
 
@@ -403,6 +404,26 @@ def train_encoder(
             max_words=cfg.max_len,
             train_rows_sampled=n_sampled,
             validation_rows_sampled=n_eval_sampled,
+        )
+
+    # gliner2 trains on a text's first max_len words: say how many rows that cuts, never silently
+    long_train = rows_over_words(model.processor, train_records, cfg.max_len)
+    long_eval = rows_over_words(model.processor, eval_records or [], cfg.max_len)
+    if long_train or long_eval:
+        emit(
+            "long_texts",
+            max_words=cfg.max_len,
+            train_rows_cut=len(long_train),
+            validation_rows_cut=len(long_eval),
+            first_rows=long_train[:5],
+        )
+        log.warning(
+            "%d training and %d validation (eval-loss) row(s) have more than %d words; gliner2 reads the first %d "
+            "(hyperparameter max_words)",
+            len(long_train),
+            len(long_eval),
+            cfg.max_len,
+            cfg.max_len,
         )
 
     def scorer(m):

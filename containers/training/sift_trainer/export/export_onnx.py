@@ -39,6 +39,18 @@ MAX_COUNT = 20
 FORMAT = (
     "sift-gliner2-fragments/2"  # /2: eager-attention encoder, span_scores.onnx, count_embed_c1.onnx, encoder.int8.onnx
 )
+
+
+def relative_positions(encoder_config: Any) -> bool:
+    """Whether the backbone has relative attention and no absolute position embeddings (DeBERTa-v2/v3 with
+    ``position_biased_input: false``): then ``max_position_embeddings`` is no hard limit on the input and
+    the serving engine may window past it when ``window_tokens`` asks (src/encoder/windows.ts ``windowPlan``).
+    BERT-style absolute embeddings (and anything unknown) are False: the engine keeps to max_position_embeddings."""
+    return bool(getattr(encoder_config, "relative_attention", False)) and (
+        getattr(encoder_config, "position_biased_input", True) is False
+    )
+
+
 SPECIAL_TOKENS = [
     "[SEP_STRUCT]",
     "[SEP_TEXT]",
@@ -342,6 +354,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         "counting_layer": model.config.counting_layer,
         "token_pooling": model.config.token_pooling,
         "max_position_embeddings": int(getattr(model.encoder.config, "max_position_embeddings", 512)),
+        "relative_positions": relative_positions(model.encoder.config),
         "vocab_size": len(tok),
         "pad_token_id": int(tok.pad_token_id or 0),
         "special_tokens": specials,

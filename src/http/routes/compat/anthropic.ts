@@ -292,6 +292,8 @@ async function encoderMessages(
       0,
     ),
     inference_id: out.inference_id,
+    // Sift's own, beside inference_id: the content stays the result object alone
+    windows: out.windows,
   });
 }
 
@@ -307,7 +309,10 @@ export const anthropicRoutes = [
     errorFormat: 'anthropic',
     body: MessagesBody,
     responses: {
-      200: { description: 'A message object, or a named-event SSE stream' },
+      200: {
+        description:
+          'A message object, or a named-event SSE stream; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once)',
+      },
       ...modelRunErrors,
       400: { description: 'Invalid request (Anthropic error envelope)', schema: AnthropicErrorBody },
     },

@@ -22,7 +22,7 @@ export async function extractThroughCompat(args: {
   threshold?: number | undefined;
   store: boolean;
   endpoint: string;
-}): Promise<{ inference_id: string; result: unknown; input_tokens: number }> {
+}): Promise<{ inference_id: string; result: unknown; input_tokens: number; windows: number }> {
   const { svc, principal, servable, text, schema, threshold, store, endpoint } = args;
   const parsed = toEncoderSchema(parseWith(SchemaBody, schema, 'schema'), ['body', 'schema']);
   const out = await runExtraction({
@@ -38,7 +38,12 @@ export async function extractThroughCompat(args: {
     endpoint,
     limitClass: 'inference',
   });
-  return { inference_id: out.inference_id, result: out.result, input_tokens: out.usage.input_tokens };
+  return {
+    inference_id: out.inference_id,
+    result: out.result,
+    input_tokens: out.usage.input_tokens,
+    windows: out.windows as number,
+  };
 }
 
 /**

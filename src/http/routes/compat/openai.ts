@@ -272,6 +272,8 @@ async function encoderChat(
       cacheWriteTokens: 0,
     }),
     inference_id: out.inference_id,
+    // Sift's own, beside inference_id: the content stays the result object alone
+    windows: out.windows,
   });
 }
 
@@ -284,7 +286,10 @@ export const openAiRoutes = [
     errorFormat: 'openai',
     body: ChatCompletionBody,
     responses: {
-      200: { description: 'A chat.completion object, or an SSE stream of chat.completion.chunk' },
+      200: {
+        description:
+          'A chat.completion object, or an SSE stream of chat.completion.chunk; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once)',
+      },
       ...modelRunErrors,
       400: { description: 'Invalid request (OpenAI error envelope)', schema: OpenAiErrorBody },
     },
