@@ -155,9 +155,7 @@ program
   .description('Follow a training job with a live progress bar until it ends')
   .action(async (jobId: string) => finish(await followJob(apiOptions(), jobId)));
 
-const models = program
-  .command('models')
-  .description('Base-model weights: import, pull and publish (catalog ids, or models under their own names)');
+const models = program.command('models').description('Base-model weights: import, pull, publish');
 models
   .command('publish <sources...>')
   .description(

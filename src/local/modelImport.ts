@@ -99,7 +99,7 @@ export function checkRegistryOptions(o: Pick<ImportOptions, 'languages' | 'descr
   if (o.description !== undefined && (o.description.length === 0 || o.description.length > 300))
     throw new ModelImportError('--description: 1 to 300 characters');
   if (o.teamId !== undefined && !TEAM_ID.test(o.teamId))
-    throw new ModelImportError(`--team: '${o.teamId}' is not a team id (GET /teams/me shows yours)`);
+    throw new ModelImportError(`--team: '${o.teamId}' is not a team id (the operator's GET /teams lists them)`);
 }
 
 /** Bytes of the files a model directory publishes (all but the manifest). */
