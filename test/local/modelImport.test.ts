@@ -15,7 +15,6 @@ import { promisify } from 'node:util';
 import { readModelDir } from '../../src/adapters/modelPublisher';
 import { prepareTraining as prepareSageMakerTraining } from '../../src/aws/trainingWorkflow';
 import { importCommand } from '../../src/cli/models';
-import { prepareTraining } from '../../src/core/training/lifecycle';
 import { EncoderModel } from '../../src/encoder/engine';
 import { canonResult, compareCanon } from '../../src/encoder/parity';
 import type { EncoderSchema } from '../../src/encoder/schema';
@@ -73,7 +72,8 @@ describe('sift models import', () => {
   it('converts the checkpoint under a name of its own, passes parity, publishes it (--bucket); the service lists, serves and trains it as a base model', async () => {
     const modelsDir = join(work, 'models');
     // a deployed bucket stands in as the local stack's s3rver; its store starts without models
-    const stack = await TestStack.start();
+    // one training slot: the fine-tune below runs on the local launcher (the real trainer)
+    const stack = await TestStack.start({ maxTrainingJobs: 1 });
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
     const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     const credentials = await stack.svc.blobs.s3.config.credentials();
@@ -187,35 +187,49 @@ describe('sift models import', () => {
       expect(chat.status).toBe(200);
       expect(JSON.parse(chat.body.choices[0].message.content).entities[0].text).toBe('Angela Merkel');
 
-      // a base model for training: the job is accepted, and both launchers are given the imported weights
-      expect(
-        (
-          await stack.uploadDataset(
-            'tickets',
-            jsonl([
-              { text: 'Ana Ruiz reported that the Router X2 keeps rebooting.', entities: [['Ana Ruiz', 'person']] },
-              { text: 'Please replace the Router X2 for Ben Okafor.', entities: [['Ben Okafor', 'person']] },
-            ]),
-          )
-        ).status,
-      ).toBe('ready');
-      const created = await stack.call('POST', '/core/training-jobs', {
-        body: { model_name: 'support-v2', base_model: OWN, datasets: [{ name: 'tickets' }], training_type: 'full' },
-      });
+      // a base model for training: fine-tuned by the real trainer from the imported weights (the local
+      // launcher fetches models/acme/support-ner/ from the store), and its fine-tune served
+      const tickets = ['Ana Ruiz', 'Ben Okafor', 'Chen Wei', 'Dara Singh', 'Eva Novak', 'Femi Adeyemi'].flatMap(
+        (name) => [
+          { text: `${name} reported that the Router X2 keeps rebooting.`, entities: [[name, 'person']] },
+          { text: `Please replace the Router X2 for ${name} today.`, entities: [[name, 'person']] },
+        ],
+      );
+      expect((await stack.uploadDataset('tickets', jsonl(tickets))).status).toBe('ready');
+      const train = (model_name: string) =>
+        stack.call('POST', '/core/training-jobs', {
+          body: { model_name, base_model: OWN, datasets: [{ name: 'tickets' }], training_type: 'lora', nr_epochs: 1 },
+        });
+      const created = await train('support-v2');
       expect(created.status).toBe(201);
-      const job = (await stack.call('GET', `/core/training-jobs/${created.body.id}`)).body;
-      expect(job).toMatchObject({ base_model: OWN, root_model: OWN, model_type: 'encoder', learning_rate: 1e-4 });
+      // a second job waits for the one slot: what SageMaker would be given for it, then stopped before it runs
+      const queued = await train('support-v2-aws');
+      expect(queued.status).toBe(201);
       const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
-      const local = await prepareTraining(stack.svc, team, job.id, { instanceType: 'local' });
-      expect(local.model).toEqual({ prefix: `models/${OWN}/`, cacheName: `models/${OWN}` });
       const sagemaker = await prepareSageMakerTraining(
         stack.svc,
         { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 },
-        { teamId: team, jobId: job.id },
+        { teamId: team, jobId: queued.body.id },
       );
       expect(sagemaker.channels.find((c) => c.ChannelName === 'model')?.DataSource.S3DataSource.S3Uri).toBe(
         `s3://${stack.svc.blobs.bucket}/models/${OWN}/`,
       );
+      expect((await stack.call('POST', `/core/training-jobs/${queued.body.id}/stop`)).status).toBe(200);
+      let job: { status: string; error: string | null; base_model: string; root_model: string };
+      for (;;) {
+        job = (await stack.call('GET', `/core/training-jobs/${created.body.id}`)).body;
+        if (['complete', 'failed', 'stopped'].includes(job.status)) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(job).toMatchObject({ status: 'complete', error: null, base_model: OWN, root_model: OWN });
+      expect((await stack.call('POST', `/core/training-jobs/${created.body.id}/deploy`, { body: {} })).status).toBe(
+        200,
+      );
+      const tuned = await stack.call('POST', '/inference', {
+        body: { model_id: created.body.id, text: TEXTS[0], schema: { entities: ['person'] }, threshold: 0.3 },
+      });
+      expect(tuned.status).toBe(200);
+      expect(tuned.body).toMatchObject({ model_id: created.body.id, type: 'encoder' });
     } finally {
       await stack.stop();
       if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
