@@ -155,17 +155,17 @@ program
   .description('Follow a training job with a live progress bar until it ends')
   .action(async (jobId: string) => finish(await followJob(apiOptions(), jobId)));
 
-const models = program.command('models').description('Base-model weights in a deployed bucket');
+const models = program.command('models').description('Base-model weights: import, pull, publish');
 models
   .command('publish <sources...>')
   .description(
-    "Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them), a directory of them, or catalog ids found in --models-dir, into the bucket's models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last.",
+    "Upload model directories (<vendor>--<name>/ with a manifest.json, as set-up builds them or import writes them), a directory of them, or model ids found in --models-dir, into the bucket's models/ prefix. Unchanged files are skipped; an interrupted run resumes; the manifest is written last (for a model imported under its own name, that registers it).",
   )
   .requiredOption('--bucket <name>', 'the deployed bucket (CloudFormation export sift-<stage>-bucket-name)')
   .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
   .option('--region <region>', 'AWS region (default: AWS_REGION)')
   .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)')
-  .option('--models-dir <dir>', 'where catalog ids are looked up', DEFAULT_MODELS_DIR)
+  .option('--models-dir <dir>', 'where model ids are looked up', DEFAULT_MODELS_DIR)
   .action(
     async (
       sources: string[],
@@ -192,7 +192,17 @@ type ImportCliOptions = {
   region?: string;
   endpointUrl?: string;
   revision?: string;
+  language?: string[];
+  description?: string;
+  team?: string;
 };
+const languageList = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+];
 /** import/pull: where the model goes (the local models dir, and a bucket when named). */
 const importTargets = (c: Command) =>
   c
@@ -201,7 +211,17 @@ const importTargets = (c: Command) =>
     .option('--bucket <name>', 'also publish into this deployed bucket (as `models publish`)')
     .option('--prefix <prefix>', 'model store prefix in the bucket', 'models/')
     .option('--region <region>', 'AWS region (default: AWS_REGION)')
-    .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)');
+    .option('--endpoint-url <url>', 'S3 endpoint (an emulator, or a VPC endpoint)')
+    .option(
+      '--language <codes>',
+      'a model under its own name: the languages it handles (ISO 639-1, or multi; comma-separated or repeated)',
+      languageList,
+    )
+    .option('--description <text>', 'a model under its own name: one line for GET /base-models')
+    .option(
+      '--team <team-id>',
+      'a model under its own name: private to this team (only it lists, serves and trains it)',
+    );
 const runImport = async (name: string, work: (signal: AbortSignal) => Promise<unknown>) => {
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort(new Error('interrupted')));
@@ -218,7 +238,10 @@ importTargets(
     .description(
       'Convert a GLiNER2 checkpoint directory (config.json, encoder_config/, model.safetensors or pytorch_model.bin, tokenizer files) into served ONNX fragments; refused unless the TS engine matches the gliner2 library on parity cases (scores within 1e-4)',
     )
-    .option('--as <id>', 'catalog id to serve it as (default: read from the checkpoint)'),
+    .option(
+      '--as <id>',
+      '<org>/<name> to serve and train it as: a name of your own (registered, GET /base-models source imported) or a catalog encoder id (provides its weights); default: read from the checkpoint',
+    ),
 ).action(async (dir: string, o: ImportCliOptions) =>
   runImport('import', async (signal) => {
     const { importCommand } = await import('../src/cli/models');
@@ -229,9 +252,10 @@ importTargets(
   models
     .command('pull <id>')
     .description(
-      "Download a catalog model's GLiNER2 checkpoint from the Hugging Face hub (HF_ENDPOINT, HF_TOKEN), then import it; fails at once where no hub is reachable",
+      "Download a GLiNER2 checkpoint (a catalog model's, or any <org>/<name>: registered under that name) from the Hugging Face hub (HF_ENDPOINT, HF_TOKEN), then import it; fails at once where no hub is reachable",
     )
-    .option('--revision <rev>', 'hub revision (branch, tag or commit)'),
+    .option('--revision <rev>', 'hub revision (branch, tag or commit)')
+    .option('--as <id>', 'the <org>/<name> to register it as (default: the hub id)'),
 ).action(async (id: string, o: ImportCliOptions) =>
   runImport('pull', async (signal) => {
     const { pullCommand } = await import('../src/cli/models');

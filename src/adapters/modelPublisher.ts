@@ -1,6 +1,8 @@
 /**
  * Publishes base-model directories (src/core/modelLayout.ts) into a bucket's model store: the one
- * implementation behind local start-up and `sift models publish`.
+ * implementation behind local start-up and `sift models publish`. A directory holds a catalog model, or a
+ * model imported under its own name, whose manifest's `registry` entry registers it once the manifest lands
+ * (src/core/modelRegistry.ts).
  *
  * - Idempotent: each object carries its sha256 in metadata; an object with the same size and
  *   sha256 is not uploaded again. (The ETag can't serve: under SSE-KMS it is not the MD5.)
@@ -19,6 +21,13 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { CATALOG, findBaseModel } from '../core/catalog';
+import {
+  checkImportName,
+  isModelName,
+  ModelNameError,
+  readRegistryEntry,
+  SERVABLE_ARCHITECTURES,
+} from '../core/modelRegistry';
 import {
   baseModelPrefix,
   isUnpublishedFile,
@@ -89,7 +98,10 @@ async function sha256(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** The catalog id a model directory holds: its manifest's `model_id`, which must agree with the directory name. */
+/**
+ * The model id a model directory holds: its manifest's `model_id`, which must agree with the directory name, and
+ * be a catalog id or a model imported under its own name (a valid name, and a `registry` entry in the manifest).
+ */
 export async function readModelDir(dir: string): Promise<{ modelId: string; manifest: Buffer; listed: string[] }> {
   const manifest = await readFile(join(dir, MANIFEST_FILE)).catch(missingAsUndefined);
   if (!manifest)
@@ -108,10 +120,18 @@ export async function readModelDir(dir: string): Promise<{ modelId: string; mani
     throw new ModelPublishError(
       `${dir}: manifest model_id '${modelId}' does not match the directory name (expected ${modelDirName(modelId)}/)`,
     );
-  if (!findBaseModel(modelId))
-    throw new ModelPublishError(
-      `'${modelId}' (${dir}) is not a catalog model; the service serves and trains only: ${CATALOG.map((m) => m.id).join(', ')}`,
-    );
+  if (!findBaseModel(modelId)) {
+    try {
+      checkImportName(modelId, `${join(dir, MANIFEST_FILE)} model_id`);
+    } catch (err) {
+      if (err instanceof ModelNameError) throw new ModelPublishError(err.message);
+      throw err;
+    }
+    if (!readRegistryEntry(parsed))
+      throw new ModelPublishError(
+        `'${modelId}' (${dir}) is neither a catalog model (${CATALOG.map((m) => m.id).join(', ')}) nor a model imported under its own name: its manifest has no registry entry of an architecture the engine serves (${SERVABLE_ARCHITECTURES.join(', ')}); import the checkpoint with \`sift models import <dir> --as ${modelId}\``,
+      );
+  }
   // `files` names what the model needs (values are paths; a trailing `/` names a directory)
   const listed =
     parsed.files && typeof parsed.files === 'object'
@@ -120,22 +140,33 @@ export async function readModelDir(dir: string): Promise<{ modelId: string; mani
   return { modelId, manifest, listed };
 }
 
-/** Every `<vendor>--<name>/` under `modelsDir` that holds a manifest and names a catalog model. */
+/** Every `<vendor>--<name>/` under `modelsDir` that holds a manifest and names a catalog model or registers an imported one. */
 export async function modelDirsIn(modelsDir: string): Promise<string[]> {
   const entries = (await readdir(modelsDir, { withFileTypes: true }).catch(missingAsUndefined)) ?? [];
   const dirs: string[] = [];
   for (const e of entries) {
     if (!e.isDirectory() || !e.name.includes('--')) continue;
     const dir = join(modelsDir, e.name);
-    if ((await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined)) && findBaseModel(modelIdFromDirName(e.name)))
-      dirs.push(dir);
+    const manifest = await readFile(join(dir, MANIFEST_FILE), 'utf8').catch(missingAsUndefined);
+    if (manifest === undefined) continue;
+    const id = modelIdFromDirName(e.name);
+    if (findBaseModel(id) || (isModelName(id) && importedManifest(manifest))) dirs.push(dir);
   }
   return dirs.sort();
 }
 
+/** Whether a manifest's text registers an imported model (a models dir may hold other directories). */
+function importedManifest(text: string): boolean {
+  try {
+    return readRegistryEntry(JSON.parse(text)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * `sift models publish` arguments → model directories: a model directory (has a manifest), a
- * models directory (every model in it), or a catalog id looked up in `modelsDir`.
+ * models directory (every model in it), or a model id (catalog or imported) looked up in `modelsDir`.
  */
 export async function resolveModelSources(sources: string[], modelsDir: string): Promise<string[]> {
   const dirs: string[] = [];
@@ -147,21 +178,23 @@ export async function resolveModelSources(sources: string[], modelsDir: string):
         const found = await modelDirsIn(source);
         if (!found.length)
           throw new ModelPublishError(
-            `${source} holds no model directories (<vendor>--<name>/ with a ${MANIFEST_FILE}, named after a catalog model)`,
+            `${source} holds no model directories (<vendor>--<name>/ with a ${MANIFEST_FILE}, named after a catalog model or imported under its own name)`,
           );
         dirs.push(...found);
       }
-    } else if (findBaseModel(source)) {
+    } else if (findBaseModel(source) || isModelName(source)) {
       const dir = join(modelsDir, modelDirName(source));
       if (!(await stat(join(dir, MANIFEST_FILE)).catch(missingAsUndefined))) {
         throw new ModelPublishError(
-          `'${source}' is not built or provided: no ${join(dir, MANIFEST_FILE)} (build it with \`node scripts/setup.mjs\`, or put its files there)`,
+          findBaseModel(source)
+            ? `'${source}' is not built or provided: no ${join(dir, MANIFEST_FILE)} (build it with \`node scripts/setup.mjs\`, or put its files there)`
+            : `'${source}' is not imported: no ${join(dir, MANIFEST_FILE)} (\`sift models import <dir> --as ${source}\` writes it)`,
         );
       }
       dirs.push(dir);
     } else {
       throw new ModelPublishError(
-        `'${source}' is neither a directory nor a catalog model id (${CATALOG.map((m) => m.id).join(', ')})`,
+        `'${source}' is neither a directory nor a model id (a catalog id: ${CATALOG.map((m) => m.id).join(', ')}; or <org>/<name> imported into ${modelsDir})`,
       );
     }
   }

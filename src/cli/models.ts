@@ -70,6 +70,10 @@ export async function publishCommand(
 
 export interface ImportCommandOptions {
   as?: string;
+  /** A model under its own name: its languages, one line for GET /base-models, the one team it is private to. */
+  language?: string[];
+  description?: string;
+  team?: string;
   modelsDir: string;
   force?: boolean;
   /** Also publish into this bucket (with `sift models publish`'s options). */
@@ -104,6 +108,12 @@ async function publishImported(
   );
 }
 
+const registryOptions = (o: ImportCommandOptions) => ({
+  ...(o.language ? { languages: o.language } : {}),
+  ...(o.description !== undefined ? { description: o.description } : {}),
+  ...(o.team !== undefined ? { teamId: o.team } : {}),
+});
+
 const checkBucketFirst = (o: ImportCommandOptions) => {
   if (o.bucket)
     checkPublishOptions({
@@ -129,15 +139,16 @@ export async function importCommand(
     modelsDir: o.modelsDir,
     force: o.force,
     onLine: write,
+    ...registryOptions(o),
   });
   await publishImported(result.dir, o, write, signal);
   return result;
 }
 
-/** `sift models pull <id>`: download from the Hugging Face hub, then as `importCommand`. */
+/** `sift models pull <id>`: download from the Hugging Face hub, then as `importCommand` (under `--as`, default the hub id). */
 export async function pullCommand(
   modelId: string,
-  o: Omit<ImportCommandOptions, 'as'> & { revision?: string },
+  o: ImportCommandOptions & { revision?: string },
   write: (line: string) => void,
   signal?: AbortSignal,
 ) {
@@ -145,10 +156,12 @@ export async function pullCommand(
   const { pullModel } = await import('../local/modelPull');
   const result = await pullModel({
     modelId,
+    ...(o.as !== undefined ? { as: o.as } : {}),
     modelsDir: o.modelsDir,
     force: o.force,
     revision: o.revision,
     onLine: write,
+    ...registryOptions(o),
   });
   await publishImported(result.dir, o, write, signal);
   return result;

@@ -1,6 +1,3 @@
-import type { Services } from './context';
-import { baseModelManifestKey } from './modelLayout';
-
 export type ModelType = 'encoder' | 'decoder';
 export type EncoderTask = 'ner' | 'classification' | 'structures' | 'relations';
 export type ModelTask = EncoderTask | 'generate';
@@ -17,9 +14,19 @@ export interface BaseModel {
   training_algorithms: ('sft' | 'dpo' | 'grpo')[];
   default_hyperparameters: { nr_epochs: number; learning_rate: number };
   max_input_tokens: number;
+  /** Where the entry comes from: this fixed list, or an operator's import under its own name (modelRegistry.ts). */
+  source?: 'catalog' | 'imported';
+  /** An imported model's served architecture (`gliner2-span`) and backbone `model_type` (`bert`, `deberta-v2`). */
+  architecture?: string;
+  backbone?: string;
+  /** An imported model's exact size: parameters and bytes in the model store. */
+  parameter_count?: number;
+  size_bytes?: number;
+  /** An imported model private to one team. */
+  team_id?: string;
 }
 
-const ENCODER_TASKS: ModelTask[] = ['ner', 'classification', 'structures', 'relations'];
+export const ENCODER_TASKS: readonly ModelTask[] = ['ner', 'classification', 'structures', 'relations'];
 
 const encoder = (id: string, description: string, languages: string[], parameters: string, lr: number): BaseModel => ({
   id,
@@ -27,7 +34,7 @@ const encoder = (id: string, description: string, languages: string[], parameter
   description,
   languages,
   parameters,
-  tasks: ENCODER_TASKS,
+  tasks: [...ENCODER_TASKS],
   supports_training: true,
   training_types: ['lora', 'full'],
   training_algorithms: ['sft'],
@@ -74,25 +81,4 @@ export const ENCODER_LORA_MANY_ROWS = 300;
 export function defaultLearningRate(model: BaseModel, trainingType: 'lora' | 'full', trainingRows = 0): number {
   if (model.type !== 'encoder' || trainingType !== 'lora') return model.default_hyperparameters.learning_rate;
   return trainingRows >= ENCODER_LORA_MANY_ROWS ? ENCODER_LORA_LEARNING_RATE_MANY_ROWS : ENCODER_LORA_LEARNING_RATE;
-}
-
-/** A model's weights are present when its manifest is in the model store (`baseModelManifestKey`). */
-export async function listBaseModels(
-  svc: Services,
-  filter: { task_type?: string | undefined; supports_training?: boolean | undefined },
-) {
-  const models = CATALOG.filter((m) => {
-    if (filter.task_type && m.type !== filter.task_type && !m.tasks.includes(filter.task_type as ModelTask))
-      return false;
-    if (filter.supports_training !== undefined && m.supports_training !== filter.supports_training) return false;
-    return true;
-  });
-  const available = await Promise.all(
-    models.map(async (m) => (await svc.blobs.head(baseModelManifestKey(m.id))) !== undefined),
-  );
-  return models.map((m, i) => {
-    // a model without weights that this installation is building says how far the build is
-    const build = available[i] ? undefined : svc.modelBuilds?.progress(m.id);
-    return { ...m, task_type: m.type, available: available[i] ?? false, ...(build ? { build } : {}) };
-  });
 }

@@ -11,10 +11,11 @@
  */
 import { ITEM_EXISTS, WriteConflict } from './ports';
 import { jobItem, projectDeploymentItem, projectDeploymentsPrefix, projectItem, teamPartition } from './recordKeys';
-import { findBaseModel, type BaseModel } from './catalog';
+import type { BaseModel } from './catalog';
 import type { Services } from './context';
 import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } from './errors';
 import { isUuid, newUuid } from './ids';
+import { findModel } from './modelRegistry';
 import { deleteProject, getProject, listProjects, type Project } from './projects';
 import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
 import { getTrainingJob, type JobDeployment, type TrainingJob } from './trainingJobs';
@@ -294,12 +295,12 @@ export type ServingTarget =
     };
 
 /**
- * docs/reference/decisions.md#model-identifiers: a catalog id; a training job id (only while deployed, else 409 "has no
+ * docs/reference/decisions.md#model-identifiers: a catalog id or an imported model's name (modelRegistry.ts); a training job id (only while deployed, else 409 "has no
  * active inference deployment"); a project name or id (whatever it serves now). Projects resolve on
  * every inference route, native included.
  */
 export async function resolveServingTarget(svc: Services, teamId: string, model: string): Promise<ServingTarget> {
-  const base = findBaseModel(model);
+  const base = await findModel(svc, model, teamId);
   if (base) return { kind: 'catalog', model: base, projectId: null, job: null };
   let job: TrainingJob | undefined;
   let projectId: string | null = null;
@@ -317,10 +318,10 @@ export async function resolveServingTarget(svc: Services, teamId: string, model:
     projectId = project.id;
   }
   if (!job.deployment) throw new ConflictError(`Training job '${job.id}' has no active inference deployment`);
-  const root = findBaseModel(job.root_model);
+  const root = await findModel(svc, job.root_model, teamId);
   if (!root)
     throw new ConflictError(
-      `Training job '${job.id}' was trained from '${job.root_model}', which this deployment's catalog no longer has`,
+      `Training job '${job.id}' was trained from '${job.root_model}', which this deployment no longer has (neither in its catalog nor imported)`,
     );
   return { kind: 'deployment', model: root, job: job as TrainingJob & { deployment: JobDeployment }, projectId };
 }

@@ -1,6 +1,5 @@
 import { byCreation, evaluationItem, evaluationsIndex } from './recordKeys';
 import { baseModelManifestKey } from './modelLayout';
-import { findBaseModel } from './catalog';
 import { ENCODER_TASK_TYPES } from './datasets/rows';
 import { getProject } from './projects';
 import type { Services } from './context';
@@ -8,6 +7,7 @@ import { latestReadyVersion, getVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } from './errors';
 import { missingWeightsError } from './modelBuild';
 import { isUuid, newUuid } from './ids';
+import { findModel } from './modelRegistry';
 import { getTrainingJob } from './trainingJobs';
 import { admitCompute, billEvaluation } from './billing/compute';
 import { releaseComputeSlot } from './computeSlots';
@@ -47,7 +47,7 @@ export async function createEvaluation(
 ): Promise<Evaluation> {
   let trainingJobId: string | null = null;
   let projectId = input.project_id ?? null;
-  if (isUuid(input.base_model) && !findBaseModel(input.base_model)) {
+  if (isUuid(input.base_model)) {
     const job = await getTrainingJob(svc, teamId, input.base_model).catch(notFoundAsUndefined);
     if (!job)
       throw ValidationError.field(
@@ -64,11 +64,11 @@ export async function createEvaluation(
       throw new ConflictError(`Training job '${job.id}' is ${job.status}; only a complete job can be evaluated`);
     trainingJobId = job.id;
   } else {
-    const base = findBaseModel(input.base_model);
+    const base = await findModel(svc, input.base_model, teamId);
     if (!base)
       throw ValidationError.field(
         ['body', 'base_model'],
-        `'${input.base_model}' is neither a training job id nor a catalog model id`,
+        `'${input.base_model}' is neither a training job id nor a base model id (GET /base-models)`,
         'unknown_model',
       );
     if (base.type !== 'encoder')

@@ -9,9 +9,10 @@
  * `ttlMs` (revoking through this process takes effect at once, as on AWS the authorizer's own 60 s
  * cache already allows); a stored inference becomes readable a few milliseconds after its response —
  * reads through this process wait for it — and a crash in that window loses it, as it loses the
- * usage counters buffered for the same second. Catalog weights removed from the store are noticed
- * up to `ttlMs` late; weights published are seen at once (only their presence is kept).
+ * usage counters buffered for the same second. Catalog weights (and imported models' registrations) removed from
+ * the store are noticed up to `ttlMs` late; weights published are seen at once (only their presence is kept).
  */
+import type { BaseModel } from './catalog';
 import type { Principal, Team } from './identity';
 
 export class TtlCache<V> {
@@ -68,6 +69,8 @@ export interface HotPath {
   teams: TtlCache<Team>;
   /** Manifest keys of catalog models whose weights were found in the model store (models.ts ensureEncoderWeights). */
   storedWeights: TtlCache<true>;
+  /** Imported models found registered in the model store, by id (modelRegistry.ts; a miss is asked again). */
+  importedModels: TtlCache<BaseModel>;
   writes: PendingWrites;
 }
 
@@ -76,6 +79,7 @@ export function createHotPath(onWriteError: (id: string, error: unknown) => void
     principals: new TtlCache(ttlMs),
     teams: new TtlCache(ttlMs),
     storedWeights: new TtlCache(ttlMs, 1000),
+    importedModels: new TtlCache(ttlMs, 1000),
     writes: new PendingWrites(onWriteError),
   };
 }

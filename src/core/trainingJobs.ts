@@ -3,7 +3,8 @@ import { admitCompute, billTrainingJob } from './billing/compute';
 import { releaseComputeSlot } from './computeSlots';
 import { byCreation, checkpointItem, jobItem, jobsIndex } from './recordKeys';
 import { ITEM_EXISTS, WriteConflict } from './ports';
-import { defaultLearningRate, findBaseModel, type BaseModel } from './catalog';
+import { defaultLearningRate, type BaseModel } from './catalog';
+import { findModel } from './modelRegistry';
 import type { Services } from './context';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
@@ -131,14 +132,14 @@ const TASKS_FOR_ALGORITHM: Record<'sft' | 'dpo' | 'grpo', TaskType[]> = {
 };
 
 async function resolveBaseModel(svc: Services, teamId: string, baseModel: string): Promise<{ root: BaseModel }> {
-  const catalog = findBaseModel(baseModel);
+  const catalog = await findModel(svc, baseModel, teamId);
   if (catalog) return { root: catalog };
   if (isUuid(baseModel)) {
     const ckpt = await svc.records.get<CheckpointRef>(
       checkpointItem(teamId, baseModel).pk,
       checkpointItem(teamId, baseModel).sk,
     );
-    const root = ckpt ? findBaseModel(ckpt.root_model) : undefined;
+    const root = ckpt ? await findModel(svc, ckpt.root_model, teamId) : undefined;
     if (root) return { root };
     throw ValidationError.field(
       ['body', 'base_model'],
@@ -148,7 +149,7 @@ async function resolveBaseModel(svc: Services, teamId: string, baseModel: string
   }
   throw ValidationError.field(
     ['body', 'base_model'],
-    `'${baseModel}' is neither a catalog model id (GET /base-models) nor a checkpoint UUID`,
+    `'${baseModel}' is neither a base model id (GET /base-models: the catalog and imported models) nor a checkpoint UUID`,
     'unknown_model',
   );
 }

@@ -4,18 +4,30 @@
  * start publishes into the model store), accepted only when the TS engine on the export answers the
  * parity cases as the Python library does on the checkpoint.
  *
+ * Under a catalog encoder id it provides that catalog model's weights; under any other `<org>/<name>`
+ * (src/core/modelRegistry.ts `checkImportName`) it is a model of its own: the manifest gets a `registry`
+ * entry (architecture, backbone, parameters, bytes, languages, optionally the one team it is private to),
+ * which registers it wherever the directory is published (local start, `sift models publish`).
+ *
  * The conversion is containers/training `sift_trainer.export.import_checkpoint` (export/export_onnx.py's fragments)
  * run in the trainer venv; it writes into a staging directory beside the target, and the directory
  * is renamed into place only after parity passes, so a refused import leaves nothing behind.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { missingAsUndefined } from '../adapters/fs/missingFile';
-import { CATALOG, findBaseModel, type BaseModel } from '../core/catalog';
+import { CATALOG, type BaseModel } from '../core/catalog';
+import {
+  checkImportName,
+  languageProblem,
+  ModelNameError,
+  SERVABLE_ARCHITECTURES,
+  type RegistryEntry,
+} from '../core/modelRegistry';
 import { EncoderModel } from '../encoder/engine';
 import { createLogger } from '../http/logger';
 import { canonResult, compareCanon, type CanonResult } from '../encoder/parity';
@@ -30,8 +42,15 @@ export class ModelImportError extends Error {}
 
 export interface ImportOptions {
   checkpointDir: string;
-  /** The catalog id to import as; default: read from the checkpoint (`modelIdFromCheckpoint`). */
+  /** The id to import as (a catalog encoder id, or `<org>/<name>` of its own); default: read from the checkpoint (`modelIdFromCheckpoint`). */
   modelId?: string | undefined;
+  /** Where `modelId` came from, for refusals (`--as`, `<id>`). */
+  modelIdField?: string | undefined;
+  /** A model of its own: the languages it handles (ISO 639-1, or `multi`); unknown when absent. */
+  languages?: readonly string[] | undefined;
+  description?: string | undefined;
+  /** A model of its own, private to this team (its id): only that team lists, serves and trains it. */
+  teamId?: string | undefined;
   modelsDir: string;
   /** Replace a model directory that is already there. */
   force?: boolean | undefined;
@@ -45,28 +64,52 @@ export interface ImportOptions {
 
 export interface ImportResult {
   modelId: string;
+  /** A model under its own name: what its manifest registers (src/core/modelRegistry.ts). */
+  registry?: RegistryEntry;
   dir: string;
   parity: { cases: number; texts: number; items: number; maxDiff: number; tolerance: number };
   seconds: number;
 }
 
 /**
- * Only catalog encoder ids: the catalog (src/core/catalog.ts) is the fixed list the service serves,
- * trains from and lists in GET /base-models, and the publisher refuses any other id — weights under
- * a custom id would be stored but never reachable.
+ * The catalog encoder `id` provides weights for, or undefined for a model under a name of its own
+ * (src/core/modelRegistry.ts `checkImportName`: a safe `<org>/<name>`, no catalog id of another family).
  */
-export function importableModel(id: string): BaseModel {
-  const model = findBaseModel(id);
-  const encoders = CATALOG.filter((m) => m.type === 'encoder').map((m) => m.id);
-  if (!model)
+export function importableModel(id: string, field = '--as'): BaseModel | undefined {
+  try {
+    return checkImportName(id, field);
+  } catch (err) {
+    if (err instanceof ModelNameError) throw new ModelImportError(err.message);
+    throw err;
+  }
+}
+
+const TEAM_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** The registry options, checked before minutes of conversion. */
+export function checkRegistryOptions(o: Pick<ImportOptions, 'languages' | 'description' | 'teamId'>, catalog: boolean) {
+  if (catalog && (o.languages?.length || o.description !== undefined || o.teamId !== undefined))
     throw new ModelImportError(
-      `'${id}' is not a catalog model; the service serves only catalog ids, so import as one of: ${encoders.join(', ')}`,
+      '--language, --description and --team describe a model imported under its own name; a catalog id keeps its catalog entry',
     );
-  if (model.type !== 'encoder')
-    throw new ModelImportError(
-      `'${id}' is a ${model.type} model; only GLiNER2 encoders are imported (${encoders.join(', ')})`,
-    );
-  return model;
+  for (const code of o.languages ?? []) {
+    const problem = languageProblem(code);
+    if (problem) throw new ModelImportError(`--language: ${problem}`);
+  }
+  if (o.description !== undefined && (o.description.length === 0 || o.description.length > 300))
+    throw new ModelImportError('--description: 1 to 300 characters');
+  if (o.teamId !== undefined && !TEAM_ID.test(o.teamId))
+    throw new ModelImportError(`--team: '${o.teamId}' is not a team id (the operator's GET /teams lists them)`);
+}
+
+/** Bytes of the files a model directory publishes (all but the manifest). */
+async function publishedBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile() || (e.parentPath === dir && e.name === MANIFEST_FILE)) continue;
+    total += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return total;
 }
 
 /** The id a checkpoint names: a Sift manifest's `model_id`, a hub cache path (`models--<vendor>--<name>/snapshots/…`), or a `<vendor>--<name>` directory. */
@@ -87,6 +130,7 @@ interface TrainerEvent {
   error?: string;
   stage?: string;
   seconds?: number;
+  parameters?: number;
 }
 
 /** Runs `python -m sift_trainer.export.import_checkpoint …`; resolves with its last event and a tail of stderr. */
@@ -168,13 +212,17 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
   const modelId = o.modelId ?? (await modelIdFromCheckpoint(checkpointDir));
   if (!modelId)
     throw new ModelImportError(
-      `cannot tell which catalog model ${checkpointDir} is: pass --as <id> (${CATALOG.filter(
+      `cannot tell which model ${checkpointDir} is: pass --as <org>/<name> (a name of your own, or a catalog id to provide its weights: ${CATALOG.filter(
         (m) => m.type === 'encoder',
       )
         .map((m) => m.id)
         .join(', ')})`,
     );
-  importableModel(modelId);
+  const catalog = importableModel(
+    modelId,
+    o.modelId ? (o.modelIdField ?? '--as') : `the id read from ${checkpointDir}`,
+  );
+  checkRegistryOptions(o, catalog !== undefined);
   const target = join(o.modelsDir, modelDirName(modelId));
   if (existsSync(target) && !o.force)
     throw new ModelImportError(`${target} already exists; pass --force to replace ${modelId}'s weights`);
@@ -188,6 +236,7 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
   try {
     await writeFile(join(work, 'cases.json'), JSON.stringify(cases));
     say(`${modelId}: converting ${checkpointDir} (gliner2 → ONNX fragments)…`);
+    let parameters: number | undefined;
     const run = await runImportModule(
       [
         'convert',
@@ -206,7 +255,11 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
         python: o.python,
         trainerDir: o.trainerDir,
         env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
-        onEvent: (e) => e.event === 'import_stage' && say(`  ${e.stage} (${e.seconds ?? '?'} s)`),
+        onEvent: (e) => {
+          if (e.event !== 'import_stage') return;
+          if (typeof e.parameters === 'number') parameters = e.parameters;
+          say(`  ${e.stage} (${e.seconds ?? '?'} s)`);
+        },
       },
     );
     if (run.code !== 0) {
@@ -235,28 +288,65 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
     say(
       `  parity: ${parity.items} spans/labels on ${texts} texts identical, max |Δscore| ${parity.maxDiff.toExponential(2)} (≤ ${tolerance})`,
     );
-    // the verdict travels with the weights
+    // the verdict travels with the weights, and so does a model's own registry entry
     const manifest = JSON.parse(await readFile(join(staging, MANIFEST_FILE), 'utf8')) as Record<string, unknown>;
+    const registry = catalog ? undefined : await registryEntry(staging, manifest, parameters, o);
     await writeFile(
       join(staging, MANIFEST_FILE),
       JSON.stringify(
         {
           ...manifest,
           import_parity: { ...summary, engine: 'onnxruntime-node fp32', reference: 'gliner2 (PyTorch, CPU)' },
+          ...(registry ? { registry } : {}),
         },
         null,
         2,
       ),
     );
+    if (registry)
+      say(
+        `  registered as ${modelId}: ${registry.architecture}${registry.backbone ? ` (${registry.backbone})` : ''}, ${registry.parameter_count ?? '?'} parameters, ${registry.size_bytes} bytes${registry.team_id ? `, private to team ${registry.team_id}` : ''}`,
+      );
     if (existsSync(target)) {
       const old = `${staging}.replaced`;
       await rename(target, old);
       await rename(staging, target);
       await rm(old, { recursive: true, force: true });
     } else await rename(staging, target);
-    return { modelId, dir: target, parity: summary, seconds: (performance.now() - t0) / 1000 };
+    return {
+      modelId,
+      dir: target,
+      parity: summary,
+      seconds: (performance.now() - t0) / 1000,
+      ...(registry ? { registry } : {}),
+    };
   } finally {
     await rm(staging, { recursive: true, force: true });
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** A model of its own's registry entry, from the converter's manifest and the options. */
+async function registryEntry(
+  dir: string,
+  manifest: Record<string, unknown>,
+  parameters: number | undefined,
+  o: Pick<ImportOptions, 'languages' | 'description' | 'teamId'>,
+): Promise<RegistryEntry> {
+  const architecture = manifest.architecture;
+  if (!(SERVABLE_ARCHITECTURES as readonly unknown[]).includes(architecture))
+    throw new ModelImportError(
+      `the converter wrote architecture ${JSON.stringify(architecture)}, which the engine does not serve (${SERVABLE_ARCHITECTURES.join(', ')})`,
+    );
+  const backbone = (manifest.backbone as { model_type?: unknown } | undefined)?.model_type;
+  return {
+    source: 'imported',
+    architecture: architecture as string,
+    ...(typeof backbone === 'string' ? { backbone } : {}),
+    ...(parameters ? { parameter_count: parameters } : {}),
+    size_bytes: await publishedBytes(dir),
+    languages: [...new Set(o.languages ?? [])],
+    ...(o.description !== undefined ? { description: o.description } : {}),
+    ...(o.teamId !== undefined ? { team_id: o.teamId } : {}),
+  };
 }

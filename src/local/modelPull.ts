@@ -1,5 +1,7 @@
 /**
- * `sift models pull <id>`: the checkpoint from the Hugging Face hub, then `importCheckpoint`.
+ * `sift models pull <id>`: the checkpoint from the Hugging Face hub, then `importCheckpoint` — under the
+ * hub id (a catalog encoder id provides that model's weights; any other `<org>/<name>` registers a model of
+ * its own) or under `as`.
  *
  * Fails fast where no hub is reachable: HF_HUB_OFFLINE refuses at once, and one request with a short
  * timeout probes the hub before huggingface_hub (whose own retries can take minutes) downloads anything.
@@ -7,6 +9,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  checkRegistryOptions,
   importableModel,
   importCheckpoint,
   ModelImportError,
@@ -18,8 +21,11 @@ import {
 export const DEFAULT_HUB_ENDPOINT = 'https://huggingface.co';
 export const HUB_PROBE_TIMEOUT_MS = 10_000;
 
-export interface PullOptions extends Omit<ImportOptions, 'checkpointDir' | 'modelId'> {
+export interface PullOptions extends Omit<ImportOptions, 'checkpointDir' | 'modelId' | 'modelIdField'> {
+  /** The hub repo. */
   modelId: string;
+  /** The id to import it as (default: `modelId`). */
+  as?: string | undefined;
   revision?: string | undefined;
   /** Default: HF_ENDPOINT, else https://huggingface.co (huggingface_hub reads the same variable). */
   hubEndpoint?: string | undefined;
@@ -62,8 +68,14 @@ export async function probeHub(modelId: string, endpoint: string, timeoutMs: num
   if (!res.ok) throw new ModelImportError(`the hub answered HTTP ${res.status} for ${url}`);
 }
 
+const HUB_REPO = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
 export async function pullModel(o: PullOptions): Promise<ImportResult> {
-  importableModel(o.modelId);
+  // the name is checked before the hub is asked; the repo only has to be a hub id
+  const catalog = o.as !== undefined ? importableModel(o.as, '--as') : importableModel(o.modelId, '<id>');
+  checkRegistryOptions(o, catalog !== undefined);
+  if (!HUB_REPO.test(o.modelId) || o.modelId.includes('..'))
+    throw new ModelImportError(`<id>: '${o.modelId}' is not a Hugging Face hub repo id (<org>/<name>)`);
   const endpoint = o.hubEndpoint ?? process.env.HF_ENDPOINT ?? DEFAULT_HUB_ENDPOINT;
   await probeHub(o.modelId, endpoint, o.probeTimeoutMs ?? HUB_PROBE_TIMEOUT_MS);
   const say = o.onLine ?? (() => {});
@@ -83,7 +95,12 @@ export async function pullModel(o: PullOptions): Promise<ImportResult> {
       throw new ModelImportError(
         `downloading ${o.modelId} failed: ${run.last?.error ?? run.stderr.trim().split('\n').slice(-2).join(' | ')}`,
       );
-    return await importCheckpoint({ ...o, checkpointDir: download, modelId: o.modelId });
+    return await importCheckpoint({
+      ...o,
+      checkpointDir: download,
+      modelId: o.as ?? o.modelId,
+      modelIdField: o.as !== undefined ? '--as' : '<id>',
+    });
   } finally {
     await rm(download, { recursive: true, force: true });
   }

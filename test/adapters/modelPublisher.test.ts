@@ -2,7 +2,8 @@
  * `sift models publish` / local start's model publishing against s3rver with the real S3 SDK:
  * first publish, re-publish (nothing re-uploaded), an interrupted publish that resumes, the
  * catalog's `available` through a local stack, and SageMaker's `model` channel reading exactly the
- * published directory.
+ * published directory — of a catalog model and of one imported under its own name, whose manifest's
+ * registry entry registers it.
  */
 import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { execFile } from 'node:child_process';
@@ -21,6 +22,9 @@ import { jsonl, TestStack } from '../helpers/localStack';
 import { CHANNEL_ROOT, materializeChannel, type S3PrefixChannel } from '../helpers/sagemakerChannel';
 
 const MODEL = 'sift/gliner2-mini-v1';
+/** A model under its own name (src/core/modelRegistry.ts): its manifest carries a registry entry. */
+const OWN = 'acme/support-ner';
+const REGISTRY = { source: 'imported', architecture: 'gliner2-span', backbone: 'bert', languages: ['en'] };
 const PREFIX = `models/${MODEL}/`;
 let stack: TestStack;
 let work: string;
@@ -41,7 +45,11 @@ async function treeOf(dir: string): Promise<Map<string, Buffer>> {
 }
 
 /** A model directory as set-up builds one: manifest naming its files, ONNX fragments in a subdirectory, a lock file. */
-async function buildModelDir(root: string, id = MODEL): Promise<string> {
+async function buildModelDir(
+  root: string,
+  id = MODEL,
+  registry: Record<string, unknown> | undefined = id === OWN ? REGISTRY : undefined,
+): Promise<string> {
   const dir = join(root, id.replace('/', '--'));
   await mkdir(join(dir, 'onnx'), { recursive: true });
   await writeFile(join(dir, 'config.json'), JSON.stringify({ hidden_size: 8 }));
@@ -57,6 +65,7 @@ async function buildModelDir(root: string, id = MODEL): Promise<string> {
     format: 'sift-model/1',
     model_id: id,
     files: { config: 'config.json', weights: 'model.safetensors', tokenizer: 'tokenizer.json', onnx_dir: 'onnx/' },
+    ...(registry ? { registry } : {}),
   };
   await writeFile(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2));
   return dir;
@@ -182,15 +191,26 @@ describe('publishing a model directory', () => {
 });
 
 describe('sources and the CLI path', () => {
-  it('resolves model dirs, a models dir and catalog ids, with clear errors for the rest', async () => {
+  it('resolves model dirs, a models dir and model ids (catalog or imported), with clear errors for the rest', async () => {
     const root = join(work, 'sources');
     const mini = await buildModelDir(root);
     const base = await buildModelDir(root, 'fastino/gliner2-base-v1');
+    const own = await buildModelDir(root, OWN);
+    // weights under a name of their own without a registry entry (copied by hand): not a model to publish
+    const unregistered = await buildModelDir(root, 'acme/copied', undefined);
     await mkdir(join(root, 'not-a-model'), { recursive: true });
-    expect(await resolveModelSources([root], root)).toEqual([base, mini]);
-    expect(await resolveModelSources([MODEL, mini], root)).toEqual([mini]);
+    expect(await resolveModelSources([root], root)).toEqual([own, base, mini]);
+    expect(await resolveModelSources([MODEL, mini, OWN], root)).toEqual([mini, own]);
     await expect(resolveModelSources(['acme/unknown'], root)).rejects.toThrow(
-      /neither a directory nor a catalog model id/,
+      /'acme\/unknown' is not imported: no .*acme--unknown\/manifest.json \(`sift models import <dir> --as acme\/unknown` writes it\)/,
+    );
+    await expect(resolveModelSources(['no model'], root)).rejects.toThrow(/neither a directory nor a model id/);
+    await expect(publishModelDir(stack.svc.blobs, unregistered)).rejects.toThrow(
+      /'acme\/copied' .* is neither a catalog model .* nor a model imported under its own name: its manifest has no registry entry of an architecture the engine serves \(gliner2-span\)/,
+    );
+    const caseClash = await buildModelDir(join(work, 'sources-bad'), 'Fastino/GLiNER2-base-v1', REGISTRY);
+    await expect(publishModelDir(stack.svc.blobs, caseClash)).rejects.toThrow(
+      /manifest.json model_id: 'Fastino\/GLiNER2-base-v1' differs from the catalog's 'fastino\/gliner2-base-v1' only in case/,
     );
     await expect(resolveModelSources(['fastino/gliner2-large-v1'], root)).rejects.toThrow(
       /not built or provided: no .*fastino--gliner2-large-v1\/manifest.json/,
@@ -251,7 +271,7 @@ describe('sources and the CLI path', () => {
         env,
         encoding: 'utf8',
       });
-    expect((await sift('--help')).stdout).toMatch(/^ {2}models +Base-model weights in a deployed bucket$/m);
+    expect((await sift('--help')).stdout).toMatch(/^ {2}models +Base-model weights: import, pull, publish$/m);
     const publish = [
       'models',
       'publish',
@@ -281,38 +301,46 @@ describe('sources and the CLI path', () => {
 });
 
 describe("SageMaker's model channel", () => {
-  it('materializes exactly the published directory where the trainer is told to read the base model', async () => {
-    const dir = await buildModelDir(join(work, 'channel'));
-    await publishModelDir(stack.svc.blobs, dir);
-    const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
-    const ds = await stack.uploadDataset(
-      'channel-rows',
-      jsonl([{ text: 'Tim Cook leads Apple.', entities: [{ text: 'Tim Cook', start: 0, end: 8, label: 'person' }] }]),
-    );
-    expect(ds.status).toBe('ready');
-    const { training: _notSubmitted, ...recordOnly } = stack.svc;
-    const job = await createTrainingJob(recordOnly, teamId, {
-      model_name: 'channel',
-      base_model: MODEL,
-      datasets: [{ name: 'channel-rows' }],
-      training_type: 'full',
-    });
-    const prepared = await prepareTraining(
-      stack.svc,
-      { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 },
-      { jobId: job.id, teamId },
-    );
+  it.each([
+    ['a catalog model', MODEL, 'channel-rows'],
+    ['a model imported under its own name', OWN, 'channel-rows-own'],
+  ])(
+    'materializes exactly the published directory of %s where the trainer is told to read the base model',
+    async (_what, id, rows) => {
+      const dir = await buildModelDir(join(work, 'channel'), id);
+      await publishModelDir(stack.svc.blobs, dir);
+      expect(await available(id)).toBe(true);
+      const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
+      const ds = await stack.uploadDataset(
+        rows,
+        jsonl([{ text: 'Tim Cook leads Apple.', entities: [{ text: 'Tim Cook', start: 0, end: 8, label: 'person' }] }]),
+      );
+      expect(ds.status).toBe('ready');
+      const { training: _notSubmitted, ...recordOnly } = stack.svc;
+      const job = await createTrainingJob(recordOnly, teamId, {
+        model_name: 'channel',
+        base_model: id,
+        datasets: [{ name: rows }],
+        training_type: 'full',
+      });
+      const prepared = await prepareTraining(
+        stack.svc,
+        { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 },
+        { jobId: job.id, teamId },
+      );
 
-    const channel = prepared.channels.find((c) => c.ChannelName === 'model') as S3PrefixChannel;
-    const container = join(work, 'container');
-    const modelDir = await materializeChannel(stack.svc.blobs, channel, container);
-    expect(modelDir).toBe(join(container, CHANNEL_ROOT, 'model'));
-    expect(JSON.stringify(prepared.hyperParameters)).toContain(`${CHANNEL_ROOT}/model`);
+      const channel = prepared.channels.find((c) => c.ChannelName === 'model') as S3PrefixChannel;
+      expect(channel.DataSource.S3DataSource.S3Uri).toBe(stack.svc.blobs.uri(`models/${id}/`));
+      const container = join(work, 'container');
+      const modelDir = await materializeChannel(stack.svc.blobs, channel, container);
+      expect(modelDir).toBe(join(container, CHANNEL_ROOT, 'model'));
+      expect(JSON.stringify(prepared.hyperParameters)).toContain(`${CHANNEL_ROOT}/model`);
 
-    const published = await treeOf(dir);
-    published.delete('.build.lock');
-    const seen = await treeOf(modelDir);
-    expect([...seen.keys()].sort()).toEqual([...published.keys()].sort());
-    for (const [rel, bytes] of published) expect(seen.get(rel)!.equals(bytes)).toBe(true);
-  });
+      const published = await treeOf(dir);
+      published.delete('.build.lock');
+      const seen = await treeOf(modelDir);
+      expect([...seen.keys()].sort()).toEqual([...published.keys()].sort());
+      for (const [rel, bytes] of published) expect(seen.get(rel)!.equals(bytes)).toBe(true);
+    },
+  );
 });

@@ -179,7 +179,17 @@ describe('ids abused in paths and bodies', () => {
 
   it('model ids that name nothing: a clear 4xx, nothing billed', async () => {
     const before = (await stack.call('GET', '/billing/usage/requests', { key: team.key })).body.today.cost_usd;
-    for (const model of ['__proto__', 'constructor', '../../models/x', '..%2F', 'm'.repeat(10_000), newUuid()]) {
+    // <org>/<name> shapes reach the imported-model registry (src/core/modelRegistry.ts): only safe ones are looked up
+    const names = ['acme/never-imported', 'acme/..', 'models/../x', 'a/b/manifest.json'];
+    for (const model of [
+      '__proto__',
+      'constructor',
+      '../../models/x',
+      '..%2F',
+      'm'.repeat(10_000),
+      newUuid(),
+      ...names,
+    ]) {
       const chat = await stack.call('POST', '/v1/chat/completions', {
         key: team.key,
         body: { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5 },

@@ -1,8 +1,9 @@
 /**
  * `sift models import` on a real GLiNER2 checkpoint — the mini model's own gliner2 files, copied the
  * way a user's download looks (no ONNX, no manifest) — converted by the trainer venv, checked
- * against the gliner2 library, placed in a temp models dir and published into a bucket (s3rver)
- * that a local stack serves it from; and the refusals: a corrupted checkpoint, an export the engine cannot match, ids outside the catalog, and
+ * against the gliner2 library, placed in a temp models dir under a name of its own (acme/support-ner)
+ * and published into a bucket (s3rver) that a local stack then lists, serves and trains it from; and the
+ * refusals: a corrupted checkpoint, an export the engine cannot match, ids that cannot be model names, and
  * `sift models pull` where no hub is reachable (it must fail in seconds, not retry for minutes).
  */
 import { execFile } from 'node:child_process';
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { readModelDir } from '../../src/adapters/modelPublisher';
+import { prepareTraining as prepareSageMakerTraining } from '../../src/aws/trainingWorkflow';
 import { importCommand } from '../../src/cli/models';
 import { EncoderModel } from '../../src/encoder/engine';
 import { canonResult, compareCanon } from '../../src/encoder/parity';
@@ -19,11 +21,13 @@ import type { EncoderSchema } from '../../src/encoder/schema';
 import { importCheckpoint, modelIdFromCheckpoint, ModelImportError } from '../../src/local/modelImport';
 import { pullModel } from '../../src/local/modelPull';
 import { DEFAULT_MODELS_DIR } from '../../src/paths';
-import { TestStack } from '../helpers/localStack';
+import { jsonl, TestStack } from '../helpers/localStack';
 
 const MINI = join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1');
 /** A catalog id whose weights this box does not have: the import's test id, only ever in a temp models dir. */
 const AS = 'fastino/gliner2-base-v1';
+/** A model under its own name: the successful import's id. */
+const OWN = 'acme/support-ner';
 /** What `GLiNER2.save_pretrained` (and a hub repo) holds; the mini model directory adds onnx/ and manifest.json. */
 const CHECKPOINT_FILES = [
   'config.json',
@@ -65,10 +69,11 @@ const SCHEMA: EncoderSchema = {
 };
 
 describe('sift models import', () => {
-  it('converts the checkpoint, passes parity, publishes it (--bucket) and serves exactly what the original model serves', async () => {
+  it('converts the checkpoint under a name of its own, passes parity, publishes it (--bucket); the service lists, serves and trains it as a base model', async () => {
     const modelsDir = join(work, 'models');
     // a deployed bucket stands in as the local stack's s3rver; its store starts without models
-    const stack = await TestStack.start();
+    // one training slot: the fine-tune below runs on the local launcher (the real trainer)
+    const stack = await TestStack.start({ maxTrainingJobs: 1 });
     const endpoint = await stack.svc.blobs.s3.config.endpoint!();
     const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
     const credentials = await stack.svc.blobs.s3.config.credentials();
@@ -77,29 +82,45 @@ describe('sift models import', () => {
     try {
       const lines: string[] = [];
       const opts = {
-        as: AS,
+        as: OWN,
+        language: ['en'],
+        description: 'Support tickets: products, people, urgency',
         modelsDir,
         prefix: 'models/',
         bucket: stack.svc.blobs.bucket,
         endpointUrl: `${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`,
       };
       const result = await importCommand(checkpoint, opts, (l) => lines.push(l));
-      expect(result).toMatchObject({ modelId: AS, dir: join(modelsDir, 'fastino--gliner2-base-v1') });
+      expect(result).toMatchObject({ modelId: OWN, dir: join(modelsDir, 'acme--support-ner') });
       expect(result.parity.items).toBeGreaterThan(20);
       expect(result.parity.maxDiff).toBeLessThanOrEqual(1e-4);
       expect(lines.some((l) => /parity: \d+ spans\/labels on 7 texts identical/.test(l))).toBe(true);
-      expect(lines[lines.length - 1]).toMatch(
-        /^fastino\/gliner2-base-v1: \d+ uploaded, 0 unchanged; manifest written$/,
+      expect(lines).toContainEqual(
+        expect.stringMatching(
+          /^ {2}registered as acme\/support-ner: gliner2-span \(bert\), \d+ parameters, \d+ bytes$/,
+        ),
       );
+      expect(lines[lines.length - 1]).toMatch(/^acme\/support-ner: \d+ uploaded, 0 unchanged; manifest written$/);
       // the served layout in the local store, under the id it was imported as, and nothing left beside it
-      expect((await readdir(modelsDir)).sort()).toEqual(['fastino--gliner2-base-v1']);
+      expect((await readdir(modelsDir)).sort()).toEqual(['acme--support-ner']);
       const manifest = JSON.parse(await readFile(join(result.dir, 'manifest.json'), 'utf8'));
       expect(manifest).toMatchObject({
         format: 'sift-model/1',
-        model_id: AS,
+        model_id: OWN,
         family: 'encoder',
         import_parity: { tolerance: 1e-4 },
+        // the registration, which travels with the weights into any store they are published to
+        registry: {
+          source: 'imported',
+          architecture: 'gliner2-span',
+          backbone: 'bert',
+          parameter_count: expect.any(Number),
+          size_bytes: expect.any(Number),
+          languages: ['en'],
+        },
       });
+      expect(manifest.registry.parameter_count).toBeGreaterThan(20e6);
+      expect(manifest.registry.size_bytes).toBeGreaterThan(manifest.registry.parameter_count * 4);
       expect((await readModelDir(result.dir)).listed).toEqual(
         expect.arrayContaining(['onnx/', 'tokenizer.json', 'model.safetensors']),
       );
@@ -123,17 +144,92 @@ describe('sift models import', () => {
         await Promise.all([imported.release(), original.release()]);
       }
 
-      // the bucket now serves the imported id
+      // the bucket now lists the model under its own name, after the catalog
       const models = (await stack.call('GET', '/base-models')).body;
-      const list = models.data as Array<{ id: string; available: boolean }>;
-      expect(list.find((m) => m.id === AS)?.available).toBe(true);
+      const list = models.data as Array<{ id: string; source: string }>;
+      expect(list.find((m) => m.id === 'sift/gliner2-mini-v1')).toMatchObject({ source: 'catalog' });
+      expect(list.at(-1)).toEqual({
+        id: OWN,
+        type: 'encoder',
+        task_type: 'encoder',
+        source: 'imported',
+        description: 'Support tickets: products, people, urgency',
+        architecture: 'gliner2-span',
+        backbone: 'bert',
+        parameters: `${Math.round(manifest.registry.parameter_count / 1e6)}M`, // backbone and heads
+        parameter_count: manifest.registry.parameter_count,
+        size_bytes: manifest.registry.size_bytes,
+        languages: ['en'],
+        tasks: ['ner', 'classification', 'structures', 'relations'],
+        supports_training: true,
+        training_types: ['lora', 'full'],
+        training_algorithms: ['sft'],
+        default_hyperparameters: { nr_epochs: 10, learning_rate: 1e-4 },
+        max_input_tokens: 2048,
+        private: false,
+        available: true,
+      });
+      // served by the native routes and the compatible ones
       const res = await stack.call('POST', '/inference', {
-        body: { model_id: AS, text: TEXTS[0], schema: { entities: ['person', 'city'] }, threshold: 0.3 },
+        body: { model_id: OWN, text: TEXTS[0], schema: { entities: ['person', 'city'] }, threshold: 0.3 },
       });
       expect(res.status).toBe(200);
       expect((res.body.result.entities as Array<{ text: string }>).map((e) => e.text)).toEqual(
         expect.arrayContaining(['Angela Merkel', 'Paris']),
       );
+      const gliner = await stack.call('POST', '/gliner-2/entities', {
+        body: { model_id: OWN, text: TEXTS[0], entities: ['person'], threshold: 0.3 },
+      });
+      expect(gliner.status).toBe(200);
+      const chat = await stack.call('POST', '/v1/chat/completions', {
+        body: { model: OWN, messages: [{ role: 'user', content: TEXTS[0] }], schema: { entities: ['person'] } },
+      });
+      expect(chat.status).toBe(200);
+      expect(JSON.parse(chat.body.choices[0].message.content).entities[0].text).toBe('Angela Merkel');
+
+      // a base model for training: fine-tuned by the real trainer from the imported weights (the local
+      // launcher fetches models/acme/support-ner/ from the store), and its fine-tune served
+      const tickets = ['Ana Ruiz', 'Ben Okafor', 'Chen Wei', 'Dara Singh', 'Eva Novak', 'Femi Adeyemi'].flatMap(
+        (name) => [
+          { text: `${name} reported that the Router X2 keeps rebooting.`, entities: [[name, 'person']] },
+          { text: `Please replace the Router X2 for ${name} today.`, entities: [[name, 'person']] },
+        ],
+      );
+      expect((await stack.uploadDataset('tickets', jsonl(tickets))).status).toBe('ready');
+      const train = (model_name: string) =>
+        stack.call('POST', '/core/training-jobs', {
+          body: { model_name, base_model: OWN, datasets: [{ name: 'tickets' }], training_type: 'lora', nr_epochs: 1 },
+        });
+      const created = await train('support-v2');
+      expect(created.status).toBe(201);
+      // a second job waits for the one slot: what SageMaker would be given for it, then stopped before it runs
+      const queued = await train('support-v2-aws');
+      expect(queued.status).toBe(201);
+      const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
+      const sagemaker = await prepareSageMakerTraining(
+        stack.svc,
+        { jobNamePrefix: 'sift-test-', instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 3600 },
+        { teamId: team, jobId: queued.body.id },
+      );
+      expect(sagemaker.channels.find((c) => c.ChannelName === 'model')?.DataSource.S3DataSource.S3Uri).toBe(
+        `s3://${stack.svc.blobs.bucket}/models/${OWN}/`,
+      );
+      expect((await stack.call('POST', `/core/training-jobs/${queued.body.id}/stop`)).status).toBe(200);
+      let job: { status: string; error: string | null; base_model: string; root_model: string };
+      for (;;) {
+        job = (await stack.call('GET', `/core/training-jobs/${created.body.id}`)).body;
+        if (['complete', 'failed', 'stopped'].includes(job.status)) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      expect(job).toMatchObject({ status: 'complete', error: null, base_model: OWN, root_model: OWN });
+      expect((await stack.call('POST', `/core/training-jobs/${created.body.id}/deploy`, { body: {} })).status).toBe(
+        200,
+      );
+      const tuned = await stack.call('POST', '/inference', {
+        body: { model_id: created.body.id, text: TEXTS[0], schema: { entities: ['person'] }, threshold: 0.3 },
+      });
+      expect(tuned.status).toBe(200);
+      expect(tuned.body).toMatchObject({ model_id: created.body.id, type: 'encoder' });
     } finally {
       await stack.stop();
       if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
@@ -142,8 +238,8 @@ describe('sift models import', () => {
       else process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
     }
     // a second import under the same id needs --force
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: AS, modelsDir })).rejects.toThrow(
-      /already exists; pass --force/,
+    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: OWN, modelsDir })).rejects.toThrow(
+      /already exists; pass --force to replace acme\/support-ner's weights/,
     );
   }, 240_000);
 
@@ -177,23 +273,40 @@ describe('sift models import', () => {
     expect(await readdir(modelsDir)).toEqual([]);
   }, 240_000); // the same conversion and parity run as the successful import above, so the same budget
 
-  it('accepts only catalog encoder ids, read from --as or the checkpoint', async () => {
+  it('accepts a catalog encoder id or a safe <org>/<name>, read from --as or the checkpoint, refusing the rest before converting', async () => {
     const modelsDir = join(work, 'models-ids');
-    await expect(importCheckpoint({ checkpointDir: checkpoint, modelId: 'acme/my-ner', modelsDir })).rejects.toThrow(
-      /'acme\/my-ner' is not a catalog model; .* import as one of: fastino\/gliner2-base-v1, /,
+    const refused = (extra: Partial<Parameters<typeof importCheckpoint>[0]>) =>
+      importCheckpoint({ checkpointDir: checkpoint, modelsDir, ...extra });
+    await expect(refused({ modelId: 'acme/my ner' })).rejects.toThrow(
+      /^--as: 'acme\/my ner' has characters a model name cannot hold; a model name is <org>\/<name>: /,
     );
-    await expect(
-      importCheckpoint({ checkpointDir: checkpoint, modelId: 'HuggingFaceTB/SmolLM2-135M-Instruct', modelsDir }),
-    ).rejects.toThrow(/is a decoder model; only GLiNER2 encoders/);
+    await expect(refused({ modelId: 'my-ner' })).rejects.toThrow(/^--as: 'my-ner' is not of the form <org>\/<name>/);
+    await expect(refused({ modelId: 'HuggingFaceTB/SmolLM2-135M-Instruct' })).rejects.toThrow(
+      /^--as: 'HuggingFaceTB\/SmolLM2-135M-Instruct' is the catalog's decoder model; only GLiNER2 encoders are imported/,
+    );
+    await expect(refused({ modelId: 'Fastino/GLiNER2-Base-v1' })).rejects.toThrow(
+      /differs from the catalog's 'fastino\/gliner2-base-v1' only in case/,
+    );
+    await expect(refused({ modelId: OWN, languages: ['english'] })).rejects.toThrow(
+      /^--language: 'english' is not a language code/,
+    );
+    await expect(refused({ modelId: OWN, teamId: 'team id' })).rejects.toThrow(/^--team: 'team id' is not a team id/);
+    await expect(refused({ modelId: AS, teamId: 'team-a' })).rejects.toThrow(
+      /describe a model imported under its own name; a catalog id keeps its catalog entry/,
+    );
     await expect(importCheckpoint({ checkpointDir: checkpoint, modelsDir })).rejects.toThrow(
-      /cannot tell which catalog model .*download is: pass --as <id>/,
+      /cannot tell which model .*download is: pass --as <org>\/<name>/,
     );
+    await expect(readdir(modelsDir)).rejects.toThrow(/ENOENT/);
     await expect(importCheckpoint({ checkpointDir: join(work, 'nowhere'), modelId: AS, modelsDir })).rejects.toThrow(
       /checkpoint directory .*nowhere does not exist/,
     );
     const hubCache = join(work, 'hub', 'models--fastino--gliner2-large-v1', 'snapshots', '0123abc');
     await mkdir(hubCache, { recursive: true });
     expect(await modelIdFromCheckpoint(hubCache)).toBe('fastino/gliner2-large-v1');
+    const ownHubCache = join(work, 'hub', 'models--acme--support-ner', 'snapshots', '0123abc');
+    await mkdir(ownHubCache, { recursive: true });
+    expect(await modelIdFromCheckpoint(ownHubCache)).toBe(OWN);
     await cp(MINI, join(work, 'sift--gliner2-mini-v1'), {
       recursive: true,
       filter: (src) => !src.endsWith('.safetensors') && !src.endsWith('.onnx'),
@@ -241,10 +354,13 @@ describe('sift models pull without a reachable hub', () => {
       await new Promise((ok) => silent.close(ok));
     }
     await expect(readdir(join(work, 'models-pull'))).rejects.toThrow(/ENOENT/);
-    // a non-catalog id is refused before the hub is asked
-    await expect(pullModel({ modelId: 'acme/other', modelsDir: join(work, 'models-pull') })).rejects.toThrow(
-      /not a catalog model/,
+    // an id that cannot be a model name is refused before the hub is asked
+    await expect(pullModel({ modelId: 'acme/../other', modelsDir: join(work, 'models-pull') })).rejects.toThrow(
+      /^<id>: 'acme\/..\/other' is not of the form <org>\/<name>/,
     );
+    await expect(
+      pullModel({ modelId: OWN, as: 'acme', modelsDir: join(work, 'models-pull'), hubEndpoint: 'http://127.0.0.1:9' }),
+    ).rejects.toThrow(/^--as: 'acme' is not of the form/);
   });
 });
 

@@ -9,11 +9,10 @@
  *
  * prepare → (the trainer runs; checkpoints reported) → complete from the model files, or fail with the reason.
  */
-import { findBaseModel } from '../catalog';
 import type { Services } from '../context';
 import { rowsKey } from '../datasets/service';
 import { ConflictError } from '../errors';
-import { newUuid } from '../ids';
+import { isUuid, newUuid } from '../ids';
 import type { Logger } from '../logger';
 import { baseModelCacheName, baseModelManifestKey, baseModelPrefix } from '../modelLayout';
 import { ITEM_EXISTS } from '../ports';
@@ -110,7 +109,8 @@ export async function prepareTraining(
     file: `${d.name}-v${d.version}.jsonl`,
   }));
   let model: PreparedTraining['model'];
-  if (findBaseModel(job.base_model)) {
+  if (!isUuid(job.base_model)) {
+    // a base model (catalog or imported: both live under models/<id>/), else a checkpoint id
     if (!(await svc.blobs.head(baseModelManifestKey(job.base_model)))) {
       throw new Error(
         `the weights of ${job.base_model} are not in the model store (GET /base-models shows available: false)`,

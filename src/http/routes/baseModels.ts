@@ -1,6 +1,6 @@
-/** GET /base-models: the model catalog. */
+/** GET /base-models: the model catalog and the models imported under their own names. */
 import { z } from 'zod';
-import { listBaseModels } from '../../core/catalog';
+import { listBaseModels } from '../../core/modelRegistry';
 import { json, route } from '../types';
 import { queryBool } from '../validation';
 import { BaseModelSchema, list } from './schemas';
@@ -10,7 +10,8 @@ export const baseModelRoutes = [
     method: 'GET',
     path: '/base-models',
     tag: 'base-models',
-    summary: 'The catalog of base models; `available` says whether the weights are in the model store',
+    summary:
+      'The base models: the catalog, then the models an operator imported under their own names (`source: imported`); `available` says whether the weights are in the model store',
     query: z.strictObject({
       task_type: z
         .enum(['encoder', 'decoder', 'ner', 'classification', 'structures', 'relations', 'generate'])
@@ -18,6 +19,7 @@ export const baseModelRoutes = [
       supports_training: queryBool,
     }),
     responses: { 200: { description: 'Catalog', schema: list(BaseModelSchema) } },
-    handler: async ({ svc, query }) => json(200, { data: await listBaseModels(svc, query) }),
+    handler: async ({ svc, query, principal }) =>
+      json(200, { data: await listBaseModels(svc, query, principal.team_id) }),
   }),
 ];

@@ -203,6 +203,16 @@ export const BaseModelSchema = z
     training_algorithms: z.array(z.string()),
     default_hyperparameters: z.object({ nr_epochs: z.number(), learning_rate: z.number() }),
     max_input_tokens: z.number(),
+    source: z
+      .enum(['catalog', 'imported'])
+      .describe(
+        "`catalog`: the service's fixed list; `imported`: a GLiNER2 model an operator imported under its own name (`sift models import --as <org>/<name>`, `sift models pull`)",
+      ),
+    architecture: z.string().optional().describe('Imported models: the served architecture (`gliner2-span`)'),
+    backbone: z.string().optional().describe("Imported models: the backbone's `model_type` (`bert`, `deberta-v2`, …)"),
+    parameter_count: z.number().int().optional().describe('Imported models: the exact number of parameters'),
+    size_bytes: z.number().int().optional().describe("Imported models: bytes of the model's files in the model store"),
+    private: z.boolean().optional().describe('Imported models: whether the model is private to your team'),
     available: z.boolean(),
     build: ModelBuildSchema.optional().describe(
       'Present while this installation builds the missing weights (local mode: the background build of `npm start`)',

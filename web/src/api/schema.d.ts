@@ -183,7 +183,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The catalog of base models; `available` says whether the weights are in the model store */
+        /** The base models: the catalog, then the models an operator imported under their own names (`source: imported`); `available` says whether the weights are in the model store */
         get: operations["getBaseModels"];
         put?: never;
         post?: never;
@@ -1084,6 +1084,21 @@ export interface components {
                 learning_rate: number;
             };
             max_input_tokens: number;
+            /**
+             * @description `catalog`: the service's fixed list; `imported`: a GLiNER2 model an operator imported under its own name (`sift models import --as <org>/<name>`, `sift models pull`)
+             * @enum {string}
+             */
+            source: "catalog" | "imported";
+            /** @description Imported models: the served architecture (`gliner2-span`) */
+            architecture?: string;
+            /** @description Imported models: the backbone's `model_type` (`bert`, `deberta-v2`, …) */
+            backbone?: string;
+            /** @description Imported models: the exact number of parameters */
+            parameter_count?: number;
+            /** @description Imported models: bytes of the model's files in the model store */
+            size_bytes?: number;
+            /** @description Imported models: whether the model is private to your team */
+            private?: boolean;
             available: boolean;
             /** @description Present while this installation builds the missing weights (local mode: the background build of `npm start`) */
             build?: components["schemas"]["ModelBuild"];
