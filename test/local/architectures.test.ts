@@ -7,7 +7,13 @@
  * |--------------------------|-----------------------------|-------------------------|
  * | deberta-v3-count_lstm_v2 | fastino/gliner2-base-v1     | LoRA (query_proj, …)    |
  * | deberta-v3-count_lstm    | fastino/gliner2-large-v1    | full                    |
- * | mdeberta-v3 (250k vocab) | fastino/gliner2-multi-v1    | not trained: its import alone is ~40 s of a loaded CI box (250k-row embedding, a 16 MB tokenizer); its backbone is the DeBERTa-v2 code the two trained ones exercise |
+ * | mdeberta-v3 (250k vocab) | fastino/gliner2-multi-v1    | not here (see below)    |
+ *
+ * mDeBERTa-v3 is not fine-tuned in `npm test`: measured with it as a third LoRA job (this suite, two
+ * cores, two jobs at a time) the suite went from 126 s to 149 s — its job ran ~35 s after waiting for
+ * a slot — past the ~2.5 minutes this suite may add. Its backbone is the DeBERTa-v2 code the two
+ * trained ones run (only the vocabulary and tokenizer differ, and import, parity and serving cover those);
+ * the LoRA run passed, served, with the same target modules.
  *
  * Each is built once, imported with `importCheckpoint` (python conversion + the TS engine's parity
  * against the gliner2 library, every head non-empty), served by a local stack through POST /inference,
@@ -22,11 +28,11 @@
  * field's greedy overlap suppression keeps whichever ranks first, so the import refuses a model for a
  * 6e-8 difference. Trained heads are nowhere near such ties (the mini model's list fields pass).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { toEncoderSchema } from '../../src/core/extraction/api';
-import { formatResult } from '../../src/core/extraction/api';
+import { x as extractTar } from 'tar';
+import { formatResult, toEncoderSchema } from '../../src/core/extraction/api';
 import { EncoderModel } from '../../src/encoder/engine';
 import { canonResult } from '../../src/encoder/parity';
 import { IMPORT_PARITY_CASES, type ParityCase } from '../../src/local/importParityCases';
@@ -149,6 +155,17 @@ const SCHEMA = {
 };
 const THRESHOLD = 0.3;
 
+/** The engine's own answer on a model directory, as POST /inference formats it. */
+async function engineAnswer(dir: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const model = await EncoderModel.load(dir);
+  try {
+    const schema = toEncoderSchema(body as never);
+    return formatResult((await model.infer([TEXT], schema, { threshold: THRESHOLD })).results[0]!, schema);
+  } finally {
+    await model.release();
+  }
+}
+
 describe('served by a local stack, and fine-tuned', () => {
   let stack: TestStack;
   beforeAll(async () => {
@@ -160,14 +177,7 @@ describe('served by a local stack, and fine-tuned', () => {
 
   it.each(ARCHS)('%s: /inference, /gliner-2/extract and the compat schema answer as the engine does', async (arch) => {
     const id = SERVED_ARCHITECTURES[arch];
-    const model = await EncoderModel.load(imported[arch]!.dir);
-    let expected: Record<string, unknown>;
-    try {
-      const schema = toEncoderSchema(SCHEMA as never);
-      expected = formatResult((await model.infer([TEXT], schema, { threshold: THRESHOLD })).results[0]!, schema);
-    } finally {
-      await model.release();
-    }
+    const expected = await engineAnswer(imported[arch]!.dir, SCHEMA);
     expect((expected.entities as unknown[]).length).toBeGreaterThan(0);
     const inference = await stack.call('POST', '/inference', {
       body: { model_id: id, text: TEXT, schema: SCHEMA, threshold: THRESHOLD },
@@ -224,17 +234,26 @@ describe('served by a local stack, and fine-tuned', () => {
         const adapter = JSON.parse(
           await stack.svc.blobs.getText(`jobs/${teamId}/${job.id}/model/adapter/adapter_config.json`),
         );
+        // DeBERTa's attention and feed-forward names (gliner2's _resolve_targets), beside the heads
         expect([...adapter.target_modules].sort()).toEqual(
-          expect.arrayContaining(['key_proj', 'query_proj', 'value_proj']),
+          expect.arrayContaining(['dense', 'key_proj', 'query_proj', 'value_proj']),
         );
       }
+      // served once deployed, answering as the engine does on the job's own archive
       expect((await stack.call('POST', `/core/training-jobs/${job.id}/deploy`)).status).toBe(200);
       const res = await stack.call('POST', '/inference', {
-        body: { model_id: job.id, text: TEXT, schema: { entities: ['person', 'company', 'city'] }, threshold: 0.3 },
+        body: { model_id: job.id, text: TEXT, schema: { entities: SCHEMA.entities }, threshold: THRESHOLD },
       });
       expect(res.status).toBe(200);
       expect(res.body.model_id).toBe(job.id);
-      expect(Array.isArray(res.body.result.entities)).toBe(true);
+      const dir = join(work, `job-${job.id}`);
+      await mkdir(dir);
+      const link = await stack.call('GET', `/core/training-jobs/${job.id}/download`, {
+        headers: { accept: 'application/json' },
+      });
+      await writeFile(join(dir, 'model.tar.gz'), Buffer.from(await (await fetch(link.body.url)).arrayBuffer()));
+      await extractTar({ file: join(dir, 'model.tar.gz'), cwd: dir });
+      expect(res.body.result).toEqual(await engineAnswer(dir, { entities: SCHEMA.entities }));
     }
   }, 300_000);
 });
