@@ -50,6 +50,18 @@ export type {
   Span,
 } from './types';
 
+/**
+ * What a loaded tokenizer holds in memory per byte of its tokenizer.json (`tokenizers`' tries and maps;
+ * bench/serving/tokenizer.ts): 22× for mDeBERTa-v3's 250k-piece Unigram (16 MB → ~350 MB RSS), 14× for
+ * the mini model's 30k WordPiece. Rounded up, so a multilingual model is not ~300 MB larger than counted.
+ */
+export const TOKENIZER_MEMORY_PER_JSON_BYTE = 24;
+
+/** A loaded model's size as the runtime's LRU counts it (`SIFT_ENCODER_MAX_LOADED_BYTES`): its ONNX files and its tokenizer in memory. */
+export function loadedBytes(onnxFileBytes: number, tokenizerJsonBytes: number): number {
+  return onnxFileBytes + TOKENIZER_MEMORY_PER_JSON_BYTE * tokenizerJsonBytes;
+}
+
 export class EncoderModel {
   readonly dir: string;
   readonly config: FragmentConfig;
@@ -131,7 +143,10 @@ export class EncoderModel {
       },
       { threads: opts.threads, logger: opts.logger },
     );
-    const bytes = files.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+    const bytes = loadedBytes(
+      files.reduce((n, f) => n + statSync(join(dir, f)).size, 0),
+      statSync(join(dir, 'tokenizer.json')).size,
+    );
     const { Tokenizer: TokenizerImpl } = await import('tokenizers');
     const tokenizer = TokenizerImpl.fromFile(join(dir, 'tokenizer.json'));
     tokenizer.disableTruncation();
