@@ -265,6 +265,15 @@ def _make_trainer_class():
     return SiftExtractorTrainer
 
 
+def _bf16(hp: Hyperparameters) -> bool:
+    """bf16 autocast when the job asks for it (``bf16: true``) and the CUDA device has it (A10G, L4, A100,
+    H100); fp32 otherwise, and always on CPU. Opt-in until a GPU run checks it against fp32 (issue #27): a
+    job that fails after training is billed GPU time. fp16 stays off: it needs loss scaling."""
+    import torch
+
+    return bool(hp.extra.get("bf16", False)) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+
+
 def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
     (schedule.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
@@ -285,7 +294,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
         "warmup_ratio": plan.warmup_ratio,
         "scheduler_type": str(hp.extra.get("scheduler", "linear")),
         "fp16": False,
-        "bf16": False,
+        "bf16": _bf16(hp),
         "num_workers": 0,
         "pin_memory": False,
         "seed": hp.seed,

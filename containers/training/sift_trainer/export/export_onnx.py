@@ -23,7 +23,9 @@ word regex, append_period, parity diffs). Every graph is checked against PyTorch
 
 from __future__ import annotations
 
+import copy
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -80,10 +82,66 @@ class _SpanRep(nn.Module):
         return self.layer(word_embs, span_idx)
 
 
+class _EncoderLayer(nn.Module):
+    """``nn.TransformerEncoderLayer``'s eval-mode math (post-norm or pre-norm, batch_first) written so it
+    traces with a dynamic sequence length. The stock layer does not export: under no_grad + eval it
+    takes PyTorch's fused fast path (``aten::_transformer_encoder_layer_fwd``, no ONNX symbolic), and
+    with the fast path off its attention reshapes bake the traced sequence length into the graph."""
+
+    def __init__(self, layer: nn.TransformerEncoderLayer):
+        super().__init__()
+        attn = layer.self_attn
+        if not attn.batch_first or not attn._qkv_same_embed_dim:
+            raise RuntimeError("count_embed export: expected a batch_first self-attention with one in_proj")
+        self.heads = attn.num_heads
+        self.in_proj = nn.Linear(attn.embed_dim, 3 * attn.embed_dim)
+        self.in_proj.weight, self.in_proj.bias = attn.in_proj_weight, attn.in_proj_bias
+        self.out_proj = attn.out_proj
+        self.linear1, self.linear2 = layer.linear1, layer.linear2
+        self.norm1, self.norm2 = layer.norm1, layer.norm2
+        self.norm_first = layer.norm_first
+        self.activation = layer.activation
+
+    def _sa(self, x):
+        B, E, H = x.shape[0], x.shape[2], self.heads
+        q, k, v = self.in_proj(x).reshape(B, -1, 3, H, E // H).permute(2, 0, 3, 1, 4)  # 3 × [B, H, S, d]
+        att = torch.softmax((q @ k.transpose(-1, -2)) / math.sqrt(E // H), dim=-1)
+        return self.out_proj((att @ v).transpose(1, 2).reshape(B, -1, E))
+
+    def _ff(self, x):
+        return self.linear2(self.activation(self.linear1(x)))
+
+    def forward(self, x):
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x))
+            return x + self._ff(self.norm2(x))
+        x = self.norm1(x + self._sa(x))
+        return self.norm2(x + self._ff(x))
+
+
+def exportable_count_embed(ce: nn.Module) -> nn.Module:
+    """``ce`` itself, or for CountLSTMv2 (``count_lstm_v2``, fastino/gliner2-base-v1's counting layer) a
+    copy whose transformer layers are ``_EncoderLayer`` rewrites sharing the same weights. Parity with
+    the library's own module (fast path and all) is checked after the export."""
+    inner = getattr(getattr(ce, "transformer", None), "transformer", None)
+    if not isinstance(inner, nn.TransformerEncoder):
+        return ce
+    ce = copy.copy(ce)  # shallow: the copy's other submodules are the model's own
+    ce._modules = dict(ce._modules)
+    tr = copy.copy(ce.transformer)
+    tr._modules = dict(tr._modules)
+    layers = [_EncoderLayer(m) for m in inner.layers]
+    if inner.norm is not None:
+        layers.append(inner.norm)
+    tr.transformer = nn.Sequential(*layers)
+    ce.transformer = tr
+    return ce.eval()
+
+
 class _CountEmbed(nn.Module):
     def __init__(self, ce: nn.Module):
         super().__init__()
-        self.ce = ce
+        self.ce = exportable_count_embed(ce)
 
     def forward(self, field_embs):
         return self.ce(field_embs, MAX_COUNT)
@@ -164,8 +222,9 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
     ops = [n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node]
     layers = int(getattr(cfg, "num_hidden_layers", 0))
     softmax, isnan = ops.count("Softmax"), ops.count("IsNaN")
-    # checked for BERT-family encoders (the mini model); DeBERTa's disentangled attention is recorded only
-    if getattr(cfg, "model_type", "") == "bert" and (softmax != layers or isnan):
+    # checked for the backbones of the served models: BERT (the mini model) and DeBERTa-v2/v3 (the
+    # released GLiNER2 models; its disentangled attention also has one Softmax per layer when eager)
+    if getattr(cfg, "model_type", "") in ("bert", "deberta-v2") and (softmax != layers or isnan):
         raise RuntimeError(
             f"encoder export: expected eager attention ({layers} Softmax, no IsNaN), got {softmax} Softmax and {isnan} IsNaN"
         )

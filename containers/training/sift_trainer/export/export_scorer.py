@@ -70,7 +70,9 @@ class _SpanScores(nn.Module):
 class _C1(nn.Module):
     def __init__(self, ce):
         super().__init__()
-        self.ce = ce
+        from .export_onnx import exportable_count_embed
+
+        self.ce = exportable_count_embed(ce)
 
     def forward(self, field_embs):
         return self.ce(field_embs, 1)

@@ -116,6 +116,11 @@ def check_checkpoint(ckpt: Path) -> dict[str, Any]:
     if not any((ckpt / t).is_file() for t in ("tokenizer.json", "tokenizer_config.json")):
         raise CheckpointError(f"{ckpt} holds no tokenizer: expected tokenizer.json or tokenizer_config.json")
     arch = cfg.get("architecture", "span")
+    if arch == "boundary":
+        raise CheckpointError(
+            "config.json architecture is 'boundary' (the GLiNER2.5 family): Sift does not serve boundary models "
+            "yet; only 'span' GLiNER2 models (the gliner2-*-v1 family) export to Sift's ONNX fragments"
+        )
     if arch != "span":
         raise CheckpointError(
             f"config.json architecture is {arch!r}: only 'span' GLiNER2 models export to Sift's ONNX fragments"
@@ -145,14 +150,46 @@ def load_checkpoint(ckpt: Path):
 
 
 def _backbone(encoder_cfg: dict[str, Any]) -> dict[str, Any]:
-    keys = ("model_type", "_name_or_path", "num_hidden_layers", "hidden_size", "max_position_embeddings", "vocab_size")
+    keys = (
+        "model_type",
+        "_name_or_path",
+        "num_hidden_layers",
+        "hidden_size",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+        "vocab_size",
+        "relative_attention",
+        "position_buckets",
+    )
     return {k: encoder_cfg[k] for k in keys if k in encoder_cfg}
+
+
+def _architecture(model, cfg: dict[str, Any], encoder_cfg: dict[str, Any]) -> dict[str, Any]:
+    """What the TS side lists for an imported model: the GLiNER2 head and backbone, vocabulary and size."""
+    tok = model.processor.tokenizer
+    return {
+        "gliner2": cfg.get("architecture", "span"),
+        "backbone": encoder_cfg.get("model_type"),
+        "backbone_name": cfg.get("model_name") or encoder_cfg.get("_name_or_path"),
+        "counting_layer": cfg.get("counting_layer", "count_lstm"),
+        "max_width": cfg.get("max_width"),
+        "token_pooling": cfg.get("token_pooling"),
+        "hidden_size": encoder_cfg.get("hidden_size"),
+        "layers": encoder_cfg.get("num_hidden_layers"),
+        "vocab_size": len(tok),
+        "tokenizer": type(tok.backend_tokenizer.model).__name__
+        if getattr(tok, "is_fast", False)
+        else type(tok).__name__,
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "encoder_parameters": int(sum(p.numel() for p in model.encoder.parameters())),
+    }
 
 
 def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Writes the served model directory ``out`` and returns its manifest (+ ``reference`` when ``cases``)."""
     t0 = time.time()
-    check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
+    cfg = check_checkpoint(ckpt)  # before the heavy imports: a missing file is named in a second
     import torch
 
     from ..build.build_mini import weights_digest
@@ -194,6 +231,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
         "architecture": "gliner2-span",
         "source": {"kind": "gliner2-checkpoint", "checkpoint": str(ckpt.resolve()), "weights_file": source_weights},
         "backbone": _backbone(encoder_cfg),
+        "architecture_details": _architecture(model, cfg, encoder_cfg),
         "weights_sha256": weights_digest(out / "model.safetensors"),
         "special_tokens": onnx_cfg["special_tokens"],
         "files": {
