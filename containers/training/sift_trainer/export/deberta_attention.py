@@ -74,13 +74,13 @@ def disentangled_attention_bias(self, query_layer, key_layer, relative_pos, rel_
         pos_key = torch.index_select(_heads(proj(emb), H), 1, cols)  # [H, K, d]
         c2p = torch.matmul(q4, pos_key.transpose(-1, -2))  # [B, H, S, K]
         c2p = torch.gather(c2p, -1, (c2p_pos - lo).expand(index_shape))
-        score = score + c2p / _scale(pos_key.size(-1), scale_factor, c2p.dtype)
+        score = score + c2p / _scale(self.attention_head_size, scale_factor, c2p.dtype)
     if use_p2c:
         proj = self.query_proj if self.share_att_key else self.pos_query_proj
         pos_query = torch.index_select(_heads(proj(emb), H), 1, cols)
         p2c = torch.matmul(k4, pos_query.transpose(-1, -2))
         p2c = torch.gather(p2c, -1, (p2c_pos - lo).expand(index_shape)).transpose(-1, -2)
-        score = score + p2c / _scale(pos_query.size(-1), scale_factor, p2c.dtype)
+        score = score + p2c / _scale(self.attention_head_size, scale_factor, p2c.dtype)
     if isinstance(score, int):
         return score
     return score.reshape(-1, S, S)
