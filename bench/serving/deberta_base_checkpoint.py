@@ -3,8 +3,8 @@ random weights) whose tokenizer splits English the way a real SentencePiece voca
 bench/serving/encoder.ts at base size (issue #27 item 4).
 
 ``python -m sift_trainer.build.architectures --size base`` pads its small trained vocabulary with
-generated pieces, so English words fall apart into letters (59 tokens per wnut17 test tweet vs 26 for
-the mini model's WordPiece) and every sequence is ~2× longer than deberta-v3's would be — which
+generated pieces, so English words fall apart into letters (56.0 tokens per wnut17 test tweet, words
+lower-cased and tokenized one by one as gliner2 does, vs 24.1 for the mini model's WordPiece and 28.7 here) and every sequence is ~2× longer than deberta-v3's would be — which
 changes what a speed ratio measures (the encoder's share grows with length, and attention with its square).
 This builds the same checkpoint with a Unigram vocabulary trained on the English text of the shared data
 sets' train splits (wnut17, conll04, banking77, restaurant8k, snips; never a test split),
