@@ -209,9 +209,12 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
     """Exports ``enc`` with eager attention and checks the graph has the eager pattern (see module doc)."""
     import onnx
 
+    from . import deberta_attention
+
     cfg = enc.config
     before = getattr(cfg, "_attn_implementation", None)
     cfg._attn_implementation = "eager"
+    sliced = deberta_attention.patch(enc) if getattr(cfg, "model_type", "") == "deberta-v2" else 0  # see that module
     try:
         _export(
             _Encoder(enc),
@@ -227,6 +230,7 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
         )
     finally:
         cfg._attn_implementation = before
+        deberta_attention.unpatch(enc)
     ops = [n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node]
     layers = int(getattr(cfg, "num_hidden_layers", 0))
     softmax, isnan = ops.count("Softmax"), ops.count("IsNaN")
@@ -236,7 +240,8 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
         raise RuntimeError(
             f"encoder export: expected eager attention ({layers} Softmax, no IsNaN), got {softmax} Softmax and {isnan} IsNaN"
         )
-    return {"attention": "eager", "softmax_nodes": softmax, "layers": layers}
+    rel = {"relative_attention": f"bucket columns sliced to the sequence ({sliced} layers)"} if sliced else {}
+    return {"attention": "eager", "softmax_nodes": softmax, "layers": layers, **rel}
 
 
 def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> dict[str, Any]:
