@@ -19,6 +19,25 @@ from sift_trainer.process import configure_process
 
 configure_process()  # the test process runs the trainer's code in-process too: same environment as its entry points
 
+# What a converted model directory holds (import_checkpoint convert / build_mini): weights, tokenizer, manifest
+# and every ONNX fragment the TS engine loads.
+SERVED_FILES = (
+    "manifest.json",
+    "config.json",
+    "encoder_config/config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "onnx/gliner2_config.json",
+    "onnx/encoder.onnx",
+    "onnx/span_rep.onnx",
+    "onnx/count_pred.onnx",
+    "onnx/count_embed.onnx",
+    "onnx/classifier.onnx",
+    "onnx/span_scores.onnx",
+    "onnx/count_embed_c1.onnx",
+    "onnx/encoder.int8.onnx",
+)
+
 
 def write_job(
     root: Path, hp: dict[str, Any], train: list[dict[str, Any]], validation: list[dict[str, Any]] | None = None

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SERVED_FILES
 
 from sift_trainer.build import architectures
 from sift_trainer.export.import_checkpoint import CheckpointError, check_checkpoint
@@ -83,19 +84,7 @@ def test_the_build_is_deterministic(tmp_path):
 @pytest.mark.parametrize("arch", SERVED)
 def test_each_released_architecture_converts_with_parity(converted, arch):
     out, manifest = converted[arch]
-    for f in (
-        "manifest.json",
-        "model.safetensors",
-        "tokenizer.json",
-        "onnx/encoder.onnx",
-        "onnx/encoder.int8.onnx",
-        "onnx/span_rep.onnx",
-        "onnx/count_pred.onnx",
-        "onnx/count_embed.onnx",
-        "onnx/classifier.onnx",
-        "onnx/span_scores.onnx",
-        "onnx/count_embed_c1.onnx",
-    ):
+    for f in SERVED_FILES:
         assert (out / f).is_file(), f
     parity = manifest["onnx"]["parity_max_abs_diff"]
     assert max(parity.values()) < 1e-4, parity

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PKG_ROOT, events, job_env
+from conftest import PKG_ROOT, SERVED_FILES, events, job_env
 
 from sift_trainer.export.import_checkpoint import CheckpointError, check_checkpoint
 
@@ -88,22 +88,7 @@ def test_converts_a_pytorch_bin_checkpoint_to_the_served_layout(tmp_path, encode
     p = convert(ckpt, out, tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert [e["event"] for e in events(p.stdout)][-1] == "import_done"
-    for f in (
-        "manifest.json",
-        "config.json",
-        "encoder_config/config.json",
-        "model.safetensors",
-        "tokenizer.json",
-        "onnx/gliner2_config.json",
-        "onnx/encoder.onnx",
-        "onnx/span_rep.onnx",
-        "onnx/count_pred.onnx",
-        "onnx/count_embed.onnx",
-        "onnx/classifier.onnx",
-        "onnx/span_scores.onnx",
-        "onnx/count_embed_c1.onnx",
-        "onnx/encoder.int8.onnx",
-    ):
+    for f in SERVED_FILES:
         assert (out / f).is_file(), f
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model_id"] == "fastino/gliner2-base-v1"
