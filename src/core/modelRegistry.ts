@@ -48,6 +48,9 @@ function nameProblem(id: string): string | undefined {
   return undefined;
 }
 
+/** The catalog model `id` names but for letter case: no imported model may be told apart from it by case alone. */
+const catalogCaseClash = (id: string) => CATALOG.find((m) => m.id.toLowerCase() === id.toLowerCase());
+
 /** Whether `id` has the shape of an imported model's name (no store is asked for anything else). */
 export const isModelName = (id: string) => nameProblem(id) === undefined;
 
@@ -68,7 +71,7 @@ export function checkImportName(id: string, field: string): BaseModel | undefine
   }
   const problem = nameProblem(id);
   if (problem) throw new ModelNameError(field, problem);
-  const clash = CATALOG.find((m) => m.id.toLowerCase() === id.toLowerCase());
+  const clash = catalogCaseClash(id);
   if (clash)
     throw new ModelNameError(
       field,
@@ -199,7 +202,7 @@ const visibleTo = (model: BaseModel, teamId: string | null) => !model.team_id ||
 export async function findModel(svc: Services, id: string, teamId: string | null): Promise<BaseModel | undefined> {
   const catalog = findBaseModel(id);
   if (catalog) return catalog;
-  if (!isModelName(id) || CATALOG.some((m) => m.id.toLowerCase() === id.toLowerCase())) return undefined;
+  if (!isModelName(id) || catalogCaseClash(id)) return undefined;
   const model = await readImported(svc, id);
   return model && visibleTo(model, teamId) ? model : undefined;
 }
