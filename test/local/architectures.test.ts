@@ -254,6 +254,10 @@ describe('served by a local stack, and fine-tuned', () => {
       await writeFile(join(dir, 'model.tar.gz'), Buffer.from(await (await fetch(link.body.url)).arrayBuffer()));
       await extractTar({ file: join(dir, 'model.tar.gz'), cwd: dir });
       expect(res.body.result).toEqual(await engineAnswer(dir, { entities: SCHEMA.entities }));
+      // and the job trained: its model no longer answers as the base it started from
+      expect(res.body.result).not.toEqual(
+        await engineAnswer(imported[plans[i]!.arch]!.dir, { entities: SCHEMA.entities }),
+      );
     }
   }, 300_000);
 });
