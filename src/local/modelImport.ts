@@ -130,7 +130,6 @@ interface TrainerEvent {
   error?: string;
   stage?: string;
   seconds?: number;
-  parameters?: number;
 }
 
 /** Runs `python -m sift_trainer.export.import_checkpoint …`; resolves with its last event and a tail of stderr. */
@@ -236,7 +235,6 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
   try {
     await writeFile(join(work, 'cases.json'), JSON.stringify(cases));
     say(`${modelId}: converting ${checkpointDir} (gliner2 → ONNX fragments)…`);
-    let parameters: number | undefined;
     const run = await runImportModule(
       [
         'convert',
@@ -255,11 +253,7 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
         python: o.python,
         trainerDir: o.trainerDir,
         env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
-        onEvent: (e) => {
-          if (e.event !== 'import_stage') return;
-          if (typeof e.parameters === 'number') parameters = e.parameters;
-          say(`  ${e.stage} (${e.seconds ?? '?'} s)`);
-        },
+        onEvent: (e) => e.event === 'import_stage' && say(`  ${e.stage} (${e.seconds ?? '?'} s)`),
       },
     );
     if (run.code !== 0) {
@@ -290,7 +284,7 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
     );
     // the verdict travels with the weights, and so does a model's own registry entry
     const manifest = JSON.parse(await readFile(join(staging, MANIFEST_FILE), 'utf8')) as Record<string, unknown>;
-    const registry = catalog ? undefined : await registryEntry(staging, manifest, parameters, o);
+    const registry = catalog ? undefined : await registryEntry(staging, manifest, o);
     await writeFile(
       join(staging, MANIFEST_FILE),
       JSON.stringify(
@@ -330,7 +324,6 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
 async function registryEntry(
   dir: string,
   manifest: Record<string, unknown>,
-  parameters: number | undefined,
   o: Pick<ImportOptions, 'languages' | 'description' | 'teamId'>,
 ): Promise<RegistryEntry> {
   const architecture = manifest.architecture;
@@ -339,11 +332,12 @@ async function registryEntry(
       `the converter wrote architecture ${JSON.stringify(architecture)}, which the engine does not serve (${SERVABLE_ARCHITECTURES.join(', ')})`,
     );
   const backbone = (manifest.backbone as { model_type?: unknown } | undefined)?.model_type;
+  const parameters = (manifest.architecture_details as { parameters?: unknown } | undefined)?.parameters;
   return {
     source: 'imported',
     architecture: architecture as string,
     ...(typeof backbone === 'string' ? { backbone } : {}),
-    ...(parameters ? { parameter_count: parameters } : {}),
+    ...(typeof parameters === 'number' && parameters > 0 ? { parameter_count: parameters } : {}),
     size_bytes: await publishedBytes(dir),
     languages: [...new Set(o.languages ?? [])],
     ...(o.description !== undefined ? { description: o.description } : {}),
