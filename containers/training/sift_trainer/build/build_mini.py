@@ -90,7 +90,12 @@ def training_hash(params: dict[str, Any]) -> str:
 
 # The ONNX export is hashed apart from the training: a change to the export re-exports the built weights
 # (seconds) instead of retraining them (~45 min on 2 cores).
-EXPORT_FILES = ("export/export_onnx.py", "export/export_scorer.py", "export/quantize_onnx.py")
+EXPORT_FILES = (
+    "export/export_onnx.py",
+    "export/export_scorer.py",
+    "export/quantize_onnx.py",
+    "export/deberta_attention.py",  # used by export_onnx.py for DeBERTa backbones
+)
 
 
 def export_hash() -> str:
