@@ -45,6 +45,29 @@ export interface SamplingParams {
   seed?: number | undefined;
   /** Up to 4 strings; the output never contains a matched stop string. */
   stop: string[];
+  /**
+   * Log-probabilities wanted for each generated token: undefined = none, 0 = the chosen token's
+   * only, n = also its n most likely alternatives (OpenAI `top_logprobs`, at most 20).
+   */
+  logprobs?: number | undefined;
+}
+
+/** A JSON Schema, already checked by structured.ts against what a grammar can express. */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * What the output must be (structured outputs and tool calls, docs/reference/decisions.md): any
+ * JSON object, or JSON valid against a schema. A backend guarantees it by constrained decoding
+ * (llama.cpp: a GBNF grammar built from the schema; vLLM: its structured outputs), never by
+ * checking afterwards.
+ */
+export type OutputConstraint = { kind: 'json_object' } | { kind: 'json_schema'; schema: JsonSchema };
+
+/** One generated token's log-probability (natural log), with its most likely alternatives. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top: { token: string; logprob: number }[];
 }
 
 /** Token positions (prefix lengths) of the applied markers, for the cache planner. */
@@ -103,7 +126,12 @@ export type GenerationEvent =
         | 'engineReusedTokens'
       >;
     }
-  | { type: 'text'; text: string }
+  | {
+      type: 'text';
+      text: string;
+      /** The tokens behind this text, when `params.logprobs` asked for them. */
+      logprobs?: TokenLogprob[];
+    }
   | { type: 'done'; finishReason: FinishReason; stopSequence: string | null; usage: GenerationUsage };
 
 export interface GenerateRequest {
@@ -118,6 +146,8 @@ export interface GenerateRequest {
   prompt: DecoderPrompt;
   params: SamplingParams;
   cache: CacheHooks;
+  /** Constrains the whole output (structured outputs, tool calls); absent = free text. */
+  constraint?: OutputConstraint | undefined;
 }
 
 /**
@@ -135,6 +165,8 @@ export interface DecoderBackend {
   readonly name: string;
   /** True when the backend caches prefixes by itself (vLLM APC): markers are ignored, reads reported. */
   readonly cachesAutomatically: boolean;
+  /** Whether `params.logprobs` is honoured (otherwise a request for logprobs gets a 400). */
+  readonly supportsLogprobs?: boolean;
   /** Whether this backend can serve the model now (weights present, upstream knows it). */
   hasModel(model: string): Promise<boolean>;
   /**
@@ -155,4 +187,25 @@ export interface DecoderBackend {
   /** Token count of a prompt (for `/v1/messages/count_tokens`-style checks and limits). */
   countTokens?(model: string, prompt: DecoderPrompt): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * Tools, in one shape for the three compatible APIs (OpenAI `tools`/`tool_choice`, Anthropic
+ * `tools`/`tool_choice`, Responses `tools`); each route converts its wire format to these.
+ */
+export interface ToolSpec {
+  name: string;
+  description?: string | undefined;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: JsonSchema;
+}
+
+/** `auto`: the model may answer or call; `required`: it must call one; `tool`: it must call `name`. */
+export type ToolChoice = { type: 'auto' } | { type: 'none' } | { type: 'required' } | { type: 'tool'; name: string };
+
+/** A call the model made: `arguments` is the JSON text of the arguments object. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
