@@ -42,13 +42,11 @@ describe('checkJsonSchema', () => {
       title: 'Person',
     };
     expect(checkJsonSchema(strict, 'f')).toBe(strict);
-    // An object nullable by a type list becomes two alternatives for the grammar builder.
-    expect(
-      grammarSchema({
-        kind: 'json_schema',
-        schema: { type: ['object', 'null'], properties: { a: { type: 'number' } }, required: ['a'] },
-      }),
-    ).toEqual({
+    // An object nullable by a type list becomes two alternatives for the grammar builder, each with
+    // the keywords of its own kind.
+    const nullable = { type: ['object', 'null'], properties: { a: { type: 'number' } }, required: ['a'] };
+    expect(checkJsonSchema(nullable, 'f')).toBe(nullable);
+    expect(grammarSchema({ kind: 'json_schema', schema: nullable })).toEqual({
       oneOf: [{ type: 'object', properties: { a: { type: 'number' } }, additionalProperties: false }, { type: 'null' }],
     });
   });

@@ -106,7 +106,10 @@ function convert(schema: unknown, path: string, w: Walk): Node {
     if (types.every((t) => PRIMITIVES.has(t as string)) && keys.every((k) => k === 'type'))
       return { type: [...new Set(types)] };
     // ["object", "null"] and the like: one alternative per type, each with the keywords of its kind.
-    return { oneOf: types.map((t) => convert({ ...schema, type: t }, path, w)) };
+    const kinds = types.map((t) => KEYWORDS[t as string] ?? KEYWORDS.primitive!);
+    report(new Set(kinds.flatMap((k) => [...k])));
+    const only = (i: number) => Object.fromEntries(Object.entries(schema).filter(([k]) => kinds[i]!.has(k)));
+    return { oneOf: types.map((t, i) => convert({ ...only(i), type: t }, path, w)) };
   }
   const t = types[0] as string;
   if (t === 'object') {
