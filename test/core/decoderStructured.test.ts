@@ -171,6 +171,29 @@ describe('planToolUse', () => {
     expect(fits(named, { name: 'get_weather', arguments: { town: 'Paris' } })).toBe(false);
   });
 
+  it('takes parameters with their own $defs (pydantic, instructor) into the call schema, self-contained', () => {
+    const person: ToolSpec = {
+      name: 'Person',
+      parameters: {
+        type: 'object',
+        properties: { name: { type: 'string' }, home: { anyOf: [{ $ref: '#/$defs/Address' }, { type: 'null' }] } },
+        required: ['name', 'home'],
+        $defs: { Address: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      },
+    };
+    const { constraint } = planToolUse(ask, [person], { type: 'required' }, 'tools');
+    if (constraint?.kind !== 'json_schema') throw new Error('no schema');
+    // The combined schema is itself one the grammar (and vLLM) can take, and holds the nested object.
+    expect(checkJsonSchema(constraint.schema, 'f')).toBe(constraint.schema);
+    const schema = z.fromJSONSchema(constraint.schema as never);
+    expect(schema.safeParse({ name: 'Person', arguments: { name: 'Ada', home: { city: 'London' } } }).success).toBe(
+      true,
+    );
+    expect(schema.safeParse({ name: 'Person', arguments: { name: 'Ada', home: { town: 'London' } } }).success).toBe(
+      false,
+    );
+  });
+
   it('renders the tools into the system prompt, except for `none`, which offers none and constrains nothing', () => {
     const { messages } = planToolUse(ask, [weather, time], { type: 'auto' }, 'tools');
     const sys = messages[0]!.parts.map((p) => p.text).join('');
