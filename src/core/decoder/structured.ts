@@ -266,9 +266,9 @@ export function structuredOutputMessages(messages: DecoderMessage[], constraint:
   return withSystemText(messages, text);
 }
 
-/** Adds `text` to the first system message (its own part), or as a system message of its own first. */
+/** Adds `text` to the first system message (its own part, after a blank line: parts join with a newline), or as a system message of its own first. */
 export function withSystemText(messages: DecoderMessage[], text: string): DecoderMessage[] {
   const [first, ...rest] = messages;
-  if (first?.role === 'system') return [{ role: 'system', parts: [...first.parts, { text: `\n\n${text}` }] }, ...rest];
+  if (first?.role === 'system') return [{ role: 'system', parts: [...first.parts, { text: `\n${text}` }] }, ...rest];
   return [{ role: 'system', parts: [{ text }] }, ...messages];
 }
