@@ -27,8 +27,10 @@ describe('checkJsonSchema', () => {
         tags: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 3 },
         when: { type: 'string', format: 'date-time' },
         kind: { const: 'person' },
+        // zod's .int(), as zodResponseFormat writes it.
+        count: { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
       },
-      required: ['name', 'age', 'role', 'address', 'tags', 'when', 'kind'],
+      required: ['name', 'age', 'role', 'address', 'tags', 'when', 'kind', 'count'],
       additionalProperties: false,
       $defs: {
         address: {
@@ -77,6 +79,7 @@ describe('checkJsonSchema', () => {
       properties: {
         code: { type: 'string', pattern: '^[A-Z]+$' },
         n: { type: 'number', minimum: 0, multipleOf: 2 },
+        big: { type: 'integer', maximum: 100 },
         both: { allOf: [{ type: 'string' }] },
         neg: { not: { type: 'null' } },
         email: { type: 'string', format: 'email' },
@@ -91,6 +94,7 @@ describe('checkJsonSchema', () => {
       '`pattern` at /properties/code',
       '`minimum` at /properties/n',
       '`multipleOf` at /properties/n',
+      '`maximum` at /properties/big',
       '`allOf` at /properties/both',
       '`not` at /properties/neg',
       '`format: "email"` at /properties/email',

@@ -192,7 +192,13 @@ function convert(schema: unknown, path: string, w: Walk): Node {
     return out;
   }
   if (PRIMITIVES.has(t)) {
-    report(KEYWORDS.primitive!);
+    // zod's `.int()` (so openai's zodResponseFormat) bounds every integer by the safe-integer range:
+    // accepted as the range of a JSON number a client can read, the grammar having no digit limit.
+    const safe =
+      (t === 'integer' || t === 'number') &&
+      (schema.minimum === undefined || schema.minimum === -Number.MAX_SAFE_INTEGER) &&
+      (schema.maximum === undefined || schema.maximum === Number.MAX_SAFE_INTEGER);
+    report(safe ? new Set(['type', 'minimum', 'maximum']) : KEYWORDS.primitive!);
     return { type: t };
   }
   w.problems.push(`\`type: ${JSON.stringify(t)}\` at ${at(path)}`);
