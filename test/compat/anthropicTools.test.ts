@@ -78,18 +78,9 @@ describe.each([
     const off = await client(Anthropic).messages.create(forced, UNCONSTRAINED);
     expect(forcedCallHolds(off)).toBe(false);
   });
-
-  it('streamed: content_block_start tool_use, input_json_delta, assembled by MessageStream.finalMessage()', async () => {
-    const stream = client(Anthropic).messages.stream(forced);
-    let json = '';
-    stream.on('inputJson', (delta) => (json += delta));
-    const final = await stream.finalMessage();
-    expect(forcedCallHolds(final)).toBe(true);
-    expect(JSON.parse(json)).toEqual(toolUses(final)[0]!.input);
-  });
 });
 
-describe('tool_choice forms and tool results (SDK 1.x)', () => {
+describe('tool_choice forms, streaming, caching and tool results (SDK 1.x)', () => {
   const base = {
     model: MODEL,
     max_tokens: 60,
@@ -97,6 +88,30 @@ describe('tool_choice forms and tool results (SDK 1.x)', () => {
     tools: [weatherTool, timeTool],
     messages: [{ role: 'user' as const, content: ask }],
   };
+
+  it('streamed: content_block_start tool_use, input_json_delta, assembled by MessageStream.finalMessage()', async () => {
+    const stream = client().messages.stream({ ...base, tool_choice: { type: 'tool', name: 'get_weather' } });
+    let json = '';
+    stream.on('inputJson', (delta) => (json += delta));
+    const final = await stream.finalMessage();
+    expect(forcedCallHolds(final)).toBe(true);
+    expect(JSON.parse(json)).toEqual(toolUses(final)[0]!.input);
+  });
+
+  it('a cache_control on a tool marks the rendered tools block, first in the prefix', async () => {
+    const marked = { ...weatherTool, cache_control: { type: 'ephemeral' as const } };
+    const call = (content: string) =>
+      client().messages.create({
+        ...base,
+        max_tokens: 2,
+        tools: [timeTool, marked],
+        messages: [{ role: 'user', content }],
+      });
+    const first = await call('Weather in Rome?');
+    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(16);
+    const second = await call('Weather in Oslo?');
+    expect(second.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
+  });
 
   it('any: a call of one of the tools, input valid against that tool', async () => {
     const msg = await client().messages.create({ ...base, tool_choice: { type: 'any' } });
@@ -142,12 +157,10 @@ describe('tool_choice forms and tool results (SDK 1.x)', () => {
       ...GREEDY,
       tools: [weatherTool],
       tool_choice: { type: 'none' },
-      messages: [
-        ...turns('Sunny, 31 degrees celsius.'),
-        // a text block beside a tool_result with is_error also reads
-      ],
+      messages: turns('Sunny, 31 degrees celsius.'),
     });
     expect(answer.content[0]?.type).toBe('text');
+    // an error result (text blocks, is_error) beside a text block, then a forced call again
     const errored = await client().messages.create({
       model: MODEL,
       max_tokens: 60,
