@@ -93,9 +93,27 @@ describe('tool_choice forms, streaming, caching and tool results (SDK 1.x)', () 
     const stream = client().messages.stream({ ...base, tool_choice: { type: 'tool', name: 'get_weather' } });
     let json = '';
     stream.on('inputJson', (delta) => (json += delta));
+    const events: string[] = [];
+    stream.on('streamEvent', (e) =>
+      events.push(
+        e.type === 'content_block_start'
+          ? `start:${e.content_block.type}`
+          : e.type === 'content_block_delta'
+            ? e.delta.type
+            : e.type,
+      ),
+    );
     const final = await stream.finalMessage();
     expect(forcedCallHolds(final)).toBe(true);
     expect(JSON.parse(json)).toEqual(toolUses(final)[0]!.input);
+    expect(events[0]).toBe('message_start');
+    expect(events.slice(-5)).toEqual([
+      'start:tool_use',
+      'input_json_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
   });
 
   it('a cache_control on a tool marks the rendered tools block, first in the prefix', async () => {
