@@ -32,6 +32,7 @@ import {
   AnthropicErrorBody,
 } from './common';
 import { effectiveConstraint, generate, parseCacheControl, respondWith, withHints } from '../generation';
+import { checkTools } from './openai';
 
 const Block = z.looseObject({ type: z.string() });
 const Content = z.union([z.string(), z.array(Block).min(1)]);
@@ -400,12 +401,8 @@ const ping = sseEvent('ping', { type: 'ping' });
  * meanwhile a ping per piece, so a client that leaves stops the generation at once.
  */
 async function* messageStream(gen: Generation, prompt: AnthropicPrompt): AsyncGenerator<string> {
+  yield messageStart({ id: `msg_${gen.inferenceId}`, model: gen.model.requested, usage: anthropicUsage(gen.start, 0) });
   if (prompt.tools.length) {
-    yield messageStart({
-      id: `msg_${gen.inferenceId}`,
-      model: gen.model.requested,
-      usage: anthropicUsage(gen.start, 0),
-    });
     let next = await gen.stream.next();
     for (; !next.done; next = await gen.stream.next()) yield ping;
     const m = messageBody(gen, next.value, prompt);
@@ -413,7 +410,6 @@ async function* messageStream(gen: Generation, prompt: AnthropicPrompt): AsyncGe
     yield* messageEnd(m);
     return;
   }
-  yield messageStart({ id: `msg_${gen.inferenceId}`, model: gen.model.requested, usage: anthropicUsage(gen.start, 0) });
   yield sseEvent('content_block_start', {
     type: 'content_block_start',
     index: 0,
@@ -562,14 +558,7 @@ export const anthropicRoutes = [
       if (servable.kind === 'encoder') return encoderMessages(ctx, servable);
       const { runtime, model: resolved } = servable;
       const prompt = messagesToPrompt(body);
-      if (prompt.tools.length && !resolved.profile.tools)
-        throw withHints(
-          new BadRequestError(
-            `'${resolved.requested}' does not support tool calling; remove 'tools' (or set tool_choice to {"type": "none"})`,
-          ),
-          'tools',
-          'unsupported_parameter',
-        );
+      checkTools(resolved, prompt.tools, undefined);
       const gen = await generate({
         svc,
         runtime,
