@@ -269,6 +269,8 @@ export interface ExtractionArgs {
   store: boolean;
   endpoint: string;
   limitClass: LimitClass;
+  /** One text's result as the route answers it (default: formatResult, docs/reference/decisions.md#encoder-response). */
+  format?: (r: EncoderResult) => Record<string, unknown>;
   /** The client went away: a request still queued for its batch leaves it. */
   signal?: AbortSignal | undefined;
 }
@@ -301,7 +303,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     if (err instanceof EncoderInputError) throw ValidationError.field(['body', 'schema'], err.message);
     throw err;
   }
-  const results = out.results.map((r) => formatResult(r, a.schema));
+  const results = out.results.map((r) => (a.format ? a.format(r) : formatResult(r, a.schema)));
   const result = a.batch ? results : results[0]!;
   const windows = a.batch ? out.chunks : out.chunks[0]!;
   const inferenceId = newInferenceId();
