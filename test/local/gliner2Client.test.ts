@@ -62,7 +62,7 @@ describe('POST /gliner-2 with the gliner2 client', () => {
   it('answers every public method as the local library does, and its errors as the client maps them', async () => {
     const report = await python('run', { SIFT_URL: stack.url, SIFT_KEY: key, MODEL_DIR: MINI_MODEL_DIR });
     expect(report.failures).toEqual([]);
-    expect(report.compared.length).toBe(40);
+    expect(report.compared.length).toBe(38);
     expect(report.max_score_diff).toBeLessThanOrEqual(1e-3);
     expect(report.errors.bad_key).toMatchObject({ error: 'AuthenticationError', status: 401 });
     expect(report.errors.bad_threshold).toMatchObject({ error: 'ValidationError', status: 422 });
