@@ -83,6 +83,7 @@ def build_schema(model):
         .structure("product")
         .field("name", dtype="str")
         .field("kind", dtype="str", choices=["phone", "laptop", "car"])
+        .field("uses", choices=["calls", "photos", "games"])
         .relations(["works_for"])
     )
 

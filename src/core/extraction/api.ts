@@ -95,7 +95,12 @@ function dupes(xs: string[]): string[] {
 }
 
 /** API schema (docs/reference/decisions.md#schema-object) → engine schema, with every semantic check the zod shape cannot express. */
-export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = ['body', 'schema']): EncoderSchema {
+export function toEncoderSchema(
+  input: SchemaInput,
+  base: (string | number)[] = ['body', 'schema'],
+  /** The gliner2 client's route: a `list` field with choices picks every choice over the threshold, as the library does. */
+  opts: { listChoices?: boolean } = {},
+): EncoderSchema {
   const errors: FieldError[] = [];
   const err = (loc: (string | number)[], msg: string) =>
     errors.push({ loc: [...base, ...loc], msg, type: 'value_error' });
@@ -122,7 +127,7 @@ export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = 
     err(['classifications'], `duplicate classification task '${d}'`);
   for (const [sname, s] of Object.entries(input.structures ?? {})) {
     const fields: FieldSpec[] = s.fields.map((f, j) => {
-      if (f.choices && f.dtype === 'list')
+      if (f.choices && f.dtype === 'list' && !opts.listChoices)
         err(
           ['structures', sname, 'fields', j, 'choices'],
           "choices are only allowed on a 'str' field (one value picked from the list)",

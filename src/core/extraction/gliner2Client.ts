@@ -203,7 +203,7 @@ export function clientSchema(task: Gliner2Task, schema: unknown): { schema: Enco
     api.relations = labelEntries(full.relations, full.relation_threshold).map((r) =>
       drop({ name: r.name, description: r.description, threshold: r.threshold }),
     ) as NonNullable<SchemaInput['relations']>;
-  const encoder = toEncoderSchema(api);
+  const encoder = toEncoderSchema(api, ['body', 'schema'], { listChoices: true });
   // per-entity thresholds (a config dict, or entity_threshold) reach the engine through EntitySpec
   const entityThresholds = new Map(
     full.entities === undefined
