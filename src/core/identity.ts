@@ -22,5 +22,7 @@ export interface Team {
   daily_spend_cap_usd: number | null;
   /** Remaining prepaid credit in USD; null means billed in arrears (no credit limit). */
   credit_balance_usd: number | null;
+  /** The encoder `POST /gliner-2` runs when the request names none; null: the operator's default. */
+  default_encoder: string | null;
   created_at: string;
 }

@@ -256,3 +256,24 @@ function wrongKind(resolved: ResolvedModel, field: (string | number)[] | undefin
     code: 'invalid_value',
   });
 }
+
+/**
+ * A model a team may choose as its default encoder (PATCH /team): one it can run — catalog, imported, or a
+ * project or training job of its own with a deployment — that is an encoder; anything else is a 422 on `field`.
+ */
+export async function checkEncoderChoice(
+  svc: Services,
+  teamId: string,
+  model: string,
+  field: (string | number)[],
+): Promise<void> {
+  let kind: ModelKind;
+  try {
+    kind = (await resolveServingTarget(svc, teamId, model)).model.type;
+  } catch (err) {
+    const status = (err as ApiError).status;
+    if (status === 404 || status === 409) throw ValidationError.field(field, (err as Error).message);
+    throw err;
+  }
+  if (kind !== 'encoder') throw ValidationError.field(field, `'${model}' is a decoder model: choose an encoder`);
+}

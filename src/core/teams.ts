@@ -18,6 +18,8 @@ export interface TeamRecord {
   plan: Plan;
   daily_spend_cap_micros: number | null;
   credit_balance_micros?: number;
+  /** Absent: unset (the operator's SIFT_DEFAULT_ENCODER). */
+  default_encoder?: string;
   created_at: string;
 }
 
@@ -30,6 +32,7 @@ export function teamView(r: TeamRecord & LegacyMoney): Team {
       r.daily_spend_cap_micros === undefined ? (r.daily_spend_cap_usd ?? null) : usdOrNull(r.daily_spend_cap_micros),
     credit_balance_usd:
       r.credit_balance_micros === undefined ? (r.credit_balance_usd ?? null) : microsToUsd(r.credit_balance_micros),
+    default_encoder: r.default_encoder ?? null,
     created_at: r.created_at,
   };
 }

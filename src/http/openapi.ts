@@ -77,8 +77,9 @@ function standardErrors(spec: RouteSpec, hasPathParams: boolean): Record<number,
   if (spec.auth === 'operator') errors[403] = 'Needs the operator key';
   // internal routes answer 404 to anyone without the internal token; a path names a resource that may not exist
   if (spec.auth === 'internal' || hasPathParams) errors[404] = 'Not found';
-  // vendor formats answer validation failures with 400, as the vendors do (errorFormats.ts)
-  if (spec.body || spec.query || spec.params)
+  // vendor formats answer validation failures with 400, as the vendors do (errorFormats.ts); a route without a
+  // body schema refuses a body (app.ts rejectBody) except on GET
+  if (spec.body || spec.query || spec.params || spec.method !== 'GET')
     errors[errorFormatFor(spec.path, spec) === 'native' ? 422 : 400] = 'Validation failed: `errors` names each field';
   if (spec.body) {
     errors[413] = 'Request body over the size limit';

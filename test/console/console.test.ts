@@ -212,6 +212,16 @@ describe('the web console', () => {
     await screenshot('credits');
   });
 
+  it('Team settings: sets the default encoder that POST /gliner-2 (the gliner2 client) runs', async () => {
+    await open('settings/team', 'Team settings');
+    await expectAccessible('team');
+    await page.locator('input').and(page.getByLabel('Default encoder')).fill('sift/gliner2-mini-v1');
+    await page.keyboard.press('Escape'); // close the suggestions over the buttons
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved: sift/gliner2-mini-v1' }).waitFor();
+    expect((await stack.call('GET', '/team', { key: adminKey })).body.default_encoder).toBe('sift/gliner2-mini-v1');
+  });
+
   it('Datasets: uploads by the presigned PUT and shows the validation report with row numbers', async () => {
     await open('datasets', 'Datasets');
     await page.getByText('No datasets yet').waitFor();

@@ -8,12 +8,14 @@ import { EvaluationsPage } from './pages/Evaluations';
 import { InferencesPage } from './pages/Inferences';
 import { PlaygroundPage } from './pages/Playground';
 import { ProjectsPage } from './pages/Projects';
+import { TeamPage } from './pages/Team';
 import { TrainingPage } from './pages/Training';
 import { UsagePage } from './pages/Usage';
 
 const pages = [
   { path: 'settings/api-keys', label: 'Settings → API Keys', Page: ApiKeysPage },
   { path: 'settings/credits', label: 'Settings → Credits / Usage', Page: UsagePage },
+  { path: 'settings/team', label: 'Settings → Team', Page: TeamPage },
   { path: 'datasets', label: 'Datasets', Page: DatasetsPage },
   { path: 'training', label: 'Training jobs', Page: TrainingPage },
   { path: 'evaluations', label: 'Evaluations', Page: EvaluationsPage },

@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError } from '../errors';
 import { teamKey } from '../recordKeys';
 import { teamView, type Plan, type Team, type TeamRecord } from '../teams';
 import { usdToMicros } from './money';
+import { checkEncoderChoice } from '../models';
 
 /**
  * Adds prepaid credit with one atomic ADD (concurrent spending is never lost). A team billed in
@@ -34,6 +35,8 @@ export interface TeamChange {
   daily_spend_cap_usd?: number | null | undefined;
   /** Sets the balance outright (null: billed in arrears). To add, use addCredits. */
   credit_balance_usd?: number | null | undefined;
+  /** A model the team can run as an encoder (checkEncoderChoice); null: back to the operator's default. */
+  default_encoder?: string | null | undefined;
 }
 
 export async function updateTeam(svc: Services, teamId: string, change: TeamChange): Promise<Team> {
@@ -46,6 +49,11 @@ export async function updateTeam(svc: Services, teamId: string, change: TeamChan
     set.daily_spend_cap_micros = change.daily_spend_cap_usd === null ? null : usdToMicros(change.daily_spend_cap_usd);
   if (change.credit_balance_usd === null) remove.push('credit_balance_micros');
   else if (change.credit_balance_usd !== undefined) set.credit_balance_micros = usdToMicros(change.credit_balance_usd);
+  if (change.default_encoder === null) remove.push('default_encoder');
+  else if (change.default_encoder !== undefined) {
+    await checkEncoderChoice(svc, teamId, change.default_encoder, ['body', 'default_encoder']);
+    set.default_encoder = change.default_encoder;
+  }
   try {
     const after = await svc.records.update<TeamRecord>(pk, sk, { set, remove, condition: ITEM_EXISTS });
     svc.hotPath?.teams.deleteWhere((t) => t.id === teamId);

@@ -95,7 +95,12 @@ function dupes(xs: string[]): string[] {
 }
 
 /** API schema (docs/reference/decisions.md#schema-object) → engine schema, with every semantic check the zod shape cannot express. */
-export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = ['body', 'schema']): EncoderSchema {
+export function toEncoderSchema(
+  input: SchemaInput,
+  base: (string | number)[] = ['body', 'schema'],
+  /** The gliner2 client's route: a `list` field with choices picks every choice over the threshold, as the library does. */
+  opts: { listChoices?: boolean } = {},
+): EncoderSchema {
   const errors: FieldError[] = [];
   const err = (loc: (string | number)[], msg: string) =>
     errors.push({ loc: [...base, ...loc], msg, type: 'value_error' });
@@ -122,7 +127,7 @@ export function toEncoderSchema(input: SchemaInput, base: (string | number)[] = 
     err(['classifications'], `duplicate classification task '${d}'`);
   for (const [sname, s] of Object.entries(input.structures ?? {})) {
     const fields: FieldSpec[] = s.fields.map((f, j) => {
-      if (f.choices && f.dtype === 'list')
+      if (f.choices && f.dtype === 'list' && !opts.listChoices)
         err(
           ['structures', sname, 'fields', j, 'choices'],
           "choices are only allowed on a 'str' field (one value picked from the list)",
@@ -269,6 +274,8 @@ export interface ExtractionArgs {
   store: boolean;
   endpoint: string;
   limitClass: LimitClass;
+  /** One text's result as the route answers it (default: formatResult, docs/reference/decisions.md#encoder-response). */
+  format?: (r: EncoderResult) => Record<string, unknown>;
   /** The client went away: a request still queued for its batch leaves it. */
   signal?: AbortSignal | undefined;
 }
@@ -301,7 +308,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
     if (err instanceof EncoderInputError) throw ValidationError.field(['body', 'schema'], err.message);
     throw err;
   }
-  const results = out.results.map((r) => formatResult(r, a.schema));
+  const results = out.results.map((r) => (a.format ? a.format(r) : formatResult(r, a.schema)));
   const result = a.batch ? results : results[0]!;
   const windows = a.batch ? out.chunks : out.chunks[0]!;
   const inferenceId = newInferenceId();

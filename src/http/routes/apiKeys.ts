@@ -14,6 +14,10 @@ export const TeamSchema = z
     plan: z.enum(['free', 'pro', 'research', 'custom']),
     daily_spend_cap_usd: z.number().nullable(),
     credit_balance_usd: z.number().nullable(),
+    default_encoder: z
+      .string()
+      .nullable()
+      .describe("The encoder POST /gliner-2 runs when a request names none; null: the operator's default"),
     created_at: z.string(),
   })
   .meta({ id: 'Team' });

@@ -13,6 +13,7 @@ import {
   toEncoderSchema,
   type ExtractionOutput,
 } from '../../core/extraction/api';
+import { clientModel, clientSchema, Gliner2ClientBody, libraryResult } from '../../core/extraction/gliner2Client';
 import type { Principal, Services } from '../../core/context';
 import { ValidationError } from '../../core/errors';
 import { requireRuntime, resolveServable } from '../../core/models';
@@ -53,8 +54,12 @@ const GenerationResponse = z.looseObject({
 });
 
 /** The model of an extraction route, resolved once (weights checked, engine attached): a decoder here is a 422 on `body.model_id`. */
-const extractionModel = (svc: Services, principal: Pick<Principal, 'team_id'>, model: string) =>
-  resolveServable(svc, principal, model, { want: 'encoder', field: ['body', 'model_id'] });
+const extractionModel = (
+  svc: Services,
+  principal: Pick<Principal, 'team_id'>,
+  model: string,
+  field: (string | number)[] = ['body', 'model_id'],
+) => resolveServable(svc, principal, model, { want: 'encoder', field });
 
 /** `POST /inference` without `task: "generate"`: extraction with a `schema` (docs/reference/decisions.md#encoder-response). */
 async function encoderInference(ctx: HandlerContext<Record<string, unknown>, unknown, unknown>): Promise<ApiResponse> {
@@ -188,3 +193,51 @@ export const glinerRoutes = [
   glinerRoute('/gliner-2/relations', 'relations', 'Relation extraction: `relations` = names or {name, description?}'),
   glinerRoute('/gliner-2/extract', 'schema', 'Every head at once: `schema` as in POST /inference'),
 ];
+
+/** `POST /gliner-2`: the gliner2 package's own client (`GLiNER2.from_api`), answered in the library's output format. */
+export const gliner2ClientRoute = route({
+  method: 'POST',
+  path: '/gliner-2',
+  tag: 'inference',
+  summary:
+    "The gliner2 package's API client (`GLiNER2.from_api(api_key=…, api_base_url=…)`): `task` + `schema` as it sends them, `result` in the library's own output format (docs/reference/decisions.md#gliner2-client)",
+  body: Gliner2ClientBody,
+  responses: {
+    200: {
+      description:
+        "`result`: what the library's method returns locally (a list for a `text` list), with inference_id and usage",
+      schema: ExtractionResponse,
+    },
+    ...modelRunErrors,
+    413: { description: 'Text over the documented size limit' },
+    422: { description: 'Invalid task, schema, threshold or text; `detail` names the field' },
+  },
+  handler: async (ctx): Promise<ApiResponse> => {
+    requireRuntime(ctx.svc, 'encoder');
+    const b = ctx.body;
+    const { schema, shape } = clientSchema(b.task, b.schema);
+    const texts = checkTexts(b.text);
+    const model = await clientModel(ctx.svc, ctx.principal.team_id, b.model);
+    const format = {
+      includeConfidence: b.include_confidence,
+      includeSpans: b.include_spans,
+      formatResults: b.format_results,
+    };
+    const out = await runExtraction({
+      svc: ctx.svc,
+      principal: ctx.principal,
+      servable: await extractionModel(ctx.svc, ctx.principal, model, ['body', 'model']),
+      texts,
+      batch: Array.isArray(b.text),
+      schema,
+      rawInput: { task: b.task, text: b.text, schema: b.schema, threshold: b.threshold },
+      threshold: b.threshold,
+      store: b.store ?? true,
+      endpoint: '/gliner-2',
+      limitClass: 'gliner',
+      format: (r) => libraryResult(r, schema, shape, format),
+      signal: ctx.req.signal,
+    });
+    return json(200, out);
+  },
+});

@@ -10,12 +10,12 @@ import { openAiRoutes } from './compat/openai';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { evaluationRoutes } from './evaluations';
-import { glinerRoutes, inferenceRoutes } from './extraction';
+import { gliner2ClientRoute, glinerRoutes, inferenceRoutes } from './extraction';
 import { inferenceHistoryRoutes } from './inferenceHistory';
 import { metaRoutes } from './meta';
 import { projectRoutes } from './projects';
 import { syntheticDataRoutes } from './syntheticData';
-import { teamBillingRoutes } from './teams';
+import { teamBillingRoutes, teamSettingsRoutes } from './teams';
 import { trainingJobRoutes } from './trainingJobs';
 
 export const API_VERSION = '0.1.0';
@@ -26,6 +26,7 @@ export function allRoutes(): RouteSpec[] {
     ...metaRoutes,
     ...apiKeyRoutes,
     ...teamBillingRoutes,
+    ...teamSettingsRoutes,
     ...baseModelRoutes,
     ...projectRoutes,
     ...adaptiveRoutes,
@@ -36,6 +37,7 @@ export function allRoutes(): RouteSpec[] {
     ...billingRoutes,
     ...inferenceRoutes,
     ...glinerRoutes,
+    gliner2ClientRoute,
     ...syntheticDataRoutes,
     ...openAiRoutes,
     ...responsesRoutes,

@@ -1,10 +1,20 @@
 import { z } from 'zod';
 import { addCredits, updateTeam } from '../../core/billing/credits';
+import { ForbiddenError } from '../../core/errors';
+import { getTeam } from '../../core/teams';
 import { json, route } from '../types';
 import { positiveUsdAmount, usdAmount, uuid } from '../validation';
 import { TeamSchema } from './apiKeys';
 
 const teamParams = z.object({ id: uuid });
+const defaultEncoder = z
+  .string()
+  .min(1)
+  .nullable()
+  .optional()
+  .describe(
+    "The encoder POST /gliner-2 runs when a request names none: a catalog or imported encoder, or a project or training job of the team with a deployment; null: the operator's default (SIFT_DEFAULT_ENCODER)",
+  );
 
 /** Operator changes to a team's billing: top-ups, plan, daily cap (the operator key only). */
 export const teamBillingRoutes = [
@@ -40,10 +50,11 @@ export const teamBillingRoutes = [
         plan: z.enum(['free', 'pro', 'research', 'custom']).optional(),
         daily_spend_cap_usd: usdAmount.nullable().optional(),
         credit_balance_usd: usdAmount.nullable().optional(),
+        default_encoder: defaultEncoder,
       })
       .refine(
         (b) => Object.keys(b).length > 0,
-        'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd',
+        'give at least one of name, plan, daily_spend_cap_usd, credit_balance_usd, default_encoder',
       )
       .meta({ minProperties: 1 }),
     responses: {
@@ -51,5 +62,33 @@ export const teamBillingRoutes = [
       404: { description: 'No such team' },
     },
     handler: async ({ svc, params, body }) => json(200, await updateTeam(svc, params.id, body)),
+  }),
+];
+
+/** The caller's own team: anyone on it reads it, an admin key (or the operator) changes its settings. */
+export const teamSettingsRoutes = [
+  route({
+    method: 'GET',
+    path: '/team',
+    tag: 'teams',
+    summary: "The caller's team: plan, caps, balance and settings (default_encoder)",
+    responses: { 200: { description: 'The team', schema: TeamSchema } },
+    handler: async ({ svc, principal }) => json(200, await getTeam(svc, principal.team_id)),
+  }),
+  route({
+    method: 'PATCH',
+    path: '/team',
+    tag: 'teams',
+    summary: "Change the caller's team settings (admin key): `default_encoder`, the model POST /gliner-2 runs",
+    body: z.strictObject({ default_encoder: defaultEncoder.unwrap() }),
+    responses: {
+      200: { description: 'The team as changed', schema: TeamSchema },
+      403: { description: 'A member key: only an admin key changes team settings' },
+      422: { description: 'Not a model the team can run as an encoder' },
+    },
+    handler: async ({ svc, principal, body }) => {
+      if (principal.role === 'member') throw new ForbiddenError('Only an admin key can change team settings');
+      return json(200, await updateTeam(svc, principal.team_id, body));
+    },
   }),
 ];

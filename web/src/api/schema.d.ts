@@ -176,6 +176,24 @@ export interface paths {
         patch: operations["patchTeamsId"];
         trace?: never;
     };
+    "/team": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's team: plan, caps, balance and settings (default_encoder) */
+        get: operations["getTeam"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change the caller's team settings (admin key): `default_encoder`, the model POST /gliner-2 runs */
+        patch: operations["patchTeam"];
+        trace?: never;
+    };
     "/base-models": {
         parameters: {
             query?: never;
@@ -789,6 +807,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/gliner-2": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The gliner2 package's API client (`GLiNER2.from_api(api_key=…, api_base_url=…)`): `task` + `schema` as it sends them, `result` in the library's own output format (docs/reference/decisions.md#gliner2-client) */
+        post: operations["postGliner2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/generate": {
         parameters: {
             query?: never;
@@ -1243,6 +1278,8 @@ export interface components {
             plan: "free" | "pro" | "research" | "custom";
             daily_spend_cap_usd: number | null;
             credit_balance_usd: number | null;
+            /** @description The encoder POST /gliner-2 runs when a request names none; null: the operator's default */
+            default_encoder: string | null;
             created_at: string;
         };
         TrainingJob: {
@@ -1992,6 +2029,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Validation failed: `errors` names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
             /** @description Rate limit exceeded (Retry-After) */
             429: {
                 headers: {
@@ -2346,6 +2392,8 @@ export interface operations {
                     plan?: "free" | "pro" | "research" | "custom";
                     daily_spend_cap_usd?: number | null;
                     credit_balance_usd?: number | null;
+                    /** @description The encoder POST /gliner-2 runs when a request names none: a catalog or imported encoder, or a project or training job of the team with a deployment; null: the operator's default (SIFT_DEFAULT_ENCODER) */
+                    default_encoder?: string | null;
                 };
             };
         };
@@ -2405,6 +2453,160 @@ export interface operations {
                 };
             };
             /** @description Validation failed: `errors` names each field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The team */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    default_encoder: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The team as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A member key: only an admin key changes team settings */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not a model the team can run as an encoder */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6763,6 +6965,151 @@ export interface operations {
                 };
             };
             /** @description Invalid schema or text */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The model is in the catalog but its weights are not installed on this deployment */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postGliner2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    task: "extract_entities" | "classify_text" | "extract_json" | "schema";
+                    text: string | string[];
+                    /** @description By task: extract_entities, a list of entity types; classify_text, {categories: [labels]}; extract_json, {structure: ["field::dtype::description", …]}; schema, what the client's create_schema() builds ({entities, entity_dtype, classifications, structures, relations, …}) */
+                    schema: unknown;
+                    /** @default 0.5 */
+                    threshold?: number;
+                    /** @default false */
+                    include_confidence?: boolean;
+                    /** @default false */
+                    include_spans?: boolean;
+                    /** @default true */
+                    format_results?: boolean;
+                    /** @description The encoder to run; the gliner2 client sends none: then the team's default_encoder, else the operator's SIFT_DEFAULT_ENCODER */
+                    model?: string;
+                    store?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description `result`: what the library's method returns locally (a list for a `text` list), with inference_id and usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        inference_id: string;
+                        model_id: string;
+                        /** @constant */
+                        type: "encoder";
+                        latency_ms: number;
+                        usage: {
+                            input_tokens: number;
+                        };
+                        result: unknown;
+                        /** @description Per text, the encoder passes it was read in: 1 = the whole text at once; more = a text longer than the model's window, read in overlapping word windows whose results are merged back into the text's own offsets (never truncated). A number when `text` is a string, an array in input order when `text` is an array (docs/reference/decisions.md#encoder-response) */
+                        windows: number | number[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Out of prepaid credit */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown model, training job or project */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Training job or project without an active inference deployment */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Text over the documented size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid task, schema, threshold or text; `detail` names the field */
             422: {
                 headers: {
                     [name: string]: unknown;
