@@ -52,7 +52,7 @@ describe.each([
       model: MODEL,
       messages: [{ role: 'user', content: 'Where is the Eiffel Tower?' }],
       response_format: format(City, 'location'),
-      max_tokens: 40,
+      max_tokens: 60,
       ...greedy,
     });
     const parsed = completion.choices[0]?.message.parsed;
@@ -69,7 +69,7 @@ describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () =>
         { role: 'user' as const, content: 'Reply with a JSON object whose key "colour" is the colour of the sky.' },
       ],
       response_format: { type: 'json_object' as const },
-      max_tokens: 40,
+      max_tokens: 60,
       ...greedy,
     };
     const res = await client().chat.completions.create(body);
@@ -86,7 +86,7 @@ describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () =>
       messages: ask,
       tools: [weatherTool, timeTool],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
-      max_tokens: 40,
+      max_tokens: 60,
       ...greedy,
     });
     const choice = res.choices[0]!;
@@ -100,7 +100,7 @@ describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () =>
   });
 
   it('required calls one of the tools; none answers in text; auto answers or calls', async () => {
-    const base = { model: MODEL, messages: ask, tools: [weatherTool, timeTool], max_tokens: 40, ...greedy };
+    const base = { model: MODEL, messages: ask, tools: [weatherTool, timeTool], max_tokens: 60, ...greedy };
     const required = await client().chat.completions.create({ ...base, tool_choice: 'required' });
     const call = required.choices[0]?.message.tool_calls?.[0];
     if (call?.type !== 'function') throw new Error('required must call a tool');
@@ -129,7 +129,7 @@ describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () =>
       messages: ask,
       tools: [weatherTool],
       tool_choice: { type: 'function' as const, function: { name: 'get_weather' } },
-      max_tokens: 40,
+      max_tokens: 60,
       stream_options: { include_usage: true },
       ...greedy,
     };
@@ -163,7 +163,7 @@ describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () =>
         }),
       ],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
-      max_tokens: 40,
+      max_tokens: 60,
       ...greedy,
     });
     await runner.finalChatCompletion();

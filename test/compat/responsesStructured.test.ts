@@ -28,7 +28,7 @@ describe('/v1/responses structured outputs and tools', () => {
       model: MODEL,
       input: 'Where is the Eiffel Tower?',
       text: { format: zodTextFormat(City, 'location') },
-      max_output_tokens: 40,
+      max_output_tokens: 60,
       ...greedy,
     };
     const res = await client().responses.parse(params);
@@ -44,7 +44,7 @@ describe('/v1/responses structured outputs and tools', () => {
       input: 'What is the weather in Paris?',
       tools: [weather],
       tool_choice: { type: 'function' as const, name: 'get_weather' },
-      max_output_tokens: 40,
+      max_output_tokens: 60,
       ...greedy,
     };
     const res = await client().responses.parse(params);
