@@ -8,39 +8,24 @@ import OpenAI7 from 'openai7';
 import { zodFunction, zodResponseFormat } from 'openai7/helpers/zod';
 import { zodResponseFormat as zodResponseFormat6 } from 'openai6/helpers/zod';
 import { z } from 'zod';
-import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
-import { MODEL } from './helpers';
+import { OPERATOR_KEY } from '../helpers/localStack';
+import { ENCODER, MODEL, useModelsStack } from './helpers';
 
-const ENCODER = 'sift/gliner2-mini-v1';
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await TestStack.start({ withModels: true });
-}, 180_000);
-afterAll(async () => stack?.stop());
+const stack = useModelsStack();
 
 const client = (OpenAI: typeof OpenAI7 = OpenAI7) =>
-  new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
+  new OpenAI({ baseURL: `${stack().url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
 const greedy = { temperature: 0, seed: 7 } as const;
 
 const City = z.object({ city: z.string(), country: z.string() });
 const Weather = z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']) });
 const Time = z.object({ timezone: z.string() });
-const weatherTool = {
+const fn = (name: string, description: string, schema: z.ZodType) => ({
   type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    description: 'Current weather in a city',
-    parameters: z.toJSONSchema(Weather) as Record<string, unknown>,
-  },
-};
-const timeTool = {
-  type: 'function' as const,
-  function: {
-    name: 'get_time',
-    description: 'Current time in a timezone',
-    parameters: z.toJSONSchema(Time) as Record<string, unknown>,
-  },
-};
+  function: { name, description, parameters: z.toJSONSchema(schema) as Record<string, unknown> },
+});
+const weatherTool = fn('get_weather', 'Current weather in a city', Weather);
+const timeTool = fn('get_time', 'Current time in a timezone', Time);
 const ask = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
 
 describe.each([
