@@ -1,11 +1,12 @@
 /**
- * Structured outputs, tools and logprobs on /v1/chat/completions and /v1/completions through the official
- * OpenAI SDKs (#28), on the catalog decoder (greedy, seeded) and on the mini encoder (JSON schema → GLiNER2).
- * Validity comes from grammar-constrained decoding, so every parsed object is checked against its schema.
+ * Structured outputs, tools and logprobs on /v1/chat/completions, /v1/completions and /v1/responses through the
+ * official OpenAI SDKs (#28), on the catalog decoder (greedy, seeded) and on the mini encoder (JSON schema →
+ * GLiNER2). Validity comes from grammar-constrained decoding, so every parsed object is checked against its
+ * schema. One file, one stack: the models load once.
  */
 import OpenAI6 from 'openai6';
 import OpenAI7 from 'openai7';
-import { zodFunction, zodResponseFormat } from 'openai7/helpers/zod';
+import { zodFunction, zodResponseFormat, zodResponsesFunction, zodTextFormat } from 'openai7/helpers/zod';
 import { zodResponseFormat as zodResponseFormat6 } from 'openai6/helpers/zod';
 import { z } from 'zod';
 import { OPERATOR_KEY } from '../helpers/localStack';
@@ -326,5 +327,133 @@ describe('an encoder answers a JSON schema by extraction', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI7.BadRequestError);
     expect(err.message).toMatch(/person/);
+  });
+});
+
+const weatherFn = zodResponsesFunction({ name: 'get_weather', parameters: Weather, description: 'Weather in a city' });
+
+describe('/v1/responses structured outputs and tools', () => {
+  it('responses.parse with zodTextFormat: output_parsed validates, streamed too', async () => {
+    const params = {
+      model: MODEL,
+      input: 'Where is the Eiffel Tower?',
+      text: { format: zodTextFormat(City, 'location') },
+      max_output_tokens: 60,
+      temperature: 0,
+    };
+    const res = await client().responses.parse(params);
+    expect(City.parse(res.output_parsed)).toEqual(res.output_parsed);
+    expect(res.status).toBe('completed');
+    const streamed = await client().responses.stream(params).finalResponse();
+    expect(streamed.output_parsed).toEqual(res.output_parsed);
+  });
+
+  it('a named function tool answers with a function_call item; streamed as its events', async () => {
+    const params = {
+      model: MODEL,
+      input: 'What is the weather in Paris?',
+      tools: [weatherFn],
+      tool_choice: { type: 'function' as const, name: 'get_weather' },
+      max_output_tokens: 60,
+      temperature: 0,
+    };
+    const res = await client().responses.parse(params);
+    const call = res.output.find((o) => o.type === 'function_call');
+    expect(call).toMatchObject({ name: 'get_weather', call_id: expect.stringMatching(/^call_/), status: 'completed' });
+    if (call?.type !== 'function_call') throw new Error('expected a function_call item');
+    expect(Weather.parse(call.parsed_arguments)).toEqual(JSON.parse(call.arguments));
+
+    const types: string[] = [];
+    const stream = client().responses.stream(params);
+    stream.on('event', (e) => types.push(e.type));
+    const final = await stream.finalResponse();
+    expect(final.output).toEqual(
+      res.output.map((o) =>
+        expect.objectContaining({ type: o.type, arguments: (o as { arguments?: string }).arguments }),
+      ),
+    );
+    expect(types).toEqual(
+      expect.arrayContaining([
+        'response.output_item.added',
+        'response.function_call_arguments.delta',
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+        'response.completed',
+      ]),
+    );
+
+    const none = await client().responses.create({ ...params, tool_choice: 'none', max_output_tokens: 8 });
+    expect(none.output[0]?.type).toBe('message');
+  });
+
+  it('function_call and function_call_output items feed back into the prompt', async () => {
+    const input = (output: string): OpenAI7.Responses.ResponseInput => [
+      { role: 'user', content: 'What is the weather in Paris?' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"celsius"}' },
+      { type: 'function_call_output', call_id: 'call_1', output },
+    ];
+    const short = await client().responses.create({
+      model: MODEL,
+      input: input('18C'),
+      max_output_tokens: 8,
+      temperature: 0,
+    });
+    const long = await client().responses.create({
+      model: MODEL,
+      input: input('18 degrees celsius, light rain, wind from the west at 20 km/h'),
+      max_output_tokens: 8,
+      temperature: 0,
+    });
+    expect(short.output_text.length).toBeGreaterThan(0);
+    expect(long.usage!.input_tokens).toBeGreaterThan(short.usage!.input_tokens + 10);
+  });
+
+  it('an encoder answers text.format json_schema by extraction; a required string is a 400 naming it', async () => {
+    const Person = z.object({ person: z.string().nullable(), company: z.string().nullable() });
+    const res = await client().responses.parse({
+      model: ENCODER,
+      input: 'Tim Cook leads Apple.',
+      text: { format: zodTextFormat(Person, 'people') },
+    });
+    expect(Person.parse(res.output_parsed)).toEqual(res.output_parsed);
+
+    const err = await client()
+      .responses.create({
+        model: ENCODER,
+        input: 'Tim Cook leads Apple.',
+        text: { format: zodTextFormat(z.object({ person: z.string() }), 'people') },
+      })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(err.message).toMatch(/person/);
+  });
+
+  it('refusals name their field', async () => {
+    const unknown = await client()
+      .responses.create({
+        model: MODEL,
+        input: 'x',
+        tools: [weatherFn],
+        tool_choice: { type: 'function', name: 'get_stock' },
+      })
+      .catch((e) => e);
+    expect(unknown).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(unknown.param).toBe('tool_choice');
+    const keyword = await client()
+      .responses.create({
+        model: MODEL,
+        input: 'x',
+        text: {
+          format: {
+            type: 'json_schema',
+            name: 'x',
+            schema: { type: 'object', properties: { a: { type: 'string' } }, patternProperties: { '^b': {} } },
+          },
+        },
+      })
+      .catch((e) => e);
+    expect(keyword).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(keyword.message).toMatch(/patternProperties/);
+    expect(keyword.message).toMatch(/text\.format\.schema/);
   });
 });
