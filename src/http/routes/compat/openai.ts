@@ -235,6 +235,7 @@ function chatOutput(body: ChatBody): OutputRequest {
           : undefined,
     tools,
     choice: toolChoiceOf(typeof choice === 'object' && choice !== null ? choice.function : choice, tools),
+    parametersAt: 'function.parameters',
   };
 }
 

@@ -75,6 +75,8 @@ export interface OutputRequest {
   format?: FormatRequest | undefined;
   tools: ToolSpec[];
   choice: ToolChoice;
+  /** Where a tool's parameters are on the wire, after `tools.<i>.` (chat: `function.parameters`). */
+  parametersAt: string;
 }
 
 export function toolSpec(t: {
@@ -138,7 +140,7 @@ export function encoderTarget(
         : undefined;
   if (tool !== undefined) {
     const i = out.tools.findIndex((t) => t.name === tool);
-    return { schema: out.tools[i]!.parameters, field: `tools.${i}.parameters`, name: tool, tool };
+    return { schema: out.tools[i]!.parameters, field: `tools.${i}.${out.parametersAt}`, name: tool, tool };
   }
   if (out.tools.length > 0 && out.choice.type !== 'none')
     throw withHints(

@@ -332,6 +332,7 @@ function responsesOutput(body: Body): OutputRequest {
           : undefined,
     tools,
     choice: toolChoiceOf(body.tool_choice, tools),
+    parametersAt: 'parameters',
   };
 }
 
