@@ -27,8 +27,10 @@ describe('checkJsonSchema', () => {
         tags: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 3 },
         when: { type: 'string', format: 'date-time' },
         kind: { const: 'person' },
+        // zod's .int(), as zodResponseFormat writes it.
+        count: { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
       },
-      required: ['name', 'age', 'role', 'address', 'tags', 'when', 'kind'],
+      required: ['name', 'age', 'role', 'address', 'tags', 'when', 'kind', 'count'],
       additionalProperties: false,
       $defs: {
         address: {
@@ -42,13 +44,11 @@ describe('checkJsonSchema', () => {
       title: 'Person',
     };
     expect(checkJsonSchema(strict, 'f')).toBe(strict);
-    // An object nullable by a type list becomes two alternatives for the grammar builder.
-    expect(
-      grammarSchema({
-        kind: 'json_schema',
-        schema: { type: ['object', 'null'], properties: { a: { type: 'number' } }, required: ['a'] },
-      }),
-    ).toEqual({
+    // An object nullable by a type list becomes two alternatives for the grammar builder, each with
+    // the keywords of its own kind.
+    const nullable = { type: ['object', 'null'], properties: { a: { type: 'number' } }, required: ['a'] };
+    expect(checkJsonSchema(nullable, 'f')).toBe(nullable);
+    expect(grammarSchema({ kind: 'json_schema', schema: nullable })).toEqual({
       oneOf: [{ type: 'object', properties: { a: { type: 'number' } }, additionalProperties: false }, { type: 'null' }],
     });
   });
@@ -79,6 +79,7 @@ describe('checkJsonSchema', () => {
       properties: {
         code: { type: 'string', pattern: '^[A-Z]+$' },
         n: { type: 'number', minimum: 0, multipleOf: 2 },
+        big: { type: 'integer', maximum: 100 },
         both: { allOf: [{ type: 'string' }] },
         neg: { not: { type: 'null' } },
         email: { type: 'string', format: 'email' },
@@ -93,6 +94,7 @@ describe('checkJsonSchema', () => {
       '`pattern` at /properties/code',
       '`minimum` at /properties/n',
       '`multipleOf` at /properties/n',
+      '`maximum` at /properties/big',
       '`allOf` at /properties/both',
       '`not` at /properties/neg',
       '`format: "email"` at /properties/email',
@@ -171,6 +173,29 @@ describe('planToolUse', () => {
     const named: ToolChoice = { type: 'tool', name: 'get_weather' };
     expect([fits(named, call), fits(named, other), fits(named, answer)]).toEqual([true, false, false]);
     expect(fits(named, { name: 'get_weather', arguments: { town: 'Paris' } })).toBe(false);
+  });
+
+  it('takes parameters with their own $defs (pydantic, instructor) into the call schema, self-contained', () => {
+    const person: ToolSpec = {
+      name: 'Person',
+      parameters: {
+        type: 'object',
+        properties: { name: { type: 'string' }, home: { anyOf: [{ $ref: '#/$defs/Address' }, { type: 'null' }] } },
+        required: ['name', 'home'],
+        $defs: { Address: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      },
+    };
+    const { constraint } = planToolUse(ask, [person], { type: 'required' }, 'tools');
+    if (constraint?.kind !== 'json_schema') throw new Error('no schema');
+    // The combined schema is itself one the grammar (and vLLM) can take, and holds the nested object.
+    expect(checkJsonSchema(constraint.schema, 'f')).toBe(constraint.schema);
+    const schema = z.fromJSONSchema(constraint.schema as never);
+    expect(schema.safeParse({ name: 'Person', arguments: { name: 'Ada', home: { city: 'London' } } }).success).toBe(
+      true,
+    );
+    expect(schema.safeParse({ name: 'Person', arguments: { name: 'Ada', home: { town: 'London' } } }).success).toBe(
+      false,
+    );
   });
 
   it('renders the tools into the system prompt, except for `none`, which offers none and constrains nothing', () => {

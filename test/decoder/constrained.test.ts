@@ -90,6 +90,16 @@ describe('llama.cpp: JSON Schema constraint', () => {
   });
 });
 
+describe('llama.cpp: json_object constraint', () => {
+  it('writes one JSON object', async () => {
+    const constraint: OutputConstraint = { kind: 'json_object' };
+    const messages = structuredOutputMessages(ask('Describe Paris as JSON with keys city and country.'), constraint);
+    const { text, done } = await run(messages, constraint);
+    expect(z.record(z.string(), z.unknown()).safeParse(JSON.parse(text)).success).toBe(true);
+    expect(done.finishReason).toBe('stop');
+  });
+});
+
 describe('llama.cpp: tool calls by grammar', () => {
   const tools = [
     {

@@ -159,6 +159,12 @@ describe('vLLM upstream: logprobs', () => {
     expect(plain.gen.logprobs).toEqual([]);
   });
 
+  it('is refused with a 400 naming logprobs beyond 20 alternatives, before anything is sent', async () => {
+    const before = vllm.requests.length;
+    await expect(generate({ params: { logprobs: 21 } })).rejects.toMatchObject({ status: 400, param: 'logprobs' });
+    expect(vllm.requests.length).toBe(before);
+  });
+
   it('is refused with a 400 naming logprobs on a backend that cannot give them', async () => {
     const upstream = new OpenAiUpstreamDecoder({ baseUrl: vllm.url, logger: silentLogger });
     const without: DecoderBackend = Object.assign(Object.create(upstream) as OpenAiUpstreamDecoder, {

@@ -109,6 +109,13 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
       `max_tokens is ${params.maxTokens}, above this model's limit of ${model.profile.maxOutputTokens}`,
     );
   }
+  if (
+    params.logprobs !== undefined &&
+    (!Number.isInteger(params.logprobs) || params.logprobs < 0 || params.logprobs > 20)
+  )
+    throw new BadRequestError(`logprobs asks for ${params.logprobs} alternatives; 0 to 20 are available`, {
+      param: 'logprobs',
+    });
   if (params.logprobs !== undefined && !runtime.backend.supportsLogprobs)
     throw new BadRequestError(`logprobs are not available from the ${runtime.backend.name} backend`, {
       param: 'logprobs',

@@ -106,7 +106,10 @@ function convert(schema: unknown, path: string, w: Walk): Node {
     if (types.every((t) => PRIMITIVES.has(t as string)) && keys.every((k) => k === 'type'))
       return { type: [...new Set(types)] };
     // ["object", "null"] and the like: one alternative per type, each with the keywords of its kind.
-    return { oneOf: types.map((t) => convert({ ...schema, type: t }, path, w)) };
+    const kinds = types.map((t) => KEYWORDS[t as string] ?? KEYWORDS.primitive!);
+    report(new Set(kinds.flatMap((k) => [...k])));
+    const only = (i: number) => Object.fromEntries(Object.entries(schema).filter(([k]) => kinds[i]!.has(k)));
+    return { oneOf: types.map((t, i) => convert({ ...only(i), type: t }, path, w)) };
   }
   const t = types[0] as string;
   if (t === 'object') {
@@ -189,7 +192,13 @@ function convert(schema: unknown, path: string, w: Walk): Node {
     return out;
   }
   if (PRIMITIVES.has(t)) {
-    report(KEYWORDS.primitive!);
+    // zod's `.int()` (so openai's zodResponseFormat) bounds every integer by the safe-integer range:
+    // accepted as the range of a JSON number a client can read, the grammar having no digit limit.
+    const safe =
+      (t === 'integer' || t === 'number') &&
+      (schema.minimum === undefined || schema.minimum === -Number.MAX_SAFE_INTEGER) &&
+      (schema.maximum === undefined || schema.maximum === Number.MAX_SAFE_INTEGER);
+    report(safe ? new Set(['type', 'minimum', 'maximum']) : KEYWORDS.primitive!);
     return { type: t };
   }
   w.problems.push(`\`type: ${JSON.stringify(t)}\` at ${at(path)}`);
@@ -263,9 +272,9 @@ export function structuredOutputMessages(messages: DecoderMessage[], constraint:
   return withSystemText(messages, text);
 }
 
-/** Adds `text` to the first system message (its own part), or as a system message of its own first. */
+/** Adds `text` to the first system message (its own part, after a blank line: parts join with a newline), or as a system message of its own first. */
 export function withSystemText(messages: DecoderMessage[], text: string): DecoderMessage[] {
   const [first, ...rest] = messages;
-  if (first?.role === 'system') return [{ role: 'system', parts: [...first.parts, { text: `\n\n${text}` }] }, ...rest];
+  if (first?.role === 'system') return [{ role: 'system', parts: [...first.parts, { text: `\n${text}` }] }, ...rest];
   return [{ role: 'system', parts: [{ text }] }, ...messages];
 }

@@ -6,12 +6,19 @@
  * conversation with tool results reads the way the model is asked to write.
  */
 import { BadRequestError } from '../errors';
-import { checkJsonSchema, withSystemText } from './structured';
+import { checkJsonSchema, grammarSchema, withSystemText } from './structured';
 import type { DecoderMessage, JsonSchema, OutputConstraint, ToolCall, ToolChoice, ToolSpec } from './types';
 
+/**
+ * A call of `tool`. Its parameters go in self-contained (references inlined, grammarSchema): a
+ * pydantic-style `$defs` of theirs would otherwise be out of reach of `#/$defs/...` once nested.
+ */
 const callSchema = (tool: ToolSpec): JsonSchema => ({
   type: 'object',
-  properties: { name: { const: tool.name }, arguments: tool.parameters },
+  properties: {
+    name: { const: tool.name },
+    arguments: grammarSchema({ kind: 'json_schema', schema: tool.parameters }),
+  },
   required: ['name', 'arguments'],
   additionalProperties: false,
 });

@@ -413,6 +413,7 @@ export class LlamaCppDecoder implements DecoderBackend {
       if (loaded.status === 'fulfilled') await loaded.value.model.dispose();
     }
     this.bases.clear();
+    this.grammars.clear();
     const [llama] = await Promise.allSettled([this.llama ?? Promise.resolve(undefined)]);
     if (llama.status === 'fulfilled') await llama.value?.dispose();
     this.snapshots.removeAll();
