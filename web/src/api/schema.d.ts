@@ -927,7 +927,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** OpenAI-compatible chat completions (streaming, stop sequences, prompt caching, `schema` extraction) */
+        /** OpenAI-compatible chat completions (streaming, stop sequences, prompt caching, structured outputs, tools, logprobs, `schema` extraction) */
         post: operations["postV1ChatCompletions"];
         delete?: never;
         options?: never;
@@ -961,7 +961,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** OpenAI-compatible Responses API (stateless: store only feeds inference history; no previous_response_id) */
+        /** OpenAI-compatible Responses API (stateless: store only feeds inference history; no previous_response_id; structured outputs and function tools) */
         post: operations["postV1Responses"];
         delete?: never;
         options?: never;
@@ -7736,14 +7736,62 @@ export interface operations {
                         [key: string]: unknown;
                     })[];
                     max_completion_tokens?: number | null;
-                    tools?: unknown[] | null;
-                    tool_choice?: unknown;
-                    response_format?: ({
-                        type: string;
+                    tools?: ({
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                            description?: string | null;
+                            parameters?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        } & {
+                            [key: string]: unknown;
+                        };
                     } & {
                         [key: string]: unknown;
-                    }) | null;
+                    })[] | null;
+                    tool_choice?: (("auto" | "none" | "required") | ({
+                        /** @constant */
+                        type: "function";
+                        function: {
+                            name: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    })) | null;
+                    parallel_tool_calls?: boolean | null;
+                    response_format?: (({
+                        /** @constant */
+                        type: "text";
+                    } & {
+                        [key: string]: unknown;
+                    }) | ({
+                        /** @constant */
+                        type: "json_object";
+                    } & {
+                        [key: string]: unknown;
+                    }) | ({
+                        /** @constant */
+                        type: "json_schema";
+                        json_schema: {
+                            name: string;
+                            description?: string | null;
+                            schema?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    })) | null;
                     logprobs?: boolean | null;
+                    top_logprobs?: number | null;
                     schema?: {
                         [key: string]: unknown;
                     };
@@ -8014,14 +8062,49 @@ export interface operations {
                     store?: boolean | null;
                     previous_response_id?: string | null;
                     conversation?: unknown;
-                    tools?: unknown[] | null;
-                    tool_choice?: unknown;
+                    tools?: ({
+                        /** @constant */
+                        type: "function";
+                        name: string;
+                        description?: string | null;
+                        parameters?: {
+                            [key: string]: unknown;
+                        } | null;
+                        strict?: boolean | null;
+                    } & {
+                        [key: string]: unknown;
+                    })[] | null;
+                    tool_choice?: (("auto" | "none" | "required") | ({
+                        /** @constant */
+                        type: "function";
+                        name: string;
+                    } & {
+                        [key: string]: unknown;
+                    })) | null;
+                    parallel_tool_calls?: boolean | null;
                     text?: ({
-                        format?: {
-                            type: string;
+                        format?: ({
+                            /** @constant */
+                            type: "text";
                         } & {
                             [key: string]: unknown;
-                        };
+                        }) | ({
+                            /** @constant */
+                            type: "json_object";
+                        } & {
+                            [key: string]: unknown;
+                        }) | ({
+                            /** @constant */
+                            type: "json_schema";
+                            name: string;
+                            description?: string | null;
+                            schema: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        } & {
+                            [key: string]: unknown;
+                        });
                     } & {
                         [key: string]: unknown;
                     }) | null;
