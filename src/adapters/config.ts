@@ -23,5 +23,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Sif
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean);
+  // Test-only (see SiftConfig.testSwitches): test/helpers/localStack.ts sets it.
+  if (env.SIFT_TEST_SWITCHES === '1') out.testSwitches = true;
   return out;
 }

@@ -38,6 +38,12 @@ export interface SiftConfig {
   generationModel: string;
   /** Models /ready loads before it says ready (the ECS encoder service's target-health check). */
   preloadModels: string[];
+  /**
+   * Test-only request switches (`SIFT_TEST_SWITCHES=1`, never set in a deployment): the header
+   * `x-sift-test-unconstrained: 1` drops a generation's output constraint, so a client test can show
+   * it fails without constrained decoding.
+   */
+  testSwitches: boolean;
 }
 
 export const defaultConfig: SiftConfig = {
@@ -53,6 +59,7 @@ export const defaultConfig: SiftConfig = {
   trainingInstanceType: 'local',
   preloadModels: [],
   generationModel: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+  testSwitches: false,
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */

@@ -205,16 +205,6 @@ describe.each(SDKS)('%s against /v1', (_name, OpenAI) => {
     expect(tooMany).toBeInstanceOf(OpenAI.BadRequestError);
     expect(tooMany.message).toMatch(/limit/);
 
-    const tools = await c.chat.completions
-      .create({
-        model: MODEL,
-        messages: [{ role: 'user', content: 'x' }],
-        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-      })
-      .catch((e) => e);
-    expect(tools).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(tools.param).toBe('tools');
-
     const encoder = await c.chat.completions
       .create({ model: 'fastino/gliner2-base-v1', messages: [{ role: 'user', content: 'x' }] })
       .catch((e) => e);

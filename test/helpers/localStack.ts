@@ -57,7 +57,8 @@ export class TestStack {
       modelsDir: opts.modelsDir ?? (opts.withModels ? DEFAULT_MODELS_DIR : join(dataDir, 'no-models')),
       ...(opts.buildPollMs !== undefined ? { buildPollMs: opts.buildPollMs } : {}),
       ...(opts.python !== undefined ? { python: opts.python } : {}),
-      ...(opts.config ? { config: opts.config } : {}),
+      // Test-only request switches on (SiftConfig.testSwitches, x-sift-test-unconstrained).
+      config: { testSwitches: true, ...opts.config },
       ...(opts.workflowPollMs !== undefined ? { workflowPollMs: opts.workflowPollMs } : {}),
       ...(opts.adaptiveEveryMs !== undefined ? { adaptiveEveryMs: opts.adaptiveEveryMs } : {}),
       ...(opts.ports ? { ports: opts.ports } : {}),

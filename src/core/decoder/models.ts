@@ -10,7 +10,7 @@ export interface DecoderProfile {
   minCacheTokens: number;
   /** Largest `max_tokens` accepted. */
   maxOutputTokens: number;
-  /** Whether the model can call tools; SmolLM2-135M cannot do so reliably, so tools get a clear 400. */
+  /** Whether the model is offered tools (calls by constrained decoding, tools.ts); false: tools get a clear 400. */
   tools: boolean;
   /** USD per million tokens. */
   inputPrice: number;
@@ -31,7 +31,8 @@ const PROFILES: Record<string, DecoderProfile> = {
     family: 'explicit',
     minCacheTokens: 1024,
     maxOutputTokens: 4096,
-    tools: false,
+    // Tool calls come from grammar-constrained decoding (tools.ts), not from the model's own skill.
+    tools: true,
     inputPrice: 0.05,
     outputPrice: 0.1,
   },

@@ -6,7 +6,15 @@ import type { LimitClass } from '../rateLimits';
 import { billedModel, checkSpendAllowance, recordBilledUsage } from '../usage';
 import type { ResolvedModel } from '../models';
 import { CACHE_MULTIPLIERS } from './models';
-import type { DecoderPrompt, FinishReason, GenerationEvent, GenerationUsage, SamplingParams } from './types';
+import type {
+  DecoderPrompt,
+  FinishReason,
+  GenerationEvent,
+  GenerationUsage,
+  OutputConstraint,
+  SamplingParams,
+  TokenLogprob,
+} from './types';
 
 /** A backend plus the prompt-cache ledger that goes with it (one per process). */
 export type { DecoderRuntime } from './runtime';
@@ -38,6 +46,11 @@ export interface Generation {
   model: Extract<ResolvedModel, { type: 'decoder' }>;
   start: StartUsage;
   stream: GenerationStream;
+  /**
+   * Per-token log-probabilities of the text so far, when `params.logprobs` asked for them: appended
+   * as pieces arrive (after each piece, `logprobs.slice(seen)` are that piece's tokens).
+   */
+  logprobs: TokenLogprob[];
   /** Runs the stream to the end and returns the result (non-streaming routes). */
   collect(): Promise<GenerationResult>;
   /**
@@ -56,6 +69,8 @@ export interface GenerationInput {
   model: Extract<ResolvedModel, { type: 'decoder' }>;
   prompt: DecoderPrompt;
   params: SamplingParams;
+  /** What the whole output must be (structured outputs, tool calls); absent = free text. */
+  constraint?: OutputConstraint | undefined;
   /** For the inference record (`/v1/chat/completions`, `/inference`, …) and the usage counter. */
   endpoint: string;
   limitClass: LimitClass;
@@ -94,6 +109,10 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
       `max_tokens is ${params.maxTokens}, above this model's limit of ${model.profile.maxOutputTokens}`,
     );
   }
+  if (params.logprobs !== undefined && !runtime.backend.supportsLogprobs)
+    throw new BadRequestError(`logprobs are not available from the ${runtime.backend.name} backend`, {
+      param: 'logprobs',
+    });
   await checkSpendAllowance(svc, principal.team_id);
   if (model.adapter) await runtime.backend.ensureAdapter!(model.adapter, svc.blobs);
   const started = performance.now();
@@ -110,6 +129,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
         scope,
         prompt,
         params,
+        ...(input.constraint ? { constraint: input.constraint } : {}),
         cache: { plan: (tokenized) => runtime.cache.plan(scope, model.backendModel, tokenized) },
       },
       signal,
@@ -125,6 +145,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
   const start = first.value.usage;
 
   let text = '';
+  const logprobs: TokenLogprob[] = [];
   /** Text events received, delivered or not: a lower bound on the tokens of a failed generation. */
   let pieces = 0;
   let done: DoneEvent | undefined;
@@ -159,7 +180,13 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
         training_job_id: model.trainingJobId,
         endpoint: input.endpoint,
         input: input.recordInput,
-        output: { completion: result.text, finish_reason: result.finishReason, stop_sequence: result.stopSequence },
+        output: {
+          completion: result.text,
+          finish_reason: result.finishReason,
+          stop_sequence: result.stopSequence,
+          // The kind only: a schema can be large, and the caller's request has it.
+          ...(input.constraint ? { constraint: input.constraint.kind } : {}),
+        },
         usage: usageFields(u),
         latency_ms: Math.round(performance.now() - started),
       },
@@ -211,6 +238,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
       const ev = next.value;
       if (ev.type === 'text') {
         text += ev.text;
+        if (ev.logprobs) logprobs.push(...ev.logprobs);
         pieces++;
         return ev.text;
       }
@@ -254,6 +282,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
     model,
     start,
     stream,
+    logprobs,
     async collect() {
       for (;;) {
         const next = await stream.next();

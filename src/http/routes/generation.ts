@@ -10,10 +10,10 @@ import {
   type Generation,
   type GenerationInput,
 } from '../../core/decoder/service';
-import type { CacheMarker, DecoderMessage, DecoderPrompt } from '../../core/decoder/types';
+import type { CacheMarker, DecoderMessage, DecoderPrompt, OutputConstraint } from '../../core/decoder/types';
 import { BadRequestError, type ApiError } from '../../core/errors';
 import type { ResolvedDecoder } from '../../core/models';
-import type { ApiResponse } from '../types';
+import type { ApiResponse, HandlerContext } from '../types';
 
 export type Decoder = ResolvedDecoder;
 
@@ -104,6 +104,19 @@ export function generate(input: GenerationInput & { strictMarkers: boolean }): P
     ...rest,
     prompt: applyMarkerRules(input.prompt, input.model, input.runtime, strictMarkers),
   });
+}
+
+/**
+ * The constraint a generation runs with. Test-only: on a server started with `SIFT_TEST_SWITCHES=1`
+ * (`svc.config.testSwitches`), the header `x-sift-test-unconstrained: 1` drops it (a tools prompt
+ * stays), so each client test can show that it fails without constrained decoding.
+ */
+export function effectiveConstraint(
+  ctx: Pick<HandlerContext<unknown, unknown, unknown>, 'svc' | 'req'>,
+  constraint: OutputConstraint | undefined,
+): OutputConstraint | undefined {
+  if (ctx.svc.config.testSwitches && ctx.req.headers['x-sift-test-unconstrained'] === '1') return undefined;
+  return constraint;
 }
 
 /** Default `max_tokens` when a route makes it optional: what is left of the context, capped by the model's limit. */

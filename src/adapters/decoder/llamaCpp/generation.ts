@@ -3,10 +3,16 @@
  * prefix (or restore a snapshot), write new snapshots, then stream text with stop sequences applied.
  */
 import { existsSync } from 'node:fs';
-import type { Token } from 'node-llama-cpp';
+import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
 import { BadRequestError } from '../../../core/errors';
 import { StopMatcher } from '../../../core/decoder/stopText';
-import type { CachePlan, FinishReason, GenerateRequest, GenerationEvent } from '../../../core/decoder/types';
+import type {
+  CachePlan,
+  FinishReason,
+  GenerateRequest,
+  GenerationEvent,
+  TokenLogprob,
+} from '../../../core/decoder/types';
 import { tokenizeChatMl } from './chatml';
 import type { KvSnapshots } from './kvSnapshots';
 import { acquireSlot, releaseSlot, reusablePrefix } from './slots';
@@ -24,6 +30,8 @@ export async function* generateOn(
   snapshots: KvSnapshots,
   maxQueue: number,
   signal?: AbortSignal,
+  /** The grammar of `req.constraint` (built and cached by the backend). */
+  grammar?: LlamaGrammar,
 ): AsyncGenerator<GenerationEvent> {
   const prompt = tokenizeChatMl(l, req.prompt);
   const tokens = prompt.tokens as Token[];
@@ -100,41 +108,62 @@ export async function* generateOn(
       let emitted = 0;
       if (signal?.aborted) finish = 'cancelled';
       else if (req.params.maxTokens > 0) {
-        const it = seq.evaluate(tokens.slice(at), {
-          ...(req.params.temperature !== undefined ? { temperature: req.params.temperature } : {}),
-          ...(req.params.topP !== undefined ? { topP: req.params.topP } : {}),
-          ...(req.params.topK !== undefined ? { topK: req.params.topK } : {}),
-          ...(req.params.seed !== undefined ? { seed: req.params.seed } : {}),
-        });
-        for await (const tok of it) {
+        const wanted = req.params.logprobs;
+        const it = seq.evaluateWithMetadata(
+          tokens.slice(at),
+          { probabilities: wanted !== undefined },
+          {
+            ...(req.params.temperature !== undefined ? { temperature: req.params.temperature } : {}),
+            ...(req.params.topP !== undefined ? { topP: req.params.topP } : {}),
+            ...(req.params.topK !== undefined ? { topK: req.params.topK } : {}),
+            ...(req.params.seed !== undefined ? { seed: req.params.seed } : {}),
+            ...(grammar
+              ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model: l.model, grammar }) }
+              : {}),
+          },
+        );
+        /** Logprobs of tokens whose text is not out yet (it waits for bytes, or for the stop matcher). */
+        let pending: TokenLogprob[] = [];
+        for await (const next of it) {
+          const tok = next.token;
           if (signal?.aborted) {
             finish = 'cancelled';
             break;
           }
           if (l.model.isEogToken(tok)) break;
           gen.push(tok);
+          const probabilities = (next as { probabilities?: Map<Token, number> }).probabilities;
+          if (wanted !== undefined && probabilities) pending.push(tokenLogprob(l.model, tok, probabilities, wanted));
           const text = l.model.detokenize(gen);
-          // A multi-byte character split across tokens waits for its remaining bytes.
-          const ready = text.endsWith('\uFFFD') ? text.slice(0, -1) : text;
+          // A multi-byte character split across tokens waits for its remaining bytes; a constrained
+          // output's whitespace waits for more (the grammar ends the value with newlines, not output).
+          let ready = text.endsWith('\uFFFD') ? text.slice(0, -1) : text;
+          if (grammar) ready = ready.trimEnd();
           if (ready.length > emitted) {
             const out = stop.push(ready.slice(emitted));
             emitted = ready.length;
-            if (out) yield { type: 'text', text: out };
+            if (out) {
+              yield { type: 'text', text: out, ...(wanted !== undefined ? { logprobs: pending } : {}) };
+              pending = [];
+            }
             if (stop.matched !== null) {
               finish = 'stop_sequence';
               break;
             }
           }
+          // node-llama-cpp's JSON grammar ends a complete value with four newlines (then only more).
+          if (grammar && text.endsWith('\n\n\n\n')) break;
           if (gen.length >= req.params.maxTokens) {
             finish = 'length';
             break;
           }
         }
         if (finish !== 'stop_sequence' && finish !== 'cancelled') {
-          const text = l.model.detokenize(gen);
+          const full = l.model.detokenize(gen);
+          const text = grammar ? full.trimEnd() : full;
           const tail = stop.push(text.slice(emitted)) + stop.flush();
           if (stop.matched !== null) finish = 'stop_sequence';
-          if (tail) yield { type: 'text', text: tail };
+          if (tail) yield { type: 'text', text: tail, ...(wanted !== undefined ? { logprobs: pending } : {}) };
         }
       } else finish = 'length';
     }
@@ -154,5 +183,16 @@ export async function* generateOn(
       cacheWrite1hTokens: plan.write1hTokens,
       engineReusedTokens: reused,
     },
+  };
+}
+
+/** A token's natural-log probability and its `top` most likely alternatives (the sampler's distribution). */
+function tokenLogprob(model: LlamaModel, token: Token, probabilities: Map<Token, number>, top: number): TokenLogprob {
+  const text = (t: Token) => model.detokenize([t], true);
+  const ranked = [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top);
+  return {
+    token: text(token),
+    logprob: Math.log(probabilities.get(token) ?? 0),
+    top: ranked.map(([t, p]) => ({ token: text(t), logprob: Math.log(p) })),
   };
 }

@@ -1,7 +1,9 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Llama, LlamaContext } from 'node-llama-cpp';
+import type { Llama, LlamaContext, LlamaGrammar } from 'node-llama-cpp';
+import { createHash } from 'node:crypto';
+import { grammarSchema } from '../../../core/decoder/structured';
 import type { BlobStore } from '../../../core/ports';
 import { NotFoundError, ServiceUnavailableError } from '../../../core/errors';
 import type { Logger } from '../../../core/logger';
@@ -12,6 +14,7 @@ import type {
   DecoderPrompt,
   GenerateRequest,
   GenerationEvent,
+  OutputConstraint,
 } from '../../../core/decoder/types';
 import {
   adapterStem,
@@ -42,6 +45,7 @@ export type { LlamaCppOptions } from './types';
 export class LlamaCppDecoder implements DecoderBackend {
   readonly name = 'llama.cpp';
   readonly cachesAutomatically = false;
+  readonly supportsLogprobs = true;
   private llama?: Promise<Llama>;
   private readonly bases = new Map<string, Promise<Base>>();
   /** Contexts by served model id; an entry is removed when its context is detached. */
@@ -58,6 +62,8 @@ export class LlamaCppDecoder implements DecoderBackend {
   private readonly adapterDir: string;
   private readonly snapshots: KvSnapshots;
   private readonly paths = new Map<string, string>();
+  /** Grammars by schema hash, most recently used last (building one costs milliseconds to seconds). */
+  private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
   private closed = false;
   private readonly logger: Logger;
   /** Adapter files fetched from the blob store (diagnostics and tests). */
@@ -365,11 +371,30 @@ export class LlamaCppDecoder implements DecoderBackend {
     this.snapshots.evict(key);
   }
 
+  /** The GBNF grammar of a constraint, from a small LRU keyed by the schema's hash. */
+  private grammar(constraint: OutputConstraint): Promise<LlamaGrammar> {
+    const schema = grammarSchema(constraint);
+    const key = createHash('sha256').update(JSON.stringify(schema)).digest('hex');
+    let p = this.grammars.get(key);
+    if (p) this.grammars.delete(key);
+    else {
+      p = this.getLlama().then((llama) => llama.createGrammarForJsonSchema(schema as never));
+      p.catch(() => this.grammars.delete(key));
+    }
+    this.grammars.set(key, p);
+    for (const old of this.grammars.keys()) {
+      if (this.grammars.size <= GRAMMAR_CACHE_SIZE) break;
+      this.grammars.delete(old);
+    }
+    return p;
+  }
+
   async *generate(req: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
     if (this.closed) throw new Error('decoder closed');
+    const grammar = req.constraint ? await this.grammar(req.constraint) : undefined;
     const l = await this.lease(req.model);
     try {
-      yield* generateOn(l, req, this.snapshots, this.opts.maxQueue ?? 64, signal);
+      yield* generateOn(l, req, this.snapshots, this.opts.maxQueue ?? 64, signal, grammar);
     } finally {
       this.unlease(l);
     }
@@ -393,6 +418,8 @@ export class LlamaCppDecoder implements DecoderBackend {
     this.snapshots.removeAll();
   }
 }
+
+const GRAMMAR_CACHE_SIZE = 32;
 
 export function defaultThreads(): number {
   const env = Number(process.env.SIFT_DECODER_THREADS);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Principal, Services } from '../../../core/context';
 import { checkTexts, runExtraction, SchemaBody, toEncoderSchema } from '../../../core/extraction/api';
+import { glinerToJsonObject, type GlinerMapping } from '../../../core/extraction/jsonSchemaMapping';
 import { resolveServable, type ServableDecoder, type ServableEncoder } from '../../../core/models';
 import type { Generation } from '../../../core/decoder/service';
 import { BadRequestError } from '../../../core/errors';
@@ -8,42 +9,64 @@ import type { ApiRequest, ApiResponse } from '../../types';
 import { parseWith } from '../../validation';
 import { withHints } from '../generation';
 
+interface CompatExtraction {
+  svc: Services;
+  principal: Principal;
+  servable: ServableEncoder;
+  text: string;
+  threshold?: number | undefined;
+  store: boolean;
+  endpoint: string;
+}
+
 /**
  * Extraction through the compatible routes (`schema` extra field on chat/messages,
  * docs/reference/decisions.md#compatible-extras): the encoder runs the schema on the text; the result object is sent
  * back as JSON content.
  */
-export async function extractThroughCompat(args: {
-  svc: Services;
-  principal: Principal;
-  servable: ServableEncoder;
-  text: string;
-  schema: Record<string, unknown>;
-  threshold?: number | undefined;
-  store: boolean;
-  endpoint: string;
-}): Promise<{ inference_id: string; result: unknown; input_tokens: number; windows: number }> {
-  const { svc, principal, servable, text, schema, threshold, store, endpoint } = args;
-  const parsed = toEncoderSchema(parseWith(SchemaBody, schema, 'schema'), ['body', 'schema']);
-  const out = await runExtraction({
-    svc,
-    principal,
-    servable,
-    texts: checkTexts(text, ['body', 'messages']),
-    batch: false,
-    schema: parsed,
-    rawInput: { text, schema, ...(threshold !== undefined ? { threshold } : {}) },
-    threshold,
-    store,
-    endpoint,
-    limitClass: 'inference',
-  });
+export async function extractThroughCompat(
+  args: CompatExtraction & { schema: Record<string, unknown> },
+): Promise<{ inference_id: string; result: unknown; input_tokens: number; windows: number }> {
+  const out = await runCompatExtraction(args, args.schema, { schema: args.schema });
   return {
     inference_id: out.inference_id,
     result: out.result,
     input_tokens: out.usage.input_tokens,
     windows: out.windows as number,
   };
+}
+
+/**
+ * A JSON schema answered by an encoder (structured outputs, core/extraction/jsonSchemaMapping.ts):
+ * the same extraction as the `schema` extra, its result turned into the object the schema describes.
+ */
+export async function extractJsonThroughCompat(
+  args: CompatExtraction & { mapping: GlinerMapping; jsonSchema: unknown },
+): Promise<{ object: Record<string, unknown>; inferenceId: string; windows: number; usage: { input_tokens: number } }> {
+  const out = await runCompatExtraction(args, args.mapping.schema, { json_schema: args.jsonSchema });
+  return {
+    object: glinerToJsonObject(out.result, args.mapping),
+    inferenceId: out.inference_id,
+    windows: out.windows as number,
+    usage: out.usage,
+  };
+}
+
+function runCompatExtraction(args: CompatExtraction, schema: Record<string, unknown>, asked: Record<string, unknown>) {
+  const { svc, principal, servable, text, threshold, store, endpoint } = args;
+  return runExtraction({
+    svc,
+    principal,
+    servable,
+    texts: checkTexts(text, ['body', 'messages']),
+    batch: false,
+    schema: toEncoderSchema(parseWith(SchemaBody, schema, 'schema'), ['body', 'schema']),
+    rawInput: { text, ...asked, ...(threshold !== undefined ? { threshold } : {}) },
+    threshold,
+    store,
+    endpoint,
+    limitClass: 'inference',
+  });
 }
 
 /**

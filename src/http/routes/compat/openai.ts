@@ -1,21 +1,39 @@
 import { z } from 'zod';
 import { modelRunErrors } from '../errorDocs';
 import type { Generation, GenerationResult } from '../../../core/decoder/service';
+import { toolCallsText, toolResultText } from '../../../core/decoder/tools';
 import type {
   DecoderMessage,
   DecoderRole,
   FinishReason,
   GenerationUsage,
   PromptPart,
+  TokenLogprob,
+  ToolCall,
 } from '../../../core/decoder/types';
 import { BadRequestError } from '../../../core/errors';
 import { resolveServable, type ServableEncoder } from '../../../core/models';
+import {
+  ChatResponseFormat,
+  ChatTool,
+  ChatToolChoice,
+  chatLogprobs,
+  extractForOpenAi,
+  logprobsWanted,
+  toAsync,
+  newCallId,
+  planDecoder,
+  readOutput,
+  resolveOpenAiModel,
+  toolChoiceOf,
+  toolSpec,
+  type DecoderPlan,
+  type OutputRequest,
+} from './openaiOutput';
 import { json, route, type ApiResponse, type HandlerContext } from '../../types';
 import {
-  extractThroughCompat,
   normalizeStop,
   requireTextOnly,
-  resolveCompatModel,
   genHeaders,
   openAiStreamError,
   streamResponse,
@@ -23,7 +41,15 @@ import {
   SSE_HEADERS,
   OpenAiErrorBody,
 } from './common';
-import { defaultMaxTokens, generate, parseCacheControl, respondWith, withHints, type Decoder } from '../generation';
+import {
+  defaultMaxTokens,
+  effectiveConstraint,
+  generate,
+  parseCacheControl,
+  respondWith,
+  withHints,
+  type Decoder,
+} from '../generation';
 
 const Part = z.looseObject({ type: z.string() });
 const ChatMessage = z.looseObject({
@@ -67,10 +93,12 @@ export const ChatCompletionBody = z.looseObject({
   ...common,
   messages: z.array(ChatMessage).min(1),
   max_completion_tokens: z.number().int().min(1).nullable().optional(),
-  tools: z.array(z.unknown()).nullable().optional(),
-  tool_choice: z.unknown().optional(),
-  response_format: z.looseObject({ type: z.string() }).nullable().optional(),
+  tools: z.array(ChatTool).nullable().optional(),
+  tool_choice: ChatToolChoice.nullable().optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  response_format: ChatResponseFormat.nullable().optional(),
   logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   /** docs/reference/decisions.md#compatible-extras: encoder extraction schema. */
   schema: z.record(z.string(), z.unknown()).optional(),
   threshold: z.number().min(0).max(1).optional(),
@@ -82,11 +110,26 @@ export const CompletionBody = z.looseObject({
   prompt: z.union([z.string(), z.array(z.string()).length(1)]),
   echo: z.boolean().nullable().optional(),
   suffix: z.string().nullable().optional(),
-  logprobs: z.number().int().nullable().optional(),
+  logprobs: z.number().int().min(0).max(5).nullable().optional(),
   best_of: z.number().int().nullable().optional(),
 });
 
 const FINGERPRINT = 'fp_sift_1';
+
+/** The legacy completions' logprobs: parallel arrays; `text_offset` counts characters of the returned text. */
+function legacyLogprobs(lps: TokenLogprob[], offset: number) {
+  const text_offset: number[] = [];
+  for (const l of lps) {
+    text_offset.push(offset);
+    offset += l.token.length;
+  }
+  return {
+    tokens: lps.map((l) => l.token),
+    token_logprobs: lps.map((l) => l.logprob),
+    top_logprobs: lps.map((l) => Object.fromEntries(l.top.map((t) => [t.token, t.logprob]))),
+    text_offset,
+  };
+}
 
 export const openAiFinish = (f: FinishReason): 'stop' | 'length' => (f === 'length' ? 'length' : 'stop');
 
@@ -114,8 +157,12 @@ export function openAiUsage(
 
 const MARKABLE: ReadonlySet<string> = new Set(['system', 'developer', 'user']);
 
-/** OpenAI chat messages → decoder messages; markers on system/developer/user text parts (docs/reference/decisions.md#prompt-caching rule 5). */
+/**
+ * OpenAI chat messages → decoder messages; markers on system/developer/user text parts (docs/reference/decisions.md#prompt-caching
+ * rule 5). An assistant turn's `tool_calls` and a `tool` turn's result are written back as the core writes them.
+ */
 export function chatToPrompt(messages: ChatBody['messages']): DecoderMessage[] {
+  const callNames = new Map<string, string>();
   return messages.map((m, i) => {
     const where = `messages.${i}`;
     if (m.cache_control !== undefined) {
@@ -154,13 +201,140 @@ export function chatToPrompt(messages: ChatBody['messages']): DecoderMessage[] {
         parts.push(marker && MARKABLE.has(m.role) ? { text, cache: marker } : { text });
       });
     }
-    for (const call of m.tool_calls ?? []) {
-      if (call.function)
-        parts.push({ text: JSON.stringify({ tool_call: call.function.name, arguments: call.function.arguments }) });
+    if (role === 'tool') {
+      const id = m.tool_call_id;
+      const name = (id !== undefined ? callNames.get(id) : undefined) ?? m.name;
+      const call = { ...(id !== undefined ? { id } : {}), ...(name !== undefined ? { name } : {}) };
+      return { role, parts: [{ text: toolResultText(call, parts.map((p) => p.text).join('')) }] };
     }
+    const calls: ToolCall[] = (m.tool_calls ?? []).flatMap((c, j) =>
+      c.function ? [{ id: c.id ?? `call_${i}_${j}`, name: c.function.name, arguments: c.function.arguments }] : [],
+    );
+    for (const c of calls) callNames.set(c.id, c.name);
+    if (calls.length > 0) parts.push({ text: toolCallsText(calls) });
     if (parts.length === 0) parts.push({ text: '' });
     return { role, parts };
   });
+}
+
+/** The request's response_format, tools and tool_choice in the core's words. */
+function chatOutput(body: ChatBody): OutputRequest {
+  const tools = (body.tools ?? []).map((t) => toolSpec(t.function));
+  const choice = body.tool_choice;
+  const rf = body.response_format;
+  return {
+    format:
+      rf?.type === 'json_object'
+        ? { type: 'json_object' }
+        : rf?.type === 'json_schema'
+          ? {
+              type: 'json_schema',
+              name: rf.json_schema.name,
+              schema: rf.json_schema.schema ?? {},
+              field: 'response_format.json_schema.schema',
+            }
+          : undefined,
+    tools,
+    choice: toolChoiceOf(typeof choice === 'object' && choice !== null ? choice.function : choice, tools),
+  };
+}
+
+const wireCall = (c: ToolCall) => ({
+  id: c.id,
+  type: 'function' as const,
+  function: { name: c.name, arguments: c.arguments },
+});
+
+/** An answer's message: the calls (content null), or the text. */
+function chatMessage(out: { text: string | null; calls: ToolCall[] }) {
+  return {
+    role: 'assistant' as const,
+    content: out.calls.length > 0 ? null : (out.text ?? ''),
+    refusal: null,
+    annotations: [],
+    ...(out.calls.length > 0 ? { tool_calls: out.calls.map(wireCall) } : {}),
+  };
+}
+
+const chatFinish = (calls: ToolCall[], f: FinishReason) => (calls.length > 0 ? 'tool_calls' : openAiFinish(f));
+const logprobsBlock = (lps: TokenLogprob[] | null) => (lps ? { content: chatLogprobs(lps), refusal: null } : null);
+
+function chatResponse(gen: Generation, plan: DecoderPlan, r: GenerationResult, wantLogprobs: boolean) {
+  const out = readOutput(plan, r.text);
+  return {
+    id: `chatcmpl-${gen.inferenceId}`,
+    object: 'chat.completion',
+    created: gen.created,
+    model: gen.model.requested,
+    system_fingerprint: FINGERPRINT,
+    choices: [
+      {
+        index: 0,
+        message: chatMessage(out),
+        logprobs: logprobsBlock(wantLogprobs ? gen.logprobs : null),
+        finish_reason: chatFinish(out.calls, r.finishReason),
+      },
+    ],
+    usage: openAiUsage(r.usage),
+    inference_id: gen.inferenceId,
+  };
+}
+
+/**
+ * Free text streams as it comes. Under tools the output is the tools' grammar, read back once complete: then the
+ * calls go out as OpenAI sends them (per call: `index`, `id`, `type`, name and empty arguments, then the arguments),
+ * or the answer as one content delta.
+ */
+async function* chatStream(
+  gen: Generation,
+  plan: DecoderPlan,
+  includeUsage: boolean,
+  wantLogprobs: boolean,
+): AsyncGenerator<string> {
+  const base = {
+    id: `chatcmpl-${gen.inferenceId}`,
+    object: 'chat.completion.chunk',
+    created: gen.created,
+    model: gen.model.requested,
+    system_fingerprint: FINGERPRINT,
+  };
+  const usageNull = includeUsage ? { usage: null } : {};
+  const chunk = (delta: Record<string, unknown>, finish: string | null, lps: TokenLogprob[] | null = null) =>
+    sseData({
+      ...base,
+      choices: [{ index: 0, delta, logprobs: logprobsBlock(lps), finish_reason: finish }],
+      ...usageNull,
+    });
+  const opening = { role: 'assistant', content: '', refusal: null };
+  if (!plan.tools) yield chunk(opening, null);
+  let seen = 0;
+  let result: GenerationResult;
+  for (;;) {
+    const next = await gen.stream.next();
+    if (next.done) {
+      result = next.value;
+      break;
+    }
+    if (plan.tools) continue;
+    const lps = wantLogprobs ? gen.logprobs.slice(seen) : null;
+    seen = gen.logprobs.length;
+    yield chunk({ content: next.value }, null, lps);
+  }
+  let calls: ToolCall[] = [];
+  if (plan.tools) {
+    const out = readOutput(plan, result.text);
+    calls = out.calls;
+    if (calls.length === 0)
+      yield chunk({ ...opening, content: out.text ?? '' }, null, wantLogprobs ? gen.logprobs : null);
+    for (const [index, c] of calls.entries()) {
+      const head = { index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } };
+      yield chunk({ ...(index === 0 ? { role: 'assistant', content: null } : {}), tool_calls: [head] }, null);
+      yield chunk({ tool_calls: [{ index, function: { arguments: c.arguments } }] }, null);
+    }
+  }
+  yield chunk({}, chatFinish(calls, result.finishReason));
+  if (includeUsage) yield sseData({ ...base, choices: [], usage: openAiUsage(result.usage) });
+  yield 'data: [DONE]\n\n';
 }
 
 /** Models without tool support get a clear 400 instead of silently ignored tools. */
@@ -175,106 +349,84 @@ export function checkTools(model: Decoder, tools: unknown[] | null | undefined, 
   );
 }
 
-function chatResponse(gen: Generation, r: GenerationResult) {
-  return {
-    id: `chatcmpl-${gen.inferenceId}`,
-    object: 'chat.completion',
-    created: gen.created,
-    model: gen.model.requested,
-    system_fingerprint: FINGERPRINT,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: r.text, refusal: null, annotations: [] },
-        logprobs: null,
-        finish_reason: openAiFinish(r.finishReason),
-      },
-    ],
-    usage: openAiUsage(r.usage),
-    inference_id: gen.inferenceId,
-  };
-}
-
-async function* chatStream(gen: Generation, includeUsage: boolean): AsyncGenerator<string> {
-  const base = {
-    id: `chatcmpl-${gen.inferenceId}`,
-    object: 'chat.completion.chunk',
-    created: gen.created,
-    model: gen.model.requested,
-    system_fingerprint: FINGERPRINT,
-  };
-  const usageNull = includeUsage ? { usage: null } : {};
-  const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-    sseData({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...usageNull });
-  yield chunk({ role: 'assistant', content: '', refusal: null }, null);
-  for (;;) {
-    const next = await gen.stream.next();
-    if (next.done) {
-      yield chunk({}, openAiFinish(next.value.finishReason));
-      if (includeUsage) yield sseData({ ...base, choices: [], usage: openAiUsage(next.value.usage) });
-      break;
-    }
-    yield chunk({ content: next.value }, null);
-  }
-  yield 'data: [DONE]\n\n';
-}
-
 function streamHeaders(gen: Generation): Record<string, string> {
   return { ...SSE_HEADERS, ...genHeaders(gen) };
 }
 
-/** Extraction through chat: the encoder runs `schema` on the last user message; the result is JSON content. */
+/**
+ * Extraction through chat: the encoder reads the last user message with the `schema` extra, or with the GLiNER2
+ * structure a JSON schema (response_format, or the one tool it must call) maps onto; the answer is the JSON object,
+ * as content or as that tool's call. Streamed, it is one delta.
+ */
 async function encoderChat(
   ctx: HandlerContext<ChatBody, unknown, unknown>,
   servable: ServableEncoder,
+  output: OutputRequest,
 ): Promise<ApiResponse> {
   const body = ctx.body;
-  if (!body.schema) throw new BadRequestError('schema extraction is not available');
-  if (body.stream)
-    throw withHints(
-      new BadRequestError('schema extraction does not stream; send stream: false'),
-      'stream',
-      'unsupported_parameter',
-    );
   const user = [...body.messages].reverse().find((m) => m.role === 'user');
   const text =
     typeof user?.content === 'string'
       ? user.content
       : (user?.content ?? []).map((p) => String((p as { text?: unknown }).text ?? '')).join('\n');
-  const out = await extractThroughCompat({
+  const out = await extractForOpenAi({
     svc: ctx.svc,
     principal: ctx.principal,
     servable,
+    model: body.model,
+    schemaExtra: body.schema,
+    output,
     text,
-    schema: body.schema,
     threshold: body.threshold,
     store: body.store ?? true,
     endpoint: '/v1/chat/completions',
   });
-  const content = JSON.stringify(out.result);
-  return json(200, {
+  const content = JSON.stringify(out.answer);
+  const calls: ToolCall[] = out.tool ? [{ id: newCallId(), name: out.tool, arguments: content }] : [];
+  const message = chatMessage({ text: content, calls });
+  const finish = chatFinish(calls, 'stop');
+  const usage = openAiUsage({
+    promptTokens: out.input_tokens,
+    completionTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+  });
+  const base = {
     id: `chatcmpl-${out.inference_id}`,
-    object: 'chat.completion',
     created: Math.floor(ctx.svc.now().getTime() / 1000),
     model: body.model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content, refusal: null, annotations: [] },
-        logprobs: null,
-        finish_reason: 'stop',
-      },
-    ],
-    usage: openAiUsage({
-      promptTokens: out.input_tokens,
-      completionTokens: 0,
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-    }),
-    inference_id: out.inference_id,
-    // Sift's own, beside inference_id: the content stays the result object alone
-    windows: out.windows,
-  });
+  };
+  const headers = { 'x-inference-id': out.inference_id };
+  if (body.stream) {
+    const includeUsage = body.stream_options?.include_usage === true;
+    const usageNull = includeUsage ? { usage: null } : {};
+    const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+      sseData({
+        ...base,
+        object: 'chat.completion.chunk',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+        ...usageNull,
+      });
+    const delta =
+      calls.length > 0 ? { ...message, tool_calls: calls.map((c, index) => ({ index, ...wireCall(c) })) } : message;
+    const events = [chunk(delta, null), chunk({}, finish)];
+    if (includeUsage) events.push(sseData({ ...base, object: 'chat.completion.chunk', choices: [], usage }));
+    events.push('data: [DONE]\n\n');
+    return { status: 200, headers: { ...SSE_HEADERS, ...headers }, stream: toAsync(events) };
+  }
+  return json(
+    200,
+    {
+      ...base,
+      object: 'chat.completion',
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+      usage,
+      inference_id: out.inference_id,
+      // Sift's own, beside inference_id: the content stays the result object alone
+      windows: out.windows,
+    },
+    headers,
+  );
 }
 
 export const openAiRoutes = [
@@ -282,7 +434,8 @@ export const openAiRoutes = [
     method: 'POST',
     path: '/v1/chat/completions',
     tag: 'compatible',
-    summary: 'OpenAI-compatible chat completions (streaming, stop sequences, prompt caching, `schema` extraction)',
+    summary:
+      'OpenAI-compatible chat completions (streaming, stop sequences, prompt caching, structured outputs, tools, logprobs, `schema` extraction)',
     errorFormat: 'openai',
     body: ChatCompletionBody,
     responses: {
@@ -295,8 +448,9 @@ export const openAiRoutes = [
     },
     handler: async (ctx) => {
       const { svc, principal, body, req } = ctx;
-      const servable = await resolveCompatModel(svc, principal, body.model, body.schema !== undefined);
-      if (servable.kind === 'encoder') return encoderChat(ctx, servable);
+      const output = chatOutput(body);
+      const servable = await resolveOpenAiModel(svc, principal, body.model, output, body.schema !== undefined);
+      if (servable.kind === 'encoder') return encoderChat(ctx, servable, output);
       const { runtime, model: resolved } = servable;
       if ((body.n ?? 1) > 1)
         throw withHints(
@@ -304,26 +458,16 @@ export const openAiRoutes = [
           'n',
           'unsupported_parameter',
         );
-      if (body.logprobs)
-        throw withHints(
-          new BadRequestError('logprobs are not supported by this model'),
-          'logprobs',
-          'unsupported_parameter',
-        );
-      if (body.response_format && body.response_format.type !== 'text') {
-        throw withHints(
-          new BadRequestError(`response_format '${body.response_format.type}' is not supported by '${body.model}'`),
-          'response_format',
-          'unsupported_parameter',
-        );
-      }
-      checkTools(resolved, body.tools, body.tool_choice);
+      if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs)
+        throw withHints(new BadRequestError('top_logprobs needs logprobs: true'), 'top_logprobs', 'invalid_value');
+      const logprobs = logprobsWanted(runtime, body.logprobs ? (body.top_logprobs ?? 0) : undefined, 'logprobs');
+      const plan = planDecoder(chatToPrompt(body.messages), output);
       const gen = await generate({
         svc,
         runtime,
         principal,
         model: resolved,
-        prompt: { kind: 'chat', messages: chatToPrompt(body.messages) },
+        prompt: { kind: 'chat', messages: plan.messages },
         strictMarkers: false,
         params: {
           maxTokens: body.max_completion_tokens ?? body.max_tokens ?? defaultMaxTokens(resolved),
@@ -332,22 +476,25 @@ export const openAiRoutes = [
           topK: body.top_k ?? undefined,
           seed: body.seed ?? undefined,
           stop: normalizeStop(body.stop),
+          logprobs,
         },
+        constraint: effectiveConstraint(ctx, plan.constraint),
         endpoint: '/v1/chat/completions',
         limitClass: 'compat',
         store: body.store ?? true,
         recordInput: { messages: body.messages },
         signal: req.signal,
       });
+      const wantLogprobs = logprobs !== undefined;
       return respondWith(gen, async () =>
         body.stream
           ? streamResponse(
               gen,
               streamHeaders(gen),
-              chatStream(gen, body.stream_options?.include_usage === true),
+              chatStream(gen, plan, body.stream_options?.include_usage === true, wantLogprobs),
               openAiStreamError,
             )
-          : json(200, chatResponse(gen, await gen.collect()), genHeaders(gen)),
+          : json(200, chatResponse(gen, plan, await gen.collect(), wantLogprobs), genHeaders(gen)),
       );
     },
   }),
@@ -367,12 +514,7 @@ export const openAiRoutes = [
       const { runtime, model: resolved } = await resolveServable(svc, principal, body.model, { want: 'decoder' });
       if ((body.n ?? 1) > 1 || (body.best_of ?? 1) > 1)
         throw withHints(new BadRequestError('n and best_of > 1 are not supported'), 'n', 'unsupported_parameter');
-      if (body.logprobs !== undefined && body.logprobs !== null)
-        throw withHints(
-          new BadRequestError('logprobs are not supported by this model'),
-          'logprobs',
-          'unsupported_parameter',
-        );
+      const logprobs = logprobsWanted(runtime, body.logprobs ?? undefined, 'logprobs');
       if (body.suffix)
         throw withHints(
           new BadRequestError('suffix (insertion) is not supported by this model'),
@@ -394,6 +536,7 @@ export const openAiRoutes = [
           topK: body.top_k ?? undefined,
           seed: body.seed ?? undefined,
           stop: normalizeStop(body.stop),
+          logprobs,
         },
         endpoint: '/v1/completions',
         limitClass: 'compat',
@@ -410,13 +553,22 @@ export const openAiRoutes = [
           system_fingerprint: FINGERPRINT,
         };
         const echo = body.echo ? promptText : '';
+        const legacy = (lps: TokenLogprob[], offset: number) =>
+          logprobs === undefined ? null : legacyLogprobs(lps, offset);
         if (!body.stream) {
           const r = await gen.collect();
           return json(
             200,
             {
               ...base,
-              choices: [{ text: echo + r.text, index: 0, logprobs: null, finish_reason: openAiFinish(r.finishReason) }],
+              choices: [
+                {
+                  text: echo + r.text,
+                  index: 0,
+                  logprobs: legacy(gen.logprobs, echo.length),
+                  finish_reason: openAiFinish(r.finishReason),
+                },
+              ],
               usage: openAiUsage(r.usage),
               inference_id: gen.inferenceId,
             },
@@ -432,6 +584,8 @@ export const openAiRoutes = [
               choices: [{ text: echo, index: 0, logprobs: null, finish_reason: null }],
               ...usageNull,
             });
+          let seen = 0;
+          let offset = echo.length;
           for (;;) {
             const next = await gen.stream.next();
             if (next.done) {
@@ -443,9 +597,12 @@ export const openAiRoutes = [
               if (includeUsage) yield sseData({ ...base, choices: [], usage: openAiUsage(next.value.usage) });
               break;
             }
+            const lps = legacy(gen.logprobs.slice(seen), offset);
+            seen = gen.logprobs.length;
+            offset += next.value.length;
             yield sseData({
               ...base,
-              choices: [{ text: next.value, index: 0, logprobs: null, finish_reason: null }],
+              choices: [{ text: next.value, index: 0, logprobs: lps, finish_reason: null }],
               ...usageNull,
             });
           }

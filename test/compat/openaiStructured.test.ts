@@ -1,0 +1,326 @@
+/**
+ * Structured outputs, tools and logprobs on /v1/chat/completions and /v1/completions through the official
+ * OpenAI SDKs (#28), on the catalog decoder (greedy, seeded) and on the mini encoder (JSON schema → GLiNER2).
+ * Validity comes from grammar-constrained decoding, so every parsed object is checked against its schema.
+ */
+import OpenAI6 from 'openai6';
+import OpenAI7 from 'openai7';
+import { zodFunction, zodResponseFormat } from 'openai7/helpers/zod';
+import { zodResponseFormat as zodResponseFormat6 } from 'openai6/helpers/zod';
+import { z } from 'zod';
+import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
+import { MODEL } from './helpers';
+
+const ENCODER = 'sift/gliner2-mini-v1';
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await TestStack.start({ withModels: true });
+}, 180_000);
+afterAll(async () => stack?.stop());
+
+const client = (OpenAI: typeof OpenAI7 = OpenAI7) =>
+  new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
+const greedy = { temperature: 0, seed: 7 } as const;
+
+const City = z.object({ city: z.string(), country: z.string() });
+const Weather = z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']) });
+const Time = z.object({ timezone: z.string() });
+const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Current weather in a city',
+    parameters: z.toJSONSchema(Weather) as Record<string, unknown>,
+  },
+};
+const timeTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_time',
+    description: 'Current time in a timezone',
+    parameters: z.toJSONSchema(Time) as Record<string, unknown>,
+  },
+};
+const ask = [{ role: 'user' as const, content: 'What is the weather in Paris?' }];
+
+describe.each([
+  ['openai 6.x', OpenAI6 as unknown as typeof OpenAI7, zodResponseFormat6 as unknown as typeof zodResponseFormat],
+  ['openai 7.x', OpenAI7, zodResponseFormat],
+])('%s: chat.completions.parse with zodResponseFormat', (_name, OpenAI, format) => {
+  it('parses an object that validates against the zod schema', async () => {
+    const completion = await client(OpenAI).chat.completions.parse({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Where is the Eiffel Tower?' }],
+      response_format: format(City, 'location'),
+      max_tokens: 60,
+      ...greedy,
+    });
+    const parsed = completion.choices[0]?.message.parsed;
+    expect(City.parse(parsed)).toEqual(parsed);
+    expect(completion.choices[0]?.finish_reason).toBe('stop');
+  });
+});
+
+describe('/v1/chat/completions structured outputs and tools (openai 7.x)', () => {
+  it('json_object: the content is a JSON object, streamed too', async () => {
+    const body = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'Describe a cat as JSON.' }],
+      response_format: { type: 'json_object' as const },
+      max_tokens: 40,
+      ...greedy,
+    };
+    const res = await client().chat.completions.create(body);
+    const content = JSON.parse(res.choices[0]?.message.content ?? 'null');
+    expect(typeof content).toBe('object');
+    expect(Array.isArray(content)).toBe(false);
+    const streamed = await client().chat.completions.stream(body).finalChatCompletion();
+    expect(streamed.choices[0]?.message.content).toBe(res.choices[0]?.message.content);
+  });
+
+  it('a named tool_choice answers with that call: id, content null, finish_reason tool_calls, valid arguments', async () => {
+    const res = await client().chat.completions.create({
+      model: MODEL,
+      messages: ask,
+      tools: [weatherTool, timeTool],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      max_tokens: 60,
+      ...greedy,
+    });
+    const choice = res.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.content).toBeNull();
+    const call = choice.message.tool_calls?.[0];
+    expect(call).toMatchObject({ type: 'function', id: expect.stringMatching(/^call_/) });
+    if (call?.type !== 'function') throw new Error('expected a function call');
+    expect(call.function.name).toBe('get_weather');
+    Weather.parse(JSON.parse(call.function.arguments));
+  });
+
+  it('required calls one of the tools; none answers in text; auto answers or calls', async () => {
+    const base = { model: MODEL, messages: ask, tools: [weatherTool, timeTool], max_tokens: 60, ...greedy };
+    const required = await client().chat.completions.create({ ...base, tool_choice: 'required' });
+    const call = required.choices[0]?.message.tool_calls?.[0];
+    if (call?.type !== 'function') throw new Error('required must call a tool');
+    const schema = call.function.name === 'get_weather' ? Weather : Time;
+    expect(['get_weather', 'get_time']).toContain(call.function.name);
+    schema.parse(JSON.parse(call.function.arguments));
+
+    const none = await client().chat.completions.create({ ...base, tool_choice: 'none', max_tokens: 8 });
+    expect(none.choices[0]?.message.tool_calls).toBeUndefined();
+    expect(typeof none.choices[0]?.message.content).toBe('string');
+
+    const auto = await client().chat.completions.create({ ...base, tool_choice: 'auto', parallel_tool_calls: false });
+    const message = auto.choices[0]!.message;
+    if (message.tool_calls?.length) {
+      expect(auto.choices[0]?.finish_reason).toBe('tool_calls');
+      for (const c of message.tool_calls) {
+        if (c.type !== 'function') throw new Error('function calls only');
+        (c.function.name === 'get_weather' ? Weather : Time).parse(JSON.parse(c.function.arguments));
+      }
+    } else expect(typeof message.content).toBe('string');
+  });
+
+  it('streamed tool-call deltas (index, id, type, name first) assemble in the SDK stream helper', async () => {
+    const params = {
+      model: MODEL,
+      messages: ask,
+      tools: [weatherTool],
+      tool_choice: { type: 'function' as const, function: { name: 'get_weather' } },
+      max_tokens: 60,
+      stream_options: { include_usage: true },
+      ...greedy,
+    };
+    const stream = client().chat.completions.stream(params);
+    const chunks: OpenAI7.Chat.Completions.ChatCompletionChunk[] = [];
+    stream.on('chunk', (c) => chunks.push(c));
+    const final = await stream.finalChatCompletion();
+    const call = final.choices[0]?.message.tool_calls?.[0];
+    if (call?.type !== 'function') throw new Error('expected a function call');
+    expect(call.function.name).toBe('get_weather');
+    Weather.parse(JSON.parse(call.function.arguments));
+    expect(final.choices[0]?.finish_reason).toBe('tool_calls');
+    const first = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])[0];
+    expect(first).toMatchObject({ index: 0, id: call.id, type: 'function', function: { name: 'get_weather' } });
+    expect(chunks.at(-1)?.usage?.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it('runTools calls the zod function with validated arguments and feeds its result back', async () => {
+    const seen: z.infer<typeof Weather>[] = [];
+    const runner = client().chat.completions.runTools({
+      model: MODEL,
+      messages: ask,
+      tools: [
+        zodFunction({
+          name: 'get_weather',
+          parameters: Weather,
+          function: (args) => {
+            seen.push(args);
+            return { temperature: 18 };
+          },
+        }),
+      ],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      max_tokens: 60,
+      ...greedy,
+    });
+    await runner.finalChatCompletion();
+    expect(seen).toHaveLength(1);
+    expect(Weather.parse(seen[0])).toEqual(seen[0]);
+    const toolTurn = runner.messages.find((m) => m.role === 'tool');
+    expect(toolTurn).toMatchObject({ content: '{"temperature":18}' });
+  });
+
+  it('an assistant tool_calls turn and its tool result feed back into the prompt', async () => {
+    const turns = (result: string): OpenAI7.Chat.Completions.ChatCompletionMessageParam[] => [
+      ...ask,
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: result },
+    ];
+    const short = await client().chat.completions.create({
+      model: MODEL,
+      messages: turns('18C'),
+      tools: [weatherTool],
+      tool_choice: 'none',
+      max_tokens: 8,
+      ...greedy,
+    });
+    const long = await client().chat.completions.create({
+      model: MODEL,
+      messages: turns('18 degrees celsius, light rain, wind from the west at 20 km/h'),
+      tools: [weatherTool],
+      tool_choice: 'none',
+      max_tokens: 8,
+      ...greedy,
+    });
+    expect(typeof short.choices[0]?.message.content).toBe('string');
+    // the tool's result is in the prompt: a longer result, a longer prompt
+    expect(long.usage!.prompt_tokens).toBeGreaterThan(short.usage!.prompt_tokens + 10);
+  });
+
+  it('logprobs with top_logprobs, non-streaming and streaming; legacy completions logprobs', async () => {
+    const body = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'Say hello.' }],
+      logprobs: true,
+      top_logprobs: 2,
+      max_tokens: 4,
+      ...greedy,
+    };
+    const res = await client().chat.completions.create(body);
+    const content = res.choices[0]?.logprobs?.content ?? [];
+    expect(content).toHaveLength(res.usage!.completion_tokens);
+    expect(content.map((t) => t.token).join('')).toBe(res.choices[0]?.message.content);
+    for (const t of content) {
+      expect(t.logprob).toBeLessThanOrEqual(0);
+      expect(t.bytes).toEqual([...Buffer.from(t.token)]);
+      expect(t.top_logprobs).toHaveLength(2);
+      // greedy: the chosen token is the most likely one
+      expect(t.top_logprobs[0]?.logprob).toBeCloseTo(t.logprob, 4);
+    }
+    const streamed = await client().chat.completions.stream(body).finalChatCompletion();
+    expect(streamed.choices[0]?.logprobs?.content?.map((t) => t.token)).toEqual(content.map((t) => t.token));
+
+    const legacy = await client().completions.create({
+      model: MODEL,
+      prompt: 'The capital of France is',
+      logprobs: 2,
+      max_tokens: 3,
+      ...greedy,
+    });
+    const lp = legacy.choices[0]?.logprobs;
+    expect(lp?.tokens?.join('')).toBe(legacy.choices[0]?.text);
+    expect(lp?.token_logprobs).toHaveLength(lp?.tokens?.length ?? -1);
+    expect(Object.keys(lp?.top_logprobs?.[0] ?? {})).toHaveLength(2);
+    expect(lp?.text_offset?.[0]).toBe(0);
+    expect(lp?.text_offset?.[1]).toBe(lp?.tokens?.[0]?.length);
+  });
+
+  it('refusals name their field', async () => {
+    const c = client();
+    const fail = (p: Promise<unknown>) =>
+      p.then(() => undefined).catch((e) => e as InstanceType<typeof OpenAI7.APIError>);
+    const unknownTool = await fail(
+      c.chat.completions.create({
+        model: MODEL,
+        messages: ask,
+        tools: [weatherTool],
+        tool_choice: { type: 'function', function: { name: 'get_stock' } },
+      }),
+    );
+    expect(unknownTool).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(unknownTool?.param).toBe('tool_choice');
+    expect(unknownTool?.message).toMatch(/get_stock/);
+
+    const keyword = await fail(
+      c.chat.completions.create({
+        model: MODEL,
+        messages: ask,
+        response_format: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'x',
+            schema: { type: 'object', properties: { a: { type: 'string' } }, patternProperties: { '^b': {} } },
+          },
+        },
+      }),
+    );
+    expect(keyword).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(keyword?.message).toMatch(/patternProperties/);
+    expect(keyword?.message).toMatch(/response_format\.json_schema\.schema/);
+
+    const topOnly = await fail(c.chat.completions.create({ model: MODEL, messages: ask, top_logprobs: 2 }));
+    expect(topOnly?.param).toBe('top_logprobs');
+    const n = await fail(c.chat.completions.create({ model: MODEL, messages: ask, n: 2 }));
+    expect(n?.param).toBe('n');
+  });
+});
+
+describe('an encoder answers a JSON schema by extraction', () => {
+  const Person = z.object({ person: z.string().nullable(), company: z.string().nullable() });
+  const text = 'Tim Cook leads Apple.';
+
+  it('chat.completions.parse gets the extracted object, streamed and not; a named tool answers as its call', async () => {
+    const params = {
+      model: ENCODER,
+      messages: [{ role: 'user' as const, content: text }],
+      response_format: zodResponseFormat(Person, 'people'),
+    };
+    const res = await client().chat.completions.parse(params);
+    const parsed = res.choices[0]?.message.parsed;
+    expect(Person.parse(parsed)).toEqual(parsed);
+    expect(Object.keys(parsed ?? {}).sort()).toEqual(['company', 'person']);
+    const streamed = await client().chat.completions.stream(params).finalChatCompletion();
+    expect(streamed.choices[0]?.message.parsed).toEqual(parsed);
+
+    const tool = await client().chat.completions.create({
+      model: ENCODER,
+      messages: [{ role: 'user', content: text }],
+      tools: [{ type: 'function', function: { name: 'record', parameters: z.toJSONSchema(Person) as never } }],
+      tool_choice: { type: 'function', function: { name: 'record' } },
+    });
+    const call = tool.choices[0]?.message.tool_calls?.[0];
+    if (call?.type !== 'function') throw new Error('expected a function call');
+    expect(call.function.name).toBe('record');
+    expect(JSON.parse(call.function.arguments)).toEqual(parsed);
+    expect(tool.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+
+  it('a required non-nullable string is a 400 naming it', async () => {
+    const err = await client()
+      .chat.completions.create({
+        model: ENCODER,
+        messages: [{ role: 'user', content: text }],
+        response_format: zodResponseFormat(z.object({ person: z.string() }), 'people'),
+      })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(OpenAI7.BadRequestError);
+    expect(err.message).toMatch(/person/);
+  });
+});
