@@ -4,7 +4,7 @@
  * more with the constraint switched off, where the same code fails.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateObject, NoObjectGeneratedError, streamText, tool } from 'ai';
+import { generateObject, NoObjectGeneratedError, streamText, ToolChoiceViolationError, tool } from 'ai';
 import { TestStack } from '../helpers/localStack';
 import { Landmark, MODEL, OPERATOR_KEY, QUESTION, SAMPLING, TOOL, unconstrainedHeaders } from './helpers';
 
@@ -33,9 +33,10 @@ const settings = {
 const object = (off = false) =>
   generateObject({ model: sift(off)(MODEL), schema: Landmark, schemaName: 'landmark', prompt: QUESTION, ...settings });
 
-/** Streams one forced call of the tool; returns the inputs its `execute` received (validated by the SDK). */
-async function streamedCall(off = false): Promise<unknown[]> {
+/** Streams one forced call of the tool: the inputs its `execute` received (validated by the SDK), and the stream's errors. */
+async function streamedCall(off = false): Promise<{ received: unknown[]; errors: unknown[] }> {
   const received: unknown[] = [];
+  const errors: unknown[] = [];
   const result = streamText({
     model: sift(off)(MODEL),
     prompt: QUESTION,
@@ -50,10 +51,13 @@ async function streamedCall(off = false): Promise<unknown[]> {
       }),
     },
     toolChoice: { type: 'tool', toolName: TOOL.name },
+    onError: ({ error }) => {
+      errors.push(error);
+    },
     ...settings,
   });
   await result.consumeStream();
-  return received;
+  return { received, errors };
 }
 
 describe('AI SDK: generateObject', () => {
@@ -73,12 +77,16 @@ describe('AI SDK: generateObject', () => {
 
 describe('AI SDK: streamText with a tool', () => {
   it('the forced tool is called with an input that validates', async () => {
-    const received = await streamedCall();
+    const { received, errors } = await streamedCall();
+    expect(errors).toEqual([]);
     expect(received).toHaveLength(1);
     expect(Landmark.safeParse(received[0]).success).toBe(true);
   });
 
-  it('without the constraint the tool is never executed', async () => {
-    expect(await streamedCall(true)).toEqual([]);
+  it('without the constraint the tool is never executed: the stream reports ToolChoiceViolationError', async () => {
+    const { received, errors } = await streamedCall(true);
+    expect(received).toEqual([]);
+    expect(errors).toHaveLength(1);
+    expect(ToolChoiceViolationError.isInstance(errors[0])).toBe(true);
   });
 });

@@ -30,4 +30,4 @@ export type Landmark = z.infer<typeof Landmark>;
 export const QUESTION = 'Where is the Eiffel Tower?';
 export const TOOL = { name: 'record_landmark', description: 'Record where a landmark is.' };
 /** Greedy decoding, seeded: the same answer on every run. */
-export const SAMPLING = { temperature: 0, seed: 7, max_tokens: 60 };
+export const SAMPLING = { temperature: 0, seed: 7, max_tokens: 100 };

@@ -33,7 +33,7 @@ def ask(base_url: str, api_key: str, model: str, headers: dict[str, str]) -> dic
             max_retries=0,  # one attempt: no re-ask with the validation error
             temperature=0,
             seed=7,
-            max_tokens=60,
+            max_tokens=100,
         )
     except (InstructorError, ValidationError, APIError) as err:  # what the client raises, reported
         return {"ok": False, "error": type(err).__name__, "message": str(err)[:500]}
