@@ -42,5 +42,6 @@ describe('instructor (Mode.TOOLS)', () => {
 
   it('without the constraint instructor raises its validation error', () => {
     expect(unconstrained).toMatchObject({ ok: false, error: 'InstructorRetryException' });
+    expect((unconstrained as { message: string }).message).toMatch(/No tool calls or function call found/);
   });
 });
