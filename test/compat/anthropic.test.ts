@@ -176,10 +176,12 @@ describe.each(SDKS)('%s against /v1/messages', (name, Anthropic) => {
         model: MODEL,
         max_tokens: 2,
         messages: [{ role: 'user', content: 'x' }],
-        tools: [{ name: 'f', input_schema: { type: 'object' } }],
+        tools: [{ type: 'web_search_20250305', name: 'web_search' } as never],
       })
       .catch((e) => e);
+    // a server tool (run by Anthropic) is refused by name; client tools: anthropicTools.test.ts
     expect(tools).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(tools.message).toMatch(/tools\.0: 'web_search' is a server tool/);
 
     const v1Base = await client({ baseURL: `${stack.url}/v1` })
       .messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'x' }] })

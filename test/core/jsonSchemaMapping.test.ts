@@ -139,6 +139,8 @@ describe('jsonSchemaToGliner', () => {
         properties: {
           email: { type: 'string', format: 'email' },
           code: { type: 'string', pattern: '^[A-Z]+$' },
+          nonEmpty: { type: 'string', minLength: 1 },
+          long: { type: 'string', minLength: 5 },
           few: { type: 'array', items: { type: 'string' }, minItems: 2 },
           either: { anyOf: [{ type: 'string' }, { type: 'number' }] },
           remote: { $ref: 'https://example.com/s.json' },
@@ -148,6 +150,7 @@ describe('jsonSchemaToGliner', () => {
       [
         `${F}.properties.email.format: not supported on an encoder (an extracted span cannot promise it)`,
         `${F}.properties.code.pattern: not supported on an encoder (an extracted span cannot promise it)`,
+        `${F}.properties.long.minLength: not supported on an encoder (an extracted span cannot promise it)`,
         `${F}.properties.few.minItems: not supported on an encoder (an extracted span cannot promise it)`,
         `${F}.properties.either: a union is only supported as a nullable form (anyOf: [<schema>, {type: 'null'}])`,
         `${F}.properties.remote.$ref: only local references into $defs or definitions are supported`,

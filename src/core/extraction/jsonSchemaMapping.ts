@@ -239,9 +239,12 @@ function unwrap(
   }
   const allowed = new Set([...ANNOTATIONS, 'type', 'enum', ...(type === 'array' ? ['items'] : [])]);
   const keywords = Object.keys(raw).filter((k) => !allowed.has(k));
-  // `minItems: 0` promises nothing; a nested object is refused as such, not for its keywords.
+  // `minItems: 0` promises nothing, nor `minLength` up to 1 (a span is never empty); a nested object is refused as such.
+  const promised = (k: string) =>
+    (k === 'minItems' && raw.minItems === 0) ||
+    (k === 'minLength' && typeof raw.minLength === 'number' && raw.minLength <= 1);
   for (const k of keywords)
-    if (!(k === 'minItems' && raw.minItems === 0) && type !== 'object')
+    if (!promised(k) && type !== 'object')
       problems.push(`${at}.${k}: not supported on an encoder (an extracted span cannot promise it)`);
   return {
     nullable,

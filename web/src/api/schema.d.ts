@@ -944,8 +944,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Anthropic-compatible messages (streaming, stop sequences, cache_control prompt caching, `schema` extraction)
-         * @description Authenticate with `x-api-key` (SDK 0.x) or `Authorization: Bearer` (SDK 1.x); any `anthropic-version` is accepted.
+         * Anthropic-compatible messages (streaming, stop sequences, cache_control prompt caching, tools, structured outputs, `schema` extraction)
+         * @description Authenticate with `x-api-key` (SDK 0.x) or `Authorization: Bearer` (SDK 1.x); any `anthropic-version` is accepted. Tools and `output_config.format` are held by grammar-constrained decoding; on an encoder model, `output_config.format` or a forced tool whose schema is strings, string arrays and string enums answers by extraction.
          */
         post: operations["postV1Messages"];
         delete?: never;
@@ -7822,12 +7822,28 @@ export interface operations {
                     top_p?: number;
                     top_k?: number;
                     tools?: ({
+                        name: string;
+                        type?: string;
+                        description?: string;
+                        input_schema?: unknown;
                         cache_control?: unknown;
                     } & {
                         [key: string]: unknown;
                     })[];
                     tool_choice?: {
-                        type: string;
+                        /** @enum {string} */
+                        type: "auto" | "any" | "none" | "tool";
+                        name?: string;
+                        disable_parallel_tool_use?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    output_config?: {
+                        format?: {
+                            /** @constant */
+                            type: "json_schema";
+                            schema: unknown;
+                        } | null;
                     } & {
                         [key: string]: unknown;
                     };
@@ -7844,7 +7860,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A message object, or a named-event SSE stream; Sift adds `inference_id` and, with `schema`, `windows` (encoder passes over the text: 1 = at once) */
+            /** @description A message object, or a named-event SSE stream; Sift adds `inference_id` and, on an encoder, `windows` (encoder passes over the text: 1 = at once) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7978,12 +7994,28 @@ export interface operations {
                     top_p?: number;
                     top_k?: number;
                     tools?: ({
+                        name: string;
+                        type?: string;
+                        description?: string;
+                        input_schema?: unknown;
                         cache_control?: unknown;
                     } & {
                         [key: string]: unknown;
                     })[];
                     tool_choice?: {
-                        type: string;
+                        /** @enum {string} */
+                        type: "auto" | "any" | "none" | "tool";
+                        name?: string;
+                        disable_parallel_tool_use?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    output_config?: {
+                        format?: {
+                            /** @constant */
+                            type: "json_schema";
+                            schema: unknown;
+                        } | null;
                     } & {
                         [key: string]: unknown;
                     };

@@ -372,12 +372,11 @@ const messageEnd = (m: Pick<Message, 'stop_reason' | 'stop_sequence' | 'usage'>)
 ];
 
 /**
- * A finished message as its event stream (compat.md §4.4): tool calls and extraction results are
- * known only once complete (the constrained JSON is read whole), so each block is one delta.
+ * A finished message's content blocks as events (compat.md §4.4): tool calls and extraction results
+ * are known only once complete (the constrained JSON is read whole), so each block is one delta.
  */
-function* messageEvents(m: Message): Generator<string> {
-  yield messageStart({ ...m, usage: { ...m.usage, output_tokens: 0 } });
-  for (const [index, b] of m.content.entries()) {
+function* blockEvents(content: ContentBlock[]): Generator<string> {
+  for (const [index, b] of content.entries()) {
     const [start, delta] =
       b.type === 'text'
         ? [
@@ -392,13 +391,26 @@ function* messageEvents(m: Message): Generator<string> {
     yield sseEvent('content_block_delta', { type: 'content_block_delta', index, delta });
     yield sseEvent('content_block_stop', { type: 'content_block_stop', index });
   }
-  yield* messageEnd(m);
 }
 
-/** Text streams piece by piece; with tools offered, the message is streamed once the calls are read. */
+const ping = sseEvent('ping', { type: 'ping' });
+
+/**
+ * Text streams piece by piece. With tools offered, the calls are read once the output is complete:
+ * meanwhile a ping per piece, so a client that leaves stops the generation at once.
+ */
 async function* messageStream(gen: Generation, prompt: AnthropicPrompt): AsyncGenerator<string> {
   if (prompt.tools.length) {
-    yield* messageEvents(messageBody(gen, await gen.collect(), prompt));
+    yield messageStart({
+      id: `msg_${gen.inferenceId}`,
+      model: gen.model.requested,
+      usage: anthropicUsage(gen.start, 0),
+    });
+    let next = await gen.stream.next();
+    for (; !next.done; next = await gen.stream.next()) yield ping;
+    const m = messageBody(gen, next.value, prompt);
+    yield* blockEvents(m.content);
+    yield* messageEnd(m);
     return;
   }
   yield messageStart({ id: `msg_${gen.inferenceId}`, model: gen.model.requested, usage: anthropicUsage(gen.start, 0) });
@@ -407,7 +419,7 @@ async function* messageStream(gen: Generation, prompt: AnthropicPrompt): AsyncGe
     index: 0,
     content_block: { type: 'text', text: '' },
   });
-  yield sseEvent('ping', { type: 'ping' });
+  yield ping;
   let r: GenerationResult;
   for (;;) {
     const next = await gen.stream.next();
@@ -512,13 +524,12 @@ async function encoderMessages(
     encoderUsage(out.usage.input_tokens),
   );
   if (!body.stream) return json(200, { ...m, windows: out.windows });
-  return {
-    status: 200,
-    headers: SSE_HEADERS,
-    stream: (async function* () {
-      yield* messageEvents(m);
-    })(),
+  const events = async function* () {
+    yield messageStart({ ...m, usage: { ...m.usage, output_tokens: 0 } });
+    yield* blockEvents(m.content);
+    yield* messageEnd(m);
   };
+  return { status: 200, headers: SSE_HEADERS, stream: events() };
 }
 
 export const anthropicRoutes = [
