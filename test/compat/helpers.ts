@@ -35,3 +35,15 @@ export function inject429(stack: TestStack, times: number): { remaining: () => n
     },
   };
 }
+
+export const ENCODER = 'sift/gliner2-mini-v1';
+
+/** A local stack with the built models published (the catalog decoder and the mini encoder), for this file. */
+export function useModelsStack(): () => TestStack {
+  let stack: TestStack | undefined;
+  beforeAll(async () => {
+    stack = await TestStack.start({ withModels: true });
+  }, 180_000);
+  afterAll(async () => stack?.stop());
+  return () => stack!;
+}

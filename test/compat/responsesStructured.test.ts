@@ -6,17 +6,12 @@
 import OpenAI from 'openai7';
 import { zodResponsesFunction, zodTextFormat } from 'openai7/helpers/zod';
 import { z } from 'zod';
-import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
-import { MODEL } from './helpers';
+import { OPERATOR_KEY } from '../helpers/localStack';
+import { ENCODER, MODEL, useModelsStack } from './helpers';
 
-const ENCODER = 'sift/gliner2-mini-v1';
-let stack: TestStack;
-beforeAll(async () => {
-  stack = await TestStack.start({ withModels: true });
-}, 180_000);
-afterAll(async () => stack?.stop());
+const stack = useModelsStack();
 
-const client = () => new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
+const client = () => new OpenAI({ baseURL: `${stack().url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
 const greedy = { temperature: 0 } as const;
 const City = z.object({ city: z.string(), country: z.string() });
 const Weather = z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']) });

@@ -85,6 +85,7 @@ describe('checkJsonSchema', () => {
       },
       patternProperties: { '^x-': { type: 'string' } },
       if: { required: ['code'] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, refused by the check
       then: { required: ['n'] },
     });
     expect(msg).toContain('response_format.json_schema.schema');

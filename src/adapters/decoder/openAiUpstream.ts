@@ -12,6 +12,8 @@ import type {
   GenerateRequest,
   GenerationEvent,
   GenerationUsage,
+  OutputConstraint,
+  TokenLogprob,
 } from '../../core/decoder/types';
 
 export interface OpenAiUpstreamOptions {
@@ -64,8 +66,28 @@ class UpstreamError extends ApiError {
   }
 }
 
+/** A token's logprob as the chat API writes it (`choices[].logprobs.content[]`). */
+interface ChatLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs?: { token: string; logprob: number }[];
+}
+
+/** The completions API's logprobs: parallel lists, alternatives as `{token: logprob}` maps. */
+interface CompletionLogprobs {
+  tokens?: string[];
+  token_logprobs?: (number | null)[];
+  top_logprobs?: (Record<string, number> | null)[] | null;
+}
+
 interface Chunk {
-  choices?: { index: number; text?: string; delta?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: {
+    index: number;
+    text?: string;
+    delta?: { content?: string | null };
+    finish_reason?: string | null;
+    logprobs?: ({ content?: ChatLogprob[] | null } & CompletionLogprobs) | null;
+  }[];
   usage?: {
     prompt_tokens?: number;
     completion_tokens?: number;
@@ -84,6 +106,7 @@ interface Chunk {
 export class OpenAiUpstreamDecoder implements DecoderBackend {
   readonly name = 'openai-upstream';
   readonly cachesAutomatically = true;
+  readonly supportsLogprobs = true;
   private readonly fetch: typeof fetch;
   private modelList?: { at: number; ids: Set<string>; maxLen: Map<string, number> };
   /** Adapters checked by `ensureAdapter`: job id → upstream name and base model. */
@@ -187,6 +210,12 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
       ...(req.prompt.kind === 'chat' && req.prompt.continueFinal && req.prompt.messages.at(-1)?.role === 'assistant'
         ? { add_generation_prompt: false, continue_final_message: true }
         : {}),
+      ...(req.constraint ? { response_format: responseFormat(req.constraint) } : {}),
+      ...(p.logprobs === undefined
+        ? {}
+        : req.prompt.kind === 'text'
+          ? { logprobs: p.logprobs }
+          : { logprobs: true, ...(p.logprobs > 0 ? { top_logprobs: p.logprobs } : {}) }),
       stream: true,
       stream_options: { include_usage: true },
     };
@@ -314,7 +343,8 @@ export class OpenAiUpstreamDecoder implements DecoderBackend {
           const text = c.text ?? c.delta?.content ?? '';
           if (text) {
             chunks++;
-            yield { type: 'text', text };
+            const logprobs = req.params.logprobs === undefined ? undefined : chunkLogprobs(c.logprobs);
+            yield { type: 'text', text, ...(logprobs ? { logprobs } : {}) };
           }
           if (c.finish_reason) finish = c.finish_reason === 'length' ? 'length' : 'stop';
         }
@@ -359,5 +389,35 @@ function renderMessages(prompt: Extract<DecoderPrompt, { kind: 'chat' }>) {
   return prompt.messages.map((m) => ({
     role: m.role === 'tool' ? 'user' : m.role,
     content: m.parts.map((p) => p.text).join('\n'),
+  }));
+}
+
+/**
+ * vLLM's structured outputs through the OpenAI `response_format` it documents
+ * (https://docs.vllm.ai/en/latest/features/structured_outputs/): the same field on every vLLM
+ * version, where the `guided_json` extra was removed in v0.12 and `structured_outputs` is newer
+ * than some deployed images.
+ */
+function responseFormat(constraint: OutputConstraint) {
+  return constraint.kind === 'json_object'
+    ? { type: 'json_object' }
+    : { type: 'json_schema', json_schema: { name: 'output', schema: constraint.schema } };
+}
+
+/** A chunk's token logprobs, from the chat shape or the completions one. */
+function chunkLogprobs(lp: NonNullable<Chunk['choices']>[number]['logprobs']): TokenLogprob[] | undefined {
+  if (!lp) return undefined;
+  if (lp.content)
+    return lp.content.map((t) => ({
+      token: t.token,
+      logprob: t.logprob,
+      top: (t.top_logprobs ?? []).map((a) => ({ token: a.token, logprob: a.logprob })),
+    }));
+  return (lp.tokens ?? []).map((token, i) => ({
+    token,
+    logprob: lp.token_logprobs?.[i] ?? Number.NEGATIVE_INFINITY,
+    top: Object.entries(lp.top_logprobs?.[i] ?? {})
+      .map(([t, logprob]) => ({ token: t, logprob }))
+      .sort((a, b) => b.logprob - a.logprob),
   }));
 }

@@ -189,7 +189,15 @@ export async function* generateOn(
 /** A token's natural-log probability and its `top` most likely alternatives (the sampler's distribution). */
 function tokenLogprob(model: LlamaModel, token: Token, probabilities: Map<Token, number>, top: number): TokenLogprob {
   const text = (t: Token) => model.detokenize([t], true);
-  const ranked = [...probabilities].sort((a, b) => b[1] - a[1]).slice(0, top);
+  // One pass for the `top` largest (at most 20) over the whole vocabulary; no full sort.
+  const ranked: [Token, number][] = [];
+  for (const entry of top > 0 ? probabilities : []) {
+    if (ranked.length === top && entry[1] <= ranked[top - 1]![1]) continue;
+    let i = ranked.length;
+    while (i > 0 && ranked[i - 1]![1] < entry[1]) i--;
+    ranked.splice(i, 0, entry);
+    if (ranked.length > top) ranked.pop();
+  }
   return {
     token: text(token),
     logprob: Math.log(probabilities.get(token) ?? 0),

@@ -19,7 +19,6 @@ import {
   ChatToolChoice,
   chatLogprobs,
   extractForOpenAi,
-  logprobsWanted,
   toAsync,
   newCallId,
   planDecoder,
@@ -460,7 +459,8 @@ export const openAiRoutes = [
         );
       if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs)
         throw withHints(new BadRequestError('top_logprobs needs logprobs: true'), 'top_logprobs', 'invalid_value');
-      const logprobs = logprobsWanted(runtime, body.logprobs ? (body.top_logprobs ?? 0) : undefined, 'logprobs');
+      // the core refuses logprobs a backend cannot give (400 naming logprobs)
+      const logprobs = body.logprobs ? (body.top_logprobs ?? 0) : undefined;
       const plan = planDecoder(chatToPrompt(body.messages), output);
       const gen = await generate({
         svc,
@@ -514,7 +514,7 @@ export const openAiRoutes = [
       const { runtime, model: resolved } = await resolveServable(svc, principal, body.model, { want: 'decoder' });
       if ((body.n ?? 1) > 1 || (body.best_of ?? 1) > 1)
         throw withHints(new BadRequestError('n and best_of > 1 are not supported'), 'n', 'unsupported_parameter');
-      const logprobs = logprobsWanted(runtime, body.logprobs ?? undefined, 'logprobs');
+      const logprobs = body.logprobs ?? undefined;
       if (body.suffix)
         throw withHints(
           new BadRequestError('suffix (insertion) is not supported by this model'),

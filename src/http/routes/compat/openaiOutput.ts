@@ -5,7 +5,6 @@
  */
 import { z } from 'zod';
 import type { Principal, Services } from '../../../core/context';
-import type { DecoderRuntime } from '../../../core/decoder/service';
 import { checkJsonSchema, structuredOutputMessages } from '../../../core/decoder/structured';
 import { planToolUse, readToolOutput } from '../../../core/decoder/tools';
 import type {
@@ -226,18 +225,6 @@ export const newCallId = (): string => `call_${newUuid().replace(/-/g, '').slice
 export function readOutput(plan: DecoderPlan, text: string): { text: string | null; calls: ToolCall[] } {
   if (!plan.tools) return { text, calls: [] };
   return readToolOutput(text, plan.tools.specs, plan.tools.choice, newCallId);
-}
-
-/** The `logprobs` a request asks for, refused with a 400 naming `field` where the backend cannot give them. */
-export function logprobsWanted(runtime: DecoderRuntime, top: number | undefined, field: string): number | undefined {
-  if (top === undefined) return undefined;
-  if (!runtime.backend.supportsLogprobs)
-    throw withHints(
-      new BadRequestError(`${field}: this model's backend does not report log-probabilities`),
-      field,
-      'unsupported_parameter',
-    );
-  return top;
 }
 
 const utf8 = (s: string): number[] => [...Buffer.from(s, 'utf8')];
