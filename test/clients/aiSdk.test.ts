@@ -5,8 +5,12 @@
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateObject, NoObjectGeneratedError, streamText, ToolChoiceViolationError, tool } from 'ai';
+import { jest } from '@jest/globals';
 import { TestStack } from '../helpers/localStack';
 import { Landmark, MODEL, OPERATOR_KEY, QUESTION, SAMPLING, TOOL, unconstrainedHeaders } from './helpers';
+
+// The first request loads the model and builds the grammar (seconds on a busy 2-core machine).
+jest.setTimeout(120_000);
 
 let stack: TestStack;
 beforeAll(async () => {

@@ -7,8 +7,12 @@
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
+import { jest } from '@jest/globals';
 import { TestStack } from '../helpers/localStack';
 import { ENCODER, Landmark, MODEL, OPERATOR_KEY, QUESTION, SAMPLING, TOOL, unconstrainedHeaders } from './helpers';
+
+// The first request loads the model and builds the grammar (seconds on a busy 2-core machine).
+jest.setTimeout(120_000);
 
 let stack: TestStack;
 beforeAll(async () => {

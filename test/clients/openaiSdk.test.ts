@@ -5,8 +5,12 @@
  */
 import OpenAI from 'openai7';
 import { zodFunction, zodResponseFormat } from 'openai7/helpers/zod';
+import { jest } from '@jest/globals';
 import { TestStack } from '../helpers/localStack';
 import { Landmark, MODEL, OPERATOR_KEY, QUESTION, SAMPLING, TOOL, unconstrainedHeaders } from './helpers';
+
+// The first request loads the model and builds the grammar (seconds on a busy 2-core machine).
+jest.setTimeout(120_000);
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -30,7 +34,7 @@ const parse = (off = false) =>
     ...SAMPLING,
   });
 
-/** The tool runner calls `record` with arguments the SDK validated against the zod schema. */
+/** What the tool runner passed to the tool's function: arguments the SDK validated against the zod schema. */
 async function runTools(off = false): Promise<unknown[]> {
   const received: unknown[] = [];
   const runner = client(off).chat.completions.runTools(
