@@ -7,8 +7,9 @@
 //      `npm test` (`--for-tests`: the tests need the models);
 //   3. the web console (web/): its own npm dependencies and `vite build` into web/dist, which the
 //      local server serves at /console; both skipped while their inputs are unchanged (~5 s build);
-//   4. with --for-tests: the API document tools' venv (scripts/setup-api-check.sh) and Chromium for
-//      the console's browser tests (Debian's package: browser downloads from elsewhere do not work).
+//   4. with --for-tests: the tests' own small venvs (scripts/setup-test-venv.sh: the API document tools,
+//      the Python client checks) and Chromium for the console's browser tests (Debian's package:
+//      browser downloads from elsewhere do not work).
 // Node built-ins only: this runs before node_modules exists.
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -98,9 +99,12 @@ function ensureTrainingAndModels() {
   log('the server starts now: `sift models status`, GET /base-models and GET /ready show the progress');
 }
 
-// The API document checks' own small venv (openapi-spec-validator, schemathesis): tests only.
-function ensureApiCheckTools() {
-  execFileSync('bash', [join(root, 'scripts', 'setup-api-check.sh')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+// The tests' own small venvs: the API document checks (openapi-spec-validator, schemathesis) and the
+// Python client checks (instructor, openai). Tests only.
+function ensureTestVenvs() {
+  for (const name of ['api-check', 'clients']) {
+    execFileSync('bash', [join(root, 'scripts', 'setup-test-venv.sh'), name], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
 }
 
 /** Hashes every file under `dir` (sorted paths): the console is rebuilt only when a source changed. */
@@ -152,6 +156,6 @@ ensureNodeModules();
 ensureTrainingAndModels();
 ensureConsole();
 if (process.argv.includes('--for-tests')) {
-  ensureApiCheckTools();
+  ensureTestVenvs();
   ensureChromium();
 }

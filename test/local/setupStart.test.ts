@@ -29,13 +29,14 @@ function setup(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts', 'setup.mjs'), ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
-    // the API check tools' venv is the real one (set up once per machine): not this test's subject
+    // the tests' own venvs are the real ones (set up once per machine): not this test's subject
     env: {
       ...base,
       SIFT_CACHE_DIR: cacheDir,
       SIFT_PYTHON: fakePython,
       SIFT_BUILD_MODELS: MINI,
       SIFT_API_CHECK_VENV: process.env.SIFT_API_CHECK_VENV ?? join(CACHE_DIR, 'venv-api-check'),
+      SIFT_CLIENTS_VENV: process.env.SIFT_CLIENTS_VENV ?? join(CACHE_DIR, 'venv-clients'),
       ...env,
     },
     timeout: 60_000,
