@@ -178,3 +178,29 @@ describe('vLLM upstream: logprobs', () => {
     expect(vllm.requests.length).toBe(before);
   });
 });
+
+describe('a constraint holds the whole answer', () => {
+  const constraint: OutputConstraint = { kind: 'json_schema', schema: SCHEMA };
+  it('refuses stop sequences with a constraint (they would cut the JSON), before the upstream is asked', async () => {
+    const before = vllm.requests.length;
+    await expect(generate({ constraint, params: { stop: ['}'] } })).rejects.toMatchObject({
+      status: 400,
+      param: 'stop',
+    });
+    expect(vllm.requests.length).toBe(before);
+  });
+  it('refuses a prefilled final assistant turn with a constraint (the answer would start outside the grammar)', async () => {
+    const prompt: DecoderPrompt = {
+      kind: 'chat',
+      continueFinal: true,
+      messages: [
+        { role: 'user', parts: [{ text: 'Paris?' }] },
+        { role: 'assistant', parts: [{ text: '{"city": "' }] },
+      ],
+    };
+    await expect(generate({ constraint, prompt })).rejects.toMatchObject({ status: 400, param: 'messages' });
+    // The same prefill without a constraint is an ordinary continuation.
+    const { result } = await generate({ prompt });
+    expect(result.finishReason).not.toBe('error');
+  });
+});

@@ -120,6 +120,7 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
     throw new BadRequestError(`logprobs are not available from the ${runtime.backend.name} backend`, {
       param: 'logprobs',
     });
+  if (input.constraint) checkConstrainable(prompt, params);
   await checkSpendAllowance(svc, principal.team_id);
   if (model.adapter) await runtime.backend.ensureAdapter!(model.adapter, svc.blobs);
   const started = performance.now();
@@ -301,6 +302,23 @@ export async function startGeneration(input: GenerationInput): Promise<Generatio
 }
 
 const noop = () => undefined;
+
+/**
+ * A constraint holds the whole answer to a grammar, so nothing may end or start it part-way: a stop
+ * sequence would cut the JSON, and a prefilled assistant turn would start it outside the grammar.
+ */
+function checkConstrainable(prompt: DecoderPrompt, params: SamplingParams): void {
+  if (params.stop.length > 0)
+    throw new BadRequestError(
+      'stop sequences cannot be combined with tools or a JSON output format (a stop sequence would cut the JSON); remove `stop` / `stop_sequences`',
+      { param: 'stop' },
+    );
+  if (prompt.kind === 'chat' && prompt.continueFinal && prompt.messages.at(-1)?.role === 'assistant')
+    throw new BadRequestError(
+      'a prefilled final assistant message cannot be combined with tools or a JSON output format: the answer must start inside the grammar; end `messages` with a user turn',
+      { param: 'messages' },
+    );
+}
 
 /** docs/reference/decisions.md#token-usage (native shape): prompt_tokens are the non-cached input tokens. */
 export function usageFields(u: GenerationUsage) {
