@@ -1,7 +1,7 @@
 /**
  * Structured outputs, tools and logprobs of the OpenAI-family routes (`/v1/chat/completions`, `/v1/responses`):
  * their wire shapes, converted once into the core's vocabulary (core/decoder/types.ts) and planned by the core
- * (structured.ts, tools.ts). docs/reference/decisions.md#structured-outputs-and-tools.
+ * (structured.ts, tools.ts). docs/reference/decisions.md#structured-outputs-tool-calls-and-logprobs.
  */
 import { z } from 'zod';
 import type { Principal, Services } from '../../../core/context';
