@@ -3,7 +3,7 @@
  * prefix (or restore a snapshot), write new snapshots, then stream text with stop sequences applied.
  */
 import { existsSync } from 'node:fs';
-import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
+import type { LlamaGrammar, LlamaModel, Token } from 'node-llama-cpp';
 import { BadRequestError } from '../../../core/errors';
 import { StopMatcher } from '../../../core/decoder/stopText';
 import type {
@@ -109,6 +109,11 @@ export async function* generateOn(
       if (signal?.aborted) finish = 'cancelled';
       else if (req.params.maxTokens > 0) {
         const wanted = req.params.logprobs;
+        // Imported where it is used (already loaded by then): the Lambda bundles reach this module
+        // through the decoder adapters and must not carry node-llama-cpp (scripts' check-bundle).
+        const grammarEvaluationState = grammar
+          ? new (await import('node-llama-cpp')).LlamaGrammarEvaluationState({ model: l.model, grammar })
+          : undefined;
         const it = seq.evaluateWithMetadata(
           tokens.slice(at),
           { probabilities: wanted !== undefined },
@@ -117,9 +122,7 @@ export async function* generateOn(
             ...(req.params.topP !== undefined ? { topP: req.params.topP } : {}),
             ...(req.params.topK !== undefined ? { topK: req.params.topK } : {}),
             ...(req.params.seed !== undefined ? { seed: req.params.seed } : {}),
-            ...(grammar
-              ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model: l.model, grammar }) }
-              : {}),
+            ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
           },
         );
         /** Logprobs of tokens whose text is not out yet (it waits for bytes, or for the stop matcher). */
