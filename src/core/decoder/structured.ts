@@ -5,6 +5,7 @@
  * unsupported feature, never silently loosened, so an output is always valid against what was sent.
  */
 import { BadRequestError } from '../errors';
+import { localRefTarget } from '../jsonSchemaRefs';
 import type { DecoderMessage, JsonSchema, OutputConstraint } from './types';
 
 /** Keywords that only describe: they change nothing the grammar must produce. */
@@ -35,9 +36,9 @@ type Node = Record<string, unknown>;
 
 interface Walk {
   problems: string[];
-  /** Definitions reachable by `#/$defs/<name>` (also written `#/definitions/<name>`). */
-  defs: Record<string, unknown>;
-  /** Definitions being converted (a reference back to one is recursion) and those done. */
+  /** The schema `$ref`s resolve in (jsonSchemaRefs.ts). */
+  root: Node;
+  /** Definitions being converted, by `$ref` (a reference back to one is recursion), and those done. */
   visiting: Set<string>;
   converted: Record<string, Node>;
 }
@@ -206,30 +207,27 @@ function convert(schema: unknown, path: string, w: Walk): Node {
 }
 
 function convertRef(ref: string, path: string, w: Walk): Node {
-  const m = /^#\/(?:\$defs|definitions)\/([^/]+)$/.exec(ref);
-  const name = m?.[1]?.replace(/~1/g, '/').replace(/~0/g, '~');
-  if (name === undefined || !(name in w.defs)) {
+  const target = localRefTarget(w.root, ref);
+  if (!target) {
     w.problems.push(`\`$ref: ${JSON.stringify(ref)}\` (only #/$defs/<name> of the root schema) at ${at(path)}`);
     return ANY;
   }
-  if (w.visiting.has(name)) {
+  if (w.visiting.has(ref)) {
     // A grammar is finite rules over a fixed nesting depth here: recursive types are refused.
     w.problems.push(`a recursive \`$ref\` to ${JSON.stringify(ref)} at ${at(path)}`);
     return ANY;
   }
-  const done = w.converted[name];
+  const done = w.converted[ref];
   if (done) return done;
-  w.visiting.add(name);
-  const out = convert(w.defs[name], `/$defs/${name}`, w);
-  w.visiting.delete(name);
-  w.converted[name] = out;
+  w.visiting.add(ref);
+  const out = convert(target, ref.slice(1), w);
+  w.visiting.delete(ref);
+  w.converted[ref] = out;
   return out;
 }
 
 function walk(schema: unknown): { grammar: Node; problems: string[] } {
-  const root = isNode(schema) ? schema : {};
-  const defs = { ...(isNode(root.definitions) ? root.definitions : {}), ...(isNode(root.$defs) ? root.$defs : {}) };
-  const w: Walk = { problems: [], defs, visiting: new Set(), converted: {} };
+  const w: Walk = { problems: [], root: isNode(schema) ? schema : {}, visiting: new Set(), converted: {} };
   const grammar = convert(schema, '', w);
   return { grammar, problems: [...new Set(w.problems)] };
 }

@@ -8,6 +8,7 @@
  * span cannot promise) is a 400 naming the property and why.
  */
 import { BadRequestError } from '../errors';
+import { localRefTarget } from '../jsonSchemaRefs';
 import { ENCODER_LIMITS, type SchemaInput } from './api';
 
 export interface MappedProperty {
@@ -178,10 +179,8 @@ function refResolver(root: Schema, problems: string[]): (s: unknown, at: string)
   return (s, at) => {
     let cur = s;
     for (let hops = 0; isObject(cur) && typeof cur.$ref === 'string'; hops++) {
-      const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(cur.$ref);
-      const defs = m ? root[m[1]!] : undefined;
-      const target = m && isObject(defs) ? defs[decodeURIComponent(m[2]!)] : undefined;
-      if (!isObject(target) || hops > 16) {
+      const target = localRefTarget(root, cur.$ref);
+      if (!target || hops > 16) {
         problems.push(`${at}.$ref: only local references into $defs or definitions are supported`);
         return false;
       }
