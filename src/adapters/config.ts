@@ -4,6 +4,7 @@
  * and passed to the core as `svc.config`; the core reads no environment.
  */
 import type { SiftConfig } from '../core/context';
+import { parseOrigins } from '../http/cors';
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<SiftConfig> {
   const out: Partial<SiftConfig> = {};
@@ -23,6 +24,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Partial<Sif
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean);
+  // lib/constructs/api-functions.ts and lib/inference-stack.ts set it from cdk.json's consoleOrigins;
+  // a malformed entry stops the start (parseOrigins) rather than a console that cannot call the API
+  const origins = env.SIFT_CONSOLE_ORIGINS;
+  if (origins !== undefined) out.consoleOrigins = parseOrigins(origins);
   // Test-only (see SiftConfig.testSwitches): test/helpers/localStack.ts sets it.
   if (env.SIFT_TEST_SWITCHES === '1') out.testSwitches = true;
   return out;

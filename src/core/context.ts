@@ -44,6 +44,12 @@ export interface SiftConfig {
    * it fails without constrained decoding.
    */
   testSwitches: boolean;
+  /**
+   * The exact origins (scheme://host[:port]) whose pages may call the API from a browser: each
+   * response echoes an allowed Origin in Access-Control-Allow-Origin (src/http/cors.ts). Empty: no
+   * cross-origin reads (the console served by the local server is same-origin).
+   */
+  consoleOrigins: string[];
 }
 
 export const defaultConfig: SiftConfig = {
@@ -60,6 +66,7 @@ export const defaultConfig: SiftConfig = {
   preloadModels: [],
   generationModel: 'HuggingFaceTB/SmolLM2-135M-Instruct',
   testSwitches: false,
+  consoleOrigins: [],
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */
