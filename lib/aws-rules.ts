@@ -142,3 +142,48 @@ export function renderGatewayResponse(template: string, text: string, requestId:
     return kind === 'json-quoted' ? JSON.stringify(text) : kind === 'request-id' ? requestId : text;
   });
 }
+
+/**
+ * Each gateway response type's default status code, and how a status set on DEFAULT_4XX or
+ * DEFAULT_5XX replaces it: "Gateway response types for API Gateway"
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html
+ * ("Changing the status code of this fallback gateway response changes the status codes of all other
+ * 4XX responses to the new value"; the same for DEFAULT_5XX). The two defaults have none of their own.
+ */
+export const GATEWAY_RESPONSE_DEFAULT_STATUS: Readonly<Record<string, number | null>> = {
+  ACCESS_DENIED: 403,
+  API_CONFIGURATION_ERROR: 500,
+  AUTHORIZER_CONFIGURATION_ERROR: 500,
+  AUTHORIZER_FAILURE: 500,
+  BAD_REQUEST_PARAMETERS: 400,
+  BAD_REQUEST_BODY: 400,
+  DEFAULT_4XX: null,
+  DEFAULT_5XX: null,
+  EXPIRED_TOKEN: 403,
+  INTEGRATION_FAILURE: 504,
+  INTEGRATION_TIMEOUT: 504,
+  INVALID_API_KEY: 403,
+  INVALID_SIGNATURE: 403,
+  MISSING_AUTHENTICATION_TOKEN: 403,
+  QUOTA_EXCEEDED: 429,
+  REQUEST_TOO_LARGE: 413,
+  RESOURCE_NOT_FOUND: 404,
+  THROTTLED: 429,
+  UNAUTHORIZED: 401,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  WAF_FILTERED: 403,
+};
+
+/**
+ * The status API Gateway sends for a response type, given the StatusCode each configured gateway
+ * response sets (undefined where unset): its own, else its class's DEFAULT_4XX/5XX one, else AWS's default.
+ */
+export function gatewayResponseStatus(type: string, configured: Readonly<Record<string, string | undefined>>): number {
+  const fallback = GATEWAY_RESPONSE_DEFAULT_STATUS[type];
+  if (fallback === undefined) throw new Error(`${type} is not a gateway response type`);
+  if (fallback === null) throw new Error(`${type} is a fallback, not a response API Gateway sends`);
+  const own = configured[type];
+  if (own !== undefined) return Number(own);
+  const classDefault = configured[fallback < 500 ? 'DEFAULT_4XX' : 'DEFAULT_5XX'];
+  return classDefault !== undefined ? Number(classDefault) : fallback;
+}

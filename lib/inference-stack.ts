@@ -185,6 +185,8 @@ export class InferenceStack extends Stack {
         // the GPU each gateway task reserves runs the encoder (falls back to CPU with a WARN if it cannot)
         SIFT_ENCODER_EXECUTION_PROVIDER: 'cuda',
         SIFT_PRELOAD_MODELS: config.encoderPreloadModels.join(','),
+        // the data plane's responses reach the console through API Gateway unchanged: they carry CORS themselves
+        SIFT_CONSOLE_ORIGINS: config.consoleOrigins.join(','),
         PORT: String(GATEWAY_PORT),
         POWERTOOLS_SERVICE_NAME: 'inference',
         POWERTOOLS_METRICS_NAMESPACE: 'Sift',

@@ -9,7 +9,15 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acceptsVolumeKmsKey, authorizerRuns, KEEP_ALIVE, renderGatewayResponse } from '../../lib/aws-rules';
+import {
+  acceptsVolumeKmsKey,
+  authorizerRuns,
+  GATEWAY_RESPONSE_DEFAULT_STATUS,
+  gatewayResponseStatus,
+  KEEP_ALIVE,
+  renderGatewayResponse,
+} from '../../lib/aws-rules';
+import { GATEWAY_STATUS_OVERRIDES } from '../../lib/constructs/gateway-responses';
 import { gatewayMethods } from '../../lib/gateway-routes';
 import { TRAINING_INSTANCE_TYPES } from '../../lib/config';
 import { CONTAINERS_DIR } from '../../lib/paths';
@@ -167,6 +175,39 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
     );
     expect(bad.Properties?.StatusCode).toBe('422');
     expect(body.errors).toEqual([expect.objectContaining({ loc: ['body'], msg: expect.any(String) })]);
+  });
+});
+
+describe('API Gateway: each gateway response keeps its own status', () => {
+  const responses = Object.values(resourcesOfType(dev.template(dev.stacks.api), 'AWS::ApiGateway::GatewayResponse'));
+  const configured: Record<string, string | undefined> = Object.fromEntries(
+    responses.map((r) => [String(r.Properties?.ResponseType), r.Properties?.StatusCode as string | undefined]),
+  );
+
+  it("sets no status on DEFAULT_4XX or DEFAULT_5XX (it would replace every other 4xx/5xx type's)", () => {
+    expect(Object.keys(configured)).toEqual(expect.arrayContaining(['DEFAULT_4XX', 'DEFAULT_5XX']));
+    expect({ DEFAULT_4XX: configured.DEFAULT_4XX, DEFAULT_5XX: configured.DEFAULT_5XX }).toEqual({
+      DEFAULT_4XX: undefined,
+      DEFAULT_5XX: undefined,
+    });
+  });
+
+  it.each(
+    Object.entries(GATEWAY_RESPONSE_DEFAULT_STATUS)
+      .filter(([, status]) => status !== null)
+      .map(([type]) => [type] as const),
+  )("%s is sent with AWS's default status, or the override chosen for it", (type) => {
+    const expected = GATEWAY_STATUS_OVERRIDES[type]?.status ?? GATEWAY_RESPONSE_DEFAULT_STATUS[type];
+    expect(gatewayResponseStatus(type, configured)).toBe(expected);
+  });
+
+  it("the stand-in follows the documented fallback: a class default status replaces an unset type's", () => {
+    expect(gatewayResponseStatus('INVALID_API_KEY', {})).toBe(403);
+    expect(gatewayResponseStatus('INVALID_API_KEY', { DEFAULT_4XX: '400' })).toBe(400);
+    expect(gatewayResponseStatus('INTEGRATION_TIMEOUT', { DEFAULT_5XX: '500' })).toBe(500);
+    expect(gatewayResponseStatus('INTEGRATION_TIMEOUT', { DEFAULT_4XX: '400' })).toBe(504);
+    expect(gatewayResponseStatus('THROTTLED', { THROTTLED: '429', DEFAULT_4XX: '400' })).toBe(429);
+    expect(() => gatewayResponseStatus('NOT_A_TYPE', {})).toThrow(/not a gateway response type/);
   });
 });
 

@@ -150,6 +150,19 @@ describe('network', () => {
     expect(executionProviderFromEnv(env)).toBe('cuda');
   });
 
+  it("gives the gateway the stage's console origins, which its runtime reads as its CORS allowlist", async () => {
+    // its responses pass through API Gateway's VPC-link proxy unchanged, so they carry CORS themselves
+    const { configFromEnv } = await import('../../src/adapters/config');
+    const gateway = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'))
+      .flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>)
+      .find((c) => c.Name === 'gateway')!;
+    const env = Object.fromEntries(
+      (gateway.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]),
+    );
+    expect(built.config.consoleOrigins.length).toBeGreaterThan(0);
+    expect(configFromEnv(env).consoleOrigins).toEqual(built.config.consoleOrigins);
+  });
+
   it('opens no security group to the internet', () => {
     for (const sg of Object.values(resourcesOfType(t, 'AWS::EC2::SecurityGroup'))) {
       for (const rule of (sg.Properties?.SecurityGroupIngress as Array<Record<string, unknown>> | undefined) ?? []) {
