@@ -121,9 +121,20 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
     const res = await invokeBundle(
       bundles['api.ts']!,
       env,
-      apiGatewayEvent('POST', '/core/training-jobs', { key: team.key, body }),
+      apiGatewayEvent('POST', '/core/training-jobs', {
+        key: team.key,
+        body,
+        headers: { Origin: 'https://console.example.com' },
+      }),
     );
-    expect(res).toMatchObject({ ok: true, value: { statusCode: 201 } });
+    // a proxy integration passes this through: the console's origin reads it only with CORS (src/http/cors.ts)
+    expect(res).toMatchObject({
+      ok: true,
+      value: {
+        statusCode: 201,
+        headers: { 'access-control-allow-origin': 'https://console.example.com', vary: 'Origin' },
+      },
+    });
     jobId = JSON.parse((res as { value: APIGatewayProxyResult }).value.body).id;
     expect(control.callsOf('AWSStepFunctions.StartExecution')).toContainEqual({
       stateMachineArn: MACHINE('training'),
