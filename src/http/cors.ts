@@ -128,3 +128,17 @@ export function preflightResponse(
     },
   };
 }
+
+/**
+ * The bucket's CORS rule for the console's presigned uploads, read by lib/data-stack.ts (with the
+ * console origins) and by the local S3 front (src/local/storeFront.ts), which answers as S3 does:
+ * a preflight whose method or any requested header is not in the rule is refused with 403
+ * ("Configuring cross-origin resource sharing (CORS)", https://docs.aws.amazon.com/AmazonS3/latest/userguide/cors.html:
+ * each header in Access-Control-Request-Headers must match an AllowedHeader).
+ */
+export const UPLOAD_CORS = {
+  methods: ['PUT', 'GET', 'HEAD'],
+  headers: ['content-type', 'content-md5', 'x-amz-checksum-sha256', 'x-amz-sdk-checksum-algorithm'],
+  exposeHeaders: ['ETag'],
+  maxAgeSeconds: 3000,
+} as const;
