@@ -4,17 +4,35 @@
  * environment its task gets). The AWS rule: with proxy integrations the backend sends the CORS
  * headers ("CORS for REST APIs in API Gateway",
  * https://docs.aws.amazon.com/apigateway/latest/developerguide/how-to-cors.html; src/http/cors.ts).
- * The bundled api Lambda is checked by test/aws/lambdas.rehearsal.test.ts, a real browser by
- * test/console/crossOrigin.test.ts.
+ * Then the console as it runs on AWS, in a real browser (Debian's Chromium through playwright-core):
+ * loaded from one origin (CloudFront there; here a second server on another port serving the same
+ * build and a config.json naming the API, as lib/constructs/console-hosting.ts writes it) and calling
+ * the API on another. The browser enforces CORS, so that part fails unless the API's responses,
+ * errors included, carry the console's origin. The bundled api Lambda is checked by
+ * test/aws/lambdas.rehearsal.test.ts; test/console/console.test.ts drives the pages same-origin.
  */
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Browser, chromium } from 'playwright-core';
 import { SiftApp } from '../../src/http/app';
 import { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, parseOrigins } from '../../src/http/cors';
 import { silentLogger } from '../../src/http/logger';
 import { allRoutes } from '../../src/http/routes';
+import { CONSOLE_DIST, serveConsole } from '../../src/local/consoleAssets';
 import { fromApiGatewayEvent, toApiGatewayResult } from '../../src/runtimes/lambda/apiGateway';
+import { parseRequestTarget } from '../../src/runtimes/node/httpAdapter';
 import { type Gateway, serveGateway } from '../../src/runtimes/gateway/server';
 import { apiGatewayEvent, emulatorEnv } from '../helpers/lambdaEvents';
 import { OPERATOR_KEY, TestStack } from '../helpers/localStack';
+
+const CHROMIUM = process.env.SIFT_CHROMIUM ?? '/usr/bin/chromium';
+if (!existsSync(CHROMIUM))
+  throw new Error(
+    `The console's browser tests need Chromium at ${CHROMIUM}: run \`node scripts/setup.mjs --for-tests\` or set SIFT_CHROMIUM`,
+  );
+if (!existsSync(`${CONSOLE_DIST}/index.html`))
+  throw new Error(`The console is not built (${CONSOLE_DIST}): run \`node scripts/setup.mjs --for-tests\``);
 
 const CONSOLE = 'https://console.example.com';
 const OTHER = 'https://evil.example.net';
@@ -23,10 +41,29 @@ let stack: TestStack;
 let app: SiftApp;
 let gateway: Gateway;
 let gatewayUrl: string;
+let consoleServer: Server;
+let consoleOrigin: string;
+let browser: Browser;
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
-  stack = await TestStack.start({ config: { consoleOrigins: [CONSOLE] } });
+  // the browser's console on its own origin: the built files, and a config.json naming the API (set below)
+  let apiUrl = '';
+  consoleServer = createServer((req, res) => {
+    const target = parseRequestTarget(req.url ?? '/');
+    if (target.path === '/console/config.json') {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
+      res.end(JSON.stringify({ apiUrl }));
+      return;
+    }
+    void Promise.resolve(serveConsole(req, res, target)).then((served) => {
+      if (!served) res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((ok) => consoleServer.listen(0, '127.0.0.1', ok));
+  consoleOrigin = `http://127.0.0.1:${(consoleServer.address() as AddressInfo).port}`;
+  stack = await TestStack.start({ config: { consoleOrigins: [CONSOLE, consoleOrigin] } });
+  apiUrl = stack.url;
   app = new SiftApp(stack.svc, allRoutes(), silentLogger);
   // the gateway task's environment (lib/inference-stack.ts) pointed at this stack's emulators
   Object.assign(process.env, await emulatorEnv(stack.svc), {
@@ -37,9 +74,16 @@ beforeAll(async () => {
   if (!gateway.server.listening) await new Promise((ok) => gateway.server.once('listening', ok));
   const address = gateway.server.address() as { port: number };
   gatewayUrl = `http://127.0.0.1:${address.port}`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  });
 }, 60_000);
 
 afterAll(async () => {
+  await browser?.close();
+  consoleServer?.closeAllConnections();
+  await new Promise((ok) => consoleServer?.close(ok));
   gateway?.server.closeAllConnections();
   await gateway?.shutdown();
   process.env = savedEnv;
@@ -151,4 +195,30 @@ describe('the origin list (SIFT_CONSOLE_ORIGINS, cdk.json consoleOrigins)', () =
   ])('refuses %s, which no browser sends as an Origin', (entry) =>
     expect(() => parseOrigins(entry)).toThrow(/not an exact origin/),
   );
+});
+
+describe('the console in a browser, on another origin than the API', () => {
+  it('signs in and loads an authenticated page; the API’s 401 detail reaches the page', async () => {
+    const { key } = await stack.newTeam('cross-origin');
+    expect(new URL(stack.url).origin).not.toBe(consoleOrigin);
+    const page = await browser.newPage();
+    page.setDefaultTimeout(15_000);
+    const apiCalls: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().startsWith(stack.url)) apiCalls.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
+    await page.goto(`${consoleOrigin}/console/`);
+    // a wrong key: the server's 401 detail is shown, which the browser only lets the page read with CORS
+    await page.getByLabel('API key').fill('svc_sk_not-a-real-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('input[aria-invalid="true"]').waitFor();
+    // the real key: sign-in reads the team's usage, then the API keys page lists the team's keys
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    await page.locator('tbody tr').first().waitFor();
+    // the calls went to the API's origin, not the console's
+    expect(apiCalls).toEqual(expect.arrayContaining(['GET /billing/usage/requests', 'GET /api-keys']));
+    await page.close();
+  }, 90_000);
 });
