@@ -115,7 +115,7 @@ export const ECS_METRICS: Readonly<
  *   https://docs.aws.amazon.com/autoscaling/application/userguide/step-scaling-policy-overview.html;
  *   https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html).
  * - Boot counts as activity: from the wake-up until the task is RUNNING no request reaches it and
- *   `AWS/ECS` publishes nothing (ECS_METRICS), so the idle expression reads desired − running
+ *   `AWS/ECS` publishes nothing (ECS_METRICS), so the idle expression reads whether desired exceeds running
  *   tasks (Container Insights); RUNNING but not yet healthy, the ALB answers 503 itself
  *   (ALB_METRICS), which the expression counts too.
  * - Metric math FILL(m, 0) turns the minutes a metric was not published into zeros; a term with no

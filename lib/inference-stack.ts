@@ -338,7 +338,8 @@ export class InferenceStack extends Stack {
         });
       return { desired: count('DesiredTaskCount', 'Maximum'), running: count('RunningTaskCount', 'Minimum') };
     };
-    const booting = 'FILL(desired, 0) - FILL(running, 0)';
+    // a flag, not the difference: during a deployment running exceeds desired, which must not cancel requests
+    const booting = 'IF(FILL(desired, 0) > FILL(running, 0), 1, 0)';
     this.encoder.sleepWhenIdle(
       expr(
         `FILL(gw, 0) + FILL(e503, 0) + ${booting}`,

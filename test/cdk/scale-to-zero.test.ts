@@ -230,7 +230,10 @@ describe('the scenario fails where the stack would fail on AWS', () => {
         MetricName: 'CPUUtilization',
       };
       a.Metrics = metrics.filter((m) => m.Id !== 'running');
-      returned(a).Expression = returned(a).Expression!.replace('FILL(desired, 0) - FILL(running, 0)', '0 * cpu');
+      returned(a).Expression = returned(a).Expression!.replace(
+        'IF(FILL(desired, 0) > FILL(running, 0), 1, 0)',
+        '0 * cpu',
+      );
     });
     expect(oneRequestThenSilence(s, 8)).toMatch(/set back to 0/);
   });
