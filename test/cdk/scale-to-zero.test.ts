@@ -181,6 +181,14 @@ describe('from zero and back', () => {
     expect(run[IDLE - 1]!.desired).toEqual({ gateway: 0, decoder: 0 });
   });
 
+  it('a request the minute after a sleep wakes the service at once (a scale-out ends the scale-in cooldown)', () => {
+    const run = sim.run([...minutes(IDLE, {}), { gateway: 1 }, ...minutes(3, {})], {
+      desired: { gateway: 1 },
+      before: { gateway: 5 },
+    });
+    expect(gateways(run).slice(IDLE - 2, IDLE + 2)).toEqual([1, 0, 1, 1]);
+  });
+
   it('prod keeps its minimum of one task when idle', () => {
     const prod = buildApp({ stage: 'prod' });
     const run = new ScalingSimulator(prod.template(prod.stacks.inference)).run(minutes(IDLE + 2, {}), {
