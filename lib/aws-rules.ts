@@ -79,12 +79,51 @@ export const ALB_METRICS: Readonly<
   RequestCountPerTarget: { dimension: 'TargetGroup', emittedWithoutTargets: false },
 };
 
+// ---- CloudWatch: which ECS metrics exist while a service's task boots -------------------------
+
 /**
- * An alarm with an Auto Scaling action invokes it again every minute it stays in ALARM, so an
- * idle (scale-to-zero) alarm must leave ALARM as soon as a wake-up signal appears, or it undoes
- * the wake-up. https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
- * Metric math FILL(m, 0) turns the minutes a metric was not published into zeros:
- * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
+ * When an ECS metric has a data point. `AWS/ECS` service metrics (CPUUtilization, …) are computed
+ * from the service's RUNNING tasks only: none while a woken task is PROVISIONING or PENDING
+ * ("Amazon ECS CloudWatch metrics",
+ * https://docs.aws.amazon.com/AmazonECS/latest/developerguide/available-metrics.html), so a service
+ * that is booting looks exactly like one at zero. Container Insights' service-level task counts
+ * (`ECS/ContainerInsights` DesiredTaskCount, RunningTaskCount, PendingTaskCount: "Amazon ECS
+ * Container Insights metrics",
+ * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-ECS.html)
+ * describe the service, not a task, and so exist while its tasks are still pending. Whether they
+ * are published for a service at desired 0 the documentation does not say: the stacks must not
+ * depend on it (FILL(…, 0) either way) and the simulator takes the unkind reading (not published).
+ */
+export const ECS_METRICS: Readonly<
+  Record<
+    string,
+    { readonly namespace: 'AWS/ECS' | 'ECS/ContainerInsights'; readonly publishedWhile: 'running' | 'desired' }
+  >
+> = {
+  CPUUtilization: { namespace: 'AWS/ECS', publishedWhile: 'running' },
+  MemoryUtilization: { namespace: 'AWS/ECS', publishedWhile: 'running' },
+  DesiredTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+  RunningTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+  PendingTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+};
+
+/**
+ * Scale to zero with alarms and step scaling:
+ * - An alarm with an Application Auto Scaling action invokes it again every minute it stays in
+ *   ALARM, so an idle (scale-to-zero) alarm must leave ALARM as soon as a wake-up signal appears,
+ *   or it undoes the wake-up ("How step scaling for Application Auto Scaling works",
+ *   https://docs.aws.amazon.com/autoscaling/application/userguide/step-scaling-policy-overview.html;
+ *   https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html).
+ * - Boot counts as activity: from the wake-up until the task is RUNNING no request reaches it and
+ *   `AWS/ECS` publishes nothing (ECS_METRICS), so the idle expression reads whether desired exceeds running
+ *   tasks (Container Insights); RUNNING but not yet healthy, the ALB answers 503 itself
+ *   (ALB_METRICS), which the expression counts too.
+ * - Metric math FILL(m, 0) turns the minutes a metric was not published into zeros; a term with no
+ *   FILL and no data makes the whole result missing for that minute
+ *   ("Using metric math", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+ * - Cooldowns: a step policy does not repeat a scale-out within its cooldown (unless larger);
+ *   scale-in is blocked during the cooldown after a scale-in, and a scale-out ends that cooldown
+ *   (the step-scaling page above, "Cooldown period").
  */
 export const SCALE_TO_ZERO = {
   /** Minutes without a request (or a 503) before a service goes to its minimum. */

@@ -298,7 +298,8 @@ export class InferenceStack extends Stack {
    * - the decoder wakes on 503s in a minute the gateway served requests (its only client) and none
    *   reached the decoder. A cold chat request therefore wakes the gateway first, then, on the
    *   client's retry, the decoder.
-   * Each goes back to its minimum after SCALE_TO_ZERO.idleMinutes without requests or 503s.
+   * Each goes back to its minimum after SCALE_TO_ZERO.idleMinutes without requests, 503s or a task
+   * still booting.
    */
   private addScaleToZero(): void {
     const period = Duration.minutes(1);
@@ -324,16 +325,38 @@ export class InferenceStack extends Stack {
       ),
       'Sift decoder wake-up: the gateway served requests, the ALB answered 503 and no decoder task served (the decoder service is at zero)',
     );
-    // `0 * cpu`: the service's CPU metric is published every minute a task runs, so an idle running
-    // service has real zero data points (not only missing ones) for its idle alarm.
-    const cpu = (s: InferenceService) => s.service.metricCpuUtilization({ period, statistic: 'Maximum' });
+    // Boot is activity (lib/aws-rules.ts, SCALE_TO_ZERO): until the woken task is RUNNING nothing
+    // else shows it, and the idle alarm (in ALARM since the last sleep) would set it back to 0.
+    // desired: the minute's highest, running: its lowest, so a minute a task came up still counts.
+    const tasks = (s: InferenceService) => {
+      const dims = { ClusterName: this.cluster.clusterName, ServiceName: s.service.serviceName };
+      const count = (metricName: string, statistic: string) =>
+        new cloudwatch.Metric({
+          namespace: 'ECS/ContainerInsights',
+          metricName,
+          dimensionsMap: dims,
+          period,
+          statistic,
+        });
+      return { desired: count('DesiredTaskCount', 'Maximum'), running: count('RunningTaskCount', 'Minimum') };
+    };
+    // a flag, not the difference: during a deployment running exceeds desired, which must not cancel requests
+    const booting = 'IF(FILL(desired, 0) > FILL(running, 0), 1, 0)';
     this.encoder.sleepWhenIdle(
-      expr('FILL(gw, 0) + FILL(e503, 0) + 0 * cpu', 'gateway requests + ALB 503s', { cpu: cpu(this.encoder) }),
-      'Sift gateway idle: no request and no 503 for the idle window',
+      expr(
+        `FILL(gw, 0) + FILL(e503, 0) + ${booting}`,
+        'gateway requests + ALB 503s + tasks booting',
+        tasks(this.encoder),
+      ),
+      'Sift gateway idle: no request, no 503 and no task booting for the idle window',
     );
     this.decoder.sleepWhenIdle(
-      expr('FILL(llm, 0) + FILL(e503, 0) + 0 * cpu', 'decoder requests + ALB 503s', { cpu: cpu(this.decoder) }),
-      'Sift decoder idle: no request and no 503 for the idle window',
+      expr(
+        `FILL(llm, 0) + FILL(e503, 0) + ${booting}`,
+        'decoder requests + ALB 503s + tasks booting',
+        tasks(this.decoder),
+      ),
+      'Sift decoder idle: no request, no 503 and no task booting for the idle window',
     );
   }
 }
