@@ -359,6 +359,7 @@ def sampled_dataset(
     (:func:`cap_class_negatives`); ``fitter`` None: no position limit to fit.
     """
     from gliner2.training.trainer import ExtractorDataset
+    from torch.utils.data import get_worker_info
 
     class _Sampled(ExtractorDataset):
         def __init__(self):  # no super().__init__: the records are already loaded (and shuffled) in base
@@ -369,8 +370,11 @@ def sampled_dataset(
 
         def __getitem__(self, idx):
             text, out = super().__getitem__(idx)
-            n = self._reads[idx] if training else 0
+            n: int | str = self._reads[idx] if training else 0
             self._reads[idx] += 1
+            worker = get_worker_info()
+            if training and worker is not None:  # each DataLoader worker counts its own reads: its id keeps them apart
+                n = f"{worker.id}.{n}"
             if training and max_class_negatives is not None:
                 capped = cap_class_negatives(out, random.Random(f"{seed}:{idx}:{n}:cap"), max_class_negatives)
                 if capped is not out:  # a new label subset: its fit is checked afresh

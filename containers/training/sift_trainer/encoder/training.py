@@ -17,7 +17,7 @@ from ..files import write_json
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
-from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
+from . import checkpoint_selection, cls_loss, cls_warmup, compute, sampling, schedule
 from .prompt_budget import (
     GroupedExtractor,
     PromptFitter,
@@ -266,18 +266,9 @@ def _make_trainer_class():
     return SiftExtractorTrainer
 
 
-def _bf16(hp: Hyperparameters) -> bool:
-    """bf16 autocast when the job asks for it (``bf16: true``) and the CUDA device has it (A10G, L4, A100,
-    H100); fp32 otherwise, and always on CPU. Opt-in until a GPU run checks it against fp32 (issue #27): a
-    job that fails after training is billed GPU time. fp16 stays off: it needs loss scaling."""
-    import torch
-
-    return bool(hp.extra.get("bf16", False)) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-
-
-def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool):
+def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool, comp: compute.Compute):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
-    (schedule.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
+    (schedule.py); ``comp``: micro-batch, accumulation, precision and loader workers (compute.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
     in the real trainer: docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
     from gliner2.training.trainer import TrainingConfig
 
@@ -287,17 +278,11 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
         "experiment_name": "sift",
         "num_epochs": plan.epochs,
         "max_steps": plan.max_steps,
-        "batch_size": plan.batch_size,
-        "eval_batch_size": 8,
         "encoder_lr": plan.encoder_lr,
         "task_lr": plan.task_lr,
         "max_grad_norm": float(hp.extra.get("max_grad_norm", 1.0)),
         "warmup_ratio": plan.warmup_ratio,
         "scheduler_type": str(hp.extra.get("scheduler", "linear")),
-        "fp16": False,
-        "bf16": _bf16(hp),
-        "num_workers": 0,
-        "pin_memory": False,
         "seed": hp.seed,
         "logging_steps": 1,
         "eval_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
@@ -316,6 +301,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
             hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])
         ),
         "save_adapter_only": True,
+        **comp.trainer_config(),
     }
     return TrainingConfig(**kwargs)
 
@@ -363,6 +349,24 @@ def train_encoder(
         hidden_size=int(model.hidden_size),
         parameters=int(sum(p.numel() for p in model.parameters())),
     )
+    # on the trainer's device from here on: the baseline evaluation and the head warm-up run there too
+    comp = compute.for_model(
+        compute.detect(),
+        model,
+        extra=hp.extra,
+        requested_batch=hp.batch_size,
+        default_batch=schedule.DEFAULT_BATCH_SIZE,
+        lora=hp.training_type == "lora",
+    )
+    model.to(comp.device)
+    emit("compute", **comp.to_dict())
+    log.info(
+        "training on %s (%s), precision %s, %d rows a step",
+        comp.device,
+        comp.device_name,
+        comp.precision,
+        comp.batch_size,
+    )
 
     from ..data.metrics import evaluate, learning_warnings
 
@@ -372,8 +376,8 @@ def train_encoder(
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label
     classification_only = single_label and info.heads == ["classification"]
-    plan = schedule.plan(hp, len(train_records), classification_only)
-    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows))
+    plan = schedule.plan(hp, len(train_records), classification_only, auto_batch=comp.batch_size)
+    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows), comp)
     emit("schedule", **plan.to_dict())
     softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
     model.processor.sampling_config = sampling.sampling_config(hp.extra.get("sampling"), single_label=softmax)
@@ -508,6 +512,7 @@ def train_encoder(
         "adapter_dir": adapter_dir,
         "train_rows": len(train_rows),
         "validation_rows": len(val_rows),
+        "compute": comp.to_dict(),
         # the held-out rows themselves: the service re-scores the exported model on them with its evaluator
         "validation_data": val_rows,
     }
