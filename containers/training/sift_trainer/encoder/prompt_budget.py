@@ -373,8 +373,10 @@ def sampled_dataset(
             n: int | str = self._reads[idx] if training else 0
             self._reads[idx] += 1
             worker = get_worker_info()
-            if training and worker is not None:  # each DataLoader worker counts its own reads: its id keeps them apart
-                n = f"{worker.id}.{n}"
+            if training and worker is not None:
+                # a DataLoader worker counts only its own reads, from a copy of this dataset: its seed (new for
+                # each worker and, unless the workers persist, each epoch) keeps its draws apart from the others'
+                n = f"{worker.seed}.{n}"
             if training and max_class_negatives is not None:
                 capped = cap_class_negatives(out, random.Random(f"{seed}:{idx}:{n}:cap"), max_class_negatives)
                 if capped is not out:  # a new label subset: its fit is checked afresh
