@@ -136,10 +136,19 @@ def memory_batch(
     return max(1, min(MAX_AUTO_BATCH, int(usable // per_row)))
 
 
-def plan(caps: Capabilities, *, requested_batch: int | None, default_batch: int, fits: int, precision: str) -> Compute:
+def plan(
+    caps: Capabilities,
+    *,
+    requested_batch: int | None,
+    default_batch: int,
+    fits: int,
+    precision: str,
+    workers: int | None = None,
+) -> Compute:
     """``requested_batch``: the job's batch_size (rows per optimizer step, kept exactly: on a GPU that fits
     fewer rows the step accumulates micro-batches); None: the GPU's ``fits`` (``memory_batch``), the CPU's
-    ``default_batch``."""
+    ``default_batch``. ``workers``: DataLoader workers (None: GPU_LOADER_WORKERS on a GPU, none on the CPU,
+    where tokenizing in the loop measured no slower: docs/experiments/training.md)."""
     gpu = caps.device == "cuda"
     if requested_batch is None:
         batch = fits if gpu else default_batch
@@ -154,7 +163,7 @@ def plan(caps: Capabilities, *, requested_batch: int | None, default_batch: int,
         batch_size=batch,
         micro_batch_size=micro,
         gradient_accumulation_steps=math.ceil(batch / micro),
-        num_workers=min(GPU_LOADER_WORKERS, max(0, caps.cpu_count - 1)) if gpu else 0,
+        num_workers=(min(GPU_LOADER_WORKERS, max(0, caps.cpu_count - 1)) if gpu else 0) if workers is None else workers,
         pin_memory=gpu,
         device_name=caps.name,
     )
@@ -165,6 +174,9 @@ def for_model(
 ) -> Compute:
     """The plan for ``model`` (a GLiNER2 span model) from its encoder's config and the device."""
     chosen = precision(caps, requested_precision(extra))
+    workers = extra.get("loader_workers")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
+        raise HyperparameterError(f"loader_workers must be an integer >= 0, got {workers!r}")
     fits = 1
     if caps.device == "cuda":
         cfg = model.encoder.config
@@ -180,4 +192,6 @@ def for_model(
             tokens=int(getattr(cfg, "max_position_embeddings", 512) or 512),
             precision=chosen,
         )
-    return plan(caps, requested_batch=requested_batch, default_batch=default_batch, fits=fits, precision=chosen)
+    return plan(
+        caps, requested_batch=requested_batch, default_batch=default_batch, fits=fits, precision=chosen, workers=workers
+    )
