@@ -130,7 +130,9 @@ def save_state(trainer, ckpt_dir: Path) -> None:
         {
             "optimizer": trainer.optimizer.state_dict(),
             "scheduler": trainer.scheduler.state_dict(),
-            "scaler": trainer.scaler.state_dict() if trainer.scaler is not None and trainer.scaler.is_enabled() else None,
+            "scaler": trainer.scaler.state_dict()
+            if trainer.scaler is not None and trainer.scaler.is_enabled()
+            else None,
             "rng": resume.rng_state(),
             "epoch_rng": trainer.sift_epoch_rng,
             "dataset": dataset.state_dict() if hasattr(dataset, "state_dict") else None,

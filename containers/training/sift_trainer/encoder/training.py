@@ -14,8 +14,8 @@ from .. import process
 from ..data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from ..events import emit
 from ..files import write_json
-from ..job.hyperparameters import Hyperparameters
 from ..job import resume
+from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
 from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
