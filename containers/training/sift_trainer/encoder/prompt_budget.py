@@ -368,6 +368,13 @@ def sampled_dataset(
             self._reads = [0] * len(self.data)
             self._checked: list[tuple[bool, int, int] | None] = [None] * len(self.data)
 
+        # the reads so far pick each read's draw: a resumed job (resume.py) continues the count
+        def state_dict(self) -> dict[str, Any]:
+            return {"reads": list(self._reads)}
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            self._reads = list(state["reads"])
+
         def __getitem__(self, idx):
             text, out = super().__getitem__(idx)
             n: int | str = self._reads[idx] if training else 0

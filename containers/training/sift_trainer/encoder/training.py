@@ -14,10 +14,12 @@ from .. import process
 from ..data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from ..events import emit
 from ..files import write_json
+from ..job import resume
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
 from . import checkpoint_selection, cls_loss, cls_warmup, compute, sampling, schedule
+from . import resume as encoder_resume
 from .prompt_budget import (
     GroupedExtractor,
     PromptFitter,
@@ -111,6 +113,17 @@ def _make_trainer_class():
         #: saved in every adapter, so a checkpoint applied to the recorded base carries the warmed-up head.
         #: A class attribute because gliner2's __init__ applies LoRA before the instance can be configured.
         sift_head_in_adapter: bool = False
+        #: the checkpoint a restarted job continues from, until the loop is back where it stopped (resume.py)
+        sift_resume: encoder_resume.Pending | None = None
+        sift_train_loader: encoder_resume.ResumableLoader | None = None
+        sift_epoch_rng: dict[str, Any] | None = None
+
+        def _create_dataloader(self, dataset, batch_size: int, shuffle: bool = True, is_training: bool = True):
+            loader = super()._create_dataloader(dataset, batch_size, shuffle, is_training)
+            if not is_training:
+                return loader
+            self.sift_train_loader = encoder_resume.ResumableLoader(loader, self)
+            return self.sift_train_loader
 
         def _setup_lora(self):
             if not (self.config.use_lora and self.sift_head_in_adapter):
@@ -228,9 +241,12 @@ def _make_trainer_class():
             if name == "best":
                 return  # is_best is tracked on the epoch checkpoints instead of a duplicate directory
             if name == "final":
+                if self.sift_resume is not None:  # resumed after its last step: straight to the final save
+                    self.sift_resume.finish(self)
                 self._select_best_weights()
-            super()._save_checkpoint(name)
             ckpt_dir = self.output_dir / name
+            tmp = resume.partial_dir(self.output_dir, name)  # whole before it takes its name (job/resume.py)
+            super()._save_checkpoint(tmp.name)
             metrics = dict(self.sift_last_eval)
             step, epoch = int(self.global_step), int(self.epoch) + 1
             if name == "final" and self.sift_selected is not None:  # the final checkpoint holds the selected weights
@@ -259,9 +275,15 @@ def _make_trainer_class():
                     c["is_best"] = c is best
                     write_json(Path(c["path"]) / "sift_checkpoint.json", c)
             meta["is_best"] = meta is best
-            write_json(ckpt_dir / "sift_checkpoint.json", meta)
+            write_json(tmp / "sift_checkpoint.json", meta)
             self.sift_checkpoints.append(meta)
+            if name != "final":  # the final checkpoint holds the selected weights: nothing to continue from
+                encoder_resume.save_state(self, tmp)
+            resume.publish(tmp, ckpt_dir)
+            resume.write_index(self.output_dir, self.sift_checkpoints)
+            resume.prune_states(self.output_dir, [encoder_resume.STATE_FILE])
             emit("checkpoint", **meta)
+            resume.after_checkpoint(len(self.sift_checkpoints))
 
     return SiftExtractorTrainer
 
@@ -469,6 +491,7 @@ def train_encoder(
     trainer.sift_keep_last = selection == "last"
     trainer.sift_fitter = fitter
     trainer.sift_max_class_negatives = max_negatives if max_negatives > 0 else None
+    trainer.sift_resume = encoder_resume.Pending.find(ckpt_root)  # a restarted (spot-interrupted) job
     t0 = time.time()
     summary = trainer.train(train_data=train_records, eval_data=eval_records)
     train_seconds = time.time() - t0
