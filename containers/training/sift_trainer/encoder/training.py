@@ -290,8 +290,9 @@ def _make_trainer_class():
 
 def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool, comp: compute.Compute):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
-    (schedule.py); ``comp``: micro-batch, accumulation, precision and loader workers (compute.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
-    in the real trainer: docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
+    (schedule.py); ``comp``: micro-batch, accumulation, precision and loader workers (compute.py). (Higher
+    rates for classification-only jobs were tried and did not leave the plateau in the real trainer:
+    docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
