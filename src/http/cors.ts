@@ -20,7 +20,13 @@ import type { ApiResponse } from './types';
 /** The methods the API serves (preflight's Access-Control-Allow-Methods). */
 export const CORS_ALLOW_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
-/** Request headers a browser client may send: the key, JSON, SSE, idempotency, tracing, the Anthropic version. */
+/**
+ * Request headers a browser client may send: the key, JSON, SSE, idempotency, tracing, and what the
+ * official OpenAI/Anthropic SDKs set when a page uses them (`dangerouslyAllowBrowser`): their
+ * platform and retry headers, the Anthropic version/beta and its browser acknowledgement, OpenAI's
+ * organization/project. test/http/cors.test.ts records what the SDKs send, so a header a new SDK
+ * release adds fails there rather than in users' browsers.
+ */
 export const CORS_ALLOW_HEADERS = [
   'Content-Type',
   'Authorization',
@@ -29,6 +35,20 @@ export const CORS_ALLOW_HEADERS = [
   'Idempotency-Key',
   'X-Request-Id',
   'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'OpenAI-Organization',
+  'OpenAI-Project',
+  'X-Stainless-Arch',
+  'X-Stainless-Lang',
+  'X-Stainless-OS',
+  'X-Stainless-Package-Version',
+  'X-Stainless-Retry-Count',
+  'X-Stainless-Runtime',
+  'X-Stainless-Runtime-Version',
+  'X-Stainless-Timeout',
+  'X-Stainless-Helper-Method',
+  'X-Stainless-Helper',
 ] as const;
 
 /**

@@ -14,6 +14,8 @@
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import Anthropic from 'anthropic1';
+import OpenAI from 'openai7';
 import { type Browser, chromium } from 'playwright-core';
 import { SiftApp } from '../../src/http/app';
 import { CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS, parseOrigins } from '../../src/http/cors';
@@ -171,6 +173,68 @@ describe('the node:http adapter’s own answers', () => {
     );
     expect(res.status).toBe(413);
     expect(res.headers).toMatchObject(allowedHeaders(CONSOLE));
+  });
+});
+
+/**
+ * The headers the official SDKs set, as a page that uses them with `dangerouslyAllowBrowser` sends
+ * them: each one the Fetch standard does not safelist makes the browser ask for it in the preflight,
+ * and one missing from Access-Control-Allow-Headers fails the call before it is sent. The SDKs'
+ * own request builders are run here (a fetch that records instead of sending), so a new header in
+ * an SDK release shows up as a failure.
+ */
+describe('the official SDKs used from a page on an allowed origin', () => {
+  // CORS-safelisted request headers ("Fetch Standard" §CORS-safelisted request-header; Content-Type
+  // only for form/text values) and User-Agent, which browsers do not let a page set.
+  const SAFELISTED = new Set(['accept', 'accept-language', 'content-language', 'user-agent']);
+  const recorded: Headers[] = [];
+  const recordingFetch = async (_url: unknown, init?: { headers?: HeadersInit }) => {
+    recorded.push(new Headers(init?.headers));
+    return new Response('{}', { status: 500, headers: { 'content-type': 'application/json' } });
+  };
+
+  async function headersOf(call: () => Promise<unknown>): Promise<string[]> {
+    recorded.length = 0;
+    await call().catch(() => undefined);
+    expect(recorded.length).toBeGreaterThan(0);
+    const names = new Set<string>();
+    for (const headers of recorded) for (const [name] of headers) if (!SAFELISTED.has(name)) names.add(name);
+    return [...names].sort();
+  }
+
+  const openai = new OpenAI({
+    apiKey: 'k',
+    baseURL: 'http://api.invalid/v1',
+    dangerouslyAllowBrowser: true,
+    maxRetries: 1,
+    fetch: recordingFetch as typeof fetch,
+  });
+  const anthropic = new Anthropic({
+    apiKey: 'k',
+    baseURL: 'http://api.invalid',
+    dangerouslyAllowBrowser: true,
+    maxRetries: 1,
+    fetch: recordingFetch as typeof fetch,
+  });
+  const chat = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }] };
+
+  it.each([
+    ['openai chat.completions.create', () => openai.chat.completions.create(chat)],
+    ['openai chat.completions.stream', () => openai.chat.completions.stream(chat).finalChatCompletion()],
+    ['openai responses.create', () => openai.responses.create({ model: 'm', input: 'hi' })],
+    ['anthropic messages.create', () => anthropic.messages.create({ ...chat, max_tokens: 8 })],
+    ['anthropic messages.stream', () => anthropic.messages.stream({ ...chat, max_tokens: 8 }).finalMessage()],
+  ] as const)('%s: every header it sets passes the preflight', async (_what, call) => {
+    const names = await headersOf(call);
+    const res = await viaLambda('OPTIONS', '/v1/chat/completions', {
+      Origin: CONSOLE,
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': names.join(','),
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe(CONSOLE);
+    const allowed = new Set(res.headers['access-control-allow-headers']?.split(',').map((h) => h.trim().toLowerCase()));
+    expect(names.filter((name) => !allowed.has(name))).toEqual([]);
   });
 });
 
