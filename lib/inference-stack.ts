@@ -182,8 +182,10 @@ export class InferenceStack extends Stack {
         SIFT_QUEUE_URL: data.queue.queueUrl,
         SIFT_DECODER_URL: decoderUrl,
         SIFT_MODEL_DIR: '/models',
-        // the GPU each gateway task reserves runs the encoder (falls back to CPU with a WARN if it cannot)
+        // the GPU each gateway task reserves runs the encoder; sessions that fall back to CPU fail /ready
+        // (and are alarmed: observability-stack.ts EncoderProviderFallback) instead of serving slowly
         SIFT_ENCODER_EXECUTION_PROVIDER: 'cuda',
+        SIFT_REQUIRE_EXECUTION_PROVIDER: 'cuda',
         SIFT_PRELOAD_MODELS: config.encoderPreloadModels.join(','),
         PORT: String(GATEWAY_PORT),
         POWERTOOLS_SERVICE_NAME: 'inference',

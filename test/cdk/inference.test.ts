@@ -148,6 +148,9 @@ describe('network', () => {
     );
     expect(env[EXECUTION_PROVIDER_ENV]).toBeDefined();
     expect(executionProviderFromEnv(env)).toBe('cuda');
+    // and a CPU fallback fails /ready there (test/http/readiness.test.ts) instead of serving on the CPU
+    const { configFromEnv } = await import('../../src/adapters/config');
+    expect(configFromEnv(env).requireExecutionProvider).toBe('cuda');
   });
 
   it('opens no security group to the internet', () => {
