@@ -33,6 +33,8 @@ if [ -n "${missing}" ]; then
   exit 1
 fi
 
+# The checkpoint is fp32; vLLM's `--dtype auto` runs fp32 models in FP16 ("Engine Arguments",
+# https://docs.vllm.ai/en/latest/configuration/engine_args.html): the same weights, rounded.
 exec python3 -m vllm.entrypoints.openai.api_server \
   --host 0.0.0.0 --port 8000 \
   --model "${dir}" \

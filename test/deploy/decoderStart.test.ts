@@ -10,7 +10,17 @@
  * the image pins the same release).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
@@ -20,6 +30,7 @@ import { S3BlobStore } from '../../src/adapters/s3/blobStore';
 import { defaultConfig } from '../../src/core/context';
 import { baseModelPrefix, modelDirName } from '../../src/core/modelLayout';
 import { startEmulators, type Emulators } from '../../src/local/emulators';
+import { DEFAULT_MODELS_DIR } from '../../src/paths';
 import { hostEnv, hostPath, replayImage, type ReplayedImage } from './rehearsal';
 
 const BUCKET = 'sift-models-test';
@@ -151,3 +162,37 @@ it('stops with the command that publishes the weights when the bucket has no cop
   );
   expect(() => readFileSync(record)).toThrow(); // vLLM never started
 }, 60_000);
+
+it('publishes, from the checkpoint the trainer build dequantized (prepare_decoder.py), the layout vLLM loads', () => {
+  // the model store `npm test` builds; this is what `sift models publish` uploads from it
+  const dir = join(DEFAULT_MODELS_DIR, modelDirName(MODEL));
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as {
+    parameters: number;
+    files: Record<string, string>;
+  };
+  expect(manifest.files).toMatchObject({
+    config: 'config.json',
+    weights: 'model.safetensors',
+    tokenizer: 'tokenizer.json',
+  });
+  // an architecture vLLM implements, read from config.json (no remote code)
+  expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')).architectures).toEqual(['LlamaForCausalLM']);
+  expect(readdirSync(dir)).toEqual(expect.arrayContaining(['tokenizer_config.json', 'chat_template.jinja']));
+  // safetensors: an 8-byte little-endian header length, then the JSON header naming every tensor
+  const fd = openSync(join(dir, 'model.safetensors'), 'r');
+  let header: Record<string, { dtype: string; shape: number[] }>;
+  try {
+    const size = Buffer.alloc(8);
+    readSync(fd, size, 0, 8, 0);
+    const json = Buffer.alloc(Number(size.readBigUInt64LE()));
+    readSync(fd, json, 0, json.length, 8);
+    header = JSON.parse(json.toString('utf8'));
+  } finally {
+    closeSync(fd);
+  }
+  delete header.__metadata__;
+  const tensors = Object.values(header);
+  // the dequantized weights, whole: every tensor fp32, as many parameters as the build counted
+  expect(new Set(tensors.map((t) => t.dtype))).toEqual(new Set(['F32']));
+  expect(tensors.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0)).toBe(manifest.parameters);
+});
