@@ -159,7 +159,7 @@ describe('network', () => {
     expect(CATALOG.find((m) => m.id === DECODER_MODEL)?.type).toBe('decoder');
     const defs = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
     const decoderDef = defs.find((d) =>
-      (d.Properties?.ContainerDefinitions as Array<Record<string, any>>).some((c) => c.Name === 'vllm'),
+      (d.Properties!.ContainerDefinitions as Array<Record<string, any>>).some((c) => c.Name === 'vllm'),
     )!;
     const vllm = (decoderDef.Properties!.ContainerDefinitions as Array<Record<string, any>>)[0]!;
     const env = Object.fromEntries(
@@ -173,7 +173,7 @@ describe('network', () => {
     const role = (decoderDef.Properties!.TaskRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const statements = Object.values(resourcesOfType(t, 'AWS::IAM::Policy'))
       .filter((p) => JSON.stringify(p.Properties?.Roles) === JSON.stringify([{ Ref: role }]))
-      .flatMap((p) => (p.Properties?.PolicyDocument as { Statement: Array<Record<string, any>> }).Statement);
+      .flatMap((p) => (p.Properties!.PolicyDocument as { Statement: Array<Record<string, any>> }).Statement);
     const objectResources = statements
       .filter((st) => [st.Action].flat().some((a: string) => a.startsWith('s3:GetObject')))
       .flatMap((st) => [st.Resource].flat())
