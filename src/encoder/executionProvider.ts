@@ -8,12 +8,13 @@
  * cuDNN 9 at run time. Where they can't load (no GPU, no driver, a dev install that skipped them),
  * session creation fails — so `cuda` falls back to CPU, with a warning naming the reason.
  *
- * onnxruntime-node does not fall back by itself: appending the CUDA provider whose libraries don't
- * load throws ("OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library", from
- * provider_bridge_ort.cc), and a CUDA provider without a device throws from its constructor
- * ("CUDA failure 100: no CUDA-capable device is detected"); see "CUDA Execution Provider",
- * https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html (requirements). The
- * fallback is ours, and the outcome it returns lets readiness refuse it where a GPU is required.
+ * onnxruntime-node does not fall back by itself: with `executionProviders: ['cuda', …]`, appending the
+ * CUDA provider whose libraries don't load throws at session creation ("OrtSessionOptionsAppend
+ * ExecutionProvider_Cuda: Failed to load shared library" — seen on this CPU machine, and what
+ * test/http/readiness.test.ts runs). A CUDA provider that loads but finds no usable device is
+ * assumed to throw the same way (the CUDA error patterns below; not run here, no GPU). Requirements:
+ * "CUDA Execution Provider", https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html.
+ * The fallback is ours, and the outcome it returns lets readiness refuse it where a GPU is required.
  */
 import { EXECUTION_PROVIDERS, type ExecutionProvider, type ExecutionProviderOutcome } from '../core/extraction/types';
 
