@@ -27,8 +27,13 @@ import { GpuCapacity } from './constructs/gpu-capacity';
 import { retentionDays } from './constructs/sift-function';
 import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { BUCKET_PREFIXES } from './data-stack';
+import { defaultConfig } from '../src/core/context';
+import { baseModelPrefix } from '../src/core/modelLayout';
 import { IMAGES } from './images';
 import { acknowledge } from './nag';
+
+/** The catalog decoder the vLLM service serves (the one the generation workflow writes with). */
+export const DECODER_MODEL = defaultConfig.generationModel;
 
 export interface InferenceStackProps extends StackProps {
   readonly config: StageConfig;
@@ -182,8 +187,10 @@ export class InferenceStack extends Stack {
         SIFT_QUEUE_URL: data.queue.queueUrl,
         SIFT_DECODER_URL: decoderUrl,
         SIFT_MODEL_DIR: '/models',
-        // the GPU each gateway task reserves runs the encoder (falls back to CPU with a WARN if it cannot)
+        // the GPU each gateway task reserves runs the encoder; sessions that fall back to CPU fail /ready
+        // (and are alarmed: observability-stack.ts EncoderProviderFallback) instead of serving slowly
         SIFT_ENCODER_EXECUTION_PROVIDER: 'cuda',
+        SIFT_REQUIRE_EXECUTION_PROVIDER: 'cuda',
         SIFT_PRELOAD_MODELS: config.encoderPreloadModels.join(','),
         // the data plane's responses reach the console through API Gateway unchanged: they carry CORS themselves
         SIFT_CONSOLE_ORIGINS: config.consoleOrigins.join(','),
@@ -219,17 +226,21 @@ export class InferenceStack extends Stack {
       environment: {
         SIFT_STAGE: config.stage,
         SIFT_BUCKET: data.bucket.bucketName,
+        // entrypoint.sh syncs the published base weights (`sift models publish`) from here and serves
+        // them under this name; training reads the same prefix as its `model` channel (lifecycle.ts)
+        SIFT_DECODER_MODEL: DECODER_MODEL,
+        SIFT_DECODER_MODEL_PREFIX: baseModelPrefix(DECODER_MODEL),
         SIFT_LORA_CACHE_DIR: '/tmp/sift-lora',
         // entrypoint.sh → VLLM_HTTP_TIMEOUT_KEEP_ALIVE (uvicorn's default is 5 s)
         SIFT_KEEP_ALIVE_SECONDS: String(KEEP_ALIVE.backendKeepAliveSeconds),
       },
     });
-    // The decoder only reads base weights and the LoRA adapters written by training jobs.
-    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.models}*`);
+    // The decoder only reads its own base weights and the LoRA adapters written by training jobs.
+    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${baseModelPrefix(DECODER_MODEL)}*`);
     data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.jobs}*`);
     acknowledgeDataGrants(this.decoder.taskDefinition.taskRole, config.stage, {
       bucket: 'read',
-      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.jobs],
+      bucketPrefixes: [baseModelPrefix(DECODER_MODEL), BUCKET_PREFIXES.jobs],
     });
 
     // Gateway listener (API Gateway and workflow Lambdas) and decoder listener (gateway only).

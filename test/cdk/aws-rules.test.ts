@@ -234,9 +234,16 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
     const bin = mkdtempSync(join(tmpdir(), 'sift-vllm-'));
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion in the stub script
     writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "keepalive=${VLLM_HTTP_TIMEOUT_KEEP_ALIVE:-unset}"\n');
-    chmodSync(join(bin, 'python3'), 0o755);
+    // `aws s3 sync <src> <dir>` of the base weights (run for real in test/deploy/decoderStart.test.ts)
+    writeFileSync(
+      join(bin, 'aws'),
+      '#!/bin/sh\ncd "$4" && touch manifest.json config.json tokenizer.json model.safetensors\n',
+    );
+    for (const f of ['python3', 'aws']) chmodSync(join(bin, f), 0o755);
     const base = {
       PATH: `${bin}:/usr/bin:/bin`,
+      SIFT_BUCKET: 'b',
+      SIFT_DECODER_MODEL_DIR: bin,
       SIFT_DECODER_MODEL: 'm',
       SIFT_MAX_LORAS: '8',
       SIFT_MAX_MODEL_LEN: '8192',
