@@ -161,8 +161,12 @@ export function trainJobParameters(opts: TrainingOptions = { volumeKmsKey: false
       VolumeSizeInGB: 100,
       ...(opts.volumeKmsKey ? { VolumeKmsKeyId: ph(PLACEHOLDERS.dataKey) } : {}),
     },
-    // Managed spot training: MaxWaitTimeInSeconds (>= MaxRuntimeInSeconds) bounds
-    // waiting for spot capacity; checkpoints in S3 let interrupted jobs resume.
+    // Managed spot training ("Managed Spot Training in Amazon SageMaker AI",
+    // https://docs.aws.amazon.com/sagemaker/latest/dg/model-managed-spot-training.html): MaxWaitTimeInSeconds
+    // (>= MaxRuntimeInSeconds; training.prepare sets 2x) bounds waiting for spot capacity plus running. An
+    // interrupted job restarts with CheckpointConfig.S3Uri copied back to LocalPath, and the trainer continues
+    // from its newest whole checkpoint (containers/training/sift_trainer/job/resume.py): a restart re-runs at
+    // most one checkpoint interval, not the job.
     EnableManagedSpotTraining: true,
     StoppingCondition: {
       'MaxRuntimeInSeconds.$': '$.training.maxRuntimeSeconds',
