@@ -188,7 +188,7 @@ describe('the official SDKs used from a page on an allowed origin', () => {
   // only for form/text values) and User-Agent, which browsers do not let a page set.
   const SAFELISTED = new Set(['accept', 'accept-language', 'content-language', 'user-agent']);
   const recorded: Headers[] = [];
-  const recordingFetch = async (_url: unknown, init?: { headers?: HeadersInit }) => {
+  const recordingFetch = async (_url: unknown, init?: { headers?: ConstructorParameters<typeof Headers>[0] }) => {
     recorded.push(new Headers(init?.headers));
     return new Response('{}', { status: 500, headers: { 'content-type': 'application/json' } });
   };
