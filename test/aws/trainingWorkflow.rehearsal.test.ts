@@ -53,6 +53,7 @@ const saved = { ...process.env };
 beforeAll(async () => {
   stack = await TestStack.start();
   control = await FakeControlPlane.start();
+  control.stateMachines.add(TRAINING_ARN);
   workDir = await mkdtemp(join(tmpdir(), 'sift-rehearsal-'));
   Object.assign(process.env, await emulatorEnv(stack.svc), {
     SIFT_QUEUE_URL: 'http://127.0.0.1:1/000000000000/unused',

@@ -16,7 +16,10 @@ export interface ControlCall {
 
 export class FakeControlPlane {
   readonly calls: ControlCall[] = [];
-  readonly executions = new Map<string, { input: string; arn: string }>();
+  /** Executions by ARN (a name is unique per state machine); `closed` once it has ended. */
+  readonly executions = new Map<string, { input: string; arn: string; closed?: boolean }>();
+  /** The state machines that exist (StartExecution on any other is refused). */
+  readonly stateMachines = new Set<string>();
   /** SageMaker training jobs by name, with their status; set by the training stand-in. */
   readonly trainingJobs = new Map<string, { status: string; onStop?: () => void }>();
   /** Secret values by id (name or ARN). */
@@ -82,21 +85,27 @@ export class FakeControlPlane {
     return fake;
   }
 
-  // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html:
-  // the same name and input is idempotent (the running execution's ARN); another input is ExecutionAlreadyExists
+  // "StartExecution", AWS Step Functions API Reference
+  // (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html): a state
+  // machine that does not exist is StateMachineDoesNotExist; for a STANDARD workflow the same name and
+  // input as a running execution is idempotent (its ARN again); another input, or an execution that
+  // has closed, is ExecutionAlreadyExists. Names are unique per state machine (90 days after closing).
   private startExecution(
     request: Record<string, unknown>,
     send: (s: number, b: unknown) => void,
     fail: (t: string, m: string) => void,
   ) {
+    const machine = String(request.stateMachineArn);
+    if (!this.stateMachines.has(machine))
+      return fail('StateMachineDoesNotExist', `State Machine Does Not Exist: '${machine}'`);
     const name = String(request.name);
     const input = String(request.input ?? '{}');
-    const existing = this.executions.get(name);
-    if (existing && existing.input !== input)
+    const arn = `${machine.replace(':stateMachine:', ':execution:')}:${name}`;
+    const existing = this.executions.get(arn);
+    if (existing && (existing.input !== input || existing.closed))
       return fail('ExecutionAlreadyExists', `Execution Already Exists: '${existing.arn}'`);
-    const arn = `${String(request.stateMachineArn).replace(':stateMachine:', ':execution:')}:${name}`;
     if (!existing) {
-      this.executions.set(name, { input, arn });
+      this.executions.set(arn, { input, arn });
       this.onExecution?.(name, JSON.parse(input) as Record<string, unknown>);
     }
     return send(200, { executionArn: arn, startDate: Date.now() / 1000 });
