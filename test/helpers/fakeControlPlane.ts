@@ -3,6 +3,15 @@
  * Manager's GetSecretValue, served over HTTP in their AWS JSON wire protocol, so the real SDK clients
  * (pointed here by AWS_ENDPOINT_URL_SFN / _SAGEMAKER / _SQS / _SECRETS_MANAGER) and their serializers run. No emulator covers either service; every
  * request is checked against test/helpers/awsRequestRules.ts and refused as the service would.
+ * Modelled, each beside its API reference below: StartExecution's StateMachineDoesNotExist,
+ * idempotent same-name-same-input starts and ExecutionAlreadyExists; StopTrainingJob's
+ * ResourceNotFound and its refusal of a job no longer InProgress; GetSecretValue's
+ * ResourceNotFoundException ("GetSecretValue", https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html);
+ * SendMessage's MD5OfMessageBody, which the SDK checks ("SendMessage",
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+ * Not modelled: running an execution (a test does that with aws-local-stepfunctions, `onExecution`),
+ * the 90-day name reuse window, EXPRESS workflows, SQS delivery (visibility, redrive, ordering),
+ * throttling beyond `failNext`, IAM (test/helpers/iamGate.ts stands in front of this).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
