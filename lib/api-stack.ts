@@ -27,6 +27,7 @@ import { UsagePlans } from './constructs/usage-plans';
 import { gatewayMethods } from './gateway-routes';
 import { importDataRefs } from './data-refs';
 import { acknowledge } from './nag';
+import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE_SECONDS } from '../src/http/cors';
 
 export type { InferenceEndpoint } from './constructs/api-routes';
 
@@ -94,11 +95,12 @@ export class ApiStack extends Stack {
     const cors: apigw.CorsOptions | undefined =
       config.consoleOrigins.length > 0
         ? {
+            // the preflight only (a MOCK): every other response gets its CORS headers from the backend (src/http/cors.ts)
             allowOrigins: config.consoleOrigins,
-            allowMethods: apigw.Cors.ALL_METHODS,
-            allowHeaders: [...apigw.Cors.DEFAULT_HEADERS, 'X-API-Key', 'Accept', 'Idempotency-Key'],
-            exposeHeaders: ['x-request-id', 'Retry-After', 'X-RateLimit-Reason'],
-            maxAge: Duration.hours(1),
+            allowMethods: [...CORS_ALLOW_METHODS],
+            allowHeaders: [...CORS_ALLOW_HEADERS],
+            exposeHeaders: [...CORS_EXPOSE_HEADERS],
+            maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
           }
         : undefined;
 

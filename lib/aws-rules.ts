@@ -79,12 +79,51 @@ export const ALB_METRICS: Readonly<
   RequestCountPerTarget: { dimension: 'TargetGroup', emittedWithoutTargets: false },
 };
 
+// ---- CloudWatch: which ECS metrics exist while a service's task boots -------------------------
+
 /**
- * An alarm with an Auto Scaling action invokes it again every minute it stays in ALARM, so an
- * idle (scale-to-zero) alarm must leave ALARM as soon as a wake-up signal appears, or it undoes
- * the wake-up. https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
- * Metric math FILL(m, 0) turns the minutes a metric was not published into zeros:
- * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
+ * When an ECS metric has a data point. `AWS/ECS` service metrics (CPUUtilization, …) are computed
+ * from the service's RUNNING tasks only: none while a woken task is PROVISIONING or PENDING
+ * ("Amazon ECS CloudWatch metrics",
+ * https://docs.aws.amazon.com/AmazonECS/latest/developerguide/available-metrics.html), so a service
+ * that is booting looks exactly like one at zero. Container Insights' service-level task counts
+ * (`ECS/ContainerInsights` DesiredTaskCount, RunningTaskCount, PendingTaskCount: "Amazon ECS
+ * Container Insights metrics",
+ * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-ECS.html)
+ * describe the service, not a task, and so exist while its tasks are still pending. Whether they
+ * are published for a service at desired 0 the documentation does not say: the stacks must not
+ * depend on it (FILL(…, 0) either way) and the simulator takes the unkind reading (not published).
+ */
+export const ECS_METRICS: Readonly<
+  Record<
+    string,
+    { readonly namespace: 'AWS/ECS' | 'ECS/ContainerInsights'; readonly publishedWhile: 'running' | 'desired' }
+  >
+> = {
+  CPUUtilization: { namespace: 'AWS/ECS', publishedWhile: 'running' },
+  MemoryUtilization: { namespace: 'AWS/ECS', publishedWhile: 'running' },
+  DesiredTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+  RunningTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+  PendingTaskCount: { namespace: 'ECS/ContainerInsights', publishedWhile: 'desired' },
+};
+
+/**
+ * Scale to zero with alarms and step scaling:
+ * - An alarm with an Application Auto Scaling action invokes it again every minute it stays in
+ *   ALARM, so an idle (scale-to-zero) alarm must leave ALARM as soon as a wake-up signal appears,
+ *   or it undoes the wake-up ("How step scaling for Application Auto Scaling works",
+ *   https://docs.aws.amazon.com/autoscaling/application/userguide/step-scaling-policy-overview.html;
+ *   https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html).
+ * - Boot counts as activity: from the wake-up until the task is RUNNING no request reaches it and
+ *   `AWS/ECS` publishes nothing (ECS_METRICS), so the idle expression reads whether desired exceeds running
+ *   tasks (Container Insights); RUNNING but not yet healthy, the ALB answers 503 itself
+ *   (ALB_METRICS), which the expression counts too.
+ * - Metric math FILL(m, 0) turns the minutes a metric was not published into zeros; a term with no
+ *   FILL and no data makes the whole result missing for that minute
+ *   ("Using metric math", https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html).
+ * - Cooldowns: a step policy does not repeat a scale-out within its cooldown (unless larger);
+ *   scale-in is blocked during the cooldown after a scale-in, and a scale-out ends that cooldown
+ *   (the step-scaling page above, "Cooldown period").
  */
 export const SCALE_TO_ZERO = {
   /** Minutes without a request (or a 503) before a service goes to its minimum. */
@@ -141,4 +180,49 @@ export function renderGatewayResponse(template: string, text: string, requestId:
     if (kind === undefined) throw new Error(`gateway response variable ${name} is not in GATEWAY_RESPONSE_VARIABLES`);
     return kind === 'json-quoted' ? JSON.stringify(text) : kind === 'request-id' ? requestId : text;
   });
+}
+
+/**
+ * Each gateway response type's default status code, and how a status set on DEFAULT_4XX or
+ * DEFAULT_5XX replaces it: "Gateway response types for API Gateway"
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/supported-gateway-response-types.html
+ * ("Changing the status code of this fallback gateway response changes the status codes of all other
+ * 4XX responses to the new value"; the same for DEFAULT_5XX). The two defaults have none of their own.
+ */
+export const GATEWAY_RESPONSE_DEFAULT_STATUS: Readonly<Record<string, number | null>> = {
+  ACCESS_DENIED: 403,
+  API_CONFIGURATION_ERROR: 500,
+  AUTHORIZER_CONFIGURATION_ERROR: 500,
+  AUTHORIZER_FAILURE: 500,
+  BAD_REQUEST_PARAMETERS: 400,
+  BAD_REQUEST_BODY: 400,
+  DEFAULT_4XX: null,
+  DEFAULT_5XX: null,
+  EXPIRED_TOKEN: 403,
+  INTEGRATION_FAILURE: 504,
+  INTEGRATION_TIMEOUT: 504,
+  INVALID_API_KEY: 403,
+  INVALID_SIGNATURE: 403,
+  MISSING_AUTHENTICATION_TOKEN: 403,
+  QUOTA_EXCEEDED: 429,
+  REQUEST_TOO_LARGE: 413,
+  RESOURCE_NOT_FOUND: 404,
+  THROTTLED: 429,
+  UNAUTHORIZED: 401,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  WAF_FILTERED: 403,
+};
+
+/**
+ * The status API Gateway sends for a response type, given the StatusCode each configured gateway
+ * response sets (undefined where unset): its own, else its class's DEFAULT_4XX/5XX one, else AWS's default.
+ */
+export function gatewayResponseStatus(type: string, configured: Readonly<Record<string, string | undefined>>): number {
+  const fallback = GATEWAY_RESPONSE_DEFAULT_STATUS[type];
+  if (fallback === undefined) throw new Error(`${type} is not a gateway response type`);
+  if (fallback === null) throw new Error(`${type} is a fallback, not a response API Gateway sends`);
+  const own = configured[type];
+  if (own !== undefined) return Number(own);
+  const classDefault = configured[fallback < 500 ? 'DEFAULT_4XX' : 'DEFAULT_5XX'];
+  return classDefault !== undefined ? Number(classDefault) : fallback;
 }

@@ -7,6 +7,7 @@
  */
 import type { Node } from 'constructs';
 import { EDGE_LIMIT, perMinuteLimit } from '../src/core/limits';
+import { parseOrigins } from '../src/http/cors';
 
 export type StageName = 'dev' | 'staging' | 'prod';
 
@@ -235,13 +236,8 @@ export function loadStageConfig(node: Node): StageConfig {
   const alarmEmail = str(node, 'alarmEmail') ?? base.alarmEmail;
   return {
     ...base,
-    consoleOrigins:
-      origins !== undefined
-        ? origins
-            .split(',')
-            .map((o) => o.trim())
-            .filter(Boolean)
-        : base.consoleOrigins,
+    // the runtime reads SIFT_CONSOLE_ORIGINS with the same parser: a bad entry fails the synth, not the console
+    consoleOrigins: origins !== undefined ? parseOrigins(origins) : base.consoleOrigins,
     natGateways: num(node, 'natGateways', base.natGateways),
     encoderPreloadModels:
       preload !== undefined

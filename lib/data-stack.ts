@@ -17,6 +17,7 @@ export interface DataStackProps extends StackProps {
 }
 
 import { BUCKET_PREFIXES } from '../src/core/storageLayout';
+import { UPLOAD_CORS } from '../src/http/cors';
 
 /** S3 key prefixes shared by the API, the workers and the training jobs: defined by the code that writes the keys. */
 export { BUCKET_PREFIXES } from '../src/core/storageLayout';
@@ -103,16 +104,12 @@ export class DataStack extends Stack {
             cors: [
               {
                 // Presigned PUT uploads straight from the browser console.
-                allowedMethods: [s3.HttpMethods.PUT, s3.HttpMethods.GET, s3.HttpMethods.HEAD],
+                // the rule the local S3 front applies too (src/http/cors.ts UPLOAD_CORS)
+                allowedMethods: UPLOAD_CORS.methods.map((m) => m as s3.HttpMethods),
                 allowedOrigins: config.consoleOrigins,
-                allowedHeaders: [
-                  'content-type',
-                  'content-md5',
-                  'x-amz-checksum-sha256',
-                  'x-amz-sdk-checksum-algorithm',
-                ],
-                exposedHeaders: ['ETag'],
-                maxAge: 3000,
+                allowedHeaders: [...UPLOAD_CORS.headers],
+                exposedHeaders: [...UPLOAD_CORS.exposeHeaders],
+                maxAge: UPLOAD_CORS.maxAgeSeconds,
               },
             ],
           }

@@ -27,8 +27,13 @@ import { GpuCapacity } from './constructs/gpu-capacity';
 import { retentionDays } from './constructs/sift-function';
 import { acknowledgeDataGrants, importDataRefs } from './data-refs';
 import { BUCKET_PREFIXES } from './data-stack';
+import { defaultConfig } from '../src/core/context';
+import { baseModelPrefix } from '../src/core/modelLayout';
 import { IMAGES } from './images';
 import { acknowledge } from './nag';
+
+/** The catalog decoder the vLLM service serves (the one the generation workflow writes with). */
+export const DECODER_MODEL = defaultConfig.generationModel;
 
 export interface InferenceStackProps extends StackProps {
   readonly config: StageConfig;
@@ -182,9 +187,13 @@ export class InferenceStack extends Stack {
         SIFT_QUEUE_URL: data.queue.queueUrl,
         SIFT_DECODER_URL: decoderUrl,
         SIFT_MODEL_DIR: '/models',
-        // the GPU each gateway task reserves runs the encoder (falls back to CPU with a WARN if it cannot)
+        // the GPU each gateway task reserves runs the encoder; sessions that fall back to CPU fail /ready
+        // (and are alarmed: observability-stack.ts EncoderProviderFallback) instead of serving slowly
         SIFT_ENCODER_EXECUTION_PROVIDER: 'cuda',
+        SIFT_REQUIRE_EXECUTION_PROVIDER: 'cuda',
         SIFT_PRELOAD_MODELS: config.encoderPreloadModels.join(','),
+        // the data plane's responses reach the console through API Gateway unchanged: they carry CORS themselves
+        SIFT_CONSOLE_ORIGINS: config.consoleOrigins.join(','),
         PORT: String(GATEWAY_PORT),
         POWERTOOLS_SERVICE_NAME: 'inference',
         POWERTOOLS_METRICS_NAMESPACE: 'Sift',
@@ -217,17 +226,21 @@ export class InferenceStack extends Stack {
       environment: {
         SIFT_STAGE: config.stage,
         SIFT_BUCKET: data.bucket.bucketName,
+        // entrypoint.sh syncs the published base weights (`sift models publish`) from here and serves
+        // them under this name; training reads the same prefix as its `model` channel (lifecycle.ts)
+        SIFT_DECODER_MODEL: DECODER_MODEL,
+        SIFT_DECODER_MODEL_PREFIX: baseModelPrefix(DECODER_MODEL),
         SIFT_LORA_CACHE_DIR: '/tmp/sift-lora',
         // entrypoint.sh → VLLM_HTTP_TIMEOUT_KEEP_ALIVE (uvicorn's default is 5 s)
         SIFT_KEEP_ALIVE_SECONDS: String(KEEP_ALIVE.backendKeepAliveSeconds),
       },
     });
-    // The decoder only reads base weights and the LoRA adapters written by training jobs.
-    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.models}*`);
+    // The decoder only reads its own base weights and the LoRA adapters written by training jobs.
+    data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${baseModelPrefix(DECODER_MODEL)}*`);
     data.bucket.grantRead(this.decoder.taskDefinition.taskRole, `${BUCKET_PREFIXES.jobs}*`);
     acknowledgeDataGrants(this.decoder.taskDefinition.taskRole, config.stage, {
       bucket: 'read',
-      bucketPrefixes: [BUCKET_PREFIXES.models, BUCKET_PREFIXES.jobs],
+      bucketPrefixes: [baseModelPrefix(DECODER_MODEL), BUCKET_PREFIXES.jobs],
     });
 
     // Gateway listener (API Gateway and workflow Lambdas) and decoder listener (gateway only).
@@ -296,7 +309,8 @@ export class InferenceStack extends Stack {
    * - the decoder wakes on 503s in a minute the gateway served requests (its only client) and none
    *   reached the decoder. A cold chat request therefore wakes the gateway first, then, on the
    *   client's retry, the decoder.
-   * Each goes back to its minimum after SCALE_TO_ZERO.idleMinutes without requests or 503s.
+   * Each goes back to its minimum after SCALE_TO_ZERO.idleMinutes without requests, 503s or a task
+   * still booting.
    */
   private addScaleToZero(): void {
     const period = Duration.minutes(1);
@@ -322,16 +336,38 @@ export class InferenceStack extends Stack {
       ),
       'Sift decoder wake-up: the gateway served requests, the ALB answered 503 and no decoder task served (the decoder service is at zero)',
     );
-    // `0 * cpu`: the service's CPU metric is published every minute a task runs, so an idle running
-    // service has real zero data points (not only missing ones) for its idle alarm.
-    const cpu = (s: InferenceService) => s.service.metricCpuUtilization({ period, statistic: 'Maximum' });
+    // Boot is activity (lib/aws-rules.ts, SCALE_TO_ZERO): until the woken task is RUNNING nothing
+    // else shows it, and the idle alarm (in ALARM since the last sleep) would set it back to 0.
+    // desired: the minute's highest, running: its lowest, so a minute a task came up still counts.
+    const tasks = (s: InferenceService) => {
+      const dims = { ClusterName: this.cluster.clusterName, ServiceName: s.service.serviceName };
+      const count = (metricName: string, statistic: string) =>
+        new cloudwatch.Metric({
+          namespace: 'ECS/ContainerInsights',
+          metricName,
+          dimensionsMap: dims,
+          period,
+          statistic,
+        });
+      return { desired: count('DesiredTaskCount', 'Maximum'), running: count('RunningTaskCount', 'Minimum') };
+    };
+    // a flag, not the difference: during a deployment running exceeds desired, which must not cancel requests
+    const booting = 'IF(FILL(desired, 0) > FILL(running, 0), 1, 0)';
     this.encoder.sleepWhenIdle(
-      expr('FILL(gw, 0) + FILL(e503, 0) + 0 * cpu', 'gateway requests + ALB 503s', { cpu: cpu(this.encoder) }),
-      'Sift gateway idle: no request and no 503 for the idle window',
+      expr(
+        `FILL(gw, 0) + FILL(e503, 0) + ${booting}`,
+        'gateway requests + ALB 503s + tasks booting',
+        tasks(this.encoder),
+      ),
+      'Sift gateway idle: no request, no 503 and no task booting for the idle window',
     );
     this.decoder.sleepWhenIdle(
-      expr('FILL(llm, 0) + FILL(e503, 0) + 0 * cpu', 'decoder requests + ALB 503s', { cpu: cpu(this.decoder) }),
-      'Sift decoder idle: no request and no 503 for the idle window',
+      expr(
+        `FILL(llm, 0) + FILL(e503, 0) + ${booting}`,
+        'decoder requests + ALB 503s + tasks booting',
+        tasks(this.decoder),
+      ),
+      'Sift decoder idle: no request, no 503 and no task booting for the idle window',
     );
   }
 }

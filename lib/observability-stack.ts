@@ -27,6 +27,8 @@ import type { InferenceStack } from './inference-stack';
 import type { WorkflowStack } from './workflow-stack';
 import {
   METRICS_NAMESPACE,
+  OPERATIONAL_DIMENSION,
+  PROVIDER_FALLBACK_METRIC,
   USAGE_DIMENSIONS,
   USAGE_METRICS,
   type UsageDimension,
@@ -192,6 +194,21 @@ export class ObservabilityStack extends Stack {
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       });
     }
+    // readiness.ts emits it on each /ready a preloaded model's sessions fail SIFT_REQUIRE_EXECUTION_PROVIDER
+    alarm('EncoderProviderFallback', {
+      alarmDescription:
+        'Encoder sessions on a GPU task fell back to CPU (the CUDA provider did not load); the task fails /ready',
+      metric: new cw.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: PROVIDER_FALLBACK_METRIC,
+        dimensionsMap: { [OPERATIONAL_DIMENSION]: 'encoder' },
+        statistic: cw.Stats.SUM,
+        period: Duration.minutes(5),
+      }),
+      threshold: 0,
+      evaluationPeriods: 1,
+      comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+    });
     alarm('TrainingEventsDlq', {
       alarmDescription: 'SageMaker state-change events could not be delivered to the job-record updater',
       metric: new cw.Metric({

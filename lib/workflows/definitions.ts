@@ -38,6 +38,30 @@ const ph = (name: Placeholder): string => `\${${name}}`;
 /** Error names a task handler may throw to ask for a retry (Lambda error type = Error.name). */
 export const TRANSIENT_ERROR = 'Sift.TransientError';
 
+/**
+ * The error a task throws while a GPU service it calls is at zero or still booting (the ALB's own
+ * 503, src/aws/encoderTasks.ts). A cold start takes 6–20 minutes (instance launch, image pull,
+ * model load), far longer than LAMBDA_RETRY waits, so it has a patient retrier of its own.
+ */
+export const SERVICE_WAKING_ERROR = 'Sift.ServiceWaking';
+
+/**
+ * Retrier fields and their limits, and the rule that the first retrier whose ErrorEquals matches
+ * is the one used: "Handling errors in Step Functions workflows",
+ * https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html
+ * No jitter: every attempt should wait the full interval, so the window below is what a cold start
+ * gets (waits of 30 s, 45 s, then 60 s: about 39 minutes over 40 attempts). The 503s of those
+ * attempts are also what keeps the service's idle alarm from sending it back to zero.
+ */
+export const SERVICE_WAKING_RETRY = {
+  ErrorEquals: [SERVICE_WAKING_ERROR],
+  IntervalSeconds: 30,
+  BackoffRate: 1.5,
+  MaxDelaySeconds: 60,
+  MaxAttempts: 40,
+  JitterStrategy: 'NONE',
+} as const satisfies Json;
+
 const LAMBDA_RETRY: Json = {
   ErrorEquals: [
     'Lambda.ServiceException',
@@ -48,7 +72,7 @@ const LAMBDA_RETRY: Json = {
     TRANSIENT_ERROR,
   ],
   IntervalSeconds: 2,
-  MaxAttempts: 4,
+  MaxAttempts: 40,
   BackoffRate: 2,
   JitterStrategy: 'FULL',
 };
@@ -64,7 +88,7 @@ function lambdaTask(
     Resource: ph(PLACEHOLDERS.taskFunction),
     Parameters: opts.parameters ?? { task, 'input.$': '$' },
     TimeoutSeconds: opts.timeoutSeconds ?? 300,
-    Retry: [LAMBDA_RETRY],
+    Retry: [SERVICE_WAKING_RETRY, LAMBDA_RETRY],
   };
   // Without ResultPath the task result replaces the state's input (ASL default).
   if (opts.resultPath !== undefined) state.ResultPath = opts.resultPath;
@@ -137,8 +161,12 @@ export function trainJobParameters(opts: TrainingOptions = { volumeKmsKey: false
       VolumeSizeInGB: 100,
       ...(opts.volumeKmsKey ? { VolumeKmsKeyId: ph(PLACEHOLDERS.dataKey) } : {}),
     },
-    // Managed spot training: MaxWaitTimeInSeconds (>= MaxRuntimeInSeconds) bounds
-    // waiting for spot capacity; checkpoints in S3 let interrupted jobs resume.
+    // Managed spot training ("Managed Spot Training in Amazon SageMaker AI",
+    // https://docs.aws.amazon.com/sagemaker/latest/dg/model-managed-spot-training.html): MaxWaitTimeInSeconds
+    // (>= MaxRuntimeInSeconds; training.prepare sets 2x) bounds waiting for spot capacity plus running. An
+    // interrupted job restarts with CheckpointConfig.S3Uri copied back to LocalPath, and the trainer continues
+    // from its newest whole checkpoint (containers/training/sift_trainer/job/resume.py): a restart re-runs at
+    // most one checkpoint interval, not the job.
     EnableManagedSpotTraining: true,
     StoppingCondition: {
       'MaxRuntimeInSeconds.$': '$.training.maxRuntimeSeconds',

@@ -1,12 +1,16 @@
 /**
  * The workflow Lambda's side of engine-bound tasks: it forwards them to the encoder service over
- * the VPC (`SIFT_ENCODER_URL`, the internal ALB) with the internal token. Connection failures and
- * 5xx/429 are `Sift.TransientError` (the state machine retries them); a 4xx is a real failure.
+ * the VPC (`SIFT_ENCODER_URL`, the internal ALB) with the internal token. A 503 without
+ * Retry-After is `Sift.ServiceWaking` (see `isWaking`); connection failures and other 5xx/429 are
+ * `Sift.TransientError`; the state machine retries each with its own patience
+ * (lib/workflows/definitions.ts). A 4xx is a real failure.
  */
 import { INTERNAL_TOKEN_HEADER } from '../http/internalAuth';
 
+export type RemoteTaskErrorName = 'Sift.ServiceWaking' | 'Sift.TransientError' | 'Sift.TaskFailed';
+
 export class RemoteTaskError extends Error {
-  constructor(name: 'Sift.TransientError' | 'Sift.TaskFailed', message: string) {
+  constructor(name: RemoteTaskErrorName, message: string) {
     super(message);
     this.name = name;
   }
@@ -70,9 +74,20 @@ export async function runOnEncoderService(
   } catch {
     /* not JSON */
   }
-  const transient = res.status >= 500 || res.status === 429;
-  throw new RemoteTaskError(
-    transient ? 'Sift.TransientError' : 'Sift.TaskFailed',
-    `encoder service answered ${res.status} for '${task}': ${detail}`,
-  );
+  throw new RemoteTaskError(failureName(res), `encoder service answered ${res.status} for '${task}': ${detail}`);
+}
+
+/**
+ * A service scaled to zero, or one whose task is still booting: the ALB answers 503 itself (an HTML
+ * page, no Retry-After) while its target group has no healthy target ("HTTP 503: Service
+ * unavailable", https://docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-troubleshooting.html),
+ * and the gateway relays a cold decoder the same way (a 503 without Retry-After,
+ * src/adapters/decoder/openAiUpstream.ts). The gateway's own 503s (a store down, a model still
+ * building) carry Retry-After and clear in seconds: those stay transient.
+ */
+const isWaking = (res: Response): boolean => res.status === 503 && !res.headers.has('retry-after');
+
+function failureName(res: Response): RemoteTaskErrorName {
+  if (isWaking(res)) return 'Sift.ServiceWaking';
+  return res.status >= 500 || res.status === 429 ? 'Sift.TransientError' : 'Sift.TaskFailed';
 }

@@ -12,6 +12,7 @@ import type {
 } from './ports';
 import type { TrainingLauncher } from './training/launcher';
 import type { UsageMetrics } from './billing/usageMetrics';
+import type { ExecutionProvider } from './extraction/types';
 import type { DatasetFiles } from './datasets/validation';
 
 export interface SiftConfig {
@@ -39,11 +40,23 @@ export interface SiftConfig {
   /** Models /ready loads before it says ready (the ECS encoder service's target-health check). */
   preloadModels: string[];
   /**
+   * The execution provider the encoder's sessions must run on (`SIFT_REQUIRE_EXECUTION_PROVIDER`; the
+   * ECS gateway task sets `cuda`): a preloaded model whose sessions fell back to another fails /ready
+   * and is counted (metricNames.ts PROVIDER_FALLBACK_METRIC). Unset: a fallback is only a warning.
+   */
+  requireExecutionProvider?: ExecutionProvider | undefined;
+  /**
    * Test-only request switches (`SIFT_TEST_SWITCHES=1`, never set in a deployment): the header
    * `x-sift-test-unconstrained: 1` drops a generation's output constraint, so a client test can show
    * it fails without constrained decoding.
    */
   testSwitches: boolean;
+  /**
+   * The exact origins (scheme://host[:port]) whose pages may call the API from a browser: each
+   * response echoes an allowed Origin in Access-Control-Allow-Origin (src/http/cors.ts). Empty: no
+   * cross-origin reads (the console served by the local server is same-origin).
+   */
+  consoleOrigins: string[];
 }
 
 export const defaultConfig: SiftConfig = {
@@ -60,6 +73,7 @@ export const defaultConfig: SiftConfig = {
   preloadModels: [],
   generationModel: 'HuggingFaceTB/SmolLM2-135M-Instruct',
   testSwitches: false,
+  consoleOrigins: [],
 };
 
 /** Everything a domain operation may touch. Built once per process by an adapter (local, Lambda, ECS). */

@@ -9,6 +9,7 @@ import type { Services } from './context';
 import { resolveServable } from './models';
 import { describeBuild } from './modelBuild';
 import type { ModelBuildProgress } from './ports';
+import type { ExecutionProviderOutcome } from './extraction/types';
 
 export interface ReadinessReport {
   ready: boolean;
@@ -30,6 +31,22 @@ async function check(name: string, report: ReadinessReport, fn: () => Promise<un
       ms: Math.round(performance.now() - started),
     };
   }
+}
+
+/**
+ * Where SIFT_REQUIRE_EXECUTION_PROVIDER names a provider (the GPU gateway task: `cuda`), sessions that
+ * landed on another are a failed check, not a warning: a task that pays for a GPU and serves on CPU
+ * leaves the load balancer and is counted for the alarm.
+ */
+function requireProvider(svc: Services, outcome: ExecutionProviderOutcome | undefined): void {
+  const required = svc.config.requireExecutionProvider;
+  if (!required || outcome?.used === required) return;
+  svc.usageMetrics.providerFallback();
+  // a runtime that cannot say where its sessions run is not shown to be on the required provider
+  throw new Error(
+    `encoder sessions run on ${outcome?.used ?? 'an unknown provider'}, not ${required} as SIFT_REQUIRE_EXECUTION_PROVIDER requires` +
+      (outcome?.reason ? `: ${outcome.reason}` : ''),
+  );
 }
 
 export async function readiness(svc: Services, models: string[] = svc.config.preloadModels): Promise<ReadinessReport> {
@@ -66,7 +83,8 @@ export async function readiness(svc: Services, models: string[] = svc.config.pre
         want: 'encoder',
         field: ['body', 'model_id'],
       });
-      await runtime.model(await runtime.localDir(svc.blobs, resolved));
+      const loaded = await runtime.model(await runtime.localDir(svc.blobs, resolved));
+      requireProvider(svc, loaded.executionProvider);
     });
   }
   return report;

@@ -18,7 +18,7 @@ import { decodeRecord } from './extract';
 import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema, type PromptTask } from './schema';
-import type { ProviderLog } from './executionProvider';
+import type { ExecutionProvider, ExecutionProviderOutcome, ProviderLog } from './executionProvider';
 import { createSessions, type SessionSet } from './sessions';
 import { CodePoints } from './text';
 import { PromptTokens } from './tokenize';
@@ -69,13 +69,15 @@ export class EncoderModel {
   readonly bytes: number;
   /** How a long text is windowed (windows.ts `windowPlan`, from the config); `tokens` bounds every encoder pass. */
   readonly window: WindowPlan;
+  /** The execution provider its sessions asked for and the one they run on. */
+  readonly executionProvider: ExecutionProviderOutcome;
   private constructor(
     dir: string,
     config: FragmentConfig,
     precision: Precision,
     bytes: number,
     private readonly tok: PromptTokens,
-    private readonly sessions: SessionSet,
+    private readonly sessions: SessionSet & { readonly provider: ExecutionProviderOutcome },
     /** How spans are scored: `span_scores.onnx` (one graph to probabilities) or `span_rep.onnx` + host dot products (older exports). */
     readonly scorer: Scorer = 'span_rep',
     /** count_embed_c1.onnx: the count embedding for slot 0 only (entities, C = 1). */
@@ -86,6 +88,7 @@ export class EncoderModel {
     this.precision = precision;
     this.bytes = bytes;
     this.window = windowPlan(config);
+    this.executionProvider = sessions.provider;
   }
 
   /** Files an exported model directory must hold. */
@@ -103,7 +106,13 @@ export class EncoderModel {
 
   static async load(
     dir: string,
-    opts: { precision?: Precision; threads?: number; scorer?: 'span_scores' | 'span_rep'; logger?: ProviderLog } = {},
+    opts: {
+      precision?: Precision;
+      threads?: number;
+      scorer?: 'span_scores' | 'span_rep';
+      logger?: ProviderLog;
+      executionProvider?: ExecutionProvider;
+    } = {},
   ): Promise<EncoderModel> {
     const precision = opts.precision ?? 'fp32';
     const missing = EncoderModel.requiredFiles(precision).filter((f) => !existsSync(join(dir, f)));
@@ -141,7 +150,7 @@ export class EncoderModel {
           : {}),
         classifier: join(dir, 'onnx/classifier.onnx'),
       },
-      { threads: opts.threads, logger: opts.logger },
+      { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },
     );
     const bytes = loadedBytes(
       files.reduce((n, f) => n + statSync(join(dir, f)).size, 0),

@@ -12,6 +12,7 @@ import {
   ortProviders,
   withProviderFallback,
   type ExecutionProvider,
+  type ExecutionProviderOutcome,
   type ProviderLog,
 } from './executionProvider';
 
@@ -160,15 +161,16 @@ async function createInProcess(
 
 const silentLog: ProviderLog = { info: () => {}, warn: () => {} };
 
-/** The model's fragments as sessions on the configured execution provider (CPU when it can't load). */
+/** The model's fragments as sessions on the configured execution provider (CPU when it can't load), and which one they got. */
 export async function createSessions(
   files: Partial<Record<SessionName, string>>,
   o: SessionOptions = {},
-): Promise<SessionSet> {
+): Promise<SessionSet & { readonly provider: ExecutionProviderOutcome }> {
   const wanted = o.executionProvider ?? executionProviderFromEnv();
   const create = (p: ExecutionProvider) =>
     useWorker() ? InWorker.create(files, ortOptions(o, p)) : createInProcess(files, ortOptions(o, p));
   const first = Object.values(files)[0];
   const context = { fragments: Object.keys(files).length, ...(first ? { model_dir: dirname(dirname(first)) } : {}) };
-  return withProviderFallback(wanted, create, o.logger ?? silentLog, context);
+  const { value, provider } = await withProviderFallback(wanted, create, o.logger ?? silentLog, context);
+  return Object.assign(value, { provider });
 }

@@ -16,6 +16,7 @@ import { newUuid } from '../core/ids';
 import { enforceEdgeLimit, enforceLimits, type RateLimitHeaders } from '../core/rateLimits';
 import { recordRequest } from '../core/usage';
 import type { Logger } from './logger';
+import { preflightResponse, withCors } from './cors';
 import { errorFormatFor, renderError } from './errorFormats';
 import { INTERNAL_TOKEN_HEADER, internalTokenMatches } from './internalAuth';
 import { jsonBodyProblem } from './jsonBody';
@@ -43,6 +44,9 @@ export class SiftApp {
   }
 
   async handle(req: ApiRequest): Promise<ApiResponse> {
+    // a CORS preflight carries no key and reaches no route (API Gateway answers it itself on AWS)
+    const preflight = preflightResponse(this.svc.config.consoleOrigins, req.method, req.headers);
+    if (preflight) return preflight;
     const incoming = req.headers['x-request-id'];
     const requestId = incoming && REQUEST_ID_RE.test(incoming) ? incoming : newUuid();
     const started = performance.now();
@@ -114,7 +118,13 @@ export class SiftApp {
       status: response.status,
       latency_ms: Math.round((performance.now() - started) * 100) / 100,
     });
-    return { ...response, headers };
+    // every answer, errors included: a browser hides a response without it from the page
+    return { ...response, headers: this.corsHeaders(req.headers.origin, headers) };
+  }
+
+  /** The CORS headers for a response to `origin`, merged over `headers` (src/http/cors.ts); the node adapter's own answers use it too. */
+  corsHeaders(origin: string | undefined, headers: Record<string, string> = {}): Record<string, string> {
+    return withCors(this.svc.config.consoleOrigins, origin, headers);
   }
 
   private match(req: ApiRequest): { spec: RouteSpec; params: Record<string, string> } {

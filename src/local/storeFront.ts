@@ -10,6 +10,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SigV4Verifier, UNSIGNED_PAYLOAD, type Refusal, type StoreCredentials, type Verdict } from './sigv4';
+import { UPLOAD_CORS } from '../http/cors';
 
 /**
  * The local stores' front door. s3rver checks no signature (it lets unsigned requests through and
@@ -48,7 +49,6 @@ export interface StoreFront {
 
 /** s3rver's built-in access key: it checks a key is known, never the signature (which we did). */
 const S3RVER_ACCESS_KEY = 'S3RVER';
-const CORS_METHODS = ['GET', 'HEAD', 'PUT'];
 // Headers that describe one hop, not the request: never forwarded.
 const HOP_BY_HOP = new Set([
   'connection',
@@ -110,12 +110,18 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     return isS3
       ? {
           vary: 'Origin',
-          ...(origin ? { 'access-control-allow-origin': origin, 'access-control-expose-headers': 'ETag' } : {}),
+          ...(origin
+            ? {
+                'access-control-allow-origin': origin,
+                'access-control-expose-headers': UPLOAD_CORS.exposeHeaders.join(', '),
+              }
+            : {}),
         }
       : {};
   };
 
-  const fail = (req: IncomingMessage, res: ServerResponse, error: StoreError) => {
+  // `cors: false`: a refused preflight, which matched no CORS rule, so S3 sends none of its headers
+  const fail = (req: IncomingMessage, res: ServerResponse, error: StoreError, cors = true) => {
     if (res.headersSent) {
       res.destroy();
       return;
@@ -130,7 +136,7 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
       'x-amz-request-id': requestId,
       // the body of a refused request is never read: close rather than drain it
       connection: 'close',
-      ...corsHeaders(req),
+      ...(cors ? corsHeaders(req) : {}),
     });
     res.end(body);
   };
@@ -142,20 +148,30 @@ export async function startStoreFront(opts: StoreFrontOptions): Promise<StoreFro
     const origin = allowedOrigin(req);
     const method = String(req.headers['access-control-request-method']);
     const requested = req.headers['access-control-request-headers'];
+    // as S3: every requested header must be one the bucket's rule allows (UPLOAD_CORS)
+    const allowedHeaders: readonly string[] = UPLOAD_CORS.headers;
+    const requestedNames = (requested ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
     if (
       !origin ||
-      !CORS_METHODS.includes(method) ||
-      (requested !== undefined &&
-        !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+(?:\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/.test(requested))
+      !(UPLOAD_CORS.methods as readonly string[]).includes(method) ||
+      !requestedNames.every((h) => allowedHeaders.includes(h))
     ) {
-      fail(req, res, { status: 403, code: 'AccessDenied', message: 'CORSResponse: This CORS request is not allowed.' });
+      fail(
+        req,
+        res,
+        { status: 403, code: 'AccessDenied', message: 'CORSResponse: This CORS request is not allowed.' },
+        false,
+      );
       return;
     }
     res.writeHead(200, {
       'access-control-allow-origin': origin,
-      'access-control-allow-methods': CORS_METHODS.join(', '),
-      ...(requested ? { 'access-control-allow-headers': requested } : {}),
-      'access-control-max-age': '600',
+      'access-control-allow-methods': UPLOAD_CORS.methods.join(', '),
+      ...(requested ? { 'access-control-allow-headers': requestedNames.join(', ') } : {}),
+      'access-control-max-age': String(UPLOAD_CORS.maxAgeSeconds),
       vary: 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers',
       'content-length': 0,
     });

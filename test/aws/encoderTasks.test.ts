@@ -111,3 +111,29 @@ it('bad input is a 422 (not retried); an unreachable service is transient (retri
     runOnEncoderService('evaluation.shard', input(), { baseUrl: 'http://127.0.0.1:9', token: TOKEN, timeoutMs: 2000 }),
   ).rejects.toMatchObject({ name: 'Sift.TransientError' });
 });
+
+it("the ALB's own 503 (HTML, no Retry-After: the service is at zero or booting) is Sift.ServiceWaking; the gateway's 503 with Retry-After stays transient", async () => {
+  const answer =
+    (status: number, body: string, headers: Record<string, string>): typeof fetch =>
+    async () =>
+      new Response(body, { status, headers });
+  const albAtZero = answer(
+    503,
+    '<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>',
+    { 'content-type': 'text/html' },
+  );
+  await expect(
+    runOnEncoderService('evaluation.shard', input(), { baseUrl, token: TOKEN, fetchImpl: albAtZero }),
+  ).rejects.toMatchObject({ name: 'Sift.ServiceWaking', message: expect.stringContaining('503') });
+  const storeDown = answer(503, JSON.stringify({ detail: 'store unavailable' }), {
+    'content-type': 'application/json',
+    'retry-after': '3',
+  });
+  await expect(
+    runOnEncoderService('evaluation.shard', input(), { baseUrl, token: TOKEN, fetchImpl: storeDown }),
+  ).rejects.toMatchObject({ name: 'Sift.TransientError', message: expect.stringContaining('store unavailable') });
+  const badGateway = answer(502, 'bad gateway', {});
+  await expect(
+    runOnEncoderService('evaluation.shard', input(), { baseUrl, token: TOKEN, fetchImpl: badGateway }),
+  ).rejects.toMatchObject({ name: 'Sift.TransientError' });
+});

@@ -127,13 +127,26 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
 
   it('api (lib/api-stack.ts): a REST proxy event creates a training job and starts its state machine', async () => {
     const env = functionEnv('api');
+    // the console origin the stage's template allows (SIFT_CONSOLE_ORIGINS)
+    const origin = env.SIFT_CONSOLE_ORIGINS!.split(',')[0]!;
     const body = { model_name: 'bundled', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] };
     const res = await invokeBundle(
       bundles['api.ts']!,
       env,
-      apiGatewayEvent('POST', '/core/training-jobs', { key: team.key, body }),
+      apiGatewayEvent('POST', '/core/training-jobs', {
+        key: team.key,
+        body,
+        headers: { Origin: origin },
+      }),
     );
-    expect(res).toMatchObject({ ok: true, value: { statusCode: 201 } });
+    // a proxy integration passes this through: the console's origin reads it only with CORS (src/http/cors.ts)
+    expect(res).toMatchObject({
+      ok: true,
+      value: {
+        statusCode: 201,
+        headers: { 'access-control-allow-origin': origin, vary: 'Origin' },
+      },
+    });
     jobId = JSON.parse((res as { value: APIGatewayProxyResult }).value.body).id;
     expect(control.callsOf('AWSStepFunctions.StartExecution')).toContainEqual({
       stateMachineArn: machine('training'),

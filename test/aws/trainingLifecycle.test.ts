@@ -92,7 +92,13 @@ describeTrainingLifecycle('AWS', {
     const outcome: Outcome =
       scenario.kind === 'fail'
         ? { kind: 'fail', output: scenario.output, failureFile: scenario.failureFile }
-        : { kind: scenario.kind, output: scenario.output };
+        : scenario.kind === 'complete'
+          ? {
+              kind: 'complete',
+              output: scenario.output,
+              ...(scenario.interrupted ? { interrupted: scenario.interrupted } : {}),
+            }
+          : { kind: scenario.kind, output: scenario.output };
     // what POST …/stop reaches: SageMaker's StopTrainingJob (the control plane's stand-in)
     svc.training = new StepFunctionsTrainingLauncher(
       () => svc,
@@ -128,6 +134,8 @@ describeTrainingLifecycle('AWS', {
     await execution;
     delete svc.training; // the next job is created without a launcher (this harness starts it)
   },
+
+  restarts: true,
 
   async teardown() {
     process.env = saved;

@@ -3,9 +3,13 @@
  * docs/reference/decisions.md#limits, the streaming VPC-link integrations, WAF, logging, and the
  * least-privilege roles of the Lambda functions.
  */
-import { Match } from 'aws-cdk-lib/assertions';
+import { App, Stack } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { throttleFor } from '../../lib/api-stack';
-import { PLANS, SPEC_DEFAULT_PER_MINUTE } from '../../lib/config';
+import { loadStageConfig, PLANS, SPEC_DEFAULT_PER_MINUTE } from '../../lib/config';
+import { addGatewayResponses } from '../../lib/constructs/gateway-responses';
+import { CORS_EXPOSE_HEADERS } from '../../src/http/cors';
 import { gatewayMethods } from '../../lib/gateway-routes';
 import { asArray, buildApp, policyStatements, resourcesOfType } from './helpers';
 
@@ -131,17 +135,56 @@ describe('routes and authorization', () => {
   });
 
   it('answers authorizer failures and throttling with the error shape of decisions.md#errors', () => {
+    // statuses: test/cdk/aws-rules.test.ts checks each against AWS's defaults
     t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
       ResponseType: 'UNAUTHORIZED',
-      StatusCode: '401',
       ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"detail"') },
     });
     t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', { ResponseType: 'ACCESS_DENIED', StatusCode: '401' });
     t.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
       ResponseType: 'THROTTLED',
-      StatusCode: '429',
       ResponseParameters: Match.objectLike({ 'gatewayresponse.header.Retry-After': Match.anyValue() }),
     });
+  });
+});
+
+describe('CORS on the responses API Gateway makes itself', () => {
+  /** The gateway responses' headers for a console origin list (static values: API Gateway substitutes nothing there). */
+  const headersFor = (origins: string[]) => {
+    const stack = new Stack(new App(), 'Cors');
+    const api = new apigw.RestApi(stack, 'Api');
+    api.root.addMethod('GET');
+    addGatewayResponses(api, origins);
+    return Object.values(resourcesOfType(Template.fromStack(stack), 'AWS::ApiGateway::GatewayResponse')).map(
+      (r) => [r.Properties?.ResponseType, r.Properties?.ResponseParameters as Record<string, string>] as const,
+    );
+  };
+
+  it("one console origin: every gateway response (the authorizer's 401, throttles, 5xx) names it and exposes Retry-After", () => {
+    for (const [type, headers] of headersFor(['https://console.example.com']))
+      expect({ type, headers }).toEqual({
+        type,
+        headers: expect.objectContaining({
+          'gatewayresponse.header.Access-Control-Allow-Origin': "'https://console.example.com'",
+          'gatewayresponse.header.Access-Control-Expose-Headers': `'${CORS_EXPOSE_HEADERS.join(', ')}'`,
+        }),
+      });
+  });
+
+  it('several origins: none is named (a static header cannot choose), never a wildcard', () => {
+    for (const [, headers] of headersFor(['https://a.example.com', 'https://b.example.com']))
+      expect(Object.keys(headers).filter((h) => /Access-Control/i.test(h))).toEqual([]);
+  });
+
+  it('the stage config refuses an origin a browser never sends (a wildcard, a path, a trailing slash)', () => {
+    const config = (origins: string) =>
+      loadStageConfig(new App({ context: { stage: 'dev', consoleOrigins: origins } }).node).consoleOrigins;
+    expect(config('https://console.example.com, http://localhost:5173')).toEqual([
+      'https://console.example.com',
+      'http://localhost:5173',
+    ]);
+    for (const bad of ['*', 'https://console.example.com/', 'https://console.example.com/app', 'console.example.com'])
+      expect(() => config(bad)).toThrow(/not an exact origin/);
   });
 });
 

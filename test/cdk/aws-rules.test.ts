@@ -9,7 +9,15 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { acceptsVolumeKmsKey, authorizerRuns, KEEP_ALIVE, renderGatewayResponse } from '../../lib/aws-rules';
+import {
+  acceptsVolumeKmsKey,
+  authorizerRuns,
+  GATEWAY_RESPONSE_DEFAULT_STATUS,
+  gatewayResponseStatus,
+  KEEP_ALIVE,
+  renderGatewayResponse,
+} from '../../lib/aws-rules';
+import { GATEWAY_STATUS_OVERRIDES } from '../../lib/constructs/gateway-responses';
 import { gatewayMethods } from '../../lib/gateway-routes';
 import { TRAINING_INSTANCE_TYPES } from '../../lib/config';
 import { CONTAINERS_DIR } from '../../lib/paths';
@@ -170,6 +178,39 @@ describe('API Gateway: gateway responses are JSON whatever the error text', () =
   });
 });
 
+describe('API Gateway: each gateway response keeps its own status', () => {
+  const responses = Object.values(resourcesOfType(dev.template(dev.stacks.api), 'AWS::ApiGateway::GatewayResponse'));
+  const configured: Record<string, string | undefined> = Object.fromEntries(
+    responses.map((r) => [String(r.Properties?.ResponseType), r.Properties?.StatusCode as string | undefined]),
+  );
+
+  it("sets no status on DEFAULT_4XX or DEFAULT_5XX (it would replace every other 4xx/5xx type's)", () => {
+    expect(Object.keys(configured)).toEqual(expect.arrayContaining(['DEFAULT_4XX', 'DEFAULT_5XX']));
+    expect({ DEFAULT_4XX: configured.DEFAULT_4XX, DEFAULT_5XX: configured.DEFAULT_5XX }).toEqual({
+      DEFAULT_4XX: undefined,
+      DEFAULT_5XX: undefined,
+    });
+  });
+
+  it.each(
+    Object.entries(GATEWAY_RESPONSE_DEFAULT_STATUS)
+      .filter(([, status]) => status !== null)
+      .map(([type]) => [type] as const),
+  )("%s is sent with AWS's default status, or the override chosen for it", (type) => {
+    const expected = GATEWAY_STATUS_OVERRIDES[type]?.status ?? GATEWAY_RESPONSE_DEFAULT_STATUS[type];
+    expect(gatewayResponseStatus(type, configured)).toBe(expected);
+  });
+
+  it("the stand-in follows the documented fallback: a class default status replaces an unset type's", () => {
+    expect(gatewayResponseStatus('INVALID_API_KEY', {})).toBe(403);
+    expect(gatewayResponseStatus('INVALID_API_KEY', { DEFAULT_4XX: '400' })).toBe(400);
+    expect(gatewayResponseStatus('INTEGRATION_TIMEOUT', { DEFAULT_5XX: '500' })).toBe(500);
+    expect(gatewayResponseStatus('INTEGRATION_TIMEOUT', { DEFAULT_4XX: '400' })).toBe(504);
+    expect(gatewayResponseStatus('THROTTLED', { THROTTLED: '429', DEFAULT_4XX: '400' })).toBe(429);
+    expect(() => gatewayResponseStatus('NOT_A_TYPE', {})).toThrow(/not a gateway response type/);
+  });
+});
+
 describe('keep-alive: every target outlives the ALB idle timeout', () => {
   const t = dev.template(dev.stacks.inference);
   const lb = Object.values(resourcesOfType(t, 'AWS::ElasticLoadBalancingV2::LoadBalancer'))[0]!;
@@ -193,9 +234,16 @@ describe('keep-alive: every target outlives the ALB idle timeout', () => {
     const bin = mkdtempSync(join(tmpdir(), 'sift-vllm-'));
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion in the stub script
     writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "keepalive=${VLLM_HTTP_TIMEOUT_KEEP_ALIVE:-unset}"\n');
-    chmodSync(join(bin, 'python3'), 0o755);
+    // `aws s3 sync <src> <dir>` of the base weights (run for real in test/deploy/decoderStart.test.ts)
+    writeFileSync(
+      join(bin, 'aws'),
+      '#!/bin/sh\ncd "$4" && touch manifest.json config.json tokenizer.json model.safetensors\n',
+    );
+    for (const f of ['python3', 'aws']) chmodSync(join(bin, f), 0o755);
     const base = {
       PATH: `${bin}:/usr/bin:/bin`,
+      SIFT_BUCKET: 'b',
+      SIFT_DECODER_MODEL_DIR: bin,
       SIFT_DECODER_MODEL: 'm',
       SIFT_MAX_LORAS: '8',
       SIFT_MAX_MODEL_LEN: '8192',

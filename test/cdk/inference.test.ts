@@ -1,7 +1,9 @@
 /** Inference stack: GPU capacity, services, health checks, autoscaling, private networking. */
 import { Match } from 'aws-cdk-lib/assertions';
 import { GPU_INSTANCE_TYPES } from '../../lib/config';
-import { DECODER_PORT, GATEWAY_PORT } from '../../lib/inference-stack';
+import { DECODER_MODEL, DECODER_PORT, GATEWAY_PORT } from '../../lib/inference-stack';
+import { CATALOG } from '../../src/core/catalog';
+import { baseModelPrefix } from '../../src/core/modelLayout';
 import { buildApp, resourcesOfType } from './helpers';
 
 const built = buildApp();
@@ -148,6 +150,52 @@ describe('network', () => {
     );
     expect(env[EXECUTION_PROVIDER_ENV]).toBeDefined();
     expect(executionProviderFromEnv(env)).toBe('cuda');
+    // and a CPU fallback fails /ready there (test/http/readiness.test.ts) instead of serving on the CPU
+    const { configFromEnv } = await import('../../src/adapters/config');
+    expect(configFromEnv(env).requireExecutionProvider).toBe('cuda');
+  });
+
+  it("has the decoder serve the catalog decoder's published copy, readable by its task role and by nothing else of models/", () => {
+    expect(CATALOG.find((m) => m.id === DECODER_MODEL)?.type).toBe('decoder');
+    const defs = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'));
+    const decoderDef = defs.find((d) =>
+      (d.Properties!.ContainerDefinitions as Array<Record<string, any>>).some((c) => c.Name === 'vllm'),
+    )!;
+    const vllm = (decoderDef.Properties!.ContainerDefinitions as Array<Record<string, any>>)[0]!;
+    const env = Object.fromEntries(
+      (vllm.Environment as Array<{ Name: string; Value: unknown }>).map((e) => [e.Name, e.Value]),
+    );
+    // containers/decoder/entrypoint.sh syncs this prefix; training's `model` channel is the same one (lifecycle.ts)
+    expect(env).toMatchObject({
+      SIFT_DECODER_MODEL: DECODER_MODEL,
+      SIFT_DECODER_MODEL_PREFIX: baseModelPrefix(DECODER_MODEL),
+    });
+    const role = (decoderDef.Properties!.TaskRoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const statements = Object.values(resourcesOfType(t, 'AWS::IAM::Policy'))
+      .filter((p) => JSON.stringify(p.Properties?.Roles) === JSON.stringify([{ Ref: role }]))
+      .flatMap((p) => (p.Properties!.PolicyDocument as { Statement: Array<Record<string, any>> }).Statement);
+    const objectResources = statements
+      .filter((st) => [st.Action].flat().some((a: string) => a.startsWith('s3:GetObject')))
+      .flatMap((st) => [st.Resource].flat())
+      .map((r) => JSON.stringify(r))
+      .filter((r) => r.includes('/'));
+    expect(objectResources.some((r) => r.includes(`/${baseModelPrefix(DECODER_MODEL)}*`))).toBe(true);
+    expect(objectResources.filter((r) => r.includes('/models/'))).toEqual([
+      expect.stringContaining(`/${baseModelPrefix(DECODER_MODEL)}*`),
+    ]);
+  });
+
+  it("gives the gateway the stage's console origins, which its runtime reads as its CORS allowlist", async () => {
+    // its responses pass through API Gateway's VPC-link proxy unchanged, so they carry CORS themselves
+    const { configFromEnv } = await import('../../src/adapters/config');
+    const gateway = Object.values(resourcesOfType(t, 'AWS::ECS::TaskDefinition'))
+      .flatMap((d) => d.Properties?.ContainerDefinitions as Array<Record<string, any>>)
+      .find((c) => c.Name === 'gateway')!;
+    const env = Object.fromEntries(
+      (gateway.Environment as Array<{ Name: string; Value: string }>).map((e) => [e.Name, e.Value]),
+    );
+    expect(built.config.consoleOrigins.length).toBeGreaterThan(0);
+    expect(configFromEnv(env).consoleOrigins).toEqual(built.config.consoleOrigins);
   });
 
   it('opens no security group to the internet', () => {

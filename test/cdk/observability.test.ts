@@ -1,6 +1,12 @@
 /** Observability stack: finance dashboard without per-customer dimensions, alarms, budget. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { USAGE_DIMENSIONS, USAGE_METRICS } from '../../src/core/billing/metricNames';
+import {
+  METRICS_NAMESPACE,
+  OPERATIONAL_DIMENSION,
+  PROVIDER_FALLBACK_METRIC,
+  USAGE_DIMENSIONS,
+  USAGE_METRICS,
+} from '../../src/core/billing/metricNames';
 import { dashboardBody, dashboardQueries } from '../helpers/financeDashboard';
 import { buildApp, resourcesOfType } from './helpers';
 
@@ -61,6 +67,20 @@ describe('alarms', () => {
     for (const a of alarms) expect(a.Properties?.AlarmActions).toHaveLength(1);
     t.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
     t.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+  });
+
+  it('alarms, to the alarm topic, on the metric readiness emits when encoder sessions fall back from the required provider', () => {
+    // the same names the EMF emitter writes (src/adapters/metrics/emfUsageMetrics.ts, asserted in test/http/readiness.test.ts)
+    const [fallback] = alarms.filter((a) => a.Properties?.MetricName === PROVIDER_FALLBACK_METRIC);
+    expect(fallback?.Properties).toMatchObject({
+      Namespace: METRICS_NAMESPACE,
+      Dimensions: [{ Name: OPERATIONAL_DIMENSION, Value: 'encoder' }],
+      Statistic: 'Sum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [expect.objectContaining({ Ref: expect.stringMatching(/^AlarmTopic/) })],
+    });
   });
 
   it('reports GPU instances that fail to launch', () => {

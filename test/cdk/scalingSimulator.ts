@@ -1,17 +1,42 @@
 /**
  * Plays minutes of traffic against the synthesized inference template's alarms and step-scaling
- * policies, with CloudWatch and ALB behaving as lib/aws-rules.ts writes down (ALB_METRICS: which
- * metrics are published at zero targets; an alarm in ALARM re-invokes its scaling action every
- * minute; missing data per TreatMissingData). Target tracking is left out: on missing data it
- * does nothing (ALB_METRICS' doc), and these scenarios are about the minutes without targets.
+ * policies (read from the template: change it and the scenarios see the change), with AWS behaving
+ * as its documentation says. Each rule is written down once, with its AWS page, in
+ * lib/aws-rules.ts; this file only applies them:
+ * - ALB (ALB_METRICS): a listener whose target group has no healthy target answers 503 itself,
+ *   counted only in the load balancer's HTTPCode_ELB_503_Count; a target group's RequestCount
+ *   counts requests routed to a target; ALB metrics exist only for minutes with a non-zero value.
+ *   A new target takes requests only once it has passed its health checks (state `initial` until
+ *   then: "Health checks for Application Load Balancer target groups",
+ *   https://docs.aws.amazon.com/elasticloadbalancing/latest/application/target-group-health-checks.html).
+ * - ECS (ECS_METRICS): a woken task is PROVISIONING/PENDING for `boot` minutes (instance launch,
+ *   image pull), then RUNNING, then healthy after `healthCheck` minutes (model load, health checks).
+ *   `AWS/ECS` metrics exist only while a task is RUNNING; Container Insights' service task counts
+ *   while the service has a desired or running task (at zero only with `containerInsightsAtZero`).
+ * - CloudWatch (SCALE_TO_ZERO): metric math as synthesized (FILL; a term without data and without
+ *   FILL makes the minute's result missing); an alarm is in ALARM when DatapointsToAlarm of its last
+ *   EvaluationPeriods points breach, missing points counted per TreatMissingData.
+ * - Application Auto Scaling (SCALE_TO_ZERO): an alarm in ALARM invokes its step policy every
+ *   minute; a policy does not repeat a scale-out within its cooldown unless larger; scale-in is
+ *   blocked during the cooldown after a scale-in, which a scale-out ends.
+ * - History: before minute 0 the stack has sat, for the longest evaluation window, in the starting
+ *   state with the `before` traffic, so every alarm starts with a full history and in the state AWS
+ *   would have it in (a service that sat at zero: its idle alarm in ALARM).
+ * Simplifications: alarms are evaluated on the minute that just ended and their actions take effect
+ * at its end; where a scale-out and a scale-in fire in the same minute the scale-in goes last (AWS
+ * does not order them; this is the unkind order); a stopped task goes at once; CloudWatch's wider
+ * evaluation range for missing points is not modelled (the stack's expressions FILL every term);
+ * target tracking is left out (it does nothing on missing data: ALB_METRICS' page).
  */
 import type { Template } from 'aws-cdk-lib/assertions';
-import { ALB_METRICS } from '../../lib/aws-rules';
+import { ALB_METRICS, ECS_METRICS } from '../../lib/aws-rules';
 import { resourcesOfType } from './helpers';
 
 export type ServiceName = 'gateway' | 'decoder';
+const SERVICES = ['gateway', 'decoder'] as const;
 type Res = { Properties?: Record<string, any> };
 type MetricStat = { Namespace: string; MetricName: string; Dimensions?: Array<{ Name: string; Value: unknown }> };
+type PerService = Record<ServiceName, number>;
 
 /** Requests arriving at each listener in one minute. */
 export type Minute = Partial<Record<ServiceName, number>>;
@@ -19,10 +44,36 @@ export type Minute = Partial<Record<ServiceName, number>>;
 export type MinuteOf = Minute | ((up: Record<ServiceName, boolean>) => Minute);
 
 export interface SimulationOptions {
-  /** Desired count at the start (default 0). */
-  readonly desired?: Partial<Record<ServiceName, number>>;
-  /** Minutes from a raised desired count until the task takes traffic (instance boot, model load). */
-  readonly bootMinutes?: number;
+  /** Desired count at the start (default 0); these tasks are healthy. */
+  readonly desired?: Partial<PerService>;
+  /** Traffic in every minute of the history before minute 0 (default: none, a stack that sat idle). */
+  readonly before?: Minute;
+  /** Minutes from a raised desired count until the task is RUNNING (default: gateway 8, decoder 15). */
+  readonly boot?: Partial<PerService>;
+  /** Minutes from RUNNING until the target passes its health checks (default 2). */
+  readonly healthCheck?: number;
+  /** Whether Container Insights publishes task counts for a service at desired 0 (default false). */
+  readonly containerInsightsAtZero?: boolean;
+}
+
+/** What one minute looked like, after its alarm actions. */
+export interface MinuteResult {
+  /** Desired count after the minute's scaling actions. */
+  readonly desired: PerService;
+  /** Healthy tasks (taking requests) during the minute. */
+  readonly healthy: PerService;
+  /** Requests the ALB answered 503 itself during the minute. */
+  readonly refused: number;
+  /** Descriptions of the alarms in ALARM after the minute. */
+  readonly alarms: string[];
+}
+
+interface World {
+  traffic: Minute;
+  desired: PerService;
+  running: PerService;
+  healthy: PerService;
+  containerInsightsAtZero: boolean;
 }
 
 export class ScalingSimulator {
@@ -45,8 +96,7 @@ export class ScalingSimulator {
       resourcesOfType(template, 'AWS::ApplicationAutoScaling::ScalableTarget'),
     )) {
       const p = target.Properties as Record<string, any>;
-      const svcId = (JSON.stringify(p.ResourceId).match(/"Fn::GetAtt":\["([^"]+)","Name"\]/) ?? [])[1]!;
-      this.targetOfService.set(this.serviceOfEcsService.get(svcId)!, { id, min: p.MinCapacity, max: p.MaxCapacity });
+      this.targetOfService.set(this.serviceNamed(p.ResourceId), { id, min: p.MinCapacity, max: p.MaxCapacity });
     }
     this.alarms = Object.entries(resourcesOfType(template, 'AWS::CloudWatch::Alarm')).map(([id, a]) => ({
       id,
@@ -55,55 +105,73 @@ export class ScalingSimulator {
     this.policies = resourcesOfType(template, 'AWS::ApplicationAutoScaling::ScalingPolicy');
   }
 
-  /** Runs the minutes; returns each service's desired count after every minute. */
-  run(minutes: MinuteOf[], opts: SimulationOptions = {}): Array<Record<ServiceName, number>> {
-    const desired: Record<ServiceName, number> = {
-      gateway: opts.desired?.gateway ?? 0,
-      decoder: opts.desired?.decoder ?? 0,
+  /** Runs the minutes after the history; returns what each minute looked like. */
+  run(minutes: MinuteOf[], opts: SimulationOptions = {}): MinuteResult[] {
+    const boot: PerService = { gateway: opts.boot?.gateway ?? 8, decoder: opts.boot?.decoder ?? 15 };
+    const healthCheck = opts.healthCheck ?? 2;
+    const desired: PerService = { gateway: opts.desired?.gateway ?? 0, decoder: opts.desired?.decoder ?? 0 };
+    // the minute each task was requested: those present from the start are long healthy
+    const tasks: Record<ServiceName, number[]> = {
+      gateway: Array.from({ length: desired.gateway }, () => Number.NEGATIVE_INFINITY),
+      decoder: Array.from({ length: desired.decoder }, () => Number.NEGATIVE_INFINITY),
     };
-    const boot = opts.bootMinutes ?? 5;
-    // minute at which each desired task became routable: tasks present from the start are warm
-    const warmSince: Record<ServiceName, number[]> = {
-      gateway: Array.from({ length: desired.gateway }, () => -boot),
-      decoder: Array.from({ length: desired.decoder }, () => -boot),
+    const count = (now: number, since: number): PerService => {
+      const n = (s: ServiceName) => tasks[s].filter((t) => now - t >= boot[s] + since).length;
+      return { gateway: n('gateway'), decoder: n('decoder') };
     };
-    const history = new Map<string, Array<number | undefined>>();
-    const out: Array<Record<ServiceName, number>> = [];
-    minutes.forEach((minute, now) => {
-      const routable = (s: ServiceName) => warmSince[s].filter((t) => now - t >= boot).length;
+    const cooldowns = new Cooldowns();
+    const history = new Map<string, Array<number | undefined>>(this.alarms.map((a) => [a.id, []]));
+    const historyMinutes = Math.max(...this.alarms.map((a) => a.props.EvaluationPeriods as number));
+    const out: MinuteResult[] = [];
+    for (let now = -historyMinutes; now < minutes.length; now++) {
+      const running = count(now, 0);
+      const healthy = count(now, healthCheck);
+      const minute = now < 0 ? (opts.before ?? {}) : minutes[now]!;
       const traffic =
-        typeof minute === 'function'
-          ? minute({ gateway: routable('gateway') > 0, decoder: routable('decoder') > 0 })
-          : minute;
-      const running = (s: ServiceName) => warmSince[s].length;
-      const world = { traffic, routable, running };
+        typeof minute === 'function' ? minute({ gateway: healthy.gateway > 0, decoder: healthy.decoder > 0 }) : minute;
+      const world: World = {
+        traffic,
+        desired: { ...desired },
+        running,
+        healthy,
+        containerInsightsAtZero: opts.containerInsightsAtZero ?? false,
+      };
+      const fired: Array<{ service: ServiceName; policyId: string; next: number; cooldownMinutes: number }> = [];
+      const inAlarm: string[] = [];
       for (const alarm of this.alarms) {
-        const points = history.get(alarm.id) ?? [];
+        const points = history.get(alarm.id)!;
         points.push(this.datapoint(alarm.props, world));
-        history.set(alarm.id, points);
         if (!this.inAlarm(alarm.props, points)) continue;
+        inAlarm.push(alarm.props.AlarmDescription as string);
         for (const action of (alarm.props.AlarmActions ?? []) as Array<{ Ref?: string }>) {
           const policy = action.Ref ? this.policies[action.Ref] : undefined;
           if (policy?.Properties?.PolicyType !== 'StepScaling') continue;
-          const service = [...this.targetOfService].find(
-            ([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref,
-          )![0];
-          const next = this.applyStep(
-            policy,
-            alarm.props.Threshold as number,
-            points[points.length - 1],
-            desired[service],
-          );
-          if (next !== undefined) desired[service] = next;
+          const service = this.serviceOfPolicy(policy);
+          const next = this.applyStep(policy, alarm.props.Threshold as number, points.at(-1), desired[service]);
+          const cfg = policy.Properties.StepScalingPolicyConfiguration as { Cooldown?: number };
+          if (next !== undefined)
+            fired.push({ service, policyId: action.Ref!, next, cooldownMinutes: (cfg.Cooldown ?? 300) / 60 });
         }
       }
-      for (const s of ['gateway', 'decoder'] as const) {
-        while (warmSince[s].length < desired[s]) warmSince[s].push(now);
-        warmSince[s].length = desired[s];
+      // scale-outs first, the scale-in last (the unkind order)
+      for (const f of fired.sort((a, b) => b.next - a.next))
+        desired[f.service] = cooldowns.apply(now, f, desired[f.service]);
+      for (const s of SERVICES) {
+        while (tasks[s].length < desired[s]) tasks[s].push(now + 1);
+        tasks[s].length = desired[s];
       }
-      out.push({ ...desired });
-    });
+      if (now >= 0) out.push({ desired: { ...desired }, healthy, refused: refusedByAlb(world), alarms: inAlarm });
+    }
     return out;
+  }
+
+  private serviceNamed(ref: unknown): ServiceName {
+    const svcId = (JSON.stringify(ref).match(/"Fn::GetAtt":\["([^"]+)","Name"\]/) ?? [])[1]!;
+    return this.serviceOfEcsService.get(svcId)!;
+  }
+
+  private serviceOfPolicy(policy: Res): ServiceName {
+    return [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0];
   }
 
   /** One minute's value of the alarm's metric (undefined: no data point). */
@@ -119,16 +187,28 @@ export class ScalingSimulator {
     for (const m of metrics) if (m.MetricStat) values[m.Id] = this.metric(m.MetricStat.Metric, world);
     const returned = metrics.find((m) => m.ReturnData !== false)!;
     if (!returned.Expression) return values[returned.Id];
+    // a minute in which none of its metrics has data gives the expression no data point
     if (Object.values(values).every((v) => v === undefined)) return undefined;
     return evaluate(returned.Expression, values);
   }
 
-  /** What CloudWatch would hold for a metric this minute, following ALB_METRICS. */
+  /** What CloudWatch would hold for a metric this minute, following ALB_METRICS and ECS_METRICS. */
   private metric(stat: MetricStat, world: World): number | undefined {
     const dims = Object.fromEntries((stat.Dimensions ?? []).map((d) => [d.Name, d.Value]));
-    if (stat.Namespace === 'AWS/ECS') {
-      const svcId = (JSON.stringify(dims.ServiceName).match(/"Fn::GetAtt":\["([^"]+)","Name"\]/) ?? [])[1]!;
-      return world.running(this.serviceOfEcsService.get(svcId)!) > 0 ? 1 : undefined;
+    if (stat.Namespace === 'AWS/ECS' || stat.Namespace === 'ECS/ContainerInsights') {
+      const rule = ECS_METRICS[stat.MetricName];
+      if (rule?.namespace !== stat.Namespace)
+        throw new Error(`simulator: ${stat.Namespace} ${stat.MetricName} is not in lib/aws-rules.ts ECS_METRICS`);
+      const s = this.serviceNamed(dims.ServiceName);
+      const published =
+        rule.publishedWhile === 'running'
+          ? world.running[s] > 0
+          : world.desired[s] > 0 || world.running[s] > 0 || world.containerInsightsAtZero;
+      if (!published) return undefined;
+      if (stat.MetricName === 'DesiredTaskCount') return world.desired[s];
+      if (stat.MetricName === 'RunningTaskCount') return world.running[s];
+      if (stat.MetricName === 'PendingTaskCount') return Math.max(0, world.desired[s] - world.running[s]);
+      return 1; // a utilisation: any value; its presence is what the stack may read
     }
     if (stat.Namespace !== 'AWS/ApplicationELB') throw new Error(`simulator: no rule for namespace ${stat.Namespace}`);
     const rule = ALB_METRICS[stat.MetricName];
@@ -137,15 +217,10 @@ export class ScalingSimulator {
     if (rule.dimension === 'TargetGroup') {
       const tg = (dims.TargetGroup as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       const service = this.serviceOfTargetGroup.get(tg)!;
-      if (world.routable(service) === 0 && !rule.emittedWithoutTargets) return undefined;
+      if (world.healthy[service] === 0 && !rule.emittedWithoutTargets) return undefined;
       return nonZero(world.traffic[service] ?? 0);
     }
-    // load balancer: the ALB answers 503 itself for each request to a listener with no routable target
-    const refused = (['gateway', 'decoder'] as const).reduce(
-      (n, s) => n + (world.routable(s) === 0 ? (world.traffic[s] ?? 0) : 0),
-      0,
-    );
-    return stat.MetricName.startsWith('HTTPCode_ELB_5') ? nonZero(refused) : undefined;
+    return stat.MetricName.startsWith('HTTPCode_ELB_5') ? nonZero(refusedByAlb(world)) : undefined;
   }
 
   private inAlarm(props: Record<string, any>, points: Array<number | undefined>): boolean {
@@ -179,18 +254,42 @@ export class ScalingSimulator {
         (s.MetricIntervalUpperBound === undefined || d <= s.MetricIntervalUpperBound),
     );
     if (!step) return undefined;
-    const target = this.targetOfService.get(
-      [...this.targetOfService].find(([, t]) => t.id === policy.Properties?.ScalingTargetId?.Ref)![0],
-    )!;
+    const target = this.targetOfService.get(this.serviceOfPolicy(policy))!;
     const raw = cfg.AdjustmentType === 'ExactCapacity' ? step.ScalingAdjustment : current + step.ScalingAdjustment;
     return Math.min(target.max, Math.max(target.min, raw));
   }
 }
 
-interface World {
-  traffic: Minute;
-  routable(s: ServiceName): number;
-  running(s: ServiceName): number;
+/** Requests the ALB answered 503 itself: those to a listener whose service has no healthy target. */
+function refusedByAlb(world: World): number {
+  return SERVICES.reduce((n, s) => n + (world.healthy[s] === 0 ? (world.traffic[s] ?? 0) : 0), 0);
+}
+
+/** Step-scaling cooldowns (lib/aws-rules.ts, SCALE_TO_ZERO). */
+class Cooldowns {
+  private readonly scaleOut = new Map<string, { until: number; to: number }>();
+  private readonly scaleInUntil = new Map<ServiceName, number>();
+
+  /** The desired count after `f` is applied at minute `now` to `current`. */
+  apply(
+    now: number,
+    f: { service: ServiceName; policyId: string; next: number; cooldownMinutes: number },
+    current: number,
+  ) {
+    if (f.next > current) {
+      const last = this.scaleOut.get(f.policyId);
+      if (last && now < last.until && f.next <= last.to) return current;
+      this.scaleOut.set(f.policyId, { until: now + f.cooldownMinutes, to: f.next });
+      this.scaleInUntil.delete(f.service); // a scale-out ends the scale-in cooldown
+      return f.next;
+    }
+    if (f.next < current) {
+      if (now < (this.scaleInUntil.get(f.service) ?? Number.NEGATIVE_INFINITY)) return current;
+      this.scaleInUntil.set(f.service, now + f.cooldownMinutes);
+      return f.next;
+    }
+    return current;
+  }
 }
 
 function compare(v: number, op: string, threshold: number): boolean {
@@ -208,7 +307,7 @@ function compare(v: number, op: string, threshold: number): boolean {
   }
 }
 
-/** The metric-math subset the stack uses: IF, FILL, AND, comparisons, + and *. Missing → NaN. */
+/** The metric-math subset the stack uses: IF, FILL, AND, OR, comparisons, +, - and *. Missing → NaN → no data point. */
 function evaluate(expression: string, values: Record<string, number | undefined>): number | undefined {
   const js = expression
     .replace(/\bIF\(/g, '$if(')

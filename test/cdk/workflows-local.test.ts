@@ -5,6 +5,8 @@
  */
 import { ExecutionError, StateMachine } from 'aws-local-stepfunctions';
 import {
+  SERVICE_WAKING_ERROR,
+  SERVICE_WAKING_RETRY,
   TRANSIENT_ERROR,
   WORKFLOWS,
   lambdaTaskNames,
@@ -14,6 +16,7 @@ import {
   type AslDefinition,
   type WorkflowName,
 } from '../../lib/workflows/definitions';
+import { runOnEncoderService } from '../../src/aws/encoderTasks';
 import '../../src/local/promiseWithResolvers';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -310,6 +313,120 @@ describe('evaluation workflow', () => {
     );
     expect(states(r)).toEqual(['PrepareEvaluation', 'EvaluateShard', 'AggregateEvaluation', 'MarkEvaluationFailed']);
     expect(errorName(r)).toBe('Sift.EvaluationFailed');
+  });
+});
+
+/**
+ * A cold GPU service: the ALB answers its own 503 (HTML, no Retry-After) for 6–20 minutes while the
+ * task boots. Step Functions waits between attempts as the retrier says ("Handling errors in Step
+ * Functions workflows": IntervalSeconds × BackoffRate^n, capped by MaxDelaySeconds, no jitter);
+ * the interpreter's waits are compressed to 0, so the test keeps the clock: each failed attempt
+ * advances it by the wait Step Functions would take before the next one.
+ */
+describe('a GPU service waking from zero', () => {
+  const COLD_START_SECONDS = 20 * 60;
+  type Retrier = {
+    ErrorEquals: readonly string[];
+    IntervalSeconds?: number;
+    BackoffRate?: number;
+    MaxDelaySeconds?: number;
+    MaxAttempts?: number;
+  };
+  const wait = (r: Retrier, attempt: number): number =>
+    Math.min((r.IntervalSeconds ?? 1) * (r.BackoffRate ?? 2) ** attempt, r.MaxDelaySeconds ?? Number.POSITIVE_INFINITY);
+  const lambdaRetriers = (name: WorkflowName): Retrier[][] => {
+    const out: Retrier[][] = [];
+    const visit = (states: Record<string, Json>) => {
+      for (const state of Object.values(states) as Array<Record<string, any>>) {
+        if (state.ItemProcessor) visit(state.ItemProcessor.States);
+        if (state.Type === 'Task' && state.Resource === ARNS.TaskFunctionArn) out.push(state.Retry as Retrier[]);
+      }
+    };
+    visit(definition(name).States as Record<string, Json>);
+    return out;
+  };
+
+  /** A shard task as the workflow Lambda runs it, against an ALB whose target boots for COLD_START_SECONDS. */
+  const coldShard = () => {
+    let clock = 0;
+    let attempts = 0;
+    const alb: typeof fetch = async () =>
+      clock < COLD_START_SECONDS
+        ? new Response('<html><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>', {
+            status: 503,
+            headers: { 'content-type': 'text/html' },
+          })
+        : Response.json({ tp: 1, fp: 0, fn: 0 });
+    const handler: Handler = async (input) => {
+      try {
+        return (await runOnEncoderService('evaluation.shard', input, {
+          baseUrl: 'http://alb',
+          token: 't',
+          fetchImpl: alb,
+        })) as Json;
+      } catch (err) {
+        clock += wait(SERVICE_WAKING_RETRY, attempts);
+        attempts += 1;
+        throw err;
+      }
+    };
+    return { handler, attempts: () => attempts };
+  };
+
+  it.each(Object.keys(WORKFLOWS) as WorkflowName[])(
+    '%s: every Lambda task retries Sift.ServiceWaking first, on its own retrier, and never with States.ALL',
+    (name) => {
+      for (const retry of lambdaRetriers(name)) {
+        expect(retry[0]).toEqual(SERVICE_WAKING_RETRY);
+        const matching = (error: string) => retry.filter((r) => r.ErrorEquals.includes(error));
+        expect(matching(SERVICE_WAKING_ERROR)).toHaveLength(1);
+        expect(matching(TRANSIENT_ERROR)).toHaveLength(1);
+        expect(matching(TRANSIENT_ERROR)[0]).not.toBe(retry[0]);
+        // Step Functions: States.ALL must be alone in the last retrier; these need none
+        expect(retry.flatMap((r) => r.ErrorEquals)).not.toContain('States.ALL');
+      }
+    },
+  );
+
+  it('the waking retrier waits out a 20-minute cold start, within the Step Functions limits', () => {
+    const r = SERVICE_WAKING_RETRY;
+    const window = Array.from({ length: r.MaxAttempts }, (_, n) => wait(r, n)).reduce((a, b) => a + b, 0);
+    expect(window).toBeGreaterThanOrEqual(COLD_START_SECONDS);
+    expect(r.IntervalSeconds).toBeLessThanOrEqual(99_999_999);
+    expect(r.MaxDelaySeconds).toBeLessThan(31_622_401);
+    expect(r.MaxAttempts).toBeLessThanOrEqual(99_999_999);
+    expect(r.BackoffRate).toBeGreaterThanOrEqual(1);
+  });
+
+  it("an evaluation started while the encoder service is at zero finishes once it is up (the ALB's 503s for 20 minutes)", async () => {
+    const shard = coldShard();
+    const r = await run(
+      'evaluation',
+      { evaluationId: 'e1', teamId: 't' },
+      {
+        PrepareEvaluation: () => ({ shards: [{ index: 0 }] }),
+        EvaluateShard: shard.handler,
+        AggregateEvaluation: () => ({ done: true }),
+      },
+    );
+    expect(r.error).toBeUndefined();
+    expect(r.output).toMatchObject({ result: { done: true } });
+    expect(shard.attempts()).toBeGreaterThan(20);
+  });
+
+  it('a generation started while the gateway is at zero finishes once it is up', async () => {
+    const shard = coldShard();
+    const r = await run(
+      'generation',
+      { jobId: 'g1', teamId: 't' },
+      {
+        PlanGeneration: () => ({ shards: [{ index: 0, count: 5 }] }),
+        GenerateShard: shard.handler,
+        AssembleDataset: () => ({ rows: 5 }),
+      },
+    );
+    expect(r.error).toBeUndefined();
+    expect(states(r)).toContain('AssembleDataset');
   });
 });
 

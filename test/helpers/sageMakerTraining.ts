@@ -16,7 +16,7 @@
  * Not modelled: spot capacity waits and interruptions, MaxRuntime/MaxWait, warm pools, metrics,
  * billing; DescribeTrainingJob answers InProgress once, then the job's end.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createReadStream } from 'node:fs';
@@ -24,7 +24,7 @@ import type { EventBridgeEvent } from 'aws-lambda';
 import type { S3BlobStore as BlobStore } from '../../src/adapters/s3/blobStore';
 import { violations } from './awsRequestRules';
 import type { FakeControlPlane } from './fakeControlPlane';
-import { packModelDir, type TrainerOutput } from './trainerOutput';
+import { CHECKPOINT_INDEX, packModelDir, type TrainerOutput } from './trainerOutput';
 
 export type TrainingEvent = EventBridgeEvent<
   'SageMaker Training Job State Change',
@@ -32,7 +32,13 @@ export type TrainingEvent = EventBridgeEvent<
 >;
 
 export type Outcome =
-  | { kind: 'complete'; output: TrainerOutput; tarEntries?: 'dot' | 'names' }
+  | {
+      kind: 'complete';
+      output: TrainerOutput;
+      tarEntries?: 'dot' | 'names';
+      /** /opt/ml/checkpoints as an attempt SageMaker interrupted left it (spot): S3 keeps what it synced */
+      interrupted?: string;
+    }
   | { kind: 'fail'; failureFile: string; output: TrainerOutput }
   | { kind: 'stop'; output: TrainerOutput };
 
@@ -122,12 +128,22 @@ export class SageMakerTrainingStandIn {
     }
     await this.send(request, 'InProgress', 'Training');
     const checkpointsKey = keyOf(this.blobs, (request.CheckpointConfig as { S3Uri: string }).S3Uri);
+    // A managed spot job that loses its instance is restarted, and what its sync put under S3Uri is
+    // copied back to LocalPath ("Resume training from a checkpoint",
+    // https://docs.aws.amazon.com/sagemaker/latest/dg/model-checkpoints-resume.html): those objects stay
+    // in S3; the restarted attempt's files are synced over them, nothing is deleted.
+    if (outcome.kind === 'complete' && outcome.interrupted)
+      await this.blobs.putDirectory(outcome.interrupted, `${join3(checkpointsKey)}/`);
     if (outcome.kind === 'stop') await stopped;
     // a stopped trainer got through its first epoch, a failing one through its epochs (no `final`)
     const all = outcome.output.checkpoints;
     const kept =
       outcome.kind === 'stop' ? all.slice(0, 1) : outcome.kind === 'fail' ? all.filter((c) => !c.meta.is_final) : all;
     for (const c of kept) await this.blobs.putDirectory(c.dir, `${join3(checkpointsKey, c.meta.name)}/`);
+    await this.blobs.put(
+      join3(checkpointsKey, CHECKPOINT_INDEX),
+      await readFile(join(outcome.output.checkpointsDir, CHECKPOINT_INDEX)),
+    );
     if (outcome.kind === 'stop') return this.end(request, job, 'Stopped');
     if (outcome.kind === 'fail')
       return this.end(request, job, 'Failed', `AlgorithmError: ${outcome.failureFile.trim()}, exit code: 1`);

@@ -8,6 +8,7 @@
  * (OutputDataConfig.CompressionType NONE; Sift asks for the default, GZIP).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { create as createTar } from 'tar';
@@ -47,6 +48,33 @@ export async function trainerModelFiles(): Promise<string[]> {
       );
   }
   return all;
+}
+
+/** The trainer's index of its run's checkpoints (job/resume.py INDEX), read from its source. */
+export const CHECKPOINT_INDEX = /^INDEX = "([^"]+)"/m.exec(
+  readFileSync(join(TRAINER, 'job', 'resume.py'), 'utf8'),
+)![1]!;
+
+/**
+ * What an attempt SageMaker interrupted (a spot reclaim) left synced in /opt/ml/checkpoints: the checkpoint
+ * it was writing under its temporary name (job/resume.py PARTIAL_PREFIX), already with its
+ * sift_checkpoint.json, and its index at the time. The restarted attempt resumes and writes its own.
+ */
+export async function writeInterruptedAttempt(root: string): Promise<{ dir: string; partialId: string }> {
+  const prefix = /^PARTIAL_PREFIX = "([^"]+)"/m.exec(readFileSync(join(TRAINER, 'job', 'resume.py'), 'utf8'))![1]!;
+  const partial = join(root, `${prefix}checkpoint-epoch-2`);
+  const partialId = randomUUID();
+  await mkdir(partial, { recursive: true });
+  await writeFile(join(partial, 'adapter_config.json'), '{"r":16}');
+  await writeFile(
+    join(partial, 'sift_checkpoint.json'),
+    JSON.stringify({ id: partialId, name: 'checkpoint-epoch-2', step: 8 }),
+  );
+  await writeFile(
+    join(root, CHECKPOINT_INDEX),
+    JSON.stringify({ format: 1, checkpoints: [{ name: 'checkpoint-epoch-1' }] }),
+  );
+  return { dir: root, partialId };
 }
 
 /** The steps the stand-in trainer trained: its checkpoints are at 4, 8 and (final) 12. */
@@ -155,6 +183,12 @@ export async function writeTrainerOutput(
     await writeFile(join(dir, 'sift_checkpoint.json'), JSON.stringify(meta, null, 2));
     checkpoints.push({ dir, meta });
   }
+  // job/resume.py: the index of the run's checkpoints, beside them
+  const index = {
+    format: 1,
+    checkpoints: checkpoints.map((c) => ({ id: c.meta.id, name: c.meta.name, step: c.meta.step })),
+  };
+  await writeFile(join(checkpointsDir, CHECKPOINT_INDEX), JSON.stringify(index, null, 2));
   return { modelDir, checkpointsDir, modelFiles, metrics, checkpoints };
 }
 

@@ -16,7 +16,7 @@ import { buffer } from 'node:stream/consumers';
 import type { Services } from '../../src/core/context';
 import { archiveKey, listCheckpoints, modelPrefix, type Checkpoint } from '../../src/core/training/artifacts';
 import { createTrainingJob, getTrainingJob, stopTrainingJob, type TrainingJob } from '../../src/core/trainingJobs';
-import { TRAINED_STEPS, writeTrainerOutput, type TrainerOutput } from './trainerOutput';
+import { TRAINED_STEPS, writeInterruptedAttempt, writeTrainerOutput, type TrainerOutput } from './trainerOutput';
 
 export const LIFECYCLE_ROWS = [
   {
@@ -41,7 +41,7 @@ export const LIFECYCLE_ROWS = [
  * harness calls `stop` (a caller's POST …/stop) once the trainer is running with that checkpoint.
  */
 export type LifecycleScenario =
-  | { kind: 'complete'; output: TrainerOutput }
+  | { kind: 'complete'; output: TrainerOutput; interrupted?: string }
   | { kind: 'fail'; output: TrainerOutput; failureFile: string }
   | { kind: 'stop'; output: TrainerOutput; stop: () => Promise<void> };
 
@@ -53,6 +53,8 @@ export interface LifecycleHarness {
   /** Runs the job through this runtime's launcher until it has ended. `logged`: what the launcher's and the lifecycle's logger were told. */
   run(job: TrainingJob, scenario: LifecycleScenario, logged: Logged[]): Promise<void>;
   teardown(): Promise<void>;
+  /** The platform restarts an interrupted job (SageMaker managed spot): `interrupted` scenarios apply. */
+  restarts?: boolean;
 }
 
 /** A clock that moves one millisecond a call, remembering every time it gave. */
@@ -174,6 +176,26 @@ export function describeTrainingLifecycle(runtime: string, harness: LifecycleHar
         expect.stringMatching(/^validation F1 0\.8125 does not beat the base model's 0\.9000/),
       ]);
     });
+
+    (harness.restarts ? it : it.skip)(
+      'a job the platform restarted (a spot interruption) registers the checkpoints of the run that finished, not what the interrupted attempt left half-written',
+      async () => {
+        const earlier = await writeInterruptedAttempt(join(dir, 'restarted-attempt-1'));
+        const { output, job, checkpoints } = await runJob('restarted', (o) => ({
+          kind: 'complete',
+          output: o,
+          interrupted: earlier.dir,
+        }));
+        expect(job.status).toBe('complete');
+        expect(checkpoints.map((c) => c.id)).not.toContain(earlier.partialId);
+        expect(
+          checkpoints
+            .filter((c) => !c.is_final)
+            .map((c) => c.id)
+            .sort(),
+        ).toEqual(output.checkpoints.map((c) => c.meta.id).sort());
+      },
+    );
 
     it("fails with the trainer's reason, keeping the checkpoints it saved (none final) with the best marked", async () => {
       const failureFile = "invalid dataset: row 2: entity 'Paris' is not in the text\n";

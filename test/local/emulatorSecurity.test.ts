@@ -88,8 +88,11 @@ async function healthy() {
   expect((await stack.call('GET', '/health', { key: null })).status).toBe(200);
 }
 
+/** A console on another origin (SIFT_CONSOLE_ORIGINS): it uploads to S3 too, as the bucket's CORS rule allows on AWS. */
+const DEV_CONSOLE = 'http://localhost:5173';
+
 beforeAll(async () => {
-  stack = await TestStack.start();
+  stack = await TestStack.start({ config: { consoleOrigins: [DEV_CONSOLE] } });
   const s3 = await stack.svc.blobs.s3.config.endpoint!();
   s3Endpoint = `${s3.protocol}//${s3.hostname}:${s3.port}`;
   const dynamo = await stack.svc.records.client.config.endpoint!();
@@ -290,6 +293,23 @@ describe('CORS: the console’s origin only', () => {
     expect(
       (await preflight(`http://127.0.0.1:${Number(port) + 1}`)).headers['access-control-allow-origin'],
     ).toBeUndefined();
+  });
+
+  it('a configured console origin gets CORS too; a requested header outside the bucket’s rule is refused, as S3 refuses it', async () => {
+    const ok = await preflight(DEV_CONSOLE);
+    expect(ok.status).toBe(200);
+    expect(ok.headers['access-control-allow-origin']).toBe(DEV_CONSOLE);
+    // S3: each Access-Control-Request-Headers entry must match an AllowedHeader (src/http/cors.ts UPLOAD_CORS)
+    const extra = await raw(`${s3Endpoint}/${BUCKET}/some/key`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: DEV_CONSOLE,
+        'access-control-request-method': 'PUT',
+        'access-control-request-headers': 'content-type, x-amz-meta-owner',
+      },
+    });
+    expect(extra.status).toBe(403);
+    expect(extra.headers['access-control-allow-origin']).toBeUndefined();
   });
 
   it('responses carry the console’s origin only, even when the bucket itself has an allow-all CORS rule (as data dirs from older versions do)', async () => {

@@ -169,20 +169,3 @@ def test_lora_targets_deberta_attention_projections(checkpoints):
         ):
             assert prefix + name in targets, (prefix + name, sorted(targets))
     assert all(t.startswith("encoder.") for t in targets)
-
-
-@pytest.mark.parametrize(
-    "asked, cuda, bf16, expected",
-    [(True, True, True, True), (None, True, True, False), (True, True, False, False), (True, False, False, False)],
-)
-def test_bf16_only_when_asked_and_the_gpu_has_it(monkeypatch, asked, cuda, bf16, expected):
-    import torch
-
-    from sift_trainer.encoder.training import _bf16
-    from sift_trainer.job.hyperparameters import Hyperparameters
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
-    raw = {"base_model_path": "/base"} | ({} if asked is None else {"bf16": json.dumps(asked)})
-    hp = Hyperparameters.from_dict(raw)
-    assert _bf16(hp) is expected

@@ -119,6 +119,28 @@ def test_training_prompts_hold_gold_and_a_fresh_sample_of_negatives():
     assert cap_class_negatives(small, random.Random(0), len(LABELS)) is small
 
 
+def test_loader_workers_draw_another_subset_every_epoch():
+    """On a GPU the rows are read in DataLoader workers (encoder/compute.py), each with its own copy of the
+    dataset's read counts: a record must still meet another negative subset every epoch."""
+    recs = _records()
+
+    class Base:
+        data = recs
+        lengths = tuple(len(r["input"].split()) for r in recs)
+
+    ds = sampled_dataset(Base, None, seed=5, training=True, max_class_negatives=6)
+    torch.manual_seed(0)
+    # persistent workers, as gliner2 runs them: which worker reads a record changes between epochs
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=3, shuffle=True, num_workers=2, persistent_workers=True, collate_fn=list
+    )
+    seen: dict[str, set] = {}
+    for _epoch in range(3):
+        for text, out in (item for batch in loader for item in batch):
+            seen.setdefault(text, set()).add(tuple(out["classifications"][0]["labels"]))
+    assert len(seen) == len(recs) and all(len(s) == 3 for s in seen.values()), seen
+
+
 def test_head_warmup_fits_the_head_on_frozen_features_and_training_runs_without_encoder_dropout(encoder_base):
     """cls_warmup.py: after the warm-up the head ranks the training prompts' gold labels above chance,
     the encoder is unchanged, and training-mode [L] outputs no longer carry dropout noise."""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import events, run_job, write_job
+from conftest import PKG_ROOT, events, job_env, run_job, write_job
+
+from sift_trainer.job import resume
 
 QA = [
     ("What is 2 + 2?", "4"),
@@ -38,14 +42,27 @@ def test_decoder_lora_sft(tmp_path, decoder_base):
         },
         rows,
     )
+    # killed like a reclaimed spot instance once its first checkpoint is whole, then restarted (job/resume.py)
+    p = subprocess.run(
+        [sys.executable, "-m", "sift_trainer.job"],
+        cwd=str(PKG_ROOT),
+        env={**job_env(job), resume.KILL_AFTER_ENV: "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert p.returncode == -9, p.stderr[-3000:]
+    first = events(p.stdout)
     p = run_job(job)
     assert p.returncode == 0, p.stderr[-3000:]
     ev = events(p.stdout)
     assert ev[-1]["event"] == "completed"
+    back = [e for e in ev if e["event"] == "resumed"]
+    assert [(e["checkpoint"], e["step"]) for e in back] == [("checkpoint-2", 2)]
     prog = [e for e in ev if e["event"] == "progress"]
-    assert prog and prog[-1]["step"] == prog[-1]["total_steps"]
-    ckpts = [e for e in ev if e["event"] == "checkpoint"]
-    assert len(ckpts) == 2  # steps 2 and 4
+    assert prog and prog[0]["step"] == 3 and prog[-1]["step"] == prog[-1]["total_steps"] == 4  # steps 1-2 not rerun
+    ckpts = [e for e in first + ev if e["event"] == "checkpoint"]
+    assert [c["step"] for c in ckpts] == [2, 4]
     assert [c["is_final"] for c in ckpts] == [False] * (len(ckpts) - 1) + [True]
     for c in ckpts:
         # the event hands the directory over for upload: its files are what the event said, untouched since
@@ -54,6 +71,7 @@ def test_decoder_lora_sft(tmp_path, decoder_base):
         }
     manifest = json.loads((job / "model" / "manifest.json").read_text())
     assert manifest["family"] == "decoder" and manifest["training_algorithm"] == "sft"
+    assert [c["id"] for c in manifest["checkpoints"]] == [c["id"] for c in ckpts]
     assert "eval_loss" in manifest["metrics"]
     assert (job / "model" / "adapter" / "adapter_config.json").exists()
     assert (job / "model" / "tokenizer.json").exists()

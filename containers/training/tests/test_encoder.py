@@ -113,6 +113,15 @@ def test_encoder_full_multihead(tmp_path, encoder_base):
     assert not (job / "output" / "failure").exists()
     manifest = _check_model_dir(job / "model", ["entities", "classification", "json_structures", "relations"])
     assert manifest["training_type"] == "full"
+    # the CPU trains as before (encoder/compute.py): fp32, the job's batch in one pass, no loader workers
+    assert manifest["precision"] == "fp32"
+    compute_event = next(e for e in ev if e["event"] == "compute")
+    assert {k: compute_event[k] for k in manifest["compute"]} == manifest["compute"]
+    assert {k: manifest["compute"][k] for k in ("device", "micro_batch_size", "gradient_accumulation_steps")} == {
+        "device": "cpu",
+        "micro_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+    }
     assert (job / "output" / "data" / "metrics.json").exists()
 
     # continue training from a checkpoint of this job

@@ -29,6 +29,14 @@ def test_classification_only_jobs_keep_three_epochs():
     assert schedule.plan(hp(), 180, classification_only=True).epochs == 11
 
 
+def test_a_batch_from_gpu_memory_only_when_the_job_sets_none():
+    # encoder/compute.py's batch (32 rows on a large GPU): fewer steps an epoch, so more epochs to the floor
+    auto = schedule.plan(hp(), 900, auto_batch=32)
+    assert (auto.batch_size, auto.steps_per_epoch, auto.epochs) == (32, 29, 9) and "batch_size" in auto.automatic
+    asked = schedule.plan(hp(batch_size=8), 900, auto_batch=32)
+    assert (asked.batch_size, asked.epochs) == (8, 6) and "batch_size" not in asked.automatic
+
+
 def test_rates_per_training_type():
     # literal values: the measured defaults (docs/training.md), not the module's own constants
     lora, full = schedule.plan(hp(training_type="lora"), 200), schedule.plan(hp(training_type="full"), 200)

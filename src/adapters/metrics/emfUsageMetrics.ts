@@ -9,6 +9,8 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import {
   METRICS_NAMESPACE,
+  OPERATIONAL_DIMENSION,
+  PROVIDER_FALLBACK_METRIC,
   SPOOLED_METRIC,
   STALE_METRIC,
   TRAINING_ENDPOINT,
@@ -24,7 +26,9 @@ export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
   metrics.clearDefaultDimensions();
   const emit = (
     dimensions: Record<string, string>,
-    values: Partial<Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC, number>>,
+    values: Partial<
+      Record<UsageMetric | typeof SPOOLED_METRIC | typeof STALE_METRIC | typeof PROVIDER_FALLBACK_METRIC, number>
+    >,
   ) => {
     metrics.addDimensions(dimensions);
     for (const [name, value] of Object.entries(values)) {
@@ -49,8 +53,9 @@ export function emfUsageMetrics(write: (line: string) => void): UsageMetrics {
         },
       ),
     trainingMinutes: (model, minutes) => emit({ endpoint: TRAINING_ENDPOINT, model }, { GpuMinutes: minutes }),
-    spooled: (n) => emit({ component: 'usage' }, { [SPOOLED_METRIC]: n }),
-    stale: (n) => emit({ component: 'usage' }, { [STALE_METRIC]: n }),
+    spooled: (n) => emit({ [OPERATIONAL_DIMENSION]: 'usage' }, { [SPOOLED_METRIC]: n }),
+    stale: (n) => emit({ [OPERATIONAL_DIMENSION]: 'usage' }, { [STALE_METRIC]: n }),
+    providerFallback: () => emit({ [OPERATIONAL_DIMENSION]: 'encoder' }, { [PROVIDER_FALLBACK_METRIC]: 1 }),
   };
 }
 

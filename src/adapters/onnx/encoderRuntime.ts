@@ -16,8 +16,9 @@ import type { EncoderSchema } from '../../encoder/schema';
 import { ServiceUnavailableError } from '../../core/errors';
 import { containedPath } from '../../core/safePath';
 import { TtlCache } from '../../core/hotPath';
-import { createLogger } from '../../http/logger';
+import { createLogger, type Logger } from '../../http/logger';
 import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
+import type { ExecutionProvider } from '../../core/extraction/types';
 import { missingAsUndefined } from '../fs/missingFile';
 
 const envNumber = (name: string): number | undefined => {
@@ -71,6 +72,10 @@ export interface EncoderRuntimeOptions {
   batching?: BatcherOptions;
   /** How long a checked local copy is trusted (ms); default 5 s. */
   checkedTtlMs?: number;
+  /** Default: SIFT_ENCODER_EXECUTION_PROVIDER (src/encoder/executionProvider.ts). */
+  executionProvider?: ExecutionProvider;
+  /** Default: the service's JSON logger. */
+  logger?: Logger;
 }
 
 export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
@@ -79,6 +84,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
   private readonly maxCacheBytes: number;
   private readonly precision: Precision;
   private readonly threads: number | undefined;
+  private readonly executionProvider: ExecutionProvider | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
   private readonly fetching = new Map<string, Promise<string>>();
   /** Model prefix → its local copy, recently checked against the manifest in the store. */
@@ -86,9 +92,11 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
   /** Coalesces concurrent requests' `infer` calls per model (one batcher for every request of the process). */
   readonly batcher: EncoderBatcher;
   /** The service's JSON logger: batch summaries, and the execution provider each model's sessions use. */
-  private readonly logger = createLogger();
+  private readonly logger: Logger;
 
   constructor(opts: EncoderRuntimeOptions = {}) {
+    this.logger = opts.logger ?? createLogger();
+    this.executionProvider = opts.executionProvider;
     this.batcher = new EncoderBatcher({ logger: this.logger, ...batcherOptionsFromEnv(), ...opts.batching });
     this.cacheDir = opts.cacheDir ?? process.env.SIFT_ENCODER_CACHE_DIR ?? join(tmpdir(), 'sift-encoder-cache');
     this.maxBytes = opts.maxLoadedBytes ?? Number(process.env.SIFT_ENCODER_MAX_LOADED_BYTES ?? 2 * 1024 ** 3);
@@ -209,6 +217,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
     p = EncoderModel.load(dir, {
       precision: usePrecision,
       logger: this.logger,
+      ...(this.executionProvider ? { executionProvider: this.executionProvider } : {}),
       ...(this.threads ? { threads: this.threads } : {}),
     });
     this.loaded.set(key, p);

@@ -27,6 +27,13 @@ export type UsageMetric = (typeof USAGE_METRICS)[number];
 export const SPOOLED_METRIC = 'UsageBatchesSpooled';
 /** Operational: kept usage batches too old to apply safely, written to the stale-usage record for reconciliation (billing/usageBatch.ts). */
 export const STALE_METRIC = 'UsageBatchesStale';
+/**
+ * Operational: a /ready check found a preloaded model's encoder sessions on another execution provider
+ * than SIFT_REQUIRE_EXECUTION_PROVIDER (a GPU task serving on CPU); lib/observability-stack.ts alarms on it.
+ */
+export const PROVIDER_FALLBACK_METRIC = 'EncoderProviderFallback';
+/** The one dimension set of the operational metrics above (`component` = usage or encoder). */
+export const OPERATIONAL_DIMENSION = 'component';
 
 /** The `endpoint` dimension value of training compute. */
 export const TRAINING_ENDPOINT = '/core/training-jobs';

@@ -118,7 +118,20 @@ export interface RuntimeExtractOptions extends ExtractOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** onnxruntime execution providers the encoder knows: `cpu`, or `cuda` on a GPU task. */
+export const EXECUTION_PROVIDERS = ['cpu', 'cuda'] as const;
+export type ExecutionProvider = (typeof EXECUTION_PROVIDERS)[number];
+
+/** Which provider a model's sessions asked for, which they run on, and why they differ (onnxruntime's error). */
+export interface ExecutionProviderOutcome {
+  requested: ExecutionProvider;
+  used: ExecutionProvider;
+  reason?: string;
+}
+
 /** One loaded model, as the core uses it: extraction, unbatched (evaluation shards run it directly). */
 export interface LoadedEncoder {
   infer(texts: string[], schema: EncoderSchema, opts?: ExtractOptions): Promise<InferOutput>;
+  /** Where its sessions run (readiness compares it with SIFT_REQUIRE_EXECUTION_PROVIDER); absent: not known. */
+  readonly executionProvider?: ExecutionProviderOutcome;
 }

@@ -9,6 +9,7 @@
  *
  * prepare → (the trainer runs; checkpoints reported) → complete from the model files, or fail with the reason.
  */
+import { z } from 'zod';
 import type { Services } from '../context';
 import { rowsKey } from '../datasets/service';
 import { ConflictError } from '../errors';
@@ -293,10 +294,20 @@ async function settle(svc: Services, teamId: string, job: TrainingJob): Promise<
  * recorded once (by its prefix), so running this again adds nothing. Nothing announced them as
  * final, so none is: the job's final checkpoint is then its model. They are dated by the trainer,
  * so they list in the order it saved them.
+ *
+ * Only those the trainer's index names: S3 keeps whatever an interrupted attempt uploaded (SageMaker
+ * restores it on restart and the trainer resumes; "Resume training from a checkpoint",
+ * https://docs.aws.amazon.com/sagemaker/latest/dg/model-checkpoints-resume.html), such as a checkpoint
+ * it was still writing (containers/training/sift_trainer/job/resume.py). A trainer without the index
+ * (older images) has every directory registered.
  */
 async function registerSyncedCheckpoints(svc: Services, teamId: string, job: TrainingJob): Promise<void> {
   const prefix = syncedCheckpointsPrefix(teamId, job.id);
-  const keys = (await svc.blobs.list(prefix)).filter((k) => k.endsWith('/sift_checkpoint.json'));
+  const index = await syncedIndex(svc, `${prefix}${CHECKPOINT_INDEX}`);
+  const keys = (await svc.blobs.list(prefix)).filter((k) => {
+    const dir = /^([^/]+)\/sift_checkpoint\.json$/.exec(k.slice(prefix.length))?.[1];
+    return dir !== undefined && (index === null || index.has(dir));
+  });
   if (!keys.length) return;
   const known = new Set((await listCheckpoints(svc, teamId, job.id)).map((c) => c.blob_prefix));
   for (const key of keys) {
@@ -311,6 +322,22 @@ async function registerSyncedCheckpoints(svc: Services, teamId: string, job: Tra
       checkpointRecord(job, meta, blobPrefix, { is_final: false, created_at: createdAt }),
     );
   }
+}
+
+/** The trainer's list of its run's checkpoints (job/resume.py INDEX), rewritten at each save. */
+const CHECKPOINT_INDEX = 'sift_checkpoints.json';
+const checkpointIndex = z.object({ checkpoints: z.array(z.object({ name: z.string().min(1) })) });
+
+/** The directory names the index lists; null when the trainer wrote none. One that is unreadable fails the step, naming it. */
+async function syncedIndex(svc: Services, key: string): Promise<Set<string> | null> {
+  if (!(await svc.blobs.head(key))) return null;
+  let parsed: z.infer<typeof checkpointIndex>;
+  try {
+    parsed = checkpointIndex.parse(JSON.parse(await svc.blobs.getText(key)));
+  } catch (err) {
+    throw new Error(`the trainer's ${CHECKPOINT_INDEX} is not a checkpoint index: ${(err as Error).message}`);
+  }
+  return new Set(parsed.checkpoints.map((c) => c.name));
 }
 
 function checkpointRecord(

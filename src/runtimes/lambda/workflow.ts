@@ -1,6 +1,7 @@
 /**
  * The task function of the Step Functions workflows: `{task, input}` → the task's result.
- * Errors named `Sift.TransientError` are retried by the state machine; anything else goes to the
+ * Errors named `Sift.ServiceWaking` or `Sift.TransientError` are retried by the state machine (each on
+ * its own retrier, lib/workflows/definitions.ts); anything else goes to the
  * workflow's failure branch, which records the reason on the job.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';

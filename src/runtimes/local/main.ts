@@ -230,8 +230,12 @@ export async function startLocal(opts: LocalOptions, settings: LocalSettings = l
     server.listen(opts.port, opts.host ?? '127.0.0.1', () => ok());
   });
   const address = server.address() as AddressInfo;
-  // the console (served here) uploads straight to the S3 endpoint: only its origin gets CORS there
-  emulators.allowBrowserOrigins(consoleOrigins(opts.host ?? '127.0.0.1', address.port));
+  // the console uploads straight to the S3 endpoint: its origins get CORS there, as the bucket's CORS
+  // rule lists consoleOrigins on AWS (lib/data-stack.ts): this server's own, and any configured (SIFT_CONSOLE_ORIGINS)
+  emulators.allowBrowserOrigins([
+    ...consoleOrigins(opts.host ?? '127.0.0.1', address.port),
+    ...svc.config.consoleOrigins,
+  ]);
   const services = svc;
   return {
     url: `http://${address.address}:${address.port}`,

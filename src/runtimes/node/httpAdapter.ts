@@ -164,7 +164,7 @@ export function nodeHandler(app: SiftApp, maxBodyBytes: number, opts: ListenerOp
       if (!res.writableFinished) abort.abort();
     });
     serve(app, maxBodyBytes, opts.front, req, res, abort.signal).catch((err: unknown) =>
-      answerFailure(req, res, err, abort.signal, logger),
+      answerFailure(app, req, res, err, abort.signal, logger),
     );
   };
 }
@@ -181,7 +181,10 @@ async function serve(
   if (front && (await front(req, res, target))) return;
   const body = await readBody(req, maxBodyBytes);
   if (body === 'too_large') {
-    res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
+    res.writeHead(
+      413,
+      app.corsHeaders(req.headers.origin, { 'content-type': 'application/json', connection: 'close' }),
+    );
     res.end(JSON.stringify({ detail: `Request body is larger than the ${maxBodyBytes} byte limit` }));
     req.destroy();
     return;
@@ -192,6 +195,7 @@ async function serve(
 
 /** The last stop of a request that failed outside SiftApp's own error handling; it never throws. */
 function answerFailure(
+  app: SiftApp,
   req: IncomingMessage,
   res: ServerResponse,
   err: unknown,
@@ -227,11 +231,14 @@ function answerFailure(
       // the target itself was the problem: answer in the native format
     }
     const response = renderError(errorFormatFor(path), known, requestId);
-    res.writeHead(response.status, {
-      ...response.headers,
-      'content-type': 'application/json',
-      'x-request-id': requestId,
-    });
+    res.writeHead(
+      response.status,
+      app.corsHeaders(req.headers.origin, {
+        ...response.headers,
+        'content-type': 'application/json',
+        'x-request-id': requestId,
+      }),
+    );
     res.end(JSON.stringify(response.body));
   } catch (error) {
     logger.error('could not answer a failed request; closing the connection', { error });

@@ -16,6 +16,7 @@ from .. import process
 from ..data.rows import DatasetError, split
 from ..events import emit
 from ..files import write_json
+from ..job import resume
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
@@ -295,6 +296,10 @@ def signal_warnings(algorithm: str, signals: list[dict[str, float]]) -> list[str
 # ---------------------------------------------------------------------------
 
 
+#: what HF's Trainer adds to a checkpoint to resume from it (kept in the newest ones only)
+HF_STATE_FILES = ("optimizer.pt", "scheduler.pt", "rng_state.pth", "scaler.pt")
+
+
 def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, Any]]):
     from transformers import TrainerCallback
 
@@ -363,10 +368,15 @@ def _callback(base_model_path: str, algorithm: str, checkpoints: list[dict[str, 
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "path": str(ckpt),
             }
+            checkpoints.append(meta)
             if ckpt.exists():
                 write_json(ckpt / "sift_checkpoint.json", meta)
-            checkpoints.append(meta)
+                # HF wrote weights, optimizer, scheduler, RNG and trainer_state.json: whole, so resumable
+                resume.seal(ckpt, {"step": meta["step"], "saved": len(checkpoints), "checkpoints": checkpoints})
+                resume.write_index(Path(args.output_dir), checkpoints)
+                resume.prune_states(Path(args.output_dir), HF_STATE_FILES)
             emit("checkpoint", **meta)
+            resume.after_checkpoint(len(checkpoints))
 
     return SiftCallback()
 
@@ -439,7 +449,7 @@ def train_decoder(
         "gradient_checkpointing": False,
         "bf16": False,
         "fp16": False,
-        "save_only_model": True,
+        "save_only_model": False,  # optimizer, scheduler and RNG states too: a restarted job resumes from them
         "warmup_steps": 0,
     }
     checkpoints: list[dict[str, Any]] = []
@@ -495,8 +505,16 @@ def train_decoder(
             peft_config=peft_config,
             callbacks=[cb],
         )
+    # a restarted (spot-interrupted) job: HF's own resume from the newest whole checkpoint (job/resume.py)
+    found = resume.latest(ckpt_root)
+    if found is not None:
+        ckpt_dir, marker = found
+        resume.drop_after(ckpt_root, int(marker["step"]), [c["name"] for c in marker["checkpoints"]])
+        checkpoints.extend(marker["checkpoints"])
+        resume.write_index(ckpt_root, checkpoints)
+        resume.resumed(ckpt_dir, marker)
     t0 = time.time()
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=str(found[0]) if found else None)
     train_seconds = time.time() - t0
     if stop_requested():
         raise StopRequested(checkpoints[-1] if checkpoints else None)

@@ -63,13 +63,14 @@ def _features(model, prompts: list[dict[str, Any]], chunk: int = 16):
     import torch
 
     feats, golds = [], []
+    device = next(model.parameters()).device  # gliner2's _encode_batch leaves the batch where the collator made it
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
             for i in range(0, len(prompts), chunk):
                 part = prompts[i : i + chunk]
-                batch = model.processor.collate_fn_inference([(p["input"], p["output"]) for p in part])
+                batch = model.processor.collate_fn_inference([(p["input"], p["output"]) for p in part]).to(device)
                 _tokens, schema = model._encode_batch(batch)
                 for j, p in enumerate(part):
                     gold = _gold_index(p["output"]["classifications"][0])
@@ -82,12 +83,12 @@ def _features(model, prompts: list[dict[str, Any]], chunk: int = 16):
     if not feats:
         return None
     n_max = max(f.shape[0] for f in feats)
-    X = torch.zeros(len(feats), n_max, feats[0].shape[-1])
-    mask = torch.zeros(len(feats), n_max, dtype=torch.bool)
+    X = torch.zeros(len(feats), n_max, feats[0].shape[-1], device=device)
+    mask = torch.zeros(len(feats), n_max, dtype=torch.bool, device=device)
     for k, f in enumerate(feats):
         X[k, : f.shape[0]] = f
         mask[k, : f.shape[0]] = True
-    return X, mask, torch.tensor(golds)
+    return X, mask, torch.tensor(golds, device=device)
 
 
 def fit_head(
@@ -123,13 +124,13 @@ def fit_head(
         return head(X[idx]).squeeze(-1).masked_fill(~mask[idx], float("-inf"))
 
     for _ in range(steps):
-        idx = torch.randint(len(gold), (min(batch_size, len(gold)),), generator=gen)
+        idx = torch.randint(len(gold), (min(batch_size, len(gold)),), generator=gen).to(gold.device)
         loss = F.cross_entropy(logits(idx), gold[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     with torch.no_grad():
-        everything = torch.arange(len(gold))
+        everything = torch.arange(len(gold), device=gold.device)
         acc = (logits(everything).argmax(-1) == gold).float().mean().item()
         loss = F.cross_entropy(logits(everything), gold).item()
     return {

@@ -359,6 +359,7 @@ def sampled_dataset(
     (:func:`cap_class_negatives`); ``fitter`` None: no position limit to fit.
     """
     from gliner2.training.trainer import ExtractorDataset
+    from torch.utils.data import get_worker_info
 
     class _Sampled(ExtractorDataset):
         def __init__(self):  # no super().__init__: the records are already loaded (and shuffled) in base
@@ -367,10 +368,22 @@ def sampled_dataset(
             self._reads = [0] * len(self.data)
             self._checked: list[tuple[bool, int, int] | None] = [None] * len(self.data)
 
+        # the reads so far pick each read's draw: a resumed job (resume.py) continues the count
+        def state_dict(self) -> dict[str, Any]:
+            return {"reads": list(self._reads)}
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            self._reads = list(state["reads"])
+
         def __getitem__(self, idx):
             text, out = super().__getitem__(idx)
-            n = self._reads[idx] if training else 0
+            n: int | str = self._reads[idx] if training else 0
             self._reads[idx] += 1
+            worker = get_worker_info()
+            if training and worker is not None:
+                # a DataLoader worker counts only its own reads, from a copy of this dataset: its seed (new for
+                # each worker and, unless the workers persist, each epoch) keeps its draws apart from the others'
+                n = f"{worker.seed}.{n}"
             if training and max_class_negatives is not None:
                 capped = cap_class_negatives(out, random.Random(f"{seed}:{idx}:{n}:cap"), max_class_negatives)
                 if capped is not out:  # a new label subset: its fit is checked afresh

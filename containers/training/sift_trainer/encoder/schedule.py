@@ -73,10 +73,13 @@ def epochs_for(n_train: int, batch_size: int, min_epochs: int = MIN_EPOCHS) -> i
     return max(min_epochs, min(MAX_EPOCHS, math.ceil(MIN_OPTIMIZER_STEPS / steps_per_epoch)))
 
 
-def plan(hp: Hyperparameters, n_train: int, classification_only: bool = False) -> Schedule:
-    """``classification_only``: a single-label classification job and nothing else (MIN_EPOCHS_CLASSIFICATION)."""
+def plan(
+    hp: Hyperparameters, n_train: int, classification_only: bool = False, auto_batch: int | None = None
+) -> Schedule:
+    """``classification_only``: a single-label classification job and nothing else (MIN_EPOCHS_CLASSIFICATION);
+    ``auto_batch``: the batch when the job sets none (compute.py: from the GPU's memory), else DEFAULT_BATCH_SIZE."""
     auto: list[str] = []
-    bs = hp.batch_size or DEFAULT_BATCH_SIZE
+    bs = hp.batch_size or auto_batch or DEFAULT_BATCH_SIZE
     if not hp.batch_size:
         auto.append("batch_size")
     steps_per_epoch = max(1, math.ceil(n_train / bs))

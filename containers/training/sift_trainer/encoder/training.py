@@ -14,10 +14,12 @@ from .. import process
 from ..data.rows import DatasetError, convert, infer_tasks, require_trainable, split
 from ..events import emit
 from ..files import write_json
+from ..job import resume
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
-from . import checkpoint_selection, cls_loss, cls_warmup, sampling, schedule
+from . import checkpoint_selection, cls_loss, cls_warmup, compute, sampling, schedule
+from . import resume as encoder_resume
 from .prompt_budget import (
     GroupedExtractor,
     PromptFitter,
@@ -111,6 +113,17 @@ def _make_trainer_class():
         #: saved in every adapter, so a checkpoint applied to the recorded base carries the warmed-up head.
         #: A class attribute because gliner2's __init__ applies LoRA before the instance can be configured.
         sift_head_in_adapter: bool = False
+        #: the checkpoint a restarted job continues from, until the loop is back where it stopped (resume.py)
+        sift_resume: encoder_resume.Pending | None = None
+        sift_train_loader: encoder_resume.ResumableLoader | None = None
+        sift_epoch_rng: dict[str, Any] | None = None
+
+        def _create_dataloader(self, dataset, batch_size: int, shuffle: bool = True, is_training: bool = True):
+            loader = super()._create_dataloader(dataset, batch_size, shuffle, is_training)
+            if not is_training:
+                return loader
+            self.sift_train_loader = encoder_resume.ResumableLoader(loader, self)
+            return self.sift_train_loader
 
         def _setup_lora(self):
             if not (self.config.use_lora and self.sift_head_in_adapter):
@@ -228,9 +241,12 @@ def _make_trainer_class():
             if name == "best":
                 return  # is_best is tracked on the epoch checkpoints instead of a duplicate directory
             if name == "final":
+                if self.sift_resume is not None:  # resumed after its last step: straight to the final save
+                    self.sift_resume.finish(self)
                 self._select_best_weights()
-            super()._save_checkpoint(name)
             ckpt_dir = self.output_dir / name
+            tmp = resume.partial_dir(self.output_dir, name)  # whole before it takes its name (job/resume.py)
+            super()._save_checkpoint(tmp.name)
             metrics = dict(self.sift_last_eval)
             step, epoch = int(self.global_step), int(self.epoch) + 1
             if name == "final" and self.sift_selected is not None:  # the final checkpoint holds the selected weights
@@ -259,26 +275,24 @@ def _make_trainer_class():
                     c["is_best"] = c is best
                     write_json(Path(c["path"]) / "sift_checkpoint.json", c)
             meta["is_best"] = meta is best
-            write_json(ckpt_dir / "sift_checkpoint.json", meta)
+            write_json(tmp / "sift_checkpoint.json", meta)
             self.sift_checkpoints.append(meta)
+            if name != "final":  # the final checkpoint holds the selected weights: nothing to continue from
+                encoder_resume.save_state(self, tmp)
+            resume.publish(tmp, ckpt_dir)
+            resume.write_index(self.output_dir, self.sift_checkpoints)
+            resume.prune_states(self.output_dir, [encoder_resume.STATE_FILE])
             emit("checkpoint", **meta)
+            resume.after_checkpoint(len(self.sift_checkpoints))
 
     return SiftExtractorTrainer
 
 
-def _bf16(hp: Hyperparameters) -> bool:
-    """bf16 autocast when the job asks for it (``bf16: true``) and the CUDA device has it (A10G, L4, A100,
-    H100); fp32 otherwise, and always on CPU. Opt-in until a GPU run checks it against fp32 (issue #27): a
-    job that fails after training is billed GPU time. fp16 stays off: it needs loss scaling."""
-    import torch
-
-    return bool(hp.extra.get("bf16", False)) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-
-
-def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool):
+def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool, comp: compute.Compute):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
-    (schedule.py). (Higher rates for classification-only jobs were tried and did not leave the plateau
-    in the real trainer: docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
+    (schedule.py); ``comp``: micro-batch, accumulation, precision and loader workers (compute.py). (Higher
+    rates for classification-only jobs were tried and did not leave the plateau in the real trainer:
+    docs/experiments/training.md "Classification with many labels"; the defaults stay.)"""
     from gliner2.training.trainer import TrainingConfig
 
     lora = hp.training_type == "lora"
@@ -287,17 +301,11 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
         "experiment_name": "sift",
         "num_epochs": plan.epochs,
         "max_steps": plan.max_steps,
-        "batch_size": plan.batch_size,
-        "eval_batch_size": 8,
         "encoder_lr": plan.encoder_lr,
         "task_lr": plan.task_lr,
         "max_grad_norm": float(hp.extra.get("max_grad_norm", 1.0)),
         "warmup_ratio": plan.warmup_ratio,
         "scheduler_type": str(hp.extra.get("scheduler", "linear")),
-        "fp16": False,
-        "bf16": _bf16(hp),
-        "num_workers": 0,
-        "pin_memory": False,
         "seed": hp.seed,
         "logging_steps": 1,
         "eval_strategy": "epoch" if hp.checkpoint_every_steps <= 0 else "steps",
@@ -316,6 +324,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
             hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])
         ),
         "save_adapter_only": True,
+        **comp.trainer_config(),
     }
     return TrainingConfig(**kwargs)
 
@@ -363,6 +372,24 @@ def train_encoder(
         hidden_size=int(model.hidden_size),
         parameters=int(sum(p.numel() for p in model.parameters())),
     )
+    # on the trainer's device from here on: the baseline evaluation and the head warm-up run there too
+    comp = compute.for_model(
+        compute.detect(),
+        model,
+        extra=hp.extra,
+        requested_batch=hp.batch_size,
+        default_batch=schedule.DEFAULT_BATCH_SIZE,
+        lora=hp.training_type == "lora",
+    )
+    model.to(comp.device)
+    emit("compute", **comp.to_dict())
+    log.info(
+        "training on %s (%s), precision %s, %d rows a step",
+        comp.device,
+        comp.device_name,
+        comp.precision,
+        comp.batch_size,
+    )
 
     from ..data.metrics import evaluate, learning_warnings
 
@@ -372,8 +399,8 @@ def train_encoder(
     # classification_loss "bce" keeps gliner2's summed binary loss over every label
     single_label = "classification" in info.heads and not info.multi_label
     classification_only = single_label and info.heads == ["classification"]
-    plan = schedule.plan(hp, len(train_records), classification_only)
-    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows))
+    plan = schedule.plan(hp, len(train_records), classification_only, auto_batch=comp.batch_size)
+    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows), comp)
     emit("schedule", **plan.to_dict())
     softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
     model.processor.sampling_config = sampling.sampling_config(hp.extra.get("sampling"), single_label=softmax)
@@ -465,6 +492,7 @@ def train_encoder(
     trainer.sift_keep_last = selection == "last"
     trainer.sift_fitter = fitter
     trainer.sift_max_class_negatives = max_negatives if max_negatives > 0 else None
+    trainer.sift_resume = encoder_resume.Pending.find(ckpt_root)  # a restarted (spot-interrupted) job
     t0 = time.time()
     summary = trainer.train(train_data=train_records, eval_data=eval_records)
     train_seconds = time.time() - t0
@@ -508,6 +536,7 @@ def train_encoder(
         "adapter_dir": adapter_dir,
         "train_rows": len(train_rows),
         "validation_rows": len(val_rows),
+        "compute": comp.to_dict(),
         # the held-out rows themselves: the service re-scores the exported model on them with its evaluator
         "validation_data": val_rows,
     }

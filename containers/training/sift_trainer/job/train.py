@@ -152,6 +152,9 @@ def run(paths: JobPaths) -> int:
             "steps": res["steps"],
             "epochs": res["epochs"],
             "train_seconds": round(res["train_seconds"], 2),
+            # encoder jobs: the device, precision and batch they trained with (encoder/compute.py)
+            "precision": (res.get("compute") or {}).get("precision", "fp32"),
+            "compute": res.get("compute"),
             "checkpoints": [
                 {k: c[k] for k in ("id", "name", "step", "epoch", "metrics", "is_best", "is_final", "path")}
                 for c in res["checkpoints"]
