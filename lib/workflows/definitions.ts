@@ -215,8 +215,58 @@ export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false
           },
           { ErrorEquals: ['SageMaker.AmazonSageMakerException'], IntervalSeconds: 30, MaxAttempts: 2, BackoffRate: 2 },
         ],
-        Catch: [catchAll('RecordTrainingFailure')],
+        Catch: [
+          // a retry whose first attempt had created the job (its answer lost): training-job names are
+          // unique in the account and region, so CreateTrainingJob answers ResourceInUse ("CreateTrainingJob",
+          // https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingJob.html). The name
+          // is this job's own (prefix + job id), so that job is followed, never a second one started
+          { ErrorEquals: ['SageMaker.ResourceInUseException'], ResultPath: null, Next: 'AwaitTrainingJob' },
+          catchAll('RecordTrainingFailure'),
+        ],
         Next: 'RecordTrainingResult',
+      },
+      AwaitTrainingJob: {
+        Type: 'Task',
+        Comment: 'DescribeTrainingJob of the job an earlier attempt of Train created',
+        Resource: 'arn:aws:states:::aws-sdk:sagemaker:describeTrainingJob',
+        Parameters: { 'TrainingJobName.$': '$.training.trainingJobName' },
+        ResultPath: '$.described',
+        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 30, MaxAttempts: 5, BackoffRate: 2 }],
+        Catch: [catchAll('RecordTrainingFailure')],
+        Next: 'TrainingJobEnded',
+      },
+      TrainingJobEnded: {
+        Type: 'Choice',
+        Choices: [
+          { Variable: '$.described.TrainingJobStatus', StringEquals: 'Completed', Next: 'AdoptTrainingResult' },
+          {
+            Or: [
+              { Variable: '$.described.TrainingJobStatus', StringEquals: 'Failed' },
+              { Variable: '$.described.TrainingJobStatus', StringEquals: 'Stopped' },
+            ],
+            Next: 'AdoptTrainingFailure',
+          },
+        ],
+        Default: 'WaitForTrainingJob',
+      },
+      WaitForTrainingJob: { Type: 'Wait', Seconds: 60, Next: 'AwaitTrainingJob' },
+      // what Train's ResultSelector and a failed .sync task's error would have carried
+      AdoptTrainingResult: {
+        Type: 'Pass',
+        Parameters: {
+          'status.$': '$.described.TrainingJobStatus',
+          'modelArtifacts.$': '$.described.ModelArtifacts.S3ModelArtifacts',
+          'billableSeconds.$': '$.described.BillableTimeInSeconds',
+          'trainingSeconds.$': '$.described.TrainingTimeInSeconds',
+        },
+        ResultPath: '$.trainingResult',
+        Next: 'RecordTrainingResult',
+      },
+      AdoptTrainingFailure: {
+        Type: 'Pass',
+        Parameters: { Error: 'States.TaskFailed', 'Cause.$': 'States.JsonToString($.described)' },
+        ResultPath: '$.error',
+        Next: 'RecordTrainingFailure',
       },
       RecordTrainingResult: lambdaTask('training.complete', {
         next: 'TrainingSucceeded',

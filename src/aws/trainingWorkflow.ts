@@ -6,6 +6,7 @@
 import { jobRefItem } from '../core/recordKeys';
 import { SageMakerClient, StopTrainingJobCommand } from '@aws-sdk/client-sagemaker';
 import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { Readable } from 'node:stream';
 import { Parser } from 'tar';
 import type { Services } from '../core/context';
 import { ConflictError } from '../core/errors';
@@ -194,17 +195,22 @@ export async function applySageMakerEvent(
 }
 
 /**
- * The archive's files under `prefix`. Entry names come from the archive (node-tar's Parser, unlike its
- * Unpack, does not sanitize them), so each must be a safe relative path: one that is not fails the
- * step, and nothing after it is written (files before it stay under the job's own model prefix,
- * which a job that failed never serves).
+ * The archive's files under `prefix`, streamed: S3 → gunzip → tar → one entry's upload at a time, so
+ * the function holds a part or two (S3BlobStore.put) however large the model (a 1,024 MB Lambda
+ * buffering every file ran out of memory on a full fine-tune's weights, after SageMaker had billed
+ * the job). The parser waits while an entry is unread, so the next entry is not read until the one
+ * before it is stored. Uncompressed output (CompressionType NONE) would avoid the unpacking, but the
+ * archive is also the job's download, which would then have to be built. Entry names come from the
+ * archive (node-tar's Parser, unlike its Unpack, does not sanitize them), so each must be a safe
+ * relative path: one that is not fails the step, and nothing after it is written (files before it
+ * stay under the job's own model prefix, which a job that failed never serves).
  */
 async function unpackArchive(svc: Services, key: string, prefix: string): Promise<void> {
-  const uploads: Promise<void>[] = [];
-  let unsafe: Error | undefined;
+  let stored: Promise<void> = Promise.resolve();
+  let failure: unknown;
   const parser = new Parser({
     onReadEntry: (entry) => {
-      if (entry.type !== 'File' || unsafe) {
+      if (entry.type !== 'File' || failure) {
         entry.resume();
         return;
       }
@@ -212,15 +218,19 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
       try {
         path = safeRelativePath(entry.path, `the model archive ${key}`);
       } catch (err) {
-        unsafe = err as Error;
+        failure = err;
         entry.resume();
         return;
       }
-      const chunks: Buffer[] = [];
-      entry.on('data', (c: Buffer) => chunks.push(c));
-      entry.on('end', () => {
-        if (!unsafe) uploads.push(svc.blobs.put(prefix + path, Buffer.concat(chunks)));
-      });
+      stored = stored
+        .then(() => (failure ? entry.resume() : svc.blobs.put(prefix + path, Readable.from(entry))))
+        .then(
+          () => undefined,
+          (err: unknown) => {
+            failure ??= err;
+            entry.resume(); // the rest of it is skipped, so the parser reaches the end
+          },
+        );
     },
   });
   const source = await svc.blobs.stream(key);
@@ -230,6 +240,6 @@ async function unpackArchive(svc: Services, key: string, prefix: string): Promis
     parser.on('error', reject);
     source.pipe(parser as unknown as NodeJS.WritableStream);
   });
-  await Promise.all(uploads);
-  if (unsafe) throw unsafe;
+  await stored;
+  if (failure) throw failure;
 }

@@ -1,53 +1,59 @@
 /**
  * Every Lambda entry point as deployed: bundled with the stack's esbuild options, started cold in its
- * own process with exactly the environment its stack gives it (the names below mirror lib/*-stack.ts
- * and lib/constructs/sift-function.ts) plus what the Lambda runtime sets, and handed one real event.
- * The AWS SDK reaches DynamoDB and S3 through the emulators, API Gateway, Step Functions and
- * SageMaker through their HTTP stand-ins (which check requests against the APIs' rules).
+ * own process with the environment the synthesized template gives it (test/helpers/deployedFunctions.ts
+ * reads it and resolves its references to the rehearsal's resources) plus what the Lambda runtime
+ * sets, and handed one real event. Each function's calls go through a gate that enforces its role's
+ * statements from the same template (test/helpers/iamGate.ts): a call its role does not allow is
+ * refused as AWS refuses it. The AWS SDK reaches DynamoDB and S3 through the emulators, API Gateway,
+ * Step Functions, SQS and SageMaker through their HTTP stand-ins (which check requests against the
+ * APIs' rules). Unkind cases: a repeated event (at-least-once delivery), a bad record in a batch.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
 import { trainingCostMicros } from '../../src/core/billing/prices';
+import { buildApp } from '../cdk/helpers';
+import { type Bindings, DeployedApp } from '../helpers/deployedFunctions';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
-import { IamDynamoProxy } from '../helpers/iamDynamoProxy';
+import { IamGate } from '../helpers/iamGate';
+import { IamPolicy } from '../helpers/iamPolicy';
 import { bundleLambda, invokeBundle } from '../helpers/lambdaBundle';
 import { apiGatewayEvent, authorizerRequestEvent, emulatorEnv } from '../helpers/lambdaEvents';
 import { jsonl, TestStack } from '../helpers/localStack';
 
-const MACHINE = (kind: string) => `arn:aws:states:us-east-1:123456789012:stateMachine:sift-test-${kind}`;
+type Service = 'api' | 'authorizer' | 'worker' | 'workflow' | 'training-events';
 
 let stack: TestStack;
 let control: FakeControlPlane;
 let gateway: FakeApiGateway;
 let runtime: Record<string, string>;
 let team: { teamId: string; key: string };
-/** The functions whose stacks grant less than the whole table, their grants enforced in front of the emulator. */
-const iam: Record<'authorizer' | 'trainingEvents', IamDynamoProxy> = {} as never;
+let app: DeployedApp;
+/** Each function's role, enforced in front of every service it reaches. */
+const gates = {} as Record<Service, IamGate>;
+const envs = {} as Record<Service, Record<string, string>>;
 const bundles: Record<string, string> = {};
+/** The state machine the template names `sift-<stage>-<kind>`. */
+const machine = (kind: string) => [...control.stateMachines].find((arn) => arn.endsWith(`-${kind}`))!;
 
-/** SiftFunction's variables for every function, then the function's own (lib/*-stack.ts). */
-const functionEnv = (service: string, own: Record<string, string>) => ({
-  ...runtime,
-  AWS_LAMBDA_FUNCTION_NAME: `sift-test-${service}`,
-  NODE_OPTIONS: '--enable-source-maps',
-  SIFT_STAGE: 'test',
-  POWERTOOLS_SERVICE_NAME: service,
-  POWERTOOLS_METRICS_NAMESPACE: 'Sift',
-  POWERTOOLS_LOG_LEVEL: 'ERROR',
-  ...own,
-});
-let data: { SIFT_TABLE: string; SIFT_BUCKET: string; SIFT_QUEUE_URL: string };
+/** What the Lambda runtime sets, then the template's environment, then where the rehearsal points the SDK. */
+const functionEnv = (service: Service) => envs[service];
 
 beforeAll(async () => {
   stack = await TestStack.start();
   control = await FakeControlPlane.start();
-  gateway = await FakeApiGateway.start(['free', 'pro', 'research', 'custom'].map((p) => `sift-test-${p}`));
+  app = new DeployedApp(buildApp());
+  const plans = app.resources('AWS::ApiGateway::UsagePlan').map((r) => String(r.properties.UsagePlanName));
+  gateway = await FakeApiGateway.start(plans);
   const emulators = await emulatorEnv(stack.svc);
-  data = {
-    SIFT_TABLE: 'sift-records',
-    SIFT_BUCKET: 'sift-data',
-    SIFT_QUEUE_URL: `${control.endpoint}/123456789012/sift-test-work`,
-  };
+  const bindings = (queueEndpoint: string): Bindings => ({
+    // the emulators' table and bucket stand for the data stack's; the work queue is the stand-in's
+    names: { Records: emulators.SIFT_TABLE, Blobs: emulators.SIFT_BUCKET, WorkQueue: 'sift-work' },
+    attributes: { 'Alb.DNSName': '127.0.0.1:9' }, // the inference services: unreachable here
+    queueEndpoint,
+    usagePlanId: (name) => [...gateway.usagePlans.values()].find((p) => p.name === name)!.id,
+  });
+  for (const m of app.resources('AWS::StepFunctions::StateMachine'))
+    control.stateMachines.add(app.value(m.stack, m.logicalId, bindings('')));
   runtime = {
     // what the Lambda runtime sets (region, credentials, an X-Ray trace header for active tracing)
     AWS_REGION: 'us-east-1',
@@ -56,28 +62,34 @@ beforeAll(async () => {
     _X_AMZN_TRACE_ID: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0',
     AWS_XRAY_CONTEXT_MISSING: 'LOG_ERROR',
     AWS_XRAY_DAEMON_ADDRESS: '127.0.0.1:2000',
-    // where this rehearsal points the SDK instead of AWS
-    AWS_ENDPOINT_URL_DYNAMODB: emulators.AWS_ENDPOINT_URL_DYNAMODB,
-    AWS_ENDPOINT_URL_S3: emulators.AWS_ENDPOINT_URL_S3,
-    AWS_ENDPOINT_URL_SFN: control.endpoint,
-    AWS_ENDPOINT_URL_SAGEMAKER: control.endpoint,
-    AWS_ENDPOINT_URL_API_GATEWAY: gateway.endpoint,
-    AWS_ENDPOINT_URL_SQS: control.endpoint,
     AWS_MAX_ATTEMPTS: '1',
   };
-  // lib/api-stack.ts 'ReadApiKeyItems'; lib/workflow-stack.ts data.table.grant(trainingEventsFunction, …)
-  iam.authorizer = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, [
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:PutItem',
-  ]);
-  iam.trainingEvents = await IamDynamoProxy.start(emulators.AWS_ENDPOINT_URL_DYNAMODB, [
-    'dynamodb:GetItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:Query',
-    'dynamodb:PutItem',
-    'dynamodb:BatchWriteItem',
-  ]);
+  const functions = app.functions();
+  for (const service of ['api', 'authorizer', 'worker', 'workflow', 'training-events'] as Service[]) {
+    const fn = functions[service];
+    if (!fn) throw new Error(`the template has no ${service} function`);
+    const gate = await IamGate.start(new IamPolicy(fn.statements(bindings(''))), {
+      dynamodb: emulators.AWS_ENDPOINT_URL_DYNAMODB,
+      s3: emulators.AWS_ENDPOINT_URL_S3,
+      control: control.endpoint,
+      apigateway: gateway.endpoint,
+    });
+    gates[service] = gate;
+    envs[service] = {
+      ...runtime,
+      AWS_LAMBDA_FUNCTION_NAME: `sift-${service}`,
+      ...fn.env(bindings(gate.endpoints.control)),
+      POWERTOOLS_LOG_LEVEL: 'ERROR', // the invocation's output is not read
+      // where this rehearsal points the SDK instead of AWS: the function's gate
+      AWS_ENDPOINT_URL_DYNAMODB: gate.endpoints.dynamodb,
+      AWS_ENDPOINT_URL_S3: gate.endpoints.s3,
+      AWS_ENDPOINT_URL_SFN: gate.endpoints.control,
+      AWS_ENDPOINT_URL_SAGEMAKER: gate.endpoints.control,
+      AWS_ENDPOINT_URL_SQS: gate.endpoints.control,
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: gate.endpoints.control,
+      AWS_ENDPOINT_URL_API_GATEWAY: gate.endpoints.apigateway,
+    };
+  }
   for (const entry of ['api.ts', 'authorizer.ts', 'worker.ts', 'workflow.ts', 'training-events.ts'])
     bundles[entry] = await bundleLambda(entry);
   team = await stack.newTeam('bundled');
@@ -95,28 +107,28 @@ beforeAll(async () => {
     { key: team.key },
   );
   await stack.svc.blobs.put('models/sift/gliner2-mini-v1/manifest.json', '{}');
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
-  await iam.authorizer?.stop();
-  await iam.trainingEvents?.stop();
+  for (const gate of Object.values(gates)) await gate.stop();
   await gateway?.stop();
   await control?.stop();
   await stack?.stop();
+});
+
+afterEach(() => {
+  // nothing a function did was refused by its role
+  for (const [service, gate] of Object.entries(gates))
+    expect({ service, denied: gate.denied.splice(0) }).toEqual({ service, denied: [] });
 });
 
 describe("the deployed Lambda bundles, each with its stack's environment", () => {
   let jobId: string;
 
   it('api (lib/api-stack.ts): a REST proxy event creates a training job and starts its state machine', async () => {
-    const env = functionEnv('api', {
-      ...data,
-      SIFT_CONSOLE_ORIGINS: 'https://console.example.com',
-      SIFT_TRAINING_STATE_MACHINE_ARN: MACHINE('training'),
-      SIFT_GENERATION_STATE_MACHINE_ARN: MACHINE('generation'),
-      SIFT_EVALUATION_STATE_MACHINE_ARN: MACHINE('evaluation'),
-      SIFT_ADAPTIVE_STATE_MACHINE_ARN: MACHINE('adaptive'),
-    });
+    const env = functionEnv('api');
+    // the console origin the stage's template allows (SIFT_CONSOLE_ORIGINS)
+    const origin = env.SIFT_CONSOLE_ORIGINS!.split(',')[0]!;
     const body = { model_name: 'bundled', base_model: 'sift/gliner2-mini-v1', datasets: [{ name: 'people' }] };
     const res = await invokeBundle(
       bundles['api.ts']!,
@@ -124,7 +136,7 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       apiGatewayEvent('POST', '/core/training-jobs', {
         key: team.key,
         body,
-        headers: { Origin: 'https://console.example.com' },
+        headers: { Origin: origin },
       }),
     );
     // a proxy integration passes this through: the console's origin reads it only with CORS (src/http/cors.ts)
@@ -132,35 +144,31 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       ok: true,
       value: {
         statusCode: 201,
-        headers: { 'access-control-allow-origin': 'https://console.example.com', vary: 'Origin' },
+        headers: { 'access-control-allow-origin': origin, vary: 'Origin' },
       },
     });
     jobId = JSON.parse((res as { value: APIGatewayProxyResult }).value.body).id;
     expect(control.callsOf('AWSStepFunctions.StartExecution')).toContainEqual({
-      stateMachineArn: MACHINE('training'),
+      stateMachineArn: machine('training'),
       name: jobId,
       input: JSON.stringify({ jobId, teamId: team.teamId }),
     });
   });
 
   it('workflow (lib/workflow-stack.ts): training.prepare copies the rows into the train channel', async () => {
-    const env = functionEnv('workflow', {
-      ...data,
-      SIFT_INFERENCE_URL: 'http://127.0.0.1:9',
-      SIFT_INTERNAL_TOKEN_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sift-test-internal',
-      SIFT_TRAINING_JOB_PREFIX: 'sift-test-',
-      SIFT_TRAINING_INSTANCE_TYPE: 'ml.g5.xlarge',
-      SIFT_TRAINING_MAX_RUNTIME_SECONDS: '86400',
-      SIFT_TRAINING_STATE_MACHINE_ARN: MACHINE('training'),
-      SIFT_EVALUATION_STATE_MACHINE_ARN: MACHINE('evaluation'),
-    });
+    const env = functionEnv('workflow');
+    const prefix = env.SIFT_TRAINING_JOB_PREFIX!;
     const res = await invokeBundle(bundles['workflow.ts']!, env, {
       task: 'training.prepare',
       input: { jobId, teamId: team.teamId },
     });
     expect(res).toMatchObject({
       ok: true,
-      value: { trainingJobName: `sift-test-${jobId}`, instanceType: 'ml.g5.xlarge', maxRuntimeSeconds: 86_400 },
+      value: {
+        trainingJobName: `${prefix}${jobId}`,
+        instanceType: env.SIFT_TRAINING_INSTANCE_TYPE,
+        maxRuntimeSeconds: Number(env.SIFT_TRAINING_MAX_RUNTIME_SECONDS),
+      },
     });
     expect(await stack.svc.blobs.getText(`jobs/${team.teamId}/${jobId}/input/train/people-v1.jsonl`)).toContain(
       'Tim Cook',
@@ -173,11 +181,8 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
   });
 
   it('training-events (table and job prefix only; GetItem, UpdateItem, Query, PutItem, BatchWriteItem): an InProgress event marks the job running (reads and one update)', async () => {
-    const env = functionEnv('training-events', {
-      SIFT_TABLE: data.SIFT_TABLE,
-      SIFT_TRAINING_JOB_PREFIX: 'sift-test-',
-      AWS_ENDPOINT_URL_DYNAMODB: iam.trainingEvents.endpoint,
-    });
+    const env = functionEnv('training-events');
+    const prefix = env.SIFT_TRAINING_JOB_PREFIX!;
     const event = {
       version: '0',
       id: 'e1',
@@ -186,23 +191,19 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       account: '123456789012',
       time: new Date().toISOString(),
       region: 'us-east-1',
-      resources: [`arn:aws:sagemaker:us-east-1:123456789012:training-job/sift-test-${jobId}`],
-      detail: { TrainingJobName: `sift-test-${jobId}`, TrainingJobStatus: 'InProgress', SecondaryStatus: 'Starting' },
+      resources: [`arn:aws:sagemaker:us-east-1:123456789012:training-job/${prefix}${jobId}`],
+      detail: { TrainingJobName: `${prefix}${jobId}`, TrainingJobStatus: 'InProgress', SecondaryStatus: 'Starting' },
     };
     expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
     expect((await stack.call('GET', `/core/training-jobs/${jobId}`, { key: team.key })).body.status).toBe('running');
     // a repeated event loses its conditional write: still nothing its role may not do
     expect(await invokeBundle(bundles['training-events.ts']!, env, event)).toMatchObject({ ok: true });
-    expect(iam.trainingEvents.denied).toEqual([]);
-    expect([...iam.trainingEvents.used].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(gates['training-events'].actions()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
   });
 
   it('training-events: a Failed event ends the job and bills the time it ran, at the instance type training.prepare recorded', async () => {
-    const env = functionEnv('training-events', {
-      SIFT_TABLE: data.SIFT_TABLE,
-      SIFT_TRAINING_JOB_PREFIX: 'sift-test-',
-      AWS_ENDPOINT_URL_DYNAMODB: iam.trainingEvents.endpoint,
-    });
+    const env = functionEnv('training-events');
+    const prefix = env.SIFT_TRAINING_JOB_PREFIX!;
     const event = {
       version: '0',
       id: 'e2',
@@ -211,9 +212,9 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       account: '123456789012',
       time: new Date().toISOString(),
       region: 'us-east-1',
-      resources: [`arn:aws:sagemaker:us-east-1:123456789012:training-job/sift-test-${jobId}`],
+      resources: [`arn:aws:sagemaker:us-east-1:123456789012:training-job/${prefix}${jobId}`],
       detail: {
-        TrainingJobName: `sift-test-${jobId}`,
+        TrainingJobName: `${prefix}${jobId}`,
         TrainingJobStatus: 'Failed',
         FailureReason: 'AlgorithmError: out of memory',
       },
@@ -239,14 +240,10 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
         (r: any) => r.inference_id === jobId,
       ),
     ).toHaveLength(1);
-    expect(iam.trainingEvents.denied).toEqual([]);
   });
 
   it("authorizer (table only; GetItem, UpdateItem, PutItem): a REQUEST event with the team's key gets an Allow policy and its usage plan key", async () => {
-    const env = functionEnv('authorizer', {
-      SIFT_TABLE: data.SIFT_TABLE,
-      AWS_ENDPOINT_URL_DYNAMODB: iam.authorizer.endpoint,
-    });
+    const env = functionEnv('authorizer');
     const methodArn = 'arn:aws:execute-api:us-east-1:123456789012:abcdef/test/GET/core/datasets';
     const event = authorizerRequestEvent(methodArn, 'GET', '/core/datasets', { 'X-API-Key': team.key }, '/{proxy+}');
     const res = await invokeBundle(bundles['authorizer.ts']!, env, event);
@@ -259,12 +256,14 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
     expect(policy.usageIdentifierKey).toBe(
       [...gateway.keys.values()].find((k) => k.tags['sift:team'] === team.teamId)?.value,
     );
-    // its table grant covers what it did (the key lookup, last_used_at, the team's gateway key record)
-    expect(iam.authorizer.denied).toEqual([]);
+    // its role covers what it did (the key lookup, last_used_at, the team's gateway key and its plan)
+    expect(gates.authorizer.actions()).toEqual(
+      expect.arrayContaining(['apigateway:GET', 'apigateway:POST', 'dynamodb:GetItem']),
+    );
   });
 
   it('api → SQS → worker: an upload is processed from the message the API sent; a bad record in the batch is reported alone', async () => {
-    const api = functionEnv('api', { ...data, SIFT_CONSOLE_ORIGINS: 'https://console.example.com' });
+    const api = functionEnv('api');
     const call = async (path: string, body: unknown) => {
       const res = await invokeBundle(bundles['api.ts']!, api, apiGatewayEvent('POST', path, { key: team.key, body }));
       if (!res.ok) throw new Error(`${res.name}: ${res.message}`);
@@ -279,7 +278,7 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       (await call('/core/datasets/upload/process', { dataset_name: 'queued', version: url.body.version })).status,
     ).toBe(202);
     const [sent] = control.messages;
-    expect(sent!.queueUrl).toBe(data.SIFT_QUEUE_URL);
+    expect(sent!.queueUrl).toBe(api.SIFT_QUEUE_URL);
 
     const record = (messageId: string, body: string) => ({
       messageId,
@@ -289,11 +288,11 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
       messageAttributes: {},
       md5OfBody: '',
       eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:sift-test-work',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:sift-work',
       awsRegion: 'us-east-1',
     });
     const event = { Records: [record(sent!.messageId, sent!.body), record('bad', '{not json')] };
-    const res = await invokeBundle(bundles['worker.ts']!, functionEnv('worker', data), event);
+    const res = await invokeBundle(bundles['worker.ts']!, functionEnv('worker'), event);
     expect(res).toEqual({
       ok: true,
       value: { batchItemFailures: [{ itemIdentifier: 'bad' }] } satisfies SQSBatchResponse,

@@ -53,6 +53,7 @@ const saved = { ...process.env };
 beforeAll(async () => {
   stack = await TestStack.start();
   control = await FakeControlPlane.start();
+  control.stateMachines.add(TRAINING_ARN);
   workDir = await mkdtemp(join(tmpdir(), 'sift-rehearsal-'));
   Object.assign(process.env, await emulatorEnv(stack.svc), {
     SIFT_QUEUE_URL: 'http://127.0.0.1:1/000000000000/unused',
@@ -132,6 +133,7 @@ async function runTraining(
   input: Record<string, unknown>,
   outcome: Outcome,
   deliver: (e: TrainingEvent) => Promise<void> = (e) => trainingEvents(e, lambdaContext),
+  opts: { lostAnswer?: boolean } = {},
 ) {
   const raw = WORKFLOWS.training();
   const definition = substitute(raw, {
@@ -142,14 +144,23 @@ async function runTraining(
     Stage: 'test',
   });
   const sageMaker = new SageMakerTrainingStandIn(stack.svc.blobs, control, deliver);
+  sageMaker.lostAnswer = opts.lostAnswer ?? false;
   const handlers: Record<string, (payload: never) => Promise<unknown>> = {
     Train: (request) => sageMaker.run(request, outcome),
+    AwaitTrainingJob: (request) => sageMaker.describeTrainingJob(request),
   };
   for (const state of Object.keys(lambdaTaskNames(raw)))
     handlers[state] = (payload) => workflow(payload, lambdaContext);
   const sm = new StateMachine(definition as never, { validationOptions: { checkArn: false, checkPaths: true } });
   const result = await sm
-    .run(input as never, { overrides: { taskResourceLocalHandlers: handlers as never } })
+    .run(input as never, {
+      overrides: {
+        taskResourceLocalHandlers: handlers as never,
+        // the retriers' and the job poll's intervals (30 s and more) elapse at once here
+        retryIntervalOverrides: { Train: 0, AwaitTrainingJob: 0 },
+        waitTimeOverrides: { WaitForTrainingJob: 0 },
+      },
+    })
     .result.then(
       (out) => ({ ok: true as const, out: out as Record<string, unknown> }),
       (error: Error) => ({ ok: false as const, error }),
@@ -288,6 +299,25 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect((await job(id)).started_at).toEqual(expect.any(String));
     for (const e of held) await trainingEvents(e, lambdaContext);
     expect((await job(id)).status).toBe('complete');
+  });
+
+  it('a Train retry after SageMaker created the job (its answer lost) follows that job: ResourceInUse, no second job, billed once', async () => {
+    const { id, input } = await createJob('lost-answer');
+    const { result, sageMaker } = await runTraining(
+      input,
+      { kind: 'complete', output },
+      (e) => trainingEvents(e, lambdaContext),
+      { lostAnswer: true },
+    );
+    expect(result).toMatchObject({ ok: true });
+    // Step Functions retried CreateTrainingJob with the same name; SageMaker refused it, one job ran
+    expect(sageMaker.requests.map((r) => r.TrainingJobName)).toEqual([`${PREFIX}${id}`, `${PREFIX}${id}`]);
+    expect([...control.trainingJobs.keys()].filter((n) => n === `${PREFIX}${id}`)).toHaveLength(1);
+    expect(await job(id)).toMatchObject({ status: 'complete', metrics: { f1: 0.8125 } });
+    const billed = (await callApi('GET', '/billing/usage/requests/list')).body.data.filter(
+      (r: { inference_id?: string }) => r.inference_id === id,
+    );
+    expect(billed).toHaveLength(1);
   });
 
   it("records the trainer's failure reason from the Failed event; the workflow's failure step and late events keep it", async () => {

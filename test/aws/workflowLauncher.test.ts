@@ -1,5 +1,6 @@
 /** StepFunctionsWorkflowLauncher: the StartExecution it sends, and idempotent re-starts. */
-import type { StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { SFNClient, type StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { FakeControlPlane } from '../helpers/fakeControlPlane';
 import { executionName, StepFunctionsWorkflowLauncher, stepFunctionsLaunchers } from '../../src/aws/workflowLauncher';
 
 class RecordingSfn {
@@ -52,4 +53,33 @@ it('treats ExecutionAlreadyExists as started, other errors as errors, a missing 
     new StepFunctionsWorkflowLauncher({ evaluation: ARN }, new RecordingSfn() as never).start('generation', 'x', {}),
   ).rejects.toThrow(/no generation state machine/);
   expect(stepFunctionsLaunchers(() => ({}) as never, { stateMachines: {}, jobNamePrefix: 'sift-test-' })).toEqual({});
+});
+
+it('against the Step Functions stand-in: a retried start is one execution, a missing state machine an error', async () => {
+  const control = await FakeControlPlane.start();
+  const sfn = new SFNClient({
+    endpoint: control.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+    maxAttempts: 1,
+  });
+  try {
+    control.stateMachines.add(ARN);
+    const launcher = new StepFunctionsWorkflowLauncher({ evaluation: ARN }, sfn);
+    // Step Functions retries the Lambda task that starts it (at least once): same name, same input
+    await launcher.start('evaluation', 'eval-1', { evaluationId: 'e1' });
+    await launcher.start('evaluation', 'eval-1', { evaluationId: 'e1' });
+    expect(control.executions.size).toBe(1);
+    // after it ended, a late retry is ExecutionAlreadyExists: it ran, nothing to start
+    for (const e of control.executions.values()) e.closed = true;
+    await expect(launcher.start('evaluation', 'eval-1', { evaluationId: 'e1' })).resolves.toBeUndefined();
+    expect(control.executions.size).toBe(1);
+    // a stack whose state machine is gone (or a wrong ARN) is an error, not a silent success
+    await expect(
+      new StepFunctionsWorkflowLauncher({ evaluation: `${ARN}-gone` }, sfn).start('evaluation', 'eval-2', {}),
+    ).rejects.toMatchObject({ name: 'StateMachineDoesNotExist' });
+  } finally {
+    sfn.destroy();
+    await control.stop();
+  }
 });

@@ -2,6 +2,8 @@
  * What a replayed image would start, and the checks that it would start: its entry program run
  * with the root file system and ENV of the image (node with `--check`; Python modules imported,
  * never run), and a Node entry's whole import graph resolved against the image's node_modules.
+ * Not modelled: the program serving (it is started with `--check`, or imported), the GPU, the
+ * task's IAM role and network.
  */
 import { build, type Plugin } from 'esbuild';
 import { spawnSync } from 'node:child_process';

@@ -6,6 +6,12 @@
  * (production) packages from the shared install; `pip install -r …` is the training venv (which
  * images.test.ts checks against the requirement files: the venv may hold more than they install);
  * `pip install <dir>` puts the copied package on PYTHONPATH.
+ * The Dockerfile instructions follow the "Dockerfile reference" (https://docs.docker.com/reference/dockerfile/);
+ * what ECS and SageMaker then run is the image's ENTRYPOINT + CMD with the task's environment
+ * ("Use Your Own Training Algorithms", https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-dockerfile.html:
+ * SageMaker runs the image as `docker run <image> train`). Not modelled: the base image's own files
+ * and packages (the host's stand in), RUN steps other than the installs above, the architecture
+ * (x86_64/arm64), image size and pull time, ECR scanning.
  */
 import { App, type AssetStaging, Stack } from 'aws-cdk-lib';
 import { DockerImageAsset } from 'aws-cdk-lib/aws-ecr-assets';

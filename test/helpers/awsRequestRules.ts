@@ -2,6 +2,8 @@
  * The request rules of the AWS calls Sift makes that no emulator here can serve (SageMaker, Step
  * Functions), as the API references state them. The rehearsal's stand-ins check every request
  * against this one table, so a request the real service would refuse fails the test here.
+ * Not modelled: rules that need the account's state (quotas, an instance type not offered in the
+ * region, the role's trust policy) — those are refused only by AWS.
  */
 
 type Rule = { path: string; why: string; ok: (v: unknown, request: Record<string, unknown>) => boolean };

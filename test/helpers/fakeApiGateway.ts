@@ -2,6 +2,12 @@
  * The API Gateway management calls Sift makes (usage plans and keys), served over HTTP in the
  * service's REST-JSON wire format, so the real SDK client and its serializers run. No emulator
  * covers API Gateway (none of the offline AWS emulators on npm does); this is the boundary stand-in.
+ * Modelled: GetUsagePlans, CreateApiKey (value and tags kept), CreateUsagePlanKey with an unknown
+ * plan → NotFoundException, DeleteApiKey of an unknown key → NotFoundException, the key leaving its
+ * plans ("Amazon API Gateway REST API Reference": https://docs.aws.amazon.com/apigateway/latest/api/API_GetUsagePlans.html,
+ * API_CreateApiKey.html, API_CreateUsagePlanKey.html, API_DeleteApiKey.html).
+ * Not modelled: paging (`position`), a key already in another plan of the same stage (ConflictException),
+ * quotas and throttles, eventual consistency, the management API's 10 requests/s limit.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

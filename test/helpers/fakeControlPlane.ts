@@ -3,6 +3,15 @@
  * Manager's GetSecretValue, served over HTTP in their AWS JSON wire protocol, so the real SDK clients
  * (pointed here by AWS_ENDPOINT_URL_SFN / _SAGEMAKER / _SQS / _SECRETS_MANAGER) and their serializers run. No emulator covers either service; every
  * request is checked against test/helpers/awsRequestRules.ts and refused as the service would.
+ * Modelled, each beside its API reference below: StartExecution's StateMachineDoesNotExist,
+ * idempotent same-name-same-input starts and ExecutionAlreadyExists; StopTrainingJob's
+ * ResourceNotFound and its refusal of a job no longer InProgress; GetSecretValue's
+ * ResourceNotFoundException ("GetSecretValue", https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_GetSecretValue.html);
+ * SendMessage's MD5OfMessageBody, which the SDK checks ("SendMessage",
+ * https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SendMessage.html).
+ * Not modelled: running an execution (a test does that with aws-local-stepfunctions, `onExecution`),
+ * the 90-day name reuse window, EXPRESS workflows, SQS delivery (visibility, redrive, ordering),
+ * throttling beyond `failNext`, IAM (test/helpers/iamGate.ts stands in front of this).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -16,7 +25,10 @@ export interface ControlCall {
 
 export class FakeControlPlane {
   readonly calls: ControlCall[] = [];
-  readonly executions = new Map<string, { input: string; arn: string }>();
+  /** Executions by ARN (a name is unique per state machine); `closed` once it has ended. */
+  readonly executions = new Map<string, { input: string; arn: string; closed?: boolean }>();
+  /** The state machines that exist (StartExecution on any other is refused). */
+  readonly stateMachines = new Set<string>();
   /** SageMaker training jobs by name, with their status; set by the training stand-in. */
   readonly trainingJobs = new Map<string, { status: string; onStop?: () => void }>();
   /** Secret values by id (name or ARN). */
@@ -82,21 +94,27 @@ export class FakeControlPlane {
     return fake;
   }
 
-  // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html:
-  // the same name and input is idempotent (the running execution's ARN); another input is ExecutionAlreadyExists
+  // "StartExecution", AWS Step Functions API Reference
+  // (https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html): a state
+  // machine that does not exist is StateMachineDoesNotExist; for a STANDARD workflow the same name and
+  // input as a running execution is idempotent (its ARN again); another input, or an execution that
+  // has closed, is ExecutionAlreadyExists. Names are unique per state machine (90 days after closing).
   private startExecution(
     request: Record<string, unknown>,
     send: (s: number, b: unknown) => void,
     fail: (t: string, m: string) => void,
   ) {
+    const machine = String(request.stateMachineArn);
+    if (!this.stateMachines.has(machine))
+      return fail('StateMachineDoesNotExist', `State Machine Does Not Exist: '${machine}'`);
     const name = String(request.name);
     const input = String(request.input ?? '{}');
-    const existing = this.executions.get(name);
-    if (existing && existing.input !== input)
+    const arn = `${machine.replace(':stateMachine:', ':execution:')}:${name}`;
+    const existing = this.executions.get(arn);
+    if (existing && (existing.input !== input || existing.closed))
       return fail('ExecutionAlreadyExists', `Execution Already Exists: '${existing.arn}'`);
-    const arn = `${String(request.stateMachineArn).replace(':stateMachine:', ':execution:')}:${name}`;
     if (!existing) {
-      this.executions.set(name, { input, arn });
+      this.executions.set(arn, { input, arn });
       this.onExecution?.(name, JSON.parse(input) as Record<string, unknown>);
     }
     return send(200, { executionArn: arn, startDate: Date.now() / 1000 });

@@ -2,7 +2,12 @@
  * A Lambda entry point as it is deployed: bundled by esbuild with the stack's own options
  * (lib/constructs/sift-function.ts BUNDLING: ESM, minified, `@aws-sdk/*` left to the runtime), then
  * invoked the way the Node.js runtime does — a fresh process whose environment is the function's,
- * importing `index.mjs` and calling `handler(event, context)`.
+ * importing `index.mjs` and calling `handler(event, context)` ("Define Lambda function handler in
+ * Node.js", https://docs.aws.amazon.com/lambda/latest/dg/nodejs-handler.html; "Using Lambda
+ * environment variables", https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html).
+ * Not modelled: the memory limit and timeout (a 30 s cap, not the function's), warm starts (each
+ * invocation is cold), /tmp size, the runtime's own copy of the AWS SDK (node_modules' is used),
+ * retries of a failed asynchronous invocation (a test invokes again for that).
  */
 import { build } from 'esbuild';
 import { execFile } from 'node:child_process';

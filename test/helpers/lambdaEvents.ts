@@ -1,4 +1,12 @@
-/** The event shapes AWS hands Sift's Lambda entry points (lambdas/*.ts), for tests that invoke them. */
+/**
+ * The event shapes AWS hands Sift's Lambda entry points (lambdas/*.ts), for tests that invoke them:
+ * REST proxy events ("Lambda proxy integrations in API Gateway",
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-lambda-proxy-integrations.html)
+ * and REQUEST authorizer events ("Input to an API Gateway Lambda authorizer",
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-lambda-authorizer-input.html).
+ * Not modelled: multi-value query strings beyond what the routes read, the full requestContext
+ * (identity, authorizer caching), payload format 2.0 (HTTP APIs; Sift's API is REST).
+ */
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import type { AwsServices } from '../../src/adapters/aws';
 import { OPERATOR_KEY } from './localStack';

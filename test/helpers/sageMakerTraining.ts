@@ -8,6 +8,13 @@
  *  https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-output.html) —
  * and sends the "SageMaker Training Job State Change" events
  * (https://docs.aws.amazon.com/sagemaker/latest/dg/automating-sagemaker-with-eventbridge.html).
+ * A second CreateTrainingJob with a name already used is refused with ResourceInUse: names are
+ * unique within the account and region ("CreateTrainingJob",
+ * https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingJob.html); Step
+ * Functions names a service integration's error `SageMaker.<exception>`. `lostAnswer` makes a create
+ * succeed while the task errs (an internal error after the job exists): Step Functions then retries.
+ * Not modelled: spot capacity waits and interruptions, MaxRuntime/MaxWait, warm pools, metrics,
+ * billing; DescribeTrainingJob answers InProgress once, then the job's end.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -63,6 +70,45 @@ export class SageMakerTrainingStandIn {
     const problems = violations('SageMaker.CreateTrainingJob', request);
     if (problems.length) throw Object.assign(new Error(problems.join('; ')), { name: 'SageMaker.ValidationException' });
     const name = String(request.TrainingJobName);
+    if (this.control.trainingJobs.has(name))
+      throw Object.assign(
+        new Error(
+          `Training job names must be unique within an AWS account and region, and a training job with this name already exists (${name})`,
+        ),
+        {
+          name: 'SageMaker.ResourceInUseException',
+        },
+      );
+    const running = this.train(request, outcome, name);
+    this.running.set(name, running);
+    if (this.lostAnswer) {
+      this.lostAnswer = false;
+      running.catch(() => {}); // followed through describe()
+      throw Object.assign(new Error('We encountered an internal error. Please try again.'), {
+        name: 'SageMaker.AmazonSageMakerException',
+      });
+    }
+    return running;
+  }
+
+  /** The first create of the next run succeeds while Step Functions sees an internal error. */
+  lostAnswer = false;
+  private readonly running = new Map<string, Promise<Record<string, unknown>>>();
+  private readonly described = new Set<string>();
+
+  /** DescribeTrainingJob (the `aws-sdk:sagemaker:describeTrainingJob` task): InProgress once, then the job's end. */
+  async describeTrainingJob(request: { TrainingJobName: string }): Promise<Record<string, unknown>> {
+    const running = this.running.get(request.TrainingJobName);
+    if (!running)
+      throw Object.assign(new Error('Requested resource not found'), { name: 'SageMaker.ResourceNotFound' });
+    if (!this.described.has(request.TrainingJobName)) {
+      this.described.add(request.TrainingJobName);
+      return { TrainingJobName: request.TrainingJobName, TrainingJobStatus: 'InProgress' };
+    }
+    return running.catch((err: Error) => JSON.parse(err.message) as Record<string, unknown>);
+  }
+
+  private async train(request: Record<string, unknown>, outcome: Outcome, name: string) {
     const job = { status: 'InProgress' as string, onStop: undefined as (() => void) | undefined };
     const stopped = new Promise<void>((ok) => (job.onStop = ok));
     this.control.trainingJobs.set(name, job);

@@ -8,6 +8,8 @@
  *   path below the prefix as the file's path below that directory
  *   (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-running-container.html,
  *   and https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_Channel.html, InputMode File).
+ *
+ * Not modelled: ManifestFile and AugmentedManifestFile data types, Pipe and FastFile modes, ShardedByS3Key.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';

@@ -1,8 +1,11 @@
 /**
  * What the training container (containers/training/sift_trainer) leaves in /opt/ml/model and
  * /opt/ml/checkpoints for an encoder LoRA job, laid out on disk so a test can pack it the way
- * SageMaker does. The file names are read from the trainer's own source, so renaming an output there
- * without the service following fails the rehearsal instead of the first deployed job.
+ * SageMaker does (/opt/ml/model as one model.tar.gz, "How Amazon SageMaker Processes Training Output",
+ * https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-algo-output.html). The file
+ * names are read from the trainer's own source, so renaming an output there without the service
+ * following fails the rehearsal instead of the first deployed job. Not modelled: uncompressed output
+ * (OutputDataConfig.CompressionType NONE; Sift asks for the default, GZIP).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -1,6 +1,9 @@
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -8,6 +11,7 @@ import {
   ListObjectsCommand,
   PutObjectCommand,
   type S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { open, readdir } from 'node:fs/promises';
@@ -15,6 +19,35 @@ import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobHead, BlobStore, PresignPutBounds } from '../../core/ports';
 import { storeFailure } from '../storeErrors';
+
+/**
+ * "Amazon S3 multipart upload limits" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html):
+ * every part but the last is 5 MiB to 5 GiB, at most 10,000 parts; PutObject takes at most 5 GiB and
+ * needs the body's length up front. 16 MiB parts reach 156 GiB.
+ */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+export const DEFAULT_PART_BYTES = 16 * 1024 * 1024;
+
+/** `stream` in buffers of exactly `size` bytes (the last one shorter), holding one at a time. */
+async function* partsOf(stream: Readable, size: number): AsyncGenerator<Buffer> {
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  for await (const chunk of stream) {
+    let c = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    while (heldBytes + c.length >= size) {
+      const take = size - heldBytes;
+      yield Buffer.concat([...held, c.subarray(0, take)]);
+      held = [];
+      heldBytes = 0;
+      c = c.subarray(take);
+    }
+    if (c.length) {
+      held.push(c);
+      heldBytes += c.length;
+    }
+  }
+  yield Buffer.concat(held);
+}
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
@@ -33,13 +66,63 @@ export class S3BlobStore implements BlobStore {
   constructor(
     readonly s3: S3Client,
     readonly bucket: string,
-  ) {}
+    /** Multipart part size for streams (MIN_PART_BYTES at least). */
+    readonly partBytes = DEFAULT_PART_BYTES,
+  ) {
+    if (partBytes < MIN_PART_BYTES) throw new Error(`S3 parts are ${MIN_PART_BYTES} bytes at least`);
+  }
 
+  /**
+   * A stream goes up one part at a time, so memory holds two parts at most whatever the object's size (a model
+   * archive's entries, a checkpoint's weights): one that fits a part is a plain PutObject, a longer
+   * one a multipart upload, aborted when it fails (S3 keeps and bills the parts of an upload that is
+   * neither completed nor aborted). Hand-written rather than @aws-sdk/lib-storage's Upload, which is
+   * not a dependency; this is the sequential subset of what it does.
+   */
   async put(
     key: string,
     body: string | Uint8Array | Readable,
     contentType = 'application/octet-stream',
   ): Promise<void> {
+    if (typeof body === 'string' || body instanceof Uint8Array) return this.putObject(key, body, contentType);
+    const parts = partsOf(body, this.partBytes);
+    const first = (await parts.next()).value as Buffer;
+    const second = await parts.next(); // an empty one: the stream ended on a part boundary
+    if (second.done || !second.value.length) return this.putObject(key, first, contentType);
+    const { UploadId } = await this.guard(
+      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType })),
+    );
+    const done: { ETag: string; PartNumber: number }[] = [];
+    try {
+      const upload = async (part: Buffer) => {
+        const PartNumber = done.length + 1;
+        const { ETag } = await this.guard(
+          this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId, PartNumber, Body: part })),
+        );
+        done.push({ ETag: ETag ?? '', PartNumber });
+      };
+      await upload(first);
+      await upload(second.value);
+      for await (const part of parts) if (part.length) await upload(part);
+      await this.guard(
+        this.s3.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId,
+            MultipartUpload: { Parts: done },
+          }),
+        ),
+      );
+    } catch (err) {
+      await this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId })).catch(() => {
+        // the upload's own failure is the one to report
+      });
+      throw err;
+    }
+  }
+
+  private async putObject(key: string, body: string | Uint8Array, contentType: string): Promise<void> {
     await this.guard(
       this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType })),
     );
