@@ -98,6 +98,14 @@ function lambdaTask(
   return state;
 }
 
+/**
+ * DescribeTrainingJob's answer for a name with no job: the API reference lists ResourceNotFound
+ * ("DescribeTrainingJob", https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingJob.html);
+ * an AWS SDK integration names it `SageMaker.<code>` (with or without the SDK's `Exception` suffix,
+ * "Handling errors in Step Functions workflows": both are listed so neither is retried as transient).
+ */
+const TRAINING_JOB_NOT_FOUND = ['SageMaker.ResourceNotFound', 'SageMaker.ResourceNotFoundException'];
+
 function catchAll(next: string): Json {
   return { ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: next };
 }
@@ -219,8 +227,20 @@ export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false
           // a retry whose first attempt had created the job (its answer lost): training-job names are
           // unique in the account and region, so CreateTrainingJob answers ResourceInUse ("CreateTrainingJob",
           // https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingJob.html). The name
-          // is this job's own (prefix + job id), so that job is followed, never a second one started
-          { ErrorEquals: ['SageMaker.ResourceInUseException'], ResultPath: null, Next: 'AwaitTrainingJob' },
+          // is this job's own (prefix + job id), so that job is followed, never a second one started.
+          // Which name Step Functions gives that error is not documented for the optimized integration
+          // (the exception's code is `ResourceInUse`; its generic one is AmazonSageMakerException), so
+          // each of them leads to a look at the job by its name: one that exists is followed, and
+          // without one the original error is recorded (AwaitTrainingJob's not-found catch)
+          {
+            ErrorEquals: [
+              'SageMaker.ResourceInUseException',
+              'SageMaker.ResourceInUse',
+              'SageMaker.AmazonSageMakerException',
+            ],
+            ResultPath: '$.error',
+            Next: 'AwaitTrainingJob',
+          },
           catchAll('RecordTrainingFailure'),
         ],
         Next: 'RecordTrainingResult',
@@ -231,8 +251,15 @@ export function trainingDefinition(opts: TrainingOptions = { volumeKmsKey: false
         Resource: 'arn:aws:states:::aws-sdk:sagemaker:describeTrainingJob',
         Parameters: { 'TrainingJobName.$': '$.training.trainingJobName' },
         ResultPath: '$.described',
-        Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 30, MaxAttempts: 5, BackoffRate: 2 }],
-        Catch: [catchAll('RecordTrainingFailure')],
+        Retry: [
+          // no job of that name: Train's own error stands (kept in $.error), nothing to wait for
+          { ErrorEquals: TRAINING_JOB_NOT_FOUND, MaxAttempts: 0 },
+          { ErrorEquals: ['States.ALL'], IntervalSeconds: 30, MaxAttempts: 5, BackoffRate: 2 },
+        ],
+        Catch: [
+          { ErrorEquals: TRAINING_JOB_NOT_FOUND, ResultPath: '$.describeError', Next: 'RecordTrainingFailure' },
+          catchAll('RecordTrainingFailure'),
+        ],
         Next: 'TrainingJobEnded',
       },
       TrainingJobEnded: {

@@ -133,7 +133,7 @@ async function runTraining(
   input: Record<string, unknown>,
   outcome: Outcome,
   deliver: (e: TrainingEvent) => Promise<void> = (e) => trainingEvents(e, lambdaContext),
-  opts: { lostAnswer?: boolean } = {},
+  opts: { lostAnswer?: boolean; duplicateErrorName?: string; createFailsWithoutJob?: boolean } = {},
 ) {
   const raw = WORKFLOWS.training();
   const definition = substitute(raw, {
@@ -145,6 +145,8 @@ async function runTraining(
   });
   const sageMaker = new SageMakerTrainingStandIn(stack.svc.blobs, control, deliver);
   sageMaker.lostAnswer = opts.lostAnswer ?? false;
+  if (opts.duplicateErrorName) sageMaker.duplicateErrorName = opts.duplicateErrorName;
+  sageMaker.createFailsWithoutJob = opts.createFailsWithoutJob ?? false;
   const handlers: Record<string, (payload: never) => Promise<unknown>> = {
     Train: (request) => sageMaker.run(request, outcome),
     AwaitTrainingJob: (request) => sageMaker.describeTrainingJob(request),
@@ -301,23 +303,43 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect((await job(id)).status).toBe('complete');
   });
 
-  it('a Train retry after SageMaker created the job (its answer lost) follows that job: ResourceInUse, no second job, billed once', async () => {
-    const { id, input } = await createJob('lost-answer');
-    const { result, sageMaker } = await runTraining(
-      input,
-      { kind: 'complete', output },
-      (e) => trainingEvents(e, lambdaContext),
-      { lostAnswer: true },
-    );
-    expect(result).toMatchObject({ ok: true });
-    // Step Functions retried CreateTrainingJob with the same name; SageMaker refused it, one job ran
-    expect(sageMaker.requests.map((r) => r.TrainingJobName)).toEqual([`${PREFIX}${id}`, `${PREFIX}${id}`]);
-    expect([...control.trainingJobs.keys()].filter((n) => n === `${PREFIX}${id}`)).toHaveLength(1);
-    expect(await job(id)).toMatchObject({ status: 'complete', metrics: { f1: 0.8125 } });
-    const billed = (await callApi('GET', '/billing/usage/requests/list')).body.data.filter(
-      (r: { inference_id?: string }) => r.inference_id === id,
-    );
-    expect(billed).toHaveLength(1);
+  it.each(['SageMaker.ResourceInUseException', 'SageMaker.AmazonSageMakerException'])(
+    'a Train retry after SageMaker created the job (its answer lost) follows that job (duplicate name reported as %s): no second job, billed once',
+    async (duplicateErrorName) => {
+      const { id, input } = await createJob(`lost-answer-${duplicateErrorName.length}`);
+      const { result, sageMaker } = await runTraining(
+        input,
+        { kind: 'complete', output },
+        (e) => trainingEvents(e, lambdaContext),
+        { lostAnswer: true, duplicateErrorName },
+      );
+      expect(result).toMatchObject({ ok: true });
+      // Step Functions retried CreateTrainingJob with the same name; SageMaker refused it, one job ran
+      // (under the generic name, Train's retrier spends its attempts first: 3 creates, not 2)
+      const names = sageMaker.requests.map((r) => r.TrainingJobName);
+      expect(names).toEqual(
+        Array(duplicateErrorName.endsWith('ResourceInUseException') ? 2 : 3).fill(`${PREFIX}${id}`),
+      );
+      expect([...control.trainingJobs.keys()].filter((n) => n === `${PREFIX}${id}`)).toHaveLength(1);
+      expect(await job(id)).toMatchObject({ status: 'complete', metrics: { f1: 0.8125 } });
+      const billed = (await callApi('GET', '/billing/usage/requests/list')).body.data.filter(
+        (r: { inference_id?: string }) => r.inference_id === id,
+      );
+      expect(billed).toHaveLength(1);
+    },
+  );
+
+  it('a SageMaker outage that created no job fails the job with SageMaker’s error, after looking for the job once', async () => {
+    const { id, input } = await createJob('outage');
+    const { result, sageMaker } = await runTraining(input, { kind: 'complete', output }, undefined, {
+      createFailsWithoutJob: true,
+    });
+    expect(result.ok).toBe(false);
+    expect(sageMaker.requests).toHaveLength(3); // the first create and Train's two retries
+    expect(control.trainingJobs.has(`${PREFIX}${id}`)).toBe(false);
+    const failed = await job(id);
+    expect(failed.status).toBe('failed');
+    expect(failed.error).toContain('We encountered an internal error');
   });
 
   it("records the trainer's failure reason from the Failed event; the workflow's failure step and late events keep it", async () => {
