@@ -142,3 +142,27 @@ export function renderGatewayResponse(template: string, text: string, requestId:
     return kind === 'json-quoted' ? JSON.stringify(text) : kind === 'request-id' ? requestId : text;
   });
 }
+
+// ---- EBS: what a gp3 volume accepts -------------------------------------------------------------
+
+/**
+ * gp3 includes 3,000 IOPS and 125 MiB/s; more throughput is provisioned at most 0.25 MiB/s per
+ * provisioned IOPS (so 1,000 MiB/s needs 4,000 IOPS). EBS has since raised the ceiling for new
+ * volumes; 1,000 MiB/s is the limit every region has documented longest, so it is the one held here.
+ * "Amazon EBS General Purpose SSD volumes" https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html
+ */
+export const GP3 = {
+  baselineIops: 3000,
+  baselineThroughputMiBs: 125,
+  maxThroughputMiBs: 1000,
+  maxMiBsPerIops: 0.25,
+} as const;
+
+/** Why EBS would refuse this gp3 volume (undefined when it accepts it). */
+export function gp3Refusal(iops: number, throughputMiBs: number): string | undefined {
+  if (throughputMiBs < GP3.baselineThroughputMiBs || throughputMiBs > GP3.maxThroughputMiBs)
+    return `gp3 throughput ${throughputMiBs} MiB/s is outside ${GP3.baselineThroughputMiBs}–${GP3.maxThroughputMiBs}`;
+  if (throughputMiBs > iops * GP3.maxMiBsPerIops)
+    return `gp3 throughput ${throughputMiBs} MiB/s needs at least ${throughputMiBs / GP3.maxMiBsPerIops} IOPS, not ${iops}`;
+  return undefined;
+}

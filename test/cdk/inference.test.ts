@@ -1,6 +1,7 @@
 /** Inference stack: GPU capacity, services, health checks, autoscaling, private networking. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { GPU_INSTANCE_TYPES } from '../../lib/config';
+import { gp3Refusal } from '../../lib/aws-rules';
+import { GPU_INSTANCE_TYPES, gpuFallbackTypes } from '../../lib/config';
 import { DECODER_PORT, GATEWAY_PORT } from '../../lib/inference-stack';
 import { buildApp, resourcesOfType } from './helpers';
 
@@ -34,6 +35,59 @@ describe('GPU capacity', () => {
         Monitoring: { Enabled: true },
       });
     }
+  });
+
+  it('provisions gp3 throughput above the 125 MiB/s default (image pulls on every wake), within what EBS accepts', () => {
+    for (const lt of Object.values(resourcesOfType(t, 'AWS::EC2::LaunchTemplate'))) {
+      const ebs = (lt.Properties?.LaunchTemplateData as { BlockDeviceMappings: Array<{ Ebs: Record<string, number> }> })
+        .BlockDeviceMappings[0]!.Ebs;
+      expect(ebs.Throughput).toBeGreaterThanOrEqual(500);
+      expect(gp3Refusal(ebs.Iops ?? 3000, ebs.Throughput!)).toBeUndefined();
+    }
+    // the rule refuses what EBS refuses: more than 0.25 MiB/s per IOPS, or above the ceiling
+    expect(gp3Refusal(3000, 1000)).toMatch(/needs at least 4000 IOPS/);
+    expect(gp3Refusal(8000, 1500)).toMatch(/outside/);
+  });
+
+  it('falls back to other GPU families of the same size and GPU memory when the chosen type has no capacity', () => {
+    const asgs = Object.values(resourcesOfType(t, 'AWS::AutoScaling::AutoScalingGroup'));
+    expect(asgs).toHaveLength(2);
+    const mappings = t.toJSON().Mappings as Record<string, Record<string, { first: string; second: string }>>;
+    const conditions = t.toJSON().Conditions as Record<string, unknown>;
+    for (const asg of asgs) {
+      const policy = asg.Properties!.MixedInstancesPolicy as {
+        LaunchTemplate: { Overrides: unknown[] };
+        InstancesDistribution: Record<string, unknown>;
+      };
+      expect(asg.Properties!.LaunchTemplate).toBeUndefined();
+      expect(policy.InstancesDistribution).toMatchObject({
+        OnDemandAllocationStrategy: 'prioritized',
+        OnDemandPercentageAboveBaseCapacity: 100,
+      });
+      const [primary, ...rest] = policy.LaunchTemplate.Overrides as Array<Record<string, unknown>>;
+      const param = (primary!.InstanceType as { Ref: string }).Ref;
+      expect(['EncoderInstanceType', 'DecoderInstanceType']).toContain(param);
+      // each fallback: present only when the mapping names one (a g6e has none)
+      expect(rest).toHaveLength(2);
+      rest.forEach((o, i) => {
+        const [condition, value, none] = (o as { 'Fn::If': [string, { InstanceType: unknown }, unknown] })['Fn::If'];
+        expect(conditions[condition]).toBeDefined();
+        expect(none).toEqual({ Ref: 'AWS::NoValue' });
+        const [map, key, attr] = (value.InstanceType as { 'Fn::FindInMap': [string, unknown, string] })[
+          'Fn::FindInMap'
+        ];
+        expect(key).toEqual({ Ref: param });
+        expect(attr).toBe(['first', 'second'][i]);
+        for (const type of GPU_INSTANCE_TYPES) {
+          const expected = gpuFallbackTypes(type)[i] ?? type;
+          expect(mappings[map]![type]![attr as 'first']).toBe(expected);
+        }
+      });
+    }
+    expect(gpuFallbackTypes('g6.xlarge')).toEqual(['g5.xlarge', 'g6e.xlarge']);
+    expect(gpuFallbackTypes('g5.2xlarge')).toEqual(['g6.2xlarge', 'g6e.2xlarge']);
+    // a 48 GB L40S never falls back to a 24 GB GPU
+    expect(gpuFallbackTypes('g6e.xlarge')).toEqual([]);
   });
 
   it('registers managed-scaling capacity providers that can scale to zero', () => {
