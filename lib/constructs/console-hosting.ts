@@ -45,6 +45,8 @@ export class ConsoleHosting extends Construct {
       throw new Error(`The console is not built (${distDir}/index.html is missing): run \`${CONSOLE_BUILD_COMMAND}\``);
     }
     const removalPolicy = props.config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // CloudFormation deletes only empty buckets (lib/data-stack.ts)
+    const autoDeleteObjects = !props.config.retainData;
 
     // S3 server access logs and CloudFront standard logs: CloudFront needs ACLs on its log bucket.
     const logs = new s3.Bucket(this, 'Logs', {
@@ -53,6 +55,7 @@ export class ConsoleHosting extends Construct {
       enforceSSL: true,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
       removalPolicy,
+      autoDeleteObjects,
       lifecycleRules: [{ id: 'expire-logs', expiration: Duration.days(90) }],
     });
 
@@ -64,6 +67,7 @@ export class ConsoleHosting extends Construct {
       serverAccessLogsBucket: logs,
       serverAccessLogsPrefix: 'assets/',
       removalPolicy,
+      autoDeleteObjects,
     });
 
     const apiOrigin = Fn.select(0, Fn.split('/', Fn.select(1, Fn.split('://', props.apiUrl)), 1));

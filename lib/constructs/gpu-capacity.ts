@@ -6,13 +6,13 @@
  * The instance type is a CloudFormation parameter (g5/g6/g6e sizes), so a cloud
  * team can pick the GPU at deploy time without re-synthesizing.
  */
-import { CfnCondition, CfnMapping, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
+import { CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { GPU_INSTANCE_TYPES, type GpuServiceConfig, gpuFallbackTypes } from '../config';
+import { GPU_INSTANCE_TYPES, type GpuInstanceType, type GpuServiceConfig, gpuFallbackTypes } from '../config';
 import { GP3, gp3Refusal } from '../aws-rules';
 import { acknowledge } from '../nag';
 
@@ -118,7 +118,7 @@ export class GpuCapacity extends Construct {
       updatePolicy: autoscaling.UpdatePolicy.rollingUpdate({ maxBatchSize: 1, minInstancesInService: 0 }),
     });
 
-    this.addFallbackTypes(props.name);
+    this.addFallbackTypes(props.name, props.config.instanceType);
 
     this.capacityProvider = new ecs.AsgCapacityProvider(this, 'CapacityProvider', {
       autoScalingGroup: this.autoScalingGroup,
@@ -131,6 +131,11 @@ export class GpuCapacity extends Construct {
     });
     props.cluster.addAsgCapacityProvider(this.capacityProvider);
 
+    acknowledge(this.autoScalingGroup, {
+      id: 'AwsSolutions-EC26',
+      reason:
+        'The root volume is encrypted in the launch template; cdk-nag does not read launch templates inside a MixedInstancesPolicy (test/cdk/inference.test.ts checks Encrypted)',
+    });
     acknowledge(this.autoScalingGroup, {
       id: 'AwsSolutions-AS3',
       reason:
@@ -156,30 +161,22 @@ export class GpuCapacity extends Construct {
   }
 
   /**
-   * The parameter's type is known only at deploy time, so its fallbacks (lib/config.ts
-   * `gpuFallbackTypes`) come from a mapping, and a type without fallbacks (g6e) keeps one override.
+   * Fallbacks (lib/config.ts `gpuFallbackTypes`) for the type chosen at synth (context
+   * `<name>InstanceType`, the parameter's default). A type given at deploy with `--parameters`
+   * runs alone: a per-parameter mapping of fallbacks exhausts CloudFormation validation's budget.
    */
-  private addFallbackTypes(name: string): void {
+  private addFallbackTypes(name: string, chosen: GpuInstanceType): void {
     const stack = Stack.of(this);
-    const mapping: Record<string, Record<string, string>> = {};
-    for (const type of GPU_INSTANCE_TYPES) {
-      const fallbacks = gpuFallbackTypes(type);
-      if (fallbacks.length !== 0 && fallbacks.length !== 2)
-        throw new Error(`${type}: the launch template overrides expect 0 or 2 fallback types, got ${fallbacks.length}`);
-      mapping[type] = { first: fallbacks[0] ?? type, second: fallbacks[1] ?? type };
-    }
-    const fallbacks = new CfnMapping(stack, `${name}GpuFallbacks`, { mapping });
     const param = this.instanceType.valueAsString;
-    const hasFallbacks = new CfnCondition(stack, `${name}HasGpuFallbacks`, {
-      expression: Fn.conditionNot(Fn.conditionEquals(fallbacks.findInMap(param, 'first'), param)),
+    const isChosen = new CfnCondition(stack, `${name}InstanceTypeIsDefault`, {
+      expression: Fn.conditionEquals(param, chosen),
     });
-    const override = (key: string) =>
-      Fn.conditionIf(hasFallbacks.logicalId, { InstanceType: fallbacks.findInMap(param, key) }, Fn.ref('AWS::NoValue'));
     const cfn = this.autoScalingGroup.node.defaultChild as autoscaling.CfnAutoScalingGroup;
     cfn.addPropertyOverride('MixedInstancesPolicy.LaunchTemplate.Overrides', [
       { InstanceType: param },
-      override('first'),
-      override('second'),
+      ...gpuFallbackTypes(chosen).map((type) =>
+        Fn.conditionIf(isChosen.logicalId, { InstanceType: type }, Fn.ref('AWS::NoValue')),
+      ),
     ]);
   }
 }

@@ -52,7 +52,7 @@ describe('GPU capacity', () => {
   it('falls back to other GPU families of the same size and GPU memory when the chosen type has no capacity', () => {
     const asgs = Object.values(resourcesOfType(t, 'AWS::AutoScaling::AutoScalingGroup'));
     expect(asgs).toHaveLength(2);
-    const mappings = t.toJSON().Mappings as Record<string, Record<string, { first: string; second: string }>>;
+    const params = t.findParameters('*') as Record<string, { Default: string }>;
     const conditions = t.toJSON().Conditions as Record<string, unknown>;
     for (const asg of asgs) {
       const policy = asg.Properties!.MixedInstancesPolicy as {
@@ -67,22 +67,16 @@ describe('GPU capacity', () => {
       const [primary, ...rest] = policy.LaunchTemplate.Overrides as Array<Record<string, unknown>>;
       const param = (primary!.InstanceType as { Ref: string }).Ref;
       expect(['EncoderInstanceType', 'DecoderInstanceType']).toContain(param);
-      // each fallback: present only when the mapping names one (a g6e has none)
-      expect(rest).toHaveLength(2);
-      rest.forEach((o, i) => {
-        const [condition, value, none] = (o as { 'Fn::If': [string, { InstanceType: unknown }, unknown] })['Fn::If'];
-        expect(conditions[condition]).toBeDefined();
+      const chosen = params[param]!.Default as (typeof GPU_INSTANCE_TYPES)[number];
+      // the fallbacks hold while the parameter keeps the type chosen at synth
+      const fallbacks = rest.map((o) => {
+        const [condition, value, none] = (o as { 'Fn::If': [string, { InstanceType: string }, unknown] })['Fn::If'];
+        expect(conditions[condition]).toEqual({ 'Fn::Equals': [{ Ref: param }, chosen] });
         expect(none).toEqual({ Ref: 'AWS::NoValue' });
-        const [map, key, attr] = (value.InstanceType as { 'Fn::FindInMap': [string, unknown, string] })[
-          'Fn::FindInMap'
-        ];
-        expect(key).toEqual({ Ref: param });
-        expect(attr).toBe(['first', 'second'][i]);
-        for (const type of GPU_INSTANCE_TYPES) {
-          const expected = gpuFallbackTypes(type)[i] ?? type;
-          expect(mappings[map]![type]![attr as 'first']).toBe(expected);
-        }
+        return value.InstanceType;
       });
+      expect(fallbacks).toEqual(gpuFallbackTypes(chosen));
+      expect(fallbacks.length).toBeGreaterThan(0);
     }
     expect(gpuFallbackTypes('g6.xlarge')).toEqual(['g5.xlarge', 'g6e.xlarge']);
     expect(gpuFallbackTypes('g5.2xlarge')).toEqual(['g6.2xlarge', 'g6e.2xlarge']);
@@ -170,6 +164,18 @@ describe('network', () => {
         { Key: 'access_logs.s3.enabled', Value: 'true' },
       ]),
     });
+  });
+
+  it("lets ELB deliver access logs through the log bucket's one policy (auto-delete writes to the same one)", () => {
+    const [albLogs] = Object.keys(resourcesOfType(t, 'AWS::S3::Bucket')).filter((id) => id.startsWith('AlbLogs'));
+    const policies = Object.values(resourcesOfType(t, 'AWS::S3::BucketPolicy')).filter(
+      (p) => JSON.stringify(p.Properties?.Bucket) === JSON.stringify({ Ref: albLogs }),
+    );
+    expect(policies).toHaveLength(1);
+    const sids = (policies[0]!.Properties!.PolicyDocument as { Statement: Array<{ Sid?: string }> }).Statement.map(
+      (st) => st.Sid,
+    );
+    expect(sids).toEqual(expect.arrayContaining(['ElbLogDeliveryService', 'ElbLogDeliveryRegionalAccount']));
   });
 
   it('health-checks the gateway on /ready (models loaded) and vLLM on /health', () => {
