@@ -175,6 +175,13 @@ describe('usage plans', () => {
     const text = JSON.stringify(policy[1].Properties);
     expect(text).toContain('/usageplans/');
     expect(text).not.toMatch(/"apigateway:\*"/);
+    // deleting keys: only this stage's team keys, never any key in the region
+    const statements = (policy[1].Properties!.PolicyDocument as { Statement: Array<Record<string, unknown>> })
+      .Statement;
+    const deletes = statements.filter((st) => JSON.stringify(st.Action).includes('apigateway:DELETE'));
+    expect(deletes.length).toBeGreaterThan(0);
+    for (const st of deletes)
+      expect(st.Condition).toEqual({ StringEquals: { 'aws:ResourceTag/sift:stage': built.config.stage } });
     const fn = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find((f) =>
       String(f.Properties?.Description).includes('authorizer'),
     )!;
