@@ -28,6 +28,9 @@ export function freshClone(): string {
   return dir;
 }
 
+/** The offline synth docs/reference/deploy.md tells a team to run (test/deploy/deployDoc.test.ts checks it is there). */
+export const DOC_SYNTH_ARGS = ['synth', '--quiet'] as const;
+
 /** Runs the project's own CDK CLI (what `npx cdk` runs after `npm ci`) in `cwd`, with no network use. */
 export function cdk(cwd: string, args: string[]): SpawnSyncReturns<string> {
   return spawnSync(join(REPO_ROOT, 'node_modules', '.bin', 'cdk'), [...args, '--no-notices'], {

@@ -10,14 +10,15 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { consoleSkipped } from '../../lib/sift-app';
-import { cdk, freshClone } from './freshClone';
+import { cdk, DOC_SYNTH_ARGS, freshClone } from './freshClone';
 
 describe('a fresh clone (no web/dist) synthesizes', () => {
   let dir: string;
   let run: ReturnType<typeof cdk>;
   beforeAll(() => {
     dir = freshClone();
-    run = cdk(dir, ['synth', 'SiftDevData', '--exclusively', '--quiet']);
+    // the documented command, with the Data stack selected
+    run = cdk(dir, [...DOC_SYNTH_ARGS, 'SiftDevData', '--exclusively']);
   }, 120_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
