@@ -39,7 +39,7 @@ describe('GPU capacity', () => {
 
   it('provisions gp3 throughput above the 125 MiB/s default (image pulls on every wake), within what EBS accepts', () => {
     for (const lt of Object.values(resourcesOfType(t, 'AWS::EC2::LaunchTemplate'))) {
-      const ebs = (lt.Properties?.LaunchTemplateData as { BlockDeviceMappings: Array<{ Ebs: Record<string, number> }> })
+      const ebs = (lt.Properties!.LaunchTemplateData as { BlockDeviceMappings: Array<{ Ebs: Record<string, number> }> })
         .BlockDeviceMappings[0]!.Ebs;
       expect(ebs.Throughput).toBeGreaterThanOrEqual(500);
       expect(gp3Refusal(ebs.Iops ?? 3000, ebs.Throughput!)).toBeUndefined();
