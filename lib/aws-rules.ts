@@ -166,3 +166,30 @@ export function gp3Refusal(iops: number, throughputMiBs: number): string | undef
     return `gp3 throughput ${throughputMiBs} MiB/s needs at least ${throughputMiBs / GP3.maxMiBsPerIops} IOPS, not ${iops}`;
   return undefined;
 }
+
+// ---- API Gateway: throttling ------------------------------------------------------------------
+
+/**
+ * API Gateway throttles with a token bucket: `burstLimit` tokens, refilled at `rateLimit` a
+ * second; a request without a token gets 429. Per account and region: 10,000 requests a second
+ * with a burst of 5,000 (adjustable), across every API — a method's burst is held to it.
+ * "Throttle requests to your REST APIs for better throughput in API Gateway"
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html
+ * "Amazon API Gateway quotas" https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html
+ */
+export const API_GATEWAY_ACCOUNT_THROTTLE = { rateLimit: 10_000, burstLimit: 5_000 } as const;
+
+/** Requests of `arrivals` (seconds from the first) that a token bucket answers with 429. */
+export function throttled(bucket: { rateLimit: number; burstLimit: number }, arrivals: number[]): number {
+  const burst = Math.min(bucket.burstLimit, API_GATEWAY_ACCOUNT_THROTTLE.burstLimit);
+  let tokens = burst;
+  let last = 0;
+  let refused = 0;
+  for (const at of arrivals) {
+    tokens = Math.min(burst, tokens + (at - last) * bucket.rateLimit);
+    last = at;
+    if (tokens >= 1) tokens -= 1;
+    else refused += 1;
+  }
+  return refused;
+}
