@@ -19,6 +19,7 @@ import { SPEC_DEFAULT_PER_MINUTE, SPEC_EDGE_LIMIT_PER_IP, SPEC_EDGE_WINDOW_SECON
 import { ApiAuthorizers } from './constructs/api-authorizers';
 import { ApiFunctions, type WorkflowHandles } from './constructs/api-functions';
 import { ApiRoutes, type InferenceEndpoint } from './constructs/api-routes';
+import { API_GATEWAY_ACCOUNT_THROTTLE } from './aws-rules';
 import { ApiWaf } from './constructs/api-waf';
 import { addGatewayResponses } from './constructs/gateway-responses';
 import { allocateSkippingGroups } from './constructs/resource-group';
@@ -39,10 +40,16 @@ export interface ApiStackProps extends StackProps {
   readonly workflows?: WorkflowHandles;
 }
 
-/** Stage method throttle for a per-minute limit (docs/reference/decisions.md#limits): rate per second, burst = 10 s worth. */
+/**
+ * Stage method throttle for a per-minute limit (docs/reference/decisions.md#limits): the minute's
+ * requests refilled evenly, and a burst of the whole minute's allowance (up to the account's burst,
+ * lib/aws-rules.ts), so one user at the limit, however bunched within the minute, is never refused
+ * by the stage: the service's own per-user limit answers first. `scale` makes room for more users.
+ */
 export function throttleFor(perMinute: number, scale: number): { rateLimit: number; burstLimit: number } {
-  const rateLimit = Math.round((perMinute / 60) * scale * 100) / 100;
-  const burstLimit = Math.max(1, Math.ceil((perMinute / 6) * scale));
+  // rounded up: a rate rounded down refills less than the minute allows
+  const rateLimit = Math.ceil((perMinute / 60) * scale * 100) / 100;
+  const burstLimit = Math.max(1, Math.min(Math.ceil(perMinute * scale), API_GATEWAY_ACCOUNT_THROTTLE.burstLimit));
   return { rateLimit, burstLimit };
 }
 

@@ -226,3 +226,54 @@ export function gatewayResponseStatus(type: string, configured: Readonly<Record<
   const classDefault = configured[fallback < 500 ? 'DEFAULT_4XX' : 'DEFAULT_5XX'];
   return classDefault !== undefined ? Number(classDefault) : fallback;
 }
+
+// ---- EBS: what a gp3 volume accepts -------------------------------------------------------------
+
+/**
+ * gp3 includes 3,000 IOPS and 125 MiB/s; more throughput is provisioned at most 0.25 MiB/s per
+ * provisioned IOPS (so 1,000 MiB/s needs 4,000 IOPS). EBS has since raised the ceiling for new
+ * volumes; 1,000 MiB/s is the limit every region has documented longest, so it is the one held here.
+ * "Amazon EBS General Purpose SSD volumes" https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html
+ */
+export const GP3 = {
+  baselineIops: 3000,
+  baselineThroughputMiBs: 125,
+  maxThroughputMiBs: 1000,
+  maxMiBsPerIops: 0.25,
+} as const;
+
+/** Why EBS would refuse this gp3 volume (undefined when it accepts it). */
+export function gp3Refusal(iops: number, throughputMiBs: number): string | undefined {
+  if (throughputMiBs < GP3.baselineThroughputMiBs || throughputMiBs > GP3.maxThroughputMiBs)
+    return `gp3 throughput ${throughputMiBs} MiB/s is outside ${GP3.baselineThroughputMiBs}–${GP3.maxThroughputMiBs}`;
+  if (throughputMiBs > iops * GP3.maxMiBsPerIops)
+    return `gp3 throughput ${throughputMiBs} MiB/s needs at least ${throughputMiBs / GP3.maxMiBsPerIops} IOPS, not ${iops}`;
+  return undefined;
+}
+
+// ---- API Gateway: throttling ------------------------------------------------------------------
+
+/**
+ * API Gateway throttles with a token bucket: `burstLimit` tokens, refilled at `rateLimit` a
+ * second; a request without a token gets 429. Per account and region: 10,000 requests a second
+ * with a burst of 5,000 (adjustable), across every API — a method's burst is held to it.
+ * "Throttle requests to your REST APIs for better throughput in API Gateway"
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-request-throttling.html
+ * "Amazon API Gateway quotas" https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html
+ */
+export const API_GATEWAY_ACCOUNT_THROTTLE = { rateLimit: 10_000, burstLimit: 5_000 } as const;
+
+/** Requests of `arrivals` (seconds from the first) that a token bucket answers with 429. */
+export function throttled(bucket: { rateLimit: number; burstLimit: number }, arrivals: number[]): number {
+  const burst = Math.min(bucket.burstLimit, API_GATEWAY_ACCOUNT_THROTTLE.burstLimit);
+  let tokens = burst;
+  let last = 0;
+  let refused = 0;
+  for (const at of arrivals) {
+    tokens = Math.min(burst, tokens + (at - last) * bucket.rateLimit);
+    last = at;
+    if (tokens >= 1) tokens -= 1;
+    else refused += 1;
+  }
+  return refused;
+}

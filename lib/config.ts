@@ -26,8 +26,27 @@ export const GPU_INSTANCE_TYPES = [
   'g6e.xlarge',
   'g6e.2xlarge',
   'g6e.4xlarge',
+  'g6e.8xlarge',
+  'g6e.12xlarge',
 ] as const;
 export type GpuInstanceType = (typeof GPU_INSTANCE_TYPES)[number];
+
+/** GPU memory per GPU of each family (g5 A10G, g6 L4: 24 GB; g6e L40S: 48 GB). */
+const GPU_MEMORY_GB: Readonly<Record<string, number>> = { g6: 24, g5: 24, g6e: 48 };
+/** Cheapest first (on-demand, us-east-1: g6 < g5 < g6e at each size). */
+const GPU_FAMILIES = ['g6', 'g5', 'g6e'] as const;
+
+/**
+ * The types an Auto Scaling group falls back to, in order, when `type` has no capacity: the same
+ * size (same vCPUs, at least the host memory) in the other families whose GPUs have at least the
+ * memory of `type`'s — so a task that fits `type` fits them. A g6e (48 GB) has none.
+ */
+export function gpuFallbackTypes(type: GpuInstanceType): GpuInstanceType[] {
+  const [family, size] = type.split('.') as [string, string];
+  return GPU_FAMILIES.filter((f) => f !== family && GPU_MEMORY_GB[f]! >= GPU_MEMORY_GB[family]!)
+    .map((f) => `${f}.${size}`)
+    .filter((t): t is GpuInstanceType => (GPU_INSTANCE_TYPES as readonly string[]).includes(t));
+}
 
 /**
  * SageMaker instance types offered for training jobs (context `trainingInstanceType`). The g5/g6

@@ -36,6 +36,10 @@ export class DataStack extends Stack {
     super(scope, id, props);
     const { config } = props;
     const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // CloudFormation deletes a bucket only once it is empty, versions included ("DeletionPolicy
+    // attribute", https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html):
+    // a removable bucket empties itself first, or `cdk destroy` ends DELETE_FAILED.
+    const autoDeleteObjects = !config.retainData;
 
     this.key = new kms.Key(this, 'DataKey', {
       description: `Sift ${config.stage}: records, datasets, artifacts and queues`,
@@ -79,7 +83,7 @@ export class DataStack extends Stack {
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
       versioned: false,
       removalPolicy,
-      autoDeleteObjects: false,
+      autoDeleteObjects,
       lifecycleRules: [
         { id: 'expire-logs', expiration: Duration.days(config.retainData ? 365 : 90) },
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
@@ -98,7 +102,7 @@ export class DataStack extends Stack {
       serverAccessLogsBucket: this.accessLogBucket,
       serverAccessLogsPrefix: 'blobs/',
       removalPolicy,
-      autoDeleteObjects: false,
+      autoDeleteObjects,
       ...(config.consoleOrigins.length > 0
         ? {
             cors: [

@@ -97,9 +97,11 @@ export class InferenceStack extends Stack {
     const albLogs = new s3.Bucket(this, 'AlbLogs', {
       encryption: s3.BucketEncryption.S3_MANAGED, // ALB access logs support SSE-S3 only
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
-      // TLS-only is enforced by the bucket policy written in AlbAccessLogs.
+      enforceSSL: true,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
       removalPolicy,
+      // CloudFormation deletes only empty buckets ("DeletionPolicy attribute"): see data-stack.ts
+      autoDeleteObjects: !config.retainData,
       lifecycleRules: [
         { id: 'expire-logs', expiration: Duration.days(config.retainData ? 365 : 90) },
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },

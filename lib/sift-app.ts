@@ -2,12 +2,12 @@
  * Builds every Sift stack into an app (or a Stage). `bin/app.ts` and the CDK
  * tests both call this, so what the tests check is what `cdk deploy` deploys.
  */
-import { ConsoleStack } from './constructs/console-hosting';
-import { Tags, Validations, type Stage } from 'aws-cdk-lib';
+import { Annotations, Tags, Validations, type Stage } from 'aws-cdk-lib';
 import type { App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ApiStack } from './api-stack';
 import type { StageConfig } from './config';
+import { CONSOLE_BUILD_COMMAND, ConsoleStack, consoleBuilt } from './constructs/console-hosting';
 import { DataStack } from './data-stack';
 import { InferenceStack } from './inference-stack';
 import { ObservabilityStack } from './observability-stack';
@@ -19,6 +19,8 @@ export interface SiftStacks {
   readonly workflows: WorkflowStack;
   readonly api: ApiStack;
   readonly observability: ObservabilityStack;
+  /** Absent when web/dist is not built (a fresh clone after `npm ci`): see `consoleSkipped`. */
+  readonly console?: ConsoleStack;
 }
 
 export interface BuildOptions {
@@ -64,11 +66,15 @@ export function buildSift(app: App | Stage, config: StageConfig, options: BuildO
     description: `Sift ${config.stage}: REST API, authorizers, control-plane Lambdas, WAF`,
   });
   api.addStackDependency(data);
-  new ConsoleStack(app, stackName(config, 'Console'), {
-    config,
-    apiUrl: api.api.url,
-    description: `Sift ${config.stage}: the web console (S3 + CloudFront)`,
-  });
+  // A fresh clone has no web/dist (`npm ci` does not build web/): the other stacks still deploy, and
+  // the console follows once built, rather than the whole deploy failing at synth.
+  const consoleStack = consoleBuilt()
+    ? new ConsoleStack(app, stackName(config, 'Console'), {
+        config,
+        apiUrl: api.api.url,
+        description: `Sift ${config.stage}: the web console (S3 + CloudFront)`,
+      })
+    : skipConsole(api, stackName(config, 'Console'));
   const observability = new ObservabilityStack(app, stackName(config, 'Observability'), {
     config,
     api,
@@ -79,5 +85,17 @@ export function buildSift(app: App | Stage, config: StageConfig, options: BuildO
   observability.addStackDependency(data);
   Tags.of(app).add('project', 'sift');
   Tags.of(app).add('sift:stage', config.stage);
-  return { data, inference, workflows, api, observability };
+  return { data, inference, workflows, api, observability, console: consoleStack };
+}
+
+/** The message a synth without a built console prints, as a CDK warning and on stderr. */
+export function consoleSkipped(consoleStack: string): string {
+  return `${consoleStack} is left out: the web console is not built (web/dist/index.html is missing). Run \`${CONSOLE_BUILD_COMMAND}\`, then deploy again to add it.`;
+}
+
+function skipConsole(api: ApiStack, consoleStack: string): undefined {
+  const message = consoleSkipped(consoleStack);
+  Annotations.of(api).addWarningV2('sift:console-not-built', message);
+  console.warn(`[sift] ${message}`);
+  return undefined;
 }

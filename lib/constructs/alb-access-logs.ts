@@ -10,7 +10,8 @@
  */
 import { Aws, CfnCondition, CfnMapping, Fn } from 'aws-cdk-lib';
 import type * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
-import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Fact, FactName, RegionInfo } from 'aws-cdk-lib/region-info';
 import { Construct } from 'constructs';
 
@@ -36,40 +37,28 @@ export class AlbAccessLogs extends Construct {
     });
     const objects = `${props.bucket.bucketArn}/${props.prefix}/AWSLogs/${Aws.ACCOUNT_ID}/*`;
 
-    const policy = new s3.CfnBucketPolicy(this, 'Policy', {
-      bucket: props.bucket.bucketName,
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          {
-            Sid: 'DenyInsecureTransport',
-            Effect: 'Deny',
-            Principal: { AWS: '*' },
-            Action: 's3:*',
-            Resource: [props.bucket.bucketArn, `${props.bucket.bucketArn}/*`],
-            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
-          },
-          {
-            Sid: 'ElbLogDeliveryService',
-            Effect: 'Allow',
-            Principal: { Service: 'logdelivery.elasticloadbalancing.amazonaws.com' },
-            Action: 's3:PutObject',
-            Resource: objects,
-          },
-          Fn.conditionIf(
-            legacy.logicalId,
-            {
-              Sid: 'ElbLogDeliveryRegionalAccount',
-              Effect: 'Allow',
-              Principal: { AWS: Fn.join('', [`arn:${Aws.PARTITION}:iam::`, account, ':root']) },
-              Action: 's3:PutObject',
-              Resource: objects,
-            },
-            Aws.NO_VALUE,
-          ),
-        ],
-      },
-    });
+    // Statements go into the bucket's one policy (S3 keeps one per bucket), which auto-delete also
+    // writes to. Where the region has no ELB account, the account's own root stands in: it grants
+    // nothing IAM does not already allow within the account.
+    props.bucket.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'ElbLogDeliveryService',
+        principals: [new iam.ServicePrincipal('logdelivery.elasticloadbalancing.amazonaws.com')],
+        actions: ['s3:PutObject'],
+        resources: [objects],
+      }),
+    );
+    const regionalAccount = Fn.conditionIf(legacy.logicalId, account, Aws.ACCOUNT_ID).toString();
+    props.bucket.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'ElbLogDeliveryRegionalAccount',
+        principals: [new iam.AccountPrincipal(regionalAccount)],
+        actions: ['s3:PutObject'],
+        resources: [objects],
+      }),
+    );
+    const policy = props.bucket.policy;
+    if (!policy) throw new Error('the ALB log bucket has no policy to extend');
     props.loadBalancer.setAttribute('access_logs.s3.enabled', 'true');
     props.loadBalancer.setAttribute('access_logs.s3.bucket', props.bucket.bucketName);
     props.loadBalancer.setAttribute('access_logs.s3.prefix', props.prefix);

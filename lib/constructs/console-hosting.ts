@@ -18,6 +18,16 @@ export interface ConsoleHostingProps {
   readonly distDir?: string;
 }
 
+/** Where `vite build` writes the console; gitignored, so a fresh clone has none. */
+export const CONSOLE_DIST = join(REPO_ROOT, 'web', 'dist');
+
+/** The command that builds the console for deploy (web/ has its own dependencies; `npm ci` at the root skips them). */
+export const CONSOLE_BUILD_COMMAND = 'npm --prefix web ci && npm --prefix web run build';
+
+export function consoleBuilt(distDir: string = CONSOLE_DIST): boolean {
+  return existsSync(join(distDir, 'index.html'));
+}
+
 /**
  * The web console on AWS: its built assets in a private bucket behind CloudFront (origin access
  * control), with a CSP that lets the page call only the API and the presigned S3 uploads. The
@@ -30,13 +40,13 @@ export class ConsoleHosting extends Construct {
 
   constructor(scope: Construct, id: string, props: ConsoleHostingProps) {
     super(scope, id);
-    const distDir = props.distDir ?? join(REPO_ROOT, 'web', 'dist');
-    if (!existsSync(join(distDir, 'index.html'))) {
-      throw new Error(
-        `The console is not built (${distDir}/index.html is missing): run \`node scripts/setup.mjs\` (it runs \`vite build\` in web/) before synth`,
-      );
+    const distDir = props.distDir ?? CONSOLE_DIST;
+    if (!consoleBuilt(distDir)) {
+      throw new Error(`The console is not built (${distDir}/index.html is missing): run \`${CONSOLE_BUILD_COMMAND}\``);
     }
     const removalPolicy = props.config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
+    // CloudFormation deletes only empty buckets (lib/data-stack.ts)
+    const autoDeleteObjects = !props.config.retainData;
 
     // S3 server access logs and CloudFront standard logs: CloudFront needs ACLs on its log bucket.
     const logs = new s3.Bucket(this, 'Logs', {
@@ -45,6 +55,7 @@ export class ConsoleHosting extends Construct {
       enforceSSL: true,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
       removalPolicy,
+      autoDeleteObjects,
       lifecycleRules: [{ id: 'expire-logs', expiration: Duration.days(90) }],
     });
 
@@ -56,6 +67,7 @@ export class ConsoleHosting extends Construct {
       serverAccessLogsBucket: logs,
       serverAccessLogsPrefix: 'assets/',
       removalPolicy,
+      autoDeleteObjects,
     });
 
     const apiOrigin = Fn.select(0, Fn.split('/', Fn.select(1, Fn.split('://', props.apiUrl)), 1));

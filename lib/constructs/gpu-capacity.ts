@@ -6,14 +6,21 @@
  * The instance type is a CloudFormation parameter (g5/g6/g6e sizes), so a cloud
  * team can pick the GPU at deploy time without re-synthesizing.
  */
-import { CfnParameter, Duration, Stack } from 'aws-cdk-lib';
+import { CfnCondition, CfnParameter, Duration, Fn, Stack } from 'aws-cdk-lib';
 import * as autoscaling from 'aws-cdk-lib/aws-autoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { GPU_INSTANCE_TYPES, type GpuServiceConfig } from '../config';
+import { GPU_INSTANCE_TYPES, type GpuInstanceType, type GpuServiceConfig, gpuFallbackTypes } from '../config';
+import { GP3, gp3Refusal } from '../aws-rules';
 import { acknowledge } from '../nag';
+
+/**
+ * Every wake from zero pulls the images (vLLM's is ~10 GB compressed) onto a new root volume, at
+ * gp3's 125 MiB/s unless more is provisioned; 500 MiB/s fits the included 3,000 IOPS.
+ */
+export const GPU_ROOT_VOLUME = { iops: GP3.baselineIops, throughputMiBs: 500 } as const;
 
 export interface GpuCapacityProps {
   /** `Encoder` or `Decoder`: names the CloudFormation parameter `<name>InstanceType`. */
@@ -61,6 +68,8 @@ export class GpuCapacity extends Construct {
       'echo ECS_CONTAINER_STOP_TIMEOUT=120s >> /etc/ecs/ecs.config',
     );
 
+    const refusal = gp3Refusal(GPU_ROOT_VOLUME.iops, GPU_ROOT_VOLUME.throughputMiBs);
+    if (refusal) throw new Error(refusal);
     const launchTemplate = new ec2.LaunchTemplate(this, 'LaunchTemplate', {
       // SSM parameter resolved at deploy time; no context lookup at synth.
       machineImage: ecs.EcsOptimizedImage.amazonLinux2023(ecs.AmiHardwareType.GPU),
@@ -77,6 +86,8 @@ export class GpuCapacity extends Construct {
           volume: ec2.BlockDeviceVolume.ebs(props.rootVolumeGiB ?? 200, {
             encrypted: true,
             volumeType: ec2.EbsDeviceVolumeType.GP3,
+            iops: GPU_ROOT_VOLUME.iops,
+            throughput: GPU_ROOT_VOLUME.throughputMiBs,
             deleteOnTermination: true,
           }),
         },
@@ -86,7 +97,17 @@ export class GpuCapacity extends Construct {
     this.autoScalingGroup = new autoscaling.AutoScalingGroup(this, 'Asg', {
       vpc: props.vpc,
       vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
-      launchTemplate,
+      // One type in a new account's region is often out of capacity (InsufficientInstanceCapacity):
+      // the group tries the parameter's type first, then its fallbacks (overrides set below).
+      mixedInstancesPolicy: {
+        launchTemplate,
+        launchTemplateOverrides: [{ instanceType: new ec2.InstanceType(this.instanceType.valueAsString) }],
+        instancesDistribution: {
+          onDemandAllocationStrategy: autoscaling.OnDemandAllocationStrategy.PRIORITIZED,
+          onDemandBaseCapacity: 0,
+          onDemandPercentageAboveBaseCapacity: 100,
+        },
+      },
       minCapacity: 0,
       // One GPU task per instance: instances never exceed tasks.
       maxCapacity: Math.max(1, props.config.maxTasks),
@@ -96,6 +117,8 @@ export class GpuCapacity extends Construct {
       capacityRebalance: false,
       updatePolicy: autoscaling.UpdatePolicy.rollingUpdate({ maxBatchSize: 1, minInstancesInService: 0 }),
     });
+
+    this.addFallbackTypes(props.name, props.config.instanceType);
 
     this.capacityProvider = new ecs.AsgCapacityProvider(this, 'CapacityProvider', {
       autoScalingGroup: this.autoScalingGroup,
@@ -108,6 +131,11 @@ export class GpuCapacity extends Construct {
     });
     props.cluster.addAsgCapacityProvider(this.capacityProvider);
 
+    acknowledge(this.autoScalingGroup, {
+      id: 'AwsSolutions-EC26',
+      reason:
+        'The root volume is encrypted in the launch template; cdk-nag does not read launch templates inside a MixedInstancesPolicy (test/cdk/inference.test.ts checks Encrypted)',
+    });
     acknowledge(this.autoScalingGroup, {
       id: 'AwsSolutions-AS3',
       reason:
@@ -130,5 +158,25 @@ export class GpuCapacity extends Construct {
           'ECS agent state reporting (SubmitContainerStateChange/TaskStateChange/AttachmentStateChanges), added by CDK and scoped to this cluster.',
       },
     );
+  }
+
+  /**
+   * Fallbacks (lib/config.ts `gpuFallbackTypes`) for the type chosen at synth (context
+   * `<name>InstanceType`, the parameter's default). A type given at deploy with `--parameters`
+   * runs alone: a per-parameter mapping of fallbacks exhausts CloudFormation validation's budget.
+   */
+  private addFallbackTypes(name: string, chosen: GpuInstanceType): void {
+    const stack = Stack.of(this);
+    const param = this.instanceType.valueAsString;
+    const isChosen = new CfnCondition(stack, `${name}InstanceTypeIsDefault`, {
+      expression: Fn.conditionEquals(param, chosen),
+    });
+    const cfn = this.autoScalingGroup.node.defaultChild as autoscaling.CfnAutoScalingGroup;
+    cfn.addPropertyOverride('MixedInstancesPolicy.LaunchTemplate.Overrides', [
+      { InstanceType: param },
+      ...gpuFallbackTypes(chosen).map((type) =>
+        Fn.conditionIf(isChosen.logicalId, { InstanceType: type }, Fn.ref('AWS::NoValue')),
+      ),
+    ]);
   }
 }

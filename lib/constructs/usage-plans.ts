@@ -9,6 +9,7 @@ import type * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 import { PLANS, type StageConfig } from '../config';
+import { STAGE_TAG } from '../../src/core/gatewayKeys';
 import { acknowledge } from '../nag';
 import { ResourceGroup } from './resource-group';
 
@@ -58,6 +59,10 @@ export class UsagePlans extends ResourceGroup {
           sid: 'DeleteReplacedTeamKeys',
           actions: ['apigateway:DELETE'],
           resources: [apigwArn('/apikeys/*')],
+          // only this stage's team keys, not every key in the region ("Using tags to control access to
+          // a REST API in API Gateway": API keys support aws:ResourceTag,
+          // https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-tagging-iam-policy.html)
+          conditions: { StringEquals: { [`aws:ResourceTag/${STAGE_TAG}`]: stage } },
         }),
       ],
     });

@@ -11,6 +11,7 @@ import {
   DeleteApiKeyCommand,
   GetUsagePlansCommand,
 } from '@aws-sdk/client-api-gateway';
+import { STAGE_TAG } from '../core/gatewayKeys';
 import type { GatewayKeys } from '../core/ports';
 import type { Plan, Team } from '../core/teams';
 
@@ -63,7 +64,8 @@ export class ApiGatewayKeys implements GatewayKeys {
         description: `Sift team ${team.id} (${team.plan} plan); named by the authorizer, never given to callers`,
         enabled: true,
         value,
-        tags: { 'sift:team': team.id, 'sift:plan': team.plan },
+        // the authorizer may delete only keys with its stage's tag (lib/constructs/usage-plans.ts)
+        tags: { 'sift:team': team.id, 'sift:plan': team.plan, [STAGE_TAG]: this.stage },
       }),
     );
     if (!key.id) throw new Error('API Gateway created a key without an id');

@@ -13,6 +13,9 @@ import { WriteConflict } from './ports';
 import type { Services } from './context';
 import type { Plan, Team } from './teams';
 
+/** The tag on each team key that scopes the authorizer's key deletion to its own stage (lib/constructs/usage-plans.ts). */
+export const STAGE_TAG = 'sift:stage';
+
 export interface TeamGatewayKey {
   id: string;
   value: string;

@@ -41,7 +41,12 @@ it("gives a team one key, in its plan's usage plan of this stage, and the same v
   const value = await usageIdentifierFor(stack.svc, team);
   expect(value).toMatch(/^[A-Za-z0-9_-]{40}$/);
   const [key] = [...fake.keys.values()].filter((k) => k.tags['sift:team'] === 'team-a');
-  expect(key).toMatchObject({ name: 'sift-test-team-team-a-pro', value, tags: { 'sift:plan': 'pro' } });
+  // tagged with its stage: the authorizer's IAM deletes only keys with its own stage's tag
+  expect(key).toMatchObject({
+    name: 'sift-test-team-team-a-pro',
+    value,
+    tags: { 'sift:plan': 'pro', 'sift:stage': 'test' },
+  });
   expect(fake.planOfKey(key!.id)).toBe('sift-test-pro');
   const before = fake.calls.length;
   expect(await usageIdentifierFor(stack.svc, team)).toBe(value);

@@ -7,6 +7,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { throttleFor } from '../../lib/api-stack';
+import { API_GATEWAY_ACCOUNT_THROTTLE, throttled } from '../../lib/aws-rules';
 import { loadStageConfig, PLANS, SPEC_DEFAULT_PER_MINUTE } from '../../lib/config';
 import { addGatewayResponses } from '../../lib/constructs/gateway-responses';
 import { CORS_EXPOSE_HEADERS } from '../../src/http/cors';
@@ -218,6 +219,13 @@ describe('usage plans', () => {
     const text = JSON.stringify(policy[1].Properties);
     expect(text).toContain('/usageplans/');
     expect(text).not.toMatch(/"apigateway:\*"/);
+    // deleting keys: only this stage's team keys, never any key in the region
+    const statements = (policy[1].Properties!.PolicyDocument as { Statement: Array<Record<string, unknown>> })
+      .Statement;
+    const deletes = statements.filter((st) => JSON.stringify(st.Action).includes('apigateway:DELETE'));
+    expect(deletes.length).toBeGreaterThan(0);
+    for (const st of deletes)
+      expect(st.Condition).toEqual({ StringEquals: { 'aws:ResourceTag/sift:stage': built.config.stage } });
     const fn = Object.values(resourcesOfType(t, 'AWS::Lambda::Function')).find((f) =>
       String(f.Properties?.Description).includes('authorizer'),
     )!;
@@ -243,6 +251,28 @@ describe('stage', () => {
     }
   });
 
+  it('never refuses one user at the per-minute limit (the stage throttle is a token bucket, lib/aws-rules.ts)', () => {
+    const limits = [...SPEC_METHOD_LIMITS_PER_MINUTE.map((l) => l.perMinute), SPEC_DEFAULT_PER_MINUTE];
+    for (const perMinute of limits) {
+      const bucket = throttleFor(perMinute, scale);
+      const minute = (start: number, spread: number) =>
+        Array.from({ length: perMinute }, (_, i) => start + (spread * i) / perMinute);
+      // evenly over two minutes
+      expect({ perMinute, refused: throttled(bucket, [...minute(0, 60), ...minute(60, 60)]) }).toEqual({
+        perMinute,
+        refused: 0,
+      });
+      // a whole minute's allowance at once, twice, as far as the account's burst allows any method
+      if (perMinute <= API_GATEWAY_ACCOUNT_THROTTLE.burstLimit)
+        expect({ perMinute, refused: throttled(bucket, [...minute(0, 0), ...minute(60, 0)]) }).toEqual({
+          perMinute,
+          refused: 0,
+        });
+    }
+    // the bucket refuses what API Gateway refuses: past the burst at once
+    expect(throttled({ rateLimit: 1, burstLimit: 10 }, Array(11).fill(0))).toBe(1);
+  });
+
   it('applies the default limit (decisions.md#limits) to every other method', () => {
     const d = settings.find((x) => x.ResourcePath === '/*' && x.HttpMethod === '*');
     expect(d).toMatchObject({
@@ -253,8 +283,10 @@ describe('stage', () => {
   });
 
   it('converts per-minute limits to per-second rates', () => {
-    expect(throttleFor(5000, 1)).toEqual({ rateLimit: 83.33, burstLimit: 834 });
-    expect(throttleFor(20, 1)).toEqual({ rateLimit: 0.33, burstLimit: 4 });
+    // rate rounded up; burst: the whole minute, up to the account's burst of 5,000
+    expect(throttleFor(5000, 1)).toEqual({ rateLimit: 83.34, burstLimit: 5000 });
+    expect(throttleFor(20, 1)).toEqual({ rateLimit: 0.34, burstLimit: 20 });
+    expect(throttleFor(15_000, 1)).toEqual({ rateLimit: 250, burstLimit: 5000 });
   });
 
   it('writes JSON access logs and traces requests', () => {

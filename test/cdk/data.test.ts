@@ -1,10 +1,13 @@
 /** Data stack: encryption, public access, TLS, retention and lifecycle of the stateful resources. */
+import { Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import { DATA_EXPORTS, dataExportName } from '../../lib/data-refs';
 import { buildApp, resourcesOfType } from './helpers';
 
 const built = buildApp();
 const t = built.template(built.stacks.data);
+let prodBuilt: ReturnType<typeof buildApp> | undefined;
+const prod = () => (prodBuilt ??= buildApp({ stage: 'prod' }));
 
 describe('records table', () => {
   it('is one on-demand table with pk/sk, gsi1, TTL expiresAt and PITR', () => {
@@ -104,8 +107,7 @@ describe('datasets/artifacts bucket', () => {
   });
 
   it('has no CORS rule when no console origin is configured (prod default)', () => {
-    const prod = buildApp({ stage: 'prod' });
-    const bucketsProd = resourcesOfType(prod.template(prod.stacks.data), 'AWS::S3::Bucket');
+    const bucketsProd = resourcesOfType(prod().template(prod().stacks.data), 'AWS::S3::Bucket');
     for (const b of Object.values(bucketsProd)) expect(b.Properties?.CorsConfiguration).toBeUndefined();
   });
 });
@@ -133,4 +135,38 @@ it('publishes the stage-scoped exports other stacks import', () => {
   const outputs = t.findOutputs('*');
   const names = Object.values(outputs).map((o) => (o as { Export?: { Name: string } }).Export?.Name);
   for (const e of DATA_EXPORTS) expect(names).toContain(dataExportName('dev', e));
+});
+
+/**
+ * "DeletionPolicy attribute" (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html):
+ * with Delete, "you must delete all objects in the bucket for deletion to succeed" — a bucket
+ * CloudFormation may delete must empty itself first (CDK's auto-delete custom resource), or
+ * `cdk destroy` ends DELETE_FAILED on the first object (logs arrive in every log bucket).
+ */
+describe('cdk destroy', () => {
+  const bucketsOf = (app: ReturnType<typeof buildApp>) =>
+    app.app.node.children
+      .filter((c): c is Stack => c instanceof Stack)
+      .flatMap((stack) => {
+        const tpl = app.template(stack);
+        const emptied = Object.values(resourcesOfType(tpl, 'Custom::S3AutoDeleteObjects')).map((r) =>
+          JSON.stringify((r.Properties as { BucketName: unknown }).BucketName),
+        );
+        return Object.entries(resourcesOfType(tpl, 'AWS::S3::Bucket')).map(([id, b]) => ({
+          bucket: `${stack.stackName}/${id}`,
+          deletionPolicy: (b as { DeletionPolicy?: string }).DeletionPolicy,
+          emptiedFirst: emptied.includes(JSON.stringify({ Ref: id })),
+        }));
+      });
+
+  it('in dev, every bucket CloudFormation deletes empties itself first', () => {
+    const buckets = bucketsOf(built);
+    expect(buckets.length).toBeGreaterThanOrEqual(4);
+    expect(buckets.filter((b) => b.deletionPolicy === 'Delete' && !b.emptiedFirst)).toEqual([]);
+    expect(buckets.filter((b) => b.deletionPolicy !== 'Delete')).toEqual([]);
+  });
+
+  it('in prod, every bucket is retained and none is emptied', () => {
+    for (const b of bucketsOf(prod())) expect(b).toMatchObject({ deletionPolicy: 'Retain', emptiedFirst: false });
+  });
 });

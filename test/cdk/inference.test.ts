@@ -1,6 +1,7 @@
 /** Inference stack: GPU capacity, services, health checks, autoscaling, private networking. */
 import { Match } from 'aws-cdk-lib/assertions';
-import { GPU_INSTANCE_TYPES } from '../../lib/config';
+import { gp3Refusal } from '../../lib/aws-rules';
+import { GPU_INSTANCE_TYPES, gpuFallbackTypes } from '../../lib/config';
 import { DECODER_MODEL, DECODER_PORT, GATEWAY_PORT } from '../../lib/inference-stack';
 import { CATALOG } from '../../src/core/catalog';
 import { baseModelPrefix } from '../../src/core/modelLayout';
@@ -36,6 +37,53 @@ describe('GPU capacity', () => {
         Monitoring: { Enabled: true },
       });
     }
+  });
+
+  it('provisions gp3 throughput above the 125 MiB/s default (image pulls on every wake), within what EBS accepts', () => {
+    for (const lt of Object.values(resourcesOfType(t, 'AWS::EC2::LaunchTemplate'))) {
+      const ebs = (lt.Properties!.LaunchTemplateData as { BlockDeviceMappings: Array<{ Ebs: Record<string, number> }> })
+        .BlockDeviceMappings[0]!.Ebs;
+      expect(ebs.Throughput).toBeGreaterThanOrEqual(500);
+      expect(gp3Refusal(ebs.Iops ?? 3000, ebs.Throughput!)).toBeUndefined();
+    }
+    // the rule refuses what EBS refuses: more than 0.25 MiB/s per IOPS, or above the ceiling
+    expect(gp3Refusal(3000, 1000)).toMatch(/needs at least 4000 IOPS/);
+    expect(gp3Refusal(8000, 1500)).toMatch(/outside/);
+  });
+
+  it('falls back to other GPU families of the same size and GPU memory when the chosen type has no capacity', () => {
+    const asgs = Object.values(resourcesOfType(t, 'AWS::AutoScaling::AutoScalingGroup'));
+    expect(asgs).toHaveLength(2);
+    const params = t.findParameters('*') as Record<string, { Default: string }>;
+    const conditions = t.toJSON().Conditions as Record<string, unknown>;
+    for (const asg of asgs) {
+      const policy = asg.Properties!.MixedInstancesPolicy as {
+        LaunchTemplate: { Overrides: unknown[] };
+        InstancesDistribution: Record<string, unknown>;
+      };
+      expect(asg.Properties!.LaunchTemplate).toBeUndefined();
+      expect(policy.InstancesDistribution).toMatchObject({
+        OnDemandAllocationStrategy: 'prioritized',
+        OnDemandPercentageAboveBaseCapacity: 100,
+      });
+      const [primary, ...rest] = policy.LaunchTemplate.Overrides as Array<Record<string, unknown>>;
+      const param = (primary!.InstanceType as { Ref: string }).Ref;
+      expect(['EncoderInstanceType', 'DecoderInstanceType']).toContain(param);
+      const chosen = params[param]!.Default as (typeof GPU_INSTANCE_TYPES)[number];
+      // the fallbacks hold while the parameter keeps the type chosen at synth
+      const fallbacks = rest.map((o) => {
+        const [condition, value, none] = (o as { 'Fn::If': [string, { InstanceType: string }, unknown] })['Fn::If'];
+        expect(conditions[condition]).toEqual({ 'Fn::Equals': [{ Ref: param }, chosen] });
+        expect(none).toEqual({ Ref: 'AWS::NoValue' });
+        return value.InstanceType;
+      });
+      expect(fallbacks).toEqual(gpuFallbackTypes(chosen));
+      expect(fallbacks.length).toBeGreaterThan(0);
+    }
+    expect(gpuFallbackTypes('g6.xlarge')).toEqual(['g5.xlarge', 'g6e.xlarge']);
+    expect(gpuFallbackTypes('g5.2xlarge')).toEqual(['g6.2xlarge', 'g6e.2xlarge']);
+    // a 48 GB L40S never falls back to a 24 GB GPU
+    expect(gpuFallbackTypes('g6e.xlarge')).toEqual([]);
   });
 
   it('registers managed-scaling capacity providers that can scale to zero', () => {
@@ -118,6 +166,18 @@ describe('network', () => {
         { Key: 'access_logs.s3.enabled', Value: 'true' },
       ]),
     });
+  });
+
+  it("lets ELB deliver access logs through the log bucket's one policy (auto-delete writes to the same one)", () => {
+    const [albLogs] = Object.keys(resourcesOfType(t, 'AWS::S3::Bucket')).filter((id) => id.startsWith('AlbLogs'));
+    const policies = Object.values(resourcesOfType(t, 'AWS::S3::BucketPolicy')).filter(
+      (p) => JSON.stringify(p.Properties?.Bucket) === JSON.stringify({ Ref: albLogs }),
+    );
+    expect(policies).toHaveLength(1);
+    const sids = (policies[0]!.Properties!.PolicyDocument as { Statement: Array<{ Sid?: string }> }).Statement.map(
+      (st) => st.Sid,
+    );
+    expect(sids).toEqual(expect.arrayContaining(['ElbLogDeliveryService', 'ElbLogDeliveryRegionalAccount']));
   });
 
   it('health-checks the gateway on /ready (models loaded) and vLLM on /health', () => {

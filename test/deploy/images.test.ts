@@ -7,11 +7,12 @@
  * fails `npm test` instead of a deploy.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative } from 'node:path';
 import { IMAGES, type ImageName } from '../../lib/images';
 import { CONTAINERS_DIR, REPO_ROOT } from '../../lib/paths';
+import { parseDockerfile } from './dockerfile';
 import { entryProgram, importPython, nodeImportGraph, runNodeCheck } from './entry';
 import { replayImage, stageContext, trainingPython, type ReplayedImage } from './rehearsal';
 
@@ -71,6 +72,24 @@ describe('the images lib/images.ts builds', () => {
         .map((i) => join(i.directory, i.file))
         .sort(),
     ).toEqual(dockerfiles);
+  });
+});
+
+describe('what each image carries that AWS never runs', () => {
+  const instructions = (name: ImageName) =>
+    parseDockerfile(readFileSync(join(IMAGES[name].directory, IMAGES[name].file), 'utf8'));
+
+  it('the training image bakes no base models by default (SageMaker reads the model channel; ~10 min of CPU per deploy)', () => {
+    const arg = instructions('training').find((i) => i.keyword === 'ARG' && i.args.startsWith('BUILD_BASE_MODELS'));
+    expect(arg?.args).toBe('BUILD_BASE_MODELS=0');
+    // cdk deploy passes no build arguments that would turn it back on
+    expect(IMAGES.training).not.toHaveProperty('buildArgs');
+  });
+
+  it("the encoder image installs node-llama-cpp's JavaScript only: no llama.cpp download, no prebuilt (CUDA) binaries", () => {
+    const install = instructions('encoder').find((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args))!;
+    expect(install.args).toMatch(/\bNODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci\b/);
+    expect(install.args).toMatch(/rm -rf node_modules\/@node-llama-cpp\b/);
   });
 });
 
