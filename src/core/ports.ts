@@ -4,7 +4,14 @@
  * in-memory); the core never imports them (`npm run check:deps` keeps it so).
  */
 import type { Readable } from 'node:stream';
-import type { EncoderSchema, InferOutput, LoadedEncoder, Precision, RuntimeExtractOptions } from './extraction/types';
+import type {
+  EncoderSchema,
+  ExecutionProviderOutcome,
+  InferOutput,
+  LoadedEncoder,
+  Precision,
+  RuntimeExtractOptions,
+} from './extraction/types';
 import type { LimitClass, LimitRule, RateLimiter, WindowState } from './rateLimits';
 import type { Logger } from './logger';
 import type { Team } from './identity';
@@ -270,6 +277,12 @@ export interface EncoderRuntime<M extends LoadedEncoder = LoadedEncoder> {
   /** One request's extraction on a loaded model; concurrent requests may share one engine call (batched). */
   infer(model: M, texts: string[], schema: EncoderSchema, opts?: RuntimeExtractOptions): Promise<InferOutput>;
   loadedModels(): string[];
+  /**
+   * Where the sessions of each model directory this process has loaded run (kept after eviction: a
+   * provider that failed to load stays failed for the process), so readiness can hold a model loaded
+   * by a request, not only a preloaded one, to SIFT_REQUIRE_EXECUTION_PROVIDER. Absent: not known.
+   */
+  executionProviders?(): ReadonlyMap<string, ExecutionProviderOutcome>;
   close(): Promise<void>;
 }
 

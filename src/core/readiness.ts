@@ -76,6 +76,7 @@ export async function readiness(svc: Services, models: string[] = svc.config.pre
       report.builds[m.id] = p;
     }
   }
+  const preloadedDirs = new Set<string>();
   for (const model of models) {
     await check(`model:${model}`, report, async () => {
       // catalog ids only: they need no team (preloading is an operator setting)
@@ -83,9 +84,18 @@ export async function readiness(svc: Services, models: string[] = svc.config.pre
         want: 'encoder',
         field: ['body', 'model_id'],
       });
-      const loaded = await runtime.model(await runtime.localDir(svc.blobs, resolved));
+      const dir = await runtime.localDir(svc.blobs, resolved);
+      preloadedDirs.add(dir);
+      const loaded = await runtime.model(dir);
       requireProvider(svc, loaded.executionProvider);
     });
   }
+  // models a request loaded (the ECS gateway preloads none by default): held to the same requirement
+  const required = svc.config.requireExecutionProvider;
+  const others = [...(svc.encoder?.executionProviders?.() ?? [])].filter(([dir]) => !preloadedDirs.has(dir));
+  if (required && others.length > 0)
+    await check('encoder-provider', report, async () => {
+      for (const [, outcome] of others) requireProvider(svc, outcome);
+    });
   return report;
 }

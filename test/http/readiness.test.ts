@@ -118,6 +118,30 @@ describe('a GPU task whose CUDA provider does not load', () => {
       }
     },
   );
+
+  (cudaInstalled ? it.skip : it)(
+    'with the requirement and nothing preloaded (the stack preloads none by default): a model a request loaded fails /ready too',
+    async () => {
+      preload(undefined);
+      const extraction = await stack.call('POST', '/gliner-2/entities', {
+        body: { model_id: 'sift/gliner2-mini-v1', text: 'Ada Lovelace lived in London.', entities: ['person'] },
+      });
+      expect(extraction.status).toBe(200); // served, on the CPU
+      stack.svc.config.requireExecutionProvider = 'cuda';
+      const before = emf.length;
+      try {
+        const res = await stack.call('GET', '/ready', { key: null });
+        expect(res.status).toBe(503);
+        expect(res.body.checks['encoder-provider']).toMatchObject({
+          ok: false,
+          detail: expect.stringContaining('encoder sessions run on cpu, not cuda'),
+        });
+        expect(emf.slice(before).filter((l) => l.includes(PROVIDER_FALLBACK_METRIC))).toHaveLength(1);
+      } finally {
+        stack.svc.config.requireExecutionProvider = undefined;
+      }
+    },
+  );
 });
 
 it('SIFT_REQUIRE_EXECUTION_PROVIDER names the variable when it is not a provider', () => {

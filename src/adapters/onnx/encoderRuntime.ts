@@ -18,7 +18,7 @@ import { containedPath } from '../../core/safePath';
 import { TtlCache } from '../../core/hotPath';
 import { createLogger, type Logger } from '../../http/logger';
 import type { BlobStore, EncoderRuntime, ServedEncoder } from '../../core/ports';
-import type { ExecutionProvider } from '../../core/extraction/types';
+import type { ExecutionProvider, ExecutionProviderOutcome } from '../../core/extraction/types';
 import { missingAsUndefined } from '../fs/missingFile';
 
 const envNumber = (name: string): number | undefined => {
@@ -86,6 +86,8 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
   private readonly threads: number | undefined;
   private readonly executionProvider: ExecutionProvider | undefined;
   private readonly loaded = new Map<string, Promise<EncoderModel>>();
+  /** Model directory → where its sessions run, for readiness (never pruned: a handful of entries). */
+  private readonly providers = new Map<string, ExecutionProviderOutcome>();
   private readonly fetching = new Map<string, Promise<string>>();
   /** Model prefix → its local copy, recently checked against the manifest in the store. */
   private readonly checked: TtlCache<string>;
@@ -224,6 +226,7 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
     // a load that failed is forgotten (the next request tries again); its error reaches the caller below
     p.catch(() => this.loaded.delete(key));
     const m = await p;
+    this.providers.set(dir, m.executionProvider);
     await this.evict(key);
     return m;
   }
@@ -267,6 +270,10 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
 
   loadedModels(): string[] {
     return [...this.loaded.keys()];
+  }
+
+  executionProviders(): ReadonlyMap<string, ExecutionProviderOutcome> {
+    return this.providers;
   }
 
   async close(): Promise<void> {
