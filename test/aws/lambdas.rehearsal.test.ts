@@ -10,6 +10,7 @@
  */
 import type { APIGatewayAuthorizerResult, APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
 import { trainingCostMicros } from '../../src/core/billing/prices';
+import { STAGE_TAG } from '../../src/core/gatewayKeys';
 import { buildApp } from '../cdk/helpers';
 import { type Bindings, DeployedApp } from '../helpers/deployedFunctions';
 import { FakeApiGateway } from '../helpers/fakeApiGateway';
@@ -68,12 +69,17 @@ beforeAll(async () => {
   for (const service of ['api', 'authorizer', 'worker', 'workflow', 'training-events'] as Service[]) {
     const fn = functions[service];
     if (!fn) throw new Error(`the template has no ${service} function`);
-    const gate = await IamGate.start(new IamPolicy(fn.statements(bindings(''))), {
-      dynamodb: emulators.AWS_ENDPOINT_URL_DYNAMODB,
-      s3: emulators.AWS_ENDPOINT_URL_S3,
-      control: control.endpoint,
-      apigateway: gateway.endpoint,
-    });
+    const gate = await IamGate.start(
+      new IamPolicy(fn.statements(bindings(''))),
+      {
+        dynamodb: emulators.AWS_ENDPOINT_URL_DYNAMODB,
+        s3: emulators.AWS_ENDPOINT_URL_S3,
+        control: control.endpoint,
+        apigateway: gateway.endpoint,
+      },
+      // an API key's tags, as the authorizer's delete condition (aws:ResourceTag/sift:stage) reads them
+      (resource) => gateway.keys.get(/:\/apikeys\/([^/]+)$/.exec(resource)?.[1] ?? '')?.tags,
+    );
     gates[service] = gate;
     envs[service] = {
       ...runtime,
@@ -260,6 +266,28 @@ describe("the deployed Lambda bundles, each with its stack's environment", () =>
     expect(gates.authorizer.actions()).toEqual(
       expect.arrayContaining(['apigateway:GET', 'apigateway:POST', 'dynamodb:GetItem']),
     );
+  });
+
+  it("authorizer: its role deletes an API key of its own stage (aws:ResourceTag/sift:stage), never another stage's or an untagged one", async () => {
+    // the stage the authorizer tags its keys with (src/aws/gatewayKeys.ts), from its template environment
+    const own = functionEnv('authorizer').SIFT_STAGE!;
+    for (const [id, tags] of [
+      ['other-stage', { [STAGE_TAG]: `${own}-other` }],
+      ['untagged', {}],
+      ['own-stage', { [STAGE_TAG]: own }],
+    ] as const)
+      gateway.keys.set(id, { id, name: id, value: `v-${id}`, tags });
+    const del = async (id: string) =>
+      (await fetch(`${gates.authorizer.endpoints.apigateway}/apikeys/${id}`, { method: 'DELETE' })).status;
+    expect(await del('other-stage')).toBe(403);
+    expect(await del('untagged')).toBe(403);
+    expect(await del('own-stage')).toBe(202);
+    expect([...gateway.keys.keys()]).toEqual(expect.arrayContaining(['other-stage', 'untagged']));
+    expect(gateway.keys.has('own-stage')).toBe(false);
+    expect(gates.authorizer.denied.splice(0)).toEqual([
+      'apigateway:DELETE arn:aws:apigateway:us-east-1::/apikeys/other-stage',
+      'apigateway:DELETE arn:aws:apigateway:us-east-1::/apikeys/untagged',
+    ]);
   });
 
   it('api → SQS → worker: an upload is processed from the message the API sent; a bad record in the batch is reported alone', async () => {

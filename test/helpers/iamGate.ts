@@ -20,7 +20,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ACCOUNT, REGION } from './deployedFunctions';
-import type { IamPolicy } from './iamPolicy';
+import type { IamPolicy, ResourceTags } from './iamPolicy';
 
 export type GatedService = 'dynamodb' | 's3' | 'control' | 'apigateway';
 type Authorization = { action: string; resource: string };
@@ -143,10 +143,18 @@ export class IamGate {
   private readonly servers: Server[] = [];
   readonly endpoints = {} as Record<GatedService, string>;
 
-  private constructor(private readonly policy: IamPolicy) {}
+  private constructor(
+    private readonly policy: IamPolicy,
+    private readonly resourceTags: ResourceTags,
+  ) {}
 
-  static async start(policy: IamPolicy, upstreams: Record<GatedService, string>): Promise<IamGate> {
-    const gate = new IamGate(policy);
+  /** `resourceTags`: the tags of a resource the policy's tag conditions ask about (from its stand-in). */
+  static async start(
+    policy: IamPolicy,
+    upstreams: Record<GatedService, string>,
+    resourceTags: ResourceTags = () => undefined,
+  ): Promise<IamGate> {
+    const gate = new IamGate(policy, resourceTags);
     for (const [service, target] of Object.entries(upstreams) as [GatedService, string][])
       gate.endpoints[service] = await gate.listen(service, new URL(target));
     return gate;
@@ -164,7 +172,7 @@ export class IamGate {
       req.on('end', () => {
         const body = Buffer.concat(chunks);
         const asked = AUTHORIZE[service](req, service === 's3' && req.method !== 'POST' ? '' : body.toString());
-        const refused = asked.find((a) => !this.policy.allows(a.action, a.resource));
+        const refused = asked.find((a) => !this.policy.allows(a.action, a.resource, this.resourceTags));
         if (refused) {
           this.denied.push(`${refused.action} ${refused.resource}`);
           const d = deny(service, refused);
