@@ -94,6 +94,9 @@ export function trainerEnv(jobDir: string, from: NodeJS.ProcessEnv = process.env
     HF_HUB_OFFLINE: '1',
     TRANSFORMERS_OFFLINE: '1',
     TOKENIZERS_PARALLELISM: 'false',
+    // a local job is never restarted (one a crash interrupted is failed), and every checkpoint's files
+    // are uploaded: no optimizer state in them (containers/training/sift_trainer/job/resume.py)
+    SIFT_RESUME_STATE: '0',
   };
 }
 

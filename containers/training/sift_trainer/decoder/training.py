@@ -449,7 +449,8 @@ def train_decoder(
         "gradient_checkpointing": False,
         "bf16": False,
         "fp16": False,
-        "save_only_model": False,  # optimizer, scheduler and RNG states too: a restarted job resumes from them
+        # optimizer, scheduler and RNG states too where a restarted job resumes from them (SageMaker)
+        "save_only_model": not resume.states_wanted(),
         "warmup_steps": 0,
     }
     checkpoints: list[dict[str, Any]] = []

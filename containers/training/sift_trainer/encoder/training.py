@@ -277,7 +277,8 @@ def _make_trainer_class():
             meta["is_best"] = meta is best
             write_json(tmp / "sift_checkpoint.json", meta)
             self.sift_checkpoints.append(meta)
-            if name != "final":  # the final checkpoint holds the selected weights: nothing to continue from
+            # the final checkpoint holds the selected weights: nothing to continue from
+            if name != "final" and resume.states_wanted():
                 encoder_resume.save_state(self, tmp)
             resume.publish(tmp, ckpt_dir)
             resume.write_index(self.output_dir, self.sift_checkpoints)

@@ -44,6 +44,17 @@ KILL_AFTER_ENV = "SIFT_KILL_AFTER_CHECKPOINTS"
 REWRITTEN = "sift_checkpoint.json"
 
 
+def states_wanted() -> bool:
+    """Whether checkpoints carry the training state a restart resumes from (optimizer, scheduler, RNG).
+
+    On SageMaker they must: a spot interruption restarts the job. Local mode never restarts a job (one
+    a crash interrupted is failed), and it uploads every checkpoint's files to the model store, where
+    optimizer state (twice the weights for AdamW) would only cost time and space: its runner sets
+    ``SIFT_RESUME_STATE=0`` (src/local/trainingRunner.ts).
+    """
+    return os.environ.get("SIFT_RESUME_STATE", "1") != "0"
+
+
 def partial_dir(root: Path, name: str) -> Path:
     return root / f"{PARTIAL_PREFIX}{name}"
 
