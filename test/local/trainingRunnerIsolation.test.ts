@@ -136,7 +136,9 @@ describe('local runner: the trainer environment', () => {
       'HF_HUB_OFFLINE',
       'TRANSFORMERS_OFFLINE',
       'TOKENIZERS_PARALLELISM',
+      'SIFT_RESUME_STATE',
     ]);
+    expect(seen.SIFT_RESUME_STATE).toBe('0');
     expect(Object.keys(seen).filter((k) => !allowed.has(k))).toEqual([]);
   });
 });
