@@ -297,6 +297,34 @@ describe('validateRow: decoder rows', () => {
     expect(fields(bad({ prompt: [{ role: 'user', content: 7 }], answer: 'a' }))).toEqual(['prompt[0].content']);
     expect(fields(bad({ prompt: [], answer: 'a' }))).toEqual(['prompt']);
   });
+  it("normalizes OpenAI's preference format to a dpo row; errors name OpenAI's fields", () => {
+    const input = { messages: [{ role: 'user', content: 'Say hi' }] };
+    const pref = (over: Record<string, unknown> = {}) => ({
+      input,
+      preferred_output: [{ role: 'assistant', content: 'Hi!' }],
+      non_preferred_output: [{ role: 'assistant', content: [{ type: 'text', text: 'No.' }] }],
+      ...over,
+    });
+    const r = ok(pref());
+    expect(r.tasks).toEqual(['dpo']);
+    expect(r.row).toEqual({ prompt: input.messages, chosen: 'Hi!', rejected: 'No.' });
+    expect(fields(bad(pref({ input: 'Say hi' })))).toEqual(['input']);
+    expect(fields(bad(pref({ input: { messages: input.messages, tools: [] } })))).toEqual(['input.tools']);
+    expect(fields(bad(pref({ input: { messages: [{ role: 'assistant', content: 'x' }] } })))).toEqual([
+      'input.messages',
+    ]);
+    expect(fields(bad(pref({ preferred_output: [] })))).toEqual(['preferred_output']);
+    expect(fields(bad(pref({ preferred_output: [{ role: 'user', content: 'x' }] })))).toEqual([
+      'preferred_output[0].role',
+    ]);
+    expect(fields(bad(pref({ non_preferred_output: [{ role: 'assistant', content: ' ' }] })))).toEqual([
+      'non_preferred_output[0].content',
+    ]);
+    expect(fields(bad({ input, preferred_output: [{ role: 'assistant', content: 'Hi' }] }))).toEqual([
+      'non_preferred_output',
+    ]);
+    expect(fields(bad(pref({ chosen: 'x' })))).toEqual(['chosen']);
+  });
 });
 
 describe('DatasetSummary', () => {

@@ -70,7 +70,9 @@ export interface NormalizedRow {
 }
 
 const ENCODER_COLUMNS = ['text', 'label', 'labels', 'entities', 'relations', 'json_structures'] as const;
-const DECODER_COLUMNS = ['messages', 'prompt', 'chosen', 'rejected', 'answer'] as const;
+/** OpenAI's preference fine-tuning format, normalized to a DPO row (prompt, chosen, rejected). */
+const OPENAI_PREFERENCE_COLUMNS = ['input', 'preferred_output', 'non_preferred_output'] as const;
+const DECODER_COLUMNS = ['messages', 'prompt', 'chosen', 'rejected', 'answer', ...OPENAI_PREFERENCE_COLUMNS] as const;
 const COMMON_COLUMNS = ['id', 'metadata'] as const;
 const KNOWN_COLUMNS = new Set<string>([...ENCODER_COLUMNS, ...DECODER_COLUMNS, ...COMMON_COLUMNS]);
 
@@ -519,7 +521,59 @@ function validMessages(field: string, messages: unknown, err: Report): messages 
   return ok;
 }
 
+/**
+ * OpenAI's preference row `{input: {messages}, preferred_output: [assistant], non_preferred_output:
+ * [assistant]}` as Sift's DPO row; errors name OpenAI's fields, so a file from OpenAI is fixed there.
+ */
+function validatePreferenceRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
+  for (const c of Object.keys(raw))
+    if (
+      (DECODER_COLUMNS as readonly string[]).includes(c) &&
+      !(OPENAI_PREFERENCE_COLUMNS as readonly string[]).includes(c)
+    )
+      err(c, `not allowed together with ${OPENAI_PREFERENCE_COLUMNS.join(', ')}`);
+  const input = raw.input;
+  if (!isPlainObject(input)) err('input', 'must be an object {messages: [...]}');
+  else {
+    for (const key of Object.keys(input))
+      if (key !== 'messages') err(`input.${key}`, () => `unknown field ${echo(key)} (allowed: messages)`);
+    if (validMessages('input.messages', input.messages, err)) {
+      if (input.messages[input.messages.length - 1]?.role !== 'user')
+        err('input.messages', 'must end with the user message the outputs answer');
+      else row.prompt = input.messages;
+    }
+  }
+  const chosen = singleAnswer(raw, 'preferred_output', err);
+  const rejected = singleAnswer(raw, 'non_preferred_output', err);
+  if (chosen !== undefined) row.chosen = chosen;
+  if (rejected !== undefined) row.rejected = rejected;
+  return ['dpo'];
+}
+
+/** One assistant message with non-empty text content, as a preference output holds it. */
+function singleAnswer(raw: Record<string, unknown>, field: string, err: Report): string | undefined {
+  const value = raw[field];
+  if (!Array.isArray(value) || value.length !== 1) {
+    err(field, 'must be a list of exactly one {role: "assistant", content} message');
+    return undefined;
+  }
+  if (!validMessages(field, value, err)) return undefined;
+  const [message] = value;
+  if (message?.role !== 'assistant') {
+    err(`${field}[0].role`, 'must be assistant');
+    return undefined;
+  }
+  const text =
+    typeof message.content === 'string' ? message.content : message.content.map((block) => block.text).join('');
+  if (!isNonEmptyString(text)) {
+    err(`${field}[0].content`, 'must not be empty');
+    return undefined;
+  }
+  return text;
+}
+
 function validateDecoderRow(raw: Record<string, unknown>, row: NormalizedRow, err: Report): TaskType[] {
+  if (OPENAI_PREFERENCE_COLUMNS.some((c) => c in raw)) return validatePreferenceRow(raw, row, err);
   if ('messages' in raw) {
     for (const c of ['prompt', 'chosen', 'rejected', 'answer'])
       if (c in raw) err(c, "not allowed together with 'messages'");
