@@ -52,6 +52,12 @@ export interface TrainingJob {
    */
   epochs_from_data?: boolean;
   learning_rate: number;
+  /** The multiplier of the catalog default learning rate that chose `learning_rate` (OpenAI's `learning_rate_multiplier`), when one did. */
+  learning_rate_multiplier?: number;
+  /** The trainer's seed (42 when the request named none). */
+  seed?: number;
+  /** OpenAI fine-tuning's `suffix` (its `ft:` model name), on jobs created through /v1/fine_tuning/jobs: null when none was given. */
+  suffix?: string | null;
   status: JobStatus;
   progress: { epoch: number; step: number; total_steps: number } | null;
   metrics: { f1: number; precision: number; recall: number } | null;
@@ -111,6 +117,10 @@ export interface CreateJobInput {
   rl_config?: RlConfig | undefined;
   nr_epochs?: number | undefined;
   learning_rate?: number | undefined;
+  /** Scales the catalog default learning rate (ignored when `learning_rate` is given). */
+  learning_rate_multiplier?: number | undefined;
+  seed?: number | undefined;
+  suffix?: string | null | undefined;
 }
 
 /** A job's inference deployment (deployments.ts): which weights the job id serves. */
@@ -251,7 +261,14 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
     rl_config: input.rl_config ?? null,
     nr_epochs: input.nr_epochs ?? root.default_hyperparameters.nr_epochs,
     ...(input.nr_epochs === undefined && root.type === 'encoder' ? { epochs_from_data: true } : {}),
-    learning_rate: input.learning_rate ?? defaultLearningRate(root, trainingType, trainingRows),
+    learning_rate:
+      input.learning_rate ??
+      defaultLearningRate(root, trainingType, trainingRows) * (input.learning_rate_multiplier ?? 1),
+    ...(input.learning_rate === undefined && input.learning_rate_multiplier !== undefined
+      ? { learning_rate_multiplier: input.learning_rate_multiplier }
+      : {}),
+    ...(input.seed !== undefined ? { seed: input.seed } : {}),
+    ...(input.suffix !== undefined ? { suffix: input.suffix } : {}),
     status: 'requested',
     progress: null,
     metrics: null,

@@ -79,7 +79,7 @@ export class SiftApp {
       const body = spec.body
         ? empty && spec.body.safeParse(undefined).success
           ? undefined
-          : parseWith(spec.body, this.readJson(req), 'body')
+          : parseWith(spec.body, spec.bodyType === 'multipart' ? await this.readForm(req) : this.readJson(req), 'body')
         : this.rejectBody(req);
       const query = spec.query ? parseWith(spec.query, req.query, 'query') : undefined;
       const params = spec.params ? parseWith(spec.params, matched.params, 'path') : matched.params;
@@ -169,12 +169,32 @@ export class SiftApp {
     }
   }
 
-  private readJson(req: ApiRequest): unknown {
+  private bodyWithin(req: ApiRequest, kind: string): Buffer {
     const raw = req.body;
     if (raw && raw.length > this.svc.config.maxBodyBytes) {
       throw new PayloadTooLargeError(`Request body is larger than the ${this.svc.config.maxBodyBytes} byte limit`);
     }
-    if (!raw || raw.length === 0) throw ValidationError.field(['body'], 'A JSON request body is required', 'missing');
+    if (!raw || raw.length === 0)
+      throw ValidationError.field(['body'], `A ${kind} request body is required`, 'missing');
+    return raw;
+  }
+
+  /** A multipart/form-data body as `{field: string | File}`, parsed by the platform's own WHATWG FormData parser (undici). */
+  private async readForm(req: ApiRequest): Promise<Record<string, unknown>> {
+    const raw = this.bodyWithin(req, 'multipart/form-data');
+    const type = req.headers['content-type'] ?? '';
+    if (!/^multipart\/form-data\b/i.test(type)) {
+      throw new UnsupportedMediaTypeError(`Content-Type must be multipart/form-data, got '${type}'`);
+    }
+    try {
+      return Object.fromEntries(await new Response(raw, { headers: { 'content-type': type } }).formData());
+    } catch (err) {
+      throw ValidationError.field(['body'], `Malformed multipart body: ${(err as Error).message}`, 'multipart_invalid');
+    }
+  }
+
+  private readJson(req: ApiRequest): unknown {
+    const raw = this.bodyWithin(req, 'JSON');
     const type = req.headers['content-type'];
     if (type && !/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
       throw new UnsupportedMediaTypeError(`Content-Type must be application/json, got '${type}'`);

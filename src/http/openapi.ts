@@ -156,7 +156,11 @@ export function buildOpenApi(routes: RouteSpec[], version: string): Record<strin
         ? {
             requestBody: {
               required: true,
-              content: { 'application/json': { schema: schemas.convert(spec.body, 'input') } },
+              content: {
+                [spec.bodyType === 'multipart' ? 'multipart/form-data' : 'application/json']: {
+                  schema: schemas.convert(spec.body, 'input'),
+                },
+              },
             },
           }
         : {}),

@@ -67,6 +67,11 @@ export interface RouteSpec<
    */
   errorFormat?: ErrorFormat;
   body?: B;
+  /**
+   * How the body arrives: JSON (default), or `multipart` form data (file uploads: `body` then
+   * validates the form's fields, each a string or a `File`).
+   */
+  bodyType?: 'json' | 'multipart';
   query?: Q;
   params?: P;
   responses: Record<number, ResponseDoc>;

@@ -89,6 +89,41 @@ export interface UploadUrlInput {
 
 /** Step 1: reserve a version and hand out a presigned PUT URL for its file. */
 export async function createUploadUrl(svc: Services, teamId: string, input: UploadUrlInput) {
+  const record = await reserveVersion(svc, teamId, input);
+  const ttl = svc.config.uploadUrlTtlSeconds;
+  return {
+    dataset_name: input.dataset_name,
+    version: record.version,
+    status: record.status,
+    // a declared size is signed into the URL: storage refuses a body of any other length
+    upload_url: await svc.blobs.presignPut(
+      sourceKey(teamId, record),
+      ttl,
+      input.size_bytes !== undefined ? { contentLength: input.size_bytes } : {},
+    ),
+    method: 'PUT' as const,
+    expires_in: ttl,
+    max_bytes: svc.config.maxDatasetBytes,
+  };
+}
+
+/**
+ * A version from a file the request itself carried (the OpenAI Files API): reserved, stored and
+ * queued for the same processing as an uploaded one.
+ */
+export async function createFromFile(
+  svc: Services,
+  teamId: string,
+  input: { dataset_name: string; file_name: string },
+  content: Uint8Array,
+): Promise<DatasetVersion> {
+  const record = await reserveVersion(svc, teamId, { ...input, size_bytes: content.byteLength });
+  await svc.blobs.put(sourceKey(teamId, record), content, 'application/octet-stream');
+  await startProcessing(svc, teamId, input.dataset_name, record.version);
+  return getVersion(svc, teamId, input.dataset_name, record.version);
+}
+
+async function reserveVersion(svc: Services, teamId: string, input: UploadUrlInput): Promise<DatasetVersion> {
   if (!formatOf(input.file_name)) {
     throw ValidationError.field(['body', 'file_name'], 'must end in .jsonl, .ndjson, .json or .csv');
   }
@@ -142,21 +177,7 @@ export async function createUploadUrl(svc: Services, teamId: string, input: Uplo
     processed_at: null,
   };
   await svc.records.put(datasetVersionItem(teamId, input.dataset_name, version), record, { ifAbsent: true });
-  const ttl = svc.config.uploadUrlTtlSeconds;
-  return {
-    dataset_name: input.dataset_name,
-    version,
-    status: record.status,
-    // a declared size is signed into the URL: storage refuses a body of any other length
-    upload_url: await svc.blobs.presignPut(
-      sourceKey(teamId, record),
-      ttl,
-      input.size_bytes !== undefined ? { contentLength: input.size_bytes } : {},
-    ),
-    method: 'PUT' as const,
-    expires_in: ttl,
-    max_bytes: svc.config.maxDatasetBytes,
-  };
+  return record;
 }
 
 export async function getVersion(

@@ -15,7 +15,7 @@ export function trainerHyperparameters(job: TrainingJob, baseModelPath: string):
     ...(job.epochs_from_data ? {} : { nr_epochs: job.nr_epochs }),
     learning_rate: job.learning_rate,
     rl_config: job.rl_config ?? {},
-    seed: 42,
+    seed: job.seed ?? 42,
     validation_split: 0.1,
     early_stopping_patience: 3,
   };

@@ -17,7 +17,7 @@ const versionParam = z
   .regex(/^[1-9]\d{0,5}$/, 'must be a positive integer')
   .transform(Number);
 // Regexes, not refinements, so the OpenAPI document states every rule (no "..", a known format).
-const fileName = z
+export const fileName = z
   .string()
   .min(1)
   .max(255)

@@ -7,6 +7,8 @@ import { baseModelRoutes } from './baseModels';
 import { billingRoutes } from './billing';
 import { anthropicRoutes } from './compat/anthropic';
 import { openAiRoutes } from './compat/openai';
+import { openAiFileRoutes } from './compat/openaiFiles';
+import { openAiFineTuningRoutes } from './compat/openaiFineTuning';
 import { responsesRoutes } from './compat/responses';
 import { datasetRoutes } from './datasets';
 import { evaluationRoutes } from './evaluations';
@@ -41,6 +43,8 @@ export function allRoutes(): RouteSpec[] {
     ...syntheticDataRoutes,
     ...openAiRoutes,
     ...responsesRoutes,
+    ...openAiFileRoutes,
+    ...openAiFineTuningRoutes,
     ...anthropicRoutes,
   ];
   let document: Record<string, unknown> | undefined;

@@ -61,6 +61,7 @@ export const trainingJobRoutes = [
       rl_config: RlConfig.optional(),
       nr_epochs: z.number().int().min(1).max(100).optional(),
       learning_rate: z.number().gt(0).max(1).optional(),
+      seed: z.number().int().min(0).max(2_147_483_647).optional(),
     }),
     responses: {
       201: { description: 'Created', schema: z.object({ id: z.string(), status: z.literal('requested') }) },
