@@ -25,7 +25,8 @@ describe('GET /openapi.json', () => {
       expect(op.responses['429']).toBeDefined();
       if (spec.auth !== 'public') expect(op.responses['401']).toBeDefined();
       if (spec.body) {
-        const body = op.requestBody.content['application/json'].schema;
+        const type = spec.bodyType === 'multipart' ? 'multipart/form-data' : 'application/json';
+        const body = op.requestBody.content[type].schema;
         // an object, or (POST /inference) the objects its branches accept
         for (const branch of body.anyOf ?? [body]) expect(branch.type).toBe('object');
         // the compatible routes answer invalid requests as their vendor does: 400 with its envelope
@@ -41,6 +42,10 @@ describe('GET /openapi.json', () => {
         if (vendor) expect(op.responses['422']).toBeUndefined();
       }
     }
+    // a file upload is documented as the form it is, its file as binary
+    const form = doc.paths['/v1/files'].post.requestBody.content['multipart/form-data'].schema;
+    expect(form.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+    expect(form.required).toEqual(expect.arrayContaining(['purpose', 'file']));
     const upload = doc.paths['/core/datasets/upload/url'].post.requestBody.content['application/json'].schema;
     expect(upload.required).toEqual(expect.arrayContaining(['dataset_name', 'file_name']));
     expect(upload.additionalProperties).toBe(false);

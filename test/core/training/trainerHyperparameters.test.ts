@@ -58,10 +58,15 @@ describe('trainer hyperparameters of a job', () => {
     expect(full.learning_rate).toBe(1e-4); // the mini model's full fine-tuning rate from the catalog
     expect(full.epochs_from_data).toBe(true);
 
-    const explicit = await get({ training_type: 'full', nr_epochs: 4, learning_rate: 2e-4 });
-    expect(explicit).toMatchObject({ nr_epochs: 4, learning_rate: 2e-4 });
+    const explicit = await get({ training_type: 'full', nr_epochs: 4, learning_rate: 2e-4, seed: 7 });
+    expect(explicit).toMatchObject({ nr_epochs: 4, learning_rate: 2e-4, seed: 7 });
     expect(explicit.epochs_from_data).toBeUndefined();
-    expect(trainerHyperparameters(explicit, '/base')).toMatchObject({ nr_epochs: '4', learning_rate: '0.0002' });
+    expect(trainerHyperparameters(explicit, '/base')).toMatchObject({
+      nr_epochs: '4',
+      learning_rate: '0.0002',
+      seed: '7',
+    });
+    expect(trainerHyperparameters(auto, '/base').seed).toBe('42');
 
     // a LoRA job on many rows runs few epochs and gets the larger rate; an explicit one still wins
     const many = await get({ datasets: [{ name: 'ner-many' }] });
