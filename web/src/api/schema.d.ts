@@ -969,6 +969,151 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the team's files, newest first */
+        get: operations["getV1Files"];
+        put?: never;
+        /**
+         * Upload a fine-tuning file (OpenAI Files API, multipart)
+         * @description purpose `fine-tune` only; a .jsonl file of chat rows `{messages}` or preference rows `{input, preferred_output, non_preferred_output}`, up to the request body limit (10 MB). Stored as dataset version 1 named by the file id and validated like any dataset: poll until status is processed (or error, with status_details).
+         */
+        post: operations["postV1Files"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a file */
+        get: operations["getV1FilesFileId"];
+        put?: never;
+        post?: never;
+        /** Delete a file (its dataset, every version and file) */
+        delete: operations["deleteV1FilesFileId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The file as uploaded */
+        get: operations["getV1FilesFileIdContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine_tuning/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the team's decoder fine-tuning jobs, newest first */
+        get: operations["getV1FineTuningJobs"];
+        put?: never;
+        /**
+         * Create a fine-tuning job (OpenAI Fine-tuning API); it is a native training job too
+         * @description model: a trainable decoder; training_file: a processed file of POST /v1/files; method supervised (chat rows) or dpo (preference rows). Shares the 20/min limit of POST /core/training-jobs.
+         */
+        post: operations["postV1FineTuningJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine_tuning/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retrieve a fine-tuning job */
+        get: operations["getV1FineTuningJobsJobId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine_tuning/jobs/{job_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a queued or running job (the native stop) */
+        post: operations["postV1FineTuningJobsJobIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine_tuning/jobs/{job_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The job's log as OpenAI events, newest first */
+        get: operations["getV1FineTuningJobsJobIdEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/fine_tuning/jobs/{job_id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The job's checkpoints, newest first */
+        get: operations["getV1FineTuningJobsJobIdCheckpoints"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -4502,6 +4647,7 @@ export interface operations {
                     };
                     nr_epochs?: number;
                     learning_rate?: number;
+                    seed?: number;
                 };
             };
         };
@@ -8207,6 +8353,1121 @@ export interface operations {
                 };
             };
             /** @description The model is in the catalog but its weights are not installed on this deployment */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1Files: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+                purpose?: string;
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of files */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "file";
+                            bytes: number;
+                            created_at: number;
+                            filename: string;
+                            /** @constant */
+                            purpose: "fine-tune";
+                            /** @enum {string} */
+                            status: "uploaded" | "processed" | "error";
+                            status_details: string | null;
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    postV1Files: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @constant */
+                    purpose: "fine-tune";
+                    /** Format: binary */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The file, status uploaded (processing) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "file";
+                        bytes: number;
+                        created_at: number;
+                        filename: string;
+                        /** @constant */
+                        purpose: "fine-tune";
+                        /** @enum {string} */
+                        status: "uploaded" | "processed" | "error";
+                        status_details: string | null;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Over the request body limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Content-Type is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FilesFileId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "file";
+                        bytes: number;
+                        created_at: number;
+                        filename: string;
+                        /** @constant */
+                        purpose: "fine-tune";
+                        /** @enum {string} */
+                        status: "uploaded" | "processed" | "error";
+                        status_details: string | null;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such file */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    deleteV1FilesFileId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "file";
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such file */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FilesFileIdContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such file */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FineTuningJobs: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+                metadata?: {
+                    [key: string]: string;
+                };
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "fine_tuning.job";
+                            created_at: number;
+                            finished_at: number | null;
+                            model: string;
+                            fine_tuned_model: string | null;
+                            organization_id: string;
+                            /** @enum {string} */
+                            status: "validating_files" | "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                            training_file: string;
+                            validation_file: string | null;
+                            result_files: string[];
+                            hyperparameters: {
+                                [key: string]: number | string;
+                            };
+                            method: {
+                                [key: string]: unknown;
+                            };
+                            seed: number;
+                            trained_tokens: number | null;
+                            error: {
+                                code: string;
+                                message: string;
+                                param: string | null;
+                            } | null;
+                            estimated_finish: number | null;
+                            integrations: unknown[];
+                            metadata: {
+                                [key: string]: string;
+                            } | null;
+                            user_provided_suffix: string | null;
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    postV1FineTuningJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    training_file: string;
+                    validation_file?: string | null;
+                    suffix?: string | null;
+                    seed?: number | null;
+                    hyperparameters?: {
+                        n_epochs?: "auto" | number;
+                        learning_rate_multiplier?: "auto" | number;
+                        batch_size?: "auto" | number;
+                    };
+                    method?: {
+                        /** @enum {string} */
+                        type: "supervised" | "dpo" | "reinforcement";
+                        supervised?: {
+                            hyperparameters?: {
+                                n_epochs?: "auto" | number;
+                                learning_rate_multiplier?: "auto" | number;
+                                batch_size?: "auto" | number;
+                            };
+                        };
+                        dpo?: {
+                            hyperparameters?: {
+                                n_epochs?: "auto" | number;
+                                learning_rate_multiplier?: "auto" | number;
+                                batch_size?: "auto" | number;
+                                beta?: "auto" | number;
+                            };
+                        };
+                        reinforcement?: unknown;
+                    };
+                    integrations?: unknown[] | null;
+                    metadata?: {
+                        [key: string]: string;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The job, queued */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "fine_tuning.job";
+                        created_at: number;
+                        finished_at: number | null;
+                        model: string;
+                        fine_tuned_model: string | null;
+                        organization_id: string;
+                        /** @enum {string} */
+                        status: "validating_files" | "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                        training_file: string;
+                        validation_file: string | null;
+                        result_files: string[];
+                        hyperparameters: {
+                            [key: string]: number | string;
+                        };
+                        method: {
+                            [key: string]: unknown;
+                        };
+                        seed: number;
+                        trained_tokens: number | null;
+                        error: {
+                            code: string;
+                            message: string;
+                            param: string | null;
+                        } | null;
+                        estimated_finish: number | null;
+                        integrations: unknown[];
+                        metadata: {
+                            [key: string]: string;
+                        } | null;
+                        user_provided_suffix: string | null;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Request body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Content-Type is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FineTuningJobsJobId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "fine_tuning.job";
+                        created_at: number;
+                        finished_at: number | null;
+                        model: string;
+                        fine_tuned_model: string | null;
+                        organization_id: string;
+                        /** @enum {string} */
+                        status: "validating_files" | "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                        training_file: string;
+                        validation_file: string | null;
+                        result_files: string[];
+                        hyperparameters: {
+                            [key: string]: number | string;
+                        };
+                        method: {
+                            [key: string]: unknown;
+                        };
+                        seed: number;
+                        trained_tokens: number | null;
+                        error: {
+                            code: string;
+                            message: string;
+                            param: string | null;
+                        } | null;
+                        estimated_finish: number | null;
+                        integrations: unknown[];
+                        metadata: {
+                            [key: string]: string;
+                        } | null;
+                        user_provided_suffix: string | null;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    postV1FineTuningJobsJobIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, cancelled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @constant */
+                        object: "fine_tuning.job";
+                        created_at: number;
+                        finished_at: number | null;
+                        model: string;
+                        fine_tuned_model: string | null;
+                        organization_id: string;
+                        /** @enum {string} */
+                        status: "validating_files" | "queued" | "running" | "succeeded" | "failed" | "cancelled";
+                        training_file: string;
+                        validation_file: string | null;
+                        result_files: string[];
+                        hyperparameters: {
+                            [key: string]: number | string;
+                        };
+                        method: {
+                            [key: string]: unknown;
+                        };
+                        seed: number;
+                        trained_tokens: number | null;
+                        error: {
+                            code: string;
+                            message: string;
+                            param: string | null;
+                        } | null;
+                        estimated_finish: number | null;
+                        integrations: unknown[];
+                        metadata: {
+                            [key: string]: string;
+                        } | null;
+                        user_provided_suffix: string | null;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description The job has already ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FineTuningJobsJobIdEvents: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "fine_tuning.job.event";
+                            created_at: number;
+                            /** @enum {string} */
+                            level: "info" | "warn" | "error";
+                            message: string;
+                            /** @constant */
+                            type: "message";
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    getV1FineTuningJobsJobIdCheckpoints: {
+        parameters: {
+            query?: {
+                after?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of checkpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        object: "list";
+                        data: {
+                            id: string;
+                            /** @constant */
+                            object: "fine_tuning.job.checkpoint";
+                            created_at: number;
+                            fine_tuned_model_checkpoint: string;
+                            fine_tuning_job_id: string;
+                            step_number: number;
+                            metrics: {
+                                [key: string]: number;
+                            };
+                        }[];
+                        has_more: boolean;
+                    };
+                };
+            };
+            /** @description Validation failed: `errors` names each field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description API key missing, invalid or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Rate limit exceeded (Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description Unexpected server error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description A store the service depends on is unavailable; retry after Retry-After seconds */
             503: {
                 headers: {
                     [name: string]: unknown;
