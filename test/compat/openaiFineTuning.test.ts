@@ -6,7 +6,10 @@
 import OpenAI6 from 'openai6';
 import OpenAI7, { toFile } from 'openai7';
 import { datasetVersionItem, jobCheckpointsPrefix, teamPartition } from '../../src/core/recordKeys';
-import { logChunkKey } from '../../src/core/training/artifacts';
+import type { Logger } from '../../src/core/logger';
+import { logChunkKey, modelPrefix } from '../../src/core/training/artifacts';
+import { completeTraining } from '../../src/core/training/lifecycle';
+import { transitionJob } from '../../src/core/trainingJobs';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 import { MODEL } from './helpers';
 
@@ -345,17 +348,42 @@ describe('/v1/fine_tuning/jobs', () => {
     expect(await failure(client().fineTuning.jobs.cancel(job.id))).toMatchObject({ status: 409 });
   });
 
-  it('names the fine-tuned model ft:<base>:<team id>:<suffix>:<job id> once the job succeeded', async () => {
+  it('names the fine-tuned model ft:<base>:<team id>:<suffix>:<job id> and deploys it once the job succeeded', async () => {
     const job = await client().fineTuning.jobs.create({ model: MODEL, training_file: chatFile, suffix: 'done' });
     const uuid = job.id.replace(/^ftjob-/, '');
-    const { transitionJob } = await import('../../src/core/trainingJobs');
     await transitionJob(stack.svc, team, uuid, 'running');
     expect((await client().fineTuning.jobs.retrieve(job.id)).status).toBe('running');
-    await transitionJob(stack.svc, team, uuid, 'complete');
+    const logger = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
+    // what the runner's publishing leaves: the job's model with its LoRA adapter
+    const publishModel = () =>
+      stack.svc.blobs.put(
+        `${modelPrefix(team, uuid)}manifest.json`,
+        JSON.stringify({ files: { adapter: 'adapter/' } }),
+      );
+    expect(await completeTraining(stack.svc, team, uuid, { publishModel, report: { logger } })).toEqual({
+      status: 'complete',
+    });
     expect(await client().fineTuning.jobs.retrieve(job.id)).toMatchObject({
       status: 'succeeded',
       fine_tuned_model: `ft:${MODEL}:${team}:done:${job.id}`,
       finished_at: expect.any(Number),
+    });
+    expect((await stack.call('GET', `/core/training-jobs/${uuid}`)).body.deployment).toMatchObject({
+      status: 'active',
+    });
+    // a native job is deployed only when asked (SPEC)
+    const native = await stack.call('POST', '/core/training-jobs', {
+      body: { model_name: 'native-done', base_model: MODEL, datasets: [{ name: chatFile }] },
+    });
+    const publishNative = () =>
+      stack.svc.blobs.put(
+        `${modelPrefix(team, native.body.id)}manifest.json`,
+        JSON.stringify({ files: { adapter: 'adapter/' } }),
+      );
+    await completeTraining(stack.svc, team, native.body.id, { publishModel: publishNative, report: { logger } });
+    expect((await stack.call('GET', `/core/training-jobs/${native.body.id}`)).body).toMatchObject({
+      status: 'complete',
+      deployment: null,
     });
   });
 

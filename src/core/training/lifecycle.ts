@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import type { Services } from '../context';
 import { rowsKey } from '../datasets/service';
+import { deployTrainingJob } from '../deployments';
 import { ConflictError } from '../errors';
 import { isUuid, newUuid } from '../ids';
 import type { Logger } from '../logger';
@@ -232,6 +233,15 @@ export async function completeTraining(
       final_checkpoint_id: finalId,
       ...computeSeconds(opts.computeSeconds),
     });
+    // OpenAI's fine-tuned model answers as soon as its job succeeds: a job created through its API is deployed now
+    if (done.suffix !== undefined) {
+      await deployTrainingJob(svc, teamId, done.id).catch((error: unknown) =>
+        opts.report.logger.warn('could not deploy a job created through the OpenAI fine-tuning API', {
+          job_id: done.id,
+          error,
+        }),
+      );
+    }
     return { status: done.status };
   } catch (err) {
     if (!(err instanceof ConflictError)) throw err;
