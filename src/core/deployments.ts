@@ -18,7 +18,13 @@ import { isUuid, newUuid } from './ids';
 import { findModel } from './modelRegistry';
 import { deleteProject, getProject, listProjects, type Project } from './projects';
 import { getCheckpoint, listCheckpoints, modelPrefix } from './training/artifacts';
-import { getTrainingJob, type JobDeployment, type TrainingJob } from './trainingJobs';
+import {
+  fineTunedModelName,
+  getTrainingJob,
+  jobIdOfFineTunedModel,
+  type JobDeployment,
+  type TrainingJob,
+} from './trainingJobs';
 
 export type { JobDeployment } from './trainingJobs';
 
@@ -305,6 +311,13 @@ export async function resolveServingTarget(svc: Services, teamId: string, model:
   let job: TrainingJob | undefined;
   let projectId: string | null = null;
   if (isUuid(model)) job = await getTrainingJob(svc, teamId, model).catch(notFoundAsUndefined);
+  const ftJob = jobIdOfFineTunedModel(model);
+  if (ftJob) {
+    // an OpenAI fine-tuned model name: the whole name must be this team's job's (another team's is unknown)
+    job = await getTrainingJob(svc, teamId, ftJob).catch(notFoundAsUndefined);
+    if (!job || fineTunedModelName(job, teamId) !== model)
+      throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);
+  }
   if (!job) {
     const project = await getProject(svc, teamId, model).catch(notFoundAsUndefined);
     if (!project) throw new NotFoundError(`The model '${model}' does not exist or you do not have access to it`);

@@ -303,6 +303,24 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
 const fitsModel = (model: BaseModel, task: TaskType) =>
   model.type === 'encoder' ? ENCODER_TASK_TYPES.includes(task) : DECODER_TASK_TYPES.includes(task);
 
+/** The OpenAI id of a job: the native id behind `ftjob-`, so one record serves both APIs. */
+export const ftJobId = (job: Pick<TrainingJob, 'id'>) => `ftjob-${job.id}`;
+
+/**
+ * OpenAI's fine-tuned model name, `ft:<base>:<team id>:<suffix>:<ftjob id>`: the team id, never its
+ * free-text name (which may hold ':'); a native job's suffix is its model_name.
+ */
+export const fineTunedModelName = (job: TrainingJob, teamId: string) =>
+  `ft:${job.root_model}:${teamId}:${(job.suffix !== undefined ? job.suffix : job.model_name) ?? ''}:${ftJobId(job)}`;
+
+/** The job id an `ft:` model name ends with; undefined for any other string (its other parts are checked against the job). */
+export function jobIdOfFineTunedModel(model: string): string | undefined {
+  if (!model.startsWith('ft:')) return undefined;
+  const last = model.slice(model.lastIndexOf(':') + 1);
+  const id = last.startsWith('ftjob-') ? last.slice('ftjob-'.length) : '';
+  return isUuid(id) ? id : undefined;
+}
+
 export async function getTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
   const job = isUuid(id)
     ? await svc.records.get<TrainingJob>(jobItem(teamId, id).pk, jobItem(teamId, id).sk)

@@ -5,6 +5,7 @@
  */
 import OpenAI6 from 'openai6';
 import OpenAI7, { toFile } from 'openai7';
+import { resolveServingTarget } from '../../src/core/deployments';
 import { datasetVersionItem, jobCheckpointsPrefix, teamPartition } from '../../src/core/recordKeys';
 import type { Logger } from '../../src/core/logger';
 import { logChunkKey, modelPrefix } from '../../src/core/training/artifacts';
@@ -371,6 +372,17 @@ describe('/v1/fine_tuning/jobs', () => {
     expect((await stack.call('GET', `/core/training-jobs/${uuid}`)).body.deployment).toMatchObject({
       status: 'active',
     });
+    // the ft: name is a model id of its own, resolving to the job's deployment, for this team only
+    const name = `ft:${MODEL}:${team}:done:${job.id}`;
+    expect(await resolveServingTarget(stack.svc, team, name)).toMatchObject({ kind: 'deployment', job: { id: uuid } });
+    const outsider = await stack.newTeam('ft-outsider');
+    for (const [t, m] of [
+      [outsider.teamId, name],
+      [outsider.teamId, `ft:${MODEL}:${outsider.teamId}:done:${job.id}`],
+      [team, `ft:${MODEL}:${team}:other:${job.id}`],
+      [team, `ft:${MODEL}:${team}:done:ftjob-aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee`],
+    ] as const)
+      await expect(resolveServingTarget(stack.svc, t, m)).rejects.toMatchObject({ status: 404 });
     // a native job is deployed only when asked (SPEC)
     const native = await stack.call('POST', '/core/training-jobs', {
       body: { model_name: 'native-done', base_model: MODEL, datasets: [{ name: chatFile }] },

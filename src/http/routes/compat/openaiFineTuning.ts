@@ -11,6 +11,8 @@ import { findModel } from '../../../core/modelRegistry';
 import { listCheckpoints, readLogs } from '../../../core/training/artifacts';
 import {
   createTrainingJob,
+  fineTunedModelName,
+  ftJobId,
   getTrainingJob,
   listTrainingJobs,
   stopTrainingJob,
@@ -89,13 +91,6 @@ const FineTuningJob = z.object({
   user_provided_suffix: z.string().nullable(),
 });
 
-export const ftJobId = (job: Pick<TrainingJob, 'id'>) => `ftjob-${job.id}`;
-const suffixOf = (job: TrainingJob) => (job.suffix !== undefined ? job.suffix : job.model_name);
-
-/** OpenAI's fine-tuned model name: `ft:<base>:<team id>:<suffix>:<job id>` (the team id, never its free-text name). */
-export const fineTunedModel = (job: TrainingJob, teamId: string) =>
-  `ft:${job.root_model}:${teamId}:${suffixOf(job) ?? ''}:${ftJobId(job)}`;
-
 function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJob> {
   const hyperparameters = {
     n_epochs: job.nr_epochs,
@@ -111,7 +106,7 @@ function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJ
     created_at: unixSeconds(job.created_at),
     finished_at: job.finished_at ? unixSeconds(job.finished_at) : null,
     model: job.base_model,
-    fine_tuned_model: job.status === 'complete' ? fineTunedModel(job, teamId) : null,
+    fine_tuned_model: job.status === 'complete' ? fineTunedModelName(job, teamId) : null,
     organization_id: teamId,
     status: STATUS[job.status],
     training_file: job.datasets[0]?.name ?? '',
@@ -347,7 +342,7 @@ export const openAiFineTuningRoutes = [
           id: `ftckpt-${c.id}`,
           object: 'fine_tuning.job.checkpoint' as const,
           created_at: unixSeconds(c.created_at),
-          fine_tuned_model_checkpoint: `${fineTunedModel(job, principal.team_id)}:ckpt-step-${c.step}`,
+          fine_tuned_model_checkpoint: `${fineTunedModelName(job, principal.team_id)}:ckpt-step-${c.step}`,
           fine_tuning_job_id: ftJobId(job),
           step_number: c.step,
           metrics: { ...(c.metrics ?? {}), step: c.step },
