@@ -313,12 +313,15 @@ export const ftJobId = (job: Pick<TrainingJob, 'id'>) => `ftjob-${job.id}`;
 export const fineTunedModelName = (job: TrainingJob, teamId: string) =>
   `ft:${job.root_model}:${teamId}:${(job.suffix !== undefined ? job.suffix : job.model_name) ?? ''}:${ftJobId(job)}`;
 
+/** The native job id behind an `ftjob-…` id; undefined for anything else. */
+export function jobIdOfFtJobId(id: string): string | undefined {
+  const uuid = id.startsWith('ftjob-') ? id.slice('ftjob-'.length) : '';
+  return isUuid(uuid) ? uuid : undefined;
+}
+
 /** The job id an `ft:` model name ends with; undefined for any other string (its other parts are checked against the job). */
 export function jobIdOfFineTunedModel(model: string): string | undefined {
-  if (!model.startsWith('ft:')) return undefined;
-  const last = model.slice(model.lastIndexOf(':') + 1);
-  const id = last.startsWith('ftjob-') ? last.slice('ftjob-'.length) : '';
-  return isUuid(id) ? id : undefined;
+  return model.startsWith('ft:') ? jobIdOfFtJobId(model.slice(model.lastIndexOf(':') + 1)) : undefined;
 }
 
 export async function getTrainingJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {

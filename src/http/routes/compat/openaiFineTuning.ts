@@ -5,8 +5,7 @@
  */
 import { z } from 'zod';
 import type { Services } from '../../../core/context';
-import { BadRequestError, NotFoundError } from '../../../core/errors';
-import { isUuid } from '../../../core/ids';
+import { BadRequestError, NotFoundError, notFoundAsUndefined } from '../../../core/errors';
 import { findModel } from '../../../core/modelRegistry';
 import { listCheckpoints, readLogs } from '../../../core/training/artifacts';
 import {
@@ -14,6 +13,7 @@ import {
   fineTunedModelName,
   ftJobId,
   getTrainingJob,
+  jobIdOfFtJobId,
   listTrainingJobs,
   stopTrainingJob,
   type CreateJobInput,
@@ -126,13 +126,8 @@ function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJ
 
 /** The decoder job behind an `ftjob-…` id; OpenAI's 404 otherwise. */
 async function ftJob(svc: Services, teamId: string, id: string): Promise<TrainingJob> {
-  const uuid = id.startsWith('ftjob-') ? id.slice('ftjob-'.length) : '';
-  const job = isUuid(uuid)
-    ? await getTrainingJob(svc, teamId, uuid).catch((err: unknown) => {
-        if (err instanceof NotFoundError) return undefined;
-        throw err;
-      })
-    : undefined;
+  const uuid = jobIdOfFtJobId(id);
+  const job = uuid ? await getTrainingJob(svc, teamId, uuid).catch(notFoundAsUndefined) : undefined;
   if (job?.model_type !== 'decoder')
     throw new NotFoundError(`No such fine-tuning job: ${id}`, { param: 'fine_tuning_job_id', code: 'not_found' });
   return job;
