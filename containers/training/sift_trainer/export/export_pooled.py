@@ -7,8 +7,8 @@
 ``hidden_states`` is ``encoder.onnx``'s (or ``encoder.int8.onnx``'s) output run on the text alone, tokenized
 with tokenizer.json's special tokens and cut at the json's ``max_tokens``; pooling is inside the graph.
 Parity: PyTorch (encoder + head) against onnxruntime (encoder.onnx → this graph) on a padded batch, and the
-int8 encoder's logits against fp32's (recorded, not bounded: quantization moves them), in the json and in
-gliner2_config.json's ``parity_max_abs_diff`` beside the other fragments'.
+int8 encoder's logits against fp32's (recorded, not bounded: quantization moves them), in the json; the fp32
+diff also in gliner2_config.json's ``parity_max_abs_diff`` beside the other fragments'.
 """
 
 from __future__ import annotations
@@ -57,7 +57,10 @@ def export_pooled(model, pooled: PooledClassifier, out_dir: Path, verify: bool =
     cfg_path = onnx_dir / "gliner2_config.json"
     if cfg_path.exists() and verify:
         cfg = json.loads(cfg_path.read_text())
-        cfg.setdefault("parity_max_abs_diff", {}).update(meta["parity_max_abs_diff"])
+        # the fp32 diff only: the others there are bounded by 1e-3, and int8 is a different model
+        cfg.setdefault("parity_max_abs_diff", {})["pooled_classifier"] = meta["parity_max_abs_diff"][
+            "pooled_classifier"
+        ]
         cfg.setdefault("files", {})["pooled_classifier"] = {
             "file": GRAPH,
             "config": META,
