@@ -72,6 +72,20 @@ describe('pooled classifier route', () => {
     expect(out.inputTokens).toBe(out.textTokens.reduce((a, b) => a + b, 0));
   });
 
+  it('runs on the int8 encoder too', async () => {
+    const int8 = await EncoderModel.load(join(root, 'pooled'), { precision: 'int8' });
+    try {
+      const out = await int8.infer(
+        HELD_OUT.map(([t]) => t),
+        schemaOf({ classifications: [{ task: 'intent', labels: LABELS, multiLabel: false }] }),
+      );
+      expect(out.routes).toEqual({ intent: 'pooled' });
+      expect(out.results.map((r) => r.classifications.intent![0]!.label)).toEqual(HELD_OUT.map(([, l]) => l));
+    } finally {
+      await int8.release();
+    }
+  });
+
   it('scores only the asked labels (any task name) and honours top_k', async () => {
     const schema = schemaOf({
       classifications: [{ task: 'topic', labels: ['balance', 'weather'], multiLabel: false, topK: 2 }],
