@@ -1,5 +1,8 @@
-/** Counts → metrics: empty and merged counts, P/R/F1 arithmetic, breakdowns and the confusion matrix. */
-import { getOwn, mergeTallies, setOwn } from './tally';
+/** Counts → metrics: empty and merged counts, breakdowns and the confusion matrix (P/R/F1 arithmetic: tally.ts `prf`). */
+import { finalizeCalibration, mergeCurves } from './calibration';
+import { getOwn, mergeTallies, prf, setOwn } from './tally';
+
+export { prf } from './tally';
 import {
   DEFAULT_MAX_EXAMPLES,
   NO_PREDICTION,
@@ -49,17 +52,8 @@ export function mergeCounts(a: EvaluationCounts, b: EvaluationCounts): Evaluatio
     confusion,
     examples: [...a.examples, ...b.examples].slice(0, max),
     max_examples: max,
+    ...(a.curve || b.curve ? { curve: mergeCurves(a.curve, b.curve) } : {}),
   };
-}
-
-const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
-
-/** P/R/F1 of one tally; 0/0 → 0. */
-export function prf(t: Tally): Breakdown {
-  const p = t.tp + t.fp ? t.tp / (t.tp + t.fp) : 0;
-  const r = t.tp + t.fn ? t.tp / (t.tp + t.fn) : 0;
-  const f = p + r ? (2 * p * r) / (p + r) : 0;
-  return { f1: round6(f), precision: round6(p), recall: round6(r), support: t.tp + t.fn, tp: t.tp, fp: t.fp, fn: t.fn };
 }
 
 const sortedKeys = (m: object) => Object.keys(m).sort();
@@ -112,5 +106,7 @@ export function finalizeMetrics(counts: EvaluationCounts): EvaluationMetrics {
     };
   }
   if (counts.examples.length) metrics.examples = counts.examples;
+  const calibration = finalizeCalibration(counts.curve);
+  if (calibration) metrics.calibration = calibration;
   return metrics;
 }
