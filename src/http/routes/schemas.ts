@@ -69,7 +69,7 @@ export const thresholdChoiceFields = {
     .enum(['default', 'calibrated'])
     .optional()
     .describe(
-      '`calibrated`: requests that send no `threshold` get each type\'s best threshold from an evaluation of the job (`evaluation_id`, else its latest complete one); `default`: 0.5 for every type. Absent: a re-pin of the same model keeps what it had, a new one gets the default',
+      "`calibrated`: requests that send no `threshold` get each type's best threshold from an evaluation of the job (`evaluation_id`, else its latest complete one); `default`: 0.5 for every type. Absent: a re-pin of the same model keeps what it had, a new one gets the default",
     ),
   evaluation_id: z
     .string()
@@ -124,7 +124,12 @@ export const EvaluationSchema = z
     project_id: z.string().nullable(),
     dataset_name: z.string(),
     dataset_version: z.number(),
-    metrics: z.record(z.string(), z.unknown()).nullable(),
+    metrics: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        'Micro f1/precision/recall, per-type breakdowns, confusion, examples, and `calibration`: per entity type, multi-label label, field and relation type, F1/precision/recall at thresholds 0.05..0.95 and the best threshold (docs/reference/evaluation.md#calibrated-thresholds)',
+      ),
     error: z.string().nullable(),
     created_at: z.string(),
     finished_at: z.string().nullable(),
