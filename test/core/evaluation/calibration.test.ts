@@ -12,6 +12,8 @@ import {
   THRESHOLD_GRID,
   type EncoderPrediction,
 } from '../../../src/core/evaluation/scoring';
+import type { Services } from '../../../src/core/context';
+import { InProcessPredictor } from '../../../src/core/evaluation/workflow';
 import { decodeClassification } from '../../../src/encoder/classification';
 
 const span = (text: string, start: number, score: number) => ({ text, start, end: start + text.length, score });
@@ -158,5 +160,51 @@ describe('calibrated thresholds in a request schema', () => {
     // sigmoid(0) = 0.5, sigmoid(-1.5) ≈ 0.18
     const chosen = decodeClassification(spec, new Float32Array([0, 0, -1.5]), 0.5);
     expect(chosen.map((x) => x.label)).toEqual(['b', 'c']);
+  });
+});
+
+describe('the evaluation predictor with a threshold grid', () => {
+  const span = (start: number, score: number) => ({ text: 'x', start, end: start + 1, score });
+  /** An engine stand-in: text 0 is read in two windows; each call reports its threshold's spans. */
+  const calls: number[] = [];
+  const engine = {
+    infer: async (texts: string[], _schema: unknown, opts: { threshold: number }) => {
+      calls.push(opts.threshold);
+      return {
+        results: texts.map(() => ({
+          // the re-run of the windowed text alone: its windows merge differently without the low candidates
+          entities: {
+            person: [span(0, 0.9), span(2, 0.3), ...(texts.length === 1 ? [span(4, 0.6)] : [])].filter(
+              (s) => s.score >= opts.threshold,
+            ),
+          },
+          classifications: {},
+          structures: {},
+          relations: {},
+        })),
+        inputTokens: 10 * texts.length,
+        textTokens: texts.map(() => 10),
+        chunks: texts.map((t) => (t === 'long' ? 2 : 1)),
+        groups: texts.map(() => 1),
+      };
+    },
+  };
+  const svc = { encoder: { localDir: async () => '/m', model: async () => engine } } as unknown as Services;
+
+  it('runs once at the grid minimum and cuts; a windowed text is run again at the threshold for its answer', async () => {
+    const predictor = new InProcessPredictor(svc);
+    const model = {
+      type: 'encoder',
+      requested: 'm',
+      baseModel: 'm',
+      prefix: 'p/',
+      projectId: null,
+      trainingJobId: null,
+    } as const;
+    const out = await predictor.predict(model, ['long', 'short'], { entities: ['person'] }, 0.5, THRESHOLD_GRID);
+    expect(calls).toEqual([0.05, 0.5]);
+    expect(out.inputTokens).toBe(30); // 2 texts at 0.05, the windowed one again
+    expect(out.predictions.map((p) => p.entities!.length)).toEqual([2, 1]);
+    expect(out.cuts![1]!.map((p) => p.entities!.length)).toEqual([...Array(6).fill(2), ...Array(12).fill(1), 0]);
   });
 });
