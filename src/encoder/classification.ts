@@ -39,9 +39,13 @@ export function decodeClassification(
   let chosen: LabelScore[];
   if (c.multiLabel) {
     const thr = c.threshold ?? threshold;
+    const per = c.labelThresholds ?? {};
+    const cut = (label: string) => (Object.hasOwn(per, label) ? per[label]! : thr);
     // docs/reference/decisions.md#multi-label-threshold: every label above the threshold, and so none when none reaches it (gliner2 falls back to
     // the top label; Sift does not — a multi-label answer never contains a label below its threshold).
-    chosen = stableSortDesc(c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= thr));
+    chosen = stableSortDesc(
+      c.labels.map((label, j) => ({ label, score: probs[j]! })).filter((x) => x.score >= cut(x.label)),
+    );
     if (c.topK !== undefined) chosen = chosen.slice(0, c.topK);
   } else {
     chosen = [{ label: c.labels[argmax]!, score: probs[argmax]! }];

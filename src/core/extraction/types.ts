@@ -23,6 +23,8 @@ export interface ClassificationSpec {
   topK?: number;
   /** Multi-label cut-off (docs/reference/decisions.md#inference-semantics rule 2: the call threshold unless set per head). */
   threshold?: number;
+  /** Multi-label: per-label cut-offs (a deployment's calibrated thresholds), over `threshold`. */
+  labelThresholds?: Record<string, number>;
   prompt?: string;
 }
 export interface FieldSpec {

@@ -1,6 +1,9 @@
-/** Counts → metrics: empty and merged counts, P/R/F1 arithmetic, breakdowns and the confusion matrix. */
+/** Counts → metrics: empty and merged counts, breakdowns and the confusion matrix (P/R/F1 arithmetic: tally.ts `prf`). */
 import type { ClassificationRoute } from '../../extraction/types';
-import { getOwn, mergeTallies, setOwn } from './tally';
+import { finalizeCalibration, mergeCurves } from './calibration';
+import { getOwn, mergeTallies, prf, setOwn } from './tally';
+
+export { prf } from './tally';
 import {
   DEFAULT_MAX_EXAMPLES,
   NO_PREDICTION,
@@ -51,6 +54,7 @@ export function mergeCounts(a: EvaluationCounts, b: EvaluationCounts): Evaluatio
     examples: [...a.examples, ...b.examples].slice(0, max),
     max_examples: max,
     ...(a.routes || b.routes ? { routes: mergeRoutes(a.routes ?? {}, b.routes ?? {}) } : {}),
+    ...(a.curve || b.curve ? { curve: mergeCurves(a.curve, b.curve) } : {}),
   };
 }
 
@@ -73,16 +77,6 @@ export function routeCounts(
   const out: RouteCounts = {};
   for (const [task, route] of Object.entries(routes)) setOwn(out, task, { [route]: rows });
   return { routes: out };
-}
-
-const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
-
-/** P/R/F1 of one tally; 0/0 → 0. */
-export function prf(t: Tally): Breakdown {
-  const p = t.tp + t.fp ? t.tp / (t.tp + t.fp) : 0;
-  const r = t.tp + t.fn ? t.tp / (t.tp + t.fn) : 0;
-  const f = p + r ? (2 * p * r) / (p + r) : 0;
-  return { f1: round6(f), precision: round6(p), recall: round6(r), support: t.tp + t.fn, tp: t.tp, fp: t.fp, fn: t.fn };
 }
 
 type RouteCounts = NonNullable<EvaluationCounts['routes']>;
@@ -145,5 +139,7 @@ export function finalizeMetrics(counts: EvaluationCounts): EvaluationMetrics {
       setOwn(metrics.routes, task, byRoute.sort((x, y) => y[1] - x[1] || x[0].localeCompare(y[0]))[0]![0]);
     }
   }
+  const calibration = finalizeCalibration(counts.curve);
+  if (calibration) metrics.calibration = calibration;
   return metrics;
 }
