@@ -13,7 +13,6 @@ import pytest
 from test_classification_learning import CUES, _rows
 
 from sift_trainer.job.hyperparameters import HyperparameterError, Hyperparameters
-from sift_trainer.job.paths import JobPaths
 
 
 def _ort_logits(model_dir, texts):
