@@ -13,7 +13,6 @@ import pytest
 from test_classification_learning import CUES, _rows
 
 from sift_trainer.job.hyperparameters import HyperparameterError, Hyperparameters
-from sift_trainer.job.paths import JobPaths
 
 
 def _ort_logits(model_dir, texts):
@@ -66,7 +65,8 @@ def test_the_exported_fragment_serves_what_the_trainer_measured_and_gliner2_stil
     assert acc == pytest.approx(pc.route_metrics["pooled"]["accuracy"], abs=1e-6)  # served == measured
     assert acc > 0.5  # 12 intents: chance is 0.08
     parity = meta["parity_max_abs_diff"]
-    assert parity["pooled_classifier"] < 1e-4 and parity["pooled_classifier_int8_encoder"] < 0.5, parity
+    # int8: a sanity bound (0.30 logits measured on a 12-intent model); fp32 is exact
+    assert parity["pooled_classifier"] < 1e-4 and parity["pooled_classifier_int8_encoder"] < 1.0, parity
     cfg = json.loads((out / "onnx" / "gliner2_config.json").read_text())
     assert cfg["files"]["pooled_classifier"]["outputs"] == {"logits": ["batch", len(CUES)]}
     assert max(cfg["parity_max_abs_diff"].values()) < 1e-3  # the int8 diff stays out of the fragments' bound
