@@ -12,16 +12,26 @@ export function stableSortDesc<T extends LabelScore>(xs: T[]): T[] {
 
 /** Per-label probabilities: sigmoid (multi-label) or softmax over the task's labels (single-label). */
 export function classProbs(c: ClassificationSpec, lg: Float32Array): number[] {
-  if (c.multiLabel) return Array.from(lg, (x) => sigmoid(x));
+  return c.multiLabel ? Array.from(lg, (x) => sigmoid(x)) : softmax(lg);
+}
+
+export function softmax(lg: Float32Array): number[] {
   const mx = Math.max(...lg);
   const ex = Array.from(lg, (x) => Math.exp(x - mx));
   const z = ex.reduce((a, b) => a + b, 0);
   return ex.map((e) => e / z);
 }
 
-/** gliner2 classification decoding from the classifier's logits (one per label, in `c.labels` order). */
-export function decodeClassification(c: ClassificationSpec, lg: Float32Array, threshold: number): LabelScore[] {
-  const probs = classProbs(c, lg);
+/**
+ * gliner2 classification decoding from the classifier's logits (one per label, in `c.labels` order);
+ * `probs` replaces `classProbs` where another head sets its own (the pooled classifier's softmax over a multi-label request).
+ */
+export function decodeClassification(
+  c: ClassificationSpec,
+  lg: Float32Array,
+  threshold: number,
+  probs: number[] = classProbs(c, lg),
+): LabelScore[] {
   let argmax = 0;
   probs.forEach((p, j) => {
     if (p > probs[argmax]!) argmax = j;

@@ -338,6 +338,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
       endpoint: a.endpoint,
       input: a.rawInput,
       output: result,
+      ...(a.schema.classifications.length ? { routes: out.routes } : {}),
       usage,
       latency_ms: latency,
     },

@@ -84,8 +84,13 @@ export interface EncoderResult {
   relations: Record<string, RelationInstance[]>;
 }
 
+/** Which head answered a classification task (docs/reference/encoder.md "Pooled classifier"). */
+export type ClassificationRoute = 'pooled' | 'gliner2';
+
 export interface InferOutput {
   results: EncoderResult[];
+  /** Per classification task of the schema: the head that answered it (the same for every text of a call). */
+  routes: Record<string, ClassificationRoute>;
   /** Encoder input tokens over all texts (and chunks). */
   inputTokens: number;
   /** Per text: its encoder input tokens (sums to `inputTokens`); bills each request of a shared batch. */

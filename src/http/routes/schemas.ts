@@ -164,6 +164,12 @@ export const InferenceRecordSchema = z
     endpoint: z.string(),
     input: z.record(z.string(), z.unknown()),
     output: z.unknown(),
+    routes: z
+      .record(z.string(), z.enum(['pooled', 'gliner2']))
+      .optional()
+      .describe(
+        "Encoder classification tasks: which head answered each — 'pooled' (a fine-tuned model's pooled classifier) or 'gliner2'",
+      ),
     usage: z.record(z.string(), z.number()),
     latency_ms: z.number(),
     created_at: z.string(),

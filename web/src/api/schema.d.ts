@@ -1202,6 +1202,10 @@ export interface components {
                 [key: string]: unknown;
             };
             output: unknown;
+            /** @description Encoder classification tasks: which head answered each — 'pooled' (a fine-tuned model's pooled classifier) or 'gliner2' */
+            routes?: {
+                [key: string]: "pooled" | "gliner2";
+            };
             usage: {
                 [key: string]: number;
             };
