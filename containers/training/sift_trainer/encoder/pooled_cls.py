@@ -32,7 +32,7 @@ from ..job.hyperparameters import HyperparameterError, Hyperparameters
 DEFAULT_MAX_TOKENS = 256
 #: contrastive pair iterations per row (0 = the frozen encoder's embeddings) and rates per training type:
 #: bench/research/pooled_probe.py, docs/experiments/training.md "2026-11-27"
-DEFAULT_CONTRASTIVE_ITERATIONS = 2
+DEFAULT_CONTRASTIVE_ITERATIONS = 1
 CONTRASTIVE_LR = {"full": 2e-5, "lora": 2e-4}
 HEAD_STEPS = 1500
 HEAD_LR = 1e-2
