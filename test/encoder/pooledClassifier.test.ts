@@ -4,7 +4,16 @@
  * (test/fixtures/pooled/make_head.py, fitted on 16 texts of 4 intents) answers covered tasks through
  * the pooled head and everything else through GLiNER2 exactly as the plain model does.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,6 +81,20 @@ describe('pooled classifier route', () => {
     expect(out.inputTokens).toBe(out.textTokens.reduce((a, b) => a + b, 0));
   });
 
+  it('runs on the int8 encoder too', async () => {
+    const int8 = await EncoderModel.load(join(root, 'pooled'), { precision: 'int8' });
+    try {
+      const out = await int8.infer(
+        HELD_OUT.map(([t]) => t),
+        schemaOf({ classifications: [{ task: 'intent', labels: LABELS, multiLabel: false }] }),
+      );
+      expect(out.routes).toEqual({ intent: 'pooled' });
+      expect(out.results.map((r) => r.classifications.intent![0]!.label)).toEqual(HELD_OUT.map(([, l]) => l));
+    } finally {
+      await int8.release();
+    }
+  });
+
   it('scores only the asked labels (any task name) and honours top_k', async () => {
     const schema = schemaOf({
       classifications: [{ task: 'topic', labels: ['balance', 'weather'], multiLabel: false, topK: 2 }],
@@ -86,13 +109,32 @@ describe('pooled classifier route', () => {
   it('a multi-label request to a softmax-trained head: softmax over the asked labels, then the threshold', async () => {
     const schema = schemaOf({ classifications: [{ task: 'intent', labels: LABELS, multiLabel: true }] });
     const [low, high] = await Promise.all([
-      pooled.infer(['play a song by Queen'], schema, { threshold: 0.01 }),
+      pooled.infer(['play a song by Queen'], schema, { threshold: 0 }),
       pooled.infer(['play a song by Queen'], schema, { threshold: 0.999999 }),
     ]);
     const all = low.results[0]!.classifications.intent!;
     expect(all[0]!.label).toBe('play_music');
-    expect(all.reduce((n, x) => n + x.score, 0)).toBeLessThanOrEqual(1 + 1e-6);
+    expect(all).toHaveLength(4);
+    expect(all.reduce((n, x) => n + x.score, 0)).toBeCloseTo(1, 5);
     expect(high.results[0]!.classifications.intent).toEqual([]);
+  });
+
+  it('a multi-label request to a head trained multi-label: per-label sigmoid', async () => {
+    const meta = JSON.parse(readFileSync(join(FIXTURE, 'pooled_classifier.json'), 'utf8'));
+    const multi = await EncoderModel.load(modelDir(root, 'multi', JSON.stringify({ ...meta, multi_label: true })));
+    try {
+      const schema = schemaOf({ classifications: [{ task: 'intent', labels: LABELS, multiLabel: true }] });
+      const [sig, soft] = await Promise.all([
+        multi.infer(['play a song by Queen'], schema, { threshold: 0 }),
+        pooled.infer(['play a song by Queen'], schema, { threshold: 0 }),
+      ]);
+      const sum = (r: typeof sig) => r.results[0]!.classifications.intent!.reduce((n, x) => n + x.score, 0);
+      expect(sig.results[0]!.classifications.intent!.map((x) => x.label)[0]).toBe('play_music');
+      expect(sum(soft)).toBeCloseTo(1, 5);
+      expect(Math.abs(sum(sig) - 1)).toBeGreaterThan(0.01); // independent per-label probabilities
+    } finally {
+      await multi.release();
+    }
   });
 
   it('a label outside the vocabulary sends the task to GLiNER2; other heads answer as the plain model answers them', async () => {

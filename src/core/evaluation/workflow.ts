@@ -11,6 +11,7 @@ import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
 import type { NormalizedRow } from '../datasets/rows';
 import { formatResult, toEncoderSchema, type SchemaInput } from '../extraction/api';
 import type { ResolvedEncoder } from '../extraction/runtime';
+import type { ClassificationRoute } from '../extraction/types';
 import { ConflictError } from '../errors';
 import { baseModelPrefix } from '../modelLayout';
 import { requireRuntime } from '../models';
@@ -25,6 +26,7 @@ import {
   evaluationSchemaFor,
   finalizeMetrics,
   mergeCounts,
+  routeCounts,
   scoreRow,
   type DatasetVocabulary,
   type EncoderPrediction,
@@ -44,15 +46,17 @@ export interface Shard {
   count: number;
 }
 
+/** One engine call's answer, as an evaluation scores it. */
+export interface Prediction {
+  predictions: EncoderPrediction[];
+  inputTokens: number;
+  routes: Record<string, ClassificationRoute>;
+}
+
 /** The serving engine, wherever it runs (in-process locally; the encoder service on AWS). */
 export interface EvaluationPredictor {
-  /** Predictions in the order of `texts`, and the engine's input tokens (what the work is billed by). */
-  predict(
-    model: ResolvedEncoder,
-    texts: string[],
-    schema: SchemaInput,
-    threshold: number,
-  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }>;
+  /** Predictions in the order of `texts`, the engine's input tokens (what the work is billed by) and which head answered each classification task. */
+  predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<Prediction>;
 }
 
 /**
@@ -65,12 +69,7 @@ export class InProcessPredictor implements EvaluationPredictor {
 
   constructor(private readonly svc: Services) {}
 
-  async predict(
-    model: ResolvedEncoder,
-    texts: string[],
-    schema: SchemaInput,
-    threshold: number,
-  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
+  async predict(model: ResolvedEncoder, texts: string[], schema: SchemaInput, threshold: number): Promise<Prediction> {
     const runtime = requireRuntime(this.svc, 'encoder');
     let dir = this.models.get(model.prefix);
     if (!dir) {
@@ -88,6 +87,7 @@ export class InProcessPredictor implements EvaluationPredictor {
     return {
       predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction),
       inputTokens: out.inputTokens,
+      routes: out.routes,
     };
   }
 }
@@ -213,8 +213,9 @@ export async function scoreRows(
           schema,
           EVALUATION_THRESHOLD,
         )
-      : { predictions: [], inputTokens: 0 };
+      : { predictions: [], inputTokens: 0, routes: {} };
     inputTokens += out.inputTokens;
+    counts = mergeCounts(counts, { ...emptyCounts(), ...routeCounts(out.routes, batch.length) });
     batch.forEach((row, j) => {
       counts = mergeCounts(counts, scoreRow(row, out.predictions[j], { schema, row: firstRow + i + j + 1 }));
     });

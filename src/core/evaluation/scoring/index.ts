@@ -59,7 +59,7 @@ import {
 } from './types';
 
 export { EXAMPLE_TEXT_CHARS } from './examples';
-export { emptyCounts, finalizeMetrics, mergeCounts, prf } from './metrics';
+export { emptyCounts, finalizeMetrics, mergeCounts, prf, routeCounts } from './metrics';
 export { normalizeSpace, normalizeValue } from './normalize';
 export { evaluationSchemaFor } from './schema';
 export {

@@ -1,5 +1,6 @@
 /** The scorer's data shapes (inputs, mergeable counts, finalized metrics) and shared constants. */
 import type { SchemaInput } from '../../extraction/api';
+import type { ClassificationRoute } from '../../extraction/types';
 
 /** The classification task name the trainer's manifest uses for `label` / `labels` columns. */
 export const CLASSIFICATION_TASK = 'classification';
@@ -75,6 +76,8 @@ export interface EvaluationCounts {
   confusion: Record<string, Record<string, number>>;
   examples: EvaluationExample[];
   max_examples: number;
+  /** Classification task → the head that answered (pooled or gliner2) → rows it answered; absent: none counted. */
+  routes?: Record<string, Partial<Record<ClassificationRoute, number>>>;
 }
 
 export interface Breakdown {
@@ -99,6 +102,8 @@ export interface EvaluationMetrics {
   /** Gold labels are rows, predicted labels columns, in `labels` order; `(none)` (last, when present) is a column only: its row is all zeros. */
   confusion?: { labels: string[]; matrix: number[][] };
   examples?: EvaluationExample[];
+  /** Classification task → the head that answered its rows (docs/reference/encoder.md "Pooled classifier"). */
+  routes?: Record<string, ClassificationRoute>;
   /** `rows`: rows scored; per head: gold items (entities, labels, field values, relations). */
   support: { rows: number; entities?: number; labels?: number; fields?: number; relations?: number };
 }
