@@ -97,24 +97,14 @@ interface Result {
 }
 
 /**
- * The classification route(s) an evaluation record names ("pooled" | "gliner2", issue #30's pooled
- * classifier), wherever the record carries them, with counts when more than one answered.
+ * The head(s) that answered the classification tasks of an evaluation (`metrics.routes`: task → route →
+ * rows; issue #30's pooled classifier or the GLiNER2 route), with row counts when more than one answered.
  */
-function routesOf(record: unknown): string | undefined {
-  const seen = new Map<string, number>();
-  const walk = (v: unknown): void => {
-    if (Array.isArray(v)) v.forEach(walk);
-    else if (v && typeof v === 'object')
-      for (const [k, x] of Object.entries(v)) {
-        // `route: "pooled"`, or `routes: {<task>: "pooled"}` (the engine's per-task map)
-        const named = k === 'route' ? [x] : k === 'routes' && x && typeof x === 'object' ? Object.values(x) : [];
-        const strings = named.filter((r): r is string => typeof r === 'string');
-        if (strings.length) for (const r of strings) seen.set(r, (seen.get(r) ?? 0) + 1);
-        else walk(x);
-      }
-  };
-  walk(record);
-  return seen.size ? [...seen].map(([r, n]) => (seen.size > 1 ? `${r} ×${n}` : r)).join(', ') : undefined;
+function routesOf(metrics: { routes?: Record<string, Record<string, number>> } | undefined): string | undefined {
+  const rows = new Map<string, number>();
+  for (const byRoute of Object.values(metrics?.routes ?? {}))
+    for (const [route, n] of Object.entries(byRoute)) rows.set(route, (rows.get(route) ?? 0) + n);
+  return rows.size ? [...rows].map(([r, n]) => (rows.size > 1 ? `${r} ×${n}` : r)).join(', ') : undefined;
 }
 
 async function main() {
@@ -177,7 +167,7 @@ async function main() {
         .join(' ');
       const ev = await call('POST', '/core/evaluations', { base_model: created.body.id, dataset_name: testName }, key);
       const scored = await until(() => call('GET', `/core/evaluations/${ev.body.id}`, undefined, key), (r) => r.body.status !== 'running');
-      const route = SETS[set]!.keep.some((k) => k === 'label' || k === 'labels') ? (routesOf(scored.body) ?? 'not reported') : undefined;
+      const route = SETS[set]!.keep.some((k) => k === 'label' || k === 'labels') ? (routesOf(scored.body.metrics) ?? 'not reported') : undefined;
       return {
         set, rows: n, path: 'sift', f1: scored.body.metrics?.f1 ?? null, wall, ...(route ? { route } : {}),
         note: `${job.body.training_type}${learningRate ? ` at ${learningRate}` : ''}, ${job.body.nr_epochs} epochs, ${job.body.progress?.total_steps ?? '?'} steps; validation F1 ${job.body.metrics?.f1?.toFixed(3)}${curve ? ` (epoch:F1 ${curve})` : ''}${job.body.warnings?.length ? '; warned' : ''}`,
