@@ -87,8 +87,7 @@ async function calibratedThresholds(
     evaluation = isUuid(evaluationId)
       ? await getEvaluation(svc, teamId, evaluationId).catch(notFoundAsUndefined)
       : undefined;
-    if (!evaluation)
-      throw ValidationError.field(field, `no evaluation '${evaluationId}' exists`, 'unknown_evaluation');
+    if (!evaluation) throw ValidationError.field(field, `no evaluation '${evaluationId}' exists`, 'unknown_evaluation');
     if (evaluation.training_job_id !== job.id)
       throw ValidationError.field(
         field,

@@ -246,10 +246,7 @@ export const trainingJobRoutes = [
       409: { description: 'Not complete, or no servable weights' },
     },
     handler: async ({ svc, principal, params, body }) =>
-      json(
-        200,
-        jobView(await deployTrainingJob(svc, principal.team_id, params.id, body ?? {})),
-      ),
+      json(200, jobView(await deployTrainingJob(svc, principal.team_id, params.id, body ?? {}))),
   }),
   route({
     method: 'DELETE',
