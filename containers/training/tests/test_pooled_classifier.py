@@ -62,7 +62,7 @@ def test_the_exported_fragment_serves_what_the_trainer_measured_and_gliner2_stil
     }
     assert logits.shape == (len(val), len(CUES))
     acc = float(np.mean([meta["labels"][i] == r["label"] for i, r in zip(logits.argmax(-1), val)]))
-    assert acc == pytest.approx(pc.route_metrics["pooled"]["accuracy"], abs=1e-6)  # served == measured
+    assert round(acc, 4) == pc.route_metrics["pooled"]["accuracy"]  # served == measured (stored to 4 places)
     assert acc > 0.5  # 12 intents: chance is 0.08
     parity = meta["parity_max_abs_diff"]
     # int8: a sanity bound (0.30 logits measured on a 12-intent model); fp32 is exact
