@@ -8,4 +8,4 @@ MODELS="${SIFT_MODELS_DIR:-$CACHE/models}"
 # the decoder image's LoRA resolver (pure parts; vLLM itself is not installed here)
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/containers/decoder/sift_lora/tests"
 cd "$ROOT/containers/training"
-SIFT_MINI_MODEL_DIR="$MODELS/sift--gliner2-mini-v1" exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests
+SIFT_MINI_MODEL_DIR="$MODELS/sift--gliner2-mini-v1" exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider --durations=15 tests

@@ -14,6 +14,8 @@ import { jobItem, projectDeploymentItem, projectDeploymentsPrefix, projectItem, 
 import type { BaseModel } from './catalog';
 import type { Services } from './context';
 import { ConflictError, NotFoundError, ValidationError, notFoundAsUndefined } from './errors';
+import { getEvaluation, listEvaluations, type Evaluation } from './evaluations';
+import type { CalibratedThresholds } from './extraction/thresholds';
 import { isUuid, newUuid } from './ids';
 import { findModel } from './modelRegistry';
 import { deleteProject, getProject, listProjects, type Project } from './projects';
@@ -60,13 +62,83 @@ async function servableWeights(svc: Services, job: TrainingJob, prefix: string, 
   }
 }
 
-/** Activates (or re-pins) a job's deployment. Idempotent for the same checkpoint. */
+/** How a deployment sets thresholds for requests that send none (docs/reference/evaluation.md#calibrated-thresholds). */
+export interface ThresholdChoice {
+  /** `calibrated`: per-type thresholds from an evaluation of the job; `default`: 0.5 (SPEC); absent: a re-pin keeps what it had. */
+  thresholds?: 'default' | 'calibrated' | undefined;
+  /** The evaluation to take them from (default: the job's latest complete one with a calibration). */
+  evaluation_id?: string | undefined;
+}
+
+/** What a deployment reads of an evaluation's `calibration` (scoring/calibration.ts; not imported: scoring's types reach back here through extraction/api.ts). */
+type Best = Record<string, { best_threshold: number | null }> | undefined;
+interface CalibrationBest {
+  per_entity?: Best;
+  per_label?: Best;
+  per_field?: Best;
+  per_relation?: Best;
+}
+const calibrationOf = (e: Evaluation) => (e.metrics as { calibration?: CalibrationBest } | null)?.calibration;
+
+/** The per-type best thresholds of an evaluation of `job`'s final model (the one named, else its latest). */
+async function calibratedThresholds(
+  svc: Services,
+  teamId: string,
+  job: TrainingJob,
+  evaluationId: string | undefined,
+): Promise<CalibratedThresholds> {
+  let evaluation: Evaluation | undefined;
+  if (evaluationId !== undefined) {
+    const field = ['body', 'evaluation_id'];
+    evaluation = isUuid(evaluationId)
+      ? await getEvaluation(svc, teamId, evaluationId).catch(notFoundAsUndefined)
+      : undefined;
+    if (!evaluation) throw ValidationError.field(field, `no evaluation '${evaluationId}' exists`, 'unknown_evaluation');
+    if (evaluation.training_job_id !== job.id)
+      throw ValidationError.field(
+        field,
+        `evaluation '${evaluation.id}' scored '${evaluation.base_model}', not training job '${job.id}'`,
+      );
+    if (evaluation.status !== 'complete')
+      throw ValidationError.field(field, `evaluation '${evaluation.id}' is ${evaluation.status}, not complete`);
+    if (!calibrationOf(evaluation))
+      throw ValidationError.field(
+        field,
+        `evaluation '${evaluation.id}' has no calibration (its dataset has no entity type, multi-label label, field or relation with a threshold)`,
+      );
+  } else {
+    evaluation = (await listEvaluations(svc, teamId, {})).find(
+      (e) => e.training_job_id === job.id && e.status === 'complete' && calibrationOf(e),
+    );
+    if (!evaluation)
+      throw ValidationError.field(
+        ['body', 'thresholds'],
+        `training job '${job.id}' has no complete evaluation with calibrated thresholds: run one (POST /core/evaluations with base_model '${job.id}') or name one with evaluation_id`,
+      );
+  }
+  const cal = calibrationOf(evaluation)!;
+  const best = (m: Best) =>
+    Object.fromEntries(
+      Object.entries(m ?? {}).flatMap(([k, c]) => (c.best_threshold === null ? [] : [[k, c.best_threshold]])),
+    );
+  return {
+    evaluation_id: evaluation.id,
+    entities: best(cal.per_entity),
+    labels: best(cal.per_label),
+    fields: best(cal.per_field),
+    relations: best(cal.per_relation),
+  };
+}
+
+/** Activates (or re-pins) a job's deployment. Idempotent for the same checkpoint and thresholds. */
 export async function deployTrainingJob(
   svc: Services,
   teamId: string,
   jobId: string,
-  opts: { checkpoint_id?: string | undefined } = {},
+  opts: { checkpoint_id?: string | undefined } & ThresholdChoice = {},
 ): Promise<TrainingJob> {
+  if (opts.evaluation_id !== undefined && opts.thresholds !== 'calibrated')
+    throw ValidationError.field(['body', 'evaluation_id'], 'evaluation_id is only used with thresholds: "calibrated"');
   const job = await getTrainingJob(svc, teamId, jobId);
   let checkpointId: string | null;
   let prefix: string;
@@ -95,12 +167,24 @@ export async function deployTrainingJob(
     prefix = modelPrefix(teamId, job.id);
     await servableWeights(svc, job, prefix, `Training job '${job.id}'`);
   }
-  if (job.deployment?.checkpoint_id === checkpointId && job.deployment.blob_prefix === prefix) return job;
+  const samePin = job.deployment?.checkpoint_id === checkpointId && job.deployment.blob_prefix === prefix;
+  let thresholds: CalibratedThresholds | undefined;
+  if (opts.thresholds === 'calibrated') {
+    // evaluations score the job's final model: its thresholds fit no other checkpoint
+    if (prefix !== modelPrefix(teamId, job.id))
+      throw ValidationError.field(
+        ['body', 'thresholds'],
+        `calibrated thresholds come from evaluations of training job '${job.id}''s final model; checkpoint '${checkpointId}' is another`,
+      );
+    thresholds = await calibratedThresholds(svc, teamId, job, opts.evaluation_id);
+  } else if (opts.thresholds === undefined && samePin) thresholds = job.deployment?.thresholds;
+  if (samePin && JSON.stringify(job.deployment?.thresholds) === JSON.stringify(thresholds)) return job;
   const deployment: JobDeployment = {
     status: 'active',
     checkpoint_id: checkpointId,
     blob_prefix: prefix,
     deployed_at: svc.now().toISOString(),
+    ...(thresholds ? { thresholds } : {}),
   };
   try {
     // conditional on the job still existing: a concurrent delete must not be resurrected
@@ -189,7 +273,7 @@ export async function promoteToProject(
   svc: Services,
   teamId: string,
   projectIdOrName: string,
-  input: { training_job_id: string; checkpoint_id?: string | undefined },
+  input: { training_job_id: string; checkpoint_id?: string | undefined } & ThresholdChoice,
 ): Promise<{ project: Project; deployment: ProjectDeployment }> {
   const project = await getProject(svc, teamId, projectIdOrName);
   const known = isUuid(input.training_job_id)
@@ -201,7 +285,11 @@ export async function promoteToProject(
       `no training job '${input.training_job_id}' exists`,
       'unknown_training_job',
     );
-  const job = await deployTrainingJob(svc, teamId, known.id, { checkpoint_id: input.checkpoint_id });
+  const job = await deployTrainingJob(svc, teamId, known.id, {
+    checkpoint_id: input.checkpoint_id,
+    thresholds: input.thresholds,
+    evaluation_id: input.evaluation_id,
+  });
   return retarget(svc, teamId, project, 'promote', job);
 }
 

@@ -1,3 +1,4 @@
+import type { ClassificationRoute } from './extraction/types';
 import { inferencePartition as PARTITION } from './recordKeys';
 import { ITEM_EXISTS, type Clause } from './ports';
 import type { Services } from './context';
@@ -37,6 +38,8 @@ export interface InferenceRecord {
   endpoint: string;
   input: InferenceInput;
   output: unknown;
+  /** Encoder classification tasks: the head that answered each (docs/reference/encoder.md "Pooled classifier"); absent otherwise. */
+  routes?: Record<string, ClassificationRoute>;
   usage: Record<string, number>;
   latency_ms: number;
   created_at: string;

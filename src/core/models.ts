@@ -8,6 +8,7 @@ import type { Principal, Services } from './context';
 import { decoderProfile, type DecoderProfile } from './decoder/models';
 import type { DecoderRuntime } from './decoder/runtime';
 import type { DecoderAdapterSpec } from './decoder/types';
+import type { CalibratedThresholds } from './extraction/thresholds';
 import { resolveServingTarget } from './deployments';
 import { BadRequestError, ServiceUnavailableError, ValidationError, type ApiError } from './errors';
 import { baseModelManifestKey, baseModelPrefix } from './modelLayout';
@@ -38,6 +39,8 @@ export interface ResolvedEncoder {
   prefix: string;
   projectId: string | null;
   trainingJobId: string | null;
+  /** The deployment's calibrated thresholds, for requests that send no `threshold`. */
+  thresholds?: CalibratedThresholds | undefined;
 }
 
 export type ResolvedModel = ResolvedDecoder | ResolvedEncoder;
@@ -66,6 +69,9 @@ export async function resolveModel(
       prefix,
       projectId: target.projectId,
       trainingJobId,
+      ...(target.kind === 'deployment' && target.job.deployment.thresholds
+        ? { thresholds: target.job.deployment.thresholds }
+        : {}),
     };
   }
   if (opts.extraction) {

@@ -6,6 +6,7 @@ import { ITEM_EXISTS, WriteConflict } from './ports';
 import { defaultLearningRate, type BaseModel } from './catalog';
 import { findModel } from './modelRegistry';
 import type { Services } from './context';
+import type { CalibratedThresholds } from './extraction/thresholds';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
 import { ConflictError, NotFoundError, ValidationError, changedOrGoneAsUndefined, type FieldError } from './errors';
@@ -131,6 +132,8 @@ export interface JobDeployment {
   /** Blob prefix of the weights served (`manifest.json`, `onnx/`, `adapter.gguf`, …). */
   blob_prefix: string;
   deployed_at: string;
+  /** Opted in with `thresholds: "calibrated"`: per-type thresholds for requests that send none (extraction/thresholds.ts). */
+  thresholds?: CalibratedThresholds;
 }
 
 /** The RL keys each algorithm needs (docs/reference/decisions.md#rl-config: its shape is ours). */

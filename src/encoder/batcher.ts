@@ -321,6 +321,7 @@ export class EncoderBatcher {
           textTokens,
           chunks: out.chunks.slice(k, k + n),
           groups: out.groups.slice(k, k + n),
+          routes: out.routes,
         });
         k += n;
       }

@@ -17,6 +17,7 @@ import { paddedBatches } from './batches';
 import { decodeRecord } from './extract';
 import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
+import { PooledClassifier, POOLED_JSON, POOLED_ONNX, readPooledMeta } from './pooled';
 import { buildChoicePrefix, buildPromptTasks, SPECIAL, type EncoderSchema, type PromptTask } from './schema';
 import type { ExecutionProvider, ExecutionProviderOutcome, ProviderLog } from './executionProvider';
 import { createSessions, type SessionSet } from './sessions';
@@ -39,6 +40,7 @@ export { windowPlan, type WindowPlan } from './windows';
 export { EncoderInputError, GROUP_TEXT_TOKENS } from './types';
 export type {
   ChoiceValue,
+  ClassificationRoute,
   EncoderResult,
   FieldValue,
   FragmentConfig,
@@ -82,6 +84,8 @@ export class EncoderModel {
     readonly scorer: Scorer = 'span_rep',
     /** count_embed_c1.onnx: the count embedding for slot 0 only (entities, C = 1). */
     private readonly hasC1 = false,
+    /** onnx/pooled_classifier.onnx + .json (pooled.ts), when the model has them. */
+    readonly pooled?: PooledClassifier,
   ) {
     this.dir = dir;
     this.config = config;
@@ -120,7 +124,8 @@ export class EncoderModel {
     const config = JSON.parse(readFileSync(join(dir, 'onnx/gliner2_config.json'), 'utf8')) as FragmentConfig;
     if (config.counting_layer !== 'count_lstm' && config.counting_layer !== 'count_lstm_v2')
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
-    windowPlan(config); // a window the backbone cannot take fails the load, before any session is created
+    const window = windowPlan(config); // a window the backbone cannot take fails the load, before any session is created
+    const pooledMeta = readPooledMeta(dir, window.tokens);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
     const files = [
       encFile,
@@ -137,6 +142,7 @@ export class EncoderModel {
         ? 'span_scores'
         : 'span_rep';
     if (scorer === 'span_scores') files.splice(1, 1, 'onnx/span_scores.onnx');
+    if (pooledMeta) files.push(POOLED_ONNX, POOLED_JSON);
     const sessions = await createSessions(
       {
         encoder: join(dir, encFile),
@@ -149,6 +155,7 @@ export class EncoderModel {
           ? { countEmbedC1: join(dir, 'onnx/count_embed_c1.onnx') }
           : {}),
         classifier: join(dir, 'onnx/classifier.onnx'),
+        ...(pooledMeta ? { pooledClassifier: join(dir, POOLED_ONNX) } : {}),
       },
       { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },
     );
@@ -169,6 +176,7 @@ export class EncoderModel {
       sessions,
       scorer,
       existsSync(join(dir, 'onnx/count_embed_c1.onnx')),
+      pooledMeta && new PooledClassifier(pooledMeta, tokenizer),
     );
   }
 
@@ -182,6 +190,45 @@ export class EncoderModel {
    * (`mergeGroups`). Schemas that fit take the direct path unchanged.
    */
   async infer(texts: string[], schema: EncoderSchema, opts: InferOptions = {}): Promise<InferOutput> {
+    const pooledTasks = this.pooled ? schema.classifications.filter((c) => this.pooled!.covers(c)) : [];
+    const routes = Object.fromEntries(
+      schema.classifications.map((c) => [c.task, pooledTasks.includes(c) ? 'pooled' : 'gliner2'] as const),
+    );
+    if (!pooledTasks.length) return { ...(await this.inferGliner2(texts, schema, opts)), routes };
+    const rest: EncoderSchema = {
+      ...schema,
+      classifications: schema.classifications.filter((c) => !pooledTasks.includes(c)),
+    };
+    const restEmpty =
+      !rest.entities.length && !rest.classifications.length && !rest.structures.length && !rest.relations.length;
+    // classification-only and all pooled: no GLiNER2 prompt pass at all
+    const out: Omit<InferOutput, 'routes'> = restEmpty
+      ? {
+          results: texts.map(() => ({ classifications: {}, structures: {}, relations: {} })),
+          inputTokens: 0,
+          textTokens: texts.map(() => 0),
+          chunks: texts.map(() => 1),
+          groups: texts.map(() => 1),
+        }
+      : await this.inferGliner2(texts, rest, opts);
+    const pooled = await this.pooled!.logits(this.sessions, this.config, texts, Math.max(1, opts.batchSize ?? 8));
+    const threshold = opts.threshold ?? 0.5;
+    out.results.forEach((r, i) => {
+      const classifications = { ...r.classifications };
+      for (const c of pooledTasks) classifications[c.task] = this.pooled!.decode(c, pooled.logits[i]!, threshold);
+      // the schema's task order, as the GLiNER2 route answers
+      r.classifications = Object.fromEntries(schema.classifications.map((c) => [c.task, classifications[c.task]!]));
+      out.textTokens[i]! += pooled.tokens[i]!;
+    });
+    return { ...out, inputTokens: out.inputTokens + pooled.tokens.reduce((a, b) => a + b, 0), routes };
+  }
+
+  /** The GLiNER2 prompt route for every head of `schema`. */
+  private async inferGliner2(
+    texts: string[],
+    schema: EncoderSchema,
+    opts: InferOptions,
+  ): Promise<Omit<InferOutput, 'routes'>> {
     const maxPos = this.window.tokens;
     const forced = opts.labelGroupTokens;
     const budget = forced ?? maxPos - GROUP_TEXT_TOKENS;
@@ -262,7 +309,7 @@ export class EncoderModel {
     schema: EncoderSchema,
     opts: InferOptions,
     raw = false,
-  ): Promise<InferOutput> {
+  ): Promise<Omit<InferOutput, 'routes'>> {
     const threshold = opts.threshold ?? 0.5;
     const batchSize = Math.max(1, opts.batchSize ?? 8);
     const tasks = buildPromptTasks(schema);

@@ -36,6 +36,30 @@ export interface HeadContext {
   hasC1: boolean;
 }
 
+/** One encoder pass over token rows, right-padded to the longest: hidden states [B, S, D] and the mask. */
+export async function encodeRows(
+  sessions: SessionSet,
+  config: FragmentConfig,
+  rows: number[][],
+): Promise<{ hidden: Float32Array; mask: BigInt64Array; S: number }> {
+  const B = rows.length;
+  const S = Math.max(...rows.map((r) => r.length));
+  const ids = new BigInt64Array(B * S);
+  const mask = new BigInt64Array(B * S);
+  const pad = BigInt(config.pad_token_id ?? 0);
+  rows.forEach((r, bi) => {
+    for (let j = 0; j < S; j++) {
+      ids[bi * S + j] = j < r.length ? BigInt(r[j]!) : pad;
+      mask[bi * S + j] = j < r.length ? 1n : 0n;
+    }
+  });
+  const out = await sessions.run('encoder', {
+    input_ids: { type: 'int64', data: ids, dims: [B, S] },
+    attention_mask: { type: 'int64', data: mask, dims: [B, S] },
+  });
+  return { hidden: out.hidden!.data, mask, S };
+}
+
 export async function scoreBatch(
   { sessions, config, scorer, hasC1 }: HeadContext,
   batch: EncodedRecord[],
@@ -44,21 +68,11 @@ export async function scoreBatch(
   const D = config.hidden_size;
   const W = config.max_width;
   const B = batch.length;
-  const S = Math.max(...batch.map((r) => r.ids.length));
-  const ids = new BigInt64Array(B * S);
-  const mask = new BigInt64Array(B * S);
-  const pad = BigInt(config.pad_token_id ?? 0);
-  batch.forEach((r, bi) => {
-    for (let j = 0; j < S; j++) {
-      ids[bi * S + j] = j < r.ids.length ? BigInt(r.ids[j]!) : pad;
-      mask[bi * S + j] = j < r.ids.length ? 1n : 0n;
-    }
-  });
-  const encOut = await sessions.run('encoder', {
-    input_ids: { type: 'int64', data: ids, dims: [B, S] },
-    attention_mask: { type: 'int64', data: mask, dims: [B, S] },
-  });
-  const hidden = encOut.hidden!.data;
+  const { hidden, S } = await encodeRows(
+    sessions,
+    config,
+    batch.map((r) => r.ids),
+  );
   const vec = (bi: number, pos: number) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D);
 
   // span representations for all records in one call

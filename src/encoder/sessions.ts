@@ -23,7 +23,8 @@ export type SessionName =
   | 'countPred'
   | 'countEmbed'
   | 'countEmbedC1'
-  | 'classifier';
+  | 'classifier'
+  | 'pooledClassifier';
 export interface Feed {
   type: 'int64' | 'float32';
   data: BigInt64Array | Float32Array;

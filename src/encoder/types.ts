@@ -8,6 +8,7 @@ import type { ExtractOptions, LabelScore } from '../core/extraction/types';
 export { EncoderInputError } from '../core/extraction/types';
 export type {
   ChoiceValue,
+  ClassificationRoute,
   EncoderResult,
   FieldValue,
   InferOutput,

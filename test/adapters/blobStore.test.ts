@@ -4,8 +4,9 @@ import { createReadStream, unlinkSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
-import { S3BlobStore } from '../../src/adapters/s3/blobStore';
+import { Readable } from 'node:stream';
+import { MIN_PART_BYTES, S3BlobStore } from '../../src/adapters/s3/blobStore';
+import { enforceS3UploadRules } from '../helpers/s3UploadRules';
 import { createS3Client } from '../../src/adapters/aws';
 import { startEmulators, type Emulators } from '../../src/local/emulators';
 
@@ -104,6 +105,49 @@ describe('putDirectory', () => {
     expect(seen).toHaveLength(3);
     expect((await blobs.list('ckpt/')).sort()).toEqual(['ckpt/adapter.bin', 'ckpt/sub/meta.json']);
     expect(await blobs.getText('ckpt/sub/meta.json')).toBe('{"step":22}');
+  });
+
+  it('sends a file longer than a part as one PutObject of its length (S3 takes 5 GiB so); other streams go in parts', async () => {
+    const small = new S3BlobStore(s3, 'contract-bucket', MIN_PART_BYTES);
+    const rules = enforceS3UploadRules(s3); // PutObject needs a length; parts but the last are 5 MiB at least
+    const sent: { command: string; length?: unknown }[] = [];
+    s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { ContentLength?: unknown };
+        sent.push({ command: String((context as { commandName?: string }).commandName), length: input.ContentLength });
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordCommands' },
+    );
+    try {
+      const weights = Buffer.alloc(2 * MIN_PART_BYTES + 11, 7);
+      const src = join(dir, 'weights');
+      await mkdir(src, { recursive: true });
+      await writeFile(join(src, 'model.safetensors'), weights);
+      await small.putDirectory(src, 'weights/');
+      await small.put('weights/again', createReadStream(join(src, 'model.safetensors')));
+      expect(sent).toEqual([
+        { command: 'PutObjectCommand', length: weights.length },
+        { command: 'PutObjectCommand', length: weights.length },
+      ]);
+      expect((await collect(await blobs.stream('weights/model.safetensors'))).equals(weights)).toBe(true);
+      expect((await collect(await blobs.stream('weights/again'))).equals(weights)).toBe(true);
+
+      sent.length = 0; // a stream of unknown length (an archive's entry): a multipart upload
+      await small.put('weights/streamed', Readable.from([weights]));
+      expect(sent.map((c) => c.command)).toEqual([
+        'CreateMultipartUploadCommand',
+        'UploadPartCommand',
+        'UploadPartCommand',
+        'UploadPartCommand',
+        'CompleteMultipartUploadCommand',
+      ]);
+      expect((await collect(await blobs.stream('weights/streamed'))).equals(weights)).toBe(true);
+      expect(rules.stored).toBeGreaterThanOrEqual(weights.length);
+    } finally {
+      s3.middlewareStack.remove('recordCommands');
+      s3.middlewareStack.remove('siftS3UploadRules');
+    }
   });
 });
 

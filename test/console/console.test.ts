@@ -592,6 +592,18 @@ describe('the web console', () => {
       .getByRole('table', { name: 'Metrics by entity type' })
       .getByRole('row', { name: /^person/ })
       .waitFor();
+    // the open (newest) evaluation's best threshold per type, as the API reports it, and its curve
+    const newest = (await stack.call('GET', '/core/evaluations', { key: adminKey })).body.data[0];
+    const person = (await stack.call('GET', `/core/evaluations/${newest.id}`, { key: adminKey })).body.metrics
+      .calibration.per_entity.person;
+    const best = person.best_threshold === null ? '— (keeps 0.5)' : person.best_threshold.toFixed(2);
+    const bestRow = page.getByTestId('calibration-table').getByRole('row', { name: /^entity type person/ });
+    expect(await bestRow.textContent()).toMatch(new RegExp(`^entity type person${best.replace(/[().]/g, '\\$&')}`));
+    const curve = page.getByTestId('calibration-curve');
+    expect(await curve.getAttribute('aria-label')).toMatch(
+      /^F1, precision and recall of entity type person by threshold/,
+    );
+    expect(await curve.locator('.recharts-line').count()).toBe(3);
     const rows = page.getByRole('table', { name: 'Evaluations' }).getByRole('row', { name: /people v2.*complete/ });
     await rows.nth(1).waitFor({ timeout: 120_000 }); // the list shows both finished
     expect(await rows.count()).toBe(2);

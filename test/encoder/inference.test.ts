@@ -91,6 +91,9 @@ describe('POST /inference (encoder)', () => {
     const scores = c.sentiment3.map((x: any) => x.score);
     expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
     expect(scores.reduce((a: number, b: number) => a + b, 0)).toBeCloseTo(1, 5);
+    // the record says which head answered each task: a base model has no pooled classifier
+    const stored = await stack.call('GET', `/inferences/${res.body.inference_id}`);
+    expect(stored.body.routes).toEqual({ sentiment: 'gliner2', aspects: 'gliner2', sentiment3: 'gliner2' });
   });
 
   it('multi-label returns every label at or above the threshold and nothing else, an empty list when none is', async () => {

@@ -140,6 +140,15 @@ export class TestStack {
     ).body;
   }
 
+  /** GETs `path` (a training job, an evaluation) every second until its status leaves requested/running. */
+  async settled(path: string): Promise<any> {
+    for (;;) {
+      const body = (await this.call('GET', path)).body;
+      if (!['requested', 'running'].includes(body.status)) return body;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+
   async stop(): Promise<void> {
     await this.service.close();
     if (this.ownsDir) await rm(this.dataDir, { recursive: true, force: true });

@@ -170,3 +170,102 @@ describe('POST /core/evaluations', () => {
     expect((await stack.call('GET', `/core/evaluations/${created.body.id}`)).status).toBe(404);
   });
 });
+
+describe('calibrated thresholds: an evaluation reports them, a deployment opts in', () => {
+  // the mini model scores "Apple office" as a person at ~0.075 and the rest at ~1: with it labelled
+  // a person, F1 is 1 only at 0.05, so that is the person type's best threshold (city's: 0.5)
+  const text = 'Tim Cook visited the Apple office in Paris.';
+  const row = {
+    text,
+    entities: [
+      { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
+      { text: 'Apple office', label: 'person', start: 21, end: 33 },
+      { text: 'Paris', label: 'city', start: 37, end: 42 },
+    ],
+  };
+  const schema = {
+    entities: ['person', 'city'],
+    classifications: [{ task: 'tone', labels: ['positive', 'negative'] }],
+  };
+  const ask = (model_id: string, threshold?: number) =>
+    stack.call('POST', '/inference', {
+      body: { model_id, text, schema, ...(threshold !== undefined ? { threshold } : {}) },
+    });
+  const people = (res: any) =>
+    (res.body.result.entities as any[]).filter((e) => e.label === 'person').map((e) => e.text);
+  const deploy = (job: string, body: Record<string, unknown>) =>
+    stack.call('POST', `/core/training-jobs/${job}/deploy`, { body });
+
+  it('per-type curves and best thresholds; calibrated deployments apply them unless the request sends a threshold', async () => {
+    expect((await stack.uploadDataset('calib-people', jsonl([row]))).status).toBe('ready');
+    const job = (await seedCompleteEncoderJob(stack, teamId, 'calib-people', 'calib')).id;
+
+    // opting in before any evaluation of the job exists
+    const none = await deploy(job, { thresholds: 'calibrated' });
+    expect(none.status).toBe(422);
+    expect(none.body.errors[0].loc).toEqual(['body', 'thresholds']);
+
+    const ev = await waitFor(
+      (await stack.call('POST', '/core/evaluations', { body: { base_model: job, dataset_name: 'calib-people' } })).body
+        .id,
+    );
+    expect(ev.status).toBe('complete');
+    // the F1 at 0.5 is as it always was: Apple office missed
+    expect(ev.metrics.per_entity.person).toMatchObject({ tp: 1, fn: 1, fp: 0 });
+    const person = ev.metrics.calibration.per_entity.person;
+    expect(person).toMatchObject({ best_threshold: 0.05, f1: 1, support: 2 });
+    expect(person.curve).toHaveLength(19);
+    expect(ev.metrics.calibration.per_entity.city.best_threshold).toBe(0.5);
+    expect(ev.metrics.calibration.per_label).toBeUndefined();
+
+    // validation: each error names its field
+    const errs = [
+      [{ evaluation_id: ev.id }, 'evaluation_id'],
+      [{ thresholds: 'calibrated', evaluation_id: 'nope' }, 'evaluation_id'],
+      [{ thresholds: 'calibrated', evaluation_id: '00000000-0000-4000-8000-000000000000' }, 'evaluation_id'],
+      [{ thresholds: 'calibrated', evaluation_id: ev.id, checkpoint_id: 'x' }, 'checkpoint_id'],
+      [{ thresholds: 'sometimes' }, 'thresholds'],
+    ] as const;
+    for (const [body, field] of errs) {
+      const res = await deploy(job, body);
+      expect([res.status, res.body.errors?.[0]?.loc?.at(-1)]).toEqual([422, field]);
+    }
+    const other = await deploy(jobId, { thresholds: 'calibrated', evaluation_id: ev.id });
+    expect(other.status).toBe(422);
+    expect(other.body.detail).toMatch(/not training job/);
+
+    // without the opt-in: 0.5 for every type
+    expect((await deploy(job, {})).body.deployment.thresholds).toBeNull();
+    const plain = await ask(job);
+    expect(people(plain)).toEqual(['Tim Cook']);
+
+    const on = await deploy(job, { thresholds: 'calibrated' });
+    expect(on.status).toBe(200);
+    expect(on.body.deployment.thresholds).toEqual({
+      evaluation_id: ev.id,
+      entities: { person: 0.05, city: 0.5 },
+      labels: {},
+      fields: {},
+      relations: {},
+    });
+    const calibrated = await ask(job);
+    expect(people(calibrated)).toEqual(['Tim Cook', 'Apple office']);
+    // single-label heads have no threshold: unchanged
+    expect(calibrated.body.result.classifications).toEqual(plain.body.result.classifications);
+    // a request's threshold wins
+    expect(people(await ask(job, 0.5))).toEqual(['Tim Cook']);
+    // the same weights as a catalog model: no calibration
+    expect(people(await ask('sift/gliner2-mini-v1'))).toEqual(['Tim Cook']);
+
+    // a project follows its job's deployment; a promotion may set or reset the thresholds
+    await stack.call('POST', '/projects', { body: { name: 'calib-project' } });
+    const promote = (body: Record<string, unknown>) =>
+      stack.call('POST', '/projects/calib-project/deployments', { body: { training_job_id: job, ...body } });
+    expect((await promote({})).status).toBe(201);
+    expect(people(await ask('calib-project'))).toEqual(['Tim Cook', 'Apple office']); // re-pin keeps them
+    expect((await promote({ thresholds: 'default' })).status).toBe(201);
+    expect(people(await ask('calib-project'))).toEqual(['Tim Cook']);
+    expect((await promote({ thresholds: 'calibrated', evaluation_id: ev.id })).status).toBe(201);
+    expect(people(await ask('calib-project'))).toEqual(['Tim Cook', 'Apple office']);
+  }, 180_000);
+});

@@ -36,14 +36,6 @@ const schema = { entities: ['customer', 'invoice number'] };
 
 let stack: TestStack;
 
-async function poll(path: string): Promise<any> {
-  for (;;) {
-    const body = (await stack.call('GET', path)).body;
-    if (!['requested', 'running'].includes(body.status)) return body;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
 beforeAll(async () => {
   stack = await TestStack.start({ maxTrainingJobs: 1, withModels: true });
 });
@@ -65,7 +57,7 @@ it('dataset → training → evaluation beating the base model → deployment �
     },
   });
   expect(created.status).toBe(201);
-  const job = await poll(`/core/training-jobs/${created.body.id}`);
+  const job = await stack.settled(`/core/training-jobs/${created.body.id}`);
   expect(job.error).toBeNull();
   expect(job.status).toBe('complete');
   expect(job.metrics.f1).toBeGreaterThan(0);
@@ -78,7 +70,7 @@ it('dataset → training → evaluation beating the base model → deployment �
     ),
   );
   expect(evals.map((e) => e.status)).toEqual([202, 202]);
-  const [tuned, base] = await Promise.all(evals.map((e) => poll(`/core/evaluations/${e.body.id}`)));
+  const [tuned, base] = await Promise.all(evals.map((e) => stack.settled(`/core/evaluations/${e.body.id}`)));
   expect([tuned.status, base.status]).toEqual(['complete', 'complete']);
   // beats the base by 0.1 F1, or reaches 1 where the base is already within 0.1 of it
   expect(tuned.metrics.f1).toBeGreaterThan(base.metrics.f1);
@@ -95,7 +87,7 @@ it('dataset → training → evaluation beating the base model → deployment �
   const onVal = await stack.call('POST', '/core/evaluations', {
     body: { base_model: job.id, dataset_name: 'tickets-val' },
   });
-  const valEval = await poll(`/core/evaluations/${onVal.body.id}`);
+  const valEval = await stack.settled(`/core/evaluations/${onVal.body.id}`);
   expect({ f1: valEval.metrics.f1, precision: valEval.metrics.precision, recall: valEval.metrics.recall }).toEqual(
     job.metrics,
   );
@@ -135,7 +127,7 @@ it('dataset → training → evaluation beating the base model → deployment �
     },
   });
   expect(second.status).toBe(201);
-  expect((await poll(`/core/training-jobs/${second.body.id}`)).status).toBe('complete');
+  expect((await stack.settled(`/core/training-jobs/${second.body.id}`)).status).toBe('complete');
   const promoted = await stack.call('POST', '/projects/billing-ner/deployments', {
     body: { training_job_id: second.body.id },
   });

@@ -63,6 +63,13 @@ def _train_twelve_intents(tmp_path, encoder_base, training_type: str):
     assert m["baseline_f1"] < 1 / len(CUES) + 0.15, m["baseline_f1"]
     assert m["f1"] >= m["baseline_f1"] + 0.3, (m["baseline_f1"], m["f1"])
     assert m["warnings"] == []
+    # the pooled route (encoder/pooled_cls.py), fitted on the final encoder, beats the [L]-token route
+    route = m["route_metrics"]
+    assert (
+        route["pooled"]["n_examples"] == len(val)
+        and route["gliner2"]["accuracy"] == m["per_head"]["classification"]["f1"]
+    )
+    assert route["pooled"]["accuracy"] > route["gliner2"]["accuracy"], route
     return res
 
 
@@ -87,3 +94,12 @@ def test_lora_classification_learns_and_its_adapters_carry_the_trained_head(tmp_
         assert torch.allclose(weight, trained[name], atol=1e-6), name
     base = load_model(encoder_base).classifier.state_dict()
     assert any(not torch.allclose(w, base[n]) for n, w in trained.items())  # the head did move
+    # the model's adapter is saved after the pooled classifier's contrastive stage: base + adapter is the
+    # exported encoder, the one the pooled head was fitted on
+    assert res["pooled"].contrastive["pairs"] > 0
+    from peft import PeftModel
+
+    exported = PeftModel.from_pretrained(load_model(encoder_base), str(res["adapter_dir"])).merge_and_unload()
+    exported = exported.encoder.state_dict()
+    for name, weight in res["model"].encoder.state_dict().items():
+        assert torch.allclose(weight, exported[name], atol=1e-5), name

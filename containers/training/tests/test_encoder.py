@@ -53,6 +53,16 @@ def _check_model_dir(model_dir: Path, manifest_heads):
         "onnx/encoder.int8.onnx",
     ):
         assert (model_dir / f).exists(), f
+    # a label column adds the pooled classifier (encoder/pooled_cls.py); no label column, no fragment
+    pooled = "classification" in manifest_heads
+    assert (model_dir / "onnx" / "pooled_classifier.onnx").exists() == pooled
+    assert (model_dir / "onnx" / "pooled_classifier.json").exists() == pooled
+    assert (manifest["pooled_classifier"] is not None) == pooled
+    assert ("route_metrics" in m) == pooled
+    if pooled:
+        assert set(m["route_metrics"]) >= {"pooled", "gliner2"}
+        assert manifest["files"]["pooled_classifier"] == "onnx/pooled_classifier.onnx"
+        assert manifest["pooled_classifier"]["contrastive"]["pairs"] > 0
     cfg = json.loads((model_dir / "onnx" / "gliner2_config.json").read_text())
     assert max(cfg["parity_max_abs_diff"].values()) < 1e-3
     assert cfg["format"] == "sift-gliner2-fragments/2"

@@ -14,7 +14,8 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { open, readdir } from 'node:fs/promises';
+import { ReadStream } from 'node:fs';
+import { open, readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { BlobHead, BlobStore, PresignPutBounds } from '../../core/ports';
@@ -27,6 +28,7 @@ import { storeFailure } from '../storeErrors';
  */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
 export const DEFAULT_PART_BYTES = 16 * 1024 * 1024;
+export const MAX_PUT_OBJECT_BYTES = 5 * 1024 * 1024 * 1024;
 
 /** `stream` in buffers of exactly `size` bytes (the last one shorter), holding one at a time. */
 async function* partsOf(stream: Readable, size: number): AsyncGenerator<Buffer> {
@@ -73,8 +75,9 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
-   * A stream goes up one part at a time, so memory holds two parts at most whatever the object's size (a model
-   * archive's entries, a checkpoint's weights): one that fits a part is a plain PutObject, a longer
+   * A file's read stream goes up as one PutObject of its known length (up to S3's 5 GiB). Any other stream
+   * goes up one part at a time, so memory holds two parts at most whatever the object's size (a model
+   * archive's entries): one that fits a part is a plain PutObject, a longer
    * one a multipart upload, aborted when it fails (S3 keeps and bills the parts of an upload that is
    * neither completed nor aborted). Hand-written rather than @aws-sdk/lib-storage's Upload, which is
    * not a dependency; this is the sequential subset of what it does.
@@ -85,6 +88,28 @@ export class S3BlobStore implements BlobStore {
     contentType = 'application/octet-stream',
   ): Promise<void> {
     if (typeof body === 'string' || body instanceof Uint8Array) return this.putObject(key, body, contentType);
+    // a file's length is known up front: one streamed PutObject, nothing buffered (s3rver's multipart
+    // path writes every part twice, which made each local checkpoint save 2-3x slower)
+    const fileBytes = body instanceof ReadStream && typeof body.path === 'string' ? (await stat(body.path)).size : -1;
+    if (fileBytes >= 0 && fileBytes <= MAX_PUT_OBJECT_BYTES) return this.putStream(key, body, fileBytes, contentType);
+    return this.putParts(key, body, contentType);
+  }
+
+  private async putStream(key: string, body: Readable, length: number, contentType: string): Promise<void> {
+    await this.guard(
+      this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: body,
+          ContentLength: length,
+          ContentType: contentType,
+        }),
+      ),
+    );
+  }
+
+  private async putParts(key: string, body: Readable, contentType: string): Promise<void> {
     const parts = partsOf(body, this.partBytes);
     const first = (await parts.next()).value as Buffer;
     const second = await parts.next(); // an empty one: the stream ended on a part boundary
@@ -154,7 +179,12 @@ export class S3BlobStore implements BlobStore {
         if (err.code === 'ENOENT') return undefined;
         throw err;
       });
-      if (handle) await this.put(prefix + relative(dir, file).split(sep).join('/'), handle.createReadStream());
+      if (!handle) continue;
+      const target = prefix + relative(dir, file).split(sep).join('/');
+      const { size } = await handle.stat();
+      if (size <= MAX_PUT_OBJECT_BYTES)
+        await this.putStream(target, handle.createReadStream(), size, 'application/octet-stream');
+      else await this.putParts(target, handle.createReadStream(), 'application/octet-stream');
     }
   }
 

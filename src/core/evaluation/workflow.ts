@@ -11,6 +11,8 @@ import { getVersion, rowsKey, type DatasetVersion } from '../datasets/service';
 import type { NormalizedRow } from '../datasets/rows';
 import { formatResult, toEncoderSchema, type SchemaInput } from '../extraction/api';
 import type { ResolvedEncoder } from '../extraction/runtime';
+import { cutResult } from '../extraction/thresholds';
+import type { ClassificationRoute, EncoderResult } from '../extraction/types';
 import { ConflictError } from '../errors';
 import { baseModelPrefix } from '../modelLayout';
 import { requireRuntime } from '../models';
@@ -25,7 +27,10 @@ import {
   evaluationSchemaFor,
   finalizeMetrics,
   mergeCounts,
+  routeCounts,
   scoreRow,
+  scoreRowCurve,
+  THRESHOLD_GRID,
   type DatasetVocabulary,
   type EncoderPrediction,
   type EvaluationCounts,
@@ -46,13 +51,22 @@ export interface Shard {
 
 /** The serving engine, wherever it runs (in-process locally; the encoder service on AWS). */
 export interface EvaluationPredictor {
-  /** Predictions in the order of `texts`, and the engine's input tokens (what the work is billed by). */
+  /** Predictions in the order of `texts`, the engine's input tokens (what the work is billed by) and which head answered each classification task. */
   predict(
     model: ResolvedEncoder,
     texts: string[],
     schema: SchemaInput,
     threshold: number,
-  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }>;
+    grid?: readonly number[],
+  ): Promise<Predicted>;
+}
+
+/** `predictions` at the threshold asked; with a `grid`, `cuts`: per text, its predictions at each grid threshold. */
+export interface Predicted {
+  predictions: EncoderPrediction[];
+  inputTokens: number;
+  routes: Record<string, ClassificationRoute>;
+  cuts?: EncoderPrediction[][];
 }
 
 /**
@@ -70,7 +84,8 @@ export class InProcessPredictor implements EvaluationPredictor {
     texts: string[],
     schema: SchemaInput,
     threshold: number,
-  ): Promise<{ predictions: EncoderPrediction[]; inputTokens: number }> {
+    grid?: readonly number[],
+  ): Promise<Predicted> {
     const runtime = requireRuntime(this.svc, 'encoder');
     let dir = this.models.get(model.prefix);
     if (!dir) {
@@ -84,11 +99,30 @@ export class InProcessPredictor implements EvaluationPredictor {
       engineSchema = toEncoderSchema(schema);
       this.schemas.set(schema, engineSchema);
     }
-    const out = await engine.infer(texts, engineSchema, { threshold });
-    return {
-      predictions: out.results.map((r) => formatResult(r, engineSchema) as EncoderPrediction),
-      inputTokens: out.inputTokens,
-    };
+    const format = (r: EncoderResult) => formatResult(r, engineSchema) as EncoderPrediction;
+    if (!grid?.length) {
+      const out = await engine.infer(texts, engineSchema, { threshold });
+      return { predictions: out.results.map(format), inputTokens: out.inputTokens, routes: out.routes };
+    }
+    // once at the lowest threshold, then cut at each: every type's candidates below 0.5 are seen
+    const out = await engine.infer(texts, engineSchema, { threshold: Math.min(threshold, ...grid) });
+    const predictions = out.results.map((r) => format(cutResult(r, engineSchema, threshold)));
+    // merging a long text's windows does not commute with a cut (cutResult): its answer at `threshold` is run as such
+    const windowed = texts.flatMap((_, i) => (out.chunks[i]! > 1 ? [i] : []));
+    let inputTokens = out.inputTokens;
+    if (windowed.length) {
+      const exact = await engine.infer(
+        windowed.map((i) => texts[i]!),
+        engineSchema,
+        { threshold },
+      );
+      windowed.forEach((i, j) => {
+        predictions[i] = format(exact.results[j]!);
+      });
+      inputTokens += exact.inputTokens;
+    }
+    const cuts = out.results.map((r) => grid.map((t) => format(cutResult(r, engineSchema, t))));
+    return { predictions, inputTokens, routes: out.routes, cuts };
   }
 }
 
@@ -191,16 +225,20 @@ export async function scoreShard(
   const version = await datasetOf(svc, input.teamId, evaluation);
   const model = await evaluationModel(svc, input.teamId, evaluation);
   const rows = await readShard(svc, rowsKey(input.teamId, version.name, version.version), input.shard);
-  return scoreRows(predictor, model, rows, evaluationSchemaFor(version), input.shard.offset);
+  return scoreRows(predictor, model, rows, evaluationSchemaFor(version), input.shard.offset, true);
 }
 
-/** Predicts `rows` in batches with the serving engine and scores each against its labels; the engine's input tokens beside. */
+/**
+ * Predicts `rows` in batches with the serving engine and scores each against its labels; the engine's
+ * input tokens beside. `calibrate`: also the threshold curve of every type (counts' `curve`).
+ */
 export async function scoreRows(
   predictor: EvaluationPredictor,
   model: ResolvedEncoder,
   rows: NormalizedRow[],
   schema: SchemaInput,
   firstRow = 0,
+  calibrate = false,
 ): Promise<{ counts: EvaluationCounts; inputTokens: number }> {
   let counts = emptyCounts();
   let inputTokens = 0;
@@ -212,11 +250,16 @@ export async function scoreRows(
           batch.map((r) => r.text as string),
           schema,
           EVALUATION_THRESHOLD,
+          calibrate ? THRESHOLD_GRID : undefined,
         )
-      : { predictions: [], inputTokens: 0 };
+      : ({ predictions: [], inputTokens: 0, routes: {} } as Predicted);
     inputTokens += out.inputTokens;
+    counts = mergeCounts(counts, { ...emptyCounts(), ...routeCounts(out.routes, batch.length) });
     batch.forEach((row, j) => {
-      counts = mergeCounts(counts, scoreRow(row, out.predictions[j], { schema, row: firstRow + i + j + 1 }));
+      const one = scoreRow(row, out.predictions[j], { schema, row: firstRow + i + j + 1 });
+      const cuts = out.cuts?.[j];
+      if (cuts) one.curve = scoreRowCurve(row, cuts, THRESHOLD_GRID, schema);
+      counts = mergeCounts(counts, one);
     });
   }
   return { counts, inputTokens };

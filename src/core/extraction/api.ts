@@ -18,6 +18,7 @@ import {
   type Span,
 } from './types';
 import type { ServableEncoder } from '../models';
+import { withCalibratedThresholds } from './thresholds';
 
 /** Documented limits (README "Encoder extraction limits"). */
 export const ENCODER_LIMITS = {
@@ -303,7 +304,12 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
   const model = await runtime.model(await runtime.localDir(a.svc.blobs, resolved));
   let out: Awaited<ReturnType<typeof runtime.infer>>;
   try {
-    out = await runtime.infer(model, a.texts, a.schema, { threshold: a.threshold ?? 0.5, signal: a.signal });
+    // a deployment's calibrated thresholds stand in for the default only: a request's threshold wins
+    const schema =
+      a.threshold === undefined && resolved.thresholds
+        ? withCalibratedThresholds(a.schema, resolved.thresholds)
+        : a.schema;
+    out = await runtime.infer(model, a.texts, schema, { threshold: a.threshold ?? 0.5, signal: a.signal });
   } catch (err) {
     if (err instanceof EncoderInputError) throw ValidationError.field(['body', 'schema'], err.message);
     throw err;
@@ -338,6 +344,7 @@ export async function runExtraction(a: ExtractionArgs): Promise<ExtractionOutput
       endpoint: a.endpoint,
       input: a.rawInput,
       output: result,
+      ...(a.schema.classifications.length ? { routes: out.routes } : {}),
       usage,
       latency_ms: latency,
     },

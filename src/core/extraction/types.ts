@@ -23,6 +23,8 @@ export interface ClassificationSpec {
   topK?: number;
   /** Multi-label cut-off (docs/reference/decisions.md#inference-semantics rule 2: the call threshold unless set per head). */
   threshold?: number;
+  /** Multi-label: per-label cut-offs (a deployment's calibrated thresholds), over `threshold`. */
+  labelThresholds?: Record<string, number>;
   prompt?: string;
 }
 export interface FieldSpec {
@@ -84,8 +86,13 @@ export interface EncoderResult {
   relations: Record<string, RelationInstance[]>;
 }
 
+/** Which head answered a classification task (docs/reference/encoder.md "Pooled classifier"). */
+export type ClassificationRoute = 'pooled' | 'gliner2';
+
 export interface InferOutput {
   results: EncoderResult[];
+  /** Per classification task of the schema: the head that answered it (the same for every text of a call). */
+  routes: Record<string, ClassificationRoute>;
   /** Encoder input tokens over all texts (and chunks). */
   inputTokens: number;
   /** Per text: its encoder input tokens (sums to `inputTokens`); bills each request of a shared batch. */

@@ -10,7 +10,7 @@ import {
 import { createProject, getProject, listProjects } from '../../core/projects';
 import { json, route } from '../types';
 import { resourceName } from '../validation';
-import { Deleted, ProjectDeploymentSchema, ProjectSchema, list } from './schemas';
+import { Deleted, ProjectDeploymentSchema, ProjectSchema, list, thresholdChoiceFields } from './schemas';
 
 /** `{id}` of the /projects/{id}/… routes: a project id or name. */
 export const projectParam = z.object({ id: z.string().min(1).max(128) });
@@ -67,6 +67,7 @@ export const projectRoutes = [
     body: z.strictObject({
       training_job_id: z.string().min(1).max(64),
       checkpoint_id: z.string().min(1).max(64).optional(),
+      ...thresholdChoiceFields,
     }),
     responses: {
       201: { description: 'Promoted', schema: ProjectChange },

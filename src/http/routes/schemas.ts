@@ -40,9 +40,44 @@ export const DatasetVersionSchema = z
   })
   .meta({ id: 'DatasetVersion' });
 
+const typeThresholds = z.record(z.string(), z.number());
+export const CalibratedThresholdsSchema = z
+  .object({
+    evaluation_id: z.string(),
+    entities: typeThresholds,
+    labels: typeThresholds.describe('Multi-label classification labels'),
+    fields: typeThresholds.describe('Keyed `<structure>.<field>`'),
+    relations: typeThresholds,
+  })
+  .describe(
+    "The evaluation's best threshold per type; applied to a request that sends no `threshold` (docs/reference/evaluation.md#calibrated-thresholds)",
+  )
+  .meta({ id: 'CalibratedThresholds' });
+
 export const JobDeploymentSchema = z
-  .object({ status: z.literal('active'), checkpoint_id: z.string().nullable(), deployed_at: z.string() })
+  .object({
+    status: z.literal('active'),
+    checkpoint_id: z.string().nullable(),
+    deployed_at: z.string(),
+    thresholds: CalibratedThresholdsSchema.nullable(),
+  })
   .meta({ id: 'JobDeployment' });
+
+/** The deployment's threshold opt-in, on deploy and promote bodies. */
+export const thresholdChoiceFields = {
+  thresholds: z
+    .enum(['default', 'calibrated'])
+    .optional()
+    .describe(
+      "`calibrated`: requests that send no `threshold` get each type's best threshold from an evaluation of the job (`evaluation_id`, else its latest complete one); `default`: 0.5 for every type. Absent: a re-pin of the same model keeps what it had, a new one gets the default",
+    ),
+  evaluation_id: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('With `thresholds: "calibrated"`: the complete evaluation of this training job to take them from'),
+};
 
 export const TrainingJobSchema = z
   .object({
@@ -89,7 +124,12 @@ export const EvaluationSchema = z
     project_id: z.string().nullable(),
     dataset_name: z.string(),
     dataset_version: z.number(),
-    metrics: z.record(z.string(), z.unknown()).nullable(),
+    metrics: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        'Micro f1/precision/recall, per-type breakdowns, confusion, examples, and `calibration`: per entity type, multi-label label, field and relation type, F1/precision/recall at thresholds 0.05..0.95 and the best threshold (docs/reference/evaluation.md#calibrated-thresholds)',
+      ),
     error: z.string().nullable(),
     created_at: z.string(),
     finished_at: z.string().nullable(),
@@ -164,6 +204,12 @@ export const InferenceRecordSchema = z
     endpoint: z.string(),
     input: z.record(z.string(), z.unknown()),
     output: z.unknown(),
+    routes: z
+      .record(z.string(), z.enum(['pooled', 'gliner2']))
+      .optional()
+      .describe(
+        "Encoder classification tasks: which head answered each — 'pooled' (a fine-tuned model's pooled classifier) or 'gliner2'",
+      ),
     usage: z.record(z.string(), z.number()),
     latency_ms: z.number(),
     created_at: z.string(),

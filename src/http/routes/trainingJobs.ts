@@ -14,7 +14,8 @@ import {
 import type { Services } from '../../core/context';
 import { json, route } from '../types';
 import { queryInt, resourceName } from '../validation';
-import { Deleted, TrainingJobSchema, list } from './schemas';
+import type { CalibratedThresholds } from '../../core/extraction/thresholds';
+import { Deleted, TrainingJobSchema, list, thresholdChoiceFields } from './schemas';
 import { computeStartErrors } from './errorDocs';
 
 const RlConfig = z.strictObject({
@@ -29,14 +30,24 @@ export function jobView(job: TrainingJob): Omit<
   TrainingJob,
   'deployment' | 'warnings' | 'instance_type' | 'compute_seconds'
 > & { warnings: string[] } & {
-  deployment: { status: 'active'; checkpoint_id: string | null; deployed_at: string } | null;
+  deployment: {
+    status: 'active';
+    checkpoint_id: string | null;
+    deployed_at: string;
+    thresholds: CalibratedThresholds | null;
+  } | null;
 } {
   const { deployment, instance_type: _instance, compute_seconds: _seconds, ...rest } = job;
   return {
     ...rest,
     warnings: job.warnings ?? [],
     deployment: deployment
-      ? { status: deployment.status, checkpoint_id: deployment.checkpoint_id, deployed_at: deployment.deployed_at }
+      ? {
+          status: deployment.status,
+          checkpoint_id: deployment.checkpoint_id,
+          deployed_at: deployment.deployed_at,
+          thresholds: deployment.thresholds ?? null,
+        }
       : null,
   };
 }
@@ -227,19 +238,16 @@ export const trainingJobRoutes = [
     tag: 'training-jobs',
     summary: 'Give a job an active inference deployment: its id then works as a model id on every inference route',
     description:
-      'Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one is a no-op.',
+      'Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one (and thresholds) is a no-op. `thresholds: "calibrated"` gives requests that send no `threshold` the per-type best thresholds of an evaluation of the job.',
     params: z.object({ id: z.string() }),
-    body: z.strictObject({ checkpoint_id: z.string().min(1).max(64).optional() }).optional(),
+    body: z.strictObject({ checkpoint_id: z.string().min(1).max(64).optional(), ...thresholdChoiceFields }).optional(),
     responses: {
       200: { description: 'Deployed', schema: TrainingJobSchema },
       404: { description: 'Not found' },
       409: { description: 'Not complete, or no servable weights' },
     },
     handler: async ({ svc, principal, params, body }) =>
-      json(
-        200,
-        jobView(await deployTrainingJob(svc, principal.team_id, params.id, { checkpoint_id: body?.checkpoint_id })),
-      ),
+      json(200, jobView(await deployTrainingJob(svc, principal.team_id, params.id, body ?? {}))),
   }),
   route({
     method: 'DELETE',

@@ -15,6 +15,7 @@ import {
   type EvaluationCounts,
   type EvaluationMetrics,
 } from '../../../src/core/evaluation/scoring';
+import { scoreRows, type EvaluationPredictor } from '../../../src/core/evaluation/workflow';
 
 interface ExpectedBreakdown {
   tp: number;
@@ -318,5 +319,42 @@ describe('scoreRow details', () => {
 
   it('an empty counts object finalizes to zeros with no breakdowns', () => {
     expect(finalizeMetrics(emptyCounts())).toEqual({ f1: 0, precision: 0, recall: 0, support: { rows: 0 } });
+  });
+});
+
+describe('which head answered (routes)', () => {
+  const rows = Array.from({ length: 20 }, (_, i) => ({ text: `row ${i}`, label: i % 2 ? 'a' : 'b' }) as NormalizedRow);
+  const schema: SchemaInput = { classifications: [{ task: 'classification', labels: ['a', 'b'] }] };
+  const model = {
+    type: 'encoder',
+    requested: 'm',
+    baseModel: 'm',
+    prefix: 'p/',
+    projectId: null,
+    trainingJobId: null,
+  } as const;
+  const predictor = (route: 'pooled' | 'gliner2'): EvaluationPredictor => ({
+    predict: async (_m, texts) => ({
+      predictions: texts.map(() => ({ classifications: { classification: [{ label: 'a', score: 1 }] } })),
+      inputTokens: texts.length,
+      routes: { classification: route },
+    }),
+  });
+
+  it('counts the rows each route answered per task, merges shards through JSON, and names the route in the metrics', async () => {
+    const a = (await scoreRows(predictor('pooled'), model, rows, schema)).counts;
+    expect(a.routes).toEqual({ classification: { pooled: 20 } });
+    const b = (await scoreRows(predictor('pooled'), model, rows.slice(0, 3), schema)).counts;
+    const merged = mergeCounts(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b)));
+    expect(merged.routes).toEqual({ classification: { pooled: 23 } });
+    expect(finalizeMetrics(merged).routes).toEqual({ classification: 'pooled' });
+    const g = (await scoreRows(predictor('gliner2'), model, rows, schema)).counts;
+    expect(finalizeMetrics(g).routes).toEqual({ classification: 'gliner2' });
+  });
+
+  it('counts without routes (shards written before them) merge and finalize without a routes key', () => {
+    const old = scoreRow(rows[0]!, { classifications: { classification: [{ label: 'b' }] } }, { schema });
+    expect(mergeCounts(old, emptyCounts()).routes).toBeUndefined();
+    expect(finalizeMetrics(old)).not.toHaveProperty('routes');
   });
 });

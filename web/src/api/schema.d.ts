@@ -574,7 +574,7 @@ export interface paths {
         put?: never;
         /**
          * Give a job an active inference deployment: its id then works as a model id on every inference route
-         * @description Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one is a no-op.
+         * @description Pins the final model, or the checkpoint named by `checkpoint_id` when it has servable weights. Deploying again with another checkpoint re-pins it; the same one (and thresholds) is a no-op. `thresholds: "calibrated"` gives requests that send no `threshold` the per-type best thresholds of an evaluation of the job.
          */
         post: operations["postCoreTrainingJobsIdDeploy"];
         /** End a job's inference deployment (its id then answers 409 on inference routes) */
@@ -1283,6 +1283,24 @@ export interface components {
             /** @description Present while this installation builds the missing weights (local mode: the background build of `npm start`) */
             build?: components["schemas"]["ModelBuild"];
         };
+        /** @description The evaluation's best threshold per type; applied to a request that sends no `threshold` (docs/reference/evaluation.md#calibrated-thresholds) */
+        CalibratedThresholds: {
+            evaluation_id: string;
+            entities: {
+                [key: string]: number;
+            };
+            /** @description Multi-label classification labels */
+            labels: {
+                [key: string]: number;
+            };
+            /** @description Keyed `<structure>.<field>` */
+            fields: {
+                [key: string]: number;
+            };
+            relations: {
+                [key: string]: number;
+            };
+        };
         DatasetVersion: {
             name: string;
             version: number;
@@ -1327,6 +1345,7 @@ export interface components {
             project_id: string | null;
             dataset_name: string;
             dataset_version: number;
+            /** @description Micro f1/precision/recall, per-type breakdowns, confusion, examples, and `calibration`: per entity type, multi-label label, field and relation type, F1/precision/recall at thresholds 0.05..0.95 and the best threshold (docs/reference/evaluation.md#calibrated-thresholds) */
             metrics: {
                 [key: string]: unknown;
             } | null;
@@ -1347,6 +1366,10 @@ export interface components {
                 [key: string]: unknown;
             };
             output: unknown;
+            /** @description Encoder classification tasks: which head answered each — 'pooled' (a fine-tuned model's pooled classifier) or 'gliner2' */
+            routes?: {
+                [key: string]: "pooled" | "gliner2";
+            };
             usage: {
                 [key: string]: number;
             };
@@ -1366,6 +1389,7 @@ export interface components {
             status: "active";
             checkpoint_id: string | null;
             deployed_at: string;
+            thresholds: components["schemas"]["CalibratedThresholds"] | null;
         };
         ModelBuild: {
             /** @enum {string} */
@@ -3265,6 +3289,13 @@ export interface operations {
                 "application/json": {
                     training_job_id: string;
                     checkpoint_id?: string;
+                    /**
+                     * @description `calibrated`: requests that send no `threshold` get each type's best threshold from an evaluation of the job (`evaluation_id`, else its latest complete one); `default`: 0.5 for every type. Absent: a re-pin of the same model keeps what it had, a new one gets the default
+                     * @enum {string}
+                     */
+                    thresholds?: "default" | "calibrated";
+                    /** @description With `thresholds: "calibrated"`: the complete evaluation of this training job to take them from */
+                    evaluation_id?: string;
                 };
             };
         };
@@ -5294,6 +5325,13 @@ export interface operations {
             content: {
                 "application/json": {
                     checkpoint_id?: string;
+                    /**
+                     * @description `calibrated`: requests that send no `threshold` get each type's best threshold from an evaluation of the job (`evaluation_id`, else its latest complete one); `default`: 0.5 for every type. Absent: a re-pin of the same model keeps what it had, a new one gets the default
+                     * @enum {string}
+                     */
+                    thresholds?: "default" | "calibrated";
+                    /** @description With `thresholds: "calibrated"`: the complete evaluation of this training job to take them from */
+                    evaluation_id?: string;
                 };
             };
         };

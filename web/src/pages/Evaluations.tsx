@@ -14,6 +14,17 @@ import {
   Title,
 } from '@mantine/core';
 import { useEffect, useState, type FormEvent } from 'react';
+import {
+  CartesianGrid,
+  Legend,
+  Line,
+  LineChart,
+  ReferenceLine,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts';
 import { api, must } from '../api/client';
 import type { components } from '../api/schema';
 import { DataTable, Empty, fmtDate, FormError, Loadable, useAction, useLoad } from '../components/states';
@@ -36,7 +47,24 @@ interface ExampleItems {
   fields?: Record<string, string[]>;
   relations?: { relation: string; head: string; tail: string }[];
 }
+interface CurvePoint {
+  threshold: number;
+  f1: number;
+  precision: number;
+  recall: number;
+}
+/** scoring/calibration.ts `TypeCalibration`. */
+interface TypeCalibration {
+  best_threshold: number | null;
+  f1: number;
+  precision: number;
+  recall: number;
+  support: number;
+  curve: CurvePoint[];
+}
+type Calibration = Partial<Record<(typeof breakdowns)[number][0], Record<string, TypeCalibration>>>;
 interface Metrics {
+  calibration?: Calibration;
   f1: number;
   precision: number;
   recall: number;
@@ -144,6 +172,84 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
         </Stack>
       </form>
     </Paper>
+  );
+}
+
+/** Per type: the F1 / precision / recall curve over thresholds and the threshold that maximises F1 (a deployment may opt in to it). */
+function CalibrationView({ calibration }: { calibration: Calibration }) {
+  const types = breakdowns.flatMap(([key, label]) =>
+    Object.entries(calibration[key] ?? {}).map(([name, c]) => ({ id: `${key}:${name}`, label, name, c })),
+  );
+  const [picked, setPicked] = useState<string | null>(types[0]?.id ?? null);
+  const shown = types.find((t) => t.id === picked) ?? types[0];
+  if (!shown) return null;
+  const at = (c: TypeCalibration, t: number) => c.curve.find((p) => Math.abs(p.threshold - t) < 1e-9)?.f1;
+  const best = shown.c.best_threshold;
+  return (
+    <Stack gap={4}>
+      <Title order={3} size="h5">
+        Thresholds
+      </Title>
+      <Text size="sm">
+        The threshold that maximises each type&apos;s F1 on this dataset. Deploy the job with{' '}
+        <Code>thresholds: &quot;calibrated&quot;</Code> to use them for requests that send no threshold.
+      </Text>
+      <Table.ScrollContainer minWidth={520}>
+        <Table striped aria-label="Best threshold by type" data-testid="calibration-table">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Type</Table.Th>
+              <Table.Th>Best threshold</Table.Th>
+              <Table.Th>F1 there</Table.Th>
+              <Table.Th>F1 at 0.5</Table.Th>
+              <Table.Th>Support</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {types.map((t) => (
+              <Table.Tr key={t.id}>
+                <Table.Td>
+                  {t.label.toLowerCase()} {t.name}
+                </Table.Td>
+                <Table.Td>{t.c.best_threshold === null ? '— (keeps 0.5)' : t.c.best_threshold.toFixed(2)}</Table.Td>
+                <Table.Td>{pct(t.c.f1)}</Table.Td>
+                <Table.Td>{pct(at(t.c, 0.5))}</Table.Td>
+                <Table.Td>{t.c.support}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Table.ScrollContainer>
+      <Select
+        label="Curve of"
+        data={types.map((t) => ({ value: t.id, label: `${t.label.toLowerCase()} ${t.name}` }))}
+        value={shown.id}
+        onChange={setPicked}
+        allowDeselect={false}
+        searchable
+        maw={360}
+      />
+      <div
+        style={{ height: 240 }}
+        role="img"
+        data-testid="calibration-curve"
+        aria-label={`F1, precision and recall of ${shown.label.toLowerCase()} ${shown.name} by threshold; best threshold ${best === null ? 'none' : best.toFixed(2)} with F1 ${pct(shown.c.f1)}`}
+      >
+        <ResponsiveContainer>
+          <LineChart data={shown.c.curve}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="threshold" type="number" domain={[0, 1]} fontSize={12} />
+            <YAxis domain={[0, 1]} fontSize={12} />
+            <Tooltip />
+            <Legend />
+            {best !== null && <ReferenceLine x={best} stroke="#22672f" strokeDasharray="4 2" />}
+            <Line dataKey="f1" name="F1" stroke="#1971c2" strokeWidth={2} dot={false} isAnimationActive={false} />
+            <Line dataKey="precision" name="Precision" stroke="#862e9c" dot={false} isAnimationActive={false} />
+            <Line dataKey="recall" name="Recall" stroke="#c2410c" dot={false} isAnimationActive={false} />
+          </LineChart>
+        </ResponsiveContainer>
+      </div>
+    </Stack>
   );
 }
 
@@ -339,6 +445,7 @@ function Detail({ id, onChanged }: { id: string; onChanged: () => void }) {
                       </Stack>
                     ) : null,
                   )}
+                  {m.calibration && <CalibrationView calibration={m.calibration} />}
                   {m.confusion && m.confusion.labels.length > 0 && (
                     <Stack gap={4}>
                       <Title order={3} size="h5">

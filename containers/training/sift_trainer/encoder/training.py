@@ -18,7 +18,7 @@ from ..job import resume
 from ..job.hyperparameters import Hyperparameters
 from ..job.paths import JobPaths
 from ..job.stop import StopRequested, stop_requested
-from . import checkpoint_selection, cls_loss, cls_warmup, compute, sampling, schedule
+from . import checkpoint_selection, cls_loss, cls_warmup, compute, pooled_cls, sampling, schedule
 from . import resume as encoder_resume
 from .prompt_budget import (
     GroupedExtractor,
@@ -498,6 +498,12 @@ def train_encoder(
     summary = trainer.train(train_data=train_records, eval_data=eval_records)
     train_seconds = time.time() - t0
 
+    # the pooled classifier's contrastive stage tunes what the job trains, before the adapter is saved
+    pooled_mode = pooled_cls.mode(hp, info)
+    contrastive = (
+        pooled_cls.contrastive_stage(hp, trainer.model, train_rows, info, comp.device) if pooled_mode == "on" else None
+    )
+
     # merge LoRA for the exported model (the adapter is also kept)
     trained = trainer.model
     adapter_dir = None
@@ -515,6 +521,14 @@ def train_encoder(
     else:  # too few rows to hold any out (or validation_split = 0): report training-set fit, labelled as such
         final_metrics = evaluate(scorer(trained), train_rows[:EVAL_ROWS_PER_EPOCH], info)
         final_metrics["evaluated_on"] = "train"
+    pooled = None
+    if pooled_mode == "on":  # fitted on the final encoder: the one exported and served
+        pooled = pooled_cls.fit(trained, train_rows, val_rows, info.class_labels, info.multi_label, hp.seed)
+        pooled.contrastive = contrastive or {}
+        pooled.route_metrics["gliner2"] = pooled_cls.gliner2_route(final_metrics, info.multi_label)
+        pooled.route_metrics["evaluated_on"] = "validation" if val_rows else "none"
+        emit("pooled_classifier", labels=len(pooled.labels), contrastive=pooled.contrastive, **pooled.route_metrics)
+        final_metrics["route_metrics"] = dict(pooled.route_metrics)
     if final_metrics:
         if baseline_metrics:
             final_metrics["baseline_f1"] = baseline_metrics.get("f1", 0.0)
@@ -535,6 +549,7 @@ def train_encoder(
         "epochs": int(summary.get("total_epochs", 0)),
         "checkpoints": trainer.sift_checkpoints,
         "adapter_dir": adapter_dir,
+        "pooled": pooled,
         "train_rows": len(train_rows),
         "validation_rows": len(val_rows),
         "compute": comp.to_dict(),
@@ -562,13 +577,19 @@ def _selection_metrics(trainer) -> dict[str, Any]:
     }
 
 
-def save_encoder_model(model, out_dir: Path, *, export_onnx: bool = True) -> dict[str, Any]:
-    """Write a gliner2 checkpoint + onnx/ fragments + tokenizer.json to ``out_dir``."""
+def save_encoder_model(
+    model, out_dir: Path, *, export_onnx: bool = True, pooled: pooled_cls.PooledClassifier | None = None
+) -> dict[str, Any]:
+    """Write a gliner2 checkpoint + onnx/ fragments (+ the pooled classifier's) + tokenizer.json to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir))
-    onnx_cfg = None
+    onnx_cfg = pooled_meta = None
     if export_onnx:
         from ..export.export_onnx import export_fragments
 
         onnx_cfg = export_fragments(model, out_dir)
-    return {"onnx": onnx_cfg}
+        if pooled is not None:
+            from ..export.export_pooled import export_pooled
+
+            pooled_meta = export_pooled(model, pooled, out_dir)
+    return {"onnx": onnx_cfg, "pooled": pooled_meta}

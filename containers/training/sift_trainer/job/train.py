@@ -106,7 +106,7 @@ def run(paths: JobPaths) -> int:
         from ..encoder.training import save_encoder_model, train_encoder
 
         res = train_encoder(hp, paths, train_rows, val_rows)
-        saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx)
+        saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx, pooled=res["pooled"])
         metrics = res["metrics"]
         onnx_cfg = saved["onnx"]
         with open(paths.model_dir / "validation.jsonl", "w", encoding="utf-8") as f:
@@ -125,6 +125,8 @@ def run(paths: JobPaths) -> int:
                     "tokenizer_config": "tokenizer_config.json",
                     "onnx_dir": "onnx/" if onnx_cfg else None,
                     "onnx_config": "onnx/gliner2_config.json" if onnx_cfg else None,
+                    "pooled_classifier": "onnx/pooled_classifier.onnx" if saved["pooled"] else None,
+                    "pooled_classifier_config": "onnx/pooled_classifier.json" if saved["pooled"] else None,
                     "adapter": "adapter/" if res["adapter_dir"] else None,
                     "validation": "validation.jsonl",
                 },
@@ -134,6 +136,10 @@ def run(paths: JobPaths) -> int:
                     for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")
                 }
                 if onnx_cfg
+                else None,
+                # the pooled route (encoder/pooled_cls.py): its json, parity and contrastive stage
+                "pooled_classifier": {**saved["pooled"], "contrastive": res["pooled"].contrastive}
+                if saved["pooled"]
                 else None,
             }
         )

@@ -44,22 +44,25 @@
 import type { NormalizedRow } from '../../datasets/rows';
 import { scoreClassification } from './classification';
 import { scoreEntities } from './entities';
+import { curvePoint, gridKey } from './calibration';
 import { addExample } from './examples';
 import { emptyCounts } from './metrics';
 import { scoreRelations } from './relations';
 import { viewOf } from './schema';
 import { scoreStructures } from './structures';
-import { isObject } from './tally';
+import { isObject, setOwn } from './tally';
 import {
   DEFAULT_MAX_EXAMPLES,
+  type CurveCounts,
   type EncoderPrediction,
   type EvaluationCounts,
   type RowScoring,
   type ScoreOptions,
 } from './types';
 
+export { DEFAULT_THRESHOLD, THRESHOLD_GRID, bestThreshold, finalizeCalibration, gridKey } from './calibration';
 export { EXAMPLE_TEXT_CHARS } from './examples';
-export { emptyCounts, finalizeMetrics, mergeCounts, prf } from './metrics';
+export { emptyCounts, finalizeMetrics, mergeCounts, prf, routeCounts } from './metrics';
 export { normalizeSpace, normalizeValue } from './normalize';
 export { evaluationSchemaFor } from './schema';
 export {
@@ -67,6 +70,9 @@ export {
   DEFAULT_MAX_EXAMPLES,
   NO_PREDICTION,
   type Breakdown,
+  type Calibration,
+  type CurveCounts,
+  type CurvePoint,
   type DatasetVocabulary,
   type EncoderPrediction,
   type EvaluationCounts,
@@ -77,6 +83,7 @@ export {
   type ScoreOptions,
   type Tally,
   type TallyMap,
+  type TypeCalibration,
 } from './types';
 
 /** Scores one gold row against the engine's `result` for its text. */
@@ -95,4 +102,19 @@ export function scoreRow(
   scoreRelations(gold, pred, row);
   addExample(counts, gold, opts.row, row.missed, row.spurious);
   return counts;
+}
+
+/** One gold row's curve: `cuts[i]` is its prediction cut at `grid[i]` (calibration.ts). */
+export function scoreRowCurve(
+  gold: NormalizedRow,
+  cuts: (EncoderPrediction | null | undefined)[],
+  grid: readonly number[],
+  schema?: ScoreOptions['schema'],
+): CurveCounts {
+  const multi = schema ? (viewOf(schema).classification?.multi ?? false) : gold.labels !== undefined;
+  const curve: CurveCounts = {};
+  grid.forEach((t, i) => {
+    setOwn(curve, gridKey(t), curvePoint(scoreRow(gold, cuts[i], { schema, maxExamples: 0 }), multi));
+  });
+  return curve;
 }

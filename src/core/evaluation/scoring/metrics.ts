@@ -1,5 +1,9 @@
-/** Counts → metrics: empty and merged counts, P/R/F1 arithmetic, breakdowns and the confusion matrix. */
-import { getOwn, mergeTallies, setOwn } from './tally';
+/** Counts → metrics: empty and merged counts, breakdowns and the confusion matrix (P/R/F1 arithmetic: tally.ts `prf`). */
+import type { ClassificationRoute } from '../../extraction/types';
+import { finalizeCalibration, mergeCurves } from './calibration';
+import { getOwn, mergeTallies, prf, setOwn } from './tally';
+
+export { prf } from './tally';
 import {
   DEFAULT_MAX_EXAMPLES,
   NO_PREDICTION,
@@ -49,18 +53,33 @@ export function mergeCounts(a: EvaluationCounts, b: EvaluationCounts): Evaluatio
     confusion,
     examples: [...a.examples, ...b.examples].slice(0, max),
     max_examples: max,
+    ...(a.routes || b.routes ? { routes: mergeRoutes(a.routes ?? {}, b.routes ?? {}) } : {}),
+    ...(a.curve || b.curve ? { curve: mergeCurves(a.curve, b.curve) } : {}),
   };
 }
 
-const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
-
-/** P/R/F1 of one tally; 0/0 → 0. */
-export function prf(t: Tally): Breakdown {
-  const p = t.tp + t.fp ? t.tp / (t.tp + t.fp) : 0;
-  const r = t.tp + t.fn ? t.tp / (t.tp + t.fn) : 0;
-  const f = p + r ? (2 * p * r) / (p + r) : 0;
-  return { f1: round6(f), precision: round6(p), recall: round6(r), support: t.tp + t.fn, tp: t.tp, fp: t.fp, fn: t.fn };
+function mergeRoutes(a: RouteCounts, b: RouteCounts): RouteCounts {
+  const out: RouteCounts = {};
+  for (const m of [a, b])
+    for (const [task, byRoute] of Object.entries(m)) {
+      const t = getOwn(out, task) ?? setOwn(out, task, {});
+      for (const [route, n] of Object.entries(byRoute) as [ClassificationRoute, number][])
+        t[route] = (t[route] ?? 0) + n;
+    }
+  return out;
 }
+
+/** Counts saying that `rows` rows of each classification task were answered by the route `routes` names. */
+export function routeCounts(
+  routes: Record<string, ClassificationRoute>,
+  rows: number,
+): Pick<EvaluationCounts, 'routes'> {
+  const out: RouteCounts = {};
+  for (const [task, route] of Object.entries(routes)) setOwn(out, task, { [route]: rows });
+  return { routes: out };
+}
+
+type RouteCounts = NonNullable<EvaluationCounts['routes']>;
 
 const sortedKeys = (m: object) => Object.keys(m).sort();
 
@@ -112,5 +131,15 @@ export function finalizeMetrics(counts: EvaluationCounts): EvaluationMetrics {
     };
   }
   if (counts.examples.length) metrics.examples = counts.examples;
+  if (counts.routes && Object.keys(counts.routes).length) {
+    // one model and one schema per evaluation: every row of a task takes the same route; were it mixed, the majority's
+    metrics.routes = {};
+    for (const task of sortedKeys(counts.routes)) {
+      const byRoute = Object.entries(counts.routes[task]!) as [ClassificationRoute, number][];
+      setOwn(metrics.routes, task, byRoute.sort((x, y) => y[1] - x[1] || x[0].localeCompare(y[0]))[0]![0]);
+    }
+  }
+  const calibration = finalizeCalibration(counts.curve);
+  if (calibration) metrics.calibration = calibration;
   return metrics;
 }

@@ -2,7 +2,7 @@
  * Counting helpers shared by every head: safe dictionaries (labels are user data, so `__proto__`
  * must be an ordinary key), tp/fp/fn tallies, a multiset counter and tuple keys.
  */
-import type { Tally, TallyMap } from './types';
+import type { Breakdown, Tally, TallyMap } from './types';
 
 export function getOwn<T>(m: Record<string, T>, k: string): T | undefined {
   return Object.hasOwn(m, k) ? m[k] : undefined;
@@ -47,4 +47,14 @@ export function mergeTallies(a: TallyMap, b: TallyMap): TallyMap {
   const out: TallyMap = {};
   for (const m of [a, b]) for (const [k, t] of Object.entries(m)) add(out, k, t.tp, t.fp, t.fn);
   return out;
+}
+
+const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
+
+/** P/R/F1 of one tally; 0/0 → 0. */
+export function prf(t: Tally): Breakdown {
+  const p = t.tp + t.fp ? t.tp / (t.tp + t.fp) : 0;
+  const r = t.tp + t.fn ? t.tp / (t.tp + t.fn) : 0;
+  const f = p + r ? (2 * p * r) / (p + r) : 0;
+  return { f1: round6(f), precision: round6(p), recall: round6(r), support: t.tp + t.fn, tp: t.tp, fp: t.fp, fn: t.fn };
 }

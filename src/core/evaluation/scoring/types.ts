@@ -1,5 +1,6 @@
 /** The scorer's data shapes (inputs, mergeable counts, finalized metrics) and shared constants. */
 import type { SchemaInput } from '../../extraction/api';
+import type { ClassificationRoute } from '../../extraction/types';
 
 /** The classification task name the trainer's manifest uses for `label` / `labels` columns. */
 export const CLASSIFICATION_TASK = 'classification';
@@ -75,6 +76,10 @@ export interface EvaluationCounts {
   confusion: Record<string, Record<string, number>>;
   examples: EvaluationExample[];
   max_examples: number;
+  /** Classification task → the head that answered (pooled or gliner2) → rows it answered; absent: none counted. */
+  routes?: Record<string, Partial<Record<ClassificationRoute, number>>>;
+  /** Per grid threshold, the tallies with every prediction cut at it (calibration.ts); absent when not calibrated. */
+  curve?: CurveCounts;
 }
 
 export interface Breakdown {
@@ -99,6 +104,10 @@ export interface EvaluationMetrics {
   /** Gold labels are rows, predicted labels columns, in `labels` order; `(none)` (last, when present) is a column only: its row is all zeros. */
   confusion?: { labels: string[]; matrix: number[][] };
   examples?: EvaluationExample[];
+  /** Classification task → the head that answered its rows (docs/reference/encoder.md "Pooled classifier"). */
+  routes?: Record<string, ClassificationRoute>;
+  /** Per type: F1/precision/recall at each grid threshold and the best threshold (calibration.ts). */
+  calibration?: Calibration;
   /** `rows`: rows scored; per head: gold items (entities, labels, field values, relations). */
   support: { rows: number; entities?: number; labels?: number; fields?: number; relations?: number };
 }
@@ -126,4 +135,41 @@ export interface RowScoring {
   view: SchemaView | undefined;
   missed: ExampleItems;
   spurious: ExampleItems;
+}
+
+/** The heads that have a threshold: single-label `per_label` is left out (its head has none). */
+export interface CurveTallies {
+  per_entity: TallyMap;
+  per_label: TallyMap;
+  per_field: TallyMap;
+  per_relation: TallyMap;
+}
+/** Threshold (`t.toFixed(2)`) → the tallies of every prediction cut at it. */
+export type CurveCounts = Record<string, CurveTallies>;
+
+export interface CurvePoint {
+  threshold: number;
+  f1: number;
+  precision: number;
+  recall: number;
+}
+
+export interface TypeCalibration {
+  /** The grid threshold with the highest F1 (ties: the one nearest 0.5, then the lower); null when F1 is 0 at every one. */
+  best_threshold: number | null;
+  /** At `best_threshold` (at 0.5 when it is null). */
+  f1: number;
+  precision: number;
+  recall: number;
+  /** Gold items. */
+  support: number;
+  curve: CurvePoint[];
+}
+
+export interface Calibration {
+  grid: number[];
+  per_entity?: Record<string, TypeCalibration>;
+  per_label?: Record<string, TypeCalibration>;
+  per_field?: Record<string, TypeCalibration>;
+  per_relation?: Record<string, TypeCalibration>;
 }
