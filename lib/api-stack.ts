@@ -19,7 +19,7 @@ import { SPEC_DEFAULT_PER_MINUTE, SPEC_EDGE_LIMIT_PER_IP, SPEC_EDGE_WINDOW_SECON
 import { ApiAuthorizers } from './constructs/api-authorizers';
 import { ApiFunctions, type WorkflowHandles } from './constructs/api-functions';
 import { ApiRoutes, type InferenceEndpoint } from './constructs/api-routes';
-import { API_GATEWAY_ACCOUNT_THROTTLE } from './aws-rules';
+import { API_BINARY_MEDIA_TYPES, API_GATEWAY_ACCOUNT_THROTTLE } from './aws-rules';
 import { ApiWaf } from './constructs/api-waf';
 import { addGatewayResponses } from './constructs/gateway-responses';
 import { allocateSkippingGroups } from './constructs/resource-group';
@@ -115,6 +115,7 @@ export class ApiStack extends Stack {
       restApiName: `sift-${config.stage}`,
       description: `Sift ${config.stage} public API`,
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
+      binaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       cloudWatchRole: true,
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {

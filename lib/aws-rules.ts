@@ -277,3 +277,13 @@ export function throttled(bucket: { rateLimit: number; burstLimit: number }, arr
   }
   return refused;
 }
+
+/**
+ * A proxy integration hands the Lambda a request body as UTF-8 text unless the request's Content-Type
+ * is one of the API's `binaryMediaTypes`; then as base64 with `isBase64Encoded` (which the Lambda
+ * adapter decodes). A multipart upload (POST /v1/files) carries the file's bytes as they are, so it
+ * goes as binary: text would re-encode any byte that is not UTF-8.
+ * "Binary media types for REST APIs in API Gateway"
+ * https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-payload-encodings.html
+ */
+export const API_BINARY_MEDIA_TYPES: readonly string[] = ['multipart/form-data'];

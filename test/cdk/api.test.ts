@@ -53,6 +53,10 @@ describe('routes and authorization', () => {
     t.hasResourceProperties('AWS::ApiGateway::RestApi', { EndpointConfiguration: { Types: ['REGIONAL'] } });
   });
 
+  it('passes a multipart upload (POST /v1/files) to the Lambda as binary, not re-encoded text', () => {
+    t.hasResourceProperties('AWS::ApiGateway::RestApi', { BinaryMediaTypes: ['multipart/form-data'] });
+  });
+
   it('leaves only the public routes (decisions.md#public-routes) (and CORS preflights) without an authorizer', () => {
     const open = routes.filter((r) => r.props.AuthorizationType !== 'CUSTOM');
     for (const r of open) {
