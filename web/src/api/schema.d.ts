@@ -8841,9 +8841,6 @@ export interface operations {
             query?: {
                 after?: string;
                 limit?: number;
-                metadata?: {
-                    [key: string]: string;
-                };
             };
             header?: never;
             path?: never;

@@ -220,7 +220,8 @@ export const openAiFineTuningRoutes = [
     path: '/v1/fine_tuning/jobs',
     tag: 'openai-fine-tuning',
     summary: "List the team's decoder fine-tuning jobs, newest first",
-    query: CursorQuery.extend({ metadata: z.record(z.string(), z.string()).optional() }),
+    // no `metadata` filter: a job cannot be created with metadata here (refused 400), so it would match nothing
+    query: CursorQuery,
     responses: {
       200: {
         description: 'A page of jobs',
