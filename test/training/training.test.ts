@@ -6,9 +6,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jest } from '@jest/globals';
+import OpenAI, { toFile } from 'openai7';
 import { list as listTar } from 'tar';
 import { getCheckpoint } from '../../src/core/training/artifacts';
-import { TestStack, jsonl } from '../helpers/localStack';
+import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
 
@@ -260,5 +261,56 @@ describe('decoder training', () => {
     expect(res.body.usage.completion_tokens).toBeGreaterThan(0);
     const stored = await stack.call('GET', `/inferences?training_job_id=${created.body.id}`);
     expect(stored.body.data).toHaveLength(1);
+  });
+});
+
+describe('the OpenAI fine-tuning API, through the unchanged openai SDK (#31)', () => {
+  it('uploads a chat file, trains it to succeeded, and answers chat as the ft: model', async () => {
+    const openai = new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
+    const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(chatRows)), 'sums.jsonl'),
+      purpose: 'fine-tune',
+    });
+    let status = file.status;
+    for (let i = 0; status !== 'processed' && status !== 'error' && i < 120; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      status = (await openai.files.retrieve(file.id)).status;
+    }
+    expect(status).toBe('processed');
+
+    const created = await openai.fineTuning.jobs.create({
+      model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
+      training_file: file.id,
+      suffix: 'sums',
+      method: { type: 'supervised', supervised: { hyperparameters: { n_epochs: 1 } } },
+    });
+    let job = created;
+    while (!['succeeded', 'failed', 'cancelled'].includes(job.status)) {
+      await new Promise((r) => setTimeout(r, 1000));
+      job = await openai.fineTuning.jobs.retrieve(created.id);
+    }
+    expect(job.error).toBeNull();
+    expect(job.status).toBe('succeeded');
+    expect(job.fine_tuned_model).toBe(`ft:HuggingFaceTB/SmolLM2-135M-Instruct:${team}:sums:${created.id}`);
+    const events = [];
+    for await (const e of openai.fineTuning.jobs.listEvents(created.id, { limit: 50 })) events.push(e);
+    expect(events.length).toBeGreaterThan(0);
+    const checkpoints = await openai.fineTuning.jobs.checkpoints.list(created.id);
+    expect(checkpoints.data.length).toBeGreaterThan(0);
+
+    // deployed as it succeeded: the name answers chat (OpenAI's fine-tuned models need no deploy step)
+    const chat = await openai.chat.completions.create({
+      model: job.fine_tuned_model!,
+      max_tokens: 8,
+      temperature: 0,
+      messages: [{ role: 'user', content: 'What is 3 plus 3?' }],
+    });
+    expect(chat.model).toBe(job.fine_tuned_model);
+    expect(chat.choices[0]?.message.content?.length).toBeGreaterThan(0);
+    expect(chat.usage?.completion_tokens).toBeGreaterThan(0);
+    // the native record is the same job
+    const native = (await stack.call('GET', `/core/training-jobs/${created.id.replace(/^ftjob-/, '')}`)).body;
+    expect(native).toMatchObject({ status: 'complete', training_algorithm: 'sft', suffix: 'sums' });
   });
 });
