@@ -1,5 +1,8 @@
 import type { TrainingJob } from '../trainingJobs';
 
+/** The trainer's seed when a job names none. */
+export const DEFAULT_TRAINER_SEED = 42;
+
 /**
  * What the trainer (containers/training) is told about a job, the same locally and on SageMaker.
  * Values are JSON-encoded strings because SageMaker passes hyperparameters as strings; the trainer
@@ -15,7 +18,7 @@ export function trainerHyperparameters(job: TrainingJob, baseModelPath: string):
     ...(job.epochs_from_data ? {} : { nr_epochs: job.nr_epochs }),
     learning_rate: job.learning_rate,
     rl_config: job.rl_config ?? {},
-    seed: job.seed ?? 42,
+    seed: job.seed ?? DEFAULT_TRAINER_SEED,
     validation_split: 0.1,
     early_stopping_patience: 3,
   };

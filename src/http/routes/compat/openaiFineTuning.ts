@@ -8,6 +8,7 @@ import type { Services } from '../../../core/context';
 import { BadRequestError, NotFoundError, notFoundAsUndefined } from '../../../core/errors';
 import { findModel } from '../../../core/modelRegistry';
 import { listCheckpoints, readLogs } from '../../../core/training/artifacts';
+import { DEFAULT_TRAINER_SEED } from '../../../core/training/hyperparameters';
 import {
   createTrainingJob,
   fineTunedModelName,
@@ -27,8 +28,6 @@ import { cursorPage, CursorQuery } from './openaiPages';
 
 /** TRL's DPO default, what `beta: "auto"` means. */
 export const DEFAULT_DPO_BETA = 0.1;
-/** The trainer's seed when a job names none (training/hyperparameters.ts). */
-const DEFAULT_SEED = 42;
 /** Log lines read for one events page (newest first needs the whole log). */
 const MAX_EVENT_LINES = 100_000;
 
@@ -114,7 +113,7 @@ function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJ
     result_files: [],
     hyperparameters,
     method: { type, [type]: { hyperparameters } },
-    seed: job.seed ?? DEFAULT_SEED,
+    seed: job.seed ?? DEFAULT_TRAINER_SEED,
     trained_tokens: null,
     error: job.status === 'failed' ? { code: 'training_failed', message: job.error ?? 'failed', param: null } : null,
     estimated_finish: null,
