@@ -316,6 +316,19 @@ export const ftJobId = (job: Pick<TrainingJob, 'id'>) => `ftjob-${job.id}`;
 export const fineTunedModelName = (job: TrainingJob, teamId: string) =>
   `ft:${job.root_model}:${teamId}:${(job.suffix !== undefined ? job.suffix : job.model_name) ?? ''}:${ftJobId(job)}`;
 
+/**
+ * The team's fine-tuned decoders that answer by their `ft:` name now: complete decoder jobs with an
+ * active deployment (what `resolveServingTarget` serves), newest first.
+ */
+export async function servedFineTunedModels(
+  svc: Services,
+  teamId: string,
+): Promise<{ name: string; job: TrainingJob }[]> {
+  return (await listTrainingJobs(svc, teamId, { status: 'complete' }))
+    .filter((job) => job.model_type === 'decoder' && job.deployment)
+    .map((job) => ({ name: fineTunedModelName(job, teamId), job }));
+}
+
 /** The native job id behind an `ftjob-…` id; undefined for anything else. */
 export function jobIdOfFtJobId(id: string): string | undefined {
   const uuid = id.startsWith('ftjob-') ? id.slice('ftjob-'.length) : '';

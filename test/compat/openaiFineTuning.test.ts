@@ -376,6 +376,13 @@ describe('/v1/fine_tuning/jobs', () => {
     const name = `ft:${MODEL}:${team}:done:${job.id}`;
     expect(await resolveServingTarget(stack.svc, team, name)).toMatchObject({ kind: 'deployment', job: { id: uuid } });
     const outsider = await stack.newTeam('ft-outsider');
+    // GET /v1/models lists it, and retrieves it, for a caller of this team only (without a key: the catalog)
+    expect((await client().models.list()).data.find((m) => m.id === name)).toMatchObject({ owned_by: team });
+    expect(await client().models.retrieve(name)).toMatchObject({ id: name, owned_by: team });
+    expect((await client(outsider.key).models.list()).data.map((m) => m.id)).not.toContain(name);
+    await expect(client(outsider.key).models.retrieve(name)).rejects.toMatchObject({ status: 404 });
+    const anonymous = (await stack.call('GET', '/v1/models', { key: null })).body;
+    expect(anonymous.data.map((m: { id: string }) => m.id)).not.toContain(name);
     for (const [t, m] of [
       [outsider.teamId, name],
       [outsider.teamId, `ft:${MODEL}:${outsider.teamId}:done:${job.id}`],

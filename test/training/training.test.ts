@@ -312,5 +312,6 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDK (#31)', (
     // the native record is the same job
     const native = (await stack.call('GET', `/core/training-jobs/${created.id.replace(/^ftjob-/, '')}`)).body;
     expect(native).toMatchObject({ status: 'complete', training_algorithm: 'sft', suffix: 'sums' });
+    expect((await openai.models.list()).data.map((m) => m.id)).toContain(job.fine_tuned_model);
   });
 });

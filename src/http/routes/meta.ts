@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CATALOG } from '../../core/catalog';
 import { NotFoundError } from '../../core/errors';
 import { readiness } from '../../core/readiness';
+import { jobIdOfFineTunedModel, servedFineTunedModels, type TrainingJob } from '../../core/trainingJobs';
 import { json, route } from '../types';
 import { ModelBuildSchema } from './schemas';
 
@@ -16,6 +17,17 @@ const openAiModel = (id: string) => ({
   display_name: id.split('/').at(-1) ?? id,
   created_at: new Date(CREATED * 1000).toISOString().replace('.000Z', 'Z'),
 });
+/** A fine-tuned decoder as OpenAI lists one: owned by the team, created when its job finished. */
+const fineTunedModel = ({ name, job }: { name: string; job: TrainingJob }, teamId: string) => {
+  const finished = Date.parse(job.finished_at ?? job.created_at);
+  return {
+    ...openAiModel(name),
+    created: Math.floor(finished / 1000),
+    owned_by: teamId,
+    display_name: name,
+    created_at: new Date(finished).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+  };
+};
 const OpenAiModel = z.object({
   id: z.string(),
   object: z.literal('model'),
@@ -61,7 +73,8 @@ export const metaRoutes = [
     method: 'GET',
     path: '/v1/models',
     tag: 'compatible',
-    summary: 'List models (OpenAI/Anthropic-compatible; public, 200 without credentials)',
+    summary:
+      "List models (OpenAI/Anthropic-compatible; public, 200 without credentials; with a key, also the team's deployed fine-tuned decoders by their ft: names)",
     responses: {
       200: {
         description: 'Model list (OpenAI list shape merged with Anthropic paging keys)',
@@ -74,8 +87,13 @@ export const metaRoutes = [
         }),
       },
     },
-    handler: async () => {
-      const data = CATALOG.map((m) => openAiModel(m.id));
+    handler: async ({ svc, principal }) => {
+      // with a valid key, also the team's fine-tuned decoders by their ft: names (OpenAI lists them too)
+      const tuned = principal ? await servedFineTunedModels(svc, principal.team_id) : [];
+      const data = [
+        ...CATALOG.map((m) => openAiModel(m.id)),
+        ...tuned.map((t) => fineTunedModel(t, principal!.team_id)),
+      ];
       return json(200, {
         object: 'list',
         data,
@@ -92,7 +110,7 @@ export const metaRoutes = [
     summary: 'One model (ids contain a slash: /v1/models/fastino/gliner2-base-v1)',
     params: z.object({ '*': z.string() }),
     responses: { 200: { description: 'Model', schema: OpenAiModel }, 404: { description: 'Unknown model' } },
-    handler: async ({ params }) => {
+    handler: async ({ svc, principal, params }) => {
       // The OpenAI SDK percent-encodes the id (`HuggingFaceTB%2FSmolLM2-135M-Instruct`).
       let id = params['*'];
       try {
@@ -101,8 +119,11 @@ export const metaRoutes = [
         /* keep as sent */
       }
       const model = CATALOG.find((m) => m.id === id);
-      if (!model) throw new NotFoundError(`Model '${id}' not found`);
-      return json(200, openAiModel(model.id));
+      if (model) return json(200, openAiModel(model.id));
+      const tuned = principal && jobIdOfFineTunedModel(id) ? await servedFineTunedModels(svc, principal.team_id) : [];
+      const match = tuned.find((t) => t.name === id);
+      if (!match) throw new NotFoundError(`Model '${id}' not found`);
+      return json(200, fineTunedModel(match, principal!.team_id));
     },
   }),
 ];
