@@ -45,7 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List models (OpenAI/Anthropic-compatible; public, 200 without credentials) */
+        /** List models (OpenAI/Anthropic-compatible; public, 200 without credentials; with a key, also the team's deployed fine-tuned decoders by their ft: names) */
         get: operations["getV1Models"];
         put?: never;
         post?: never;
