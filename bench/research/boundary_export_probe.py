@@ -1,3 +1,8 @@
+"""Research probe for issue #32 (docs/experiments/boundary.md): builds gliner2 2.1.0's BoundaryHead at a tiny
+hidden size with random weights, exports its default inference path (candidates + reranker logits) to ONNX with
+export-time patches, and compares onnxruntime's candidates and logits with the library's at several shapes.
+Run: ~/.cache/sift/venv/bin/python bench/research/boundary_export_probe.py (seconds, one thread)."""
+
 import time, dataclasses, torch, numpy as np
 torch.set_num_threads(1)
 from gliner2.configuration import BoundaryHeadSettings, validate_boundary_head
