@@ -9,7 +9,14 @@ import type { Services } from './context';
 import type { CalibratedThresholds } from './extraction/thresholds';
 import { DECODER_TASK_TYPES, ENCODER_TASK_TYPES, type TaskType } from './datasets/rows';
 import { getVersion, latestReadyVersion } from './datasets/service';
-import { ConflictError, NotFoundError, ValidationError, changedOrGoneAsUndefined, type FieldError } from './errors';
+import {
+  ConflictError,
+  NotFoundError,
+  ValidationError,
+  changedOrGoneAsUndefined,
+  notFoundAsUndefined,
+  type FieldError,
+} from './errors';
 import { isUuid, newUuid } from './ids';
 import { deleteCheckpointRecords, jobPrefix, type CheckpointRef } from './training/artifacts';
 import { impossibleLabels } from './training/promptBudget';
@@ -325,9 +332,23 @@ export async function servedFineTunedModels(
   teamId: string,
 ): Promise<{ name: string; job: TrainingJob }[]> {
   return (await listTrainingJobs(svc, teamId, { status: 'complete' }))
-    .filter((job) => job.model_type === 'decoder' && job.deployment)
+    .filter(answersByFtName)
     .map((job) => ({ name: fineTunedModelName(job, teamId), job }));
 }
+
+/** One of those by its `ft:` name (one record read), or undefined. */
+export async function servedFineTunedModel(
+  svc: Services,
+  teamId: string,
+  name: string,
+): Promise<{ name: string; job: TrainingJob } | undefined> {
+  const id = jobIdOfFineTunedModel(name);
+  const job = id ? await getTrainingJob(svc, teamId, id).catch(notFoundAsUndefined) : undefined;
+  return job && answersByFtName(job) && fineTunedModelName(job, teamId) === name ? { name, job } : undefined;
+}
+
+const answersByFtName = (job: TrainingJob) =>
+  job.status === 'complete' && job.model_type === 'decoder' && Boolean(job.deployment);
 
 /** The native job id behind an `ftjob-…` id; undefined for anything else. */
 export function jobIdOfFtJobId(id: string): string | undefined {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CATALOG } from '../../core/catalog';
 import { NotFoundError } from '../../core/errors';
 import { readiness } from '../../core/readiness';
-import { jobIdOfFineTunedModel, servedFineTunedModels, type TrainingJob } from '../../core/trainingJobs';
+import { servedFineTunedModel, servedFineTunedModels, type TrainingJob } from '../../core/trainingJobs';
 import { json, route } from '../types';
 import { ModelBuildSchema } from './schemas';
 
@@ -120,8 +120,7 @@ export const metaRoutes = [
       }
       const model = CATALOG.find((m) => m.id === id);
       if (model) return json(200, openAiModel(model.id));
-      const tuned = principal && jobIdOfFineTunedModel(id) ? await servedFineTunedModels(svc, principal.team_id) : [];
-      const match = tuned.find((t) => t.name === id);
+      const match = principal ? await servedFineTunedModel(svc, principal.team_id, id) : undefined;
       if (!match) throw new NotFoundError(`Model '${id}' not found`);
       return json(200, fineTunedModel(match, principal!.team_id));
     },
