@@ -3,15 +3,28 @@
  * PEFT, LoRA) on SmolLM2-135M-Instruct, on small data this test writes. Each job must show that it
  * learns in the per-step `signal` events of its own logs (DPO: the chosen-vs-rejected reward margin;
  * GRPO: the mean exact-match reward), complete without warnings, deploy and serve a chat completion
- * through the official `openai` SDK. Nothing here is simulated.
+ * through the official `openai` SDK. The DPO job is a #31 client run too: the Python `openai` SDK uploads
+ * the rows as an OpenAI preference file, creates the job through /v1/fine_tuning/jobs, cancels a second
+ * one, follows the events and chats as the `ft:` model (test/clients/openai_fine_tuning_check.py), so one
+ * job checks both. Nothing here is simulated.
  */
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import OpenAI from 'openai7';
+import { REPO_ROOT } from '../../src/paths';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
 
 const BASE = 'HuggingFaceTB/SmolLM2-135M-Instruct';
+const CHECK = join(REPO_ROOT, 'test', 'clients', 'openai_fine_tuning_check.py');
+/** The pinned Python client venv (created once by `npm test`'s set-up, then a stamp check). */
+const clientsPython = () =>
+  execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-test-venv.sh'), 'clients'], { encoding: 'utf8' }).trim();
 const TERMINAL = ['complete', 'failed', 'stopped'];
 let stack: TestStack;
 
@@ -110,29 +123,54 @@ beforeAll(async () => {
   const models = (await stack.call('GET', '/base-models')).body.data;
   if (!models.find((m: any) => m.id === BASE)?.available)
     throw new Error(`${BASE} is not in the model store: run \`node scripts/setup.mjs\` (npm test does) first`);
-  expect((await stack.uploadDataset('greetings', jsonl(preferenceRows))).status).toBe('ready');
   expect((await stack.uploadDataset('echo', jsonl(echoRows))).status).toBe('ready');
 });
 afterAll(async () => stack.stop());
 
-describe('DPO', () => {
-  it('learns the preference: the chosen-vs-rejected reward margin grows step by step; deployed, it serves chat', async () => {
-    const created = await stack.call('POST', '/core/training-jobs', {
-      body: {
-        model_name: 'greeter-dpo',
-        base_model: BASE,
-        datasets: [{ name: 'greetings' }],
-        training_algorithm: 'dpo',
-        rl_config: { beta: 0.1 },
-        nr_epochs: 2,
-      },
+describe('DPO, through the unchanged Python openai SDK (#31)', () => {
+  it('learns the preference: the chosen-vs-rejected reward margin grows step by step; it serves chat as its ft: name', async () => {
+    // the same preference rows in OpenAI's preference format, as a team moving from OpenAI has them
+    const dir = await mkdtemp(join(tmpdir(), 'sift-dpo-'));
+    const file = join(dir, 'greetings.jsonl');
+    await writeFile(
+      file,
+      jsonl(
+        preferenceRows.map((r) => ({
+          input: { messages: [{ role: 'user', content: r.prompt }] },
+          preferred_output: [{ role: 'assistant', content: r.chosen }],
+          non_preferred_output: [{ role: 'assistant', content: r.rejected }],
+        })),
+      ),
+    );
+    const { stdout } = await promisify(execFile)(
+      clientsPython(),
+      [CHECK, 'dpo', `${stack.url}/v1`, OPERATOR_KEY, BASE, file],
+      { encoding: 'utf8' },
+    );
+    await rm(dir, { recursive: true, force: true });
+    const run = JSON.parse(stdout.trim());
+    const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
+    expect(run).toMatchObject({
+      file_status: 'processed',
+      created_status: 'queued',
+      status: 'succeeded',
+      error: null,
+      method: { type: 'dpo', dpo: { hyperparameters: { beta: 0.1, n_epochs: 2 } } },
+      fine_tuned_model: `ft:${BASE}:${team}:greeter:${run.job_id}`,
+      // the job created behind it and cancelled at once: the native stop, no model
+      cancelled: { status: 'cancelled', fine_tuned_model: null },
     });
-    expect(created.status).toBe(201);
-    const job = await waitForJob(created.body.id);
-    expect(job.error).toBeNull();
-    expect(job.status).toBe('complete');
-    expect(job.warnings).toEqual([]);
+    expect(run.events).toBeGreaterThan(0);
+    expect(run.chat).toMatchObject({ model: run.fine_tuned_model });
+    expect(run.chat.content.length).toBeGreaterThan(0);
+    expect(run.chat.completion_tokens).toBeGreaterThan(0);
 
+    // the native record of the same job, and its learning curve
+    const job = (await stack.call('GET', `/core/training-jobs/${run.job_id.replace(/^ftjob-/, '')}`)).body;
+    expect(job).toMatchObject({ status: 'complete', training_algorithm: 'dpo', warnings: [] });
+    expect(job.deployment).not.toBeNull();
+    const cancelled = (await stack.call('GET', `/core/training-jobs/${run.cancelled.id.replace(/^ftjob-/, '')}`)).body;
+    expect(cancelled.status).toBe('stopped');
     const curve = await signals(job.id);
     expect(curve.length).toBe(job.progress.total_steps);
     expect(
@@ -148,9 +186,6 @@ describe('DPO', () => {
     expect(mean(margins.slice(half))).toBeGreaterThan(mean(margins.slice(0, half)) + 1);
     expect(margins.at(-1)).toBeGreaterThan(1);
     expect(curve.at(-1)?.reward_accuracy).toBe(1);
-
-    const reply = await deployAndChat(job.id, 'Greet Maria.');
-    expect(reply.length).toBeGreaterThan(0);
   });
 });
 

@@ -2,13 +2,16 @@
  * Real training through the HTTP API: the Python trainer (gliner2, PEFT, TRL) on the offline base
  * models that `npm test`'s set-up builds. Nothing here is simulated.
  */
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import OpenAI, { toFile } from 'openai7';
 import { list as listTar } from 'tar';
 import { getCheckpoint } from '../../src/core/training/artifacts';
+import { REPO_ROOT } from '../../src/paths';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
@@ -219,52 +222,9 @@ describe('encoder training', () => {
   });
 });
 
-describe('decoder training', () => {
-  it('trains a LoRA SFT job on SmolLM2-135M-Instruct on CPU', async () => {
-    const created = await stack.call('POST', '/core/training-jobs', {
-      body: {
-        model_name: 'chat-lora',
-        base_model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
-        datasets: [{ name: 'chat' }],
-        nr_epochs: 1,
-      },
-    });
-    expect(created.status).toBe(201);
-    const job = await waitForJob(created.body.id);
-    expect(job.error).toBeNull();
-    expect(job.status).toBe('complete');
-    const ckpts = (await stack.call('GET', `/core/training-jobs/${created.body.id}/checkpoints`)).body.checkpoints;
-    const final = ckpts.filter((c: any) => c.is_final);
-    expect(final).toHaveLength(1);
-    // the stored copy of the final checkpoint says so too (the trainer wrote it before announcing the checkpoint)
-    const finalCkpt = await getCheckpoint(
-      stack.svc,
-      (await stack.call('GET', '/billing/usage/requests')).body.team_id,
-      final[0].id,
-    );
-    const meta = JSON.parse(await stack.svc.blobs.getText(`${finalCkpt.blob_prefix}sift_checkpoint.json`));
-    expect(meta).toMatchObject({ id: final[0].id, is_final: true, family: 'decoder' });
+describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', () => {
+  let sftJob: OpenAI.FineTuning.FineTuningJob | undefined;
 
-    // deployed, the job serves chat through its LoRA on the local llama.cpp backend
-    const chat = {
-      model: created.body.id,
-      max_tokens: 8,
-      temperature: 0,
-      messages: [{ role: 'user', content: 'What is 3 plus 3?' }],
-    };
-    expect((await stack.call('POST', '/v1/chat/completions', { body: chat })).status).toBe(409);
-    expect((await stack.call('POST', `/core/training-jobs/${created.body.id}/deploy`)).status).toBe(200);
-    const res = await stack.call('POST', '/v1/chat/completions', { body: chat });
-    expect(res.status).toBe(200);
-    expect(res.body.model).toBe(created.body.id);
-    expect(res.body.choices[0].message.content.length).toBeGreaterThan(0);
-    expect(res.body.usage.completion_tokens).toBeGreaterThan(0);
-    const stored = await stack.call('GET', `/inferences?training_job_id=${created.body.id}`);
-    expect(stored.body.data).toHaveLength(1);
-  });
-});
-
-describe('the OpenAI fine-tuning API, through the unchanged openai SDK (#31)', () => {
   it('uploads a chat file, trains it to succeeded, and answers chat as the ft: model', async () => {
     const openai = new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
     const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;
@@ -309,9 +269,79 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDK (#31)', (
     expect(chat.model).toBe(job.fine_tuned_model);
     expect(chat.choices[0]?.message.content?.length).toBeGreaterThan(0);
     expect(chat.usage?.completion_tokens).toBeGreaterThan(0);
-    // the native record is the same job
-    const native = (await stack.call('GET', `/core/training-jobs/${created.id.replace(/^ftjob-/, '')}`)).body;
-    expect(native).toMatchObject({ status: 'complete', training_algorithm: 'sft', suffix: 'sums' });
+    // the native record is the same job: a LoRA SFT job of SmolLM2-135M-Instruct, trained on CPU
+    const nativeId = created.id.replace(/^ftjob-/, '');
+    const native = (await stack.call('GET', `/core/training-jobs/${nativeId}`)).body;
+    expect(native).toMatchObject({
+      status: 'complete',
+      training_algorithm: 'sft',
+      training_type: 'lora',
+      suffix: 'sums',
+    });
+    const ckpts = (await stack.call('GET', `/core/training-jobs/${nativeId}/checkpoints`)).body.checkpoints;
+    const final = ckpts.filter((c: any) => c.is_final);
+    expect(final).toHaveLength(1);
+    // the stored copy of the final checkpoint says so too (the trainer wrote it before announcing the checkpoint)
+    const finalCkpt = await getCheckpoint(stack.svc, team, final[0].id);
+    const meta = JSON.parse(await stack.svc.blobs.getText(`${finalCkpt.blob_prefix}sift_checkpoint.json`));
+    expect(meta).toMatchObject({ id: final[0].id, is_final: true, family: 'decoder' });
+    // its deployment is an ordinary one: the native job id answers too, through its LoRA on llama.cpp,
+    // and both calls are stored against the job
+    const byJobId = await stack.call('POST', '/v1/chat/completions', {
+      body: {
+        model: nativeId,
+        max_tokens: 8,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'What is 3 plus 3?' }],
+      },
+    });
+    expect(byJobId.status).toBe(200);
+    expect(byJobId.body.model).toBe(nativeId);
+    expect(byJobId.body.choices[0].message.content).toBe(chat.choices[0]?.message.content);
+    expect((await stack.call('GET', `/inferences?training_job_id=${nativeId}`)).body.data).toHaveLength(2);
     expect((await openai.models.list()).data.map((m) => m.id)).toContain(job.fine_tuned_model);
+    sftJob = job;
+  });
+
+  it('the Python openai SDK reads the same job, chats as its ft: model and gets OpenAI errors', async () => {
+    if (!sftJob) throw new Error('needs the job the test above trains');
+    // the pinned Python client venv (created once by `npm test`'s set-up, then a stamp check)
+    const python = execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-test-venv.sh'), 'clients'], {
+      encoding: 'utf8',
+    }).trim();
+    const { stdout } = await promisify(execFile)(
+      python,
+      [
+        join(REPO_ROOT, 'test', 'clients', 'openai_fine_tuning_check.py'),
+        'follow',
+        `${stack.url}/v1`,
+        OPERATOR_KEY,
+        sftJob.id,
+      ],
+      { encoding: 'utf8' },
+    );
+    const run = JSON.parse(stdout.trim());
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      fine_tuned_model: sftJob.fine_tuned_model,
+      training_file: { status: 'processed', purpose: 'fine-tune', lines: chatRows.length },
+      in_models: true,
+      chat: { model: sftJob.fine_tuned_model },
+    });
+    // one job per page, followed by the SDK's cursor: every job of the team, this one among them
+    expect(run.listed).toContain(sftJob.id);
+    expect(new Set(run.listed).size).toBe(run.listed.length);
+    expect(run.events.length).toBeGreaterThan(0);
+    expect(run.checkpoints.length).toBeGreaterThan(0);
+    expect(run.chat.content.length).toBeGreaterThan(0);
+    expect(run.chat.completion_tokens).toBeGreaterThan(0);
+    expect(run.errors).toEqual({
+      unknown_job: { error: 'NotFoundError', status: 404, param: 'fine_tuning_job_id', code: 'not_found' },
+      cancel_ended: expect.objectContaining({ error: 'ConflictError', status: 409 }),
+      unknown_model: { error: 'BadRequestError', status: 400, param: 'model', code: 'model_not_available' },
+      validation_file: expect.objectContaining({ error: 'BadRequestError', status: 400, param: 'validation_file' }),
+      unknown_file: { error: 'NotFoundError', status: 404, param: 'training_file', code: 'file_not_found' },
+      bad_key: expect.objectContaining({ error: 'AuthenticationError', status: 401 }),
+    });
   });
 });
