@@ -1,6 +1,7 @@
 /** Jest in ESM mode: @middy/core 7 is ESM-only (see ARCHITECTURE.md). */
 export default {
-  testEnvironment: 'node',
+  // the node environment; with SIFT_TEST_CPU_LOG set it also logs each file's CPU seconds
+  testEnvironment: '<rootDir>/test/cpuAccountingEnvironment.cjs',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: false }],
