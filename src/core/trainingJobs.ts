@@ -83,6 +83,8 @@ export interface TrainingJob {
   instance_type?: string;
   /** Seconds trained as the platform counts them (SageMaker's TrainingTimeInSeconds), when it reports them. Internal. */
   compute_seconds?: number;
+  /** Tokens trained on (rows × epochs run), when the trainer counts them (SFT, DPO): OpenAI's `trained_tokens`. */
+  trained_tokens?: number;
 }
 
 /** A job's `metrics` (docs/reference/decisions.md#training-jobs: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */

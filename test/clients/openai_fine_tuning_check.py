@@ -93,6 +93,7 @@ def dpo(base_url: str, api_key: str, model: str, rows_path: str) -> dict:
         "error": done.error.model_dump() if done.error else None,
         "method": done.method.model_dump(exclude_none=True) if done.method else None,
         "fine_tuned_model": done.fine_tuned_model,
+        "trained_tokens": done.trained_tokens,
         "events": len(events),
         "cancelled": {"id": extra.id, "status": cancelled.status, "fine_tuned_model": cancelled.fine_tuned_model},
         "chat": ask(openai, done.fine_tuned_model, "Greet Maria.") if done.fine_tuned_model else None,
@@ -112,6 +113,7 @@ def follow(base_url: str, api_key: str, job_id: str) -> dict:
     return {
         "status": job.status,
         "fine_tuned_model": job.fine_tuned_model,
+        "trained_tokens": job.trained_tokens,
         "listed": listed,
         "events": events,
         "checkpoints": [

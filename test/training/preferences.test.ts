@@ -161,6 +161,8 @@ describe('DPO, through the unchanged Python openai SDK (#31)', () => {
       cancelled: { status: 'cancelled', fine_tuned_model: null },
     });
     expect(run.events).toBeGreaterThan(0);
+    // 24 rows' prompt, chosen and rejected tokens, twice
+    expect(Number.isInteger(run.trained_tokens) && run.trained_tokens > 24 * 2 * 10).toBe(true);
     expect(run.chat).toMatchObject({ model: run.fine_tuned_model });
     expect(run.chat.content.length).toBeGreaterThan(0);
     expect(run.chat.completion_tokens).toBeGreaterThan(0);

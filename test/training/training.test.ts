@@ -253,6 +253,8 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
     expect(job.error).toBeNull();
     expect(job.status).toBe('succeeded');
     expect(job.fine_tuned_model).toBe(`ft:HuggingFaceTB/SmolLM2-135M-Instruct:${team}:sums:${created.id}`);
+    // the chat rows' tokens, one epoch (each row is a templated exchange of a few dozen tokens)
+    expect(Number.isInteger(job.trained_tokens) && (job.trained_tokens as number) > chatRows.length * 10).toBe(true);
     const events = [];
     for await (const e of openai.fineTuning.jobs.listEvents(created.id, { limit: 50 })) events.push(e);
     expect(events.length).toBeGreaterThan(0);
@@ -324,6 +326,7 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
     expect(run).toMatchObject({
       status: 'succeeded',
       fine_tuned_model: sftJob.fine_tuned_model,
+      trained_tokens: sftJob.trained_tokens,
       training_file: { status: 'processed', purpose: 'fine-tune', lines: chatRows.length },
       in_models: true,
       chat: { model: sftJob.fine_tuned_model },

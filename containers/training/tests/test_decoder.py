@@ -73,6 +73,7 @@ def test_decoder_lora_sft(tmp_path, decoder_base):
     assert manifest["family"] == "decoder" and manifest["training_algorithm"] == "sft"
     assert [c["id"] for c in manifest["checkpoints"]] == [c["id"] for c in ckpts]
     assert "eval_loss" in manifest["metrics"]
+    assert manifest["metrics"]["trained_tokens"] > 0
     assert (job / "model" / "adapter" / "adapter_config.json").exists()
     assert (job / "model" / "tokenizer.json").exists()
     assert (job / "model" / "adapter.gguf").stat().st_size > 1_000_000
@@ -184,6 +185,20 @@ def test_signal_warnings_flag_jobs_without_a_learning_signal():
     rising = [{"reward_margin": 0.0, "reward_accuracy": 0.0}, {"reward_margin": 0.8, "reward_accuracy": 1.0}]
     assert signal_warnings("dpo", rising) == []
     assert signal_warnings("sft", flat) == []
+
+
+def test_trained_tokens_count_every_tokenized_column_per_epoch_run():
+    from datasets import Dataset
+
+    from sift_trainer.decoder.training import trained_tokens
+
+    sft = Dataset.from_dict({"input_ids": [[1, 2, 3], [4, 5]], "completion_mask": [[0, 1, 1], [0, 1]]})
+    assert trained_tokens(sft, 2.0) == 10  # the mask is not tokens
+    dpo = Dataset.from_dict(
+        {"prompt_input_ids": [[1, 2]], "chosen_input_ids": [[3, 4, 5]], "rejected_input_ids": [[6]], "x": [[9] * 50]}
+    )
+    assert trained_tokens(dpo, 1.5) == 9  # (2 + 3 + 1) x 1.5
+    assert trained_tokens(Dataset.from_dict({"prompt": ["Repeat: a"], "answer": ["a"]}), 1.0) is None  # GRPO
 
 
 def test_exact_match_ignores_case_punctuation_articles_and_spacing():

@@ -232,6 +232,7 @@ export async function completeTraining(
       warnings,
       final_checkpoint_id: finalId,
       ...computeSeconds(opts.computeSeconds),
+      ...(typeof trainerMetrics?.trained_tokens === 'number' ? { trained_tokens: trainerMetrics.trained_tokens } : {}),
     });
     // OpenAI's fine-tuned model answers as soon as its job succeeds: a job created through its API is deployed now
     if (done.suffix !== undefined) {

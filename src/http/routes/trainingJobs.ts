@@ -28,7 +28,7 @@ const RlConfig = z.strictObject({
 /** The job as clients see it: the deployment's storage location and the billing inputs are internal. */
 export function jobView(job: TrainingJob): Omit<
   TrainingJob,
-  'deployment' | 'warnings' | 'instance_type' | 'compute_seconds'
+  'deployment' | 'warnings' | 'instance_type' | 'compute_seconds' | 'trained_tokens'
 > & { warnings: string[] } & {
   deployment: {
     status: 'active';
@@ -37,7 +37,8 @@ export function jobView(job: TrainingJob): Omit<
     thresholds: CalibratedThresholds | null;
   } | null;
 } {
-  const { deployment, instance_type: _instance, compute_seconds: _seconds, ...rest } = job;
+  // trained_tokens is OpenAI's field: GET /v1/fine_tuning/jobs/{id} shows it
+  const { deployment, instance_type: _instance, compute_seconds: _seconds, trained_tokens: _tokens, ...rest } = job;
   return {
     ...rest,
     warnings: job.warnings ?? [],

@@ -205,6 +205,17 @@ def build_dataset(rows: list[dict[str, Any]], algorithm: str):
     return Dataset.from_list(recs)
 
 
+def trained_tokens(dataset: Any, epochs: float) -> int | None:
+    """OpenAI's `trained_tokens`: the tokens of the training rows as the trainer tokenized them (DPO: prompt,
+    chosen and rejected) times the epochs run; None where rows are not tokenized up front (GRPO samples its
+    completions as it trains)."""
+    columns = [c for c in getattr(dataset, "column_names", None) or [] if c == "input_ids" or c.endswith("_input_ids")]
+    if not columns:
+        return None
+    per_epoch = sum(len(ids) for c in columns for ids in dataset[c])
+    return int(round(per_epoch * epochs))
+
+
 # ---------------------------------------------------------------------------
 # GRPO rewards (verifiable, from the row's 'answer')
 # ---------------------------------------------------------------------------
@@ -520,6 +531,9 @@ def train_decoder(
     if stop_requested():
         raise StopRequested(checkpoints[-1] if checkpoints else None)
     metrics: dict[str, Any] = {"train_loss": float(result.training_loss)}
+    tokens = trained_tokens(trainer.train_dataset, float(trainer.state.epoch or 0))
+    if tokens is not None:
+        metrics["trained_tokens"] = tokens
     warnings = signal_warnings(algo, cb.signals)
     for warning in warnings:
         emit("warning", message=warning)

@@ -114,7 +114,7 @@ function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJ
     hyperparameters,
     method: { type, [type]: { hyperparameters } },
     seed: job.seed ?? DEFAULT_TRAINER_SEED,
-    trained_tokens: null,
+    trained_tokens: job.trained_tokens ?? null,
     error: job.status === 'failed' ? { code: 'training_failed', message: job.error ?? 'failed', param: null } : null,
     estimated_finish: null,
     integrations: [],
