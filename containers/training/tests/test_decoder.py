@@ -194,9 +194,8 @@ def test_trained_tokens_count_every_tokenized_column_per_epoch_run():
 
     sft = Dataset.from_dict({"input_ids": [[1, 2, 3], [4, 5]], "completion_mask": [[0, 1, 1], [0, 1]]})
     assert trained_tokens(sft, 2.0) == 10  # the mask is not tokens
-    dpo = Dataset.from_dict(
-        {"prompt_input_ids": [[1, 2]], "chosen_input_ids": [[3, 4, 5]], "rejected_input_ids": [[6]], "x": [[9] * 50]}
-    )
+    # DPO as TRL 1.x tokenizes it (the prompt once, each completion after it)
+    dpo = Dataset.from_dict({"prompt_ids": [[1, 2]], "chosen_ids": [[3, 4, 5]], "rejected_ids": [[6]], "x": [[9] * 50]})
     assert trained_tokens(dpo, 1.5) == 9  # (2 + 3 + 1) x 1.5
     assert trained_tokens(Dataset.from_dict({"prompt": ["Repeat: a"], "answer": ["a"]}), 1.0) is None  # GRPO
 

@@ -205,15 +205,30 @@ def build_dataset(rows: list[dict[str, Any]], algorithm: str):
     return Dataset.from_list(recs)
 
 
+# The token columns TRL's trainers leave in their train_dataset: SFT's input_ids; DPO's prompt, chosen and
+# rejected ids (TRL 1.x; *_input_ids before it). Masks and labels are not tokens.
+TOKENIZED_COLUMNS = frozenset(
+    {
+        "input_ids",
+        "prompt_ids",
+        "chosen_ids",
+        "rejected_ids",
+        "prompt_input_ids",
+        "chosen_input_ids",
+        "rejected_input_ids",
+    }
+)
+
+
 def trained_tokens(dataset: Any, epochs: float) -> int | None:
     """OpenAI's `trained_tokens`: the tokens of the training rows as the trainer tokenized them (DPO: prompt,
     chosen and rejected) times the epochs run; None where rows are not tokenized up front (GRPO samples its
     completions as it trains)."""
-    columns = [c for c in getattr(dataset, "column_names", None) or [] if c == "input_ids" or c.endswith("_input_ids")]
+    columns = [c for c in getattr(dataset, "column_names", None) or [] if c in TOKENIZED_COLUMNS]
     if not columns:
         return None
     per_epoch = sum(len(ids) for c in columns for ids in dataset[c])
-    return int(round(per_epoch * epochs))
+    return round(per_epoch * epochs)
 
 
 # ---------------------------------------------------------------------------
