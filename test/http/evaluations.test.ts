@@ -172,32 +172,72 @@ describe('POST /core/evaluations', () => {
 });
 
 describe('calibrated thresholds: an evaluation reports them, a deployment opts in', () => {
-  // the mini model scores "Apple office" as a person at ~0.075 and the rest at ~1: with it labelled
-  // a person, F1 is 1 only at 0.05, so that is the person type's best threshold (city's: 0.5)
-  const text = 'Tim Cook visited the Apple office in Paris.';
-  const row = {
-    text,
-    entities: [
-      { text: 'Tim Cook', label: 'person', start: 0, end: 8 },
-      { text: 'Apple office', label: 'person', start: 21, end: 33 },
-      { text: 'Paris', label: 'city', start: 37, end: 42 },
-    ],
-  };
-  const schema = {
-    entities: ['person', 'city'],
-    classifications: [{ task: 'tone', labels: ['positive', 'negative'] }],
-  };
-  const ask = (model_id: string, threshold?: number) =>
+  // Which spans the built mini model finds, and at what score, depends on the CPU that built it (README:
+  // the build is reproducible per instruction set only). So the test reads the model's own spans at every
+  // grid threshold through /inference first (its oracle), labels as gold one type's spans at the highest
+  // threshold below 0.5 that finds more than 0.5 does, and expects calibration to find that threshold.
+  // The oracle asks with the schema the evaluation builds from the dataset (its entity types, sorted): the
+  // prompt is part of what a span scores.
+  const text =
+    'Tim Cook visited the Apple office in Paris with Satya Nadella, then flew to Berlin and met Angela Merkel near the Siemens plant in Munich.';
+  const LABELS = ['city', 'person'] as const;
+  const ask = (model_id: string, threshold?: number, classify = false) =>
     stack.call('POST', '/inference', {
-      body: { model_id, text, schema, ...(threshold !== undefined ? { threshold } : {}) },
+      body: {
+        model_id,
+        text,
+        schema: {
+          entities: [...LABELS],
+          ...(classify ? { classifications: [{ task: 'tone', labels: ['positive', 'negative'] }] } : {}),
+        },
+        ...(threshold !== undefined ? { threshold } : {}),
+      },
     });
-  const people = (res: any) =>
-    (res.body.result.entities as any[]).filter((e) => e.label === 'person').map((e) => e.text);
+  type Span = { text: string; label: string; start: number; end: number };
+  const spansOf = (res: any, label: string): string[] =>
+    (res.body.result.entities as Span[])
+      .filter((e) => e.label === label)
+      .map((e) => `${e.start}:${e.end}`)
+      .sort();
   const deploy = (job: string, body: Record<string, unknown>) =>
     stack.call('POST', `/core/training-jobs/${job}/deploy`, { body });
+  const GRID = Array.from({ length: 19 }, (_, i) => (i + 1) / 20);
+  const same = (a: string[], b: string[]) => a.join() === b.join();
 
   it('per-type curves and best thresholds; calibrated deployments apply them unless the request sends a threshold', async () => {
-    expect((await stack.uploadDataset('calib-people', jsonl([row]))).status).toBe('ready');
+    // the oracle: the catalog model's spans per type at every grid threshold (the seeded job has its weights)
+    const found = new Map<number, any>();
+    for (const t of GRID) found.set(t, await ask('sift/gliner2-mini-v1', t));
+    const at = (t: number, label: string) => spansOf(found.get(t), label);
+    let label: string | undefined;
+    let low = 0;
+    for (const l of ['person', 'city']) {
+      low = [...GRID].reverse().find((t) => t < 0.5 && !same(at(t, l), at(0.5, l))) ?? 0;
+      if (low) {
+        label = l;
+        break;
+      }
+    }
+    if (!label)
+      throw new Error(
+        `the built model finds the same ${LABELS.join('/')} spans at every threshold: pick a text it is unsure about`,
+      );
+    const other = LABELS.find((l) => l !== label)!;
+    const gold = at(low, label);
+    // every threshold where the model finds exactly the gold spans has F1 1; the best is the one nearest 0.5
+    const perfect = GRID.filter((t) => same(at(t, label), gold));
+    const best = perfect.reduce((a, b) => (Math.abs(b - 0.5) < Math.abs(a - 0.5) - 1e-9 ? b : a));
+    const toEntity = (key: string, l: string) => {
+      const [start, end] = key.split(':').map(Number) as [number, number];
+      return { text: text.slice(start, end), label: l, start, end };
+    };
+    const row = {
+      text,
+      entities: [...gold.map((k) => toEntity(k, label)), ...at(0.5, other).map((k) => toEntity(k, other))],
+    };
+    const dataset = await stack.uploadDataset('calib-people', jsonl([row]));
+    expect(dataset.status).toBe('ready');
+    expect(dataset.entity_types).toEqual([...LABELS].filter((l) => row.entities.some((e) => e.label === l)));
     const job = (await seedCompleteEncoderJob(stack, teamId, 'calib-people', 'calib')).id;
 
     // opting in before any evaluation of the job exists
@@ -210,12 +250,16 @@ describe('calibrated thresholds: an evaluation reports them, a deployment opts i
         .id,
     );
     expect(ev.status).toBe('complete');
-    // the F1 at 0.5 is as it always was: Apple office missed
-    expect(ev.metrics.per_entity.person).toMatchObject({ tp: 1, fn: 1, fp: 0 });
-    const person = ev.metrics.calibration.per_entity.person;
-    expect(person).toMatchObject({ best_threshold: 0.05, f1: 1, support: 2 });
-    expect(person.curve).toHaveLength(19);
-    expect(ev.metrics.calibration.per_entity.city.best_threshold).toBe(0.5);
+    // the F1 at 0.5 is as it always was: the gold spans found only below 0.5 are missed
+    const atHalf = at(0.5, label);
+    const tp = atHalf.filter((k) => gold.includes(k)).length;
+    expect(ev.metrics.per_entity[label]).toMatchObject({ tp, fn: gold.length - tp, fp: atHalf.length - tp });
+    const calibration = ev.metrics.calibration.per_entity[label];
+    expect(calibration).toMatchObject({ best_threshold: best, f1: 1, support: gold.length });
+    expect(best).toBeLessThan(0.5);
+    expect(calibration.curve).toHaveLength(19);
+    const otherBest = at(0.5, other).length ? 0.5 : null;
+    expect(ev.metrics.calibration.per_entity[other]?.best_threshold ?? null).toBe(otherBest);
     expect(ev.metrics.calibration.per_label).toBeUndefined();
 
     // validation: each error names its field
@@ -230,42 +274,45 @@ describe('calibrated thresholds: an evaluation reports them, a deployment opts i
       const res = await deploy(job, body);
       expect([res.status, res.body.errors?.[0]?.loc?.at(-1)]).toEqual([422, field]);
     }
-    const other = await deploy(jobId, { thresholds: 'calibrated', evaluation_id: ev.id });
-    expect(other.status).toBe(422);
-    expect(other.body.detail).toMatch(/not training job/);
+    const other422 = await deploy(jobId, { thresholds: 'calibrated', evaluation_id: ev.id });
+    expect(other422.status).toBe(422);
+    expect(other422.body.detail).toMatch(/not training job/);
 
     // without the opt-in: 0.5 for every type
     expect((await deploy(job, {})).body.deployment.thresholds).toBeNull();
     const plain = await ask(job);
-    expect(people(plain)).toEqual(['Tim Cook']);
+    expect(spansOf(plain, label)).toEqual(atHalf);
 
     const on = await deploy(job, { thresholds: 'calibrated' });
     expect(on.status).toBe(200);
     expect(on.body.deployment.thresholds).toEqual({
       evaluation_id: ev.id,
-      entities: { person: 0.05, city: 0.5 },
+      entities: { [label]: best, ...(otherBest === null ? {} : { [other]: otherBest }) },
       labels: {},
       fields: {},
       relations: {},
     });
     const calibrated = await ask(job);
-    expect(people(calibrated)).toEqual(['Tim Cook', 'Apple office']);
+    expect(spansOf(calibrated, label)).toEqual(gold);
+    expect(spansOf(calibrated, other)).toEqual(at(0.5, other));
     // single-label heads have no threshold: unchanged
-    expect(calibrated.body.result.classifications).toEqual(plain.body.result.classifications);
+    expect((await ask(job, undefined, true)).body.result.classifications).toEqual(
+      (await ask('sift/gliner2-mini-v1', undefined, true)).body.result.classifications,
+    );
     // a request's threshold wins
-    expect(people(await ask(job, 0.5))).toEqual(['Tim Cook']);
+    expect(spansOf(await ask(job, 0.5), label)).toEqual(atHalf);
     // the same weights as a catalog model: no calibration
-    expect(people(await ask('sift/gliner2-mini-v1'))).toEqual(['Tim Cook']);
+    expect(spansOf(await ask('sift/gliner2-mini-v1'), label)).toEqual(atHalf);
 
     // a project follows its job's deployment; a promotion may set or reset the thresholds
     await stack.call('POST', '/projects', { body: { name: 'calib-project' } });
     const promote = (body: Record<string, unknown>) =>
       stack.call('POST', '/projects/calib-project/deployments', { body: { training_job_id: job, ...body } });
     expect((await promote({})).status).toBe(201);
-    expect(people(await ask('calib-project'))).toEqual(['Tim Cook', 'Apple office']); // re-pin keeps them
+    expect(spansOf(await ask('calib-project'), label)).toEqual(gold); // re-pin keeps them
     expect((await promote({ thresholds: 'default' })).status).toBe(201);
-    expect(people(await ask('calib-project'))).toEqual(['Tim Cook']);
+    expect(spansOf(await ask('calib-project'), label)).toEqual(atHalf);
     expect((await promote({ thresholds: 'calibrated', evaluation_id: ev.id })).status).toBe(201);
-    expect(people(await ask('calib-project'))).toEqual(['Tim Cook', 'Apple office']);
+    expect(spansOf(await ask('calib-project'), label)).toEqual(gold);
   }, 180_000);
 });
