@@ -169,3 +169,44 @@ def test_lora_targets_deberta_attention_projections(checkpoints):
         ):
             assert prefix + name in targets, (prefix + name, sorted(targets))
     assert all(t.startswith("encoder.") for t in targets)
+
+
+def test_a_boundary_head_exports_with_the_librarys_candidates_in_order(checkpoints, tmp_path):
+    """#32's first fragment (export_boundary.py): onnxruntime's candidates are the library's, in the same order,
+    at shapes other than the trace's; the export-only patches are undone; untested settings are refused."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+    from gliner2 import AutoExtractor
+    from gliner2.models.boundary import encoding
+
+    from sift_trainer.export import export_boundary as eb
+
+    model = AutoExtractor.from_pretrained(str(checkpoints["boundary"]))
+    torch.manual_seed(0)  # the abstention head is zero-initialised: give it weights, so its parity means something
+    torch.nn.init.normal_(model.boundary_head.null_projection.weight)
+    library = (torch.sort, torch.argsort, encoding.shift_left_with_bos, model.boundary_head.boundary_proposer.settings)
+    report = eb.export_boundary_candidates(model, tmp_path / "onnx")
+    assert (tmp_path / "onnx" / "boundary_candidates.onnx").exists()
+    assert report["candidate_budget"] == model.boundary_head.settings.candidate_budget == 128
+    assert 0 < report["parity_max_abs_diff"]["pair_logits"] < 1e-4, report  # float noise, not zero: a real run
+    assert report["parity_max_abs_diff"]["null_logits"] < 1e-4, report
+    assert (
+        torch.sort,
+        torch.argsort,
+        encoding.shift_left_with_bos,
+        model.boundary_head.boundary_proposer.settings,
+    ) == library
+    # the comparison fails on a reordering (candidate order is the decoding order)
+    ref = (
+        torch.tensor([[[[0, 2], [1, 3]]]]),
+        torch.tensor([[[1.0, 0.5]]]),
+        torch.tensor([[[True, True]]]),
+        torch.zeros(1, 1),
+    )
+    swapped = [np.array([[[[1, 3], [0, 2]]]]), np.array([[[0.5, 1.0]]]), np.array([[[True, True]]]), np.zeros((1, 1))]
+    with pytest.raises(ValueError, match="candidates differ"):
+        eb._compare(ref, swapped, [1])
+    shared = dataclasses.replace(model.boundary_head.settings, candidate_pool="shared", boundary_attention_layers=1)
+    assert eb.unexportable_settings(shared) == ["candidate_pool='shared'", "boundary_attention_layers=1"]
