@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .export_onnx import OPSET, _ort
+from .export_onnx import _export, _ort
 
 TOLERANCE = 1e-3
 INPUTS = ["word_embs", "word_mask", "queries", "query_mask"]
@@ -153,17 +153,8 @@ def export_boundary_candidates(model: nn.Module, onnx_dir: Path, verify: bool = 
     t0 = time.time()
     dynamic = {name: {0: "batch", 1: "words" if name.startswith("word") else "queries"} for name in INPUTS}
     dynamic.update({name: {0: "batch", 1: "queries"} for name in OUTPUTS})
-    with torch.no_grad(), export_patches(head):
-        torch.onnx.export(
-            wrapper,
-            _inputs(d, [40, 25], [3, 2], seed=1),
-            str(path),
-            input_names=INPUTS,
-            output_names=OUTPUTS,
-            dynamic_axes=dynamic,
-            opset_version=OPSET,
-            dynamo=False,
-        )
+    with export_patches(head):
+        _export(wrapper, _inputs(d, [40, 25], [3, 2], seed=1), path, INPUTS, OUTPUTS, dynamic)
     report: dict[str, Any] = {
         "candidate_budget": int(head.settings.candidate_budget),
         "export_seconds": round(time.time() - t0, 2),
