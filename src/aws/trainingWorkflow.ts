@@ -19,6 +19,7 @@ import {
   modelPrefix,
   syncedCheckpointsPrefix,
   trainChannelPrefix,
+  validationChannelPrefix,
 } from '../core/training/artifacts';
 import type { TrainingLauncher } from '../core/training/launcher';
 import * as lifecycle from '../core/training/lifecycle';
@@ -65,11 +66,13 @@ export class StepFunctionsTrainingLauncher implements TrainingLauncher {
   }
 }
 
-/** `training.prepare`: copies the pinned datasets into the train channel the lifecycle names and points at its model channel. */
+/** `training.prepare`: copies the pinned datasets into the train (and validation) channel the lifecycle names and points at its model channel. */
 export async function prepareTraining(svc: Services, env: TrainingEnv, input: { jobId: string; teamId: string }) {
   const prepared = await lifecycle.prepareTraining(svc, input.teamId, input.jobId, { instanceType: env.instanceType });
   const train = trainChannelPrefix(input.teamId, prepared.job.id);
   for (const rows of prepared.train) await svc.blobs.copy(rows.key, `${train}${rows.file}`);
+  const validation = validationChannelPrefix(input.teamId, prepared.job.id);
+  for (const rows of prepared.validation) await svc.blobs.copy(rows.key, `${validation}${rows.file}`);
   const channel = (name: string, prefix: string) => ({
     ChannelName: name,
     DataSource: {
@@ -80,7 +83,12 @@ export async function prepareTraining(svc: Services, env: TrainingEnv, input: { 
   return {
     trainingJobName: sageMakerJobName(env, prepared.job.id),
     hyperParameters: prepared.hyperparameters('/opt/ml/input/data/model'),
-    channels: [channel('train', train), channel('model', prepared.model.prefix)],
+    // SageMaker mounts each channel at /opt/ml/input/data/<name>; the trainer reads `validation` when it is there
+    channels: [
+      channel('train', train),
+      ...(prepared.validation.length ? [channel('validation', validation)] : []),
+      channel('model', prepared.model.prefix),
+    ],
     outputS3Uri: svc.blobs.uri(`${jobPrefix(input.teamId, prepared.job.id)}sagemaker/output/`),
     checkpointS3Uri: svc.blobs.uri(syncedCheckpointsPrefix(input.teamId, prepared.job.id)),
     instanceType: env.instanceType,

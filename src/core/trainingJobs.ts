@@ -85,6 +85,8 @@ export interface TrainingJob {
   compute_seconds?: number;
   /** Tokens trained on (rows × epochs run), when the trainer counts them (SFT, DPO): OpenAI's `trained_tokens`. */
   trained_tokens?: number;
+  /** The rows the trainer validates on (its `validation` channel), when given; else it holds out part of `datasets`. */
+  validation_datasets?: { name: string; version: number }[];
 }
 
 /** A job's `metrics` (docs/reference/decisions.md#training-jobs: `{f1, precision, recall}`, numbers) from a trainer's or evaluator's metrics; null when incomplete. */
@@ -131,6 +133,8 @@ export interface CreateJobInput {
   learning_rate_multiplier?: number | undefined;
   seed?: number | undefined;
   suffix?: string | null | undefined;
+  /** Pinned dataset versions the trainer validates on instead of holding out part of `datasets` (OpenAI's `validation_file`). */
+  validation_datasets?: { name: string; version: number }[] | undefined;
 }
 
 /** A job's inference deployment (deployments.ts): which weights the job id serves. */
@@ -281,6 +285,7 @@ export async function createTrainingJob(svc: Services, teamId: string, input: Cr
       : {}),
     ...(input.seed !== undefined ? { seed: input.seed } : {}),
     ...(input.suffix !== undefined ? { suffix: input.suffix } : {}),
+    ...(input.validation_datasets?.length ? { validation_datasets: input.validation_datasets } : {}),
     status: 'requested',
     progress: null,
     metrics: null,

@@ -224,7 +224,7 @@ export class LocalTrainingRunner implements TrainingLauncher {
     }
   }
 
-  /** Lays out the SageMaker directories the lifecycle names: hyperparameters, the train channel, the base model. */
+  /** Lays out the SageMaker directories the lifecycle names: hyperparameters, the train (and validation) channel, the base model. */
   private async prepare(svc: Services, teamId: string, job: TrainingJob, dir: string, log: LogWriter): Promise<void> {
     const prepared = await prepareTraining(svc, teamId, job.id, { instanceType: 'local' });
     await mkdir(join(dir, 'input', 'config'), { recursive: true });
@@ -232,12 +232,17 @@ export class LocalTrainingRunner implements TrainingLauncher {
     for (const rows of prepared.train) {
       await writeFile(join(dir, 'input', 'data', 'train', rows.file), await svc.blobs.getText(rows.key));
     }
+    if (prepared.validation.length) await mkdir(join(dir, 'input', 'data', 'validation'), { recursive: true });
+    for (const rows of prepared.validation) {
+      await writeFile(join(dir, 'input', 'data', 'validation', rows.file), await svc.blobs.getText(rows.key));
+    }
     const baseModelPath = await this.baseModelDir(svc, prepared.model);
     await writeFile(
       join(dir, 'input', 'config', 'hyperparameters.json'),
       JSON.stringify(prepared.hyperparameters(baseModelPath), null, 2),
     );
-    log.system(`prepared ${prepared.train.length} dataset(s); base model ${prepared.job.base_model}`);
+    const validation = prepared.validation.length ? ` and ${prepared.validation.length} validation dataset(s)` : '';
+    log.system(`prepared ${prepared.train.length} dataset(s)${validation}; base model ${prepared.job.base_model}`);
   }
 
   /** The model channel (a catalog model or a checkpoint), copied once from the blob store into a local cache. */

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { StateMachine } from 'aws-local-stepfunctions';
 import { lambdaTaskNames, substitute, WORKFLOWS } from '../../lib/workflows/definitions';
+import { createTrainingJob } from '../../src/core/trainingJobs';
 import { FakeControlPlane } from '../helpers/fakeControlPlane';
 import { apiGatewayEvent, emulatorEnv, lambdaContext } from '../helpers/lambdaEvents';
 import { jsonl, TestStack } from '../helpers/localStack';
@@ -441,6 +442,25 @@ describe('training on AWS, rehearsed against the emulators', () => {
     expect(await workflow({ task: 'training.nope', input }, lambdaContext).catch((e: Error) => e.name)).toBe(
       'Sift.UnsupportedTask',
     );
+  });
+
+  it('a job with validation rows (OpenAI validation_file) gets a validation channel, which the trainer reads', async () => {
+    // recorded as POST /v1/fine_tuning/jobs records it, without starting a run: the prepare step is under test
+    const { training: _unused, ...recordOnly } = stack.svc;
+    const created = await createTrainingJob(recordOnly, team.teamId, {
+      model_name: 'validated',
+      base_model: 'sift/gliner2-mini-v1',
+      datasets: [{ name: 'people' }],
+      validation_datasets: [{ name: 'people', version: 1 }],
+    });
+    const prepared = (await workflow(
+      { task: 'training.prepare', input: { jobId: created.id, teamId: team.teamId } },
+      lambdaContext,
+    )) as { channels: { ChannelName: string; DataSource: { S3DataSource: { S3Uri: string } } }[] };
+    expect(prepared.channels.map((c) => c.ChannelName)).toEqual(['train', 'validation', 'model']);
+    const prefix = `jobs/${team.teamId}/${created.id}/input/validation/`;
+    expect(prepared.channels[1]!.DataSource.S3DataSource.S3Uri).toBe(`s3://sift-data/${prefix}`);
+    expect(await stack.svc.blobs.getText(`${prefix}people-v1.jsonl`)).toContain('Tim Cook');
   });
 });
 

@@ -135,7 +135,7 @@ def follow(base_url: str, api_key: str, job_id: str) -> dict:
             ),
             "validation_file": error_of(
                 lambda: openai.fine_tuning.jobs.create(
-                    model=job.model, training_file=job.training_file, validation_file=job.training_file
+                    model=job.model, training_file=job.training_file, validation_file="file-missing"
                 )
             ),
             "unknown_file": error_of(

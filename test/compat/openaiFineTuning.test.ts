@@ -10,7 +10,7 @@ import { datasetVersionItem, jobCheckpointsPrefix, teamPartition } from '../../s
 import type { Logger } from '../../src/core/logger';
 import { logChunkKey, modelPrefix } from '../../src/core/training/artifacts';
 import { completeTraining } from '../../src/core/training/lifecycle';
-import { transitionJob } from '../../src/core/trainingJobs';
+import { getTrainingJob, transitionJob } from '../../src/core/trainingJobs';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 import { MODEL } from './helpers';
 
@@ -225,6 +225,17 @@ describe('/v1/fine_tuning/jobs', () => {
       hyperparameters: { learning_rate_multiplier: 'auto' },
     });
     expect((await client().fineTuning.jobs.retrieve(job.id)).id).toBe(job.id);
+    expect(native).not.toHaveProperty('validation_datasets');
+
+    // a validation file: the trainer validates on it instead of holding out part of the training file
+    const validated = await client().fineTuning.jobs.create({
+      model: MODEL,
+      training_file: chatFile,
+      validation_file: chatFile,
+    });
+    expect(validated.validation_file).toBe(chatFile);
+    const record = await getTrainingJob(stack.svc, team, validated.id.replace(/^ftjob-/, ''));
+    expect(record.validation_datasets).toEqual([{ name: chatFile, version: 1 }]);
   });
 
   it('creates a dpo job from a preference file (beta to rl_config.beta, "auto" = 0.1); legacy hyperparameters are supervised', async () => {
@@ -419,7 +430,8 @@ describe('/v1/fine_tuning/jobs', () => {
       [{ ...base, training_file: 'file-0123456789abcdef0123456789abcdef' }, 404, 'training_file'],
       [{ ...base, method: { type: 'dpo' } }, 400, 'training_file'],
       [{ ...base, training_file: prefFile }, 400, 'training_file'],
-      [{ ...base, validation_file: chatFile }, 400, 'validation_file'],
+      [{ ...base, validation_file: prefFile }, 400, 'validation_file'],
+      [{ ...base, validation_file: 'file-0123456789abcdef0123456789abcdef' }, 404, 'validation_file'],
       [{ ...base, method: { type: 'reinforcement' } }, 400, 'method.type'],
       [{ ...base, hyperparameters: { batch_size: 8 } }, 400, 'hyperparameters.batch_size'],
       [

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import OpenAI, { toFile } from 'openai7';
 import { list as listTar } from 'tar';
-import { getCheckpoint } from '../../src/core/training/artifacts';
+import { getCheckpoint, modelPrefix } from '../../src/core/training/artifacts';
 import { REPO_ROOT } from '../../src/paths';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
@@ -238,10 +238,18 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
       status = (await openai.files.retrieve(file.id)).status;
     }
     expect(status).toBe('processed');
+    // a validation file of its own: the trainer validates on it instead of holding out 10% of the training file
+    const validationFile = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(chatRows.slice(0, 3))), 'sums-validation.jsonl'),
+      purpose: 'fine-tune',
+    });
+    for (let i = 0; (await openai.files.retrieve(validationFile.id)).status !== 'processed' && i < 120; i++)
+      await new Promise((r) => setTimeout(r, 500));
 
     const created = await openai.fineTuning.jobs.create({
       model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
       training_file: file.id,
+      validation_file: validationFile.id,
       suffix: 'sums',
       method: { type: 'supervised', supervised: { hyperparameters: { n_epochs: 1 } } },
     });
@@ -287,6 +295,10 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
     const finalCkpt = await getCheckpoint(stack.svc, team, final[0].id);
     const meta = JSON.parse(await stack.svc.blobs.getText(`${finalCkpt.blob_prefix}sift_checkpoint.json`));
     expect(meta).toMatchObject({ id: final[0].id, is_final: true, family: 'decoder' });
+    // the trainer read the validation channel: every training row trained, the validation file's 3 validated
+    const manifest = JSON.parse(await stack.svc.blobs.getText(`${modelPrefix(team, nativeId)}manifest.json`));
+    expect(manifest).toMatchObject({ train_rows: chatRows.length, validation_rows: 3 });
+    expect(job.validation_file).toBe(validationFile.id);
     // its deployment is an ordinary one: the native job id answers too, through its LoRA on llama.cpp,
     // and both calls are stored against the job
     const byJobId = await stack.call('POST', '/v1/chat/completions', {
@@ -342,7 +354,7 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
       unknown_job: { error: 'NotFoundError', status: 404, param: 'fine_tuning_job_id', code: 'not_found' },
       cancel_ended: expect.objectContaining({ error: 'ConflictError', status: 409 }),
       unknown_model: { error: 'BadRequestError', status: 400, param: 'model', code: 'model_not_available' },
-      validation_file: expect.objectContaining({ error: 'BadRequestError', status: 400, param: 'validation_file' }),
+      validation_file: { error: 'NotFoundError', status: 404, param: 'validation_file', code: 'file_not_found' },
       unknown_file: { error: 'NotFoundError', status: 404, param: 'training_file', code: 'file_not_found' },
       bad_key: expect.objectContaining({ error: 'AuthenticationError', status: 401 }),
     });

@@ -11,6 +11,8 @@ export const modelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamI
 export const archiveKey = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}model.tar.gz`;
 /** The train channel: each pinned dataset version's rows, as `<name>-v<version>.jsonl` (SageMaker copies it to /opt/ml/input/data/train). */
 export const trainChannelPrefix = (teamId: string, jobId: string) => `${jobPrefix(teamId, jobId)}input/train/`;
+export const validationChannelPrefix = (teamId: string, jobId: string) =>
+  `${jobPrefix(teamId, jobId)}input/validation/`;
 /**
  * Checkpoints the trainer saved that reach the service as files, not as announcements: SageMaker
  * syncs /opt/ml/checkpoints here (CheckpointConfig), one directory each with its sift_checkpoint.json.

@@ -69,6 +69,8 @@ export interface PreparedTraining {
   job: TrainingJob;
   /** The `train` channel: each pinned dataset version's normalized rows, as `file`. */
   train: { key: string; file: string }[];
+  /** The `validation` channel, likewise (empty: the trainer holds out part of the train rows). */
+  validation: { key: string; file: string }[];
   /** The `model` channel: the base model's files (a catalog model in the model store, or a checkpoint). */
   model: { prefix: string; cacheName: string };
   /** The trainer's hyperparameters, with the path where the `model` channel's files are. */
@@ -106,10 +108,12 @@ export async function prepareTraining(
     throw new ConflictError(`Training job ${job.id} is ${job.status}; not starting it`);
   const key = jobItem(teamId, job.id);
   await svc.records.update(key.pk, key.sk, { set: { instance_type: opts.instanceType }, condition: ITEM_EXISTS });
-  const train = job.datasets.map((d) => ({
+  const rowsFile = (d: { name: string; version: number }) => ({
     key: rowsKey(teamId, d.name, d.version),
     file: `${d.name}-v${d.version}.jsonl`,
-  }));
+  });
+  const train = job.datasets.map(rowsFile);
+  const validation = (job.validation_datasets ?? []).map(rowsFile);
   let model: PreparedTraining['model'];
   if (!isUuid(job.base_model)) {
     // a base model (catalog or imported: both live under models/<id>/), else a checkpoint id
@@ -126,6 +130,7 @@ export async function prepareTraining(
   return {
     job: { ...job, instance_type: opts.instanceType },
     train,
+    validation,
     model,
     hyperparameters: (path) => trainerHyperparameters(job, path),
   };

@@ -28,7 +28,7 @@ const RlConfig = z.strictObject({
 /** The job as clients see it: the deployment's storage location and the billing inputs are internal. */
 export function jobView(job: TrainingJob): Omit<
   TrainingJob,
-  'deployment' | 'warnings' | 'instance_type' | 'compute_seconds' | 'trained_tokens'
+  'deployment' | 'warnings' | 'instance_type' | 'compute_seconds' | 'trained_tokens' | 'validation_datasets'
 > & { warnings: string[] } & {
   deployment: {
     status: 'active';
@@ -37,8 +37,15 @@ export function jobView(job: TrainingJob): Omit<
     thresholds: CalibratedThresholds | null;
   } | null;
 } {
-  // trained_tokens is OpenAI's field: GET /v1/fine_tuning/jobs/{id} shows it
-  const { deployment, instance_type: _instance, compute_seconds: _seconds, trained_tokens: _tokens, ...rest } = job;
+  // trained_tokens and the validation file are OpenAI's fields: GET /v1/fine_tuning/jobs/{id} shows them
+  const {
+    deployment,
+    instance_type: _instance,
+    compute_seconds: _seconds,
+    trained_tokens: _tokens,
+    validation_datasets: _validation,
+    ...rest
+  } = job;
   return {
     ...rest,
     warnings: job.warnings ?? [],

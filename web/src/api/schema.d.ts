@@ -1037,7 +1037,7 @@ export interface paths {
         put?: never;
         /**
          * Create a fine-tuning job (OpenAI Fine-tuning API); it is a native training job too
-         * @description model: a trainable decoder; training_file: a processed file of POST /v1/files; method supervised (chat rows) or dpo (preference rows). Shares the 20/min limit of POST /core/training-jobs.
+         * @description model: a trainable decoder; training_file: a processed file of POST /v1/files; method supervised (chat rows) or dpo (preference rows); validation_file (optional, the same kind of rows): what the trainer validates on instead of holding out 10% of training_file. Shares the 20/min limit of POST /core/training-jobs.
          */
         post: operations["postV1FineTuningJobs"];
         delete?: never;

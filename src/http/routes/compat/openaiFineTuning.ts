@@ -109,7 +109,7 @@ function jobObject(job: TrainingJob, teamId: string): z.infer<typeof FineTuningJ
     organization_id: teamId,
     status: STATUS[job.status],
     training_file: job.datasets[0]?.name ?? '',
-    validation_file: null,
+    validation_file: job.validation_datasets?.[0]?.name ?? null,
     result_files: [],
     hyperparameters,
     method: { type, [type]: { hyperparameters } },
@@ -140,11 +140,6 @@ async function nativeRequest(svc: Services, teamId: string, body: z.infer<typeof
   const type = body.method?.type ?? 'supervised';
   if (type === 'reinforcement')
     throw unsupported('method.type', 'reinforcement fine-tuning is not served; use supervised or dpo');
-  if (body.validation_file)
-    throw unsupported(
-      'validation_file',
-      'validation_file is not supported: the trainer holds out 10% of training_file itself',
-    );
   if (body.integrations?.length) throw unsupported('integrations', 'integrations are not supported');
   if (body.metadata && Object.keys(body.metadata).length)
     throw unsupported('metadata', 'metadata is not supported yet');
@@ -171,21 +166,29 @@ async function nativeRequest(svc: Services, teamId: string, body: z.infer<typeof
   if (!model.training_algorithms.includes(algorithm))
     throw unsupported('method.type', `${model.id} trains with ${model.training_algorithms.join(', ')} only`);
 
-  const file = await fileVersion(svc, teamId, body.training_file, 'training_file');
-  if (file.status !== 'ready') {
-    const why =
-      file.status === 'failed' ? 'failed validation (GET /v1/files/{id}: status_details)' : 'still being processed';
-    throw new BadRequestError(`File ${file.name} ${why}`, { param: 'training_file', code: 'invalid_file_status' });
-  }
-  if (!file.task_types.includes(algorithm))
-    throw new BadRequestError(
-      `File ${file.name} holds ${file.task_types.join(', ') || 'no'} rows, not the ${type === 'dpo' ? 'preference' : 'chat'} rows a ${type} job needs`,
-      { param: 'training_file', code: 'invalid_training_file' },
-    );
+  /** A processed file of the rows this job's method trains on, or a 400/404 naming `param`. */
+  const usableFile = async (id: string, param: 'training_file' | 'validation_file') => {
+    const file = await fileVersion(svc, teamId, id, param);
+    if (file.status !== 'ready') {
+      const why =
+        file.status === 'failed' ? 'failed validation (GET /v1/files/{id}: status_details)' : 'still being processed';
+      throw new BadRequestError(`File ${file.name} ${why}`, { param, code: 'invalid_file_status' });
+    }
+    if (!file.task_types.includes(algorithm))
+      throw new BadRequestError(
+        `File ${file.name} holds ${file.task_types.join(', ') || 'no'} rows, not the ${type === 'dpo' ? 'preference' : 'chat'} rows a ${type} job needs`,
+        { param, code: `invalid_${param}` },
+      );
+    return file;
+  };
+  const file = await usableFile(body.training_file, 'training_file');
+  // the trainer validates on these rows instead of holding out 10% of the training file
+  const validation = body.validation_file ? await usableFile(body.validation_file, 'validation_file') : undefined;
   return {
     model_name: body.suffix ?? 'fine-tune',
     base_model: model.id,
     datasets: [{ name: file.name, version: file.version }],
+    ...(validation ? { validation_datasets: [{ name: validation.name, version: validation.version }] } : {}),
     training_algorithm: algorithm,
     ...(algorithm === 'dpo'
       ? { rl_config: { beta: hp.beta === undefined || hp.beta === 'auto' ? DEFAULT_DPO_BETA : hp.beta } }
@@ -206,7 +209,7 @@ export const openAiFineTuningRoutes = [
     tag: 'openai-fine-tuning',
     summary: 'Create a fine-tuning job (OpenAI Fine-tuning API); it is a native training job too',
     description:
-      'model: a trainable decoder; training_file: a processed file of POST /v1/files; method supervised (chat rows) or dpo (preference rows). Shares the 20/min limit of POST /core/training-jobs.',
+      'model: a trainable decoder; training_file: a processed file of POST /v1/files; method supervised (chat rows) or dpo (preference rows); validation_file (optional, the same kind of rows): what the trainer validates on instead of holding out 10% of training_file. Shares the 20/min limit of POST /core/training-jobs.',
     body: CreateBody,
     responses: { 200: { description: 'The job, queued', schema: FineTuningJob } },
     handler: async ({ svc, principal, body }) => {
