@@ -4,12 +4,9 @@
  * object tool_choice) with a pydantic model. test/clients/instructor_check.py asks twice, the second
  * time with the constraint switched off, where instructor raises its validation error.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../src/paths';
 import { TestStack } from '../helpers/localStack';
 import { Landmark, MODEL, OPERATOR_KEY } from './helpers';
+import { runPythonClientCheck } from './pythonClient';
 
 type Run = { ok: true; object: unknown } | { ok: false; error: string; message: string };
 
@@ -18,15 +15,7 @@ let constrained: Run;
 let unconstrained: Run;
 beforeAll(async () => {
   stack = await TestStack.start();
-  // the pinned client venv (created once by `npm test`'s set-up, then a stamp check)
-  const python = execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-test-venv.sh'), 'clients'], {
-    encoding: 'utf8',
-  }).trim();
-  const { stdout } = await promisify(execFile)(
-    python,
-    [join(REPO_ROOT, 'test', 'clients', 'instructor_check.py'), `${stack.url}/v1`, OPERATOR_KEY, MODEL],
-    { encoding: 'utf8' },
-  );
+  const stdout = await runPythonClientCheck('instructor_check.py', [`${stack.url}/v1`, OPERATOR_KEY, MODEL]);
   [constrained, unconstrained] = stdout
     .trim()
     .split('\n')

@@ -3,6 +3,7 @@
  * the real engine's predictions on the mini model against a labelled dataset, for a base model and
  * for a complete training job; failures land on the record; bad requests get 4xx.
  */
+import { THRESHOLD_GRID } from '../../src/core/evaluation/scoring/calibration';
 import { jsonl, TestStack } from '../helpers/localStack';
 import { seedCompleteEncoderJob } from '../helpers/seedJobs';
 
@@ -201,18 +202,17 @@ describe('calibrated thresholds: an evaluation reports them, a deployment opts i
       .sort();
   const deploy = (job: string, body: Record<string, unknown>) =>
     stack.call('POST', `/core/training-jobs/${job}/deploy`, { body });
-  const GRID = Array.from({ length: 19 }, (_, i) => (i + 1) / 20);
   const same = (a: string[], b: string[]) => a.join() === b.join();
 
   it('per-type curves and best thresholds; calibrated deployments apply them unless the request sends a threshold', async () => {
     // the oracle: the catalog model's spans per type at every grid threshold (the seeded job has its weights)
     const found = new Map<number, any>();
-    for (const t of GRID) found.set(t, await ask('sift/gliner2-mini-v1', t));
+    for (const t of THRESHOLD_GRID) found.set(t, await ask('sift/gliner2-mini-v1', t));
     const at = (t: number, label: string) => spansOf(found.get(t), label);
     let label: string | undefined;
     let low = 0;
     for (const l of ['person', 'city']) {
-      low = [...GRID].reverse().find((t) => t < 0.5 && !same(at(t, l), at(0.5, l))) ?? 0;
+      low = [...THRESHOLD_GRID].reverse().find((t) => t < 0.5 && !same(at(t, l), at(0.5, l))) ?? 0;
       if (low) {
         label = l;
         break;
@@ -225,7 +225,7 @@ describe('calibrated thresholds: an evaluation reports them, a deployment opts i
     const other = LABELS.find((l) => l !== label)!;
     const gold = at(low, label);
     // every threshold where the model finds exactly the gold spans has F1 1; the best is the one nearest 0.5
-    const perfect = GRID.filter((t) => same(at(t, label), gold));
+    const perfect = THRESHOLD_GRID.filter((t) => same(at(t, label), gold));
     const best = perfect.reduce((a, b) => (Math.abs(b - 0.5) < Math.abs(a - 0.5) - 1e-9 ? b : a));
     const toEntity = (key: string, l: string) => {
       const [start, end] = key.split(':').map(Number) as [number, number];

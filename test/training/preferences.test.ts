@@ -8,23 +8,17 @@
  * one, follows the events and chats as the `ft:` model (test/clients/openai_fine_tuning_check.py), so one
  * job checks both. Nothing here is simulated.
  */
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import OpenAI from 'openai7';
-import { REPO_ROOT } from '../../src/paths';
+import { runPythonClientCheck } from '../clients/pythonClient';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
 
 const BASE = 'HuggingFaceTB/SmolLM2-135M-Instruct';
-const CHECK = join(REPO_ROOT, 'test', 'clients', 'openai_fine_tuning_check.py');
-/** The pinned Python client venv (created once by `npm test`'s set-up, then a stamp check). */
-const clientsPython = () =>
-  execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-test-venv.sh'), 'clients'], { encoding: 'utf8' }).trim();
 const TERMINAL = ['complete', 'failed', 'stopped'];
 let stack: TestStack;
 
@@ -142,11 +136,13 @@ describe('DPO, through the unchanged Python openai SDK (#31)', () => {
         })),
       ),
     );
-    const { stdout } = await promisify(execFile)(
-      clientsPython(),
-      [CHECK, 'dpo', `${stack.url}/v1`, OPERATOR_KEY, BASE, file],
-      { encoding: 'utf8' },
-    );
+    const stdout = await runPythonClientCheck('openai_fine_tuning_check.py', [
+      'dpo',
+      `${stack.url}/v1`,
+      OPERATOR_KEY,
+      BASE,
+      file,
+    ]);
     await rm(dir, { recursive: true, force: true });
     const run = JSON.parse(stdout.trim());
     const team = (await stack.call('GET', '/billing/usage/requests')).body.team_id as string;

@@ -2,16 +2,14 @@
  * Real training through the HTTP API: the Python trainer (gliner2, PEFT, TRL) on the offline base
  * models that `npm test`'s set-up builds. Nothing here is simulated.
  */
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { jest } from '@jest/globals';
 import OpenAI, { toFile } from 'openai7';
 import { list as listTar } from 'tar';
 import { getCheckpoint, modelPrefix } from '../../src/core/training/artifacts';
-import { REPO_ROOT } from '../../src/paths';
+import { runPythonClientCheck } from '../clients/pythonClient';
 import { OPERATOR_KEY, TestStack, jsonl } from '../helpers/localStack';
 
 jest.setTimeout(15 * 60_000);
@@ -224,6 +222,15 @@ describe('encoder training', () => {
 
 describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', () => {
   let sftJob: OpenAI.FineTuning.FineTuningJob | undefined;
+  /** A file's status once its processing ended (as a script polls files.retrieve), within a minute. */
+  const processed = async (openai: OpenAI, id: string) => {
+    let status = (await openai.files.retrieve(id)).status;
+    for (let i = 0; status !== 'processed' && status !== 'error' && i < 120; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      status = (await openai.files.retrieve(id)).status;
+    }
+    return status;
+  };
 
   it('uploads a chat file, trains it to succeeded, and answers chat as the ft: model', async () => {
     const openai = new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: OPERATOR_KEY, maxRetries: 0 });
@@ -232,19 +239,13 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
       file: await toFile(Buffer.from(jsonl(chatRows)), 'sums.jsonl'),
       purpose: 'fine-tune',
     });
-    let status = file.status;
-    for (let i = 0; status !== 'processed' && status !== 'error' && i < 120; i++) {
-      await new Promise((r) => setTimeout(r, 500));
-      status = (await openai.files.retrieve(file.id)).status;
-    }
-    expect(status).toBe('processed');
+    expect(await processed(openai, file.id)).toBe('processed');
     // a validation file of its own: the trainer validates on it instead of holding out 10% of the training file
     const validationFile = await openai.files.create({
       file: await toFile(Buffer.from(jsonl(chatRows.slice(0, 3))), 'sums-validation.jsonl'),
       purpose: 'fine-tune',
     });
-    for (let i = 0; (await openai.files.retrieve(validationFile.id)).status !== 'processed' && i < 120; i++)
-      await new Promise((r) => setTimeout(r, 500));
+    expect(await processed(openai, validationFile.id)).toBe('processed');
 
     const created = await openai.fineTuning.jobs.create({
       model: 'HuggingFaceTB/SmolLM2-135M-Instruct',
@@ -319,21 +320,12 @@ describe('the OpenAI fine-tuning API, through the unchanged openai SDKs (#31)', 
 
   it('the Python openai SDK reads the same job, chats as its ft: model and gets OpenAI errors', async () => {
     if (!sftJob) throw new Error('needs the job the test above trains');
-    // the pinned Python client venv (created once by `npm test`'s set-up, then a stamp check)
-    const python = execFileSync('bash', [join(REPO_ROOT, 'scripts', 'setup-test-venv.sh'), 'clients'], {
-      encoding: 'utf8',
-    }).trim();
-    const { stdout } = await promisify(execFile)(
-      python,
-      [
-        join(REPO_ROOT, 'test', 'clients', 'openai_fine_tuning_check.py'),
-        'follow',
-        `${stack.url}/v1`,
-        OPERATOR_KEY,
-        sftJob.id,
-      ],
-      { encoding: 'utf8' },
-    );
+    const stdout = await runPythonClientCheck('openai_fine_tuning_check.py', [
+      'follow',
+      `${stack.url}/v1`,
+      OPERATOR_KEY,
+      sftJob.id,
+    ]);
     const run = JSON.parse(stdout.trim());
     expect(run).toMatchObject({
       status: 'succeeded',
