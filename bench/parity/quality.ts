@@ -6,7 +6,7 @@
  * F1 rules). Prints test F1 and wall time per dataset and training size.
  *
  *   npm run bench:quality -- [--sets wnut17,conll04-entities,conll04-relations,banking77,snips,restaurant8k]
- *                            [--sizes 100,300,1000] [--test-rows 300] [--skip-plain | --skip-sift] [--training-type lora|full]
+ *                            [--sizes 100,300,1000] [--test-rows 300 (0: all)] [--skip-plain | --skip-sift] [--training-type lora|full]
  *                            [--epochs N] [--learning-rate R]   (nr_epochs / learning_rate for the Sift jobs;
  *                                                                 default: the service's own choice)
  *
@@ -45,7 +45,7 @@ const args = process.argv.slice(2);
 const opt = (name: string, d: string) => (args.includes(name) ? String(args[args.indexOf(name) + 1]) : d);
 const sets = opt('--sets', Object.keys(SETS).join(',')).split(',');
 const sizes = opt('--sizes', '100,300,1000').split(',').map(Number);
-const testRows = Number(opt('--test-rows', '300'));
+const testRows = Number(opt('--test-rows', '300')); // 0: the whole test split
 const trainingType = opt('--training-type', '');
 const epochs = opt('--epochs', '');
 const learningRate = opt('--learning-rate', '');
@@ -97,14 +97,12 @@ interface Result {
 }
 
 /**
- * The head(s) that answered the classification tasks of an evaluation (`metrics.routes`: task → route →
- * rows; issue #30's pooled classifier or the GLiNER2 route), with row counts when more than one answered.
+ * The head that answered each classification task of an evaluation (`metrics.routes`: task → the route that
+ * answered most of its rows; issue #30's pooled classifier or the GLiNER2 route).
  */
-function routesOf(metrics: { routes?: Record<string, Record<string, number>> } | undefined): string | undefined {
-  const rows = new Map<string, number>();
-  for (const byRoute of Object.values(metrics?.routes ?? {}))
-    for (const [route, n] of Object.entries(byRoute)) rows.set(route, (rows.get(route) ?? 0) + n);
-  return rows.size ? [...rows].map(([r, n]) => (rows.size > 1 ? `${r} ×${n}` : r)).join(', ') : undefined;
+function routesOf(metrics: { routes?: Record<string, string> } | undefined): string | undefined {
+  const routes = [...new Set(Object.values(metrics?.routes ?? {}))];
+  return routes.length ? routes.join(', ') : undefined;
 }
 
 async function main() {
@@ -175,7 +173,7 @@ async function main() {
     };
     for (const set of sets) {
       const train = shuffled(await readRows(set, 'train'), 13);
-      const test = shuffled(await readRows(set, 'test'), 17).slice(0, testRows);
+      const test = shuffled(await readRows(set, 'test'), 17).slice(0, testRows || undefined);
       const testName = `${set}-test`;
       await upload(testName, test);
       for (const n of sizes) {
