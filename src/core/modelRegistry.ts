@@ -19,7 +19,7 @@ import { baseModelManifestKey, MANIFEST_FILE } from './modelLayout';
 import { BUCKET_PREFIXES } from './storageLayout';
 
 /** The architectures the engine serves: GLiNER2's span extractor (the converter refuses the others). */
-export const SERVABLE_ARCHITECTURES = ['gliner2-span'] as const;
+export const SERVABLE_ARCHITECTURES = ['gliner2-span', 'gliner2-boundary'] as const;
 
 /** Longest `<org>` and `<name>` (the Hugging Face hub's limit is 96 for the whole id's parts). */
 export const MAX_ORG_CHARS = 64;

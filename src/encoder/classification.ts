@@ -1,7 +1,7 @@
 /** Classification decoding from the classifier head's logits (gliner2 semantics, Sift's multi-label rule). */
 import { sigmoid } from './decode';
 import type { ClassificationSpec } from './schema';
-import type { LabelScore } from './types';
+import type { LabelScore, RawLabelScore } from './types';
 
 export function stableSortDesc<T extends LabelScore>(xs: T[]): T[] {
   return xs
@@ -57,4 +57,16 @@ export function decodeClassification(
     }
   }
   return chosen;
+}
+
+/** A classification task's answer from its logits; `raw`: every label sorted by score with its logit (label-group merging). */
+export function classificationAnswer(
+  c: ClassificationSpec,
+  lg: Float32Array,
+  threshold: number,
+  raw: boolean,
+): LabelScore[] | RawLabelScore[] {
+  if (!raw) return decodeClassification(c, lg, threshold);
+  const probs = classProbs(c, lg);
+  return stableSortDesc(c.labels.map((label, j): RawLabelScore => ({ label, score: probs[j]!, logit: lg[j]! })));
 }

@@ -14,6 +14,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { paddedBatches } from './batches';
+import { decodeBoundaryRecord, scoreBoundaryBatch, unsupportedBoundaryTasks } from './boundary';
 import { decodeRecord } from './extract';
 import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
@@ -64,6 +65,10 @@ export function loadedBytes(onnxFileBytes: number, tokenizerJsonBytes: number): 
   return onnxFileBytes + TOKENIZER_MEMORY_PER_JSON_BYTE * tokenizerJsonBytes;
 }
 
+/** A span model's head graphs (export_onnx.py) and a boundary model's (export_boundary.py), beside the encoder. */
+const SPAN_FILES = ['onnx/span_rep.onnx', 'onnx/count_pred.onnx', 'onnx/count_embed.onnx', 'onnx/classifier.onnx'];
+const BOUNDARY_FILES = ['onnx/classifier.onnx', 'onnx/boundary_candidates.onnx'];
+
 export class EncoderModel {
   readonly dir: string;
   readonly config: FragmentConfig;
@@ -80,8 +85,11 @@ export class EncoderModel {
     bytes: number,
     private readonly tok: PromptTokens,
     private readonly sessions: SessionSet & { readonly provider: ExecutionProviderOutcome },
-    /** How spans are scored: `span_scores.onnx` (one graph to probabilities) or `span_rep.onnx` + host dot products (older exports). */
-    readonly scorer: Scorer = 'span_rep',
+    /**
+     * How spans are scored: `span_scores.onnx` (one graph to probabilities), `span_rep.onnx` + host dot products
+     * (older exports), or a boundary model's `boundary_candidates.onnx` (boundary.ts).
+     */
+    readonly scorer: Scorer | 'boundary' = 'span_rep',
     /** count_embed_c1.onnx: the count embedding for slot 0 only (entities, C = 1). */
     private readonly hasC1 = false,
     /** onnx/pooled_classifier.onnx + .json (pooled.ts), when the model has them. */
@@ -95,16 +103,13 @@ export class EncoderModel {
     this.executionProvider = sessions.provider;
   }
 
-  /** Files an exported model directory must hold. */
-  static requiredFiles(precision: Precision = 'fp32'): string[] {
+  /** Files an exported model directory must hold (a boundary model's heads are `BOUNDARY_FILES`, not these). */
+  static requiredFiles(precision: Precision = 'fp32', architecture: FragmentConfig['architecture'] = 'span'): string[] {
     return [
       'tokenizer.json',
       'onnx/gliner2_config.json',
       precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx',
-      'onnx/span_rep.onnx',
-      'onnx/count_pred.onnx',
-      'onnx/count_embed.onnx',
-      'onnx/classifier.onnx',
+      ...(architecture === 'boundary' ? BOUNDARY_FILES : SPAN_FILES),
     ];
   }
 
@@ -119,21 +124,36 @@ export class EncoderModel {
     } = {},
   ): Promise<EncoderModel> {
     const precision = opts.precision ?? 'fp32';
-    const missing = EncoderModel.requiredFiles(precision).filter((f) => !existsSync(join(dir, f)));
+    const configFile = join(dir, 'onnx/gliner2_config.json');
+    const config = existsSync(configFile)
+      ? (JSON.parse(readFileSync(configFile, 'utf8')) as FragmentConfig)
+      : ({ architecture: 'span' } as FragmentConfig);
+    const boundary = config.architecture === 'boundary';
+    if (config.architecture !== undefined && config.architecture !== 'span' && !boundary)
+      throw new Error(`unsupported architecture ${String(config.architecture)}`);
+    const missing = EncoderModel.requiredFiles(precision, config.architecture).filter((f) => !existsSync(join(dir, f)));
     if (missing.length) throw new Error(`encoder model at ${dir} is missing ${missing.join(', ')}`);
-    const config = JSON.parse(readFileSync(join(dir, 'onnx/gliner2_config.json'), 'utf8')) as FragmentConfig;
-    if (config.counting_layer !== 'count_lstm' && config.counting_layer !== 'count_lstm_v2')
+    if (!boundary && (typeof config.max_width !== 'number' || typeof config.max_count !== 'number'))
+      throw new Error('a span model config needs max_width and max_count');
+    if (!boundary && config.counting_layer !== 'count_lstm' && config.counting_layer !== 'count_lstm_v2')
       throw new Error(`unsupported counting_layer ${config.counting_layer}`);
     const window = windowPlan(config); // a window the backbone cannot take fails the load, before any session is created
     const pooledMeta = readPooledMeta(dir, window.tokens);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
-    const files = [
-      encFile,
-      'onnx/span_rep.onnx',
-      'onnx/count_pred.onnx',
-      'onnx/count_embed.onnx',
-      'onnx/classifier.onnx',
-    ];
+    if (boundary) {
+      const files = [encFile, ...BOUNDARY_FILES, ...(pooledMeta ? [POOLED_ONNX, POOLED_JSON] : [])];
+      const sessions = await createSessions(
+        {
+          encoder: join(dir, encFile),
+          classifier: join(dir, 'onnx/classifier.onnx'),
+          boundaryCandidates: join(dir, 'onnx/boundary_candidates.onnx'),
+          ...(pooledMeta ? { pooledClassifier: join(dir, POOLED_ONNX) } : {}),
+        },
+        { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },
+      );
+      return EncoderModel.finishLoad(dir, config, precision, files, sessions, 'boundary', false, pooledMeta);
+    }
+    const files = [encFile, ...SPAN_FILES];
     // span_scores.onnx (sift_trainer.export.export_scorer) when exported: no per-span MLP, no host scoring loops
     const scorer =
       opts.scorer !== 'span_rep' &&
@@ -159,6 +179,29 @@ export class EncoderModel {
       },
       { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },
     );
+    return EncoderModel.finishLoad(
+      dir,
+      config,
+      precision,
+      files,
+      sessions,
+      scorer,
+      existsSync(join(dir, 'onnx/count_embed_c1.onnx')),
+      pooledMeta,
+    );
+  }
+
+  /** The tokenizer and the counted size, once the sessions are up. */
+  private static async finishLoad(
+    dir: string,
+    config: FragmentConfig,
+    precision: Precision,
+    files: string[],
+    sessions: SessionSet & { readonly provider: ExecutionProviderOutcome },
+    scorer: Scorer | 'boundary',
+    hasC1: boolean,
+    pooledMeta: ReturnType<typeof readPooledMeta>,
+  ): Promise<EncoderModel> {
     const bytes = loadedBytes(
       files.reduce((n, f) => n + statSync(join(dir, f)).size, 0),
       statSync(join(dir, 'tokenizer.json')).size,
@@ -175,7 +218,7 @@ export class EncoderModel {
       new PromptTokens(tokenizer),
       sessions,
       scorer,
-      existsSync(join(dir, 'onnx/count_embed_c1.onnx')),
+      hasC1,
       pooledMeta && new PooledClassifier(pooledMeta, tokenizer),
     );
   }
@@ -190,6 +233,8 @@ export class EncoderModel {
    * (`mergeGroups`). Schemas that fit take the direct path unchanged.
    */
   async infer(texts: string[], schema: EncoderSchema, opts: InferOptions = {}): Promise<InferOutput> {
+    const unsupported = this.scorer === 'boundary' ? unsupportedBoundaryTasks(schema) : [];
+    if (unsupported.length) throw new EncoderInputError(unsupported.join('; '));
     const pooledTasks = this.pooled ? schema.classifications.filter((c) => this.pooled!.covers(c)) : [];
     const routes = Object.fromEntries(
       schema.classifications.map((c) => [c.task, pooledTasks.includes(c) ? 'pooled' : 'gliner2'] as const),
@@ -394,11 +439,15 @@ export class EncoderModel {
     threshold: number,
     raw = false,
   ): Promise<EncoderResult[]> {
+    if (this.scorer === 'boundary') {
+      const scores = await scoreBoundaryBatch(this.sessions, this.config, batch, tasks);
+      return batch.map((r, bi) => decodeBoundaryRecord(r, bi, scores, tasks, this.config, threshold, raw));
+    }
     const scores = await scoreBatch(
       { sessions: this.sessions, config: this.config, scorer: this.scorer, hasC1: this.hasC1 },
       batch,
       tasks,
     );
-    return batch.map((r, bi) => decodeRecord(r, bi, scores, this.config.max_width, threshold, raw));
+    return batch.map((r, bi) => decodeRecord(r, bi, scores, this.config.max_width!, threshold, raw));
   }
 }

@@ -2,11 +2,11 @@
  * One record's results from its batch's head scores (gliner2 decoding): entity spans per type, structure
  * instances (str/list fields, choices on the prefix), relation instances, classifications.
  */
-import { decodeClassification, classProbs, stableSortDesc } from './classification';
+import { classificationAnswer } from './classification';
 import { finalizeSpans, type Span } from './decode';
 import type { BatchScores } from './heads';
 import { CodePoints, pyStrip } from './text';
-import type { ChoiceValue, EncodedRecord, EncoderResult, FieldValue, RawLabelScore, RelationInstance } from './types';
+import type { ChoiceValue, EncodedRecord, EncoderResult, FieldValue, RelationInstance } from './types';
 
 /** `raw`: classification tasks return every label (sorted by score) with its logit, for label-group merging. */
 export function decodeRecord(
@@ -110,12 +110,7 @@ export function decodeRecord(
     const c = t.classification!;
     const lg = clsLogits.get(`${bi}:${i}`) ?? new Float32Array(0);
     if (!lg.length) continue;
-    if (raw) {
-      const probs = classProbs(c, lg);
-      res.classifications[t.name] = stableSortDesc(
-        c.labels.map((label, j): RawLabelScore => ({ label, score: probs[j]!, logit: lg[j]! })),
-      );
-    } else res.classifications[t.name] = decodeClassification(c, lg, threshold);
+    res.classifications[t.name] = classificationAnswer(c, lg, threshold, raw);
   }
   return res;
 }

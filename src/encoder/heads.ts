@@ -66,7 +66,7 @@ export async function scoreBatch(
   tasks: PromptTask[],
 ): Promise<BatchScores> {
   const D = config.hidden_size;
-  const W = config.max_width;
+  const W = config.max_width!; // a span model's config has it (EncoderModel.load checks)
   const B = batch.length;
   const { hidden, S } = await encodeRows(
     sessions,
@@ -121,7 +121,7 @@ export async function scoreBatch(
       p_emb: { type: 'float32', data: p, dims: [B * spanTasks.length, D] },
     });
     const logits = out.count_logits!.data;
-    const K = config.max_count;
+    const K = config.max_count!;
     batch.forEach((_, bi) => {
       spanTasks.forEach((_t, k) => {
         const row = logits.subarray((bi * spanTasks.length + k) * K, (bi * spanTasks.length + k + 1) * K);
@@ -200,32 +200,7 @@ export async function scoreBatch(
     scores = out.scores!.data;
   }
 
-  // classification logits for all classification tasks
-  const clsLogits = new Map<string, Float32Array>();
-  if (clsTasks.length) {
-    const all: Float32Array[] = [];
-    const keys: Array<{ key: string; n: number }> = [];
-    batch.forEach((r, bi) => {
-      clsTasks.forEach(({ i }) => {
-        const pos = r.taskPos[i]!.slice(1);
-        for (const p of pos) all.push(vec(bi, p));
-        keys.push({ key: `${bi}:${i}`, n: pos.length });
-      });
-    });
-    if (all.length) {
-      const x = new Float32Array(all.length * D);
-      all.forEach((v, j) => {
-        x.set(v, j * D);
-      });
-      const out = await sessions.run('classifier', { label_embs: { type: 'float32', data: x, dims: [all.length, D] } });
-      const lg = out.logits!.data;
-      let o = 0;
-      for (const { key, n } of keys) {
-        clsLogits.set(key, lg.slice(o, o + n));
-        o += n;
-      }
-    }
-  }
+  const clsLogits = await classifierLogits(sessions, batch, clsTasks, vec, D);
 
   const scoresFor = (bi: number, k: number, c: number, m: number): Float32Array | Float64Array => {
     if (scores) {
@@ -246,4 +221,38 @@ export async function scoreBatch(
     return out;
   };
   return { spanTasks, clsTasks, counts, scoresFor, clsLogits };
+}
+
+/** Classifier logits of every classification task of every record (`${record}:${task index}` → one per label, in label order). */
+export async function classifierLogits(
+  sessions: SessionSet,
+  batch: EncodedRecord[],
+  clsTasks: SpanTask[],
+  vec: (bi: number, pos: number) => Float32Array,
+  D: number,
+): Promise<Map<string, Float32Array>> {
+  const clsLogits = new Map<string, Float32Array>();
+  if (!clsTasks.length) return clsLogits;
+  const all: Float32Array[] = [];
+  const keys: Array<{ key: string; n: number }> = [];
+  batch.forEach((r, bi) => {
+    clsTasks.forEach(({ i }) => {
+      const pos = r.taskPos[i]!.slice(1);
+      for (const p of pos) all.push(vec(bi, p));
+      keys.push({ key: `${bi}:${i}`, n: pos.length });
+    });
+  });
+  if (!all.length) return clsLogits;
+  const x = new Float32Array(all.length * D);
+  all.forEach((v, j) => {
+    x.set(v, j * D);
+  });
+  const out = await sessions.run('classifier', { label_embs: { type: 'float32', data: x, dims: [all.length, D] } });
+  const lg = out.logits!.data;
+  let o = 0;
+  for (const { key, n } of keys) {
+    clsLogits.set(key, lg.slice(o, o + n));
+    o += n;
+  }
+  return clsLogits;
 }

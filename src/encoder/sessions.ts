@@ -24,6 +24,7 @@ export type SessionName =
   | 'countEmbed'
   | 'countEmbedC1'
   | 'classifier'
+  | 'boundaryCandidates'
   | 'pooledClassifier';
 export interface Feed {
   type: 'int64' | 'float32';

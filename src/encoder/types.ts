@@ -19,10 +19,21 @@ export type {
 } from '../core/extraction/types';
 
 export interface FragmentConfig {
+  /** gliner2's `architecture`; absent in exports before boundary models were served: `span`. */
+  architecture?: 'span' | 'boundary';
   hidden_size: number;
-  max_width: number;
-  max_count: number;
-  counting_layer: string;
+  /** Span models: the widest span (words), the count head's slots and its layer. */
+  max_width?: number;
+  max_count?: number;
+  counting_layer?: string;
+  /** Boundary models (boundary.ts): candidate decoding as the library's `BoundaryHeadSettings` sets it. */
+  candidate_budget?: number;
+  pair_temperature?: number;
+  classification_temperature?: number;
+  enable_abstention?: boolean;
+  abstention_threshold?: number;
+  /** Canonical overlap policy per label: `disallow` (gliner2's `flat`), `nested`, `longest` or `allow`. */
+  overlap_policy?: string;
   max_position_embeddings: number;
   /**
    * Tokens per encoder pass (prompt + text) a long text's windows are sized to (windows.ts `windowPlan`);

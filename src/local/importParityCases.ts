@@ -11,6 +11,11 @@ export interface ParityCase {
   texts: string[];
   schema: EncoderSchema;
   threshold: number;
+  /** Per text: more than 1 when the text is longer than one window (the library then reads it with `batch_extract_long`). */
+  chunked?: number[];
+  /** Words per window and words two windows share, for both the engine and the library's `batch_extract_long`. */
+  chunk_words?: number;
+  chunk_overlap?: number;
 }
 
 const schema = (s: Partial<EncoderSchema>): EncoderSchema => ({
@@ -77,3 +82,19 @@ export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
     threshold: 0.3,
   },
 ];
+
+/**
+ * The cases for a checkpoint of gliner2 `architecture`: a boundary model is checked on every head it serves
+ * (encoder/boundary.ts `unsupportedBoundaryTasks`: no choice fields, no relations yet), so its cases drop those.
+ */
+export function parityCasesFor(architecture: string): readonly ParityCase[] {
+  if (architecture !== 'boundary') return IMPORT_PARITY_CASES;
+  return IMPORT_PARITY_CASES.map((c) => ({
+    ...c,
+    schema: {
+      ...c.schema,
+      structures: c.schema.structures.map((s) => ({ ...s, fields: s.fields.filter((f) => !f.choices?.length) })),
+      relations: [],
+    },
+  })).filter((c) => c.schema.entities.length + c.schema.classifications.length + c.schema.structures.length > 0);
+}

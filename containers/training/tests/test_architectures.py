@@ -1,6 +1,7 @@
 """The released GLiNER2 architectures (issue #27), each on a tiny random-initialised checkpoint built
 offline at its real config shape (sift_trainer.build.architectures): imported and exported with
-parity, the boundary architecture refused by name, LoRA targets resolved on DeBERTa.
+parity, the boundary architecture exported (and its untested settings refused by name), LoRA targets
+resolved on DeBERTa.
 
 One checkpoint per architecture, built and converted once per session (~30 s in all on 2 cores,
 most of it the 250k-piece mDeBERTa vocabulary)."""
@@ -131,10 +132,45 @@ def test_count_lstm_v2_exports_the_fused_layer_as_plain_ops(converted):
         assert np.abs(ref - got).max() < 1e-4, fields
 
 
-def test_a_boundary_checkpoint_is_refused_naming_its_architecture(checkpoints):
+def test_a_boundary_checkpoint_converts_to_the_boundary_fragments(checkpoints, tmp_path):
+    """#32: a boundary checkpoint loads through AutoExtractor and exports the encoder, classifier and candidate
+    graphs with a config the TS engine decodes by (its parity with the library: test/local/boundaryModel.test.ts)."""
+    from sift_trainer.export.import_checkpoint import convert
+
+    manifest = convert(checkpoints["boundary"], tmp_path / "out", "test/boundary-tiny", [CASE])
+    assert manifest["architecture"] == "gliner2-boundary"
+    assert manifest["architecture_details"]["gliner2"] == "boundary"
+    assert manifest["architecture_details"]["candidate_budget"] == 128
+    assert "max_width" not in manifest["onnx"] and manifest["onnx"]["candidate_budget"] == 128
+    onnx = tmp_path / "out" / "onnx"
+    for f in ("encoder.onnx", "encoder.int8.onnx", "classifier.onnx", "boundary_candidates.onnx"):
+        assert (onnx / f).is_file(), f
+    assert not (onnx / "span_rep.onnx").exists()
+    cfg = json.loads((onnx / "gliner2_config.json").read_text())
+    assert cfg["architecture"] == "boundary" and cfg["overlap_policy"] == "disallow"
+    assert (cfg["pair_temperature"], cfg["enable_abstention"], cfg["abstention_threshold"]) == (1.0, True, 0.5)
+    assert max(cfg["parity_max_abs_diff"].values()) < 1e-4
+    # the library's own answer on the checkpoint (threshold 0: every candidate the head keeps), for the TS side
+    ref = manifest["reference"][0]["results"][0]
+    assert ref["E|person|present"] == 1.0
+
+
+def test_a_boundary_setting_the_export_has_not_been_tested_with_is_refused_by_name(checkpoints, tmp_path):
+    from sift_trainer.export.import_checkpoint import convert
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    for f in checkpoints["boundary"].rglob("*"):
+        if f.is_file():
+            (ckpt / f.relative_to(checkpoints["boundary"])).parent.mkdir(parents=True, exist_ok=True)
+            (ckpt / f.relative_to(checkpoints["boundary"])).symlink_to(f)
+    cfg = json.loads((checkpoints["boundary"] / "config.json").read_text())
+    cfg["boundary_head"] = {**cfg["boundary_head"], "candidate_pool": "shared"}
+    (ckpt / "config.json").unlink()
+    (ckpt / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(CheckpointError) as e:
-        check_checkpoint(checkpoints["boundary"])
-    assert "architecture is 'boundary' (the GLiNER2.5 family): Sift does not serve boundary models yet" in str(e.value)
+        convert(ckpt, tmp_path / "out", "test/boundary-shared")
+    assert "boundary head settings not supported by the export yet: candidate_pool='shared'" in str(e.value)
 
 
 def test_a_deberta_checkpoint_naming_code_is_refused(checkpoints, tmp_path):

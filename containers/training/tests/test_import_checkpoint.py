@@ -162,8 +162,8 @@ def test_a_truncated_weights_file_is_refused_naming_it(tmp_path, encoder_base):
         (lambda d: shutil.rmtree(d / "encoder_config"), "encoder_config/config.json (the backbone config) is missing"),
         (lambda d: [p.unlink() for p in d.glob("tokenizer*")], "holds no tokenizer"),
         (
-            lambda d: _edit_config(d, architecture="boundary"),
-            "architecture is 'boundary' (the GLiNER2.5 family): Sift does not serve boundary models yet",
+            lambda d: _edit_config(d, architecture="token"),
+            "architecture is 'token': Sift's ONNX fragments export 'span' and 'boundary' GLiNER2 models",
         ),
         (
             lambda d: _edit_config(d, counting_layer="count_mlp"),

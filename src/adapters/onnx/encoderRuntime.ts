@@ -56,6 +56,17 @@ const CHECKED_DIR_TTL_MS = 5000;
 const WANTED = (rel: string) =>
   rel === 'tokenizer.json' || rel === 'manifest.json' || rel === 'config.json' || rel.startsWith('onnx/');
 
+/** The fragment architecture a model's manifest names (`architecture: gliner2-boundary`); anything else is a span export. */
+function manifestArchitecture(manifest: string): 'span' | 'boundary' {
+  try {
+    return (JSON.parse(manifest) as { architecture?: unknown }).architecture === 'gliner2-boundary'
+      ? 'boundary'
+      : 'span';
+  } catch {
+    return 'span';
+  }
+}
+
 export interface EncoderRuntimeOptions {
   cacheDir?: string;
   /** Bytes of ONNX weights kept loaded at once (least recently used models are released). */
@@ -147,7 +158,9 @@ export class OnnxEncoderRuntime implements EncoderRuntime<EncoderModel> {
         return target;
       }
       const keys = (await blobs.list(model.prefix)).filter((k) => WANTED(k.slice(model.prefix.length)));
-      const missing = EncoderModel.requiredFiles('fp32').filter((f) => !keys.includes(model.prefix + f));
+      const missing = EncoderModel.requiredFiles('fp32', manifestArchitecture(manifest)).filter(
+        (f) => !keys.includes(model.prefix + f),
+      );
       if (missing.length)
         throw new ServiceUnavailableError(
           `Model '${model.requested}' has no servable ONNX export in the model store (missing ${missing.join(', ')})`,

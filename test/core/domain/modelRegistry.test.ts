@@ -73,7 +73,8 @@ describe('registry entries', () => {
       languages: ['en'],
     });
     // an architecture the engine does not serve, or no entry at all, registers nothing
-    expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-boundary' }) })).toBeUndefined();
+    expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-token' }) })).toBeUndefined();
+    expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-boundary' }) })?.architecture).toBe('gliner2-boundary');
     expect(readRegistryEntry({ registry: entry({ source: 'catalog' }) })).toBeUndefined();
     expect(readRegistryEntry({ model_id: ID })).toBeUndefined();
     expect(readRegistryEntry(null)).toBeUndefined();

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,94 @@ def export_boundary_candidates(model: nn.Module, onnx_dir: Path, verify: bool = 
     if worst > TOLERANCE:
         raise ValueError(f"boundary_candidates.onnx differs from the library by {worst} (> {TOLERANCE})")
     return report
+
+
+#: the boundary model's served graphs beside its config (the span model's are export_onnx.py's)
+BOUNDARY_FORMAT = "sift-gliner2-fragments/3"
+
+
+def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> dict[str, Any]:
+    """A boundary model (``AutoExtractor``, CPU, fp32) as the TS engine's fragments in ``out_dir/onnx``: the
+    encoder and classifier graphs the span export writes, ``boundary_candidates.onnx``, and a config naming the
+    architecture and the decoding settings the TS side applies (temperatures, abstention, overlap policy)."""
+    from gliner2.inference.overlap import normalize_overlap_policy
+
+    from .export_onnx import _MLP, OPSET, encoder_parity, export_encoder, finish_with_int8, prompt_config
+
+    t0 = time.time()
+    onnx_dir = Path(out_dir) / "onnx"
+    onnx_dir.mkdir(parents=True, exist_ok=True)
+    model = model.float().cpu().eval()
+    settings = model.boundary_head.settings
+    if settings.adaptive_threshold:
+        raise ValueError("boundary head settings not supported by the export yet: adaptive_threshold=True")
+    d = int(model.encoder.config.hidden_size)
+    encoder_graph = export_encoder(model, onnx_dir)
+    classifier = _MLP(model.classifier)
+    _export(
+        classifier,
+        (torch.randn(3, d, generator=torch.Generator().manual_seed(0)),),
+        onnx_dir / "classifier.onnx",
+        ["label_embs"],
+        ["logits"],
+        {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
+    )
+    candidates = export_boundary_candidates(model, onnx_dir, verify=verify)
+    parity = dict(candidates["parity_max_abs_diff"])
+    if verify:
+        parity["encoder"] = encoder_parity(model, onnx_dir)
+        labels = torch.randn(4, d, generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            want = model.classifier(labels).numpy()
+        parity["classifier"] = float(
+            np.abs(want - _ort(onnx_dir / "classifier.onnx").run(None, {"label_embs": labels.numpy()})[0]).max()
+        )
+        if max(parity.values()) > TOLERANCE:
+            raise ValueError(f"ONNX parity check failed: {parity}")
+    words, queries = ["batch", "words", d], ["batch", "queries", d]
+    cfg = {
+        "format": BOUNDARY_FORMAT,
+        "encoder_graph": encoder_graph,
+        "architecture": "boundary",
+        "opset": OPSET,
+        "hidden_size": d,
+        "candidate_budget": candidates["candidate_budget"],
+        "pair_temperature": float(settings.pair_temperature),
+        "classification_temperature": float(settings.classification_temperature),
+        "enable_abstention": bool(settings.enable_abstention),
+        "abstention_threshold": float(settings.abstention_threshold),
+        "overlap_policy": normalize_overlap_policy(None, default=settings.overlap_policy),
+        "enable_relations": bool(getattr(model, "enable_relations", False)),
+        **prompt_config(model),
+        "files": {
+            "encoder": {
+                "file": "encoder.onnx",
+                "inputs": {"input_ids": ["batch", "seq"], "attention_mask": ["batch", "seq"]},
+                "outputs": {"hidden": ["batch", "seq", d]},
+            },
+            "classifier": {
+                "file": "classifier.onnx",
+                "inputs": {"label_embs": ["labels", d]},
+                "outputs": {"logits": ["labels", 1]},
+            },
+            "boundary_candidates": {
+                "file": "boundary_candidates.onnx",
+                "inputs": {
+                    "word_embs": words,
+                    "word_mask": ["batch", "words"],
+                    "queries": queries,
+                    "query_mask": ["batch", "queries"],
+                },
+                "outputs": {
+                    "cand_idx": ["batch", "queries", candidates["candidate_budget"], 2],
+                    "pair_logits": ["batch", "queries", candidates["candidate_budget"]],
+                    "cand_valid": ["batch", "queries", candidates["candidate_budget"]],
+                    "null_logits": ["batch", "queries"],
+                },
+            },
+        },
+        "parity_max_abs_diff": parity,
+    }
+    with open(onnx_dir / "gliner2_config.json", "w") as f:
+        json.dump(cfg, f, indent=2)
+    return finish_with_int8(Path(out_dir), int8, t0)

@@ -244,6 +244,55 @@ def _export_encoder_eager(enc: nn.Module, ids, mask, path: Path) -> dict[str, An
     return {"attention": "eager", "softmax_nodes": softmax, "layers": layers, **rel}
 
 
+def export_encoder(model, onnx_dir: Path) -> dict[str, Any]:
+    """``encoder.onnx``, traced on a one-row prompt (any architecture: the encoder and its prompt are shared)."""
+    tok = model.processor.tokenizer
+    ids = torch.tensor(
+        [tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))],
+        dtype=torch.long,
+    )
+    return _export_encoder_eager(model.encoder, ids, torch.ones_like(ids), onnx_dir / "encoder.onnx")
+
+
+def encoder_parity(model, onnx_dir: Path) -> float:
+    """Max |onnxruntime − PyTorch| of ``encoder.onnx`` on a padded batch of 2 at another length than the trace."""
+    tok = model.processor.tokenizer
+    text = "( [P] company ( [E] company [E] city ) ) [SEP_TEXT] acme corp opened an office in paris ."
+    ids2 = tok.convert_tokens_to_ids(tok.tokenize(text))
+    b = torch.zeros(2, len(ids2), dtype=torch.long)
+    m = torch.zeros_like(b)
+    b[0] = torch.tensor(ids2)
+    m[0] = 1
+    b[1, :5] = torch.tensor(ids2[:5])
+    m[1, :5] = 1
+    with torch.no_grad():
+        ref = model.encoder(input_ids=b, attention_mask=m).last_hidden_state
+    got = _ort(onnx_dir / "encoder.onnx").run(None, {"input_ids": b.numpy(), "attention_mask": m.numpy()})[0]
+    return max(_maxdiff(ref[0], got[0]), _maxdiff(ref[1, :5], got[1, :5]))
+
+
+def prompt_config(model) -> dict[str, Any]:
+    """The fragment config's keys that any architecture's TS engine needs to build and split a prompt as gliner2 does."""
+    tok = model.processor.tokenizer
+    return {
+        "token_pooling": model.config.token_pooling,
+        "max_position_embeddings": int(getattr(model.encoder.config, "max_position_embeddings", 512)),
+        "relative_positions": relative_positions(model.encoder.config),
+        "vocab_size": len(tok),
+        "pad_token_id": int(tok.pad_token_id or 0),
+        "special_tokens": {t: int(tok.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS},
+        "add_cls_sep": False,
+        "lowercase_words": True,
+        "append_period": True,
+        "word_regex": WORD_REGEX,
+        "word_regex_flags": "IGNORECASE",
+        "word_regex_word_class": "[\\w, Unicode category M, U+200C, U+200D]",
+        "word_regex_js": WORD_REGEX_JS,
+        "word_regex_js_flags": "giu",
+        "offsets": "unicode code points into the original text; words are lowercased after matching",
+    }
+
+
 def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = True) -> dict[str, Any]:
     """Export ``model`` (a merged span GLiNER2 model on CPU, fp32) into ``out_dir/onnx``."""
     t0 = time.time()
@@ -252,15 +301,9 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
     model = model.float().cpu().eval()
     D = int(model.hidden_size)
     W = int(model.max_width)
-    tok = model.processor.tokenizer
     g = torch.Generator().manual_seed(0)
 
-    ids = torch.tensor(
-        [tok.convert_tokens_to_ids(tok.tokenize("( [P] entities ( [E] person ) ) [SEP_TEXT] tim cook leads apple ."))],
-        dtype=torch.long,
-    )
-    mask = torch.ones_like(ids)
-    encoder_graph = _export_encoder_eager(model.encoder, ids, mask, onnx_dir / "encoder.onnx")
+    encoder_graph = export_encoder(model, onnx_dir)
     L = 6
     we = torch.randn(1, L, D, generator=g)
     _export(
@@ -303,18 +346,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
     parity: dict[str, float] = {}
     if verify:
         with torch.no_grad():
-            # encoder: batch of 2 with padding, different length than the trace
-            text = "( [P] company ( [E] company [E] city ) ) [SEP_TEXT] acme corp opened an office in paris ."
-            ids2 = tok.convert_tokens_to_ids(tok.tokenize(text))
-            b = torch.zeros(2, len(ids2), dtype=torch.long)
-            m = torch.zeros_like(b)
-            b[0] = torch.tensor(ids2)
-            m[0] = 1
-            b[1, :5] = torch.tensor(ids2[:5])
-            m[1, :5] = 1
-            ref = model.encoder(input_ids=b, attention_mask=m).last_hidden_state
-            got = _ort(onnx_dir / "encoder.onnx").run(None, {"input_ids": b.numpy(), "attention_mask": m.numpy()})[0]
-            parity["encoder"] = max(_maxdiff(ref[0], got[0]), _maxdiff(ref[1, :5], got[1, :5]))
+            parity["encoder"] = encoder_parity(model, onnx_dir)
             L2 = 11
             we2 = torch.randn(1, L2, D, generator=g)
             si = _span_idx(L2, W)
@@ -347,7 +379,6 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         if worst > 1e-3:
             raise RuntimeError(f"ONNX parity check failed: {parity}")
 
-    specials = {t: int(tok.convert_tokens_to_ids(t)) for t in SPECIAL_TOKENS}
     cfg = {
         "format": FORMAT,
         "encoder_graph": encoder_graph,
@@ -357,21 +388,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         "max_width": W,
         "max_count": MAX_COUNT,
         "counting_layer": model.config.counting_layer,
-        "token_pooling": model.config.token_pooling,
-        "max_position_embeddings": int(getattr(model.encoder.config, "max_position_embeddings", 512)),
-        "relative_positions": relative_positions(model.encoder.config),
-        "vocab_size": len(tok),
-        "pad_token_id": int(tok.pad_token_id or 0),
-        "special_tokens": specials,
-        "add_cls_sep": False,
-        "lowercase_words": True,
-        "append_period": True,
-        "word_regex": WORD_REGEX,
-        "word_regex_flags": "IGNORECASE",
-        "word_regex_word_class": "[\\w, Unicode category M, U+200C, U+200D]",
-        "word_regex_js": WORD_REGEX_JS,
-        "word_regex_js_flags": "giu",
-        "offsets": "unicode code points into the original text; words are lowercased after matching",
+        **prompt_config(model),
         "files": {
             "encoder": {
                 "file": "encoder.onnx",
@@ -406,14 +423,22 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         json.dump(cfg, f, indent=2)
     # the serving graphs: span scoring in one graph (verified against span_rep), and the int8 encoder
     from .export_scorer import export_scorer
-    from .quantize_onnx import quantize
 
     export_scorer(model, Path(out_dir))
+    return finish_with_int8(Path(out_dir), int8, t0)
+
+
+def finish_with_int8(out_dir: Path, int8: bool, t0: float) -> dict[str, Any]:
+    """The int8 encoder beside the written fp32 fragments (a failure is recorded, not raised: the service serves
+    fp32 without the file), and the config's total export time; returns the final config."""
+    from .quantize_onnx import quantize
+
+    onnx_dir = out_dir / "onnx"
     int8_error = None
     if int8:
         try:
-            quantize(Path(out_dir))
-        except Exception as e:  # noqa: BLE001 - the fp32 export stands; the service serves fp32 without the file
+            quantize(out_dir)
+        except Exception as e:  # noqa: BLE001 - the fp32 export stands
             int8_error = f"{type(e).__name__}: {e}"[:500]
             (onnx_dir / "encoder.int8.onnx").unlink(missing_ok=True)
     cfg = json.loads((onnx_dir / "gliner2_config.json").read_text())

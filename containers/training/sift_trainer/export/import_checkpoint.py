@@ -31,6 +31,8 @@ from ..files import write_json
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # the counting layers export_onnx.py's count_embed fragment (and the TS engine) support
 COUNTING_LAYERS = ("count_lstm", "count_lstm_v2")
+#: gliner2 2.1.0's `_KNOWN_ARCHITECTURES`, both exported (boundary: export_boundary.py)
+ARCHITECTURES = ("span", "boundary")
 # The files a GLiNER2 checkpoint is read from: its configs, weights and tokenizer. Nothing else in a
 # checkpoint directory is ever loaded (a hub download fetches these names only, and a local import
 # loads from a directory that links to these alone), so Python files shipped beside the weights are
@@ -116,15 +118,12 @@ def check_checkpoint(ckpt: Path) -> dict[str, Any]:
     if not any((ckpt / t).is_file() for t in ("tokenizer.json", "tokenizer_config.json")):
         raise CheckpointError(f"{ckpt} holds no tokenizer: expected tokenizer.json or tokenizer_config.json")
     arch = cfg.get("architecture", "span")
+    if arch not in ARCHITECTURES:
+        raise CheckpointError(
+            f"config.json architecture is {arch!r}: Sift's ONNX fragments export {' and '.join(map(repr, ARCHITECTURES))} GLiNER2 models"
+        )
     if arch == "boundary":
-        raise CheckpointError(
-            "config.json architecture is 'boundary' (the GLiNER2.5 family): Sift does not serve boundary models "
-            "yet; only 'span' GLiNER2 models (the gliner2-*-v1 family) export to Sift's ONNX fragments"
-        )
-    if arch != "span":
-        raise CheckpointError(
-            f"config.json architecture is {arch!r}: only 'span' GLiNER2 models export to Sift's ONNX fragments"
-        )
+        return cfg  # no counting layer; its head settings are checked by the export (export_boundary.py)
     counting = cfg.get("counting_layer", "count_lstm")
     if counting not in COUNTING_LAYERS:
         raise CheckpointError(
@@ -134,13 +133,14 @@ def check_checkpoint(ckpt: Path) -> dict[str, Any]:
 
 
 def load_checkpoint(ckpt: Path):
-    """``GLiNER2.from_pretrained`` on the checkpoint's known files alone (strict: a missing or misshapen
-    tensor is an error), as CheckpointError."""
-    from gliner2 import GLiNER2
+    """gliner2's ``AutoExtractor.from_pretrained`` (the architecture its config names; ``GLiNER2`` loads span
+    models only) on the checkpoint's known files alone (strict: a missing or misshapen tensor is an error), as
+    CheckpointError."""
+    from gliner2 import AutoExtractor
 
     with tempfile.TemporaryDirectory(prefix="sift-checkpoint-") as view:
         try:
-            model = GLiNER2.from_pretrained(str(known_files_view(ckpt, Path(view))))
+            model = AutoExtractor.from_pretrained(str(known_files_view(ckpt, Path(view))))
         except Exception as e:  # noqa: BLE001 — any load failure means the checkpoint is unusable
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             raise CheckpointError(
@@ -172,8 +172,11 @@ def _architecture(model, cfg: dict[str, Any], encoder_cfg: dict[str, Any]) -> di
         "gliner2": cfg.get("architecture", "span"),
         "backbone": encoder_cfg.get("model_type"),
         "backbone_name": cfg.get("model_name") or encoder_cfg.get("_name_or_path"),
-        "counting_layer": cfg.get("counting_layer", "count_lstm"),
-        "max_width": cfg.get("max_width"),
+        **(
+            {"candidate_budget": int(model.boundary_head.settings.candidate_budget)}
+            if cfg.get("architecture") == "boundary"
+            else {"counting_layer": cfg.get("counting_layer", "count_lstm"), "max_width": cfg.get("max_width")}
+        ),
         "token_pooling": cfg.get("token_pooling"),
         "hidden_size": encoder_cfg.get("hidden_size"),
         "layers": encoder_cfg.get("num_hidden_layers"),
@@ -193,6 +196,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
     import torch
 
     from ..build.build_mini import weights_digest
+    from .export_boundary import export_boundary_fragments
     from .export_onnx import export_fragments
     from .gliner2_reference import reference_results
 
@@ -213,7 +217,11 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
                 "the checkpoint's tokenizer has no fast (tokenizer.json) form, which the TS engine needs"
             )
         tok.backend_tokenizer.save(str(out / "tokenizer.json"))
-    onnx_cfg = export_fragments(model, out)
+    boundary = cfg.get("architecture") == "boundary"
+    try:
+        onnx_cfg = export_boundary_fragments(model, out) if boundary else export_fragments(model, out)
+    except ValueError as e:  # a boundary head setting the export does not support yet, named
+        raise CheckpointError(str(e)) from None
     emit("import_stage", stage="exported", seconds=round(time.time() - t0, 1), parity=onnx_cfg["parity_max_abs_diff"])
     reference = None
     if cases is not None:
@@ -228,7 +236,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
         "format": "sift-model/1",
         "model_id": model_id,
         "family": "encoder",
-        "architecture": "gliner2-span",
+        "architecture": "gliner2-boundary" if boundary else "gliner2-span",
         "source": {"kind": "gliner2-checkpoint", "checkpoint": str(ckpt.resolve()), "weights_file": source_weights},
         "backbone": _backbone(encoder_cfg),
         "architecture_details": _architecture(model, cfg, encoder_cfg),
@@ -243,7 +251,17 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
             "onnx_config": "onnx/gliner2_config.json",
         },
         "onnx": {
-            k: onnx_cfg[k] for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")
+            k: onnx_cfg[k]
+            for k in (
+                "format",
+                "hidden_size",
+                "max_width",
+                "max_count",
+                "candidate_budget",
+                "opset",
+                "parity_max_abs_diff",
+            )
+            if k in onnx_cfg
         },
         "classification_task": "classification",
         "versions": {"gliner2": md.version("gliner2"), "torch": torch.__version__},

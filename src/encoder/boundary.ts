@@ -1,0 +1,200 @@
+/**
+ * The GLiNER2 *boundary* architecture (gliner2 2.1.0 `models/boundary`, the GLiNER2.5 family; issue #32,
+ * docs/experiments/boundary.md): the prompt, the encoder and the classifier are the span model's, but spans
+ * come from `boundary_candidates.onnx` — per extractive query (each `[E]`/`[C]`/`[R]` marker), up to
+ * `candidate_budget` half-open word spans `[start, end)` with a pair logit, proposed from start/end boundary
+ * scores (no span-width limit) — decoded as the library's `BoundaryExtractor` does: probability
+ * `σ(logit / pair_temperature)` at or above the threshold, abstention per entity label, the config's overlap
+ * policy per label (`flat` → the max-total-score non-overlapping set), spans touching the choice prefix dropped,
+ * one instance per structure.
+ *
+ * Not served yet (refused by name, `unsupportedBoundaryTasks`): choice fields (the library scores them as
+ * explicit prefix spans, a graph not exported yet) and relations (a separate relation scorer).
+ */
+import { classificationAnswer } from './classification';
+import { resolveDisallow, sigmoid } from './decode';
+import { classifierLogits, encodeRows } from './heads';
+import type { EncoderSchema, PromptTask } from './schema';
+import type { SessionSet } from './sessions';
+import { CodePoints, pyStrip } from './text';
+import type { EncodedRecord, EncoderResult, FieldValue, FragmentConfig, Span } from './types';
+
+/** One valid candidate of one query: half-open word span over prefix + text words, and its probability. */
+interface Candidate {
+  start: number;
+  end: number;
+  score: number;
+}
+
+export interface BoundaryScores {
+  /** Valid candidates at or above no threshold yet, per record and query (prompt order of the extractive markers). */
+  candidates: Candidate[][][];
+  /** Abstention probability σ(null logit) per record and query. */
+  abstain: number[][];
+  /** Query index of (prompt task index, field index). */
+  query: Map<string, number>;
+  clsLogits: Map<string, Float32Array>;
+}
+
+/** What a boundary model cannot answer yet, as `path: reason` lines naming the schema's fields (empty: all of it). */
+export function unsupportedBoundaryTasks(schema: EncoderSchema): string[] {
+  const out: string[] = [];
+  for (const s of schema.structures)
+    for (const f of s.fields)
+      if (f.choices?.length)
+        out.push(`structures.${s.name}.${f.name}: choice fields are not served for boundary models yet`);
+  for (const r of schema.relations) out.push(`relations.${r.name}: relations are not served for boundary models yet`);
+  return out;
+}
+
+export async function scoreBoundaryBatch(
+  sessions: SessionSet,
+  config: FragmentConfig,
+  batch: EncodedRecord[],
+  tasks: PromptTask[],
+): Promise<BoundaryScores> {
+  const D = config.hidden_size;
+  const B = batch.length;
+  const { hidden, S } = await encodeRows(
+    sessions,
+    config,
+    batch.map((r) => r.ids),
+  );
+  const vec = (bi: number, pos: number) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D);
+  // every record of a batch has the same prompt tasks, so the same queries in the same order
+  const query = new Map<string, number>();
+  tasks.forEach((t, i) => {
+    if (t.kind === 'classifications') return;
+    for (let m = 0; m < t.fields.length; m++) query.set(`${i}:${m}`, query.size);
+  });
+  const Q = query.size;
+  const candidates: Candidate[][][] = batch.map(() => Array.from({ length: Q }, () => []));
+  const abstain: number[][] = batch.map(() => new Array<number>(Q).fill(0));
+  if (Q) {
+    const L = Math.max(...batch.map((r) => r.wordPos.length));
+    const words = new Float32Array(B * L * D);
+    const wordMask = new BigInt64Array(B * L);
+    const queries = new Float32Array(B * Q * D);
+    const queryMask = new BigInt64Array(B * Q).fill(1n);
+    batch.forEach((r, bi) => {
+      r.wordPos.forEach((p, wi) => {
+        words.set(vec(bi, p), (bi * L + wi) * D);
+        wordMask[bi * L + wi] = 1n;
+      });
+      tasks.forEach((t, i) => {
+        if (t.kind === 'classifications') return;
+        const markers = r.taskPos[i]!.slice(1);
+        for (const [m, p] of markers.entries()) queries.set(vec(bi, p), (bi * Q + query.get(`${i}:${m}`)!) * D);
+      });
+    });
+    const out = await sessions.run('boundaryCandidates', {
+      word_embs: { type: 'float32', data: words, dims: [B, L, D] },
+      word_mask: { type: 'int64', data: wordMask, dims: [B, L] },
+      queries: { type: 'float32', data: queries, dims: [B, Q, D] },
+      query_mask: { type: 'int64', data: queryMask, dims: [B, Q] },
+    });
+    // onnxruntime hands int64 outputs as BigInt64Array and bool ones as Uint8Array (Output types them as floats)
+    const idx = out.cand_idx!.data as unknown as BigInt64Array;
+    const valid = out.cand_valid!.data as unknown as Uint8Array;
+    const logits = out.pair_logits!.data;
+    const nulls = out.null_logits!.data;
+    const C = out.pair_logits!.dims[2]!;
+    const T = config.pair_temperature ?? 1;
+    for (let bi = 0; bi < B; bi++)
+      for (let q = 0; q < Q; q++) {
+        abstain[bi]![q] = sigmoid(nulls[bi * Q + q]!);
+        const list = candidates[bi]![q]!;
+        for (let c = 0; c < C; c++) {
+          const o = (bi * Q + q) * C + c;
+          if (!valid[o]) continue;
+          list.push({ start: Number(idx[o * 2]!), end: Number(idx[o * 2 + 1]!), score: sigmoid(logits[o]! / T) });
+        }
+      }
+  }
+  const clsTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind === 'classifications');
+  const clsLogits = await classifierLogits(sessions, batch, clsTasks, vec, D);
+  const scale = 1 / (config.classification_temperature ?? 1);
+  if (scale !== 1) for (const lg of clsLogits.values()) for (let j = 0; j < lg.length; j++) lg[j]! *= scale;
+  return { candidates, abstain, query, clsLogits };
+}
+
+/** gliner2's `resolve_overlaps(policy)` over half-open word spans: ranked by score desc, then start, end. */
+export function resolveOverlaps<T extends Candidate>(items: T[], policy: string): T[] {
+  if (policy === 'disallow') return resolveDisallow(items);
+  const ranked = items
+    .map((item, i) => ({ item, i }))
+    .sort((a, b) => b.item.score - a.item.score || a.item.start - b.item.start || a.item.end - b.item.end || a.i - b.i);
+  const seen = new Set<string>();
+  const distinct = ranked
+    .map((r) => r.item)
+    .filter((x) => !seen.has(`${x.start}:${x.end}`) && !!seen.add(`${x.start}:${x.end}`));
+  const contains = (a: T, b: T) => a.start <= b.start && b.end <= a.end;
+  if (policy === 'nested') {
+    const kept: T[] = [];
+    for (const c of distinct)
+      if (!kept.some((e) => c.start < e.end && e.start < c.end && !contains(c, e) && !contains(e, c))) kept.push(c);
+    return kept;
+  }
+  if (policy === 'longest')
+    return distinct.filter(
+      (c) => !distinct.some((o) => o !== c && contains(o, c) && (o.start < c.start || c.end < o.end)),
+    );
+  if (policy === 'allow') return distinct;
+  throw new Error(`unknown overlap_policy ${policy}`);
+}
+
+/** One record's results from its batch's boundary scores (`BoundaryExtractor._extract_from_batch`'s decoding). */
+export function decodeBoundaryRecord(
+  r: EncodedRecord,
+  bi: number,
+  scores: BoundaryScores,
+  tasks: PromptTask[],
+  config: FragmentConfig,
+  threshold: number,
+  raw = false,
+): EncoderResult {
+  const res: EncoderResult = { classifications: {}, structures: {}, relations: {} };
+  const cps = new CodePoints(r.text);
+  const P = r.prefix.length;
+  const policy = config.overlap_policy ?? 'disallow';
+  /** The resolved spans of query `q` at `thr`, in the text's characters (global offsets), best first. */
+  const spans = (q: number, thr: number): Span[] => {
+    const kept = scores.candidates[bi]![q]!.filter((c) => c.score >= thr);
+    const out: Span[] = [];
+    for (const c of resolveOverlaps(kept, policy)) {
+      const ts = c.start - P;
+      const te = c.end - P;
+      if (!(ts >= 0 && ts < te && te <= r.words.length)) continue; // a span touching the prefix is dropped, not clipped
+      const text = pyStrip(cps.slice(r.starts[ts]!, r.ends[te - 1]!));
+      if (text) out.push({ text, score: c.score, start: r.starts[ts]! + r.offset, end: r.ends[te - 1]! + r.offset });
+    }
+    return out;
+  };
+  tasks.forEach((t, i) => {
+    const q = (m: number) => scores.query.get(`${i}:${m}`)!;
+    if (t.kind === 'entities') {
+      const ents: Record<string, Span[]> = {};
+      t.fields.forEach((name, m) => {
+        const abstained =
+          config.enable_abstention !== false && scores.abstain[bi]![q(m)]! > (config.abstention_threshold ?? 0.5);
+        const thr = t.entities?.find((e) => e.name === name)?.threshold ?? threshold;
+        ents[name] = abstained ? [] : spans(q(m), thr);
+      });
+      res.entities = ents;
+    } else if (t.kind === 'json_structures') {
+      const obj: Record<string, FieldValue> = {};
+      t.structure!.fields.forEach((f, m) => {
+        const found = spans(q(m), f.threshold ?? threshold);
+        obj[f.name] = f.dtype === 'list' ? found : (found[0] ?? null);
+      });
+      const any = Object.values(obj).some((v) => v !== null && !(Array.isArray(v) && v.length === 0));
+      res.structures[t.name] = any ? [obj] : [];
+    } else if (t.kind === 'classifications') {
+      const c = t.classification!;
+      const lg = scores.clsLogits.get(`${bi}:${i}`) ?? new Float32Array(0);
+      if (!lg.length) return;
+      res.classifications[t.name] = classificationAnswer(c, lg, threshold, raw);
+    }
+  });
+  return res;
+}
