@@ -1,4 +1,4 @@
-"""Encoder (GLiNER2 span model) training with the gliner2 trainer: full and LoRA."""
+"""Encoder (GLiNER2 span and boundary model) training with the gliner2 trainer: full and LoRA."""
 
 from __future__ import annotations
 
@@ -65,13 +65,27 @@ def is_encoder_checkpoint(path: Path) -> bool:
     return c.get("model_type") == "extractor" or "counting_layer" in c
 
 
+def architecture_of(model) -> str:
+    """gliner2's architecture of a loaded model: ``span`` (GLiNER2) or ``boundary`` (GLiNER2.5)."""
+    return str(getattr(model, "architecture", "span"))
+
+
+#: LoRA targets when a job names none: the encoder and every task head (for span models the list gliner2's
+#: own trainer defaults to; a boundary model's heads are ``classifier``, ``boundary_head``, ``relation_scorer``)
+DEFAULT_LORA_TARGETS = {
+    "span": ["encoder", "span_rep", "classifier", "count_embed", "count_pred"],
+    "boundary": ["encoder", "all_task_heads"],
+}
+
+
 def load_model(path: Path):
-    """Load a span GLiNER2 checkpoint; an adapter-only dir is applied to its recorded base and merged."""
-    from gliner2 import GLiNER2
+    """Load a GLiNER2 checkpoint of either architecture (gliner2's ``AutoExtractor``: ``GLiNER2`` for span models,
+    its boundary extractor for GLiNER2.5); an adapter-only dir is applied to its recorded base and merged."""
+    from gliner2 import AutoExtractor
 
     path = Path(path)
     if (path / "config.json").exists():
-        return GLiNER2.from_pretrained(str(path), map_location="cpu")
+        return AutoExtractor.from_pretrained(str(path), map_location="cpu")
     if (path / "adapter_config.json").exists():
         meta = {}
         if (path / "sift_checkpoint.json").exists():
@@ -85,7 +99,7 @@ def load_model(path: Path):
             raise FileNotFoundError(f"adapter checkpoint {path} does not name an available base model (got {base!r})")
         from peft import PeftModel
 
-        model = GLiNER2.from_pretrained(str(base), map_location="cpu")
+        model = AutoExtractor.from_pretrained(str(base), map_location="cpu")
         peft_model = PeftModel.from_pretrained(model, str(path))
         return peft_model.merge_and_unload()
     raise FileNotFoundError(f"{path} is not a GLiNER2 checkpoint (no config.json or adapter_config.json)")
@@ -289,7 +303,14 @@ def _make_trainer_class():
     return SiftExtractorTrainer
 
 
-def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule, has_val: bool, comp: compute.Compute):
+def _training_config(
+    hp: Hyperparameters,
+    out_dir: Path,
+    plan: schedule.Schedule,
+    has_val: bool,
+    comp: compute.Compute,
+    architecture: str = "span",
+):
     """``plan``: epochs from the dataset's size, rates per training type; explicit hyperparameters win
     (schedule.py); ``comp``: micro-batch, accumulation, precision and loader workers (compute.py). (Higher
     rates for classification-only jobs were tried and did not leave the plateau in the real trainer:
@@ -321,9 +342,7 @@ def _training_config(hp: Hyperparameters, out_dir: Path, plan: schedule.Schedule
         "use_lora": lora,
         "lora_r": hp.lora_r,
         "lora_alpha": hp.lora_alpha,
-        "lora_target_modules": list(
-            hp.extra.get("lora_targets", ["encoder", "span_rep", "classifier", "count_embed", "count_pred"])
-        ),
+        "lora_target_modules": list(hp.extra.get("lora_targets", DEFAULT_LORA_TARGETS[architecture])),
         "save_adapter_only": True,
         **comp.trainer_config(),
     }
@@ -401,9 +420,14 @@ def train_encoder(
     single_label = "classification" in info.heads and not info.multi_label
     classification_only = single_label and info.heads == ["classification"]
     plan = schedule.plan(hp, len(train_records), classification_only, auto_batch=comp.batch_size)
-    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows), comp)
+    cfg = _training_config(hp, ckpt_root, plan, bool(val_rows), comp, architecture_of(model))
     emit("schedule", **plan.to_dict())
-    softmax = single_label and str(hp.extra.get("classification_loss", "softmax")) != "bce"
+    # a boundary model keeps gliner2's own classification loss (its mean BCE): cls_loss hooks the span model's
+    softmax = (
+        single_label
+        and str(hp.extra.get("classification_loss", "softmax")) != "bce"
+        and architecture_of(model) == "span"
+    )
     model.processor.sampling_config = sampling.sampling_config(hp.extra.get("sampling"), single_label=softmax)
     max_negatives = int(hp.extra.get("max_negative_labels", DEFAULT_MAX_CLASS_NEGATIVES)) if softmax else 0
     if softmax:
@@ -585,9 +609,11 @@ def save_encoder_model(
     model.save_pretrained(str(out_dir))
     onnx_cfg = pooled_meta = None
     if export_onnx:
+        from ..export.export_boundary import export_boundary_fragments
         from ..export.export_onnx import export_fragments
 
-        onnx_cfg = export_fragments(model, out_dir)
+        export = export_boundary_fragments if architecture_of(model) == "boundary" else export_fragments
+        onnx_cfg = export(model, out_dir)
         if pooled is not None:
             from ..export.export_pooled import export_pooled
 

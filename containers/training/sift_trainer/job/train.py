@@ -103,7 +103,7 @@ def run(paths: JobPaths) -> int:
     if family == "encoder":
         if hp.training_algorithm != "sft":
             raise HyperparameterError(f"encoder models train with 'sft' only (got {hp.training_algorithm!r})")
-        from ..encoder.training import save_encoder_model, train_encoder
+        from ..encoder.training import architecture_of, save_encoder_model, train_encoder
 
         res = train_encoder(hp, paths, train_rows, val_rows)
         saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx, pooled=res["pooled"])
@@ -113,7 +113,7 @@ def run(paths: JobPaths) -> int:
             f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in res.get("validation_data") or [])
         manifest.update(
             {
-                "architecture": "gliner2-span",
+                "architecture": f"gliner2-{architecture_of(res['model'])}",
                 "tasks": res["info"].to_dict(),
                 "inference_schema": res["info"].schema(),
                 "classification_task": "classification",
@@ -133,7 +133,16 @@ def run(paths: JobPaths) -> int:
                 "special_tokens": onnx_cfg["special_tokens"] if onnx_cfg else None,
                 "onnx": {
                     k: onnx_cfg[k]
-                    for k in ("format", "hidden_size", "max_width", "max_count", "opset", "parity_max_abs_diff")
+                    for k in (
+                        "format",
+                        "hidden_size",
+                        "max_width",
+                        "max_count",
+                        "candidate_budget",
+                        "opset",
+                        "parity_max_abs_diff",
+                    )
+                    if k in onnx_cfg
                 }
                 if onnx_cfg
                 else None,
