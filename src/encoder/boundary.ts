@@ -8,8 +8,9 @@
  * policy per label (`flat` → the max-total-score non-overlapping set), spans touching the choice prefix dropped,
  * one instance per structure.
  *
- * Not served yet (refused by name, `unsupportedBoundaryTasks`): choice fields (the library scores them as
- * explicit prefix spans, a graph not exported yet) and relations (a separate relation scorer).
+ * Choice fields are scored as the library does, each option present in the prefix as an explicit one-word span
+ * for the field's query (`boundary_explicit.onnx`). Not served yet (refused by name, `unsupportedBoundaryTasks`):
+ * relations (the library's separate relation scorer).
  */
 import { classificationAnswer } from './classification';
 import { resolveDisallow, sigmoid } from './decode';
@@ -26,6 +27,12 @@ interface Candidate {
   score: number;
 }
 
+/** A choice field's options found among the prefix words, each with its probability as that field's answer. */
+interface ChoiceScore {
+  text: string;
+  score: number;
+}
+
 export interface BoundaryScores {
   /** Valid candidates at or above no threshold yet, per record and query (prompt order of the extractive markers). */
   candidates: Candidate[][][];
@@ -33,17 +40,93 @@ export interface BoundaryScores {
   abstain: number[][];
   /** Query index of (prompt task index, field index). */
   query: Map<string, number>;
+  /** Per `${record}:${task index}:${field index}` of a choice field: its options present in the prefix, scored. */
+  choices: Map<string, ChoiceScore[]>;
   clsLogits: Map<string, Float32Array>;
 }
 
 /** What a boundary model cannot answer yet, as `path: reason` lines naming the schema's fields (empty: all of it). */
 export function unsupportedBoundaryTasks(schema: EncoderSchema): string[] {
-  const out: string[] = [];
-  for (const s of schema.structures)
-    for (const f of s.fields)
-      if (f.choices?.length)
-        out.push(`structures.${s.name}.${f.name}: choice fields are not served for boundary models yet`);
-  for (const r of schema.relations) out.push(`relations.${r.name}: relations are not served for boundary models yet`);
+  return schema.relations.map((r) => `relations.${r.name}: relations are not served for boundary models yet`);
+}
+
+/** gliner2's `_find_choice_idx`: the first prefix word equal to the choice, case-insensitively (-1: none). */
+function choiceIndex(prefix: string[], choice: string): number {
+  const lower = choice.toLowerCase();
+  return prefix.findIndex((w) => w.toLowerCase() === lower);
+}
+
+/** A choice field's distinct options that are among the prefix words, with their word index, in schema order. */
+function presentChoices(prefix: string[], choices: string[]): Array<{ text: string; index: number }> {
+  const out: Array<{ text: string; index: number }> = [];
+  for (const text of new Set(choices)) {
+    const index = choiceIndex(prefix, text);
+    if (index >= 0) out.push({ text, index });
+  }
+  return out;
+}
+
+/**
+ * Every choice field of every record scored in one `boundary_explicit.onnx` run: each option present in the
+ * prefix as the one-word span at its prefix word, for that field's query (`_decode_choice_field`).
+ */
+async function scoreChoices(
+  sessions: SessionSet,
+  batch: EncodedRecord[],
+  tasks: PromptTask[],
+  words: { data: Float32Array; mask: BigInt64Array; L: number },
+  queryVec: (bi: number, i: number, m: number) => Float32Array,
+  D: number,
+  T: number,
+): Promise<Map<string, ChoiceScore[]>> {
+  const out = new Map<string, ChoiceScore[]>();
+  const fields: Array<{ i: number; m: number; choices: string[] }> = [];
+  tasks.forEach((t, i) => {
+    t.structure?.fields.forEach((f, m) => {
+      if (t.kind === 'json_structures' && f.choices?.length) fields.push({ i, m, choices: f.choices });
+    });
+  });
+  const present = batch.map((r) => fields.map((f) => presentChoices(r.prefix, f.choices)));
+  const K = Math.max(0, ...present.flat().map((p) => p.length));
+  const B = batch.length;
+  const Q = fields.length;
+  if (!K) {
+    batch.forEach((_, bi) => {
+      for (const f of fields) out.set(`${bi}:${f.i}:${f.m}`, []);
+    });
+    return out;
+  }
+  const queries = new Float32Array(B * Q * D);
+  const spanIdx = new BigInt64Array(B * Q * K * 2);
+  const spanMask = new BigInt64Array(B * Q * K);
+  batch.forEach((_, bi) => {
+    fields.forEach((f, q) => {
+      queries.set(queryVec(bi, f.i, f.m), (bi * Q + q) * D);
+      present[bi]![q]!.forEach((p, k) => {
+        const o = (bi * Q + q) * K + k;
+        spanIdx[o * 2] = BigInt(p.index);
+        spanIdx[o * 2 + 1] = BigInt(p.index + 1);
+        spanMask[o] = 1n;
+      });
+    });
+  });
+  const res = await sessions.run('boundaryExplicit', {
+    word_embs: { type: 'float32', data: words.data, dims: [B, words.L, D] },
+    word_mask: { type: 'int64', data: words.mask, dims: [B, words.L] },
+    queries: { type: 'float32', data: queries, dims: [B, Q, D] },
+    query_mask: { type: 'int64', data: new BigInt64Array(B * Q).fill(1n), dims: [B, Q] },
+    span_idx: { type: 'int64', data: spanIdx, dims: [B, Q, K, 2] },
+    span_mask: { type: 'int64', data: spanMask, dims: [B, Q, K] },
+  });
+  const logits = res.logits!.data;
+  batch.forEach((_, bi) => {
+    fields.forEach((f, q) => {
+      out.set(
+        `${bi}:${f.i}:${f.m}`,
+        present[bi]![q]!.map((p, k) => ({ text: p.text, score: sigmoid(logits[(bi * Q + q) * K + k]! / T) })),
+      );
+    });
+  });
   return out;
 }
 
@@ -70,12 +153,16 @@ export async function scoreBoundaryBatch(
   const Q = query.size;
   const candidates: Candidate[][][] = batch.map(() => Array.from({ length: Q }, () => []));
   const abstain: number[][] = batch.map(() => new Array<number>(Q).fill(0));
+  const T = config.pair_temperature ?? 1;
+  let choices = new Map<string, ChoiceScore[]>();
   if (Q) {
     const L = Math.max(...batch.map((r) => r.wordPos.length));
     const words = new Float32Array(B * L * D);
     const wordMask = new BigInt64Array(B * L);
     const queries = new Float32Array(B * Q * D);
     const queryMask = new BigInt64Array(B * Q).fill(1n);
+    /** The state of task `i`'s `m`-th field marker in record `bi`: that field's query. */
+    const queryVec = (bi: number, i: number, m: number) => vec(bi, batch[bi]!.taskPos[i]![m + 1]!);
     batch.forEach((r, bi) => {
       r.wordPos.forEach((p, wi) => {
         words.set(vec(bi, p), (bi * L + wi) * D);
@@ -83,10 +170,11 @@ export async function scoreBoundaryBatch(
       });
       tasks.forEach((t, i) => {
         if (t.kind === 'classifications') return;
-        const markers = r.taskPos[i]!.slice(1);
-        for (const [m, p] of markers.entries()) queries.set(vec(bi, p), (bi * Q + query.get(`${i}:${m}`)!) * D);
+        for (let m = 0; m < t.fields.length; m++)
+          queries.set(queryVec(bi, i, m), (bi * Q + query.get(`${i}:${m}`)!) * D);
       });
     });
+    choices = await scoreChoices(sessions, batch, tasks, { data: words, mask: wordMask, L }, queryVec, D, T);
     const out = await sessions.run('boundaryCandidates', {
       word_embs: { type: 'float32', data: words, dims: [B, L, D] },
       word_mask: { type: 'int64', data: wordMask, dims: [B, L] },
@@ -99,7 +187,6 @@ export async function scoreBoundaryBatch(
     const logits = out.pair_logits!.data;
     const nulls = out.null_logits!.data;
     const C = out.pair_logits!.dims[2]!;
-    const T = config.pair_temperature ?? 1;
     for (let bi = 0; bi < B; bi++)
       for (let q = 0; q < Q; q++) {
         abstain[bi]![q] = sigmoid(nulls[bi * Q + q]!);
@@ -115,7 +202,7 @@ export async function scoreBoundaryBatch(
   const clsLogits = await classifierLogits(sessions, batch, clsTasks, vec, D);
   const scale = 1 / (config.classification_temperature ?? 1);
   if (scale !== 1) for (const lg of clsLogits.values()) for (let j = 0; j < lg.length; j++) lg[j]! *= scale;
-  return { candidates, abstain, query, clsLogits };
+  return { candidates, abstain, query, choices, clsLogits };
 }
 
 /** gliner2's `resolve_overlaps(policy)` over half-open word spans: ranked by score desc, then start, end. */
@@ -184,7 +271,18 @@ export function decodeBoundaryRecord(
     } else if (t.kind === 'json_structures') {
       const obj: Record<string, FieldValue> = {};
       t.structure!.fields.forEach((f, m) => {
-        const found = spans(q(m), f.threshold ?? threshold);
+        const thr = f.threshold ?? threshold;
+        if (f.choices?.length) {
+          const scored = scores.choices.get(`${bi}:${i}:${m}`) ?? [];
+          if (f.dtype === 'list') obj[f.name] = scored.filter((c) => c.score >= thr);
+          else {
+            // the first best option (torch's argmax), if it reaches the threshold
+            const best = scored.reduce<ChoiceScore | undefined>((b, c) => (!b || c.score > b.score ? c : b), undefined);
+            obj[f.name] = best && best.score >= thr ? best : null;
+          }
+          return;
+        }
+        const found = spans(q(m), thr);
         obj[f.name] = f.dtype === 'list' ? found : (found[0] ?? null);
       });
       const any = Object.values(obj).some((v) => v !== null && !(Array.isArray(v) && v.length === 0));

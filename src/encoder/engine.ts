@@ -67,7 +67,7 @@ export function loadedBytes(onnxFileBytes: number, tokenizerJsonBytes: number): 
 
 /** A span model's head graphs (export_onnx.py) and a boundary model's (export_boundary.py), beside the encoder. */
 const SPAN_FILES = ['onnx/span_rep.onnx', 'onnx/count_pred.onnx', 'onnx/count_embed.onnx', 'onnx/classifier.onnx'];
-const BOUNDARY_FILES = ['onnx/classifier.onnx', 'onnx/boundary_candidates.onnx'];
+const BOUNDARY_FILES = ['onnx/classifier.onnx', 'onnx/boundary_candidates.onnx', 'onnx/boundary_explicit.onnx'];
 
 export class EncoderModel {
   readonly dir: string;
@@ -147,6 +147,7 @@ export class EncoderModel {
           encoder: join(dir, encFile),
           classifier: join(dir, 'onnx/classifier.onnx'),
           boundaryCandidates: join(dir, 'onnx/boundary_candidates.onnx'),
+          boundaryExplicit: join(dir, 'onnx/boundary_explicit.onnx'),
           ...(pooledMeta ? { pooledClassifier: join(dir, POOLED_ONNX) } : {}),
         },
         { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },

@@ -25,6 +25,7 @@ export type SessionName =
   | 'countEmbedC1'
   | 'classifier'
   | 'boundaryCandidates'
+  | 'boundaryExplicit'
   | 'pooledClassifier';
 export interface Feed {
   type: 'int64' | 'float32';

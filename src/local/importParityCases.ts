@@ -85,16 +85,9 @@ export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
 
 /**
  * The cases for a checkpoint of gliner2 `architecture`: a boundary model is checked on every head it serves
- * (encoder/boundary.ts `unsupportedBoundaryTasks`: no choice fields, no relations yet), so its cases drop those.
+ * (encoder/boundary.ts `unsupportedBoundaryTasks`: no relations yet), so its cases drop those.
  */
 export function parityCasesFor(architecture: string): readonly ParityCase[] {
   if (architecture !== 'boundary') return IMPORT_PARITY_CASES;
-  return IMPORT_PARITY_CASES.map((c) => ({
-    ...c,
-    schema: {
-      ...c.schema,
-      structures: c.schema.structures.map((s) => ({ ...s, fields: s.fields.filter((f) => !f.choices?.length) })),
-      relations: [],
-    },
-  })).filter((c) => c.schema.entities.length + c.schema.classifications.length + c.schema.structures.length > 0);
+  return IMPORT_PARITY_CASES.map((c) => ({ ...c, schema: { ...c.schema, relations: [] } }));
 }

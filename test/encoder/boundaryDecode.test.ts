@@ -105,6 +105,7 @@ describe('boundary decoding', () => {
         ['0:1', 1],
         ['0:2', 2],
       ]),
+      choices: new Map(),
       clsLogits: new Map(),
     };
     const config = { hidden_size: 4, overlap_policy: 'disallow', abstention_threshold: 0.5 } as FragmentConfig;

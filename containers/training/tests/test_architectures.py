@@ -143,12 +143,19 @@ def test_a_boundary_checkpoint_converts_to_the_boundary_fragments(checkpoints, t
     assert manifest["architecture_details"]["candidate_budget"] == 128
     assert "max_width" not in manifest["onnx"] and manifest["onnx"]["candidate_budget"] == 128
     onnx = tmp_path / "out" / "onnx"
-    for f in ("encoder.onnx", "encoder.int8.onnx", "classifier.onnx", "boundary_candidates.onnx"):
+    for f in (
+        "encoder.onnx",
+        "encoder.int8.onnx",
+        "classifier.onnx",
+        "boundary_candidates.onnx",
+        "boundary_explicit.onnx",
+    ):
         assert (onnx / f).is_file(), f
     assert not (onnx / "span_rep.onnx").exists()
     cfg = json.loads((onnx / "gliner2_config.json").read_text())
     assert cfg["architecture"] == "boundary" and cfg["overlap_policy"] == "disallow"
     assert (cfg["pair_temperature"], cfg["enable_abstention"], cfg["abstention_threshold"]) == (1.0, True, 0.5)
+    assert set(cfg["parity_max_abs_diff"]) == {"pair_logits", "null_logits", "explicit_logits", "encoder", "classifier"}
     assert max(cfg["parity_max_abs_diff"].values()) < 1e-4
     # the library's own answer on the checkpoint (threshold 0: every candidate the head keeps), for the TS side
     ref = manifest["reference"][0]["results"][0]

@@ -74,7 +74,9 @@ describe('registry entries', () => {
     });
     // an architecture the engine does not serve, or no entry at all, registers nothing
     expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-token' }) })).toBeUndefined();
-    expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-boundary' }) })?.architecture).toBe('gliner2-boundary');
+    expect(readRegistryEntry({ registry: entry({ architecture: 'gliner2-boundary' }) })?.architecture).toBe(
+      'gliner2-boundary',
+    );
     expect(readRegistryEntry({ registry: entry({ source: 'catalog' }) })).toBeUndefined();
     expect(readRegistryEntry({ model_id: ID })).toBeUndefined();
     expect(readRegistryEntry(null)).toBeUndefined();

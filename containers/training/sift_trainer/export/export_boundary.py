@@ -114,6 +114,65 @@ class _Candidates(nn.Module):
         return c.indices, c.pair_logits, c.valid_mask, out.null_logits
 
 
+class _Explicit(nn.Module):
+    """word and query states + given half-open spans per query → the head's pair logits for them
+    (``score_explicit_spans``: how the library scores a choice field's options at their prefix words)."""
+
+    def __init__(self, head: nn.Module):
+        super().__init__()
+        self.head = head
+
+    def forward(self, word_embs, word_mask, queries, query_mask, span_idx, span_mask):
+        return self.head.score_explicit_spans(
+            word_embs, word_mask.bool(), queries, query_mask.bool(), span_idx, span_mask.bool()
+        )
+
+
+EXPLICIT_INPUTS = [*INPUTS, "span_idx", "span_mask"]
+
+
+def _explicit_inputs(d: int, lengths: list[int], queries: list[int], spans: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """``_inputs`` plus ``spans`` one-word spans per query (the last one masked) inside each row."""
+    word_embs, word_mask, qs, query_mask = _inputs(d, lengths, queries, seed)
+    g = torch.Generator().manual_seed(seed + 100)
+    b, q = len(lengths), max(queries)
+    starts = torch.stack([torch.randint(0, n - 1, (q, spans), generator=g) for n in lengths])
+    span_idx = torch.stack([starts, starts + 1], dim=-1)
+    span_mask = torch.ones(b, q, spans, dtype=torch.long)
+    span_mask[..., -1] = 0
+    return word_embs, word_mask, qs, query_mask, span_idx, span_mask
+
+
+def export_boundary_explicit(model: nn.Module, onnx_dir: Path, verify: bool = True) -> dict[str, float]:
+    """Writes ``boundary_explicit.onnx``; returns the max |Δ logit| against the library on valid spans."""
+    head = model.boundary_head.eval()
+    d = int(model.encoder.config.hidden_size)
+    path = onnx_dir / "boundary_explicit.onnx"
+    wrapper = _Explicit(head).eval()
+    dynamic = {name: {0: "batch", 1: "words" if name.startswith("word") else "queries"} for name in INPUTS}
+    dynamic.update(
+        {"span_idx": {0: "batch", 1: "queries", 2: "spans"}, "span_mask": {0: "batch", 1: "queries", 2: "spans"}}
+    )
+    dynamic["logits"] = {0: "batch", 1: "queries", 2: "spans"}
+    with export_patches(head):
+        _export(wrapper, _explicit_inputs(d, [30, 18], [2, 1], 3, seed=5), path, EXPLICIT_INPUTS, ["logits"], dynamic)
+    if not verify:
+        return {}
+    session = _ort(path)
+    worst = 0.0
+    for lengths, queries, spans, seed in (([12], [3], 2, 6), ([25, 9, 14], [1, 2, 2], 4, 7)):
+        args = _explicit_inputs(d, lengths, queries, spans, seed)
+        got = session.run(None, {name: t.numpy() for name, t in zip(EXPLICIT_INPUTS, args)})[0]
+        with torch.no_grad():
+            ref = wrapper(*args).numpy()
+        for b, nq in enumerate(queries):
+            keep = args[5][b, :nq].numpy().astype(bool)
+            worst = max(worst, float(np.abs(ref[b, :nq][keep] - got[b, :nq][keep]).max()))
+    if worst > TOLERANCE:
+        raise ValueError(f"boundary_explicit.onnx differs from the library by {worst} (> {TOLERANCE})")
+    return {"explicit_logits": worst}
+
+
 def _inputs(d: int, lengths: list[int], queries: list[int], seed: int) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     b, words, q = len(lengths), max(lengths), max(queries)
@@ -210,7 +269,7 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
         {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
     )
     candidates = export_boundary_candidates(model, onnx_dir, verify=verify)
-    parity = dict(candidates["parity_max_abs_diff"])
+    parity = {**candidates["parity_max_abs_diff"], **export_boundary_explicit(model, onnx_dir, verify=verify)}
     if verify:
         parity["encoder"] = encoder_parity(model, onnx_dir)
         labels = torch.randn(4, d, generator=torch.Generator().manual_seed(1))
@@ -246,6 +305,18 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
                 "file": "classifier.onnx",
                 "inputs": {"label_embs": ["labels", d]},
                 "outputs": {"logits": ["labels", 1]},
+            },
+            "boundary_explicit": {
+                "file": "boundary_explicit.onnx",
+                "inputs": {
+                    "word_embs": words,
+                    "word_mask": ["batch", "words"],
+                    "queries": queries,
+                    "query_mask": ["batch", "queries"],
+                    "span_idx": ["batch", "queries", "spans", 2],
+                    "span_mask": ["batch", "queries", "spans"],
+                },
+                "outputs": {"logits": ["batch", "queries", "spans"]},
             },
             "boundary_candidates": {
                 "file": "boundary_candidates.onnx",
