@@ -9,13 +9,14 @@
  * one instance per structure.
  *
  * Choice fields are scored as the library does, each option present in the prefix as an explicit one-word span
- * for the field's query (`boundary_explicit.onnx`). Not served yet (refused by name, `unsupportedBoundaryTasks`):
- * relations (the library's separate relation scorer).
+ * for the field's query (`boundary_explicit.onnx`). Relations (relations.py, `_decode_relations`): per relation,
+ * the best head and tail candidates of its `[R]` queries, their capped cross product, each pair scored by the
+ * relation MLP (`relation_mlp.onnx`) over features gathered here, then the library's edge de-duplication.
  */
 import { classificationAnswer } from './classification';
 import { resolveDisallow, sigmoid } from './decode';
 import { classifierLogits, encodeRows } from './heads';
-import type { EncoderSchema, PromptTask } from './schema';
+import type { PromptTask } from './schema';
 import type { SessionSet } from './sessions';
 import { CodePoints, pyStrip } from './text';
 import type { EncodedRecord, EncoderResult, FieldValue, FragmentConfig, Span } from './types';
@@ -24,6 +25,21 @@ import type { EncodedRecord, EncoderResult, FieldValue, FragmentConfig, Span } f
 interface Candidate {
   start: number;
   end: number;
+  score: number;
+  /** σ(pair logit) in float32, without the pair temperature: what relation proposals rank by. */
+  raw: number;
+  /** Its slot among the query's candidates (the library's tie-break after start and end). */
+  slot: number;
+}
+
+/** One scored relation pair (word spans over prefix + text words, argument probabilities, relation probability). */
+interface RelationPair {
+  headStart: number;
+  headEnd: number;
+  tailStart: number;
+  tailEnd: number;
+  headScore: number;
+  tailScore: number;
   score: number;
 }
 
@@ -42,12 +58,9 @@ export interface BoundaryScores {
   query: Map<string, number>;
   /** Per `${record}:${task index}:${field index}` of a choice field: its options present in the prefix, scored. */
   choices: Map<string, ChoiceScore[]>;
+  /** Per `${record}:${task index}` of a relation task: its proposed pairs, scored (none without a relation scorer). */
+  relations: Map<string, RelationPair[]>;
   clsLogits: Map<string, Float32Array>;
-}
-
-/** What a boundary model cannot answer yet, as `path: reason` lines naming the schema's fields (empty: all of it). */
-export function unsupportedBoundaryTasks(schema: EncoderSchema): string[] {
-  return schema.relations.map((r) => `relations.${r.name}: relations are not served for boundary models yet`);
 }
 
 /** gliner2's `_find_choice_idx`: the first prefix word equal to the choice, case-insensitively (-1: none). */
@@ -155,6 +168,9 @@ export async function scoreBoundaryBatch(
   const abstain: number[][] = batch.map(() => new Array<number>(Q).fill(0));
   const T = config.pair_temperature ?? 1;
   let choices = new Map<string, ChoiceScore[]>();
+  let pendingRelations:
+    | { words: Float32Array; L: number; queryVec: (bi: number, i: number, m: number) => Float32Array }
+    | undefined;
   if (Q) {
     const L = Math.max(...batch.map((r) => r.wordPos.length));
     const words = new Float32Array(B * L * D);
@@ -175,6 +191,7 @@ export async function scoreBoundaryBatch(
       });
     });
     choices = await scoreChoices(sessions, batch, tasks, { data: words, mask: wordMask, L }, queryVec, D, T);
+    pendingRelations = { words, L, queryVec };
     const out = await sessions.run('boundaryCandidates', {
       word_embs: { type: 'float32', data: words, dims: [B, L, D] },
       word_mask: { type: 'int64', data: wordMask, dims: [B, L] },
@@ -194,19 +211,210 @@ export async function scoreBoundaryBatch(
         for (let c = 0; c < C; c++) {
           const o = (bi * Q + q) * C + c;
           if (!valid[o]) continue;
-          list.push({ start: Number(idx[o * 2]!), end: Number(idx[o * 2 + 1]!), score: sigmoid(logits[o]! / T) });
+          list.push({
+            start: Number(idx[o * 2]!),
+            end: Number(idx[o * 2 + 1]!),
+            score: sigmoid(logits[o]! / T),
+            raw: Math.fround(sigmoid(logits[o]!)),
+            slot: c,
+          });
         }
       }
   }
+  const relations =
+    pendingRelations && config.enable_relations
+      ? await scoreRelations(sessions, config, batch, tasks, candidates, query, pendingRelations, D)
+      : new Map<string, RelationPair[]>();
   const clsTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind === 'classifications');
   const clsLogits = await classifierLogits(sessions, batch, clsTasks, vec, D);
   const scale = 1 / (config.classification_temperature ?? 1);
   if (scale !== 1) for (const lg of clsLogits.values()) for (let j = 0; j < lg.length; j++) lg[j]! *= scale;
-  return { candidates, abstain, query, choices, clsLogits };
+  return { candidates, abstain, query, choices, relations, clsLogits };
+}
+
+/**
+ * relations.py `TypedRelationPairGenerator` (decode path) and `SparseRelationScorer`, for every relation task of
+ * every record: the top `relation_heads_per_type` candidates of the `[R]` head query and the top tails, ranked by
+ * σ(logit) (float32, as torch ranks them) then start, end and slot; their cross product without same-span pairs,
+ * ranked by the product then head and tail rank, cut at `relation_pair_cap`; each pair's features (the endpoint
+ * word states, the relation query — the mean of its two `[R]` states, or both with `directional_relation_states` —
+ * order and distance / the record's word count) through `relation_mlp.onnx`, σ(· / relation_temperature).
+ * The library divides the distance by its batch's padded word count, so its scores depend on which texts share a
+ * batch; this is the library at batch size 1, the same answer for a text whatever it is batched with.
+ */
+async function scoreRelations(
+  sessions: SessionSet,
+  config: FragmentConfig,
+  batch: EncodedRecord[],
+  tasks: PromptTask[],
+  candidates: Candidate[][][],
+  query: Map<string, number>,
+  states: { words: Float32Array; L: number; queryVec: (bi: number, i: number, m: number) => Float32Array },
+  D: number,
+): Promise<Map<string, RelationPair[]>> {
+  const heads = config.relation_heads_per_type ?? 32;
+  const tails = config.relation_tails_per_type ?? 32;
+  const cap = config.relation_pair_cap ?? 128;
+  const floor = config.relation_argument_threshold ?? 0;
+  const directional = config.directional_relation_states === true;
+  const Dr = directional ? 2 * D : D;
+  const width = 4 * D + Dr + 2;
+  const top = (list: Candidate[], n: number) =>
+    list
+      .filter((c) => c.raw >= floor)
+      .sort((a, b) => b.raw - a.raw || a.start - b.start || a.end - b.end || a.slot - b.slot)
+      .slice(0, n);
+  const jobs: Array<{ key: string; pairs: Array<{ h: Candidate; t: Candidate }>; bi: number; i: number }> = [];
+  batch.forEach((_, bi) => {
+    tasks.forEach((t, i) => {
+      if (t.kind !== 'relations') return;
+      const hs = top(candidates[bi]![query.get(`${i}:0`)!]!, heads);
+      const ts = top(candidates[bi]![query.get(`${i}:1`)!]!, tails);
+      const pairs: Array<{ h: Candidate; t: Candidate; score: number; flat: number }> = [];
+      hs.forEach((h, hi) => {
+        ts.forEach((tl, ti) => {
+          if (h.start === tl.start && h.end === tl.end) return;
+          pairs.push({ h, t: tl, score: Math.fround(h.raw * tl.raw), flat: hi * tails + ti });
+        });
+      });
+      pairs.sort((a, b) => b.score - a.score || a.flat - b.flat);
+      jobs.push({ key: `${bi}:${i}`, pairs: pairs.slice(0, cap), bi, i });
+    });
+  });
+  const out = new Map<string, RelationPair[]>();
+  const P = jobs.reduce((n, j) => n + j.pairs.length, 0);
+  for (const j of jobs) out.set(j.key, []);
+  if (!P) return out;
+  const features = new Float32Array(P * width);
+  let row = 0;
+  for (const { pairs, bi, i } of jobs) {
+    const L = batch[bi]!.wordPos.length;
+    const word = (w: number) => states.words.subarray((bi * states.L + w) * D, (bi * states.L + w + 1) * D);
+    const headQ = states.queryVec(bi, i, 0);
+    const tailQ = states.queryVec(bi, i, 1);
+    const rel = new Float32Array(Dr);
+    if (directional) {
+      rel.set(headQ, 0);
+      rel.set(tailQ, D);
+    } else for (let d = 0; d < D; d++) rel[d] = (headQ[d]! + tailQ[d]!) / 2;
+    for (const { h, t } of pairs) {
+      const o = row++ * width;
+      features.set(word(h.start), o);
+      features.set(word(h.end - 1), o + D);
+      features.set(word(t.start), o + 2 * D);
+      features.set(word(t.end - 1), o + 3 * D);
+      features.set(rel, o + 4 * D);
+      const delta = t.start - h.start;
+      features[o + 4 * D + Dr] = Math.sign(delta);
+      features[o + 4 * D + Dr + 1] = Math.abs(delta) / Math.max(L, 1);
+    }
+  }
+  const res = await sessions.run('relationMlp', { features: { type: 'float32', data: features, dims: [P, width] } });
+  const logits = res.logits!.data;
+  const T = config.relation_temperature ?? 1;
+  row = 0;
+  for (const { key, pairs } of jobs)
+    out.set(
+      key,
+      pairs.map(({ h, t }) => ({
+        headStart: h.start,
+        headEnd: h.end,
+        tailStart: t.start,
+        tailEnd: t.end,
+        headScore: h.raw,
+        tailScore: t.raw,
+        score: sigmoid(logits[row++]! / T),
+      })),
+    );
+  return out;
+}
+
+/** A relation edge in characters: its head and tail mentions and its score. */
+interface Edge {
+  score: number;
+  head: Span;
+  tail: Span;
+}
+
+/** Python's `" ".join(s.casefold().split())` for the characters that matter here (casefold ≈ lower case). */
+function semanticText(s: string): string {
+  return s.toLowerCase().replace(/ß/g, 'ss').trim().split(/\s+/).filter(Boolean).join(' ');
+}
+
+/**
+ * gliner2 `BoundaryExtractor._deduplicate_relation_edges`: each mention replaced by the longest mention that
+ * contains it (earliest on ties), the best edge per head/tail coordinates, one edge per (head text, tail text)
+ * preferring the closest arguments, and edges whose argument is a strict word subset of another's (with the
+ * same other argument) dropped; sorted by head start, tail start, score descending.
+ */
+export function deduplicateRelationEdges(edges: Edge[]): Edge[] {
+  if (edges.length < 2) return edges;
+  const canonical = (side: 'head' | 'tail') => {
+    const mentions = new Map<string, Span>();
+    for (const e of edges) mentions.set(`${e[side].start}:${e[side].end}`, e[side]);
+    const out = new Map<string, Span>();
+    for (const [key, m] of mentions) {
+      let best: Span | undefined;
+      for (const c of mentions.values())
+        if (c.start <= m.start && c.end >= m.end)
+          if (
+            !best ||
+            c.end - c.start > best.end - best.start ||
+            (c.end - c.start === best.end - best.start && c.start < best.start)
+          )
+            best = c;
+      out.set(key, best!);
+    }
+    return out;
+  };
+  const heads = canonical('head');
+  const tails = canonical('tail');
+  const exact = new Map<string, Edge>();
+  for (const e of edges) {
+    const head = heads.get(`${e.head.start}:${e.head.end}`)!;
+    const tail = tails.get(`${e.tail.start}:${e.tail.end}`)!;
+    const key = `${head.start}:${head.end}:${tail.start}:${tail.end}`;
+    const previous = exact.get(key);
+    if (!previous || e.score > previous.score) exact.set(key, { ...e, head, tail });
+  }
+  const rank = (e: Edge) => [
+    Math.max(e.head.start - e.tail.end, e.tail.start - e.head.end, 0),
+    -e.score,
+    e.head.start,
+    e.tail.start,
+  ];
+  const before = (a: number[], b: number[]) => {
+    for (let k = 0; k < a.length; k++) if (a[k] !== b[k]) return a[k]! < b[k]!;
+    return false;
+  };
+  const semantic = new Map<string, Edge>();
+  for (const e of exact.values()) {
+    const key = `${semanticText(e.head.text)}\u0000${semanticText(e.tail.text)}`;
+    const previous = semantic.get(key);
+    if (!previous || before(rank(e), rank(previous))) semantic.set(key, e);
+  }
+  const words = (s: string) => new Set(semanticText(s).split(' ').filter(Boolean));
+  const strictSubset = (a: Set<string>, b: Set<string>) => a.size < b.size && [...a].every((w) => b.has(w));
+  const same = (a: Set<string>, b: Set<string>) => a.size === b.size && [...a].every((w) => b.has(w));
+  const values = [...semantic.values()];
+  const kept = values.filter((e) => {
+    const h = words(e.head.text);
+    const t = words(e.tail.text);
+    return !values.some((o) => {
+      if (o === e) return false;
+      const oh = words(o.head.text);
+      const ot = words(o.tail.text);
+      return (strictSubset(h, oh) && same(t, ot)) || (strictSubset(t, ot) && same(h, oh));
+    });
+  });
+  return kept.sort((a, b) => a.head.start - b.head.start || a.tail.start - b.tail.start || b.score - a.score);
 }
 
 /** gliner2's `resolve_overlaps(policy)` over half-open word spans: ranked by score desc, then start, end. */
-export function resolveOverlaps<T extends Candidate>(items: T[], policy: string): T[] {
+export function resolveOverlaps<T extends { start: number; end: number; score: number }>(
+  items: T[],
+  policy: string,
+): T[] {
   if (policy === 'disallow') return resolveDisallow(items);
   const ranked = items
     .map((item, i) => ({ item, i }))
@@ -287,6 +495,28 @@ export function decodeBoundaryRecord(
       });
       const any = Object.values(obj).some((v) => v !== null && !(Array.isArray(v) && v.length === 0));
       res.structures[t.name] = any ? [obj] : [];
+    } else if (t.kind === 'relations') {
+      const thr = t.relation!.threshold ?? threshold;
+      const edges: Edge[] = [];
+      for (const p of scores.relations.get(`${bi}:${i}`) ?? []) {
+        if (p.score < thr) continue;
+        const hs = p.headStart - P;
+        const he = p.headEnd - P;
+        const ts = p.tailStart - P;
+        const te = p.tailEnd - P;
+        const n = r.words.length;
+        if (!(hs >= 0 && hs < he && he <= n && ts >= 0 && ts < te && te <= n)) continue;
+        const mention = (s: number, e: number, score: number): Span => ({
+          text: pyStrip(cps.slice(r.starts[s]!, r.ends[e - 1]!)),
+          score,
+          start: r.starts[s]! + r.offset,
+          end: r.ends[e - 1]! + r.offset,
+        });
+        const head = mention(hs, he, p.headScore);
+        const tail = mention(ts, te, p.tailScore);
+        if (head.text && tail.text) edges.push({ score: p.score, head, tail });
+      }
+      res.relations[t.name] = deduplicateRelationEdges(edges).map(({ head, tail }) => ({ head, tail }));
     } else if (t.kind === 'classifications') {
       const c = t.classification!;
       const lg = scores.clsLogits.get(`${bi}:${i}`) ?? new Float32Array(0);

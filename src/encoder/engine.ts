@@ -14,7 +14,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { paddedBatches } from './batches';
-import { decodeBoundaryRecord, scoreBoundaryBatch, unsupportedBoundaryTasks } from './boundary';
+import { decodeBoundaryRecord, scoreBoundaryBatch } from './boundary';
 import { decodeRecord } from './extract';
 import { scoreBatch, type Scorer } from './heads';
 import { mergeGroups, planLabelGroups } from './labelGroups';
@@ -141,13 +141,22 @@ export class EncoderModel {
     const pooledMeta = readPooledMeta(dir, window.tokens);
     const encFile = precision === 'int8' ? 'onnx/encoder.int8.onnx' : 'onnx/encoder.onnx';
     if (boundary) {
-      const files = [encFile, ...BOUNDARY_FILES, ...(pooledMeta ? [POOLED_ONNX, POOLED_JSON] : [])];
+      const relations = config.enable_relations === true;
+      if (relations && !existsSync(join(dir, 'onnx/relation_mlp.onnx')))
+        throw new Error(`encoder model at ${dir} is missing onnx/relation_mlp.onnx (its config enables relations)`);
+      const files = [
+        encFile,
+        ...BOUNDARY_FILES,
+        ...(relations ? ['onnx/relation_mlp.onnx'] : []),
+        ...(pooledMeta ? [POOLED_ONNX, POOLED_JSON] : []),
+      ];
       const sessions = await createSessions(
         {
           encoder: join(dir, encFile),
           classifier: join(dir, 'onnx/classifier.onnx'),
           boundaryCandidates: join(dir, 'onnx/boundary_candidates.onnx'),
           boundaryExplicit: join(dir, 'onnx/boundary_explicit.onnx'),
+          ...(relations ? { relationMlp: join(dir, 'onnx/relation_mlp.onnx') } : {}),
           ...(pooledMeta ? { pooledClassifier: join(dir, POOLED_ONNX) } : {}),
         },
         { threads: opts.threads, logger: opts.logger, executionProvider: opts.executionProvider },
@@ -234,8 +243,6 @@ export class EncoderModel {
    * (`mergeGroups`). Schemas that fit take the direct path unchanged.
    */
   async infer(texts: string[], schema: EncoderSchema, opts: InferOptions = {}): Promise<InferOutput> {
-    const unsupported = this.scorer === 'boundary' ? unsupportedBoundaryTasks(schema) : [];
-    if (unsupported.length) throw new EncoderInputError(unsupported.join('; '));
     const pooledTasks = this.pooled ? schema.classifications.filter((c) => this.pooled!.covers(c)) : [];
     const routes = Object.fromEntries(
       schema.classifications.map((c) => [c.task, pooledTasks.includes(c) ? 'pooled' : 'gliner2'] as const),

@@ -26,6 +26,7 @@ export type SessionName =
   | 'classifier'
   | 'boundaryCandidates'
   | 'boundaryExplicit'
+  | 'relationMlp'
   | 'pooledClassifier';
 export interface Feed {
   type: 'int64' | 'float32';

@@ -34,6 +34,14 @@ export interface FragmentConfig {
   abstention_threshold?: number;
   /** Canonical overlap policy per label: `disallow` (gliner2's `flat`), `nested`, `longest` or `allow`. */
   overlap_policy?: string;
+  /** Boundary models with a relation scorer (`relation_mlp.onnx`) and its pair proposal settings. */
+  enable_relations?: boolean;
+  relation_temperature?: number;
+  relation_heads_per_type?: number;
+  relation_tails_per_type?: number;
+  relation_pair_cap?: number;
+  relation_argument_threshold?: number;
+  directional_relation_states?: boolean;
   max_position_embeddings: number;
   /**
    * Tokens per encoder pass (prompt + text) a long text's windows are sized to (windows.ts `windowPlan`);

@@ -82,12 +82,3 @@ export const IMPORT_PARITY_CASES: readonly ParityCase[] = [
     threshold: 0.3,
   },
 ];
-
-/**
- * The cases for a checkpoint of gliner2 `architecture`: a boundary model is checked on every head it serves
- * (encoder/boundary.ts `unsupportedBoundaryTasks`: no relations yet), so its cases drop those.
- */
-export function parityCasesFor(architecture: string): readonly ParityCase[] {
-  if (architecture !== 'boundary') return IMPORT_PARITY_CASES;
-  return IMPORT_PARITY_CASES.map((c) => ({ ...c, schema: { ...c.schema, relations: [] } }));
-}

@@ -32,7 +32,7 @@ import { EncoderModel } from '../encoder/engine';
 import { createLogger } from '../http/logger';
 import { canonResult, compareCanon, type CanonResult } from '../encoder/parity';
 import { MANIFEST_FILE, modelDirName, modelIdFromDirName } from '../core/modelLayout';
-import { parityCasesFor, type ParityCase } from './importParityCases';
+import { IMPORT_PARITY_CASES, type ParityCase } from './importParityCases';
 import { DEFAULT_PYTHON, REPO_ROOT } from '../paths';
 
 /** Scores must agree this closely (as bench/parity/encoder-parity.ts reports them), and every span and label must match. */
@@ -123,17 +123,6 @@ export async function modelIdFromCheckpoint(dir: string): Promise<string | undef
   if (hub) return `${hub[1]}/${hub[2]}`;
   const name = basename(resolve(dir));
   return name.includes('--') ? modelIdFromDirName(name) : undefined;
-}
-
-/** gliner2's `architecture` in the checkpoint's config.json (`span` where it says none or cannot be read: the converter names any problem). */
-async function checkpointArchitecture(dir: string): Promise<string> {
-  const config = await readFile(join(dir, 'config.json'), 'utf8').catch(missingAsUndefined);
-  try {
-    const arch = config && (JSON.parse(config) as { architecture?: unknown }).architecture;
-    return typeof arch === 'string' ? arch : 'span';
-  } catch {
-    return 'span';
-  }
 }
 
 interface TrainerEvent {
@@ -240,7 +229,7 @@ export async function importCheckpoint(o: ImportOptions): Promise<ImportResult> 
   const target = join(o.modelsDir, modelDirName(modelId));
   if (existsSync(target) && !o.force)
     throw new ModelImportError(`${target} already exists; pass --force to replace ${modelId}'s weights`);
-  const cases = o.cases ?? parityCasesFor(await checkpointArchitecture(checkpointDir));
+  const cases = o.cases ?? IMPORT_PARITY_CASES;
   const tolerance = o.tolerance ?? IMPORT_PARITY_TOLERANCE;
 
   await mkdir(o.modelsDir, { recursive: true });

@@ -1,14 +1,21 @@
 /**
  * The boundary architecture's decoding (src/encoder/boundary.ts) against the gliner2 library's own rules:
  * `resolveOverlaps` under every overlap policy equals `gliner2.inference.overlap.resolve_overlaps` (run in
- * Python on the same generated candidate sets, full of exact ties), and one record's entities honour the
- * abstention head, the per-label threshold and the library's "a span touching the prefix is dropped" rule —
- * paths the random-weight checkpoint of test/local/boundaryModel.test.ts does not reach (its abstention head is
- * zero-initialised, as gliner2 builds it, so it never abstains).
+ * Python on the same generated candidate sets, full of exact ties), the relation edges' de-duplication equals
+ * `BoundaryExtractor._deduplicate_relation_edges` on generated edges over nested and repeated mentions, and
+ * one record's entities honour the abstention head, the per-label threshold and the library's "a span touching
+ * the prefix is dropped" rule — paths the random-weight checkpoint of test/local/boundaryModel.test.ts does not
+ * reach (its abstention head is zero-initialised, as gliner2 builds it, so it never abstains; its few
+ * relation edges seldom repeat a mention).
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { decodeBoundaryRecord, resolveOverlaps, type BoundaryScores } from '../../src/encoder/boundary';
+import {
+  decodeBoundaryRecord,
+  deduplicateRelationEdges,
+  resolveOverlaps,
+  type BoundaryScores,
+} from '../../src/encoder/boundary';
 import type { PromptTask } from '../../src/encoder/schema';
 import type { EncodedRecord, FragmentConfig } from '../../src/encoder/types';
 import { DEFAULT_PYTHON, REPO_ROOT } from '../../src/paths';
@@ -41,6 +48,9 @@ for policy in ("disallow", "nested", "longest", "allow"):
 print(json.dumps(out))
 `;
 
+/** A candidate as the scoring step leaves it (its relation-ranking fields are not read here). */
+const cand = (start: number, end: number, score: number) => ({ start, end, score, raw: score, slot: 0 });
+
 describe('boundary decoding', () => {
   it('resolves overlaps as gliner2 does under every policy', () => {
     const sets = candidateSets(200);
@@ -60,6 +70,60 @@ describe('boundary decoding', () => {
       true,
     );
     expect(library.nested!.some((r, i) => r.length > library.disallow![i]!.length)).toBe(true);
+  });
+
+  it('de-duplicates relation edges as gliner2 does', () => {
+    // mentions over a text with repeated and nested names, so every rule of the de-duplication applies
+    const text = 'Ada Lovelace met Ada at Acme Corp and ACME corp in London';
+    const mentions = [
+      [0, 3],
+      [0, 12],
+      [4, 12],
+      [17, 20],
+      [24, 28],
+      [24, 33],
+      [38, 47],
+      [51, 57],
+    ].map(([start, end]) => ({ text: text.slice(start, end), start: start!, end: end! }));
+    let x = 7;
+    const next = (m: number) => {
+      x = (x * 1103515245 + 12345) % 2147483648;
+      return x % m;
+    };
+    const sets = Array.from({ length: 60 }, () =>
+      Array.from({ length: 2 + next(10) }, () => {
+        const h = mentions[next(mentions.length)]!;
+        const t = mentions[next(mentions.length)]!;
+        return {
+          score: [0.6, 0.7, 0.8][next(3)]!,
+          head: { ...h, score: 0.5 + next(5) / 10 },
+          tail: { ...t, score: 0.5 + next(5) / 10 },
+        };
+      }),
+    );
+    const py = `
+import json, sys
+from gliner2.models.boundary.engine import BoundaryExtractor
+side = lambda m: (m["text"], m["start"], m["end"], m["score"])
+out = []
+for edges in json.load(sys.stdin):
+    kept = BoundaryExtractor._deduplicate_relation_edges([{"score": e["score"], "head": side(e["head"]), "tail": side(e["tail"])} for e in edges])
+    out.append([[e["score"], list(e["head"]), list(e["tail"])] for e in kept])
+print(json.dumps(out))
+`;
+    const library = JSON.parse(
+      execFileSync(DEFAULT_PYTHON, ['-c', py], {
+        input: JSON.stringify(sets),
+        cwd: join(REPO_ROOT, 'containers', 'training'),
+        encoding: 'utf8',
+      }),
+    ) as unknown[];
+    const side = (m: { text: string; start: number; end: number; score: number }) => [m.text, m.start, m.end, m.score];
+    expect(
+      sets.map((edges) => deduplicateRelationEdges(edges).map((e) => [e.score, side(e.head), side(e.tail)])),
+    ).toEqual(library);
+    // the rules did fire: some sets lost edges
+    expect(library.some((kept, i) => (kept as unknown[]).length < sets[i]!.length)).toBe(true);
   });
 
   it('abstains per label, cuts at each label threshold and drops spans that touch the prefix', () => {
@@ -89,14 +153,9 @@ describe('boundary decoding', () => {
       candidates: [
         [
           // person: "ada", "bob", one span [2, 4) that starts in the prefix (word 2 is ":"), one under 0.5
-          [
-            { start: 3, end: 4, score: 0.9 },
-            { start: 5, end: 6, score: 0.8 },
-            { start: 2, end: 4, score: 0.99 },
-            { start: 5, end: 7, score: 0.4 },
-          ],
-          [{ start: 4, end: 5, score: 0.9 }], // verb: under its own 0.95 threshold
-          [{ start: 5, end: 6, score: 0.97 }], // city: abstained
+          [cand(3, 4, 0.9), cand(5, 6, 0.8), cand(2, 4, 0.99), cand(5, 7, 0.4)],
+          [cand(4, 5, 0.9)], // verb: under its own 0.95 threshold
+          [cand(5, 6, 0.97)], // city: abstained
         ],
       ],
       abstain: [[0.2, 0.2, 0.51]],
@@ -106,6 +165,7 @@ describe('boundary decoding', () => {
         ['0:2', 2],
       ]),
       choices: new Map(),
+      relations: new Map(),
       clsLogits: new Map(),
     };
     const config = { hidden_size: 4, overlap_policy: 'disallow', abstention_threshold: 0.5 } as FragmentConfig;

@@ -1,10 +1,10 @@
 /**
  * The GLiNER2 boundary architecture (issue #32; the GLiNER2.5 family) on a random-initialised checkpoint built
  * offline (`sift_trainer.build.architectures --arch boundary`): imported with parity against the gliner2
- * library — entities, single- and multi-label classification, structures with a choice field, and a long text
- * the library reads in chunks (`batch_extract_long`) where the engine reads windows, offsets global — then
- * served by a local stack as the engine answers, fine-tuned with LoRA and in full through the API (the real
- * trainer) and each tuned model served, and relations, not served yet, refused with the field named.
+ * library — entities, single- and multi-label classification, structures with a choice field, relations, and a
+ * long text the library reads in chunks (`batch_extract_long`) where the engine reads windows, offsets global —
+ * then served by a local stack as the engine answers, fine-tuned with LoRA and in full through the API (the real
+ * trainer) and each tuned model served.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { x as extractTar } from 'tar';
 import { formatResult, toEncoderSchema } from '../../src/core/extraction/api';
 import { EncoderModel } from '../../src/encoder/engine';
 import { canonResult } from '../../src/encoder/parity';
-import { parityCasesFor, type ParityCase } from '../../src/local/importParityCases';
+import { IMPORT_PARITY_CASES, type ParityCase } from '../../src/local/importParityCases';
 import { importCheckpoint, type ImportResult } from '../../src/local/modelImport';
 import { buildArchitectureCheckpoints } from '../helpers/architectureCheckpoints';
 import { jsonl, TestStack } from '../helpers/localStack';
@@ -36,7 +36,7 @@ const LONG: ParityCase = {
   chunk_words: 48,
   chunk_overlap: 12,
 };
-const CASES: ParityCase[] = [...parityCasesFor('boundary'), LONG];
+const CASES: ParityCase[] = [...IMPORT_PARITY_CASES, LONG];
 
 let work: string;
 let imported: ImportResult;
@@ -106,6 +106,7 @@ describe('a boundary checkpoint', () => {
     const SCHEMA = {
       entities: ['person', 'company', 'city'],
       classifications: [{ task: 'sentiment', labels: ['positive', 'negative'] }],
+      relations: ['works for'],
       structures: {
         trip: {
           fields: [
@@ -130,7 +131,7 @@ describe('a boundary checkpoint', () => {
 
     it('answers /inference and /gliner-2/extract as the engine does', async () => {
       const expected = await engineAnswer(imported.dir, SCHEMA);
-      expect(Object.keys(expected)).toEqual(['entities', 'classifications', 'structures']);
+      expect(Object.keys(expected)).toEqual(['entities', 'classifications', 'structures', 'relations']);
       expect(Object.keys((expected.structures as { trip: object[] }).trip[0]!)).toEqual(['who', 'where', 'mode']);
       for (const path of ['/inference', '/gliner-2/extract']) {
         const res = await stack.call('POST', path, {
@@ -202,13 +203,5 @@ describe('a boundary checkpoint', () => {
       },
       300_000,
     );
-
-    it('refuses relations, which it does not serve yet, naming them', async () => {
-      const relations = await stack.call('POST', '/inference', {
-        body: { model_id: MODEL, text: TEXT, schema: { relations: ['works for'] } },
-      });
-      expect(relations.status).toBe(422);
-      expect(relations.body.detail).toContain('relations.works for: relations are not served for boundary models yet');
-    });
   });
 });

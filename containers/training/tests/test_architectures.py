@@ -155,7 +155,15 @@ def test_a_boundary_checkpoint_converts_to_the_boundary_fragments(checkpoints, t
     cfg = json.loads((onnx / "gliner2_config.json").read_text())
     assert cfg["architecture"] == "boundary" and cfg["overlap_policy"] == "disallow"
     assert (cfg["pair_temperature"], cfg["enable_abstention"], cfg["abstention_threshold"]) == (1.0, True, 0.5)
-    assert set(cfg["parity_max_abs_diff"]) == {"pair_logits", "null_logits", "explicit_logits", "encoder", "classifier"}
+    assert set(cfg["parity_max_abs_diff"]) == {
+        "pair_logits",
+        "null_logits",
+        "explicit_logits",
+        "relation_logits",
+        "encoder",
+        "classifier",
+    }
+    assert cfg["enable_relations"] is True and cfg["relation_pair_cap"] == 128
     assert max(cfg["parity_max_abs_diff"].values()) < 1e-4
     # the library's own answer on the checkpoint (threshold 0: every candidate the head keeps), for the TS side
     ref = manifest["reference"][0]["results"][0]

@@ -50,6 +50,7 @@ UNTESTED_SETTINGS = {
     "enable_span_content": bool,
     "endpoint_difference_features": bool,
     "query_conditioned_inside_weight": bool,
+    "relation_biaffine_content": bool,
 }
 
 
@@ -173,6 +174,32 @@ def export_boundary_explicit(model: nn.Module, onnx_dir: Path, verify: bool = Tr
     return {"explicit_logits": worst}
 
 
+def export_relation_mlp(model: nn.Module, onnx_dir: Path, verify: bool = True) -> dict[str, float]:
+    """Writes ``relation_mlp.onnx``: the relation scorer's MLP over a pair's features (the host gathers them:
+    four endpoint word states, the relation query, order and distance, relations.py ``SparseRelationScorer``)."""
+    mlp = model.relation_scorer.mlp.eval()
+    width = int(mlp[0].in_features)
+    path = onnx_dir / "relation_mlp.onnx"
+    g = torch.Generator().manual_seed(8)
+    _export(
+        mlp,
+        (torch.randn(5, width, generator=g),),
+        path,
+        ["features"],
+        ["logits"],
+        {"features": {0: "pairs"}, "logits": {0: "pairs"}},
+    )
+    if not verify:
+        return {}
+    x = torch.randn(37, width, generator=g)
+    with torch.no_grad():
+        ref = mlp(x).numpy()
+    worst = float(np.abs(ref - _ort(path).run(None, {"features": x.numpy()})[0]).max())
+    if worst > TOLERANCE:
+        raise ValueError(f"relation_mlp.onnx differs from the library by {worst} (> {TOLERANCE})")
+    return {"relation_logits": worst}
+
+
 def _inputs(d: int, lengths: list[int], queries: list[int], seed: int) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(seed)
     b, words, q = len(lengths), max(lengths), max(queries)
@@ -270,6 +297,10 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
     )
     candidates = export_boundary_candidates(model, onnx_dir, verify=verify)
     parity = {**candidates["parity_max_abs_diff"], **export_boundary_explicit(model, onnx_dir, verify=verify)}
+    relations = bool(getattr(model, "enable_relations", False))
+    if relations:
+        parity.update(export_relation_mlp(model, onnx_dir, verify=verify))
+    proposal = model.relation_pair_generator.settings if relations else None
     if verify:
         parity["encoder"] = encoder_parity(model, onnx_dir)
         labels = torch.randn(4, d, generator=torch.Generator().manual_seed(1))
@@ -293,7 +324,19 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
         "enable_abstention": bool(settings.enable_abstention),
         "abstention_threshold": float(settings.abstention_threshold),
         "overlap_policy": normalize_overlap_policy(None, default=settings.overlap_policy),
-        "enable_relations": bool(getattr(model, "enable_relations", False)),
+        "enable_relations": relations,
+        **(
+            {
+                "relation_temperature": float(settings.relation_temperature),
+                "relation_heads_per_type": int(proposal.heads_per_relation),
+                "relation_tails_per_type": int(proposal.tails_per_relation),
+                "relation_pair_cap": int(proposal.pair_cap),
+                "relation_argument_threshold": float(proposal.argument_threshold),
+                "directional_relation_states": bool(settings.directional_relation_states),
+            }
+            if relations
+            else {}
+        ),
         **prompt_config(model),
         "files": {
             "encoder": {
@@ -318,6 +361,17 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
                 },
                 "outputs": {"logits": ["batch", "queries", "spans"]},
             },
+            **(
+                {
+                    "relation_mlp": {
+                        "file": "relation_mlp.onnx",
+                        "inputs": {"features": ["pairs", int(model.relation_scorer.mlp[0].in_features)]},
+                        "outputs": {"logits": ["pairs", 1]},
+                    }
+                }
+                if relations
+                else {}
+            ),
             "boundary_candidates": {
                 "file": "boundary_candidates.onnx",
                 "inputs": {
