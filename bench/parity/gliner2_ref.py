@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
-from gliner2 import GLiNER2  # noqa: E402
+from gliner2 import AutoExtractor  # noqa: E402 (GLiNER2 for span checkpoints, the boundary extractor for GLiNER2.5)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "containers", "training"))
 from sift_trainer.export.gliner2_reference import build_schema, reference_results  # noqa: E402
@@ -22,7 +22,7 @@ from sift_trainer.export.gliner2_reference import build_schema, reference_result
 def main():
     mode, model_dir, cases_path, out_path = sys.argv[1:5]
     torch.set_num_threads(int(os.environ.get("REF_THREADS", "0")) or torch.get_num_threads())
-    model = GLiNER2.from_pretrained(model_dir)
+    model = AutoExtractor.from_pretrained(model_dir)
     model.eval()
     cases = json.load(open(cases_path))
     out = []

@@ -12,7 +12,7 @@ padded with the builder's generated pieces to DeBERTa-v3's 128,000 so the embedd
 size and its memory stay those of the real model.
 
 usage (in containers/training):
-  python ../../bench/serving/deberta_base_checkpoint.py OUT_DIR [--pieces 16000]
+  python ../../bench/serving/deberta_base_checkpoint.py OUT_DIR [--pieces 16000] [--arch boundary]
 then: python -m sift_trainer.export.import_checkpoint convert --checkpoint OUT_DIR --out MODEL_DIR --model-id fastino/gliner2-base-v1
 """
 
@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--pieces", type=int, default=16000)
     ap.add_argument("--seed", type=int, default=0)
+    # boundary: the GLiNER2.5 architecture on the same backbone (issue #32's speed table)
+    ap.add_argument("--arch", default="deberta-v3-count_lstm_v2", choices=("deberta-v3-count_lstm_v2", "boundary"))
     a = ap.parse_args()
     data = os.environ.get("SIFT_SHARED_DATA", os.path.join(os.getcwd(), "..", "..", "..", "shared", "data"))
     lines = english_lines(data)
@@ -76,7 +78,7 @@ def main() -> None:
         return DebertaV2Tokenizer(vocab=v, unk_id=3, do_lower_case=False, split_by_punct=False)
 
     A.build_tokenizer = build_tokenizer
-    summary = A.build("deberta-v3-count_lstm_v2", Path(a.out), size="base", seed=a.seed)
+    summary = A.build(a.arch, Path(a.out), size="base", seed=a.seed)
     summary["tokenizer"] = f"Unigram, {len(trained) - len(A.SPECIALS)} pieces trained on {len(lines)} train-split lines, padded to {len(vocab)}"
     print(json.dumps({k: v for k, v in summary.items() if k != "files"}))
 

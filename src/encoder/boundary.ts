@@ -151,12 +151,11 @@ export async function scoreBoundaryBatch(
 ): Promise<BoundaryScores> {
   const D = config.hidden_size;
   const B = batch.length;
-  const { hidden, S } = await encodeRows(
+  const { vec } = await encodeRows(
     sessions,
     config,
     batch.map((r) => r.ids),
   );
-  const vec = (bi: number, pos: number) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D);
   // every record of a batch has the same prompt tasks, so the same queries in the same order
   const query = new Map<string, number>();
   tasks.forEach((t, i) => {

@@ -36,12 +36,15 @@ export interface HeadContext {
   hasC1: boolean;
 }
 
-/** One encoder pass over token rows, right-padded to the longest: hidden states [B, S, D] and the mask. */
+/**
+ * One encoder pass over token rows, right-padded to the longest: hidden states [B, S, D], the mask, and `vec`,
+ * the state of row `bi`'s token `pos`.
+ */
 export async function encodeRows(
   sessions: SessionSet,
   config: FragmentConfig,
   rows: number[][],
-): Promise<{ hidden: Float32Array; mask: BigInt64Array; S: number }> {
+): Promise<{ hidden: Float32Array; mask: BigInt64Array; S: number; vec: (bi: number, pos: number) => Float32Array }> {
   const B = rows.length;
   const S = Math.max(...rows.map((r) => r.length));
   const ids = new BigInt64Array(B * S);
@@ -57,7 +60,9 @@ export async function encodeRows(
     input_ids: { type: 'int64', data: ids, dims: [B, S] },
     attention_mask: { type: 'int64', data: mask, dims: [B, S] },
   });
-  return { hidden: out.hidden!.data, mask, S };
+  const hidden = out.hidden!.data;
+  const D = config.hidden_size;
+  return { hidden, mask, S, vec: (bi, pos) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D) };
 }
 
 export async function scoreBatch(
@@ -68,12 +73,11 @@ export async function scoreBatch(
   const D = config.hidden_size;
   const W = config.max_width!; // a span model's config has it (EncoderModel.load checks)
   const B = batch.length;
-  const { hidden, S } = await encodeRows(
+  const { vec } = await encodeRows(
     sessions,
     config,
     batch.map((r) => r.ids),
   );
-  const vec = (bi: number, pos: number) => hidden.subarray((bi * S + pos) * D, (bi * S + pos + 1) * D);
 
   // span representations for all records in one call
   const spanTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind !== 'classifications');

@@ -271,6 +271,23 @@ def encoder_parity(model, onnx_dir: Path) -> float:
     return max(_maxdiff(ref[0], got[0]), _maxdiff(ref[1, :5], got[1, :5]))
 
 
+#: the fragment config's keys a model's manifest repeats under ``onnx`` (span: width and count; boundary: budget)
+MANIFEST_ONNX_KEYS = (
+    "format",
+    "hidden_size",
+    "max_width",
+    "max_count",
+    "candidate_budget",
+    "opset",
+    "parity_max_abs_diff",
+)
+
+
+def manifest_onnx(onnx_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The ``onnx`` block of a model's manifest.json from its fragment config (import and training alike)."""
+    return {k: onnx_cfg[k] for k in MANIFEST_ONNX_KEYS if k in onnx_cfg}
+
+
 def prompt_config(model) -> dict[str, Any]:
     """The fragment config's keys that any architecture's TS engine needs to build and split a prompt as gliner2 does."""
     tok = model.processor.tokenizer

@@ -197,7 +197,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
 
     from ..build.build_mini import weights_digest
     from .export_boundary import export_boundary_fragments
-    from .export_onnx import export_fragments
+    from .export_onnx import export_fragments, manifest_onnx
     from .gliner2_reference import reference_results
 
     process.set_threads()
@@ -250,19 +250,7 @@ def convert(ckpt: Path, out: Path, model_id: str, cases: list[dict[str, Any]] | 
             "onnx_dir": "onnx/",
             "onnx_config": "onnx/gliner2_config.json",
         },
-        "onnx": {
-            k: onnx_cfg[k]
-            for k in (
-                "format",
-                "hidden_size",
-                "max_width",
-                "max_count",
-                "candidate_budget",
-                "opset",
-                "parity_max_abs_diff",
-            )
-            if k in onnx_cfg
-        },
+        "onnx": manifest_onnx(onnx_cfg),
         "classification_task": "classification",
         "versions": {"gliner2": md.version("gliner2"), "torch": torch.__version__},
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

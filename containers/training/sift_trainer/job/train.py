@@ -104,6 +104,7 @@ def run(paths: JobPaths) -> int:
         if hp.training_algorithm != "sft":
             raise HyperparameterError(f"encoder models train with 'sft' only (got {hp.training_algorithm!r})")
         from ..encoder.training import architecture_of, save_encoder_model, train_encoder
+        from ..export.export_onnx import manifest_onnx
 
         res = train_encoder(hp, paths, train_rows, val_rows)
         saved = save_encoder_model(res["model"], paths.model_dir, export_onnx=hp.export_onnx, pooled=res["pooled"])
@@ -131,21 +132,7 @@ def run(paths: JobPaths) -> int:
                     "validation": "validation.jsonl",
                 },
                 "special_tokens": onnx_cfg["special_tokens"] if onnx_cfg else None,
-                "onnx": {
-                    k: onnx_cfg[k]
-                    for k in (
-                        "format",
-                        "hidden_size",
-                        "max_width",
-                        "max_count",
-                        "candidate_budget",
-                        "opset",
-                        "parity_max_abs_diff",
-                    )
-                    if k in onnx_cfg
-                }
-                if onnx_cfg
-                else None,
+                "onnx": manifest_onnx(onnx_cfg) if onnx_cfg else None,
                 # the pooled route (encoder/pooled_cls.py): its json, parity and contrastive stage
                 "pooled_classifier": {**saved["pooled"], "contrastive": res["pooled"].contrastive}
                 if saved["pooled"]
