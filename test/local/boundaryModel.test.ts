@@ -129,7 +129,7 @@ describe('a boundary checkpoint', () => {
       }
     }
 
-    it('answers /inference and /gliner-2/extract as the engine does', async () => {
+    it('answers /inference, /gliner-2/extract and the compat schema path as the engine does', async () => {
       const expected = await engineAnswer(imported.dir, SCHEMA);
       expect(Object.keys(expected)).toEqual(['entities', 'classifications', 'structures', 'relations']);
       expect(Object.keys((expected.structures as { trip: object[] }).trip[0]!)).toEqual(['who', 'where', 'mode']);
@@ -140,6 +140,11 @@ describe('a boundary checkpoint', () => {
         expect(res.status).toBe(200);
         expect(res.body.result).toEqual(expected);
       }
+      const compat = await stack.call('POST', '/v1/chat/completions', {
+        body: { model: MODEL, schema: SCHEMA, threshold: 0.3, messages: [{ role: 'user', content: TEXT }] },
+      });
+      expect(compat.status).toBe(200);
+      expect(JSON.parse(compat.body.choices[0].message.content)).toEqual(expected);
     });
 
     it.each(['lora', 'full'] as const)(
@@ -152,6 +157,7 @@ describe('a boundary checkpoint', () => {
             [people[i % 4], 'person'],
             [['Paris', 'Berlin'][i % 2], 'city'],
           ],
+          label: ['paris', 'berlin'][i % 2], // a label column: the job fits the pooled classifier too
         }));
         const dataset = `people-${trainingType}`;
         expect((await stack.uploadDataset(dataset, jsonl(rows))).status).toBe('ready');
@@ -174,7 +180,9 @@ describe('a boundary checkpoint', () => {
         expect({ status: job.status, error: job.error }).toEqual({ status: 'complete', error: null });
         const teamId = (await stack.call('GET', '/billing/usage/requests')).body.team_id;
         const stored = (key: string) => stack.svc.blobs.getText(`jobs/${teamId}/${job.id}/model/${key}`);
-        expect(JSON.parse(await stored('manifest.json')).architecture).toBe('gliner2-boundary');
+        const manifest = JSON.parse(await stored('manifest.json'));
+        expect(manifest.architecture).toBe('gliner2-boundary');
+        expect(manifest.files.pooled_classifier).toBe('onnx/pooled_classifier.onnx');
         if (trainingType === 'lora')
           // the encoder's attention and the boundary head's projections (gliner2's "all_task_heads")
           expect(JSON.parse(await stored('adapter/adapter_config.json')).target_modules).toEqual(
@@ -187,9 +195,17 @@ describe('a boundary checkpoint', () => {
             ]),
           );
         expect((await stack.call('POST', `/core/training-jobs/${job.id}/deploy`)).status).toBe(200);
-        const body = { text: TEXT, schema: { entities: ['person', 'city'] }, threshold: 0.3 };
+        const body = {
+          text: TEXT,
+          schema: { entities: ['person', 'city'], classifications: [{ task: 'label', labels: ['paris', 'berlin'] }] },
+          threshold: 0.3,
+        };
         const tuned = await stack.call('POST', '/inference', { body: { model_id: job.id, ...body } });
         expect(tuned.status).toBe(200);
+        // the classification was answered by the job's pooled classifier (the inference record says which route)
+        expect((await stack.call('GET', `/inferences/${tuned.body.inference_id}`)).body.routes).toEqual({
+          label: 'pooled',
+        });
         const dir = join(work, `tuned-${trainingType}`);
         await mkdir(dir);
         const link = await stack.call('GET', `/core/training-jobs/${job.id}/download`, {
