@@ -206,7 +206,7 @@ describe('sources and the CLI path', () => {
     );
     await expect(resolveModelSources(['no model'], root)).rejects.toThrow(/neither a directory nor a model id/);
     await expect(publishModelDir(stack.svc.blobs, unregistered)).rejects.toThrow(
-      /'acme\/copied' .* is neither a catalog model .* nor a model imported under its own name: its manifest has no registry entry of an architecture the engine serves \(gliner2-span\)/,
+      /'acme\/copied' .* is neither a catalog model .* nor a model imported under its own name: its manifest has no registry entry of an architecture the engine serves \(gliner2-span, gliner2-boundary\)/,
     );
     const caseClash = await buildModelDir(join(work, 'sources-bad'), 'Fastino/GLiNER2-base-v1', REGISTRY);
     await expect(publishModelDir(stack.svc.blobs, caseClash)).rejects.toThrow(

@@ -84,10 +84,23 @@ afterAll(async () => {
 
 /** axe-core's WCAG 2 A/AA rules on the page as it is now: no serious or critical violation. */
 async function expectAccessible(name: string) {
-  // transitions mid-way (a modal fading in) blend colours: check the settled page
-  await page.evaluate(() =>
-    Promise.all((globalThis as any).document.getAnimations().map((a: any) => a.finished.catch(() => undefined))),
-  );
+  // transitions mid-way (a modal fading in) blend colours: check the settled page. A transition that has not
+  // started yet is not among getAnimations() (Mantine sets its target styles a frame after mounting), so the
+  // page counts as settled only after three frames in a row with nothing running — a busy machine's slower
+  // frames made a single check race the dialog's fade-in (a colour-contrast failure on its button)
+  await page.evaluate(async () => {
+    const g = globalThis as any;
+    const frame = () => new Promise((resolve) => g.requestAnimationFrame(resolve));
+    for (let quiet = 0, i = 0; quiet < 3 && i < 300; i++) {
+      await frame();
+      const running = g.document.getAnimations().filter((a: any) => a.playState === 'running');
+      if (!running.length) quiet++;
+      else {
+        quiet = 0;
+        await Promise.all(running.map((a: any) => a.finished.catch(() => undefined)));
+      }
+    }
+  });
   // evaluated through the DevTools protocol: the page's CSP (no inline scripts) stays in force
   if (!(await page.evaluate(() => 'axe' in (globalThis as any)))) await page.evaluate(AXE);
   const violations = await page.evaluate(async () => {
