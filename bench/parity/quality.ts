@@ -7,7 +7,7 @@
  *
  *   npm run bench:quality -- [--sets wnut17,conll04-entities,conll04-relations,banking77,snips,restaurant8k]
  *                            [--sizes 100,300,1000] [--test-rows 300 (0: all)] [--skip-plain | --skip-sift] [--training-type lora|full]
- *                            [--epochs N] [--learning-rate R]   (nr_epochs / learning_rate for the Sift jobs;
+ *                            [--base-model ID] [--epochs N] [--learning-rate R]   (nr_epochs / learning_rate for the Sift jobs;
  *                                                                 default: the service's own choice)
  *
  * Data: SIFT_SHARED_DATA or ../shared/data (read at run time; nothing from it is kept in the repo).
@@ -23,7 +23,6 @@ import { startLocal } from '../../src/runtimes/local/main';
 import { DEFAULT_MODELS_DIR, DEFAULT_PYTHON } from '../../src/paths';
 
 type Row = Record<string, unknown> & { text: string };
-const BASE_MODEL = 'sift/gliner2-mini-v1';
 const OPERATOR = 'svc_sk_bench-quality-operator-key-0123456789abcdefghij';
 
 /**
@@ -51,6 +50,8 @@ const epochs = opt('--epochs', '');
 const learningRate = opt('--learning-rate', '');
 const skipPlain = args.includes('--skip-plain');
 const skipSift = args.includes('--skip-sift'); // the reference side alone (e.g. for a size Sift already ran)
+// any served encoder: the embedded mini model, or one imported with `sift models import`/`pull` into the models dir
+const BASE_MODEL = opt('--base-model', 'sift/gliner2-mini-v1');
 const DATA = process.env['SIFT_SHARED_DATA'] ?? join(process.cwd(), '..', 'shared', 'data');
 const threads = process.env['SIFT_TORCH_THREADS'] ?? '1';
 process.env['SIFT_TORCH_THREADS'] = threads; // the service's trainer child inherits it
@@ -186,7 +187,7 @@ async function main() {
         }
         if (skipPlain) continue;
         const spec = join(dir, `${name}.plain.json`);
-        await writeFile(spec, JSON.stringify({ base: join(DEFAULT_MODELS_DIR, 'sift--gliner2-mini-v1'), train: rows, test, threads: Number(threads), seed: 42 }));
+        await writeFile(spec, JSON.stringify({ base: join(DEFAULT_MODELS_DIR, BASE_MODEL.replace('/', '--')), train: rows, test, threads: Number(threads), seed: 42 }));
         const p = spawnSync(DEFAULT_PYTHON, ['bench/parity/quality_plain.py', spec], { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1' }, maxBuffer: 1 << 26 });
         const line = p.stdout.trim().split('\n').at(-1) ?? '';
         if (p.status === 0 && line.startsWith('{')) {
