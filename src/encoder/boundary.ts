@@ -14,7 +14,7 @@
  * relation MLP (`relation_mlp.onnx`) over features gathered here, then the library's edge de-duplication.
  */
 import { classificationAnswer } from './classification';
-import { resolveDisallow, sigmoid } from './decode';
+import { choiceIndex, resolveDisallow, sigmoid } from './decode';
 import { classifierLogits, encodeRows } from './heads';
 import type { PromptTask } from './schema';
 import type { SessionSet } from './sessions';
@@ -61,12 +61,6 @@ export interface BoundaryScores {
   /** Per `${record}:${task index}` of a relation task: its proposed pairs, scored (none without a relation scorer). */
   relations: Map<string, RelationPair[]>;
   clsLogits: Map<string, Float32Array>;
-}
-
-/** gliner2's `_find_choice_idx`: the first prefix word equal to the choice, case-insensitively (-1: none). */
-function choiceIndex(prefix: string[], choice: string): number {
-  const lower = choice.toLowerCase();
-  return prefix.findIndex((w) => w.toLowerCase() === lower);
 }
 
 /** A choice field's distinct options that are among the prefix words, with their word index, in schema order. */
@@ -167,9 +161,7 @@ export async function scoreBoundaryBatch(
   const abstain: number[][] = batch.map(() => new Array<number>(Q).fill(0));
   const T = config.pair_temperature ?? 1;
   let choices = new Map<string, ChoiceScore[]>();
-  let pendingRelations:
-    | { words: Float32Array; L: number; queryVec: (bi: number, i: number, m: number) => Float32Array }
-    | undefined;
+  let relations = new Map<string, RelationPair[]>();
   if (Q) {
     const L = Math.max(...batch.map((r) => r.wordPos.length));
     const words = new Float32Array(B * L * D);
@@ -190,7 +182,6 @@ export async function scoreBoundaryBatch(
       });
     });
     choices = await scoreChoices(sessions, batch, tasks, { data: words, mask: wordMask, L }, queryVec, D, T);
-    pendingRelations = { words, L, queryVec };
     const out = await sessions.run('boundaryCandidates', {
       word_embs: { type: 'float32', data: words, dims: [B, L, D] },
       word_mask: { type: 'int64', data: wordMask, dims: [B, L] },
@@ -219,11 +210,9 @@ export async function scoreBoundaryBatch(
           });
         }
       }
+    if (config.enable_relations)
+      relations = await scoreRelations(sessions, config, batch, tasks, candidates, query, { words, L, queryVec }, D);
   }
-  const relations =
-    pendingRelations && config.enable_relations
-      ? await scoreRelations(sessions, config, batch, tasks, candidates, query, pendingRelations, D)
-      : new Map<string, RelationPair[]>();
   const clsTasks = tasks.map((t, i) => ({ t, i })).filter((x) => x.t.kind === 'classifications');
   const clsLogits = await classifierLogits(sessions, batch, clsTasks, vec, D);
   const scale = 1 / (config.classification_temperature ?? 1);
@@ -395,18 +384,16 @@ export function deduplicateRelationEdges(edges: Edge[]): Edge[] {
   const words = (s: string) => new Set(semanticText(s).split(' ').filter(Boolean));
   const strictSubset = (a: Set<string>, b: Set<string>) => a.size < b.size && [...a].every((w) => b.has(w));
   const same = (a: Set<string>, b: Set<string>) => a.size === b.size && [...a].every((w) => b.has(w));
-  const values = [...semantic.values()];
-  const kept = values.filter((e) => {
-    const h = words(e.head.text);
-    const t = words(e.tail.text);
-    return !values.some((o) => {
-      if (o === e) return false;
-      const oh = words(o.head.text);
-      const ot = words(o.tail.text);
-      return (strictSubset(h, oh) && same(t, ot)) || (strictSubset(t, ot) && same(h, oh));
-    });
-  });
-  return kept.sort((a, b) => a.head.start - b.head.start || a.tail.start - b.tail.start || b.score - a.score);
+  const values = [...semantic.values()].map((e) => ({ e, h: words(e.head.text), t: words(e.tail.text) }));
+  const kept = values.filter(
+    (x) =>
+      !values.some(
+        (o) => o !== x && ((strictSubset(x.h, o.h) && same(x.t, o.t)) || (strictSubset(x.t, o.t) && same(x.h, o.h))),
+      ),
+  );
+  return kept
+    .map((x) => x.e)
+    .sort((a, b) => a.head.start - b.head.start || a.tail.start - b.tail.start || b.score - a.score);
 }
 
 /** gliner2's `resolve_overlaps(policy)` over half-open word spans: ranked by score desc, then start, end. */
@@ -451,19 +438,23 @@ export function decodeBoundaryRecord(
   const cps = new CodePoints(r.text);
   const P = r.prefix.length;
   const policy = config.overlap_policy ?? 'disallow';
-  /** The resolved spans of query `q` at `thr`, in the text's characters (global offsets), best first. */
-  const spans = (q: number, thr: number): Span[] => {
-    const kept = scores.candidates[bi]![q]!.filter((c) => c.score >= thr);
-    const out: Span[] = [];
-    for (const c of resolveOverlaps(kept, policy)) {
-      const ts = c.start - P;
-      const te = c.end - P;
-      if (!(ts >= 0 && ts < te && te <= r.words.length)) continue; // a span touching the prefix is dropped, not clipped
-      const text = pyStrip(cps.slice(r.starts[ts]!, r.ends[te - 1]!));
-      if (text) out.push({ text, score: c.score, start: r.starts[ts]! + r.offset, end: r.ends[te - 1]! + r.offset });
-    }
-    return out;
+  /**
+   * The half-open span `[start, end)` over prefix + text words as the text's characters (global offsets); none when
+   * it touches the prefix (dropped, not clipped) or is blank once stripped — the library's rule for every head.
+   */
+  const mention = (start: number, end: number, score: number): Span | undefined => {
+    const ts = start - P;
+    const te = end - P;
+    if (!(ts >= 0 && ts < te && te <= r.words.length)) return undefined;
+    const text = pyStrip(cps.slice(r.starts[ts]!, r.ends[te - 1]!));
+    return text ? { text, score, start: r.starts[ts]! + r.offset, end: r.ends[te - 1]! + r.offset } : undefined;
   };
+  /** The resolved spans of query `q` at `thr`, best first. */
+  const spans = (q: number, thr: number): Span[] =>
+    resolveOverlaps(
+      scores.candidates[bi]![q]!.filter((c) => c.score >= thr),
+      policy,
+    ).flatMap((c) => mention(c.start, c.end, c.score) ?? []);
   tasks.forEach((t, i) => {
     const q = (m: number) => scores.query.get(`${i}:${m}`)!;
     if (t.kind === 'entities') {
@@ -499,21 +490,9 @@ export function decodeBoundaryRecord(
       const edges: Edge[] = [];
       for (const p of scores.relations.get(`${bi}:${i}`) ?? []) {
         if (p.score < thr) continue;
-        const hs = p.headStart - P;
-        const he = p.headEnd - P;
-        const ts = p.tailStart - P;
-        const te = p.tailEnd - P;
-        const n = r.words.length;
-        if (!(hs >= 0 && hs < he && he <= n && ts >= 0 && ts < te && te <= n)) continue;
-        const mention = (s: number, e: number, score: number): Span => ({
-          text: pyStrip(cps.slice(r.starts[s]!, r.ends[e - 1]!)),
-          score,
-          start: r.starts[s]! + r.offset,
-          end: r.ends[e - 1]! + r.offset,
-        });
-        const head = mention(hs, he, p.headScore);
-        const tail = mention(ts, te, p.tailScore);
-        if (head.text && tail.text) edges.push({ score: p.score, head, tail });
+        const head = mention(p.headStart, p.headEnd, p.headScore);
+        const tail = mention(p.tailStart, p.tailEnd, p.tailScore);
+        if (head && tail) edges.push({ score: p.score, head, tail });
       }
       res.relations[t.name] = deduplicateRelationEdges(edges).map(({ head, tail }) => ({ head, tail }));
     } else if (t.kind === 'classifications') {

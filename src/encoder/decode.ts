@@ -110,6 +110,12 @@ export function resolveDisallow<T extends { score: number; start: number; end: n
   return chosen.sort(rank).map((r) => r.item);
 }
 
+/** gliner2's `_find_choice_idx`: the first prefix word equal to the choice, case-insensitively (-1: none). */
+export function choiceIndex(prefix: string[], choice: string): number {
+  const lower = choice.toLowerCase();
+  return prefix.findIndex((w) => w.toLowerCase() === lower);
+}
+
 export function sigmoid(x: number): number {
   return x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x));
 }

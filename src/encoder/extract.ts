@@ -3,7 +3,7 @@
  * instances (str/list fields, choices on the prefix), relation instances, classifications.
  */
 import { classificationAnswer } from './classification';
-import { finalizeSpans, type Span } from './decode';
+import { choiceIndex, finalizeSpans, type Span } from './decode';
 import type { BatchScores } from './heads';
 import { CodePoints, pyStrip } from './text';
 import type { ChoiceValue, EncodedRecord, EncoderResult, FieldValue, RelationInstance } from './types';
@@ -65,13 +65,12 @@ export function decodeRecord(
           const thr = f.threshold ?? threshold;
           const probs = scoresFor(k, c, m);
           if (f.choices?.length) {
-            const idxOf = (choice: string) => r.prefix.findIndex((tok) => tok.toLowerCase() === choice.toLowerCase());
             if (f.dtype === 'list') {
               const sel: ChoiceValue[] = [];
               const seen = new Set<string>();
               for (const ch of f.choices) {
                 if (seen.has(ch)) continue;
-                const idx = idxOf(ch);
+                const idx = choiceIndex(r.prefix, ch);
                 if (idx >= 0 && idx < P) {
                   const sc = probs[idx * W]!;
                   if (sc >= thr) {
@@ -85,7 +84,7 @@ export function decodeRecord(
               let best: string | undefined;
               let bestScore = -1;
               for (const ch of f.choices) {
-                const idx = idxOf(ch);
+                const idx = choiceIndex(r.prefix, ch);
                 if (idx >= 0 && idx < P) {
                   const sc = probs[idx * W]!;
                   if (sc > bestScore) {

@@ -27,7 +27,6 @@ export interface FragmentConfig {
   max_count?: number;
   counting_layer?: string;
   /** Boundary models (boundary.ts): candidate decoding as the library's `BoundaryHeadSettings` sets it. */
-  candidate_budget?: number;
   pair_temperature?: number;
   classification_temperature?: number;
   enable_abstention?: boolean;

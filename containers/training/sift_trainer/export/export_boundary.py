@@ -54,6 +54,12 @@ UNTESTED_SETTINGS = {
 }
 
 
+def _within_tolerance(graph: str, worst: float) -> None:
+    """Raises unless the graph's largest difference from the library is within ``TOLERANCE``."""
+    if worst > TOLERANCE:
+        raise ValueError(f"{graph} differs from the library by {worst} (> {TOLERANCE})")
+
+
 def unexportable_settings(settings: Any) -> list[str]:
     """The settings of a boundary head that this export refuses, as `name=value` (empty: exportable)."""
     return [
@@ -169,8 +175,7 @@ def export_boundary_explicit(model: nn.Module, onnx_dir: Path, verify: bool = Tr
         for b, nq in enumerate(queries):
             keep = args[5][b, :nq].numpy().astype(bool)
             worst = max(worst, float(np.abs(ref[b, :nq][keep] - got[b, :nq][keep]).max()))
-    if worst > TOLERANCE:
-        raise ValueError(f"boundary_explicit.onnx differs from the library by {worst} (> {TOLERANCE})")
+    _within_tolerance("boundary_explicit.onnx", worst)
     return {"explicit_logits": worst}
 
 
@@ -195,8 +200,7 @@ def export_relation_mlp(model: nn.Module, onnx_dir: Path, verify: bool = True) -
     with torch.no_grad():
         ref = mlp(x).numpy()
     worst = float(np.abs(ref - _ort(path).run(None, {"features": x.numpy()})[0]).max())
-    if worst > TOLERANCE:
-        raise ValueError(f"relation_mlp.onnx differs from the library by {worst} (> {TOLERANCE})")
+    _within_tolerance("relation_mlp.onnx", worst)
     return {"relation_logits": worst}
 
 
@@ -260,8 +264,7 @@ def export_boundary_candidates(model: nn.Module, onnx_dir: Path, verify: bool = 
         for key, diff in _compare(ref, got, queries).items():
             report["parity_max_abs_diff"][key] = max(diff, report["parity_max_abs_diff"].get(key, 0.0))
     worst = max(report["parity_max_abs_diff"].values())
-    if worst > TOLERANCE:
-        raise ValueError(f"boundary_candidates.onnx differs from the library by {worst} (> {TOLERANCE})")
+    _within_tolerance("boundary_candidates.onnx", worst)
     return report
 
 
@@ -275,7 +278,7 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
     architecture and the decoding settings the TS side applies (temperatures, abstention, overlap policy)."""
     from gliner2.inference.overlap import normalize_overlap_policy
 
-    from .export_onnx import _MLP, OPSET, encoder_parity, export_encoder, finish_with_int8, prompt_config
+    from .export_onnx import OPSET, encoder_parity, export_classifier, export_encoder, finish_with_int8, prompt_config
 
     t0 = time.time()
     onnx_dir = Path(out_dir) / "onnx"
@@ -286,15 +289,7 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
         raise ValueError("boundary head settings not supported by the export yet: adaptive_threshold=True")
     d = int(model.encoder.config.hidden_size)
     encoder_graph = export_encoder(model, onnx_dir)
-    classifier = _MLP(model.classifier)
-    _export(
-        classifier,
-        (torch.randn(3, d, generator=torch.Generator().manual_seed(0)),),
-        onnx_dir / "classifier.onnx",
-        ["label_embs"],
-        ["logits"],
-        {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
-    )
+    export_classifier(model, onnx_dir, torch.randn(3, d, generator=torch.Generator().manual_seed(0)))
     candidates = export_boundary_candidates(model, onnx_dir, verify=verify)
     parity = {**candidates["parity_max_abs_diff"], **export_boundary_explicit(model, onnx_dir, verify=verify)}
     relations = bool(getattr(model, "enable_relations", False))

@@ -254,6 +254,18 @@ def export_encoder(model, onnx_dir: Path) -> dict[str, Any]:
     return _export_encoder_eager(model.encoder, ids, torch.ones_like(ids), onnx_dir / "encoder.onnx")
 
 
+def export_classifier(model, onnx_dir: Path, example: torch.Tensor) -> None:
+    """``classifier.onnx``: the ``[L]`` label-token classifier (the same module in span and boundary models)."""
+    _export(
+        _MLP(model.classifier),
+        (example,),
+        onnx_dir / "classifier.onnx",
+        ["label_embs"],
+        ["logits"],
+        {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
+    )
+
+
 def encoder_parity(model, onnx_dir: Path) -> float:
     """Max |onnxruntime − PyTorch| of ``encoder.onnx`` on a padded batch of 2 at another length than the trace."""
     tok = model.processor.tokenizer
@@ -351,14 +363,7 @@ def export_fragments(model, out_dir: Path, verify: bool = True, int8: bool = Tru
         ["struct_proj"],
         {"field_embs": {0: "fields"}, "struct_proj": {1: "fields"}},
     )
-    _export(
-        _MLP(model.classifier),
-        (torch.randn(3, D, generator=g),),
-        onnx_dir / "classifier.onnx",
-        ["label_embs"],
-        ["logits"],
-        {"label_embs": {0: "labels"}, "logits": {0: "labels"}},
-    )
+    export_classifier(model, onnx_dir, torch.randn(3, D, generator=g))
 
     parity: dict[str, float] = {}
     if verify:
