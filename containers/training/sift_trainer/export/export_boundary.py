@@ -306,7 +306,13 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
         )
         if max(parity.values()) > TOLERANCE:
             raise ValueError(f"ONNX parity check failed: {parity}")
-    words, queries = ["batch", "words", d], ["batch", "queries", d]
+    # the word and query states both head graphs read (INPUTS)
+    head_inputs = {
+        "word_embs": ["batch", "words", d],
+        "word_mask": ["batch", "words"],
+        "queries": ["batch", "queries", d],
+        "query_mask": ["batch", "queries"],
+    }
     cfg = {
         "format": BOUNDARY_FORMAT,
         "encoder_graph": encoder_graph,
@@ -347,10 +353,7 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
             "boundary_explicit": {
                 "file": "boundary_explicit.onnx",
                 "inputs": {
-                    "word_embs": words,
-                    "word_mask": ["batch", "words"],
-                    "queries": queries,
-                    "query_mask": ["batch", "queries"],
+                    **head_inputs,
                     "span_idx": ["batch", "queries", "spans", 2],
                     "span_mask": ["batch", "queries", "spans"],
                 },
@@ -369,12 +372,7 @@ def export_boundary_fragments(model, out_dir: Path, verify: bool = True, int8: b
             ),
             "boundary_candidates": {
                 "file": "boundary_candidates.onnx",
-                "inputs": {
-                    "word_embs": words,
-                    "word_mask": ["batch", "words"],
-                    "queries": queries,
-                    "query_mask": ["batch", "queries"],
-                },
+                "inputs": head_inputs,
                 "outputs": {
                     "cand_idx": ["batch", "queries", candidates["candidate_budget"], 2],
                     "pair_logits": ["batch", "queries", candidates["candidate_budget"]],
